@@ -1,0 +1,122 @@
+"""Shared types for the rewrite rules: rules, diagnostics and the node helpers every family uses."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+import libcst as cst
+
+Kind = Literal["rewrite", "diagnostic"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rewrite or diagnostic, with a stable code.
+
+    Args:
+        code: stable identifier, ``TP0xx`` for rewrites and ``TP1xx`` for diagnostics.
+        name: kebab-case slug, e.g. ``cuda-method``.
+        summary: one line saying what the rule does.
+        before: a one-line example of the code the rule matches.
+        after: what the rule turns it into (empty for diagnostics).
+    """
+
+    code: str
+    name: str
+    summary: str
+    before: str
+    after: str = ""
+
+    @property
+    def kind(self) -> Kind:
+        return "rewrite" if self.code.startswith("TP0") else "diagnostic"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A CUDA-specific site that was left unchanged, with the reason.
+
+    Args:
+        code: the rule code, e.g. ``TP101``.
+        line: 1-based line number in the original source.
+        column: 0-based column in the original source.
+        message: one-line reason.
+    """
+
+    code: str
+    line: int
+    column: int
+    message: str
+
+
+# "cuda", "cuda:0", and the same for the other spellings of a CUDA device type.
+CUDA_DEVICE_RE = re.compile(r"^cuda(?::(\d+))?$")
+
+
+def string_value(node: cst.CSTNode) -> str | None:
+    """The value of a plain (non-f, non-bytes) string literal, else None."""
+    if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def cuda_literal_index(node: cst.CSTNode) -> tuple[bool, cst.BaseExpression | None]:
+    """Whether ``node`` spells a CUDA device, and the index expression it names.
+
+    ``"cuda"`` gives ``(True, None)``, ``"cuda:1"`` gives ``(True, Integer(1))`` and
+    ``f"cuda:{rank}"`` gives ``(True, Name(rank))``. Anything else gives ``(False, None)``.
+    """
+    value = string_value(node)
+    if value is not None:
+        match = CUDA_DEVICE_RE.match(value)
+        if not match:
+            return False, None
+        return True, cst.Integer(match.group(1)) if match.group(1) is not None else None
+    if isinstance(node, cst.FormattedString) and len(node.parts) == 2:
+        text, expr = node.parts
+        if (
+            isinstance(text, cst.FormattedStringText)
+            and text.value == "cuda:"
+            and isinstance(expr, cst.FormattedStringExpression)
+            and expr.format_spec is None
+            and expr.conversion is None
+            and expr.equal is None
+        ):
+            return True, expr.expression
+    return False, None
+
+
+def is_cuda_literal(node: cst.CSTNode) -> bool:
+    return cuda_literal_index(node)[0]
+
+
+def mentions_cuda_string(node: cst.CSTNode) -> bool:
+    """True for any string literal whose text is a CUDA device spec (used for diagnostics)."""
+    if is_cuda_literal(node):
+        return True
+    if isinstance(node, cst.FormattedString):
+        first = node.parts[0] if node.parts else None
+        return isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:")
+    return False
+
+
+def dotted_name(node: cst.CSTNode) -> str | None:
+    """``a.b.c`` for a chain of Name/Attribute nodes, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted_name(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None
+
+
+def attribute_chain(dotted: str) -> cst.BaseExpression:
+    """Build ``a.b.c`` as a CST expression."""
+    head, *rest = dotted.split(".")
+    expr: cst.BaseExpression = cst.Name(head)
+    for part in rest:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr

@@ -1,0 +1,334 @@
+"""The one transformer that runs every family's rules in a single pass over a module.
+
+Families (device, cuda_api, amp, distributed) hold the rules; this class holds the state they
+share: qualified names, the context each CUDA string is used in, what was handled, and the
+runtime import. Sites that look CUDA-specific and were not handled become diagnostics.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import libcst as cst
+from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.metadata import PositionProvider, QualifiedNameProvider
+
+from torchport.codemods import amp, cuda_api, device, distributed
+from torchport.codemods._base import (
+    Diagnostic,
+    attribute_chain,
+    dotted_name,
+    is_cuda_literal,
+    mentions_cuda_string,
+)
+
+RUNTIME_MODULE = "torchport.runtime"
+_ALIASES = ("tp", "tp_runtime", "torchport_runtime")
+_INFO_FLAGS = ("torch.backends.cudnn", "torch.backends.cuda")
+
+
+class MigrateCodemod(VisitorBasedCodemodCommand):
+    """Rewrite CUDA-specific PyTorch code in one module into calls of ``torchport.runtime``.
+
+    Args:
+        context: the LibCST codemod context.
+        source: the module's source text, used only to pick a runtime alias that cannot collide.
+
+    After ``transform_module`` runs, ``rewrites`` counts the rewrites per rule code and
+    ``diagnostics`` lists what was left unchanged, sorted by line.
+    """
+
+    DESCRIPTION = "Port CUDA-only PyTorch code to torchport.runtime."
+    METADATA_DEPENDENCIES = (QualifiedNameProvider, PositionProvider)
+
+    def __init__(self, context: CodemodContext, source: str = "") -> None:
+        super().__init__(context)
+        self.source = source
+        self.alias = "tp"
+        self.runtime_imported = False
+        self.torch_name: str | None = None
+        self.rewrites: Counter[str] = Counter()
+        self.diagnostics: list[Diagnostic] = []
+        # id(original node) -> (context kind, rule code); kinds: "device", "str", "type"
+        self.contexts: dict[int, tuple[str, str]] = {}
+        self.device_pairs: set[int] = set()
+        self.handled: set[int] = set()
+        self._idioms: dict[int, tuple[bool, cst.BaseExpression | None]] = {}
+        self._inner: set[int] = set()
+        self._method_funcs: set[int] = set()
+        self._cuda_refs: list[tuple[cst.CSTNode, str]] = []
+        self._strings: list[cst.CSTNode] = []
+        self._flag_site: cst.CSTNode | None = None
+        self._uses_runtime = False
+        self._needs_torch = False
+
+    # ---- helpers the families call -------------------------------------------------------
+
+    def qnames(self, node: cst.CSTNode) -> set[str]:
+        return {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
+
+    def has_qname(self, node: cst.CSTNode, name: str) -> bool:
+        return name in self.qnames(node)
+
+    def qname_startswith(self, node: cst.CSTNode, prefix: str) -> bool:
+        return any(name.startswith(prefix) for name in self.qnames(node))
+
+    def runtime_attr(self, name: str) -> cst.Attribute:
+        self._uses_runtime = True
+        return cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(name))
+
+    def runtime_call(self, name: str, args: list[cst.BaseExpression]) -> cst.Call:
+        return cst.Call(func=self.runtime_attr(name), args=[cst.Arg(a) for a in args])
+
+    def runtime_call_name(self, node: cst.CSTNode) -> str | None:
+        """The runtime function a node calls (``tp.device(...)`` -> ``"device"``), else None."""
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and isinstance(node.func.value, cst.Name)
+            and node.func.value.value == self.alias
+        ):
+            return node.func.attr.value
+        return None
+
+    def torch_attr(self, path: str) -> cst.BaseExpression:
+        if self.torch_name is None:
+            self._needs_torch = True
+        return attribute_chain(f"{self.torch_name or 'torch'}.{path}")
+
+    def set_context(self, node: cst.BaseExpression, kind: str, code: str) -> None:
+        """Record how the CUDA strings in ``node`` are used; the branches of ``a if c else b`` too."""
+        self.contexts[id(node)] = (kind, code)
+        if isinstance(node, cst.IfExp):
+            self.set_context(node.body, kind, code)
+            self.set_context(node.orelse, kind, code)
+
+    def keep_literals(self, node: cst.BaseExpression) -> None:
+        """CUDA strings in ``node`` are deliberate text (e.g. argparse ``choices``): not reported."""
+        if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+            for element in node.elements:
+                self.handled.add(id(element.value))
+
+    def mark_handled(self, node: cst.CSTNode) -> None:
+        self.handled.add(id(node))
+        if isinstance(node, cst.Call):
+            self.handled.add(id(node.func))
+
+    def count(self, code: str, node: cst.CSTNode) -> None:
+        self.rewrites[code] += 1
+        self.mark_handled(node)
+
+    def idiom_has_cuda(self, node: cst.IfExp) -> bool:
+        return any(is_cuda_literal(b) or (isinstance(b, cst.Call) and b.args and is_cuda_literal(b.args[0].value))
+                   or (isinstance(b, cst.IfExp) and self.idiom_has_cuda(b)) for b in (node.body, node.orelse))
+
+    def report(self, code: str, node: cst.CSTNode, message: str) -> None:
+        start = self.get_metadata(PositionProvider, node).start
+        self.diagnostics.append(Diagnostic(code, start.line, start.column, message))
+
+    # ---- module and imports --------------------------------------------------------------
+
+    def visit_Module(self, node: cst.Module) -> None:
+        for statement in node.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.Import):
+                    for alias in small.names:
+                        name = _dotted(alias.name)
+                        if name == "torch":
+                            self.torch_name = alias.evaluated_alias or "torch"
+                        elif name == RUNTIME_MODULE and alias.asname:
+                            self._use_alias(alias.evaluated_alias)
+                elif isinstance(small, cst.ImportFrom) and _dotted(small.module) == "torchport":
+                    if isinstance(small.names, cst.ImportStar):
+                        continue
+                    for alias in small.names:
+                        if alias.evaluated_name == "runtime":
+                            self._use_alias(alias.evaluated_alias or "runtime")
+        if not self.runtime_imported:
+            self.alias = next(a for a in _ALIASES if not re.search(rf"\b{a}\b", self.source))
+
+    def _use_alias(self, alias: str | None) -> None:
+        if alias:
+            self.alias, self.runtime_imported = alias, True
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        for node, name in self._cuda_refs:
+            if id(node) in self.handled:
+                continue
+            if name == "torch.cuda":
+                self.report("TP101", node, "`torch.cuda` used as an object has no portable equivalent; left unchanged")
+            else:
+                self.report("TP101", node, f"`{name}` has no portable equivalent in torchport.runtime; left unchanged")
+        for node in self._strings:
+            if id(node) in self.handled:
+                continue
+            if distributed.is_nccl(node):
+                self.report("TP105", node, '"nccl" outside a backend setting; left unchanged')
+            else:
+                text = cst.Module([]).code_for_node(node)
+                self.report("TP102", node, f"CUDA device string {text} where torchport cannot tell how it is used; left unchanged")
+        if self._flag_site is not None:
+            self.report("TP107", self._flag_site,
+                        "torch.backends.cudnn/cuda flags left unchanged: they are harmless on other backends")
+        self.diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
+        if self._uses_runtime and not self.runtime_imported:
+            self.add_needed_import("torchport", "runtime", asname=self.alias)
+        if self._needs_torch:
+            self.add_needed_import("torch")
+        return updated_node
+
+    # ---- contexts: where each CUDA string is used ----------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        device.classify_call(self, node)
+        amp.classify_call(self, node)
+        distributed.classify_call(self, node)
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda":
+            self._method_funcs.add(id(node.func))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._classify_assignment([t.target for t in node.targets], node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._classify_assignment([node.target], node.value)
+
+    def _classify_assignment(self, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        names = [t.attr.value if isinstance(t, cst.Attribute) else getattr(t, "value", "") for t in targets]
+        if any(isinstance(n, str) and n.endswith("type") for n in names):
+            self.set_context(value, "type", "TP004")
+        else:
+            self.set_context(value, "str", "TP003")
+
+    def visit_Param(self, node: cst.Param) -> None:
+        if node.default is not None:
+            self.set_context(node.default, "str", "TP003")
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self.set_context(node.value, "str", "TP003")
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        key = node.key.evaluated_value if isinstance(node.key, cst.SimpleString) else None
+        if isinstance(key, str) and ("device" in key or "backend" in key):
+            self.set_context(node.value, "str", "TP003")
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        left = node.left
+        for target in node.comparisons:
+            if isinstance(target.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
+                for side in (left, target.comparator):
+                    if isinstance(side, cst.SimpleString) and side.evaluated_value == "cuda":
+                        self.set_context(side, "type", "TP004")
+            left = target.comparator
+
+    def visit_IfExp(self, node: cst.IfExp) -> bool:
+        idiom = device.availability_idiom(self, node)
+        if idiom is None:
+            return True
+        self._idioms[id(node)] = idiom
+        return False  # the whole expression is replaced; its parts need no visit
+
+    def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
+        idiom = self._idioms.get(id(original_node))
+        if idiom is None:
+            return updated_node
+        wants_object, index = idiom
+        kind = self.contexts.get(id(original_node), ("str", ""))[0]
+        self.count("TP005", original_node)
+        self.remove_unused_import_by_node(original_node)
+        if kind == "type":
+            return self.runtime_call("device_type", [])
+        name = "device" if wants_object or kind == "device" else "device_str"
+        return self.runtime_call(name, [index] if index is not None else [])
+
+    # ---- candidates for diagnostics ------------------------------------------------------
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if is_cuda_literal(node) or distributed.is_nccl(node):
+            self._strings.append(node)
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        if mentions_cuda_string(node):
+            self._strings.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._inner.add(id(node.value))
+        if id(node) in self._inner:
+            return
+        names = self.qnames(node)
+        self._collect_cuda_ref(node, names)
+        if self._flag_site is None and any(n.startswith(_INFO_FLAGS) for n in names):
+            self._flag_site = node
+        attr = node.attr.value
+        if attr == "cuda" and id(node) not in self._method_funcs and not names & {"torch.cuda"}:
+            self.report("TP106", node, "`.cuda` referenced without a call; left unchanged")
+        elif attr == "is_cuda":
+            self.report("TP103", node, "`.is_cuda` is CUDA-specific; left unchanged")
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self._inner:
+            self._collect_cuda_ref(node, self.qnames(node))
+
+    def _collect_cuda_ref(self, node: cst.CSTNode, names: set[str]) -> None:
+        for name in names:
+            if name == "torch.cuda" or name.startswith("torch.cuda."):
+                self._cuda_refs.append((node, name))
+                return
+
+    # ---- rewrites ------------------------------------------------------------------------
+
+    def _rename(self, original: cst.CSTNode, updated: cst.BaseExpression) -> cst.BaseExpression:
+        for name in self.qnames(original):
+            found = cuda_api.lookup(name)
+            if found is None:
+                continue
+            code, new, is_runtime = found
+            self.count(code, original)
+            self.remove_unused_import_by_node(original)
+            return self.runtime_attr(new) if is_runtime else self.torch_attr(new)
+        return updated
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        return self._rename(original_node, updated_node)
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        return self._rename(original_node, updated_node)
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        for rule in (amp.rewrite_call, distributed.rewrite_call, device.rewrite_cuda_method, device.rewrite_torch_device):
+            replacement = rule(self, original_node, updated_node)
+            if replacement is not None:
+                if self.qname_startswith(original_node.func, "torch.cuda"):
+                    self.remove_unused_import_by_node(original_node.func)
+                return replacement
+        return updated_node
+
+    def leave_Decorator(self, original_node: cst.Decorator, updated_node: cst.Decorator) -> cst.Decorator:
+        replacement = amp.rewrite_decorator(self, original_node, updated_node)
+        if replacement is None:
+            return updated_node
+        self.remove_unused_import_by_node(original_node.decorator)
+        return replacement
+
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.BaseExpression:
+        return device.rewrite_literal(self, original_node) or distributed.rewrite_literal(self, original_node) or updated_node
+
+    def leave_FormattedString(
+        self, original_node: cst.FormattedString, updated_node: cst.FormattedString
+    ) -> cst.BaseExpression:
+        return device.rewrite_literal(self, original_node) or updated_node
+
+
+
+def _dotted(node: cst.CSTNode | None) -> str | None:
+    return dotted_name(node) if node is not None else None

@@ -1,0 +1,197 @@
+"""Device selection: `.cuda()`, CUDA device strings and the availability idiom.
+
+| Code  | Before                                              | After                                  |
+|-------|-----------------------------------------------------|----------------------------------------|
+| TP001 | x.cuda(non_blocking=True)                           | x.to(tp.device(), non_blocking=True)   |
+| TP002 | torch.zeros(2, device="cuda:1")                     | torch.zeros(2, device=tp.device(1))    |
+| TP003 | device = "cuda"                                     | device = tp.device_str()               |
+| TP004 | x.device.type == "cuda"                             | x.device.type == tp.device_type()      |
+| TP005 | "cuda" if torch.cuda.is_available() else "cpu"      | tp.device_str()                        |
+| TP102 | foo("cuda")                                         | (reported)                             |
+| TP106 | fn = x.cuda                                         | (reported)                             |
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchport.codemods._base import Rule, cuda_literal_index, is_cuda_literal, string_value
+
+if TYPE_CHECKING:
+    from torchport.codemods._transformer import MigrateCodemod
+
+RULES = (
+    Rule("TP001", "cuda-method", "`.cuda(...)` on a tensor or module becomes `.to(<runtime device>, ...)`.",
+         "x.cuda(non_blocking=True)", "x.to(tp.device(), non_blocking=True)"),
+    Rule("TP002", "device-literal", "A CUDA device spec where torch expects a device becomes the runtime device.",
+         'torch.zeros(2, device="cuda:1")', "torch.zeros(2, device=tp.device(1))"),
+    Rule("TP003", "device-string", "A CUDA device spec kept as a str (config, default, argument) stays a str.",
+         'device = "cuda"', "device = tp.device_str()"),
+    Rule("TP004", "device-type-string", 'The device type "cuda" in comparisons and device_type= becomes the runtime type.',
+         'x.device.type == "cuda"', "x.device.type == tp.device_type()"),
+    Rule("TP005", "availability-idiom", '`"cuda" if torch.cuda.is_available() else "cpu"` becomes one runtime call.',
+         'torch.device("cuda" if torch.cuda.is_available() else "cpu")', "tp.device()"),
+    Rule("TP102", "unclassified-device-string", "A CUDA device string where torchport cannot tell a device from text.",
+         'foo("cuda:0")'),
+    Rule("TP106", "cuda-attribute", "`.cuda` referenced without a call; left unchanged.", "fn = x.cuda"),
+)
+
+# Calls that answer "is there an accelerator?" and so form the availability idiom.
+AVAILABILITY_TESTS = frozenset({
+    "torch.cuda.is_available",
+    "torch.backends.mps.is_available",
+    "torch.mps.is_available",
+    "torch.xpu.is_available",
+    "torch.accelerator.is_available",
+})
+_OTHER_ACCELERATORS = frozenset({"mps", "xpu"})
+
+# Keyword names whose CUDA string value is a device kept as text, in calls torchport does not know.
+_STRING_KEYWORDS = frozenset({"device", "default", "map_location", "device_name", "device_str"})
+
+
+def _is_device_call(m: MigrateCodemod, node: cst.CSTNode, kinds: frozenset[str]) -> bool:
+    """``torch.device("<kind>")`` for one of ``kinds``."""
+    if not (isinstance(node, cst.Call) and m.has_qname(node.func, "torch.device") and node.args):
+        return False
+    first = node.args[0].value
+    value = string_value(first)
+    if value is None:
+        return "cuda" in kinds and is_cuda_literal(first)
+    return value.split(":")[0] in kinds
+
+
+def _branch_kind(m: MigrateCodemod, node: cst.BaseExpression) -> str | None:
+    """"cuda", "other" (mps/xpu), "cpu" or "idiom" for a branch of the availability idiom."""
+    if is_cuda_literal(node) or _is_device_call(m, node, frozenset({"cuda"})):
+        return "cuda"
+    if string_value(node) in _OTHER_ACCELERATORS or _is_device_call(m, node, _OTHER_ACCELERATORS):
+        return "other"
+    if string_value(node) == "cpu" or _is_device_call(m, node, frozenset({"cpu"})):
+        return "cpu"
+    if isinstance(node, cst.IfExp) and availability_idiom(m, node) is not None:
+        return "idiom"
+    return None
+
+
+def availability_idiom(m: MigrateCodemod, node: cst.IfExp) -> tuple[bool, cst.BaseExpression | None] | None:
+    """Match ``A if <accelerator available> else B`` choosing between CUDA (or MPS/XPU) and CPU.
+
+    Returns ``(wants_device_object, index)`` or None. ``wants_device_object`` is True when a branch
+    builds a ``torch.device``; ``index`` is the CUDA index the idiom names (``"cuda:0"`` gives 0).
+    """
+    test = node.test
+    if not (isinstance(test, cst.Call) and not test.args and m.qnames(test.func) & AVAILABILITY_TESTS):
+        return None
+    body, orelse = _branch_kind(m, node.body), _branch_kind(m, node.orelse)
+    if body not in ("cuda", "other") or orelse not in ("cpu", "idiom", "cuda"):
+        return None
+    branches = [node.body, node.orelse]
+    has_cuda = body == "cuda" or orelse == "cuda"
+    wants_object = any(isinstance(b, cst.Call) for b in branches)
+    index = None
+    for branch in branches:
+        literal = branch.args[0].value if isinstance(branch, cst.Call) else branch
+        ok, idx = cuda_literal_index(literal)
+        if ok and idx is not None:
+            index = idx
+    if orelse == "idiom":
+        nested = availability_idiom(m, node.orelse)
+        assert nested is not None
+        wants_object = wants_object or nested[0]
+        index = index if index is not None else nested[1]
+        has_cuda = has_cuda or m.idiom_has_cuda(node.orelse)
+    if not has_cuda:
+        return None
+    return wants_object, index
+
+
+def classify_call(m: MigrateCodemod, node: cst.Call) -> None:
+    """Give every CUDA string among a call's arguments the context it is used in."""
+    func = node.func
+    if m.has_qname(func, "torch.device"):
+        if len(node.args) == 2 and node.args[0].keyword is None and string_value(node.args[0].value) == "cuda":
+            m.device_pairs.add(id(node))
+        elif node.args and node.args[0].keyword is None:
+            m.set_context(node.args[0].value, "device", "TP002")
+        return
+    is_to = isinstance(func, cst.Attribute) and func.attr.value == "to"
+    torch_call = m.qname_startswith(func, "torch.")
+    for index, arg in enumerate(node.args):
+        keyword = arg.keyword.value if arg.keyword else None
+        if keyword is None:
+            if is_to and index == 0:
+                m.set_context(arg.value, "device", "TP002")
+        elif keyword == "device_type":
+            m.set_context(arg.value, "type", "TP004")
+        elif keyword in ("device", "map_location") and (torch_call or is_to):
+            m.set_context(arg.value, "device", "TP002")
+        elif keyword in _STRING_KEYWORDS:
+            m.set_context(arg.value, "str", "TP003")
+        elif keyword == "choices":
+            m.keep_literals(arg.value)
+
+
+def rewrite_cuda_method(m: MigrateCodemod, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+    """``x.cuda(i, non_blocking=b)`` -> ``x.to(tp.device(i), non_blocking=b)``."""
+    func = updated.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
+        return None
+    if m.qname_startswith(original.func, "torch.cuda") or any(arg.star for arg in updated.args):
+        return None
+    device_arg: cst.BaseExpression | None = None
+    rest: list[cst.Arg] = []
+    for arg in updated.args:
+        keyword = arg.keyword.value if arg.keyword else None
+        if keyword is None and device_arg is None:
+            device_arg = arg.value
+        elif keyword is None:  # Tensor.cuda(device, non_blocking) takes non_blocking second
+            rest.append(arg.with_changes(keyword=cst.Name("non_blocking"), equal=cst.AssignEqual(
+                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))))
+        elif keyword == "device":
+            device_arg = arg.value
+        else:
+            rest.append(arg)
+    target = m.runtime_call("device", [device_arg] if device_arg is not None else [])
+    m.count("TP001", original)
+    rest = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in rest]
+    return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(target), *rest])
+
+
+def rewrite_torch_device(m: MigrateCodemod, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+    """``torch.device("cuda", i)`` -> ``tp.device(i)``; ``torch.device(tp.device(x))`` -> ``tp.device(x)``."""
+    if not m.has_qname(original.func, "torch.device"):
+        return None
+    if id(original) in m.device_pairs:
+        m.count("TP002", original)
+        m.mark_handled(original.args[0].value)
+        return m.runtime_call("device", [updated.args[1].value])
+    if len(updated.args) == 1 and updated.args[0].keyword is None:
+        inner = updated.args[0].value
+        name = m.runtime_call_name(inner)
+        if name in ("device", "device_str"):
+            assert isinstance(inner, cst.Call)
+            return m.runtime_call("device", [a.value for a in inner.args])
+    return None
+
+
+def rewrite_literal(m: MigrateCodemod, original: cst.BaseExpression) -> cst.BaseExpression | None:
+    """Replace a CUDA string literal according to the context its parent gave it."""
+    context = m.contexts.get(id(original))
+    if context is None:
+        return None
+    kind, code = context
+    ok, index = cuda_literal_index(original)
+    if not ok:
+        return None
+    args = [index] if index is not None else []
+    if kind == "type":
+        if index is not None:
+            return None
+        replacement = m.runtime_call("device_type", [])
+    else:
+        replacement = m.runtime_call("device" if kind == "device" else "device_str", args)
+    m.count(code, original)
+    return replacement

@@ -1,0 +1,105 @@
+"""Find the Python files to migrate: honour .gitignore, skip virtualenvs and build folders."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+# Folders that never hold the user's own code.
+SKIP_DIRS = frozenset({
+    "__pycache__", "build", "dist", "site-packages", "node_modules", "venv", "env",
+    "__pypackages__", "_build", "buck-out",
+})
+
+
+class PathError(Exception):
+    """A path given on the command line does not exist."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """A file to migrate, or one that must be reported instead.
+
+    Args:
+        path: the file.
+        display: the path relative to the directory the user named (or as given).
+        problem: why the file is reported and not read (e.g. a symlink out of the tree), else None.
+    """
+
+    path: Path
+    display: str
+    problem: str | None = None
+
+
+def _spec(lines: Iterable[str]) -> pathspec.PathSpec:
+    return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+
+
+def _gitignore(folder: Path) -> pathspec.PathSpec | None:
+    ignore = folder / ".gitignore"
+    try:
+        return _spec(ignore.read_text(encoding="utf-8", errors="replace").splitlines())
+    except OSError:
+        return None
+
+
+def _is_virtualenv(folder: Path) -> bool:
+    return (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir()
+
+
+def discover(paths: Iterable[Path], exclude: Iterable[str] = ()) -> Iterator[Found]:
+    """Yield the ``.py`` files under ``paths``, in a stable order.
+
+    Args:
+        paths: files or folders. A file named explicitly is always taken.
+        exclude: gitignore-style patterns, matched against paths relative to each folder given.
+
+    Raises:
+        PathError: when a path does not exist.
+    """
+    excluded = _spec(exclude)
+    for given in paths:
+        if not given.exists():
+            raise PathError(f"{given}: no such file or folder")
+        if given.is_file():
+            yield Found(given, str(given))
+            continue
+        yield from _walk(given, excluded)
+
+
+def _walk(root: Path, excluded: pathspec.PathSpec) -> Iterator[Found]:
+    real_root = root.resolve()
+    # (folder relative to root, its .gitignore rules)
+    ignores: list[tuple[str, pathspec.PathSpec]] = []
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        rel_here = here.relative_to(root).as_posix()
+        rel_here = "" if rel_here == "." else rel_here + "/"
+        spec = _gitignore(here)
+        if spec is not None:
+            ignores.append((rel_here, spec))
+
+        def ignored(rel: str, is_dir: bool) -> bool:
+            probe = rel + "/" if is_dir else rel
+            if excluded.match_file(probe):
+                return True
+            return any(rel.startswith(base) and spec.match_file(probe[len(base):]) for base, spec in ignores)
+
+        dirs[:] = sorted(
+            d for d in dirs
+            if not d.startswith(".") and d not in SKIP_DIRS and not d.endswith(".egg-info")
+            and not _is_virtualenv(here / d) and not ignored(rel_here + d, True)
+        )
+        for name in sorted(files):
+            if not name.endswith(".py") or ignored(rel_here + name, False):
+                continue
+            path = here / name
+            display = str(root / (rel_here + name))
+            if path.is_symlink() and not path.resolve().is_relative_to(real_root):
+                yield Found(path, display, "symlink points outside the tree; not followed")
+                continue
+            yield Found(path, display)

@@ -1,0 +1,83 @@
+"""Everything the CLI shows: unified diffs on stdout, the summary and errors on stderr (rich)."""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.syntax import Syntax
+from rich.table import Table
+
+from torchport.codemods import RULES
+from torchport.engine import FileResult
+
+
+def unified_diff(result: FileResult) -> str:
+    """The change to one file as a unified diff (``a/`` and ``b/`` prefixes, like git)."""
+    before = (result.original or "").splitlines(keepends=True)
+    after = (result.migrated or "").splitlines(keepends=True)
+    lines = difflib.unified_diff(before, after, f"a/{result.display}", f"b/{result.display}")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def print_diff(out: Console, result: FileResult) -> None:
+    """Print one file's diff: coloured when ``out`` is a terminal, plain text otherwise."""
+    diff = unified_diff(result)
+    if out.is_terminal:
+        out.print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
+    else:
+        out.file.write(diff)
+        out.file.flush()
+
+
+def print_summary(err: Console, results: Sequence[FileResult], mode: str) -> None:
+    """The summary table: files, rewrites per rule, diagnostics and failures.
+
+    Args:
+        err: the stderr console.
+        results: one result per file scanned.
+        mode: ``"dry-run"``, ``"check"`` or ``"apply"``; says whether changes are pending or written.
+    """
+    changed = [r for r in results if r.changed]
+    failed = [r for r in results if r.error]
+    rewrites: Counter[str] = Counter()
+    for result in results:
+        rewrites.update(result.rewrites)
+    diagnostics = [(r, d) for r in results for d in r.diagnostics]
+
+    if diagnostics:
+        table = Table(title="Left unchanged (diagnostics)", title_justify="left", show_edge=False)
+        table.add_column("code", style="yellow", no_wrap=True)
+        table.add_column("location", no_wrap=True)
+        table.add_column("message")
+        for result, diag in diagnostics:
+            table.add_row(diag.code, f"{result.display}:{diag.line}:{diag.column + 1}", diag.message)
+        err.print(table)
+    if failed:
+        table = Table(title="Failed (left untouched)", title_justify="left", show_edge=False)
+        table.add_column("file", style="red", no_wrap=True)
+        table.add_column("reason")
+        for result in failed:
+            table.add_row(result.display, result.error)
+        err.print(table)
+    if rewrites:
+        table = Table(title="Rewrites per rule", title_justify="left", show_edge=False)
+        table.add_column("code", style="green", no_wrap=True)
+        table.add_column("rule")
+        table.add_column("count", justify="right")
+        for code, count in sorted(rewrites.items()):
+            table.add_row(code, RULES[code].name, str(count))
+        err.print(table)
+
+    verb = {"apply": "changed", "check": "would change", "dry-run": "would change"}[mode]
+    summary = Table.grid(padding=(0, 2))
+    summary.add_row("files scanned", str(len(results)))
+    summary.add_row(f"files {verb}", f"[green]{len(changed)}[/]" if changed else "0")
+    summary.add_row("files failed", f"[red]{len(failed)}[/]" if failed else "0")
+    summary.add_row("rewrites", str(sum(rewrites.values())))
+    summary.add_row("diagnostics", f"[yellow]{len(diagnostics)}[/]" if diagnostics else "0")
+    err.print(summary)
+    if mode == "dry-run" and changed:
+        err.print("[dim]Dry run: nothing was written. Run again with --apply to write these changes.[/]")

@@ -51,8 +51,10 @@ def migrate_code(source: str) -> Migration:
     """
     module = cst.parse_module(source)
     codemod = MigrateCodemod(CodemodContext(), source=source)
-    new_module = codemod.transform_module(module)
-    return Migration(new_module.code, dict(codemod.rewrites), codemod.diagnostics)
+    code = codemod.transform_module(module).code
+    if code.startswith(("\n", "\r\n")) and not source.startswith(("\n", "\r\n")):
+        code = code.lstrip("\r\n")  # a removed first import leaves its blank line behind
+    return Migration(code, dict(codemod.rewrites), codemod.diagnostics)
 
 
 __all__ = ["RULES", "Diagnostic", "Migration", "Rule", "migrate_code"]

@@ -60,6 +60,7 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         self._cuda_refs: list[tuple[cst.CSTNode, str]] = []
         self._strings: list[cst.CSTNode] = []
         self._flag_site: cst.CSTNode | None = None
+        self._cuda_imports: list[tuple[str, str, str | None]] = []
         self._uses_runtime = False
         self._needs_torch = False
 
@@ -119,10 +120,6 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         self.rewrites[code] += 1
         self.mark_handled(node)
 
-    def idiom_has_cuda(self, node: cst.IfExp) -> bool:
-        return any(is_cuda_literal(b) or (isinstance(b, cst.Call) and b.args and is_cuda_literal(b.args[0].value))
-                   or (isinstance(b, cst.IfExp) and self.idiom_has_cuda(b)) for b in (node.body, node.orelse))
-
     def report(self, code: str, node: cst.CSTNode, message: str) -> None:
         start = self.get_metadata(PositionProvider, node).start
         self.diagnostics.append(Diagnostic(code, start.line, start.column, message))
@@ -158,6 +155,13 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        # Remember imports that bind torch.cuda names, to drop them once no longer used.
+        module = None if node.relative else _dotted(node.module)
+        if module and not isinstance(node.names, cst.ImportStar):
+            for alias in node.names:
+                name = alias.evaluated_name
+                if module == "torch.cuda" or module.startswith("torch.cuda.") or (module == "torch" and name == "cuda"):
+                    self._cuda_imports.append((module, name, alias.evaluated_alias))
         return False
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
@@ -184,6 +188,9 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
             self.add_needed_import("torchport", "runtime", asname=self.alias)
         if self._needs_torch:
             self.add_needed_import("torch")
+        if self.rewrites:
+            for module, name, asname in self._cuda_imports:
+                self.remove_unused_import(module, name, asname)
         return updated_node
 
     # ---- contexts: where each CUDA string is used ----------------------------------------
@@ -245,7 +252,6 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         wants_object, index = idiom
         kind = self.contexts.get(id(original_node), ("str", ""))[0]
         self.count("TP005", original_node)
-        self.remove_unused_import_by_node(original_node)
         if kind == "type":
             return self.runtime_call("device_type", [])
         name = "device" if wants_object or kind == "device" else "device_str"
@@ -280,6 +286,8 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
             self._collect_cuda_ref(node, self.qnames(node))
 
     def _collect_cuda_ref(self, node: cst.CSTNode, names: set[str]) -> None:
+        if dotted_name(node) is None:  # a chain through a call, e.g. current_stream().wait_stream
+            return
         for name in names:
             if name == "torch.cuda" or name.startswith("torch.cuda."):
                 self._cuda_refs.append((node, name))
@@ -294,7 +302,6 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
                 continue
             code, new, is_runtime = found
             self.count(code, original)
-            self.remove_unused_import_by_node(original)
             return self.runtime_attr(new) if is_runtime else self.torch_attr(new)
         return updated
 
@@ -308,17 +315,12 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         for rule in (amp.rewrite_call, distributed.rewrite_call, device.rewrite_cuda_method, device.rewrite_torch_device):
             replacement = rule(self, original_node, updated_node)
             if replacement is not None:
-                if self.qname_startswith(original_node.func, "torch.cuda"):
-                    self.remove_unused_import_by_node(original_node.func)
                 return replacement
         return updated_node
 
     def leave_Decorator(self, original_node: cst.Decorator, updated_node: cst.Decorator) -> cst.Decorator:
         replacement = amp.rewrite_decorator(self, original_node, updated_node)
-        if replacement is None:
-            return updated_node
-        self.remove_unused_import_by_node(original_node.decorator)
-        return replacement
+        return updated_node if replacement is None else replacement
 
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.BaseExpression:
         return device.rewrite_literal(self, original_node) or distributed.rewrite_literal(self, original_node) or updated_node

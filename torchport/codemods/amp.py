@@ -69,26 +69,29 @@ def classify_call(m: MigrateCodemod, node: cst.Call) -> None:
 def rewrite_call(m: MigrateCodemod, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
     """Rewrite calls of `torch.cuda.amp.*`, and `torch.amp.GradScaler()` with its CUDA default."""
     names = m.qnames(original.func)
-    device_type = cst.Arg(m.runtime_call("device_type", []))
-    args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated.args]
+    args = list(updated.args)
+
+    def device_type() -> cst.Arg:
+        return cst.Arg(m.runtime_call("device_type", []))
+
     if names & _AUTOCAST:
         positional = [a for a in args if a.keyword is None and not a.star]
         if len(positional) > len(_AUTOCAST_POSITIONALS) or any(a.star for a in args):
             return None
         keywords = [_keyword(name, a.value) for name, a in zip(_AUTOCAST_POSITIONALS, positional)]
         m.count("TP020", original)
-        return cst.Call(func=m.torch_attr("amp.autocast"), args=[device_type, *keywords, *args[len(positional):]])
+        return cst.Call(func=m.torch_attr("amp.autocast"), args=[device_type(), *keywords, *args[len(positional):]])
     if names & _GRADSCALER:
         m.count("TP021", original)
-        return cst.Call(func=m.torch_attr("amp.GradScaler"), args=[device_type, *args])
+        return cst.Call(func=m.torch_attr("amp.GradScaler"), args=[device_type(), *args])
     for name in names:
         if name in _CUSTOM:
             m.count("TP022", original)
             return cst.Call(func=m.torch_attr(f"amp.{_CUSTOM[name]}"),
-                            args=[*args, _keyword("device_type", device_type.value)])
+                            args=[*args, _keyword("device_type", device_type().value)])
     if names & _GENERIC_SCALER and not any(a.keyword is None or a.keyword.value == "device" for a in args):
         m.count("TP023", original)
-        return updated.with_changes(args=[device_type, *args])
+        return updated.with_changes(args=[device_type(), *args])
     return None
 
 

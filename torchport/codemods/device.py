@@ -71,41 +71,49 @@ def _branch_kind(m: MigrateCodemod, node: cst.BaseExpression) -> str | None:
         return "other"
     if string_value(node) == "cpu" or _is_device_call(m, node, frozenset({"cpu"})):
         return "cpu"
-    if isinstance(node, cst.IfExp) and availability_idiom(m, node) is not None:
+    if isinstance(node, cst.IfExp) and _idiom_shape(m, node) is not None:
         return "idiom"
     return None
 
 
-def availability_idiom(m: MigrateCodemod, node: cst.IfExp) -> tuple[bool, cst.BaseExpression | None] | None:
-    """Match ``A if <accelerator available> else B`` choosing between CUDA (or MPS/XPU) and CPU.
-
-    Returns ``(wants_device_object, index)`` or None. ``wants_device_object`` is True when a branch
-    builds a ``torch.device``; ``index`` is the CUDA index the idiom names (``"cuda:0"`` gives 0).
-    """
+def _idiom_shape(m: MigrateCodemod, node: cst.IfExp) -> tuple[bool, cst.BaseExpression | None, bool] | None:
+    """``(wants_device_object, cuda_index, names_cuda)`` for ``A if <available> else B``, or None."""
     test = node.test
     if not (isinstance(test, cst.Call) and not test.args and m.qnames(test.func) & AVAILABILITY_TESTS):
         return None
     body, orelse = _branch_kind(m, node.body), _branch_kind(m, node.orelse)
     if body not in ("cuda", "other") or orelse not in ("cpu", "idiom", "cuda"):
         return None
-    branches = [node.body, node.orelse]
-    has_cuda = body == "cuda" or orelse == "cuda"
-    wants_object = any(isinstance(b, cst.Call) for b in branches)
+    wants_object = isinstance(node.body, cst.Call) or isinstance(node.orelse, cst.Call)
+    has_cuda = "cuda" in (body, orelse)
     index = None
-    for branch in branches:
+    for branch in (node.body, node.orelse):
         literal = branch.args[0].value if isinstance(branch, cst.Call) else branch
         ok, idx = cuda_literal_index(literal)
         if ok and idx is not None:
             index = idx
     if orelse == "idiom":
-        nested = availability_idiom(m, node.orelse)
+        assert isinstance(node.orelse, cst.IfExp)
+        nested = _idiom_shape(m, node.orelse)
         assert nested is not None
         wants_object = wants_object or nested[0]
         index = index if index is not None else nested[1]
-        has_cuda = has_cuda or m.idiom_has_cuda(node.orelse)
-    if not has_cuda:
+        has_cuda = has_cuda or nested[2]
+    return wants_object, index, has_cuda
+
+
+def availability_idiom(m: MigrateCodemod, node: cst.IfExp) -> tuple[bool, cst.BaseExpression | None] | None:
+    """Match ``A if <accelerator available> else B`` choosing between CUDA (or MPS/XPU) and CPU.
+
+    Variants chain more tests (``"cuda" if ... else "mps" if ... else "cpu"``); at least one
+    branch must name CUDA. Returns ``(wants_device_object, index)`` or None:
+    ``wants_device_object`` is True when a branch builds a ``torch.device``, and ``index`` is the
+    CUDA index the idiom names (``"cuda:0"`` gives 0).
+    """
+    shape = _idiom_shape(m, node)
+    if shape is None or not shape[2]:
         return None
-    return wants_object, index
+    return shape[0], shape[1]
 
 
 def classify_call(m: MigrateCodemod, node: cst.Call) -> None:
@@ -156,7 +164,8 @@ def rewrite_cuda_method(m: MigrateCodemod, original: cst.Call, updated: cst.Call
             rest.append(arg)
     target = m.runtime_call("device", [device_arg] if device_arg is not None else [])
     m.count("TP001", original)
-    rest = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in rest]
+    if rest and rest[-1] is not updated.args[-1]:  # a trailing comma only where the user wrote one
+        rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
     return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(target), *rest])
 
 

@@ -1,0 +1,68 @@
+"""Every fixture pair: exact output, exact diagnostics, idempotency, and output that compiles.
+
+`tests/fixtures/<family>/<case>.py` is the input and `<case>.expected.py` the exact output.
+`noop_<case>.py` must come out byte-identical and has no expected file. `<case>.diagnostics.txt`
+lists the diagnostics as `line:col CODE message`; a fixture without one must raise none.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from torchport.codemods import Migration, migrate_code
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CASES = sorted(
+    p for p in FIXTURES.rglob("*.py") if not p.name.endswith(".expected.py")
+)
+
+
+def _id(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}"
+
+
+def _diagnostics_text(migration: Migration) -> str:
+    return "".join(f"{d.line}:{d.column} {d.code} {d.message}\n" for d in migration.diagnostics)
+
+
+def test_there_are_fixtures_for_every_family() -> None:
+    families = {p.parent.name for p in CASES}
+    assert {"device", "cuda_api", "amp", "distributed", "pipeline"} <= families
+    for family in families:
+        names = [p.name for p in CASES if p.parent.name == family]
+        assert any(not n.startswith("noop_") for n in names), family
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_fixture(case: Path, request: pytest.FixtureRequest) -> None:
+    source = case.read_text()
+    migration = migrate_code(source)
+    expected_path = case.with_name(case.stem + ".expected.py")
+    diagnostics_path = case.with_name(case.stem + ".diagnostics.txt")
+    if request.config.getoption("--update-fixtures"):
+        if not case.name.startswith("noop_"):
+            expected_path.write_text(migration.code)
+        if migration.diagnostics:
+            diagnostics_path.write_text(_diagnostics_text(migration))
+        elif diagnostics_path.exists():
+            diagnostics_path.unlink()
+
+    if case.name.startswith("noop_"):
+        assert not expected_path.exists(), "a noop fixture has no expected file"
+        assert migration.code == source
+        assert migration.rewrites == {}
+    else:
+        assert expected_path.exists(), f"missing {expected_path.name}: a rewrite fixture needs its expected output"
+        expected = expected_path.read_text()
+        assert expected != source, "a rewrite fixture must change something; name it noop_* otherwise"
+        assert migration.code == expected
+        compile(expected, str(expected_path), "exec")
+
+    expected_diagnostics = diagnostics_path.read_text() if diagnostics_path.exists() else ""
+    assert _diagnostics_text(migration) == expected_diagnostics
+
+    second = migrate_code(migration.code)
+    assert second.code == migration.code, "not idempotent: a second run changed the output"
+    assert second.rewrites == {}

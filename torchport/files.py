@@ -35,8 +35,8 @@ class Found:
     problem: str | None = None
 
 
-def _spec(lines: Iterable[str]) -> pathspec.PathSpec:
-    return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+def _spec(lines: Iterable[str]) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def _gitignore(folder: Path) -> pathspec.PathSpec | None:

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
@@ -50,18 +51,15 @@ def print_summary(err: Console, results: Sequence[FileResult], mode: str) -> Non
     if diagnostics:
         table = Table(title="Left unchanged (diagnostics)", title_justify="left", show_edge=False)
         table.add_column("code", style="yellow", no_wrap=True)
-        table.add_column("location", no_wrap=True)
+        table.add_column("location", overflow="fold")
         table.add_column("message")
         for result, diag in diagnostics:
             table.add_row(diag.code, f"{result.display}:{diag.line}:{diag.column + 1}", diag.message)
         err.print(table)
-    if failed:
-        table = Table(title="Failed (left untouched)", title_justify="left", show_edge=False)
-        table.add_column("file", style="red", no_wrap=True)
-        table.add_column("reason")
-        for result in failed:
-            table.add_row(result.display, result.error)
-        err.print(table)
+    for result in failed:  # one clickable `path:line:col: reason` line each, like a compiler
+        separator = ":" if (result.error or "")[:1].isdigit() else ": "
+        err.print(f"[red]error:[/] {escape(result.display)}{separator}{escape(result.error or '')} [dim](file left untouched)[/]",
+                  highlight=False, soft_wrap=True)
     if rewrites:
         table = Table(title="Rewrites per rule", title_justify="left", show_edge=False)
         table.add_column("code", style="green", no_wrap=True)

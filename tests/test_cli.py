@@ -1,0 +1,131 @@
+"""The `torchport migrate` command as a user runs it: streams, exit codes, files on disk."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from torchport.cli import app
+
+CUDA_CODE = "import torch\n\nx = torch.zeros(2).cuda()\ntorch.cuda.synchronize()\n"
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / "train.py").write_text(CUDA_CODE)
+    (tmp_path / "clean.py").write_text("import torch\n\nx = torch.zeros(2)\n")
+    return tmp_path
+
+
+def test_dry_run_is_default_prints_diff_and_writes_nothing(runner: CliRunner, repo: Path) -> None:
+    result = runner.invoke(app, ["migrate", str(repo)])
+    assert result.exit_code == 0
+    assert "+x = torch.zeros(2).to(tp.device())" in result.stdout
+    assert "-torch.cuda.synchronize()" in result.stdout
+    assert "files scanned" in result.stderr and "files scanned" not in result.stdout
+    assert (repo / "train.py").read_text() == CUDA_CODE
+
+
+def test_check_exits_1_when_changes_pending_and_0_after_apply(runner: CliRunner, repo: Path) -> None:
+    check = runner.invoke(app, ["migrate", str(repo), "--check"])
+    assert check.exit_code == 1
+    assert check.stdout == ""
+    assert "would migrate" in check.stderr
+    applied = runner.invoke(app, ["migrate", str(repo), "--apply"])
+    assert applied.exit_code == 0
+    assert applied.stdout == ""
+    assert "from torchport import runtime as tp" in (repo / "train.py").read_text()
+    assert runner.invoke(app, ["migrate", str(repo), "--check"]).exit_code == 0
+
+
+def test_diff_flag_adds_the_diff_to_check(runner: CliRunner, repo: Path) -> None:
+    result = runner.invoke(app, ["migrate", str(repo), "--check", "--diff"])
+    assert result.exit_code == 1
+    assert "+++ b/" in result.stdout
+
+
+def test_unparsable_file_is_reported_left_untouched_and_run_goes_on(runner: CliRunner, repo: Path) -> None:
+    broken = "import torch\nx = torch.zeros(2).cuda(\n"
+    (repo / "broken.py").write_text(broken)
+    result = runner.invoke(app, ["migrate", str(repo), "--apply"])
+    assert result.exit_code == 2
+    assert "broken.py" in result.stderr and "syntax error" in result.stderr
+    assert (repo / "broken.py").read_text() == broken
+    assert "tp.synchronize()" in (repo / "train.py").read_text()
+
+
+def test_undecodable_file_is_reported_and_untouched(runner: CliRunner, repo: Path) -> None:
+    data = b"# -*- coding: utf-8 -*-\nx = '\xff' # cuda\n"
+    (repo / "latin.py").write_bytes(data)
+    result = runner.invoke(app, ["migrate", str(repo), "--apply"])
+    assert result.exit_code == 2
+    assert "cannot decode" in result.stderr
+    assert (repo / "latin.py").read_bytes() == data
+
+
+def test_gitignore_virtualenvs_and_exclude_are_honoured(runner: CliRunner, repo: Path) -> None:
+    (repo / ".gitignore").write_text("generated/\n")
+    for folder in ("generated", "venv", "build", "keep", "vendored"):
+        (repo / folder).mkdir()
+        (repo / folder / "m.py").write_text(CUDA_CODE)
+    (repo / "custom_env").mkdir()
+    (repo / "custom_env" / "pyvenv.cfg").write_text("home = /usr\n")
+    (repo / "custom_env" / "m.py").write_text(CUDA_CODE)
+    result = runner.invoke(app, ["migrate", str(repo), "--apply", "--exclude", "vendored/"])
+    assert result.exit_code == 0
+    assert "tp." in (repo / "keep" / "m.py").read_text()
+    for folder in ("generated", "venv", "build", "vendored", "custom_env"):
+        assert (repo / folder / "m.py").read_text() == CUDA_CODE, folder
+
+
+def test_missing_path_and_conflicting_modes_are_usage_errors(runner: CliRunner, repo: Path) -> None:
+    missing = runner.invoke(app, ["migrate", str(repo / "nope")])
+    assert missing.exit_code == 2
+    conflicting = runner.invoke(app, ["migrate", str(repo), "--apply", "--check"])
+    assert conflicting.exit_code == 2
+    assert (repo / "train.py").read_text() == CUDA_CODE
+
+
+def test_apply_keeps_crlf_bom_and_file_mode(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "win.py"
+    path.write_bytes(b"\xef\xbb\xbfimport torch\r\n\r\nx = torch.zeros(2).cuda()\r\n")
+    os.chmod(path, 0o751)
+    assert runner.invoke(app, ["migrate", str(tmp_path), "--apply"]).exit_code == 0
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf")
+    assert b"x = torch.zeros(2).to(tp.device())\r\n" in data
+    assert b"\n" not in data.replace(b"\r\n", b"")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o751
+    assert [p.name for p in tmp_path.iterdir()] == ["win.py"], "no temporary file left behind"
+
+
+def test_no_final_newline_is_kept(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("import torch\nx = torch.zeros(2).cuda()")
+    assert runner.invoke(app, ["migrate", str(tmp_path), "--apply"]).exit_code == 0
+    assert path.read_text().endswith("x = torch.zeros(2).to(tp.device())")
+
+
+def test_diagnostics_are_in_the_summary_with_file_and_line(runner: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("import torch\n\ntorch.cuda.nvtx.range_push('a')\n")
+    result = runner.invoke(app, ["migrate", str(tmp_path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "TP101" in result.stderr and "m.py:3:1" in result.stderr
+
+
+def test_rules_lists_every_code(runner: CliRunner) -> None:
+    from torchport.codemods import RULES
+
+    result = runner.invoke(app, ["rules"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for code in RULES:
+        assert code in result.stdout

@@ -19,6 +19,8 @@ FAMILIES = (device, cuda_api, amp, distributed)
 
 _EXTRA_RULES = (
     Rule("TP103", "is-cuda", "`.is_cuda` is CUDA-specific; left unchanged.", "if x.is_cuda:"),
+    Rule("TP104", "device-type-comparison", 'A comparison with "cuda" may guard CUDA-only code; left unchanged.',
+         'use_fused = device_type == "cuda"'),
     Rule("TP107", "backend-flags", "`torch.backends.cudnn`/`cuda` flags are left as they are: harmless elsewhere "
          "(one note per file).", "torch.backends.cudnn.benchmark = True"),
 )

@@ -230,17 +230,22 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
             self.set_context(node.value, "str", "TP003")
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
-        left = node.left
-        for target in node.comparisons:
-            if isinstance(target.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
-                for side in (left, target.comparator):
-                    if isinstance(side, cst.SimpleString) and side.evaluated_value == "cuda":
-                        self.set_context(side, "type", "TP004")
-            left = target.comparator
+        # `x == "cuda"` may mean "on the accelerator" or guard a CUDA-only path (fused kernels,
+        # CUDA extensions): torchport cannot tell which, so it reports and leaves it.
+        for side in _cuda_compared(node):
+            self.handled.add(id(side))
+            self.report("TP104", side, 'comparison with the device type "cuda"; left unchanged (it may guard '
+                        "CUDA-only code)")
 
     def visit_IfExp(self, node: cst.IfExp) -> bool:
         idiom = device.availability_idiom(self, node)
         if idiom is None:
+            if isinstance(node.test, cst.Comparison) and _cuda_compared(node.test):
+                # `"cuda" if "cuda" in device else "cpu"` derives a type from a device string,
+                # which already works on every backend: keep the branches as the test keeps "cuda".
+                for branch in (node.body, node.orelse):
+                    self.contexts.pop(id(branch), None)
+                    self.handled.add(id(branch))
             return True
         self._idioms[id(node)] = idiom
         return False  # the whole expression is replaced; its parts need no visit
@@ -330,6 +335,17 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
     ) -> cst.BaseExpression:
         return device.rewrite_literal(self, original_node) or updated_node
 
+
+
+def _cuda_compared(node: cst.Comparison) -> list[cst.SimpleString]:
+    """The ``"cuda"`` literals compared with ``==``, ``!=``, ``in`` or ``not in`` in ``node``."""
+    found = []
+    left = node.left
+    for target in node.comparisons:
+        if isinstance(target.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
+            found += [s for s in (left, target.comparator) if isinstance(s, cst.SimpleString) and s.evaluated_value == "cuda"]
+        left = target.comparator
+    return found
 
 
 def _dotted(node: cst.CSTNode | None) -> str | None:

@@ -5,7 +5,7 @@
 | TP001 | x.cuda(non_blocking=True)                           | x.to(tp.device(), non_blocking=True)   |
 | TP002 | torch.zeros(2, device="cuda:1")                     | torch.zeros(2, device=tp.device(1))    |
 | TP003 | device = "cuda"                                     | device = tp.device_str()               |
-| TP004 | x.device.type == "cuda"                             | x.device.type == tp.device_type()      |
+| TP004 | device_type = "cuda"                                | device_type = tp.device_type()         |
 | TP005 | "cuda" if torch.cuda.is_available() else "cpu"      | tp.device_str()                        |
 | TP102 | foo("cuda")                                         | (reported)                             |
 | TP106 | fn = x.cuda                                         | (reported)                             |
@@ -29,8 +29,8 @@ RULES = (
          'torch.zeros(2, device="cuda:1")', "torch.zeros(2, device=tp.device(1))"),
     Rule("TP003", "device-string", "A CUDA device spec kept as a str (config, default, argument) stays a str.",
          'device = "cuda"', "device = tp.device_str()"),
-    Rule("TP004", "device-type-string", 'The device type "cuda" in comparisons and device_type= becomes the runtime type.',
-         'x.device.type == "cuda"', "x.device.type == tp.device_type()"),
+    Rule("TP004", "device-type-string", 'The device type "cuda" given as device_type= or assigned to a *type name.',
+         'device_type = "cuda"', "device_type = tp.device_type()"),
     Rule("TP005", "availability-idiom", '`"cuda" if torch.cuda.is_available() else "cpu"` becomes one runtime call.',
          'torch.device("cuda" if torch.cuda.is_available() else "cpu")', "tp.device()"),
     Rule("TP102", "unclassified-device-string", "A CUDA device string where torchport cannot tell a device from text.",

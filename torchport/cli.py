@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -12,7 +15,7 @@ from rich.table import Table
 from torchport import __version__
 from torchport.codemods import RULES
 from torchport.engine import FileResult, migrate_file, write_atomic
-from torchport.files import PathError, discover
+from torchport.files import Found, PathError, discover
 from torchport.report import print_diff, print_summary
 
 app = typer.Typer(
@@ -49,6 +52,7 @@ def migrate(
     diff: Annotated[bool, typer.Option("--diff", help="Also print the diff with --check or --apply.")] = False,
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", metavar="GLOB",
                                                          help="Skip paths matching this gitignore-style glob (repeatable).")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, help="Worker processes; 0 means one per core.")] = 0,
 ) -> None:
     """Rewrite CUDA-specific code into calls of [bold]torchport.runtime[/].
 
@@ -68,11 +72,7 @@ def migrate(
         raise typer.Exit(EXIT_FAILED) from None
 
     results: list[FileResult] = []
-    for item in found:
-        if item.problem:
-            results.append(FileResult(path=item.path, display=item.display, error=item.problem))
-            continue
-        result = migrate_file(item.path, item.display)
+    for result in _migrate_all(found, jobs or os.cpu_count() or 1):
         results.append(result)
         if not result.changed:
             continue
@@ -91,6 +91,21 @@ def migrate(
         raise typer.Exit(EXIT_FAILED)
     if mode == "check" and any(r.changed for r in results):
         raise typer.Exit(EXIT_PENDING)
+
+
+def _migrate_one(item: Found) -> FileResult:
+    if item.problem:
+        return FileResult(path=item.path, display=item.display, error=item.problem)
+    return migrate_file(item.path, item.display)
+
+
+def _migrate_all(found: Sequence[Found], jobs: int) -> Iterator[FileResult]:
+    """Migrate in memory, in the order found; in worker processes when there is enough to share."""
+    if jobs == 1 or len(found) < 2:
+        yield from map(_migrate_one, found)
+        return
+    with ProcessPoolExecutor(max_workers=min(jobs, len(found))) as pool:
+        yield from pool.map(_migrate_one, found, chunksize=max(1, min(16, len(found) // (4 * jobs))))
 
 
 @app.command()

@@ -13,7 +13,8 @@ _BACKENDS = {"cuda": "nccl", "xpu": "xccl"}
 def distributed_backend() -> str:
     """Return the process-group backend for ``init_process_group(backend=...)``.
 
-    ``"nccl"`` on CUDA (RCCL on ROCm), ``"xccl"`` on XPU, ``"gloo"`` on MPS and CPU.
+    Replaces a literal ``"nccl"``: ``"nccl"`` on CUDA (RCCL on ROCm), ``"xccl"``
+    on XPU, ``"gloo"`` on MPS and CPU.
     """
     return _BACKENDS.get(_TYPE, "gloo")
 

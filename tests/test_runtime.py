@@ -1,0 +1,531 @@
+"""Tests for torchport.runtime.
+
+Most tests check the CPU backend (this suite's default machine) and are skipped
+when another backend was picked; run with TORCHPORT_DEVICE=cpu to force them.
+Tests that need a fresh interpreter (environment variable, import side effects,
+simulated accelerators) run in a subprocess. CUDA tests run only where CUDA is
+the picked backend.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from torchport import runtime as tp
+from torchport.runtime import _backend
+
+REPO = Path(__file__).resolve().parents[1]
+ON_CPU = tp.device_type() == "cpu"
+ON_CUDA = tp.device_type() == "cuda"
+cpu_only = pytest.mark.skipif(not ON_CPU, reason="checks the CPU backend (set TORCHPORT_DEVICE=cpu)")
+cuda_only = pytest.mark.skipif(
+    not (torch.cuda.is_available() and ON_CUDA), reason="needs CUDA as the picked backend"
+)
+
+
+def run_py(code: str, device: str | None = None) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter from the repo root, with TORCHPORT_DEVICE=device."""
+    env = {k: v for k, v in os.environ.items() if k != tp.ENV_VAR}
+    env["OMP_NUM_THREADS"] = "1"
+    if device is not None:
+        env[tp.ENV_VAR] = device
+    return subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", textwrap.dedent(code)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+def run_ok(code: str, device: str | None = None) -> str:
+    proc = run_py(code, device)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+# --- device selection ------------------------------------------------------
+
+
+def test_device_returns_a_torch_device_of_the_picked_type():
+    assert isinstance(tp.device(), torch.device)
+    assert tp.device().type == tp.device_type()
+    assert tp.device() is tp.device()
+
+
+@pytest.mark.parametrize(
+    "spec", ["cpu", "cpu:0", "meta", "mps", "xpu:1", "hip", "cudnn", "Cuda"]
+)
+def test_non_cuda_strings_pass_through_as_the_same_object(spec):
+    assert tp.device(spec) is spec
+    assert tp.device_str(spec) is spec
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [torch.device("cpu"), torch.device("meta"), torch.device("mps"), torch.device("xpu", 1),
+     {"cuda:0": "cpu"}, lambda storage, loc: storage, True, 1.0],
+)
+def test_other_specs_pass_through_as_the_same_object(spec):
+    assert tp.device(spec) is spec
+
+
+@pytest.mark.parametrize("spec", ["cuda:x", "cuda:", "cuda:01", "cuda:-1", "cuda:1 "])
+def test_malformed_cuda_string_raises_like_torch(spec):
+    with pytest.raises(RuntimeError, match="Invalid device string"):
+        tp.device(spec)
+
+
+def test_device_str_rejects_non_device_types():
+    with pytest.raises(TypeError):
+        tp.device_str({"cuda": "cpu"})
+
+
+@cpu_only
+@pytest.mark.parametrize(
+    "spec", [None, 0, 3, "cuda", "cuda:0", "cuda:7", torch.device("cuda"), torch.device("cuda", 2)]
+)
+def test_cuda_style_specs_map_to_cpu(spec):
+    assert tp.device(spec) == torch.device("cpu")
+    assert tp.device(spec).index is None  # never 'cpu:0' when 'cpu' is meant
+    assert tp.device_str(spec) == "cpu"
+
+
+@cpu_only
+def test_cpu_queries():
+    assert tp.device_type() == "cpu"
+    assert tp.is_available() is False
+    assert tp.device_count() == 1
+    assert tp.current_device() == 0
+
+
+@cpu_only
+@pytest.mark.parametrize("spec", [None, 0, "cpu", "cuda", "cuda:1", torch.device("cpu")])
+def test_set_device_and_device_index_accept_cpu_and_cuda_specs(spec):
+    assert tp.set_device(spec) is None
+    with tp.device_index(spec):
+        assert tp.current_device() == 0
+
+
+@cpu_only
+@pytest.mark.parametrize(
+    "fn",
+    [tp.set_device, tp.device_index, tp.synchronize, tp.get_device_name, tp.memory_allocated,
+     tp.get_rng_state, tp.current_stream, tp.Stream],
+)
+def test_foreign_device_is_rejected(fn):
+    with pytest.raises(ValueError, match="cpu"):
+        fn("mps")
+
+
+@cpu_only
+def test_cpu_device_properties():
+    props = tp.get_device_properties()
+    assert props == tp.get_device_properties("cuda:0")
+    assert props.name == tp.get_device_name() and props.name
+    assert props.multi_processor_count == os.cpu_count()
+    assert (props.major, props.minor) == (0, 0)
+    if sys.platform.startswith("linux"):
+        assert props.total_memory == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        props.total_memory = 1
+
+
+@cpu_only
+def test_capability_is_a_zero_tuple_not_the_accelerator_dict():
+    cap = tp.get_device_capability()
+    assert cap == (0, 0) and isinstance(cap, tuple)
+
+
+@cpu_only
+def test_synchronize_is_a_noop_on_cpu():
+    assert tp.synchronize() is None
+    assert tp.synchronize(0) is None
+    assert tp.synchronize("cuda:0") is None
+
+
+@cpu_only
+def test_bf16_claim_holds_for_cpu_autocast():
+    assert tp.is_bf16_supported() is True
+    a = torch.ones(4, 4)
+    with torch.amp.autocast(tp.device_type(), dtype=torch.bfloat16):
+        assert (a @ a).dtype == torch.bfloat16
+
+
+# --- streams and events ----------------------------------------------------
+
+
+def test_stream_and_event_are_classes():
+    assert isinstance(tp.Event(), tp.Event)
+    assert isinstance(tp.Event(enable_timing=True), tp.Event)
+
+
+@cpu_only
+def test_stream_is_a_class_with_cuda_stream_methods():
+    s = tp.Stream(priority=-1)
+    assert isinstance(s, tp.Stream)
+    assert s.priority == -1 and s.device == tp.device()
+    assert isinstance(tp.Stream("cuda:0"), tp.Stream)
+    assert s.query() is True
+    assert s.synchronize() is None
+    ev = s.record_event()
+    assert isinstance(ev, tp.Event) and ev.query()
+    mine = tp.Event(enable_timing=True)
+    assert s.record_event(mine) is mine
+    s.wait_event(mine)
+    s.wait_stream(tp.Stream())
+
+
+@cpu_only
+def test_stream_context_sets_and_restores_current_stream():
+    default = tp.default_stream()
+    assert tp.current_stream() is default
+    s1, s2 = tp.Stream(), tp.Stream()
+    with tp.stream(s1):
+        assert tp.current_stream() is s1
+        assert tp.default_stream() is default
+        with s2:
+            assert tp.current_stream() is s2
+        assert tp.current_stream() is s1
+    assert tp.current_stream() is default
+    with tp.stream(None):
+        assert tp.current_stream() is default
+
+
+@cpu_only
+def test_set_stream_and_thread_local_current_stream():
+    s = tp.Stream()
+    seen = []
+    try:
+        tp.set_stream(s)
+        assert tp.current_stream() is s
+        thread = threading.Thread(target=lambda: seen.append(tp.current_stream()))
+        thread.start()
+        thread.join()
+        assert seen == [tp.default_stream()]
+        tp.set_stream(None)  # like torch.cuda.set_stream(None): no change
+        assert tp.current_stream() is s
+    finally:
+        tp.set_stream(tp.default_stream())
+
+
+@cpu_only
+def test_cpu_event_measures_host_time_in_milliseconds():
+    start, end = tp.Event(enable_timing=True), tp.Event(enable_timing=True)
+    start.record()
+    time.sleep(0.02)
+    end.record(stream=tp.current_stream())
+    assert 15 <= start.elapsed_time(end) < 2000
+
+
+@cpu_only
+def test_cpu_event_errors_match_torch():
+    timed, untimed = tp.Event(enable_timing=True), tp.Event()
+    with pytest.raises(ValueError, match="recorded"):
+        timed.elapsed_time(tp.Event(enable_timing=True))
+    timed.record()
+    untimed.record()
+    with pytest.raises(RuntimeError, match="enable_timing"):
+        timed.elapsed_time(untimed)
+    with pytest.raises(RuntimeError, match="enable_timing"):
+        untimed.elapsed_time(timed)
+
+
+@cpu_only
+def test_cpu_event_noops():
+    ev = tp.Event(blocking=True, interprocess=True)
+    assert ev.query() is True
+    assert ev.synchronize() is None
+    assert ev.wait() is None and ev.wait(tp.Stream()) is None
+
+
+# --- memory ----------------------------------------------------------------
+
+
+@cpu_only
+@pytest.mark.parametrize("dev", [None, 0, "cpu", "cuda:0", torch.device("cpu")])
+def test_cpu_memory_counters_are_zero(dev):
+    keep = torch.empty(1 << 20)  # host memory is not device-allocator memory
+    assert tp.memory_allocated(dev) == 0
+    assert tp.max_memory_allocated(dev) == 0
+    assert tp.memory_reserved(dev) == 0
+    assert tp.max_memory_reserved(dev) == 0
+    assert tp.memory_stats(dev) == {}
+    assert tp.reset_peak_memory_stats(dev) is None
+    assert tp.reset_max_memory_allocated(dev) is None
+    assert tp.empty_cache() is None
+    del keep
+
+
+@cpu_only
+def test_cpu_memory_summary_and_mem_get_info():
+    summary = tp.memory_summary()
+    assert "CPU" in summary and "\n" not in summary
+    assert tp.memory_summary("cuda:0", abbreviated=True) == summary
+    free, total = tp.mem_get_info()
+    if sys.platform.startswith("linux"):
+        assert 0 < free <= total == tp.get_device_properties().total_memory
+
+
+# --- seeds -----------------------------------------------------------------
+
+
+@cpu_only
+@pytest.mark.parametrize("seed_fn", [tp.manual_seed, tp.manual_seed_all])
+def test_seeding_the_picked_cpu_device_is_reproducible(seed_fn):
+    seed_fn(1234)
+    first = torch.rand(4, device=tp.device())
+    assert tp.initial_seed() == 1234
+    seed_fn(1234)
+    assert torch.equal(first, torch.rand(4, device=tp.device()))
+
+
+@cpu_only
+def test_rng_state_roundtrip_and_seed():
+    tp.manual_seed(7)
+    state = tp.get_rng_state()
+    assert state.dtype == torch.uint8 and torch.equal(state, tp.get_rng_state("cuda:0"))
+    first = torch.rand(3)
+    tp.set_rng_state(state)
+    assert torch.equal(first, torch.rand(3))
+    tp.set_rng_state(state, device=0)
+    assert torch.equal(first, torch.rand(3))
+    tp.seed()
+    assert tp.initial_seed() != 7  # 64-bit random seed: equal with ~0 probability
+
+
+# --- distributed -----------------------------------------------------------
+
+
+@cpu_only
+def test_distributed_choices_make_a_working_cpu_ddp(tmp_path):
+    import torch.distributed as dist
+
+    assert tp.distributed_backend() == "gloo"
+    assert tp.ddp_device_ids([0]) is None
+    dist.init_process_group(
+        tp.distributed_backend(), init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1
+    )
+    try:
+        model = torch.nn.Linear(2, 2).to(tp.device())
+        ddp = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=tp.ddp_device_ids([0]), output_device=tp.ddp_device_ids(0)
+        )
+        ddp(torch.ones(1, 2, device=tp.device())).sum().backward()
+        assert model.weight.grad is not None
+    finally:
+        dist.destroy_process_group()
+
+
+# --- no monkey-patching, import hygiene ------------------------------------
+
+
+def test_import_patches_nothing_and_pulls_no_cli_dependencies():
+    out = run_ok(
+        """
+        import sys, torch
+        names = ["device", "zeros", "empty", "Tensor.to", "Tensor.cuda", "nn.Module.to",
+                 "cuda.is_available", "cuda.device_count", "cuda.Event", "cuda.Stream",
+                 "Event", "Stream", "manual_seed", "set_default_device"]
+        def get(name):
+            obj = torch
+            for part in name.split("."):
+                obj = getattr(obj, part)
+            return obj
+        before = {n: get(n) for n in names}
+        import torchport.runtime as tp
+        changed = [n for n in names if get(n) is not before[n]]
+        print(changed, sorted(m for m in ("libcst", "typer", "rich", "psutil") if m in sys.modules))
+        """,
+        device="cpu",
+    )
+    assert out.split("\n")[0] == "[] []"
+
+
+def test_old_tool_regressions_optimizer_and_union_types():
+    out = run_ok(
+        """
+        import torch
+        from torchport import runtime as tp
+        hint = str | torch.device
+        model = torch.nn.Linear(2, 2).to(tp.device())
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.ones(1, 2, device=tp.device())).sum().backward()
+        opt.step()
+        print(type(torch.device) is type, isinstance(tp.device(), torch.device), hint)
+        """,
+        device="cpu",
+    )
+    assert out.strip() == "True True str | torch.device"
+
+
+# --- TORCHPORT_DEVICE --------------------------------------------------------
+
+
+SHOW = "from torchport import runtime as tp; print(tp.device(), tp.is_available(), tp.device_count())"
+
+
+def test_env_cpu_forces_cpu_end_to_end():
+    assert run_ok(SHOW, device="cpu").strip() == "cpu False 1"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without CUDA")
+def test_env_unavailable_backend_fails_at_import_with_a_clear_message():
+    proc = run_py(SHOW, device="cuda:1")
+    assert proc.returncode != 0
+    assert "RuntimeError: TORCHPORT_DEVICE='cuda:1' requests the cuda backend, which is not available" in proc.stderr
+
+
+@pytest.mark.parametrize("value, expected", [("cpu", "cpu"), (" cpu ", "cpu"), ("cpu:0", "cpu"), ("", None)])
+def test_env_parsing(monkeypatch, value, expected):
+    monkeypatch.setenv(tp.ENV_VAR, value)
+    picked = _backend._pick()
+    if expected is None:  # empty means auto-detect, like unset
+        monkeypatch.delenv(tp.ENV_VAR)
+        assert picked == _backend._pick()
+    else:
+        assert picked == torch.device(expected) and picked.index is None
+
+
+@pytest.mark.parametrize("value", ["meta", "bogus", "cuda:x", "hip", "mps:1"])
+def test_env_unsupported_value_raises_value_error(monkeypatch, value):
+    monkeypatch.setenv(tp.ENV_VAR, value)
+    with pytest.raises(ValueError, match=f"TORCHPORT_DEVICE={value!r}"):
+        _backend._pick()
+
+
+@pytest.mark.parametrize("value", ["cuda", "cuda:1", "mps", "xpu:0"])
+def test_env_unavailable_backend_raises_runtime_error(monkeypatch, value):
+    kind = torch.device(value).type
+    if _backend._available(kind):
+        pytest.skip(f"{kind} is available here")
+    monkeypatch.setenv(tp.ENV_VAR, value)
+    with pytest.raises(RuntimeError, match=f"requests the {kind} backend, which is not available"):
+        _backend._pick()
+
+
+# --- simulated accelerators (fresh interpreter, availability faked) ----------
+# Only the device-mapping logic is exercised: nothing touches real hardware.
+
+FAKE = {
+    "cuda": "torch.cuda.is_available = lambda: True; torch.cuda.device_count = lambda: 4",
+    "xpu": "torch.xpu.is_available = lambda: True; torch.xpu.device_count = lambda: 2",
+    "mps": "torch.backends.mps.is_available = lambda: True",
+}
+MAPPING = """
+import torch
+{fake}
+from torchport import runtime as tp
+D = torch.device
+print(tp.device_type(), tp.is_available(), tp.device_count(), tp.distributed_backend(), tp.ddp_device_ids([1]))
+print(tp.device(), tp.device(1), tp.device("cuda"), tp.device("cuda:12"), tp.device(D("cuda", 3)), tp.device(D("cuda")))
+print(tp.device_str(), tp.device_str(1), tp.device_str("cuda:2"), tp.device("cpu"), tp.device("meta"))
+print(tp.Stream.__module__ + "." + tp.Stream.__qualname__, tp.Event.__module__ + "." + tp.Event.__qualname__)
+"""
+
+
+@pytest.mark.skipif(torch.cuda.is_available() or torch.backends.mps.is_available()
+                    or torch.xpu.is_available(), reason="needs a machine without accelerators")
+@pytest.mark.parametrize(
+    "kind, expected",
+    [
+        ("cuda", ["cuda True 4 nccl [1]", "cuda cuda:1 cuda cuda:12 cuda:3 cuda",
+                  "cuda cuda:1 cuda:2 cpu meta", "torch.cuda.streams.Stream torch.cuda.streams.Event"]),
+        ("xpu", ["xpu True 2 xccl [1]", "xpu xpu:1 xpu xpu:12 xpu:3 xpu",
+                 "xpu xpu:1 xpu:2 cpu meta", "torch.xpu.streams.Stream torch.xpu.streams.Event"]),
+        ("mps", ["mps True 1 gloo None", "mps mps mps mps mps mps", "mps mps mps cpu meta",
+                 "torchport.runtime._streams.HostStream torchport.runtime._streams.MpsEvent"]),
+    ],
+)
+def test_simulated_accelerator_mapping(kind, expected):
+    out = run_ok(MAPPING.format(fake=FAKE[kind]))
+    assert out.strip().split("\n") == expected
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="fakes CUDA")
+def test_simulated_env_index_pins_and_sets_the_device():
+    code = """
+    import torch
+    calls = []
+    torch.cuda.is_available = lambda: True
+    torch.cuda.device_count = lambda: 2
+    torch.cuda.set_device = calls.append
+    from torchport import runtime as tp
+    print(tp.device(), tp.device("cuda"), tp.device(0), tp.device_str(), calls)
+    """
+    assert run_ok(code, device="cuda:1").strip() == "cuda:1 cuda:1 cuda:0 cuda:1 [1]"
+    proc = run_py(code, device="cuda:2")
+    assert proc.returncode != 0 and "only 2 cuda device(s) are visible" in proc.stderr
+
+
+# --- real CUDA -----------------------------------------------------------------
+
+
+@cuda_only
+def test_cuda_device_and_classes():
+    assert tp.device().type == "cuda" and tp.is_available()
+    assert tp.device_count() == torch.cuda.device_count() >= 1
+    assert tp.Stream is torch.cuda.Stream and tp.Event is torch.cuda.Event
+    assert tp.distributed_backend() == "nccl" and tp.ddp_device_ids([0]) == [0]
+    assert tp.device("cpu") == "cpu"
+
+
+@cuda_only
+def test_cuda_event_timing():
+    a = torch.randn(512, 512, device=tp.device())
+    start, end = tp.Event(enable_timing=True), tp.Event(enable_timing=True)
+    start.record()
+    for _ in range(10):
+        a = a @ a / 512
+    end.record()
+    tp.synchronize()
+    assert start.elapsed_time(end) > 0
+
+
+@cuda_only
+def test_cuda_streams():
+    s = tp.Stream()
+    with tp.stream(s):
+        assert tp.current_stream() == s
+        assert tp.default_stream() != s
+    assert tp.current_stream() == tp.default_stream()
+
+
+@cuda_only
+def test_cuda_memory_and_capability():
+    keep = torch.empty(1 << 20, device=tp.device())
+    assert tp.memory_allocated() >= keep.numel() * 4
+    assert tp.max_memory_allocated(0) >= tp.memory_allocated("cuda:0")
+    assert tp.memory_reserved() >= tp.memory_allocated()
+    assert tp.memory_stats()["allocated_bytes.all.current"] == tp.memory_allocated()
+    free, total = tp.mem_get_info()
+    assert 0 < free <= total
+    assert "memory summary" in tp.memory_summary()
+    assert tp.get_device_capability() == torch.cuda.get_device_capability()
+    assert tp.get_device_name() == torch.cuda.get_device_name()
+    assert tp.get_device_properties().name == tp.get_device_name()
+
+
+@cuda_only
+def test_cuda_set_device_and_seeds():
+    tp.set_device(0)
+    assert tp.current_device() == 0
+    with tp.device_index(0):
+        assert tp.current_device() == 0
+    tp.manual_seed(3)
+    first = torch.rand(4, device=tp.device())
+    tp.manual_seed_all(3)
+    assert torch.equal(first, torch.rand(4, device=tp.device()))
+    assert tp.initial_seed() == 3
+    state = tp.get_rng_state()
+    first = torch.rand(4, device=tp.device())
+    tp.set_rng_state(state)
+    assert torch.equal(first, torch.rand(4, device=tp.device()))
+

@@ -1,0 +1,54 @@
+"""torch.compile(fullgraph=True) must trace runtime calls without graph breaks.
+
+fullgraph=True raises on any graph break, so running the compiled function is
+the assertion. backend="eager" keeps these fast (Dynamo tracing only).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from torchport import runtime as tp
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def test_device_helpers_and_event_record_trace_without_graph_breaks():
+    outside = tp.Event(enable_timing=True)
+
+    def step(x):
+        inside = tp.Event(enable_timing=True)
+        inside.record()
+        outside.record()
+        y = x.to(tp.device()) + torch.zeros(2, device=tp.device())
+        y = y.to(tp.device(0)).to(tp.device("cuda:0")).to(tp.device_str())
+        if tp.device_type() == tp.device().type and tp.device_str(0) == str(tp.device(0)):
+            y = y * 2
+        if tp.is_available():
+            y = y - 1
+        return y
+
+    x = torch.ones(2)
+    compiled = torch.compile(step, fullgraph=True, backend="eager")
+    expected = step(x)
+    assert torch.equal(compiled(x).cpu(), expected.cpu())
+
+
+@pytest.mark.skipif(tp.device_type() not in ("cpu", "mps"), reason="host-emulated events only")
+def test_host_event_record_is_skipped_inside_compiled_code():
+    ev = tp.Event(enable_timing=True)
+
+    @torch.compile(fullgraph=True, backend="eager")
+    def record(x):
+        ev.record()
+        return x + 1
+
+    record(torch.ones(1))
+    with pytest.raises(ValueError, match="recorded"):
+        ev.elapsed_time(ev)  # documented: recording needs eager code

@@ -1,0 +1,84 @@
+"""torchport runtime: the device-agnostic calls that migrated code makes.
+
+``from torchport import runtime as tp``, then ``x.to(tp.device())``,
+``tp.synchronize()``, ``tp.Event(enable_timing=True)``...
+
+The device is picked once, at import: ``TORCHPORT_DEVICE`` (``cpu``, ``mps``,
+``cuda``, ``cuda:N``, ``xpu``, ``xpu:N``) if set, else the first available of
+CUDA, MPS, XPU, else CPU. An unusable ``TORCHPORT_DEVICE`` raises at import
+(``ValueError`` if malformed, ``RuntimeError`` if the backend is unavailable).
+Nothing in torch is patched, and only CUDA-style device specs are remapped.
+"""
+
+from ._backend import ENV_VAR
+from ._device import (
+    current_device,
+    device,
+    device_count,
+    device_index,
+    device_str,
+    device_type,
+    get_device_capability,
+    get_device_name,
+    get_device_properties,
+    is_available,
+    is_bf16_supported,
+    set_device,
+    synchronize,
+)
+from ._distributed import ddp_device_ids, distributed_backend
+from ._memory import (
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    mem_get_info,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    memory_summary,
+    reset_max_memory_allocated,
+    reset_peak_memory_stats,
+)
+from ._random import get_rng_state, initial_seed, manual_seed, manual_seed_all, seed, set_rng_state
+from ._streams import Event, Stream, current_stream, default_stream, set_stream, stream
+
+__all__ = [
+    "ENV_VAR",
+    "Event",
+    "Stream",
+    "current_device",
+    "current_stream",
+    "ddp_device_ids",
+    "default_stream",
+    "device",
+    "device_count",
+    "device_index",
+    "device_str",
+    "device_type",
+    "distributed_backend",
+    "empty_cache",
+    "get_device_capability",
+    "get_device_name",
+    "get_device_properties",
+    "get_rng_state",
+    "initial_seed",
+    "is_available",
+    "is_bf16_supported",
+    "manual_seed",
+    "manual_seed_all",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "mem_get_info",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
+    "memory_summary",
+    "reset_max_memory_allocated",
+    "reset_peak_memory_stats",
+    "seed",
+    "set_device",
+    "set_rng_state",
+    "set_stream",
+    "stream",
+    "synchronize",
+]

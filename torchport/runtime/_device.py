@@ -52,7 +52,7 @@ def device(spec: Any = None) -> Any:
             return _DEVICE
         if not spec.startswith("cuda:"):
             return spec
-        index = _CUDA_INDEX.get(spec)  # ~10x faster than parsing with torch.device
+        index = _CUDA_INDEX.get(spec)  # skips torch.device parsing (hot path)
         if index is None:
             index = torch.device(spec).index  # raises torch's error if malformed
     elif kind is torch.device:

@@ -281,7 +281,10 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         if self._flag_site is None and any(n.startswith(_INFO_FLAGS) for n in names):
             self._flag_site = node
         attr = node.attr.value
-        if attr == "cuda" and id(node) not in self._method_funcs and not names & {"torch.cuda"}:
+        # Only torch's own `.cuda` methods (`torch.Tensor.cuda`, ...): `args.cuda` is a user's flag.
+        if attr == "cuda" and id(node) not in self._method_funcs and any(
+            n.startswith("torch.") and n != "torch.cuda" for n in names
+        ):
             self.report("TP106", node, "`.cuda` referenced without a call; left unchanged")
         elif attr == "is_cuda":
             self.report("TP103", node, "`.is_cuda` is CUDA-specific; left unchanged")

@@ -331,12 +331,13 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         return updated_node if replacement is None else replacement
 
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.BaseExpression:
-        return device.rewrite_literal(self, original_node) or distributed.rewrite_literal(self, original_node) or updated_node
+        return (device.rewrite_literal(self, original_node, updated_node)
+                or distributed.rewrite_literal(self, original_node) or updated_node)
 
     def leave_FormattedString(
         self, original_node: cst.FormattedString, updated_node: cst.FormattedString
     ) -> cst.BaseExpression:
-        return device.rewrite_literal(self, original_node) or updated_node
+        return device.rewrite_literal(self, original_node, updated_node) or updated_node
 
 
 

@@ -186,13 +186,15 @@ def rewrite_torch_device(m: MigrateCodemod, original: cst.Call, updated: cst.Cal
     return None
 
 
-def rewrite_literal(m: MigrateCodemod, original: cst.BaseExpression) -> cst.BaseExpression | None:
+def rewrite_literal(
+    m: MigrateCodemod, original: cst.BaseExpression, updated: cst.BaseExpression
+) -> cst.BaseExpression | None:
     """Replace a CUDA string literal according to the context its parent gave it."""
     context = m.contexts.get(id(original))
     if context is None:
         return None
     kind, code = context
-    ok, index = cuda_literal_index(original)
+    ok, index = cuda_literal_index(updated)  # updated: `f"cuda:{torch.cuda.current_device()}"` is renamed inside
     if not ok:
         return None
     args = [index] if index is not None else []

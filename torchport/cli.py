@@ -124,3 +124,9 @@ def rules() -> None:
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+# Commands that verify a port (trace, compare, verify) live in their own module.
+from torchport.tools_cli import register as _register_tools  # noqa: E402
+
+_register_tools(app)

@@ -18,6 +18,7 @@ from pathlib import Path
 import libcst as cst
 
 from torchport.codemods import Diagnostic, migrate_code
+from torchport.config import DEFAULT, Settings
 
 # A file that never mentions these cannot match any rule, so it is not parsed at all.
 _PREFILTER = re.compile(rb"cuda|nccl")
@@ -76,12 +77,13 @@ def _syntax_error(text: str, error: cst.ParserSyntaxError) -> str:
     return f"{error.raw_line}:{error.raw_column}: LibCST cannot parse this file: {error.message}"
 
 
-def migrate_file(path: Path, display: str | None = None) -> FileResult:
+def migrate_file(path: Path, display: str | None = None, settings: Settings = DEFAULT) -> FileResult:
     """Migrate one file in memory; nothing is written.
 
     Args:
         path: a ``.py`` file.
         display: how to show the path; defaults to ``str(path)``.
+        settings: which rules apply.
     """
     result = FileResult(path=path, display=display or str(path))
     try:
@@ -98,7 +100,7 @@ def migrate_file(path: Path, display: str | None = None) -> FileResult:
     if not _PREFILTER.search(data):
         return result
     try:
-        migration = migrate_code(text)
+        migration = migrate_code(text, settings)
     except cst.ParserSyntaxError as exc:
         result.migrated = None
         result.error = _syntax_error(text, exc)

@@ -12,6 +12,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 
 from torchport.codemods import amp, cuda_api, device, distributed
+from torchport.config import DEFAULT, Settings
 from torchport.codemods._base import Diagnostic, Rule
 from torchport.codemods._transformer import MigrateCodemod
 
@@ -45,8 +46,8 @@ class Migration:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def migrate_code(source: str) -> Migration:
-    """Run every rule over ``source`` (a whole module).
+def migrate_code(source: str, settings: Settings = DEFAULT) -> Migration:
+    """Run the rules ``settings`` selects over ``source`` (a whole module).
 
     Raises:
         libcst.ParserSyntaxError: when ``source`` does not parse.

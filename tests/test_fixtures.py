@@ -1,6 +1,7 @@
 """Every fixture pair: exact output, exact diagnostics, idempotency, and output that compiles.
 
 `tests/fixtures/<family>/<case>.py` is the input and `<case>.expected.py` the exact output.
+Fixtures under `unsafe/` run with `--unsafe-fixes`; all others with the default settings.
 `noop_<case>.py` must come out byte-identical and has no expected file. `<case>.diagnostics.txt`
 lists the diagnostics as `line:col CODE message`; a fixture without one must raise none.
 """
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from torchport.codemods import Migration, migrate_code
+from torchport.config import Settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = sorted(
@@ -29,8 +31,8 @@ def _diagnostics_text(migration: Migration) -> str:
 
 def test_there_are_fixtures_for_every_family() -> None:
     families = {p.parent.name for p in CASES}
-    assert {"device", "cuda_api", "amp", "distributed", "pipeline"} <= families
-    for family in families:
+    assert {"device", "cuda_api", "amp", "distributed", "pipeline", "unported", "unsafe"} <= families
+    for family in families - {"unported"}:  # unported is mostly report-only
         names = [p.name for p in CASES if p.parent.name == family]
         assert any(not n.startswith("noop_") for n in names), family
 
@@ -38,7 +40,8 @@ def test_there_are_fixtures_for_every_family() -> None:
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_fixture(case: Path, request: pytest.FixtureRequest) -> None:
     source = case.read_text()
-    migration = migrate_code(source)
+    settings = Settings(unsafe_fixes=case.parent.name == "unsafe")
+    migration = migrate_code(source, settings)
     expected_path = case.with_name(case.stem + ".expected.py")
     diagnostics_path = case.with_name(case.stem + ".diagnostics.txt")
     if request.config.getoption("--update-fixtures"):
@@ -63,6 +66,6 @@ def test_fixture(case: Path, request: pytest.FixtureRequest) -> None:
     expected_diagnostics = diagnostics_path.read_text() if diagnostics_path.exists() else ""
     assert _diagnostics_text(migration) == expected_diagnostics
 
-    second = migrate_code(migration.code)
+    second = migrate_code(migration.code, settings)
     assert second.code == migration.code, "not idempotent: a second run changed the output"
     assert second.rewrites == {}

@@ -17,16 +17,19 @@ def test_codes_are_unique_and_well_formed() -> None:
     codes = [rule.code for family in FAMILIES for rule in family.RULES]
     assert len(codes) == len(set(codes))
     for code, rule in RULES.items():
-        assert re.fullmatch(r"TP[01]\d\d", code)
+        assert re.fullmatch(r"TP[0-3]\d\d", code)
         assert rule.kind == ("rewrite" if code.startswith("TP0") else "diagnostic")
+        assert (rule.effort is not None) == (rule.safety == "manual"), code
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", rule.name)
         assert rule.summary and rule.before
         assert bool(rule.after) == (rule.kind == "rewrite"), code
 
 
 def test_readme_table_matches_the_registry() -> None:
-    rows = re.findall(r"^\| (TP\d{3}) \| ([a-z0-9-]+) \|", (ROOT / "README.md").read_text(), re.M)
-    assert dict(rows) == {code: rule.name for code, rule in RULES.items()}
+    rows = re.findall(r"^\| (TP\d{3}) \| ([a-z0-9-]+) \| (\w+)", (ROOT / "README.md").read_text(), re.M)
+    assert {code: (name, safety) for code, name, safety in rows} == {
+        code: (rule.name, rule.safety) for code, rule in RULES.items()
+    }
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.__name__.rsplit(".", 1)[-1])

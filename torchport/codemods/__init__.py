@@ -1,34 +1,28 @@
-"""The rewrite rules, one module per family, and `migrate_code`, which runs them all on one module.
+"""The rewrite rules, one module per family, and `migrate_code`, which runs them on one module.
 
-Families: `device` (TP001-TP005), `cuda_api` (TP010-TP014), `amp` (TP020-TP023),
-`distributed` (TP030-TP031). Diagnostics are TP1xx.
+Families: `device` (TP001-TP008, TP102-TP106), `cuda_api` (TP010-TP016, TP101),
+`amp` (TP020-TP023), `distributed` (TP030-TP031, TP105), `pinned` (TP040-TP041),
+`unported` (TP2xx: what needs a person; TP3xx: what breaks on one target).
 """
 
 from __future__ import annotations
 
+import io
+import re
+import tokenize
 from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from torchport.codemods import amp, cuda_api, device, distributed
-from torchport.config import DEFAULT, Settings
 from torchport.codemods._base import Diagnostic, Rule
+from torchport.codemods._registry import FAMILIES, RULES_BY_CODE, check_patterns, matches
 from torchport.codemods._transformer import MigrateCodemod
+from torchport.config import DEFAULT, Settings
 
-FAMILIES = (device, cuda_api, amp, distributed)
+RULES = RULES_BY_CODE
 
-_EXTRA_RULES = (
-    Rule("TP103", "is-cuda", "`.is_cuda` is CUDA-specific; left unchanged.", "if x.is_cuda:"),
-    Rule("TP104", "device-type-comparison", 'A comparison with "cuda" may guard CUDA-only code; left unchanged.',
-         'use_fused = device_type == "cuda"'),
-    Rule("TP107", "backend-flags", "`torch.backends.cudnn`/`cuda` flags are left as they are: harmless elsewhere "
-         "(one note per file).", "torch.backends.cudnn.benchmark = True"),
-)
-
-RULES: dict[str, Rule] = {rule.code: rule for family in FAMILIES for rule in family.RULES}
-RULES.update({rule.code: rule for rule in _EXTRA_RULES})
-RULES = dict(sorted(RULES.items()))
+_SUPPRESSION = re.compile(r"#\s*torchport:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 
 
 @dataclass
@@ -39,11 +33,30 @@ class Migration:
         code: the new source (equal to the input when nothing changed).
         rewrites: rewrite counts per rule code.
         diagnostics: the sites left unchanged, sorted by line.
+        sites: one entry per rewrite (code, line, column in the original source, rule summary).
     """
 
     code: str
     rewrites: dict[str, int] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    sites: list[Diagnostic] = field(default_factory=list)
+
+
+def suppressions(source: str) -> dict[int, frozenset[str] | None]:
+    """Lines carrying ``# torchport: ignore`` (None: every rule) or ``# torchport: ignore[TP001,TP1]``."""
+    found: dict[int, frozenset[str] | None] = {}
+    if "torchport:" not in source:
+        return found
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT and (match := _SUPPRESSION.search(token.string)):
+                codes = match.group(1)
+                found[token.start[0]] = (
+                    None if codes is None else frozenset(c.strip() for c in codes.split(",") if c.strip())
+                )
+    except (tokenize.TokenError, SyntaxError):
+        pass  # the parser reports the real problem
+    return found
 
 
 def migrate_code(source: str, settings: Settings = DEFAULT) -> Migration:
@@ -51,13 +64,23 @@ def migrate_code(source: str, settings: Settings = DEFAULT) -> Migration:
 
     Raises:
         libcst.ParserSyntaxError: when ``source`` does not parse.
+        ValueError: when ``settings`` names an unknown rule code.
     """
+    check_patterns(settings.select + settings.ignore)
+    select = settings.select or ("ALL",)
+
+    def enabled(code: str) -> bool:
+        return matches(code, select) and not matches(code, settings.ignore)
+
     module = cst.parse_module(source)
-    codemod = MigrateCodemod(CodemodContext(), source=source)
+    codemod = MigrateCodemod(
+        CodemodContext(), source=source, enabled=enabled, unsafe_fixes=settings.unsafe_fixes,
+        suppressed=suppressions(source), targets=settings.targets,
+    )
     code = codemod.transform_module(module).code
     if code.startswith(("\n", "\r\n")) and not source.startswith(("\n", "\r\n")):
         code = code.lstrip("\r\n")  # a removed first import leaves its blank line behind
-    return Migration(code, dict(codemod.rewrites), codemod.diagnostics)
+    return Migration(code, dict(codemod.rewrites), codemod.diagnostics, codemod.sites)
 
 
-__all__ = ["RULES", "Diagnostic", "Migration", "Rule", "migrate_code"]
+__all__ = ["FAMILIES", "RULES", "Diagnostic", "Migration", "Rule", "migrate_code", "suppressions"]

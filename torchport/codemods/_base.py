@@ -9,6 +9,8 @@ from typing import Literal
 import libcst as cst
 
 Kind = Literal["rewrite", "diagnostic"]
+Safety = Literal["safe", "unsafe", "manual"]
+Effort = Literal["info", "low", "medium", "high"]
 
 
 @dataclass(frozen=True)
@@ -16,11 +18,14 @@ class Rule:
     """One rewrite or diagnostic, with a stable code.
 
     Args:
-        code: stable identifier, ``TP0xx`` for rewrites and ``TP1xx`` for diagnostics.
+        code: stable identifier, ``TP0xx`` for rewrites and ``TP1xx``/``TP2xx`` for diagnostics.
         name: kebab-case slug, e.g. ``cuda-method``.
         summary: one line saying what the rule does.
         before: a one-line example of the code the rule matches.
         after: what the rule turns it into (empty for diagnostics).
+        safety: ``safe`` rewrites apply by default, ``unsafe`` ones only with ``--unsafe-fixes``
+            (otherwise they are reported), ``manual`` rules only report.
+        effort: for manual rules, how much work the user's port of the site takes.
     """
 
     code: str
@@ -28,10 +33,16 @@ class Rule:
     summary: str
     before: str
     after: str = ""
+    safety: Safety = "safe"
+    effort: Effort | None = None
+
+    def __post_init__(self) -> None:
+        if (self.safety == "manual") != (not self.after):
+            raise ValueError(f"{self.code}: manual rules have no `after`, rewrites must have one")
 
     @property
     def kind(self) -> Kind:
-        return "rewrite" if self.code.startswith("TP0") else "diagnostic"
+        return "diagnostic" if self.safety == "manual" else "rewrite"
 
 
 @dataclass(frozen=True)
@@ -101,6 +112,12 @@ def mentions_cuda_string(node: cst.CSTNode) -> bool:
         first = node.parts[0] if node.parts else None
         return isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:")
     return False
+
+
+def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    """``name=value`` with no spaces around ``=``, as PEP 8 writes keyword arguments."""
+    return cst.Arg(value=value, keyword=cst.Name(name), equal=cst.AssignEqual(
+        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
 
 
 def dotted_name(node: cst.CSTNode) -> str | None:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable, Mapping
 
 import libcst as cst
+import libcst.matchers as matchers
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from torchport.codemods import amp, cuda_api, device, distributed
+from torchport.codemods import amp, cuda_api, device, distributed, pinned, unported
+from torchport.codemods._registry import RULES_BY_CODE
 from torchport.codemods._base import (
     Diagnostic,
     attribute_chain,
@@ -42,9 +45,22 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
     DESCRIPTION = "Port CUDA-only PyTorch code to torchport.runtime."
     METADATA_DEPENDENCIES = (QualifiedNameProvider, PositionProvider)
 
-    def __init__(self, context: CodemodContext, source: str = "") -> None:
+    def __init__(
+        self,
+        context: CodemodContext,
+        source: str = "",
+        enabled: Callable[[str], bool] = lambda code: True,
+        unsafe_fixes: bool = False,
+        suppressed: Mapping[int, frozenset[str] | None] | None = None,
+        targets: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(context)
         self.source = source
+        self.enabled = enabled
+        self.unsafe_fixes = unsafe_fixes
+        self.suppressed = suppressed or {}
+        self.targets = targets
+        self.sites: list[Diagnostic] = []  # one per rewrite, for reports (message = rule summary)
         self.alias = "tp"
         self.runtime_imported = False
         self.torch_name: str | None = None
@@ -53,6 +69,8 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         # id(original node) -> (context kind, rule code); kinds: "device", "str", "type"
         self.contexts: dict[int, tuple[str, str]] = {}
         self.device_pairs: set[int] = set()
+        self.index_args: set[int] = set()
+        self._called: set[int] = set()
         self.handled: set[int] = set()
         self._idioms: dict[int, tuple[bool, cst.BaseExpression | None]] = {}
         self._inner: set[int] = set()
@@ -61,7 +79,6 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         self._strings: list[cst.CSTNode] = []
         self._flag_site: cst.CSTNode | None = None
         self._cuda_imports: list[tuple[str, str, str | None]] = []
-        self._uses_runtime = False
         self._needs_torch = False
 
     # ---- helpers the families call -------------------------------------------------------
@@ -76,7 +93,6 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         return any(name.startswith(prefix) for name in self.qnames(node))
 
     def runtime_attr(self, name: str) -> cst.Attribute:
-        self._uses_runtime = True
         return cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(name))
 
     def runtime_call(self, name: str, args: list[cst.BaseExpression]) -> cst.Call:
@@ -116,13 +132,36 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         if isinstance(node, cst.Call):
             self.handled.add(id(node.func))
 
-    def count(self, code: str, node: cst.CSTNode) -> None:
-        self.rewrites[code] += 1
+    def _is_suppressed(self, code: str, line: int) -> bool:
+        if line not in self.suppressed:
+            return False
+        codes = self.suppressed[line]
+        return codes is None or any(code.startswith(c) for c in codes)
+
+    def apply(self, code: str, node: cst.CSTNode) -> bool:
+        """Whether rewrite ``code`` may change ``node``; records it when it may.
+
+        A rule that is deselected or suppressed on the node's line leaves the node alone. An
+        unsafe rule without ``--unsafe-fixes`` reports the site instead. Either way the node
+        counts as handled, so no fallback diagnostic repeats it.
+        """
         self.mark_handled(node)
+        start = self.get_metadata(PositionProvider, node).start
+        if not self.enabled(code) or self._is_suppressed(code, start.line):
+            return False
+        rule = RULES_BY_CODE[code]
+        if rule.safety == "unsafe" and not self.unsafe_fixes:
+            self.diagnostics.append(Diagnostic(code, start.line, start.column,
+                                               f"{rule.summary} (fix available with --unsafe-fixes)"))
+            return False
+        self.rewrites[code] += 1
+        self.sites.append(Diagnostic(code, start.line, start.column, rule.summary))
+        return True
 
     def report(self, code: str, node: cst.CSTNode, message: str) -> None:
         start = self.get_metadata(PositionProvider, node).start
-        self.diagnostics.append(Diagnostic(code, start.line, start.column, message))
+        if self.enabled(code) and not self._is_suppressed(code, start.line):
+            self.diagnostics.append(Diagnostic(code, start.line, start.column, message))
 
     # ---- module and imports --------------------------------------------------------------
 
@@ -151,10 +190,15 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         if alias:
             self.alias, self.runtime_imported = alias, True
 
+    def dotted(self, node: cst.CSTNode | None) -> str | None:
+        return _dotted(node)
+
     def visit_Import(self, node: cst.Import) -> bool:
+        unported.check_import(self, node)
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        unported.check_import(self, node)
         # Remember imports that bind torch.cuda names, to drop them once no longer used.
         module = None if node.relative else _dotted(node.module)
         if module and not isinstance(node.names, cst.ImportStar):
@@ -168,7 +212,10 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         for node, name in self._cuda_refs:
             if id(node) in self.handled:
                 continue
-            if name == "torch.cuda":
+            code = unported.cuda_api_rule(name) if name != "torch.cuda" else None
+            if code is not None:
+                self.report(code, node, f"`{name}`: {RULES_BY_CODE[code].summary}")
+            elif name == "torch.cuda":
                 self.report("TP101", node, "`torch.cuda` used as an object has no portable equivalent; left unchanged")
             else:
                 self.report("TP101", node, f"`{name}` has no portable equivalent in torchport.runtime; left unchanged")
@@ -184,7 +231,9 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
             self.report("TP107", self._flag_site,
                         "torch.backends.cudnn/cuda flags left unchanged: they are harmless on other backends")
         self.diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
-        if self._uses_runtime and not self.runtime_imported:
+        if not self.runtime_imported and self.rewrites and matchers.findall(
+            updated_node, matchers.Attribute(value=matchers.Name(self.alias))
+        ):
             self.add_needed_import("torchport", "runtime", asname=self.alias)
         if self._needs_torch:
             self.add_needed_import("torch")
@@ -199,11 +248,23 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         device.classify_call(self, node)
         amp.classify_call(self, node)
         distributed.classify_call(self, node)
+        unported.check_call(self, node)
+        unported.check_double_call(self, node)
+        self._called.add(id(node.func))
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda":
             self._method_funcs.add(id(node.func))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._classify_assignment([t.target for t in node.targets], node.value)
+        unported.check_assign(self, node)
+
+    def visit_If(self, node: cst.If) -> None:
+        unported.check_if(self, node)
+
+    def leave_Assert(
+        self, original_node: cst.Assert, updated_node: cst.Assert
+    ) -> cst.Assert | cst.RemovalSentinel:
+        return cst.RemoveFromParent() if unported.rewrite_assert(self, original_node) else updated_node
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -256,7 +317,8 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
             return updated_node
         wants_object, index = idiom
         kind = self.contexts.get(id(original_node), ("str", ""))[0]
-        self.count("TP005", original_node)
+        if not self.apply("TP005", original_node):
+            return updated_node
         if kind == "type":
             return self.runtime_call("device_type", [])
         name = "device" if wants_object or kind == "device" else "device_str"
@@ -280,14 +342,12 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         self._collect_cuda_ref(node, names)
         if self._flag_site is None and any(n.startswith(_INFO_FLAGS) for n in names):
             self._flag_site = node
-        attr = node.attr.value
+        unported.check_dtype(self, node, names)
         # Only torch's own `.cuda` methods (`torch.Tensor.cuda`, ...): `args.cuda` is a user's flag.
-        if attr == "cuda" and id(node) not in self._method_funcs and any(
+        if node.attr.value == "cuda" and id(node) not in self._method_funcs and any(
             n.startswith("torch.") and n != "torch.cuda" for n in names
         ):
             self.report("TP106", node, "`.cuda` referenced without a call; left unchanged")
-        elif attr == "is_cuda":
-            self.report("TP103", node, "`.is_cuda` is CUDA-specific; left unchanged")
 
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) not in self._inner:
@@ -304,23 +364,33 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
     # ---- rewrites ------------------------------------------------------------------------
 
     def _rename(self, original: cst.CSTNode, updated: cst.BaseExpression) -> cst.BaseExpression:
-        for name in self.qnames(original):
+        names = self.qnames(original)
+        if "torch.cuda.is_available" in names and id(original) not in self._called:
+            self.mark_handled(original)
+            self.report("TP109", original, "`torch.cuda.is_available` without a call is always true: call it")
+            return updated
+        for name in names:
             found = cuda_api.lookup(name)
             if found is None:
                 continue
             code, new, is_runtime = found
-            self.count(code, original)
+            if not self.apply(code, original):
+                return updated
             return self.runtime_attr(new) if is_runtime else self.torch_attr(new)
         return updated
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
-        return self._rename(original_node, updated_node)
+        return device.rewrite_is_cuda(self, original_node, updated_node) or self._rename(original_node, updated_node)
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         return self._rename(original_node, updated_node)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        for rule in (amp.rewrite_call, distributed.rewrite_call, device.rewrite_cuda_method, device.rewrite_torch_device):
+        # Rules that change arguments compose; rules that replace the call take the first match.
+        for argument_rule in (distributed.rewrite_call, pinned.rewrite_arguments, device.rewrite_to_index):
+            updated_node = argument_rule(self, original_node, updated_node) or updated_node
+        for rule in (amp.rewrite_call, cuda_api.rewrite_legacy_call, device.rewrite_cuda_method,
+                     device.rewrite_torch_device, pinned.rewrite_method):
             replacement = rule(self, original_node, updated_node)
             if replacement is not None:
                 return replacement

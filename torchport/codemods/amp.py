@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import Rule
+from torchport.codemods._base import Rule, keyword_arg
 
 if TYPE_CHECKING:
     from torchport.codemods._transformer import MigrateCodemod
@@ -51,11 +51,6 @@ _GENERIC_SCALER = frozenset({"torch.amp.GradScaler", "torch.amp.grad_scaler.Grad
 _AUTOCAST_POSITIONALS = ("enabled", "dtype", "cache_enabled")
 
 
-def _keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
-    return cst.Arg(value=value, keyword=cst.Name(name), equal=cst.AssignEqual(
-        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
-
-
 def classify_call(m: MigrateCodemod, node: cst.Call) -> None:
     """Mark `"cuda"` given as the device type of a generic AMP call."""
     if not m.qnames(node.func) & _GENERIC_TYPED:
@@ -78,19 +73,23 @@ def rewrite_call(m: MigrateCodemod, original: cst.Call, updated: cst.Call) -> cs
         positional = [a for a in args if a.keyword is None and not a.star]
         if len(positional) > len(_AUTOCAST_POSITIONALS) or any(a.star for a in args):
             return None
-        keywords = [_keyword(name, a.value) for name, a in zip(_AUTOCAST_POSITIONALS, positional)]
-        m.count("TP020", original)
+        keywords = [keyword_arg(name, a.value) for name, a in zip(_AUTOCAST_POSITIONALS, positional)]
+        if not m.apply("TP020", original):
+            return None
         return cst.Call(func=m.torch_attr("amp.autocast"), args=[device_type(), *keywords, *args[len(positional):]])
     if names & _GRADSCALER:
-        m.count("TP021", original)
+        if not m.apply("TP021", original):
+            return None
         return cst.Call(func=m.torch_attr("amp.GradScaler"), args=[device_type(), *args])
     for name in names:
         if name in _CUSTOM:
-            m.count("TP022", original)
+            if not m.apply("TP022", original):
+                return None
             return cst.Call(func=m.torch_attr(f"amp.{_CUSTOM[name]}"),
-                            args=[*args, _keyword("device_type", device_type().value)])
+                            args=[*args, keyword_arg("device_type", device_type().value)])
     if names & _GENERIC_SCALER and not any(a.keyword is None or a.keyword.value == "device" for a in args):
-        m.count("TP023", original)
+        if not m.apply("TP023", original):
+            return None
         return updated.with_changes(args=[device_type(), *args])
     return None
 
@@ -101,8 +100,9 @@ def rewrite_decorator(m: MigrateCodemod, original: cst.Decorator, updated: cst.D
         return None
     for name in m.qnames(original.decorator):
         if name in _CUSTOM:
-            m.count("TP022", original.decorator)
+            if not m.apply("TP022", original.decorator):
+                return None
             call = cst.Call(func=m.torch_attr(f"amp.{_CUSTOM[name]}"),
-                            args=[_keyword("device_type", m.runtime_call("device_type", []))])
+                            args=[keyword_arg("device_type", m.runtime_call("device_type", []))])
             return updated.with_changes(decorator=call)
     return None

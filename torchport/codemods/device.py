@@ -7,17 +7,21 @@
 | TP003 | device = "cuda"                                     | device = tp.device_str()               |
 | TP004 | device_type = "cuda"                                | device_type = tp.device_type()         |
 | TP005 | "cuda" if torch.cuda.is_available() else "cpu"      | tp.device_str()                        |
+| TP006 | model.to(local_rank)                                | model.to(tp.device(local_rank))        |
+| TP007 | if x.is_cuda:                                       | if tp.on_accelerator(x):  (unsafe)     |
 | TP102 | foo("cuda")                                         | (reported)                             |
+| TP104 | use_fused = device_type == "cuda"                   | (reported)                             |
 | TP106 | fn = x.cuda                                         | (reported)                             |
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import Rule, cuda_literal_index, is_cuda_literal, string_value
+from torchport.codemods._base import Rule, cuda_literal_index, is_cuda_literal, keyword_arg, string_value
 
 if TYPE_CHECKING:
     from torchport.codemods._transformer import MigrateCodemod
@@ -33,10 +37,21 @@ RULES = (
          'device_type = "cuda"', "device_type = tp.device_type()"),
     Rule("TP005", "availability-idiom", '`"cuda" if torch.cuda.is_available() else "cpu"` becomes one runtime call.',
          'torch.device("cuda" if torch.cuda.is_available() else "cpu")', "tp.device()"),
+    Rule("TP006", "integer-device-id", "An integer device id (a literal, or a name like `rank`, `local_rank`, "
+         "`gpu_id`) given to `.to()` or `torch.device()` becomes the runtime device with that index.",
+         "model.to(local_rank)", "model.to(tp.device(local_rank))"),
+    Rule("TP007", "is-cuda", "`.is_cuda` becomes \"on the picked accelerator\"; unsafe because it may enable "
+         "CUDA-only code on MPS or XPU.", "if x.is_cuda:", "if tp.on_accelerator(x):", safety="unsafe"),
     Rule("TP102", "unclassified-device-string", "A CUDA device string where torchport cannot tell a device from text.",
-         'foo("cuda:0")'),
-    Rule("TP106", "cuda-attribute", "`.cuda` referenced without a call; left unchanged.", "fn = x.cuda"),
+         'foo("cuda:0")', safety="manual", effort="low"),
+    Rule("TP104", "device-type-comparison", 'A comparison with "cuda" may guard CUDA-only code; left unchanged.',
+         'use_fused = device_type == "cuda"', safety="manual", effort="low"),
+    Rule("TP106", "cuda-attribute", "`.cuda` referenced without a call; left unchanged.", "fn = x.cuda",
+         safety="manual", effort="low"),
 )
+
+# Names that hold an integer device index in real code (`model.to(self.gpu_id)`, `torch.device(local_rank)`).
+_INDEX_NAME = re.compile(r"^(local_)?rank$|^(local_)?gpu(_id|_idx|_index)?$|^device_(id|idx|index)$|^gpu$")
 
 # Calls that answer "is there an accelerator?" and so form the availability idiom.
 AVAILABILITY_TESTS = frozenset({
@@ -116,16 +131,28 @@ def availability_idiom(m: MigrateCodemod, node: cst.IfExp) -> tuple[bool, cst.Ba
     return shape[0], shape[1]
 
 
+def is_index(node: cst.BaseExpression) -> bool:
+    """An integer literal, or a name/attribute whose last part names a device index."""
+    if isinstance(node, cst.Integer):
+        return True
+    last = node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else None
+    return last is not None and bool(_INDEX_NAME.match(last))
+
+
 def classify_call(m: MigrateCodemod, node: cst.Call) -> None:
     """Give every CUDA string among a call's arguments the context it is used in."""
     func = node.func
     if m.has_qname(func, "torch.device"):
         if len(node.args) == 2 and node.args[0].keyword is None and string_value(node.args[0].value) == "cuda":
             m.device_pairs.add(id(node))
+        elif len(node.args) == 1 and node.args[0].keyword is None and is_index(node.args[0].value):
+            m.index_args.add(id(node.args[0].value))
         elif node.args and node.args[0].keyword is None:
             m.set_context(node.args[0].value, "device", "TP002")
         return
     is_to = isinstance(func, cst.Attribute) and func.attr.value == "to"
+    if is_to and node.args and node.args[0].keyword is None and is_index(node.args[0].value):
+        m.index_args.add(id(node.args[0].value))
     torch_call = m.qname_startswith(func, "torch.")
     for index, arg in enumerate(node.args):
         keyword = arg.keyword.value if arg.keyword else None
@@ -156,14 +183,14 @@ def rewrite_cuda_method(m: MigrateCodemod, original: cst.Call, updated: cst.Call
         if keyword is None and device_arg is None:
             device_arg = arg.value
         elif keyword is None:  # Tensor.cuda(device, non_blocking) takes non_blocking second
-            rest.append(arg.with_changes(keyword=cst.Name("non_blocking"), equal=cst.AssignEqual(
-                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))))
+            rest.append(keyword_arg("non_blocking", arg.value).with_changes(comma=arg.comma))
         elif keyword == "device":
             device_arg = arg.value
         else:
             rest.append(arg)
+    if not m.apply("TP001", original):
+        return None
     target = m.runtime_call("device", [device_arg] if device_arg is not None else [])
-    m.count("TP001", original)
     if rest and rest[-1] is not updated.args[-1]:  # a trailing comma only where the user wrote one
         rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
     return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(target), *rest])
@@ -174,9 +201,14 @@ def rewrite_torch_device(m: MigrateCodemod, original: cst.Call, updated: cst.Cal
     if not m.has_qname(original.func, "torch.device"):
         return None
     if id(original) in m.device_pairs:
-        m.count("TP002", original)
         m.mark_handled(original.args[0].value)
+        if not m.apply("TP002", original):
+            return None
         return m.runtime_call("device", [updated.args[1].value])
+    if len(updated.args) == 1 and id(original.args[0].value) in m.index_args:
+        if not m.apply("TP006", original.args[0].value):
+            return None
+        return m.runtime_call("device", [updated.args[0].value])
     if len(updated.args) == 1 and updated.args[0].keyword is None:
         inner = updated.args[0].value
         name = m.runtime_call_name(inner)
@@ -197,12 +229,30 @@ def rewrite_literal(
     ok, index = cuda_literal_index(updated)  # updated: `f"cuda:{torch.cuda.current_device()}"` is renamed inside
     if not ok:
         return None
-    args = [index] if index is not None else []
+    if kind == "type" and index is not None:
+        return None
+    if not m.apply(code, original):
+        return None
     if kind == "type":
-        if index is not None:
-            return None
-        replacement = m.runtime_call("device_type", [])
-    else:
-        replacement = m.runtime_call("device" if kind == "device" else "device_str", args)
-    m.count(code, original)
-    return replacement
+        return m.runtime_call("device_type", [])
+    return m.runtime_call("device" if kind == "device" else "device_str", [index] if index is not None else [])
+
+
+def rewrite_to_index(m: MigrateCodemod, original: cst.Call, updated: cst.Call) -> cst.Call | None:
+    """``x.to(rank)`` -> ``x.to(tp.device(rank))``: an int there means "the current accelerator"."""
+    if not (updated.args and id(original.args[0].value) in m.index_args):
+        return None
+    if not isinstance(updated.func, cst.Attribute) or updated.func.attr.value != "to":
+        return None
+    if not m.apply("TP006", original.args[0].value):
+        return None
+    first = updated.args[0]
+    return updated.with_changes(args=[first.with_changes(value=m.runtime_call("device", [first.value])),
+                                      *updated.args[1:]])
+
+
+def rewrite_is_cuda(m: MigrateCodemod, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression | None:
+    """``x.is_cuda`` -> ``tp.on_accelerator(x)`` (unsafe)."""
+    if original.attr.value != "is_cuda" or not m.apply("TP007", original):
+        return None
+    return m.runtime_call("on_accelerator", [updated.value])

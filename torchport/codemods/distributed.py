@@ -24,7 +24,7 @@ RULES = (
     Rule("TP031", "ddp-device-ids", "DDP/DataParallel `device_ids=` and `output_device=` are dropped off CUDA/XPU at run time.",
          "DDP(model, device_ids=[rank])", "DDP(model, device_ids=tp.ddp_device_ids([rank]))"),
     Rule("TP105", "nccl-string", '`"nccl"` outside a backend setting (a comparison, a list); left unchanged.',
-         'if backend == "nccl":'),
+         'if backend == "nccl":', safety="manual", effort="low"),
 )
 
 _PARALLEL = frozenset({
@@ -56,17 +56,17 @@ def rewrite_call(m: MigrateCodemod, original: cst.Call, updated: cst.Call) -> cs
         return None
     changed = False
     args = []
-    for arg in updated.args:
+    for old, arg in zip(original.args, updated.args):
         keyword = arg.keyword.value if arg.keyword else None
         value = arg.value
         if (
             keyword in ("device_ids", "output_device")
             and not (isinstance(value, cst.Name) and value.value == "None")
             and m.runtime_call_name(value) != "ddp_device_ids"
+            and m.apply("TP031", old.value)
         ):
             arg = arg.with_changes(value=m.runtime_call("ddp_device_ids", [value]))
             changed = True
-            m.count("TP031", value)
         args.append(arg)
     return updated.with_changes(args=args) if changed else None
 
@@ -76,5 +76,6 @@ def rewrite_literal(m: MigrateCodemod, original: cst.BaseExpression) -> cst.Base
     context = m.contexts.get(id(original))
     if context is None or context[0] != "str" or not is_nccl(original):
         return None
-    m.count("TP030", original)
+    if not m.apply("TP030", original):
+        return None
     return m.runtime_call("distributed_backend", [])

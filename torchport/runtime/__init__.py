@@ -27,6 +27,7 @@ from ._device import (
     synchronize,
 )
 from ._distributed import ddp_device_ids, distributed_backend
+from ._extras import on_accelerator, pin_memory, pin_memory_available, range_pop, range_push
 from ._memory import (
     empty_cache,
     max_memory_allocated,
@@ -73,6 +74,11 @@ __all__ = [
     "memory_reserved",
     "memory_stats",
     "memory_summary",
+    "on_accelerator",
+    "pin_memory",
+    "pin_memory_available",
+    "range_pop",
+    "range_push",
     "reset_max_memory_allocated",
     "reset_peak_memory_stats",
     "seed",

@@ -1,0 +1,136 @@
+"""Configuration, --statistics accounting, and the JSON and SARIF reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from torchport.codemods import RULES, migrate_code
+from torchport.config import ConfigError, Settings, find_pyproject, load, parse_targets
+from torchport.engine import migrate_file
+from torchport.formats import to_json, to_sarif
+from torchport.statistics import file_statistics, leftover_sites
+
+SOURCE = """import torch
+
+x = torch.zeros(2).cuda()
+torch.cuda.nvtx.mark("a")
+if x.is_cuda:
+    pass
+"""
+
+
+def test_select_ignore_and_unknown_codes() -> None:
+    only_strings = migrate_code(SOURCE, Settings(select=("TP1",)))
+    assert only_strings.rewrites == {} and only_strings.code == SOURCE
+    assert {d.code for d in only_strings.diagnostics} == {"TP101"}
+    no_method = migrate_code(SOURCE, Settings(ignore=("TP001",)))
+    assert ".cuda()" in no_method.code and "TP001" not in no_method.rewrites
+    with pytest.raises(ValueError, match="unknown rule code"):
+        migrate_code(SOURCE, Settings(select=("TP9",)))
+
+
+def test_unsafe_fixes_apply_only_when_asked() -> None:
+    default = migrate_code(SOURCE)
+    assert "x.is_cuda" in default.code
+    assert any(d.code == "TP007" and "--unsafe-fixes" in d.message for d in default.diagnostics)
+    unsafe = migrate_code(SOURCE, Settings(unsafe_fixes=True))
+    assert "tp.on_accelerator(x)" in unsafe.code and unsafe.rewrites["TP007"] == 1
+
+
+def test_targets_select_per_target_diagnostics() -> None:
+    code = "import torch\nx = torch.zeros(2, dtype=torch.float64)\n"
+    assert [d.code for d in migrate_code(code).diagnostics] == ["TP301"]
+    assert migrate_code(code, Settings(targets=("cpu",))).diagnostics == []
+    assert parse_targets("mps, cpu") == ("mps", "cpu") and parse_targets("none") == ()
+    with pytest.raises(ConfigError, match="unknown target"):
+        parse_targets("tpu")
+
+
+def test_pyproject_table_and_per_file_ignores(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.torchport]\nignore = ["TP3"]\ntarget = ["mps"]\nexclude = ["vendored/"]\n'
+        '[tool.torchport.per-file-ignores]\n"scripts/*.py" = ["TP001"]\n'
+    )
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "run.py"
+    script.write_text(SOURCE)
+    found = find_pyproject(script)
+    assert found == tmp_path / "pyproject.toml"
+    settings = load(found)
+    assert settings.ignore == ("TP3",) and settings.targets == ("mps",) and settings.exclude == ("vendored/",)
+    result = migrate_file(script, settings=settings)
+    assert ".cuda()" in (result.migrated or "")  # TP001 ignored for scripts/*.py
+    other = tmp_path / "train.py"
+    other.write_text(SOURCE)
+    assert "tp.device()" in (migrate_file(other, settings=settings).migrated or "")
+
+
+def test_bad_config_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text('[tool.torchport]\nselct = ["TP0"]\n')
+    with pytest.raises(ConfigError, match="unknown key 'selct'"):
+        load(path)
+    path.write_text('[tool.torchport]\ntarget = ["rocm"]\n')
+    with pytest.raises(ConfigError, match="unknown target"):
+        load(path)
+
+
+def test_statistics_count_rewritten_reported_and_unreported(tmp_path: Path) -> None:
+    assert leftover_sites('x.cuda()\ny = "cuda:1"\nz = f"cuda:{r}"\nt.is_cuda\nb = "nccl"\n') == 5
+    assert leftover_sites("torch.backends.cuda.matmul.allow_tf32 = True\n# x.cuda()\n") == 0
+    path = tmp_path / "m.py"
+    path.write_text(SOURCE)
+    stats = file_statistics(migrate_file(path))
+    assert (stats.rewritten, stats.reported, stats.unreported) == (1, 2, 0)
+    assert stats.accounted == 1.0
+
+
+def test_json_report_lists_rewrites_and_diagnostics(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text(SOURCE)
+    report = json.loads(to_json([migrate_file(path)], tmp_path, "dry-run"))
+    (entry,) = report["files"]
+    assert entry["path"] == "m.py" and entry["changed"] is True
+    assert [r["code"] for r in entry["rewrites"]] == ["TP001"]
+    assert {d["code"] for d in entry["diagnostics"]} == {"TP101", "TP007"}
+
+
+def test_sarif_has_rules_results_relative_uris_and_fixes(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    path = tmp_path / "pkg" / "m.py"
+    path.write_text(SOURCE)
+    broken = tmp_path / "broken.py"
+    broken.write_text("x = torch.zeros(2).cuda(\n")
+    log = json.loads(to_sarif([migrate_file(path), migrate_file(broken)], tmp_path, "dry-run"))
+    assert log["version"] == "2.1.0"
+    run = log["runs"][0]
+    assert {r["id"] for r in run["tool"]["driver"]["rules"]} == set(RULES)
+    results = run["results"]
+    assert {r["ruleId"] for r in results} == {"TP001", "TP101", "TP007"}
+    for r in results:
+        location = r["locations"][0]["physicalLocation"]
+        assert location["artifactLocation"]["uri"] == "pkg/m.py"
+        assert location["region"]["startLine"] >= 1
+    rewrite = next(r for r in results if r["ruleId"] == "TP001")
+    replacements = rewrite["fixes"][0]["artifactChanges"][0]["replacements"]
+    texts = "".join(r["insertedContent"]["text"] for r in replacements)
+    assert "from torchport import runtime as tp" in texts and ".to(tp.device())" in texts
+    assert run["invocations"][0]["executionSuccessful"] is False  # broken.py is a notification
+
+
+def test_sarif_fixes_rebuild_the_migrated_file(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text(SOURCE)
+    result = migrate_file(path)
+    log = json.loads(to_sarif([result], tmp_path, "dry-run"))
+    replacements = [rep for r in log["runs"][0]["results"] for fix in r.get("fixes", [])
+                    for change in fix["artifactChanges"] for rep in change["replacements"]]
+    lines = SOURCE.splitlines(keepends=True)
+    for rep in sorted(replacements, key=lambda r: r["deletedRegion"]["startLine"], reverse=True):
+        region = rep["deletedRegion"]
+        lines[region["startLine"] - 1:region["endLine"] - 1] = [rep["insertedContent"]["text"]]
+    assert "".join(lines) == result.migrated
+

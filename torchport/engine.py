@@ -36,6 +36,7 @@ class FileResult:
         encoding: the codec the file was read with (``utf-8-sig`` keeps a BOM).
         rewrites: rewrite counts per rule code.
         diagnostics: sites left unchanged, with their rule codes.
+        sites: one entry per rewrite made (code, line, column, rule summary), for reports.
         error: why the file could not be migrated, as ``line:col: reason`` where a line is known.
     """
 
@@ -46,6 +47,7 @@ class FileResult:
     encoding: str = "utf-8"
     rewrites: dict[str, int] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    sites: list[Diagnostic] = field(default_factory=list)
     error: str | None = None
 
     @property
@@ -100,7 +102,7 @@ def migrate_file(path: Path, display: str | None = None, settings: Settings = DE
     if not _PREFILTER.search(data):
         return result
     try:
-        migration = migrate_code(text, settings)
+        migration = migrate_code(text, settings.for_file(path))
     except cst.ParserSyntaxError as exc:
         result.migrated = None
         result.error = _syntax_error(text, exc)
@@ -119,6 +121,7 @@ def migrate_file(path: Path, display: str | None = None, settings: Settings = DE
     result.migrated = migration.code
     result.rewrites = migration.rewrites
     result.diagnostics = migration.diagnostics
+    result.sites = migration.sites
     return result
 
 

@@ -3,11 +3,12 @@
 A site is accounted for when torchport rewrote it or reported it. The sites left in a file
 after migration are counted independently of the rules, from the tokens of the output:
 `.cuda` (method or `torch.cuda`), `.is_cuda`, and the strings "cuda", "cuda:N", f"cuda:{...}"
-and "nccl". A left site that no diagnostic covers is *unreported*.
+and "nccl". A left site on a line that no diagnostic explains is *unreported*.
 """
 
 from __future__ import annotations
 
+import difflib
 import io
 import re
 import tokenize
@@ -22,21 +23,44 @@ _STRING = re.compile(r"""^[rRuU]?(['"])(cuda(:\d+)?|nccl)\1$|^[fF][rR]?(['"])cud
 _NOT_A_SITE = ("TP107", "TP3")
 
 
-def leftover_sites(code: str) -> int:
-    """How many CUDA-specific tokens ``code`` still holds (0 for code that does not tokenize)."""
-    count = 0
-    previous: list[str] = ["", ""]
+def leftover_lines(code: str) -> Counter[int]:
+    """CUDA-specific tokens ``code`` still holds, per 1-based line (empty for code that does not tokenize).
+
+    ``.cuda`` counts when it is called or used as a module (``x.cuda(``, ``torch.cuda.``), not as a
+    plain attribute such as an ``args.cuda`` flag.
+    """
+    lines: Counter[int] = Counter()
     try:
-        for token in tokenize.generate_tokens(io.StringIO(code).readline):
-            if token.type == tokenize.NAME and token.string in ("cuda", "is_cuda") and previous[-1] == ".":
-                count += previous[-2] != "backends"  # torch.backends.cuda flags are harmless (TP107)
-            elif token.type == tokenize.STRING and _STRING.match(token.string):
-                count += 1
-            if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
-                previous = [previous[-1], token.string]
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(code).readline)
+                  if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT)]
     except (tokenize.TokenError, SyntaxError):
-        return 0
-    return count
+        return lines
+    for i, token in enumerate(tokens):
+        before = [t.string for t in tokens[max(0, i - 2):i]]
+        after = tokens[i + 1].string if i + 1 < len(tokens) else ""
+        if token.type == tokenize.NAME and before[-1:] == ["."]:
+            if token.string == "is_cuda" or (
+                token.string == "cuda" and after in ("(", ".") and before[:1] != ["backends"]  # TP107's flags
+            ):
+                lines[token.start[0]] += 1
+        elif token.type == tokenize.STRING and _STRING.match(token.string):
+            lines[token.start[0]] += 1
+    return lines
+
+
+def leftover_sites(code: str) -> int:
+    """How many CUDA-specific tokens ``code`` still holds."""
+    return sum(leftover_lines(code).values())
+
+
+def _original_line(before: str, after: str) -> dict[int, int]:
+    """Map each 1-based line of ``after`` to the line of ``before`` it came from (or replaced)."""
+    matcher = difflib.SequenceMatcher(a=before.splitlines(), b=after.splitlines(), autojunk=False)
+    mapping = {}
+    for _tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for j in range(j1, j2):
+            mapping[j + 1] = min(i1 + (j - j1), max(i2 - 1, i1)) + 1
+    return mapping
 
 
 @dataclass(frozen=True)
@@ -59,9 +83,15 @@ class FileStatistics:
 
 
 def file_statistics(result: FileResult) -> FileStatistics:
+    """Rewritten and reported sites, and the leftover sites on lines no diagnostic explains."""
     reported = sum(1 for d in result.diagnostics if not d.code.startswith(_NOT_A_SITE))
-    left = leftover_sites(result.migrated if result.migrated is not None else result.original or "")
-    return FileStatistics(result.display, sum(result.rewrites.values()), reported, max(0, left - reported))
+    original = result.original or ""
+    migrated = result.migrated if result.migrated is not None else original
+    explained = {d.line for d in result.diagnostics}
+    mapping = _original_line(original, migrated) if migrated != original else {}
+    unreported = sum(count for line, count in leftover_lines(migrated).items()
+                     if mapping.get(line, line) not in explained)
+    return FileStatistics(result.display, sum(result.rewrites.values()), reported, unreported)
 
 
 def rule_counts(results: Sequence[FileResult]) -> Counter[str]:

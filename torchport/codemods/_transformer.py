@@ -190,6 +190,9 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         if alias:
             self.alias, self.runtime_imported = alias, True
 
+    def rule_summary(self, code: str) -> str:
+        return RULES_BY_CODE[code].summary
+
     def dotted(self, node: cst.CSTNode | None) -> str | None:
         return _dotted(node)
 
@@ -214,7 +217,7 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
                 continue
             code = unported.cuda_api_rule(name) if name != "torch.cuda" else None
             if code is not None:
-                self.report(code, node, f"`{name}`: {RULES_BY_CODE[code].summary}")
+                self.report(code, node, f"`{name}`: {self.rule_summary(code)}")
             elif name == "torch.cuda":
                 self.report("TP101", node, "`torch.cuda` used as an object has no portable equivalent; left unchanged")
             else:
@@ -344,7 +347,9 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
             self._flag_site = node
         unported.check_dtype(self, node, names)
         # Only torch's own `.cuda` methods (`torch.Tensor.cuda`, ...): `args.cuda` is a user's flag.
-        if node.attr.value == "cuda" and id(node) not in self._method_funcs and any(
+        if "torch.version.cuda" in names:
+            self.report("TP101", node, "`torch.version.cuda` is None on builds without CUDA; left unchanged")
+        elif node.attr.value == "cuda" and id(node) not in self._method_funcs and any(
             n.startswith("torch.") and n != "torch.cuda" for n in names
         ):
             self.report("TP106", node, "`.cuda` referenced without a call; left unchanged")

@@ -107,7 +107,10 @@ def check_import(m: MigrateCodemod, node: cst.Import | cst.ImportFrom) -> None:
     for name in names:
         if not name:
             continue
-        if name == "triton" or name.startswith("triton."):
+        code = cuda_api_rule(name) if name.startswith("torch.cuda.") else None
+        if code is not None:
+            m.report(code, node, f"`{name}`: {m.rule_summary(code)}")
+        elif name == "triton" or name.startswith("triton."):
             m.report("TP207", node, f"`{name}`: Triton kernels need a GPU backend Triton supports")
         elif any(name == mod or name.startswith(mod + ".") for mod in CUDA_ONLY_MODULES):
             m.report("TP208", node, f"`{name}` is a CUDA-only library; guard it or find a portable alternative")

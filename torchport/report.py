@@ -13,6 +13,7 @@ from rich.table import Table
 
 from torchport.codemods import RULES
 from torchport.engine import FileResult
+from torchport.statistics import file_statistics, rule_counts
 
 
 def unified_diff(result: FileResult) -> str:
@@ -79,3 +80,26 @@ def print_summary(err: Console, results: Sequence[FileResult], mode: str) -> Non
     err.print(summary)
     if mode == "dry-run" and changed:
         err.print("[dim]Dry run: nothing was written. Run again with --apply to write these changes.[/]")
+
+
+def print_statistics(err: Console, results: Sequence[FileResult]) -> None:
+    """``--statistics``: counts per rule, then rewritten/reported/unreported sites per file and in total."""
+    counts = Table(title="Statistics per rule", title_justify="left", show_edge=False)
+    for column in ("code", "rule", "safety", "count"):
+        counts.add_column(column, justify="right" if column == "count" else "left", no_wrap=column != "rule")
+    for code, count in sorted(rule_counts(results).items()):
+        counts.add_row(code, RULES[code].name, RULES[code].safety, str(count))
+    err.print(counts)
+    files = Table(title="CUDA-specific sites", title_justify="left", show_edge=False)
+    for column in ("file", "rewritten", "reported", "unreported", "accounted"):
+        files.add_column(column, justify="left" if column == "file" else "right", overflow="fold")
+    totals = [0, 0, 0]
+    for stats in map(file_statistics, results):
+        if stats.total:
+            files.add_row(escape(stats.display), str(stats.rewritten), str(stats.reported),
+                          str(stats.unreported), f"{stats.accounted:.0%}")
+        totals = [totals[0] + stats.rewritten, totals[1] + stats.reported, totals[2] + stats.unreported]
+    total = sum(totals)
+    share = 1.0 if total == 0 else (totals[0] + totals[1]) / total
+    files.add_row("[bold]total[/]", *map(str, totals), f"[bold]{share:.1%}[/]")
+    err.print(files)

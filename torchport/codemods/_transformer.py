@@ -29,6 +29,7 @@ from torchport.codemods._base import (
 RUNTIME_MODULE = "torchport.runtime"
 _ALIASES = ("tp", "tp_runtime", "torchport_runtime")
 _INFO_FLAGS = ("torch.backends.cudnn", "torch.backends.cuda")
+_CUDA_LIBRARY_USES = ("cupy.cuda.", "numba.cuda.", "pycuda.")
 
 
 class MigrateCodemod(VisitorBasedCodemodCommand):
@@ -347,8 +348,10 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
             self._flag_site = node
         unported.check_dtype(self, node, names)
         # Only torch's own `.cuda` methods (`torch.Tensor.cuda`, ...): `args.cuda` is a user's flag.
-        if "torch.version.cuda" in names:
+        if any(n == "torch.version.cuda" or n.startswith("torch.version.cuda.") for n in names):
             self.report("TP101", node, "`torch.version.cuda` is None on builds without CUDA; left unchanged")
+        elif dotted_name(node) and any(n.startswith(_CUDA_LIBRARY_USES) for n in names):
+            self.report("TP208", node, f"`{dotted_name(node)}` uses a CUDA-only library")
         elif node.attr.value == "cuda" and id(node) not in self._method_funcs and any(
             n.startswith("torch.") and n != "torch.cuda" for n in names
         ):

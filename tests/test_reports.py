@@ -134,3 +134,24 @@ def test_sarif_fixes_rebuild_the_migrated_file(tmp_path: Path) -> None:
         lines[region["startLine"] - 1:region["endLine"] - 1] = [rep["insertedContent"]["text"]]
     assert "".join(lines) == result.migrated
 
+
+
+def test_prefilter_skips_only_files_no_rule_can_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torchport.engine as engine
+
+    calls: list[str] = []
+    real = engine.migrate_code
+
+    def spy(source: str, settings: Settings) -> object:
+        calls.append(source)
+        return real(source, settings)
+
+    monkeypatch.setattr(engine, "migrate_code", spy)
+    plain = tmp_path / "plain.py"
+    plain.write_text("import torch\n\nx = torch.zeros(2).to(torch.float32)\n")
+    assert migrate_file(plain).error is None and calls == []
+    ranked = tmp_path / "ranked.py"
+    ranked.write_text("import torch\n\nmodel = torch.nn.Linear(2, 2).to(local_rank)\nb = x.pin_memory()\n")
+    result = migrate_file(ranked)
+    assert len(calls) == 1 and "tp.device(local_rank)" in (result.migrated or "")
+    assert "tp.pin_memory(x)" in (result.migrated or "")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import io
 import os
-import re
 import tempfile
 import tokenize
 from dataclasses import dataclass, field
@@ -17,11 +16,9 @@ from pathlib import Path
 
 import libcst as cst
 
-from torchport.codemods import Diagnostic, migrate_code
+from torchport.codemods import PREFILTER, Diagnostic, migrate_code
 from torchport.config import DEFAULT, Settings
 
-# A file that never mentions these cannot match any rule, so it is not parsed at all.
-_PREFILTER = re.compile(rb"cuda|nccl")
 
 
 @dataclass
@@ -99,7 +96,7 @@ def migrate_file(path: Path, display: str | None = None, settings: Settings = DE
         result.error = f"cannot decode: {exc}"
         return result
     result.original = result.migrated = text
-    if not _PREFILTER.search(data):
+    if not PREFILTER.search(data):  # nothing any rule could match: not parsed at all
         return result
     try:
         migration = migrate_code(text, settings.for_file(path))

@@ -22,6 +22,9 @@ from torchport.config import DEFAULT, Settings
 
 RULES = RULES_BY_CODE
 
+# Source whose text matches none of these cannot match any rule, so it need not be parsed.
+PREFILTER = re.compile("|".join(dict.fromkeys(t for family in FAMILIES for t in family.TRIGGERS)).encode())
+
 _SUPPRESSION = re.compile(r"#\s*torchport:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 
 
@@ -83,4 +86,4 @@ def migrate_code(source: str, settings: Settings = DEFAULT) -> Migration:
     return Migration(code, dict(codemod.rewrites), codemod.diagnostics, codemod.sites)
 
 
-__all__ = ["FAMILIES", "RULES", "Diagnostic", "Migration", "Rule", "migrate_code", "suppressions"]
+__all__ = ["FAMILIES", "PREFILTER", "RULES", "Diagnostic", "Migration", "Rule", "migrate_code", "suppressions"]

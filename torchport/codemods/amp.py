@@ -30,6 +30,8 @@ RULES = (
          'torch.autocast("cuda")', "torch.autocast(tp.device_type())"),
 )
 
+TRIGGERS = (r"cuda", r"GradScaler")
+
 _AUTOCAST = frozenset({"torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"})
 _GRADSCALER = frozenset({"torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"})
 _CUSTOM = {

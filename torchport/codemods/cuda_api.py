@@ -44,6 +44,8 @@ RULES = (
          "torch.cuda.get_arch_list()", safety="manual", effort="medium"),
 )
 
+TRIGGERS = (r"cuda",)
+
 _DEVICE = (
     "is_available", "device_count", "current_device", "set_device", "get_device_name",
     "get_device_properties", "get_device_capability", "synchronize", "is_bf16_supported",

@@ -53,6 +53,10 @@ RULES = (
 # Names that hold an integer device index in real code (`model.to(self.gpu_id)`, `torch.device(local_rank)`).
 _INDEX_NAME = re.compile(r"^(local_)?rank$|^(local_)?gpu(_id|_idx|_index)?$|^device_(id|idx|index)$|^gpu$")
 
+# Text without any of these cannot match a rule of this family (the engine's prefilter).
+TRIGGERS = (r"cuda", r"\.to\(\s*(?:self\.)?(?:local_rank|rank|gpu|device_id|device_idx|device_index|\d)",
+            r"device\(\s*(?:local_rank|rank|gpu|device_id|device_idx|device_index|\d)")
+
 # Calls that answer "is there an accelerator?" and so form the availability idiom.
 AVAILABILITY_TESTS = frozenset({
     "torch.cuda.is_available",

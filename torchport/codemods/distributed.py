@@ -27,6 +27,8 @@ RULES = (
          'if backend == "nccl":', safety="manual", effort="low"),
 )
 
+TRIGGERS = (r"nccl", r"device_ids|output_device")
+
 _PARALLEL = frozenset({
     "torch.nn.parallel.DistributedDataParallel",
     "torch.nn.parallel.distributed.DistributedDataParallel",

@@ -25,6 +25,9 @@ RULES = (
 )
 
 
+TRIGGERS = (r"pin_memory",)
+
+
 def rewrite_method(m: MigrateCodemod, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
     """``x.pin_memory()`` -> ``tp.pin_memory(x)``."""
     func = updated.func

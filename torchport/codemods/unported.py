@@ -64,6 +64,9 @@ RULES = (
          effort="low"),
 )
 
+TRIGGERS = (r"cuda|CUDA", r"triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy",
+            r"float64|double|complex128", r"autocast")
+
 # torch.cuda names (after "torch.cuda.") that need a person, by rule.
 CUDA_ONLY_APIS = {
     "TP201": ("CUDAGraph", "graph", "graphs", "make_graphed_callables", "graph_pool_handle",

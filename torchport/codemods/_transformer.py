@@ -72,6 +72,7 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         self.device_pairs: set[int] = set()
         self.index_args: set[int] = set()
         self._called: set[int] = set()
+        self._type_checks: set[int] = set()
         self.handled: set[int] = set()
         self._idioms: dict[int, tuple[bool, cst.BaseExpression | None]] = {}
         self._inner: set[int] = set()
@@ -295,12 +296,23 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
             self.set_context(node.value, "str", "TP003")
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
+        if device.tensor_type_check(node) is not None:
+            self._type_checks.add(id(node))
+            self.mark_handled(node)
+            for side in _cuda_compared(node):
+                self.handled.add(id(side))
+            return
         # `x == "cuda"` may mean "on the accelerator" or guard a CUDA-only path (fused kernels,
         # CUDA extensions): torchport cannot tell which, so it reports and leaves it.
         for side in _cuda_compared(node):
             self.handled.add(id(side))
             self.report("TP104", side, 'comparison with the device type "cuda"; left unchanged (it may guard '
                         "CUDA-only code)")
+
+    def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.BaseExpression:
+        if id(original_node) not in self._type_checks:
+            return updated_node
+        return device.rewrite_type_check(self, original_node, updated_node) or updated_node
 
     def visit_IfExp(self, node: cst.IfExp) -> bool:
         idiom = device.availability_idiom(self, node)

@@ -9,6 +9,7 @@
 | TP005 | "cuda" if torch.cuda.is_available() else "cpu"      | tp.device_str()                        |
 | TP006 | model.to(local_rank)                                | model.to(tp.device(local_rank))        |
 | TP007 | if x.is_cuda:                                       | if tp.on_accelerator(x):  (unsafe)     |
+| TP008 | if x.device.type == "cuda":                         | if tp.on_accelerator(x):  (unsafe)     |
 | TP102 | foo("cuda")                                         | (reported)                             |
 | TP104 | use_fused = device_type == "cuda"                   | (reported)                             |
 | TP106 | fn = x.cuda                                         | (reported)                             |
@@ -42,6 +43,8 @@ RULES = (
          "model.to(local_rank)", "model.to(tp.device(local_rank))"),
     Rule("TP007", "is-cuda", "`.is_cuda` becomes \"on the picked accelerator\"; unsafe because it may enable "
          "CUDA-only code on MPS or XPU.", "if x.is_cuda:", "if tp.on_accelerator(x):", safety="unsafe"),
+    Rule("TP008", "device-type-check", '`x.device.type == "cuda"` becomes "on the picked accelerator"; unsafe for '
+         "the same reason as TP007.", 'if x.device.type == "cuda":', "if tp.on_accelerator(x):", safety="unsafe"),
     Rule("TP102", "unclassified-device-string", "A CUDA device string where torchport cannot tell a device from text.",
          'foo("cuda:0")', safety="manual", effort="low"),
     Rule("TP104", "device-type-comparison", 'A comparison with "cuda" may guard CUDA-only code; left unchanged.',
@@ -260,3 +263,30 @@ def rewrite_is_cuda(m: MigrateCodemod, original: cst.Attribute, updated: cst.Att
     if original.attr.value != "is_cuda" or not m.apply("TP007", original):
         return None
     return m.runtime_call("on_accelerator", [updated.value])
+
+
+def tensor_type_check(node: cst.Comparison) -> tuple[cst.BaseExpression, bool] | None:
+    """``x.device.type == "cuda"`` (or ``!=``): the tensor expression and whether it is negated."""
+    if len(node.comparisons) != 1:
+        return None
+    target = node.comparisons[0]
+    if not isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+        return None
+    for attr, literal in ((node.left, target.comparator), (target.comparator, node.left)):
+        if (
+            string_value(literal) == "cuda"
+            and isinstance(attr, cst.Attribute) and attr.attr.value == "type"
+            and isinstance(attr.value, cst.Attribute) and attr.value.attr.value == "device"
+        ):
+            return attr.value.value, isinstance(target.operator, cst.NotEqual)
+    return None
+
+
+def rewrite_type_check(m: MigrateCodemod, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression | None:
+    """``x.device.type == "cuda"`` -> ``tp.on_accelerator(x)`` (unsafe); ``!=`` -> ``not ...``."""
+    found = tensor_type_check(updated)
+    if found is None or not m.apply("TP008", original):
+        return None
+    tensor, negated = found
+    call = m.runtime_call("on_accelerator", [tensor])
+    return cst.UnaryOperation(operator=cst.Not(), expression=call) if negated else call

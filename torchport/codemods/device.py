@@ -49,7 +49,8 @@ RULES = (
          'foo("cuda:0")', safety="manual", effort="low"),
     Rule("TP104", "device-type-comparison", 'A comparison with "cuda" may guard CUDA-only code; left unchanged.',
          'use_fused = device_type == "cuda"', safety="manual", effort="low"),
-    Rule("TP106", "cuda-attribute", "`.cuda` referenced without a call; left unchanged.", "fn = x.cuda",
+    Rule("TP106", "cuda-attribute", "`.cuda` referenced without a call, or called with unpacked arguments; "
+         "left unchanged.", "fn = x.cuda",
          safety="manual", effort="low"),
 )
 
@@ -181,7 +182,10 @@ def rewrite_cuda_method(m: MigrateCodemod, original: cst.Call, updated: cst.Call
     func = updated.func
     if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
         return None
-    if m.qname_startswith(original.func, "torch.cuda") or any(arg.star for arg in updated.args):
+    if m.qname_startswith(original.func, "torch.cuda"):
+        return None
+    if any(arg.star for arg in updated.args):
+        m.report("TP106", original, "`.cuda(*args)` with unpacked arguments; left unchanged")
         return None
     device_arg: cst.BaseExpression | None = None
     rest: list[cst.Arg] = []

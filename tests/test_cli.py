@@ -105,7 +105,7 @@ def test_apply_keeps_crlf_bom_and_file_mode(runner: CliRunner, tmp_path: Path) -
     assert b"x = torch.zeros(2).to(tp.device())\r\n" in data
     assert b"\n" not in data.replace(b"\r\n", b"")
     assert stat.S_IMODE(path.stat().st_mode) == 0o751
-    assert [p.name for p in tmp_path.iterdir()] == ["win.py"], "no temporary file left behind"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".torchport_cache", "win.py"], "no temporary file left behind"
 
 
 def test_no_final_newline_is_kept(runner: CliRunner, tmp_path: Path) -> None:
@@ -129,3 +129,48 @@ def test_rules_lists_every_code(runner: CliRunner) -> None:
     assert result.exit_code == 0
     for code in RULES:
         assert code in result.stdout
+
+
+def test_apply_keeps_a_pep263_latin1_file_in_latin1(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "old.py"
+    source = "# -*- coding: latin-1 -*-\nimport torch\n\nname = 'café'  # déjà vu\nx = torch.zeros(2).cuda()\n"
+    path.write_bytes(source.encode("latin-1"))
+    assert runner.invoke(app, ["migrate", str(tmp_path), "--apply"]).exit_code == 0
+    data = path.read_bytes()
+    assert data.startswith(b"# -*- coding: latin-1 -*-\n")
+    assert b"name = 'caf\xe9'  # d\xe9j\xe0 vu\n" in data  # still latin-1, not UTF-8
+    assert data.decode("latin-1").endswith("x = torch.zeros(2).to(tp.device())\n")
+    assert runner.invoke(app, ["migrate", str(tmp_path), "--check"]).exit_code == 0
+
+
+def test_jobs_one_and_many_give_the_same_output(runner: CliRunner, tmp_path: Path) -> None:
+    for i in range(6):
+        (tmp_path / f"m{i}.py").write_text(CUDA_CODE + f"y{i} = torch.ones({i}, device='cuda')\n")
+    one = runner.invoke(app, ["migrate", str(tmp_path), "-j", "1", "--no-cache"])
+    many = runner.invoke(app, ["migrate", str(tmp_path), "-j", "3", "--no-cache"])
+    assert one.exit_code == many.exit_code == 0
+    assert one.stdout == many.stdout and one.stdout.count("+++ b/") == 6
+    assert one.stdout.index("m0.py") < one.stdout.index("m5.py"), "diffs come in the order the files were found"
+
+
+def test_progress_bar_only_on_a_terminal() -> None:
+    import io
+
+    from rich.console import Console
+
+    from torchport.report import PROGRESS_MIN_FILES, progress_bar
+
+    shown = io.StringIO()
+    terminal = Console(file=shown, force_terminal=True, width=100)
+    with progress_bar(terminal, PROGRESS_MIN_FILES) as advance:
+        for _ in range(PROGRESS_MIN_FILES):
+            advance()
+    assert "migrating" in shown.getvalue()
+    hidden = io.StringIO()
+    with progress_bar(Console(file=hidden, force_terminal=False), 10 * PROGRESS_MIN_FILES) as advance:
+        advance()
+    assert hidden.getvalue() == ""
+    small = io.StringIO()
+    with progress_bar(Console(file=small, force_terminal=True), PROGRESS_MIN_FILES - 1) as advance:
+        advance()
+    assert small.getvalue() == ""

@@ -2,26 +2,31 @@
 
 from __future__ import annotations
 
-import functools
 import os
+import shutil
+import signal
+import tempfile
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import replace
 from enum import Enum
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from torchport import __version__
-from torchport import config, formats, statistics
+from torchport import cache as cache_module
+from torchport import config, formats, gitstate, runner, statistics
 from torchport.codemods import RULES
 from torchport.codemods._registry import check_patterns
-from torchport.engine import FileResult, migrate_file, write_atomic
-from torchport.files import Found, PathError, discover
-from torchport.report import print_diff, print_statistics, print_summary
+from torchport.engine import FileResult, write_atomic
+from torchport.files import PathError, discover
+from torchport.report import print_diff, print_statistics, print_summary, progress_bar
 
 app = typer.Typer(
     name="torchport",
@@ -76,52 +81,231 @@ def migrate(
                                                   help="Counts per rule and the share of sites accounted for.")] = False,
     config_file: Annotated[Optional[Path], typer.Option("--config", help="A pyproject.toml to read "
                                                         "[tool.torchport] from (default: the nearest one).")] = None,
+    allow_dirty: Annotated[bool, typer.Option("--allow-dirty", help="With --apply, also rewrite files that have "
+                                                                    "uncommitted changes in git.")] = False,
+    output_dir: Annotated[Optional[Path], typer.Option("--output-dir", metavar="DIR",
+                                                       help="Write a migrated copy of the whole folder to DIR (which "
+                                                            "must not exist or be empty); the source is left untouched.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache "
+                                                              "(.torchport_cache/, or $TORCHPORT_CACHE_DIR).")] = False,
 ) -> None:
     """Rewrite CUDA-specific code into calls of [bold]torchport.runtime[/].
 
     Exit codes: 0 nothing left to do or changes applied; 1 changes pending under --check;
-    2 a file failed or the usage was wrong.
+    2 a file failed or the usage was wrong; 128+N when interrupted by signal N (130 for Ctrl-C).
     """
     err = Console(stderr=True)
     out = Console()
     if sum((dry_run, apply, check)) > 1:
-        err.print("[red]error:[/] --dry-run, --apply and --check exclude each other")
-        raise typer.Exit(EXIT_FAILED)
-    mode = "apply" if apply else "check" if check else "dry-run"
+        _usage(err, "--dry-run, --apply and --check exclude each other")
+    if output_dir is not None and (dry_run or check):
+        _usage(err, "--output-dir writes a migrated copy: it excludes --dry-run and --check")
+    mode = "apply" if apply or output_dir is not None else "check" if check else "dry-run"
     try:
         settings = _settings(paths, config_file, select, ignore, unsafe_fixes, target)
+        if output_dir is not None:
+            _check_output_dir(paths, output_dir)
         found = list(discover(paths, (*settings.exclude, *(exclude or ()))))
     except (PathError, ValueError) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(EXIT_FAILED) from None
+        _usage(err, str(exc))
     text = output_format == OutputFormat.text
+    cache = _open_cache(paths, no_cache, output_dir is not None)
 
-    results: list[FileResult] = []
-    for result in _migrate_all(found, jobs or os.cpu_count() or 1, settings):
-        results.append(result)
-        if not result.changed:
-            continue
-        if text and (mode == "dry-run" or diff):
-            print_diff(out, result)
-        if mode == "check":
-            err.print(f"would migrate {result.display}")
-        elif mode == "apply":
-            try:
-                write_atomic(result.path, result.migrated or "", result.encoding)
-            except (OSError, UnicodeError) as exc:
-                result.error = f"cannot write: {exc}"
+    written: list[FileResult] = []
+    copy_problems: list[str] = []
+    with _signals_interrupt() as interrupted:
+        try:
+            results = runner.run(found, settings, jobs=jobs, cache=cache, progress=partial(progress_bar, err))
+            changed = [r for r in results if r.changed]
+            if mode == "apply" and output_dir is None and not allow_dirty:
+                _refuse_dirty(err, changed)
+            for result in changed:
+                if text and (mode == "dry-run" or diff):
+                    print_diff(out, result)
+                if mode == "check":
+                    err.print(f"would migrate {escape(result.display)}", highlight=False)
+            if output_dir is not None:
+                try:
+                    copy_problems = _write_tree(paths[0], output_dir, results)
+                except OSError as exc:
+                    _usage(err, f"cannot write the migrated copy to {output_dir}: {exc}; nothing was written")
+            elif mode == "apply":
+                _write_in_place(paths, changed, written)
+        except KeyboardInterrupt:
+            signum = interrupted[0] if interrupted else signal.SIGINT
+            done = (f"{len(written)} file(s) had been written, the others are untouched" if written
+                    else "nothing was written")
+            err.print(f"[red]interrupted[/] ({signal.Signals(signum).name}): {done}; every file is either "
+                      "wholly old or wholly new.", highlight=False)
+            raise typer.Exit(128 + signum) from None
 
     print_summary(err, results, mode)
     if show_statistics:
         print_statistics(err, results)
+    for problem in copy_problems:
+        err.print(f"[red]error:[/] {escape(problem)}", highlight=False)
+    if output_dir is not None:
+        err.print(f"migrated copy written to {escape(str(output_dir))}; {escape(str(paths[0]))} is untouched",
+                  highlight=False)
     if not text:
         render = formats.to_sarif if output_format == OutputFormat.sarif else formats.to_json
         root = paths[0] if len(paths) == 1 and paths[0].is_dir() else Path.cwd()
         out.file.write(render(results, root, mode) + "\n")
-    if any(r.error for r in results):
+    if copy_problems or any(r.error for r in results):
         raise typer.Exit(EXIT_FAILED)
     if mode == "check" and any(r.changed for r in results):
         raise typer.Exit(EXIT_PENDING)
+
+
+def _usage(err: Console, message: str) -> typer.Exit:
+    err.print(f"[red]error:[/] {escape(message)}", highlight=False)
+    raise typer.Exit(EXIT_FAILED)
+
+
+def _open_cache(paths: Sequence[Path], no_cache: bool, copy: bool) -> cache_module.Cache | None:
+    """The run's cache; a migrated copy leaves the source untouched, so it has one only in $TORCHPORT_CACHE_DIR."""
+    if no_cache or (copy and not os.environ.get(cache_module.ENV_VAR)):
+        return None
+    return cache_module.Cache.open(cache_module.default_folder(list(paths)))
+
+
+@contextmanager
+def _signals_interrupt() -> Iterator[list[int]]:
+    """While migrating, SIGTERM and SIGHUP stop the run as Ctrl-C does (cleanly, between two files).
+
+    Yields a list that receives the number of the signal that arrived.
+    """
+    received: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous: dict[int, object] = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is None:
+            continue
+        try:
+            previous[signum] = signal.signal(signum, handler)
+        except ValueError:  # not the main thread: keep the defaults
+            break
+    try:
+        yield received
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)  # type: ignore[arg-type]
+
+
+def _refuse_dirty(err: Console, changed: Sequence[FileResult]) -> None:
+    """Stop before writing anything when a file to rewrite has uncommitted changes (as ``cargo fix`` does)."""
+    try:
+        dirty = gitstate.dirty_files([r.path for r in changed])
+    except gitstate.GitError as exc:
+        _usage(err, f"cannot tell whether the files to rewrite have uncommitted changes: {exc}\n"
+                    "Commit them first, or run again with --allow-dirty.")
+    if not dirty:
+        return
+    shown = {r.path: r.display for r in changed}
+    err.print(f"[red]error:[/] {len(dirty)} file(s) to rewrite have uncommitted changes; nothing was written:",
+              highlight=False)
+    for path in dirty:
+        err.print(f"  {escape(shown.get(path, str(path)))}", highlight=False)
+    err.print("Commit or stash them first, or run again with --allow-dirty "
+              "(--dry-run shows what would change).", highlight=False)
+    raise typer.Exit(EXIT_FAILED)
+
+
+def _inside(path: Path, roots: Sequence[Path]) -> bool:
+    real = Path(os.path.realpath(path))
+    return any(real == root or real.is_relative_to(root) for root in roots)
+
+
+def _write_in_place(paths: Sequence[Path], changed: Sequence[FileResult], written: list[FileResult]) -> None:
+    """Write each changed file atomically; never outside the paths given. Appends to ``written`` as it goes."""
+    roots = [Path(os.path.realpath(p)) for p in paths]
+    for result in changed:
+        if not _inside(result.path, roots):
+            result.error = "not written: it resolves to a path outside the folders given"
+            continue
+        try:
+            write_atomic(result.path, result.migrated or "", result.encoding)
+        except (OSError, UnicodeError) as exc:
+            result.error = f"cannot write: {exc}"
+            continue
+        written.append(result)
+
+
+def _check_output_dir(paths: Sequence[Path], output_dir: Path) -> None:
+    if len(paths) != 1 or not paths[0].is_dir():
+        raise ValueError("--output-dir needs exactly one folder to migrate")
+    source, target = Path(os.path.realpath(paths[0])), Path(os.path.realpath(output_dir))
+    if target == source or target.is_relative_to(source) or source.is_relative_to(target):
+        raise ValueError(f"--output-dir {output_dir} must be outside {paths[0]} (and not contain it)")
+    if output_dir.is_symlink() or (output_dir.exists() and (not output_dir.is_dir() or any(output_dir.iterdir()))):
+        raise ValueError(f"--output-dir {output_dir} exists and is not an empty folder")
+
+
+# Never copied into a migrated copy: version-control data and torchport's own cache.
+_NOT_COPIED = frozenset({".git", ".hg", ".svn", cache_module.FOLDER_NAME})
+
+
+def _write_tree(source: Path, output_dir: Path, results: Sequence[FileResult]) -> list[str]:
+    """Copy the whole of ``source`` to ``output_dir`` with each changed file migrated.
+
+    Every file is copied (Python or not, ignored or not); links stay links, and anything that is
+    not a regular file, link or folder (a FIFO, a socket) is left out. The copy is built in a
+    temporary folder beside ``output_dir`` and renamed into place, so that ``output_dir`` is
+    either the whole copy or absent, even if the run is interrupted.
+
+    Returns the files that could not be copied (unreadable), one message each.
+
+    Raises:
+        OSError: when the copy cannot be written (e.g. a full disk); nothing is left behind.
+    """
+    problems: list[str] = []
+    migrated = {os.path.relpath(r.path, source): r for r in results if r.changed}
+    output_dir = output_dir.absolute()
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=output_dir.parent, prefix=f".{output_dir.name}.", suffix=".torchport-tmp"))
+    folders: list[tuple[Path, Path]] = [(source, staging)]
+    try:
+        for folder, dirs, files in os.walk(source):
+            here = Path(folder)
+            rel_here = os.path.relpath(here, source)
+            into = staging if rel_here == "." else staging / rel_here
+            for name in list(dirs):
+                if name in _NOT_COPIED:
+                    dirs.remove(name)
+                elif (here / name).is_symlink():  # not followed: recreated as a link
+                    os.symlink(os.readlink(here / name), into / name)
+                    dirs.remove(name)
+                else:
+                    (into / name).mkdir()
+                    folders.append((here / name, into / name))
+            for name in files:
+                src, dst = here / name, into / name
+                rel = os.path.normpath(os.path.join(rel_here, name))
+                if src.is_symlink():
+                    os.symlink(os.readlink(src), dst)
+                elif rel in migrated:
+                    result = migrated[rel]
+                    dst.write_bytes((result.migrated or "").encode(result.encoding))
+                    shutil.copymode(src, dst)  # new content, new time: build tools must see the change
+                elif src.is_file():
+                    try:
+                        shutil.copy2(src, dst)
+                    except PermissionError as exc:  # an unreadable file: the rest of the copy goes on
+                        problems.append(f"{os.path.join(source, rel)}: cannot copy: {exc.strerror or exc}")
+        for src_folder, copy in reversed(folders):  # modes and times, once their files are in
+            shutil.copystat(src_folder, copy)
+        if output_dir.is_dir():
+            output_dir.rmdir()  # empty, as checked before the run
+        os.rename(staging, output_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return problems
 
 
 def _codes(values: list[str] | None) -> tuple[str, ...] | None:
@@ -145,22 +329,6 @@ def _settings(paths: Sequence[Path], config_file: Path | None, select: list[str]
     )
     check_patterns(settings.select + settings.ignore)
     return settings
-
-
-def _migrate_one(item: Found, settings: config.Settings) -> FileResult:
-    if item.problem:
-        return FileResult(path=item.path, display=item.display, error=item.problem)
-    return migrate_file(item.path, item.display, settings)
-
-
-def _migrate_all(found: Sequence[Found], jobs: int, settings: config.Settings) -> Iterator[FileResult]:
-    """Migrate in memory, in the order found; in worker processes when there is enough to share."""
-    one = functools.partial(_migrate_one, settings=settings)
-    if jobs == 1 or len(found) < 2:
-        yield from map(one, found)
-        return
-    with ProcessPoolExecutor(max_workers=min(jobs, len(found))) as pool:
-        yield from pool.map(one, found, chunksize=max(1, min(16, len(found) // (4 * jobs))))
 
 
 @app.command()

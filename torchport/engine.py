@@ -11,6 +11,7 @@ import io
 import os
 import tempfile
 import tokenize
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +20,8 @@ import libcst as cst
 from torchport.codemods import PREFILTER, Diagnostic, migrate_code
 from torchport.config import DEFAULT, Settings
 
-
+# Suffix of the temporary file `write_atomic` writes next to the file it replaces.
+TEMP_SUFFIX = ".torchport-tmp"
 
 @dataclass
 class FileResult:
@@ -76,30 +78,94 @@ def _syntax_error(text: str, error: cst.ParserSyntaxError) -> str:
     return f"{error.raw_line}:{error.raw_column}: LibCST cannot parse this file: {error.message}"
 
 
-def migrate_file(path: Path, display: str | None = None, settings: Settings = DEFAULT) -> FileResult:
-    """Migrate one file in memory; nothing is written.
+def read_file(path: Path, display: str | None = None) -> tuple[FileResult, bytes | None]:
+    """Read and decode one file; nothing is parsed.
 
-    Args:
-        path: a ``.py`` file.
-        display: how to show the path; defaults to ``str(path)``.
-        settings: which rules apply.
+    Returns the result (``original`` and ``migrated`` both the decoded text, or an error) and the raw
+    bytes (None when the file could not be read or decoded).
     """
     result = FileResult(path=path, display=display or str(path))
     try:
         data = path.read_bytes()
     except OSError as exc:
         result.error = f"cannot read: {exc.strerror or exc}"
-        return result
+        return result, None
     try:
         text, result.encoding = read_source(data)
     except (SyntaxError, UnicodeDecodeError) as exc:
         result.error = f"cannot decode: {exc}"
-        return result
+        return result, None
     result.original = result.migrated = text
-    if not PREFILTER.search(data):  # nothing any rule could match: not parsed at all
+    return result, data
+
+
+def needs_parse(data: bytes) -> bool:
+    """Whether any rule could match ``data``; a file that fails this is not parsed at all."""
+    return PREFILTER.search(data) is not None
+
+
+# CPython's own limits; LibCST's native parser has none and overflows the C stack (a segfault) on such input.
+_TOO_DEEP = ("too many nested", "too many statically nested", "too complex")
+
+
+def _compile(code: str, path: Path) -> None:
+    """CPython's parse of ``code``, without the SyntaxWarnings it would print about the user's code."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compile(code, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+
+
+def _precheck(text: str, path: Path) -> tuple[bool, str | None]:
+    """Parse ``text`` with CPython first: ``(cpython_parses, error)``.
+
+    ``error`` is set when the file must not reach LibCST at all: nesting so deep that LibCST's
+    native parser would crash the process. A plain syntax error is left for LibCST to confirm,
+    since LibCST knows syntax newer than the running interpreter.
+    """
+    try:
+        _compile(text, path)
+    except SyntaxError as exc:
+        if any(marker in (exc.msg or "") for marker in _TOO_DEEP):
+            return False, f"{exc.lineno}:{(exc.offset or 1) - 1}: syntax error: {exc.msg}"
+        return False, None
+    except (RecursionError, MemoryError):
+        return False, "1:0: nested too deeply for Python's parser; not parsed"
+    except ValueError as exc:  # e.g. NUL bytes in the source
+        return False, f"1:0: syntax error: {exc}"
+    return True, None
+
+
+def _parses(code: str, path: Path, cpython: bool) -> str | None:
+    """Why ``code`` does not parse (None when it does), with the parser the input was checked with."""
+    if cpython:
+        try:
+            _compile(code, path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            line = getattr(exc, "lineno", None)
+            return f"{getattr(exc, 'msg', None) or exc}" + (f" at line {line}" if line else "")
+        return None
+    try:
+        cst.parse_module(code)
+    except cst.ParserSyntaxError as exc:
+        return f"{exc.message} at line {exc.raw_line}"
+    return None
+
+
+def migrate_source(result: FileResult, settings: Settings = DEFAULT) -> FileResult:
+    """Run the rules over ``result.original`` (as read by `read_file`), filling in the rest of ``result``.
+
+    Never raises for a problem with the file: it becomes ``result.error`` and ``result.migrated``
+    is None. The output is re-parsed; a rewrite that does not parse is an internal error.
+    """
+    text = result.original
+    if text is None or result.error:
+        return result
+    cpython, refused = _precheck(text, result.path)
+    if refused:
+        result.migrated, result.error = None, refused
         return result
     try:
-        migration = migrate_code(text, settings.for_file(path))
+        migration = migrate_code(text, settings.for_file(result.path))
     except cst.ParserSyntaxError as exc:
         result.migrated = None
         result.error = _syntax_error(text, exc)
@@ -108,12 +174,21 @@ def migrate_file(path: Path, display: str | None = None, settings: Settings = DE
         result.migrated = None
         result.error = f"internal error while migrating: {type(exc).__name__}: {exc}"
         return result
+    if migration.code != text and not migration.rewrites:
+        # No rule rewrote anything, so any difference is LibCST's regeneration, not a rewrite.
+        migration.code = text
     if migration.code != text:
-        try:
-            compile(migration.code, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-        except SyntaxError as exc:
+        if cst.parse_module(text).code != text:
+            # LibCST does not regenerate every file byte for byte (e.g. a blank line before an
+            # indented comment at the end of a module); a rewrite would silently change more.
             result.migrated = None
-            result.error = f"internal error: the rewrite does not parse ({exc.msg} at line {exc.lineno}); file left unchanged"
+            result.error = ("LibCST does not reproduce this file exactly, so a rewrite could change "
+                            "lines it does not touch; left unchanged (please report this file)")
+            return result
+        broken = _parses(migration.code, result.path, cpython)
+        if broken is not None:
+            result.migrated = None
+            result.error = f"internal error: the rewrite does not parse ({broken}); file left unchanged"
             return result
     result.migrated = migration.code
     result.rewrites = migration.rewrites
@@ -122,25 +197,46 @@ def migrate_file(path: Path, display: str | None = None, settings: Settings = DE
     return result
 
 
+def migrate_file(path: Path, display: str | None = None, settings: Settings = DEFAULT) -> FileResult:
+    """Migrate one file in memory; nothing is written.
+
+    Args:
+        path: a ``.py`` file.
+        display: how to show the path; defaults to ``str(path)``.
+        settings: which rules apply.
+    """
+    result, data = read_file(path, display)
+    if data is None or not needs_parse(data):  # nothing any rule could match: not parsed at all
+        return result
+    return migrate_source(result, settings)
+
+
 def write_atomic(path: Path, text: str, encoding: str) -> None:
     """Replace ``path`` with ``text`` so that it is always either wholly old or wholly new.
 
-    Writes a temporary file in the same folder, keeps the original file mode, then
-    ``os.replace``-s it over the original.
+    Writes a temporary file in the same folder, keeps the original file mode (and owner, where it
+    may), then ``os.replace``-s it over the original. A symlink is written through: its target
+    changes and the link stays.
 
     Raises:
         OSError: when the folder is not writable or the disk is full; the original is untouched.
         UnicodeEncodeError: when ``text`` cannot be encoded in ``encoding``.
     """
     data = text.encode(encoding)
-    mode = path.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".torchport")
+    path = Path(os.path.realpath(path))  # through a symlink to its file: the link stays a link
+    info = path.stat()
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
+        os.chmod(tmp, info.st_mode & 0o7777)
+        if hasattr(os, "chown") and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+            try:  # keep the owner when root migrates someone else's tree
+                os.chown(tmp, info.st_uid, info.st_gid)
+            except OSError:
+                pass
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

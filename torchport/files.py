@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,10 @@ def discover(paths: Iterable[Path], exclude: Iterable[str] = ()) -> Iterator[Fou
         paths: files or folders. A file named explicitly is always taken.
         exclude: gitignore-style patterns, matched against paths relative to each folder given.
 
+    In a folder, a symlinked file is not migrated through the link (its target is, where the walk
+    meets it, so no file is written twice); one that points out of the folder, or nowhere, is
+    reported, as is anything that is not a regular file (a FIFO would block the run).
+
     Raises:
         PathError: when a path does not exist.
     """
@@ -65,10 +70,20 @@ def discover(paths: Iterable[Path], exclude: Iterable[str] = ()) -> Iterator[Fou
     for given in paths:
         if not given.exists():
             raise PathError(f"{given}: no such file or folder")
-        if given.is_file():
-            yield Found(given, str(given))
-            continue
-        yield from _walk(given, excluded)
+        if given.is_dir():
+            yield from _walk(given, excluded)
+        else:
+            yield Found(given, str(given), _not_regular(given))
+
+
+def _not_regular(path: Path) -> str | None:
+    """Why ``path`` (followed if a link) must not be read, or None for a regular file."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    # A FIFO would block the run forever; a device or socket is no source file either.
+    return None if stat.S_ISREG(mode) else "not a regular file; not read"
 
 
 def _walk(root: Path, excluded: pathspec.PathSpec) -> Iterator[Found]:
@@ -99,7 +114,12 @@ def _walk(root: Path, excluded: pathspec.PathSpec) -> Iterator[Found]:
                 continue
             path = here / name
             display = str(root / (rel_here + name))
-            if path.is_symlink() and not path.resolve().is_relative_to(real_root):
-                yield Found(path, display, "symlink points outside the tree; not followed")
+            if path.is_symlink():
+                target = path.resolve()
+                if not target.is_relative_to(real_root):
+                    yield Found(path, display, "symlink points outside the tree; not followed")
+                elif not target.exists():
+                    yield Found(path, display, "cannot read: broken symlink")
+                # else: a link within the tree is skipped; its target is migrated where the walk meets it
                 continue
-            yield Found(path, display)
+            yield Found(path, display, _not_regular(path))

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.syntax import Syntax
 from rich.table import Table
 
@@ -103,3 +105,23 @@ def print_statistics(err: Console, results: Sequence[FileResult]) -> None:
     share = 1.0 if total == 0 else (totals[0] + totals[1]) / total
     files.add_row("[bold]total[/]", *map(str, totals), f"[bold]{share:.1%}[/]")
     err.print(files)
+
+
+# Fewer files than this to parse finish before a bar would be worth drawing.
+PROGRESS_MIN_FILES = 20
+
+
+@contextmanager
+def progress_bar(err: Console, total: int) -> Iterator[Callable[[], None]]:
+    """A progress bar on ``err`` for ``total`` files to parse; yields ``advance()``.
+
+    Drawn only when ``err`` is a terminal and the run is long enough; it disappears when done.
+    """
+    if not err.is_terminal or total < PROGRESS_MIN_FILES:
+        yield lambda: None
+        return
+    columns = (TextColumn("migrating"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
+               TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task("migrating", total=total)
+        yield lambda: bar.advance(task)

@@ -1,0 +1,163 @@
+"""Migrate many files in memory: read them, skip what no rule can match, reuse the cache, parse the rest
+in worker processes. Nothing is written here.
+
+Parsing happens in worker processes, never in the caller's: LibCST's native parser can crash the
+process on pathological input, and a worker that dies costs only the file it was working on (the
+files still pending are retried one per process, so the culprit is found and reported).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import AbstractContextManager, nullcontext
+
+from torchport import cache as cache_module
+from torchport.config import DEFAULT, Settings
+from torchport.engine import FileResult, migrate_source, needs_parse, read_file
+from torchport.files import Found
+
+# progress(total) -> a context manager giving advance(); see report.progress_bar.
+Progress = Callable[[int], AbstractContextManager[Callable[[], None]]]
+
+
+def default_jobs() -> int:
+    """Every core this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    # fork is cheap (the parent has already imported LibCST) and the parent is single-threaded
+    # when the workers start; elsewhere keep the platform's default (spawn on macOS and Windows).
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def _worker_init() -> None:
+    # Ctrl-C in a terminal reaches the whole process group: the parent alone handles it, and
+    # ends the workers with SIGTERM, which must kill them whatever handler the parent had when
+    # it forked them.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+
+
+def _work(result: FileResult, settings: Settings) -> FileResult:
+    return migrate_source(result, settings)
+
+
+def _failed(result: FileResult, reason: str) -> FileResult:
+    result.migrated = None
+    result.error = f"internal error: {reason}; file left unchanged"
+    return result
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool now: cancel what has not started and end the workers (Ctrl-C must not wait)."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())  # no public API before 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        if process.is_alive():
+            process.terminate()
+    for process in workers:
+        process.join(timeout=5)
+
+
+def run(
+    found: Sequence[Found],
+    settings: Settings = DEFAULT,
+    *,
+    jobs: int = 0,
+    cache: cache_module.Cache | None = None,
+    progress: Progress | None = None,
+) -> list[FileResult]:
+    """Migrate every file of ``found`` in memory; one result each, in the same order.
+
+    Args:
+        found: the files, as `torchport.files.discover` yields them.
+        settings: the run's settings; per-file ignores are applied per file.
+        jobs: worker processes (0: one per core).
+        cache: results to reuse and to fill; None for no cache.
+        progress: shows how many of the files to parse are done (None: nothing shown).
+
+    A file's failure is its result's ``error``. This function raises only what interrupts the run
+    (KeyboardInterrupt, or what the caller's signal handlers raise), after stopping the workers.
+    """
+    results: list[FileResult] = []
+    keys: dict[int, str | None] = {}  # index -> cache key, for the files to parse
+    for index, item in enumerate(found):
+        if item.problem:
+            results.append(FileResult(path=item.path, display=item.display, error=item.problem))
+            continue
+        result, data = read_file(item.path, item.display)
+        results.append(result)
+        if data is None or not needs_parse(data):
+            continue
+        entry = cache_module.key(data, settings.for_file(item.path)) if cache is not None else None
+        if cache is not None and entry is not None and cache.get(entry, result):
+            continue
+        keys[index] = entry
+    if not keys:
+        return results
+
+    def done(index: int, result: FileResult) -> None:
+        results[index] = result
+        entry = keys[index]
+        if cache is not None and entry is not None:
+            cache.put(entry, result)
+
+    # Biggest files first, so that no worker is left with a big one at the end.
+    todo = sorted(keys, key=lambda index: -len(results[index].original or ""))
+    workers = max(1, min(jobs or default_jobs(), len(todo)))
+    crashed = _in_pool(todo, results, settings, workers, done, progress(len(todo)) if progress else None)
+    for index in crashed:  # one file per process: a crash now is that file's own
+        if _in_pool([index], results, settings, 1, done, None):
+            done(index, _failed(results[index], "the worker process died while migrating this file"))
+    return results
+
+
+def _in_pool(
+    indices: Sequence[int],
+    results: list[FileResult],
+    settings: Settings,
+    workers: int,
+    done: Callable[[int, FileResult], None],
+    bar: AbstractContextManager[Callable[[], None]] | None,
+) -> list[int]:
+    """Migrate ``results[i]`` for each index in a pool of ``workers``; the indices whose worker died."""
+    crashed: list[int] = []
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_worker_init)
+    try:
+        futures: dict[Future[FileResult], int] = {}
+        for index in indices:  # with fork, the workers start here, before the bar's thread does
+            try:
+                futures[pool.submit(_work, results[index], settings)] = index
+            except BrokenProcessPool:
+                crashed.append(index)
+        with bar or nullcontext(lambda: None) as advance:
+            for future in as_completed(futures):
+                index = futures[future]
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    crashed.append(index)
+                    continue
+                except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
+                    result = _failed(results[index], f"{type(exc).__name__}: {exc}")
+                done(index, result)
+                advance()
+    except BaseException:
+        _terminate(pool)
+        raise
+    pool.shutdown(wait=True)
+    return crashed

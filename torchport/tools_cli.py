@@ -1,4 +1,4 @@
-"""CLI commands that verify a port: trace, compare, verify (issue 5). Registered on the main app."""
+"""CLI commands that verify a port: trace, compare, verify. Registered on the main app."""
 
 from __future__ import annotations
 
@@ -6,4 +6,9 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    """Add the trace, compare and verify commands to ``app``."""
+    from torchport import compare, trace_cli, verify
+
+    trace_cli.register(app)
+    compare.register(app)
+    verify.register(app)

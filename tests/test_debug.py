@@ -1,0 +1,224 @@
+"""torchport.runtime.debug: per-module value stats, printed or saved, in eager and compiled code."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+from torchport.runtime import debug
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(4, 16)
+        self.act = nn.ReLU()
+        self.fc2 = nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+ORDER = ["fc1", "act", "fc2", "<root>"]
+
+
+def _mlp() -> MLP:
+    torch.manual_seed(0)
+    return MLP()
+
+
+def _hook_count(model: nn.Module) -> int:
+    return sum(len(m._forward_hooks) for m in model.modules())
+
+
+def test_stats_match_torch_computations():
+    t = torch.tensor([[1.0, -2.0, float("nan")], [float("inf"), 3.0, float("-inf")]])
+    s = debug.tensor_stats(t)
+    assert (s["shape"], s["dtype"], s["device"], s["numel"]) == ([2, 3], "float32", "cpu", 6)
+    assert (s["nan"], s["inf"]) == (1, 2)
+    assert math.isnan(s["mean"])
+    x = torch.randn(100, 7, dtype=torch.float64)
+    s = debug.tensor_stats(x)
+    assert s["mean"] == pytest.approx(x.mean().item())
+    assert s["std"] == pytest.approx(x.std(correction=0).item())
+    assert (s["min"], s["max"]) == (x.min().item(), x.max().item())
+    assert s["values"] is None  # 700 elements > 64
+    small = debug.tensor_stats(torch.arange(6).reshape(2, 3))  # integer: cast, no crash
+    assert small["dtype"] == "int64" and small["mean"] == 2.5 and small["std"] == pytest.approx(1.7078251)
+    assert torch.equal(small["values"], torch.arange(6).reshape(2, 3))
+    assert debug.tensor_stats(torch.tensor([True, False]))["mean"] == 0.5
+    assert math.isnan(debug.tensor_stats(torch.empty(0))["mean"])
+
+
+def test_print_level_prints_stats_and_small_values(capsys):
+    model = _mlp()
+    x = torch.randn(2, 4)
+    with debug.watch(model, level=debug.Level.PRINT) as w:
+        out = model(x)
+    text = capsys.readouterr().out
+    fc1 = model.fc1(x)
+    assert f"[torchport] fc1 output: shape=(2, 16) dtype=float32 device=cpu numel=32 mean={fc1.mean().item():.6g}" in text
+    assert f"std={fc1.std(correction=0).item():.6g} nan=0 inf=0" in text
+    assert text.count("values=") == 4  # 32 and 6 elements: all printed
+    assert torch.equal(out, model(x))  # the hooks do not change the result
+    assert [r["key"] for r in w.records] == ORDER
+
+    big = nn.Linear(4, 65)
+    with debug.watch(big, level=2):
+        big(torch.randn(1, 4))
+    text = capsys.readouterr().out
+    assert "numel=65" in text and "values=" not in text
+
+
+def test_names_level_prints_names_only_with_call_index(capsys):
+    model = _mlp()
+    with debug.watch(model, level=debug.Level.NAMES) as w:
+        model(torch.randn(2, 4))
+        model.fc1(torch.randn(2, 4))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"[torchport] {n}" for n in ORDER] + ["[torchport] fc1#1"]
+    assert w.records == []
+
+
+def test_off_installs_nothing_and_env_sets_level(monkeypatch, tmp_path, capsys):
+    model = _mlp()
+    monkeypatch.delenv(debug.ENV_LEVEL, raising=False)
+    with debug.watch(model) as w:
+        assert w.level is debug.Level.OFF and _hook_count(model) == 0
+        model(torch.randn(2, 4))
+    assert w.records == [] and capsys.readouterr().out == ""
+    monkeypatch.setenv(debug.ENV_LEVEL, "3")
+    with debug.watch(model) as w:
+        assert w.level is debug.Level.NAMES and _hook_count(model) == 4
+    assert _hook_count(model) == 0  # removed by the context
+    monkeypatch.setenv(debug.ENV_LEVEL, "print")
+    assert debug.watch(model).level is debug.Level.PRINT
+    monkeypatch.setenv(debug.ENV_LEVEL, "7")
+    with pytest.raises(ValueError, match=debug.ENV_LEVEL):
+        debug.watch(model)
+
+
+def test_remove_unhooks_and_later_calls_record_nothing(tmp_path):
+    model = _mlp()
+    w = debug.watch(model, level=1, run_dir=tmp_path)
+    assert _hook_count(model) == 4 and w.active
+    model(torch.randn(2, 4))
+    w.remove()
+    w.remove()
+    assert _hook_count(model) == 0 and not w.active
+    model(torch.randn(2, 4))
+    assert len(w.records) == 4
+
+
+def test_save_writes_weights_only_file_with_grads_and_structures(tmp_path):
+    class Multi(nn.Module):
+        def forward(self, x):
+            return x * 2, {"idx": x.argmax(dim=-1), "half": x / 2}
+
+    model = nn.Sequential(nn.Linear(3, 3), Multi())
+    x = torch.tensor([[1.0, 2.0, float("inf")]])
+    with debug.watch(model, level=debug.Level.SAVE, run_dir=tmp_path / "run", grads=True) as w:
+        y, extra = model(x)
+        (y.sum() + extra["half"].sum()).backward()
+        w.step()
+        model(x)
+    data = torch.load(tmp_path / "run" / "stats.pt", weights_only=True)
+    assert data["format"] == debug.FORMAT and data["version"] == 1
+    recs = data["records"]
+    keys = [(r["step"], r["kind"], r["key"]) for r in recs]
+    assert keys[:5] == [(0, "output", "0"), (0, "output", "1.0"), (0, "output", "1.1.idx"),
+                        (0, "output", "1.1.half"), (0, "output", "<root>.0")]
+    grads = [k for _, kind, k in keys if kind == "grad"]
+    assert set(grads) >= {"0", "1.0", "1.1.half"} and "1.1.idx" not in grads
+    g0 = next(r for r in recs if r["kind"] == "grad" and r["key"] == "0")
+    assert g0["values"].tolist() == [[2.5, 2.5, 2.5]]  # d(2y + y/2)/dy
+    inf_rec = next(r for r in recs if r["key"] == "1.0" and r["kind"] == "output")
+    assert inf_rec["inf"] == int(torch.isinf(model[0](x)).sum()) and inf_rec["nan"] == 0
+    assert [r["order"] for r in recs] == list(range(len(recs)))
+    assert any(r["step"] == 1 and r["key"] == "0" for r in recs)  # call index restarts per step
+    assert debug.load(tmp_path / "run")["records"][0]["key"] == "0"
+
+
+def test_repeated_calls_get_an_index_and_flush_writes(tmp_path):
+    lin = nn.Linear(2, 2)
+    model = nn.Sequential(lin, nn.Tanh(), lin)
+    with debug.watch(model, level=1, run_dir=tmp_path) as w:
+        model(torch.randn(1, 2))
+        assert debug.flush() == [tmp_path / "stats.pt"]
+    assert [r["key"] for r in w.records] == ["0", "1", "0#1", "<root>"]
+    assert [r["name"] for r in w.records][2] == "0" and w.records[2]["call"] == 1
+
+
+def test_runtime_import_does_not_import_debug():
+    code = "import sys, torchport.runtime; print('torchport.runtime.debug' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------ torch.compile(fullgraph=True)
+
+@pytest.fixture
+def dynamo():
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    yield counters
+    torch._dynamo.reset()
+
+
+# torch.compile(module) runs the root module's hooks outside the compiled forward frame
+# (OptimizedModule: "Invoke hooks outside of dynamo then pickup the inner frame"), so the root's hook
+# is a second, separately compiled graph: two graphs, no graph break.
+_GRAPHS = 2
+
+
+def _assert_same_records(compiled, eager):
+    assert [(r["kind"], r["key"], r["shape"], r["dtype"]) for r in compiled] == \
+        [(r["kind"], r["key"], r["shape"], r["dtype"]) for r in eager]
+    for c, e in zip(compiled, eager):
+        for stat in ("mean", "std", "min", "max"):
+            assert c[stat] == pytest.approx(e[stat], rel=1e-4, abs=1e-6), (c["key"], stat)
+
+
+def test_save_under_inductor_fullgraph_matches_eager_without_graph_break(dynamo, tmp_path):
+    model = _mlp()
+    x = torch.randn(5, 4)
+    with debug.watch(model, level=1, run_dir=tmp_path / "eager", grads=True) as eager:
+        model(x).sum().backward()
+    compiled = torch.compile(model, fullgraph=True, backend="inductor")
+    with debug.watch(compiled, level=1, run_dir=tmp_path / "compiled", grads=True) as w:  # same names
+        compiled(x).sum().backward()
+        compiled(x).sum().backward()
+    assert dict(dynamo["graph_break"]) == {} and dynamo["stats"]["unique_graphs"] <= _GRAPHS
+    assert len(w.records) == 2 * len(eager.records) == 16
+    assert w.records[8]["key"] == "fc1#1"  # the call counter lives outside the graph
+    assert {r["kind"] for r in w.records} == {"output", "grad"}
+    _assert_same_records(w.records[:8], eager.records)
+    assert torch.load(tmp_path / "compiled" / "stats.pt", weights_only=True)["records"][0]["key"] == "fc1"
+
+
+@pytest.mark.parametrize("level", [debug.Level.PRINT, debug.Level.NAMES])
+def test_print_under_compile_fullgraph_without_graph_break(dynamo, capsys, level):
+    model = _mlp()
+    x = torch.randn(2, 4)
+    with debug.watch(model, level=level):
+        model(x)
+    eager_text = capsys.readouterr().out
+    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
+    with debug.watch(model, level=level):
+        compiled(x)
+    assert dict(dynamo["graph_break"]) == {} and dynamo["stats"]["unique_graphs"] <= _GRAPHS
+    compiled_text = capsys.readouterr().out
+    assert compiled_text.splitlines()[0].startswith("[torchport] fc1")
+    if level == debug.Level.NAMES:
+        assert compiled_text == eager_text
+    else:
+        assert compiled_text.count("mean=") == 4 and compiled_text.count("values=") == 4

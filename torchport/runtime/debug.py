@@ -1,0 +1,344 @@
+"""Per-module value debugging: stats of every module's outputs (and gradients), printed or saved.
+
+Modelled on Inductor's intermediate-value debug printer
+(``torch._inductor.config.aot_inductor.debug_intermediate_value_printer``: levels OFF / SAVE_ONLY /
+PRINT_ONLY / PRINT_KERNEL_NAMES_ONLY; numel, size, dtype, mean, min, max, std), but per
+``nn.Module`` and for any backend, so that a CUDA run and its port can be compared with
+``torchport compare``::
+
+    from torchport.runtime import debug
+    with debug.watch(model, level=debug.Level.SAVE, run_dir="runs/cuda", grads=True):
+        loss = model(x).sum(); loss.backward()
+
+Not imported by ``import torchport.runtime``; imports torch and the standard library only.
+
+How it survives ``torch.compile(fullgraph=True)``: forward hooks (which Dynamo inlines) pass each
+output tensor through the custom op ``torchport::debug_record``. A ``torch.library.custom_op`` is
+opaque to Dynamo, AOTAutograd and Inductor, so its Python body runs at run time, with real values,
+in eager and compiled code alike, and never breaks the graph. It returns a clone of its input (a
+custom op may not return an alias), which the hook substitutes for the output so the op is never
+dead-code-eliminated. Its autograd formula records the incoming gradient with
+``torchport::debug_record_grad``. Call counters live in the op's Python state, not in the hooks,
+so a compiled run numbers repeated calls (``block#1``) exactly like eager.
+
+Saved format (``RUN_DIR/stats.pt``, readable with ``torch.load(path, weights_only=True)``)::
+
+    {"format": "torchport-debug-values", "version": 1, "torch": "2.13.0",
+     "records": [  # in call order (forward hooks fire when a module *finishes*)
+        {"name": "fc1", "call": 0, "key": "fc1", "kind": "output", "step": 0, "order": 0,
+         "shape": [3, 8], "dtype": "float32", "device": "cpu", "numel": 24,
+         "mean": float, "min": float, "max": float, "std": float, "nan": int, "inf": int,
+         "values": Tensor | None},  # the CPU tensor itself when numel <= 64
+        ...]}
+
+``name`` is the qualified module name (``named_modules()``; the root is ``<root>``), with
+``.0``/``.key`` appended for tensors inside tuples, lists and dicts; ``key`` is ``name`` plus
+``#k`` from the second call of the same module in a step onwards; ``kind`` is ``"output"`` or
+``"grad"`` (the gradient with respect to that output, i.e. ``grad_output`` of
+``register_full_backward_hook``).
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import math
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Optional, TextIO, Union
+
+import torch
+from torch import nn
+
+__all__ = ["ENV_DIR", "ENV_LEVEL", "FORMAT", "Level", "MAX_VALUES", "Watch", "flush", "level_from_env",
+           "load", "tensor_stats", "watch"]
+
+ENV_LEVEL = "TORCHPORT_DEBUG_VALUES"
+ENV_DIR = "TORCHPORT_DEBUG_DIR"
+FORMAT = "torchport-debug-values"
+VERSION = 1
+STATS_FILE = "stats.pt"
+MAX_VALUES = 64  # tensors with at most this many elements are printed and saved in full
+ROOT_NAME = "<root>"
+
+
+class Level(enum.IntEnum):
+    """What a watch does, like Inductor's ``IntermediateValueDebuggingLevel``.
+
+    OFF (0) installs nothing; SAVE (1) keeps stats and writes them to ``run_dir``; PRINT (2) prints
+    stats as modules run; NAMES (3) prints only the module names, in call order.
+    """
+
+    OFF = 0
+    SAVE = 1
+    PRINT = 2
+    NAMES = 3
+
+
+def level_from_env(default: Level = Level.OFF) -> Level:
+    """The level in ``TORCHPORT_DEBUG_VALUES`` (``0``-``3`` or ``off``/``save``/``print``/``names``).
+
+    Returns ``default`` when the variable is unset or empty; raises ``ValueError`` on other values.
+    """
+    raw = os.environ.get(ENV_LEVEL, "").strip()
+    if not raw:
+        return default
+    try:
+        return Level(int(raw)) if raw.isdigit() else Level[raw.upper()]
+    except (KeyError, ValueError):
+        raise ValueError(f"{ENV_LEVEL}={raw!r}: expected 0-3 or off/save/print/names") from None
+
+
+def tensor_stats(t: torch.Tensor) -> dict[str, Any]:
+    """Stats of one tensor as plain Python values (eager; no autograd).
+
+    Args:
+        t: any tensor, any shape, dtype and device.
+
+    Returns a dict with ``shape`` (list of int), ``dtype`` (``"float32"``), ``device`` (``"cpu"``),
+    ``numel``, ``mean``, ``min``, ``max``, ``std`` (floats, computed in float64; ``std`` is
+    ``torch.std`` with ``correction=0`` so one element gives 0; NaN when the tensor is empty),
+    ``nan`` and ``inf`` (counts) and ``values`` (a detached CPU copy when ``numel <= 64``, else
+    ``None``). Integer and bool tensors are cast to float64; complex ones use ``abs()``.
+    """
+    t = t.detach()
+    info: dict[str, Any] = {
+        "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."), "device": str(t.device),
+        "numel": t.numel(), "values": t.cpu().clone() if t.numel() <= MAX_VALUES else None,
+    }
+    x = t.abs() if t.is_complex() else t
+    x = x.to(torch.float64) if x.device.type != "mps" else x.to(torch.float32)  # MPS has no float64
+    if x.numel() == 0:
+        info.update(mean=math.nan, min=math.nan, max=math.nan, std=math.nan, nan=0, inf=0)
+        return info
+    # One host transfer for all stats, not seven .item() syncs.
+    packed = torch.stack([x.mean(), x.min(), x.max(), x.std(correction=0),
+                          x.isnan().sum().to(x.dtype), x.isinf().sum().to(x.dtype)]).tolist()
+    info.update(mean=packed[0], min=packed[1], max=packed[2], std=packed[3],
+                nan=int(packed[4]), inf=int(packed[5]))
+    return info
+
+
+# ---------------------------------------------------------------- run-time state (outside any graph)
+
+_LOCK = threading.Lock()
+_WATCHES: dict[int, "Watch"] = {}
+_IDS = itertools.count(1)
+
+
+def _fmt_values(v: Any) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt_values(x) for x in v) + "]"
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def _format(rec: dict[str, Any]) -> str:
+    head = f"[torchport] {rec['key']} {rec['kind']}:"
+    if rec["numel"] == 0:
+        return f"{head} shape={tuple(rec['shape'])} dtype={rec['dtype']} device={rec['device']} numel=0"
+    text = (f"{head} shape={tuple(rec['shape'])} dtype={rec['dtype']} device={rec['device']} "
+            f"numel={rec['numel']} mean={rec['mean']:.6g} min={rec['min']:.6g} max={rec['max']:.6g} "
+            f"std={rec['std']:.6g} nan={rec['nan']} inf={rec['inf']}")
+    if rec["values"] is not None:
+        text += f"\n  values={_fmt_values(rec['values'].tolist())}"
+    return text
+
+
+def _record(t: torch.Tensor, name: str, watch_id: int, kind: str) -> None:
+    w = _WATCHES.get(watch_id)
+    if w is None:  # a removed watch whose compiled graph is still cached
+        return
+    with _LOCK:
+        counter = w._calls.setdefault((kind, name), 0)
+        w._calls[(kind, name)] = counter + 1
+    key = name if counter == 0 else f"{name}#{counter}"
+    if w.level == Level.NAMES:
+        print(f"[torchport] {key}" + ("" if kind == "output" else f" ({kind})"), file=w.stream or sys.stdout)
+        return
+    rec = {"name": name, "call": counter, "key": key, "kind": kind, "step": w._step,
+           "order": len(w.records), **tensor_stats(t)}
+    w.records.append(rec)
+    if w.level == Level.PRINT:
+        print(_format(rec), file=w.stream or sys.stdout)
+
+
+def _define_ops() -> None:
+    # Guarded so that re-importing this module (importlib.reload) does not register twice.
+    if hasattr(torch.ops, "torchport") and hasattr(torch.ops.torchport, "debug_record"):
+        return
+
+    @torch.library.custom_op("torchport::debug_record_grad", mutates_args=())
+    def debug_record_grad(grad: torch.Tensor, name: str, watch_id: int) -> torch.Tensor:
+        _record(grad, name, watch_id, "grad")
+        return grad.clone()
+
+    @debug_record_grad.register_fake
+    def _(grad, name, watch_id):
+        return torch.empty_like(grad)
+
+    @torch.library.custom_op("torchport::debug_record", mutates_args=())
+    def debug_record(x: torch.Tensor, name: str, watch_id: int, grads: bool) -> torch.Tensor:
+        _record(x, name, watch_id, "output")
+        return x.clone()
+
+    @debug_record.register_fake
+    def _(x, name, watch_id, grads):
+        return torch.empty_like(x)
+
+    def setup_context(ctx, inputs, output):
+        ctx.name, ctx.watch_id, ctx.grads = inputs[1], inputs[2], inputs[3]
+
+    def backward(ctx, grad):
+        if ctx.grads and grad is not None:
+            grad = torch.ops.torchport.debug_record_grad(grad, ctx.name, ctx.watch_id)
+        return grad, None, None, None
+
+    debug_record.register_autograd(backward, setup_context=setup_context)
+
+
+_define_ops()
+
+
+def _wrap(value: Any, name: str, watch_id: int, grads: bool, depth: int = 0) -> Any:
+    """Pass every tensor in ``value`` (tensor, tuple, list, dict, nested) through the record op."""
+    if isinstance(value, torch.Tensor):
+        return torch.ops.torchport.debug_record(value, name, watch_id, grads and value.requires_grad)
+    if depth > 4:
+        return value
+    if isinstance(value, (tuple, list)):
+        items = [_wrap(v, f"{name}.{i}", watch_id, grads, depth + 1) for i, v in enumerate(value)]
+        if isinstance(value, list):
+            return items
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)  # namedtuple
+    if isinstance(value, dict):
+        return {k: _wrap(v, f"{name}.{k}", watch_id, grads, depth + 1) for k, v in value.items()}
+    return value  # other objects are passed through unrecorded
+
+
+class Watch:
+    """Hooks on every submodule of a model; see :func:`watch`. A context manager.
+
+    Attributes:
+        level: the :class:`Level` in force.
+        run_dir: where :meth:`flush` writes ``stats.pt`` (``None``: nothing is written).
+        records: list of record dicts (format in the module docstring), in call order.
+    """
+
+    def __init__(self, model: nn.Module, level: Level, run_dir: Optional[Path], grads: bool,
+                 stream: Optional[TextIO] = None) -> None:
+        self.level, self.run_dir, self.grads, self.stream = level, run_dir, grads, stream
+        self.records: list[dict[str, Any]] = []
+        self.id = next(_IDS)
+        self._calls: dict[tuple[str, str], int] = {}
+        self._step = 0
+        self._handles: list[Any] = []
+        if level == Level.OFF:
+            return
+        _WATCHES[self.id] = self
+        # A torch.compile'd module (OptimizedModule) wraps the model as `_orig_mod`: hook the model itself
+        # so that names do not depend on whether it was compiled.
+        if type(model).__name__ == "OptimizedModule":  # by name: importing torch._dynamo costs ~1 s
+            model = model._orig_mod
+        for qualname, module in model.named_modules():
+            self._handles.append(module.register_forward_hook(self._hook(qualname or ROOT_NAME)))
+
+    def _hook(self, name: str):
+        watch_id, grads = self.id, self.grads  # plain constants: Dynamo bakes them into the graph
+
+        def hook(module: nn.Module, args: Any, output: Any) -> Any:
+            return _wrap(output, name, watch_id, grads)
+
+        return hook
+
+    @property
+    def active(self) -> bool:
+        """True while the hooks are installed."""
+        return bool(self._handles)
+
+    def step(self) -> None:
+        """Start a new step: later records get ``step + 1`` and call indices restart at 0."""
+        self._step += 1
+        self._calls.clear()
+
+    def flush(self) -> Optional[Path]:
+        """Write ``run_dir/stats.pt`` (all records so far, atomically); return its path or ``None``.
+
+        Raises ``OSError`` if the folder cannot be created or written.
+        """
+        if self.run_dir is None or self.level not in (Level.SAVE, Level.PRINT):
+            return None
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        target = self.run_dir / STATS_FILE
+        tmp = target.with_suffix(".pt.tmp")
+        torch.save({"format": FORMAT, "version": VERSION, "torch": str(torch.__version__),
+                    "records": list(self.records)}, tmp)
+        os.replace(tmp, target)
+        return target
+
+    def remove(self) -> None:
+        """Remove the hooks and write the file (as :meth:`flush`). Safe to call twice."""
+        for handle in self._handles:
+            handle.remove()
+        was_active = bool(self._handles)
+        self._handles.clear()
+        if was_active:
+            self.flush()
+        _WATCHES.pop(self.id, None)
+
+    def __enter__(self) -> "Watch":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+def watch(model: nn.Module, level: Union[Level, int, None] = None, run_dir: Union[str, os.PathLike, None] = None,
+          grads: bool = False, stream: Optional[TextIO] = None) -> Watch:
+    """Record the output (and, with ``grads=True``, the output gradient) of every module of ``model``.
+
+    Args:
+        model: the ``nn.Module`` to watch; every module of ``named_modules()`` gets a forward hook
+            (``register_forward_hook``), the root included (named ``<root>``). Compile the model
+            (``torch.compile(model, fullgraph=True)``) before or after, and pass either the model or
+            the compiled module: the hooks trace without a graph break (adding or removing them
+            triggers a recompile). The root's hook runs outside the compiled forward, as torch runs
+            a compiled module's own hooks, so it is compiled as a second graph.
+        level: a :class:`Level` or int 0-3; ``None`` reads ``TORCHPORT_DEBUG_VALUES`` (default OFF).
+            OFF installs no hook at all.
+        run_dir: folder for ``stats.pt``. With SAVE and no ``run_dir``, ``TORCHPORT_DEBUG_DIR`` or
+            ``./torchport_debug`` is used; with PRINT the file is written only if ``run_dir`` is given.
+        grads: also record the gradient with respect to each floating output that requires grad
+            (the ``grad_output`` of ``register_full_backward_hook``), during ``backward()``.
+        stream: text stream for PRINT/NAMES (default ``sys.stdout``, as Inductor's printer).
+
+    Returns a :class:`Watch`; use it as a context manager or call ``.remove()``; both write the file.
+    Raises ``ValueError`` if ``level`` or the environment variable is not a level.
+    """
+    lvl = level_from_env() if level is None else Level(int(level))
+    if run_dir is None and lvl == Level.SAVE:
+        run_dir = os.environ.get(ENV_DIR) or "torchport_debug"
+    return Watch(model, lvl, Path(run_dir) if run_dir is not None else None, grads, stream)
+
+
+def flush() -> list[Path]:
+    """Write the files of every active watch (as :meth:`Watch.flush`); return the paths written."""
+    return [p for w in list(_WATCHES.values()) if (p := w.flush()) is not None]
+
+
+def load(path: Union[str, os.PathLike]) -> dict[str, Any]:
+    """Load a run: ``path`` is a run folder or its ``stats.pt``; ``torch.load(weights_only=True)``.
+
+    Raises ``FileNotFoundError`` if there is no such file and ``ValueError`` if it is not a
+    torchport stats file (any ``torch.load`` error propagates).
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / STATS_FILE
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no such stats file")
+    data = torch.load(p, weights_only=True, map_location="cpu")
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("records"), list):
+        raise ValueError(f"{p}: not a {FORMAT} file")
+    return data

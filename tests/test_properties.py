@@ -247,3 +247,29 @@ def test_write_atomic_round_trips_text_and_encoding(
     assert decoded == source
     write_atomic(path, decoded, found)
     assert path.read_bytes() == source.encode(encoding)
+
+
+@examples(60)
+@given(cuda_programs(), run_settings())
+def test_skipping_quiet_statements_changes_nothing(source: str, run: Settings) -> None:
+    import torchport.codemods._transformer as transformer
+    from torchport.codemods import migrate_code
+
+    try:
+        fast = migrate_code(source, run)
+    except Exception as exc:  # noqa: BLE001 - refused input: the slow path must refuse it too
+        with pytest.raises(type(exc)):
+            _migrate_without_skipping(source, run, transformer)
+        return
+    assert _migrate_without_skipping(source, run, transformer) == fast
+
+
+def _migrate_without_skipping(source: str, run: Settings, transformer: object) -> object:
+    from torchport.codemods import migrate_code
+
+    real = transformer.quiet_statements  # type: ignore[attr-defined]
+    transformer.quiet_statements = lambda *args: set()  # type: ignore[attr-defined]
+    try:
+        return migrate_code(source, run)
+    finally:
+        transformer.quiet_statements = real  # type: ignore[attr-defined]

@@ -142,9 +142,9 @@ def test_prefilter_skips_only_files_no_rule_can_match(tmp_path: Path, monkeypatc
     calls: list[str] = []
     real = engine.migrate_code
 
-    def spy(source: str, settings: Settings) -> object:
+    def spy(source: str, settings: Settings, **kwargs: object) -> object:
         calls.append(source)
-        return real(source, settings)
+        return real(source, settings, **kwargs)
 
     monkeypatch.setattr(engine, "migrate_code", spy)
     plain = tmp_path / "plain.py"

@@ -170,8 +170,8 @@ def test_rewrite_that_does_not_parse_is_an_internal_error_and_the_file_is_untouc
 ) -> None:
     real = engine.migrate_code
 
-    def broken(source: str, settings: Settings) -> object:
-        migration = real(source, settings)
+    def broken(source: str, settings: Settings, **kwargs: object) -> object:
+        migration = real(source, settings, **kwargs)
         if "BREAK" in source:
             migration.code += "\ndef broken(:\n"
         return migration
@@ -205,10 +205,10 @@ def test_nesting_that_would_crash_libcst_is_refused_before_parsing(cli: CliRunne
 def test_a_worker_that_dies_costs_only_its_own_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = engine.migrate_code
 
-    def crashing(source: str, settings: Settings) -> object:
+    def crashing(source: str, settings: Settings, **kwargs: object) -> object:
         if "CRASH" in source:
             os._exit(70)  # as a segfault in native code would end the worker
-        return real(source, settings)
+        return real(source, settings, **kwargs)
 
     monkeypatch.setattr(engine, "migrate_code", crashing)
     for i in range(6):
@@ -525,10 +525,10 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 import torchport.engine as engine
 real = engine.migrate_code
 marker = Path(sys.argv[2])
-def slow(source, settings):
+def slow(source, settings, **kwargs):
     marker.touch()
     time.sleep(2)
-    return real(source, settings)
+    return real(source, settings, **kwargs)
 engine.migrate_code = slow  # the workers are forked: they run this
 from torchport.cli import main
 sys.argv = ["torchport", "migrate", sys.argv[1], "--apply", "--no-cache", "-j", "2"]

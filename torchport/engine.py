@@ -108,31 +108,30 @@ def needs_parse(data: bytes) -> bool:
 _TOO_DEEP = ("too many nested", "too many statically nested", "too complex")
 
 
-def _compile(code: str, path: Path) -> None:
+def _compile(code: str, path: Path) -> ast.Module:
     """CPython's parse of ``code``, without the SyntaxWarnings it would print about the user's code."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        compile(code, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        return compile(code, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
 
 
-def _precheck(text: str, path: Path) -> tuple[bool, str | None]:
-    """Parse ``text`` with CPython first: ``(cpython_parses, error)``.
+def _precheck(text: str, path: Path) -> tuple[ast.Module | None, str | None]:
+    """Parse ``text`` with CPython first: ``(tree, error)``; ``tree`` is None where CPython cannot parse it.
 
     ``error`` is set when the file must not reach LibCST at all: nesting so deep that LibCST's
     native parser would crash the process. A plain syntax error is left for LibCST to confirm,
     since LibCST knows syntax newer than the running interpreter.
     """
     try:
-        _compile(text, path)
+        return _compile(text, path), None
     except SyntaxError as exc:
         if any(marker in (exc.msg or "") for marker in _TOO_DEEP):
-            return False, f"{exc.lineno}:{(exc.offset or 1) - 1}: syntax error: {exc.msg}"
-        return False, None
+            return None, f"{exc.lineno}:{(exc.offset or 1) - 1}: syntax error: {exc.msg}"
+        return None, None
     except (RecursionError, MemoryError):
-        return False, "1:0: nested too deeply for Python's parser; not parsed"
+        return None, "1:0: nested too deeply for Python's parser; not parsed"
     except ValueError as exc:  # e.g. NUL bytes in the source
-        return False, f"1:0: syntax error: {exc}"
-    return True, None
+        return None, f"1:0: syntax error: {exc}"
 
 
 def _parses(code: str, path: Path, cpython: bool) -> str | None:
@@ -160,12 +159,12 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT) -> FileResu
     text = result.original
     if text is None or result.error:
         return result
-    cpython, refused = _precheck(text, result.path)
+    syntax, refused = _precheck(text, result.path)
     if refused:
         result.migrated, result.error = None, refused
         return result
     try:
-        migration = migrate_code(text, settings.for_file(result.path))
+        migration = migrate_code(text, settings.for_file(result.path), syntax=syntax)
     except cst.ParserSyntaxError as exc:
         result.migrated = None
         result.error = _syntax_error(text, exc)
@@ -178,14 +177,14 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT) -> FileResu
         # No rule rewrote anything, so any difference is LibCST's regeneration, not a rewrite.
         migration.code = text
     if migration.code != text:
-        if cst.parse_module(text).code != text:
+        if not migration.exact:
             # LibCST does not regenerate every file byte for byte (e.g. a blank line before an
             # indented comment at the end of a module); a rewrite would silently change more.
             result.migrated = None
             result.error = ("LibCST does not reproduce this file exactly, so a rewrite could change "
                             "lines it does not touch; left unchanged (please report this file)")
             return result
-        broken = _parses(migration.code, result.path, cpython)
+        broken = _parses(migration.code, result.path, syntax is not None)
         if broken is not None:
             result.migrated = None
             result.error = f"internal error: the rewrite does not parse ({broken}); file left unchanged"

@@ -7,6 +7,7 @@ Families: `device` (TP001-TP008, TP102-TP106), `cuda_api` (TP010-TP016, TP101),
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -16,14 +17,14 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 
 from torchport.codemods._base import Diagnostic, Rule
-from torchport.codemods._registry import FAMILIES, RULES_BY_CODE, check_patterns, matches
+from torchport.codemods._registry import FAMILIES, RULES_BY_CODE, TRIGGERS, check_patterns, matches
 from torchport.codemods._transformer import MigrateCodemod
 from torchport.config import DEFAULT, Settings
 
 RULES = RULES_BY_CODE
 
 # Source whose text matches none of these cannot match any rule, so it need not be parsed.
-PREFILTER = re.compile("|".join(dict.fromkeys(t for family in FAMILIES for t in family.TRIGGERS)).encode())
+PREFILTER = re.compile(TRIGGERS.encode())
 
 _SUPPRESSION = re.compile(r"#\s*torchport:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 
@@ -37,12 +38,15 @@ class Migration:
         rewrites: rewrite counts per rule code.
         diagnostics: the sites left unchanged, sorted by line.
         sites: one entry per rewrite (code, line, column in the original source, rule summary).
+        exact: whether LibCST regenerates the unchanged source byte for byte (when it does not, a
+            rewrite could change lines it does not touch).
     """
 
     code: str
     rewrites: dict[str, int] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     sites: list[Diagnostic] = field(default_factory=list)
+    exact: bool = True
 
 
 def suppressions(source: str) -> dict[int, frozenset[str] | None]:
@@ -62,8 +66,11 @@ def suppressions(source: str) -> dict[int, frozenset[str] | None]:
     return found
 
 
-def migrate_code(source: str, settings: Settings = DEFAULT) -> Migration:
+def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module | None = None) -> Migration:
     """Run the rules ``settings`` selects over ``source`` (a whole module).
+
+    ``syntax`` is CPython's tree of ``source`` when the caller has it already (it is parsed
+    otherwise): the rules read imports and statement lines from it, as it is faster than LibCST's.
 
     Raises:
         libcst.ParserSyntaxError: when ``source`` does not parse.
@@ -78,12 +85,15 @@ def migrate_code(source: str, settings: Settings = DEFAULT) -> Migration:
     module = cst.parse_module(source)
     codemod = MigrateCodemod(
         CodemodContext(), source=source, enabled=enabled, unsafe_fixes=settings.unsafe_fixes,
-        suppressed=suppressions(source), targets=settings.targets,
+        suppressed=suppressions(source), targets=settings.targets, syntax=syntax,
     )
-    code = codemod.transform_module(module).code
+    tree = codemod.transform_module(module)
+    if not codemod.rewrites:  # any difference would be LibCST's regeneration, not a rewrite
+        return Migration(source, {}, codemod.diagnostics, codemod.sites)
+    code = tree.code
     if code.startswith(("\n", "\r\n")) and not source.startswith(("\n", "\r\n")):
         code = code.lstrip("\r\n")  # a removed first import leaves its blank line behind
-    return Migration(code, dict(codemod.rewrites), codemod.diagnostics, codemod.sites)
+    return Migration(code, dict(codemod.rewrites), codemod.diagnostics, codemod.sites, exact=module.code == source)
 
 
 __all__ = ["FAMILIES", "PREFILTER", "RULES", "Diagnostic", "Migration", "Rule", "migrate_code", "suppressions"]

@@ -7,6 +7,9 @@ from torchport.codemods._base import Rule
 
 FAMILIES = (device, cuda_api, amp, distributed, pinned, unported)
 
+# What any rule can match, as one regular expression: text that matches none of it needs no parse.
+TRIGGERS = "|".join(dict.fromkeys(t for family in FAMILIES for t in family.TRIGGERS))
+
 RULES_BY_CODE: dict[str, Rule] = dict(sorted((rule.code, rule) for family in FAMILIES for rule in family.RULES))
 
 

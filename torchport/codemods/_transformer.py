@@ -7,16 +7,20 @@ runtime import. Sites that look CUDA-specific and were not handled become diagno
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 
 import libcst as cst
-import libcst.matchers as matchers
-from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.metadata import CodePosition, MetadataWrapper, PositionProvider
 
 from torchport.codemods import amp, cuda_api, device, distributed, pinned, unported
+from torchport.codemods._names import Imports, chain, cst_import_map, import_map, parse_ast, qualify
+from torchport.codemods._quiet import quiet_statements, trigger_lines
+from torchport.codemods._registry import TRIGGERS
 from torchport.codemods._registry import RULES_BY_CODE
 from torchport.codemods._base import (
     Diagnostic,
@@ -29,10 +33,11 @@ from torchport.codemods._base import (
 RUNTIME_MODULE = "torchport.runtime"
 _ALIASES = ("tp", "tp_runtime", "torchport_runtime")
 _INFO_FLAGS = ("torch.backends.cudnn", "torch.backends.cuda")
+_TRIGGERS = re.compile(TRIGGERS)
 _CUDA_LIBRARY_USES = ("cupy.cuda.", "numba.cuda.", "pycuda.")
 
 
-class MigrateCodemod(VisitorBasedCodemodCommand):
+class MigrateCodemod(cst.CSTTransformer):
     """Rewrite CUDA-specific PyTorch code in one module into calls of ``torchport.runtime``.
 
     Args:
@@ -44,7 +49,8 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
     """
 
     DESCRIPTION = "Port CUDA-only PyTorch code to torchport.runtime."
-    METADATA_DEPENDENCIES = (QualifiedNameProvider, PositionProvider)
+    # No METADATA_DEPENDENCIES: qualified names come from the imports (`_names`), and positions
+    # are resolved only once a rule fires (most files that pass the prefilter have no site).
 
     def __init__(
         self,
@@ -54,9 +60,12 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         unsafe_fixes: bool = False,
         suppressed: Mapping[int, frozenset[str] | None] | None = None,
         targets: tuple[str, ...] = (),
+        syntax: ast.Module | None = None,
     ) -> None:
-        super().__init__(context)
+        super().__init__()
+        self.context = context
         self.source = source
+        self.syntax = syntax
         self.enabled = enabled
         self.unsafe_fixes = unsafe_fixes
         self.suppressed = suppressed or {}
@@ -82,11 +91,91 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         self._flag_site: cst.CSTNode | None = None
         self._cuda_imports: list[tuple[str, str, str | None]] = []
         self._needs_torch = False
+        self.imports: Imports = {}
+        self._attr_names: set[int] = set()
+        self._wrapper: MetadataWrapper | None = None
+        self._positions: Mapping[cst.CSTNode, object] | None = None
+        self._quiet: set[int] = set()
+
+    def transform_module(self, tree: cst.Module) -> cst.Module:
+        """Run the rules over ``tree``, then add and remove imports as scheduled.
+
+        A plain transformer, not LibCST's ``VisitorBasedCodemodCommand``: its matcher dispatch and the
+        deep copy its metadata wrapper makes cost several times the parse on big trees.
+        """
+        syntax = self.syntax or parse_ast(self.source)
+        if syntax is None:
+            self.imports = cst_import_map(tree)
+        else:
+            self.imports = import_map(syntax)
+            # A name imported from a triggering module (`from torch.cuda import Event`) is used bare.
+            aliases = sorted(a for a, names in self.imports.items() if any(map(_TRIGGERS.search, names)))
+            pattern = re.compile("|".join([TRIGGERS, *(rf"\b{re.escape(a)}\b" for a in aliases)]))
+            self._quiet = quiet_statements(tree, syntax, trigger_lines(self.source, pattern))
+        self._wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
+        tree = tree.visit(self)
+        if AddImportsVisitor.CONTEXT_KEY in self.context.scratch:
+            tree = _add_imports(self.context, tree)
+        if RemoveImportsVisitor.CONTEXT_KEY in self.context.scratch:
+            tree = RemoveImportsVisitor(self.context).transform_module(tree)
+        return tree
+
+    # Dispatch through a per-class table: CSTTransformer looks each method up by name on every
+    # node and every child attribute, which dominated the run time.
+    _visits: dict[type, Callable | None] = {}
+    _leaves: dict[type, Callable | None] = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if id(node) in self._quiet:  # no rule's trigger on its lines
+            return False
+        kind = type(node)
+        try:
+            method = self._visits[kind]
+        except KeyError:
+            method = self._visits[kind] = getattr(type(self), f"visit_{kind.__name__}", None)
+        if method is None:
+            return True
+        return method(self, node) is not False
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> object:
+        kind = type(original_node)
+        try:
+            method = self._leaves[kind]
+        except KeyError:
+            method = self._leaves[kind] = getattr(type(self), f"leave_{kind.__name__}", None)
+        if method is None:
+            return updated_node
+        return method(self, original_node, updated_node)
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+    def add_needed_import(self, module: str, obj: str | None = None, asname: str | None = None) -> None:
+        AddImportsVisitor.add_needed_import(self.context, module, obj, asname)
+
+    def remove_unused_import(self, module: str, obj: str | None = None, asname: str | None = None) -> None:
+        RemoveImportsVisitor.remove_unused_import(self.context, module, obj, asname)
 
     # ---- helpers the families call -------------------------------------------------------
 
     def qnames(self, node: cst.CSTNode) -> set[str]:
-        return {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
+        """The imported APIs ``node`` (a name, attribute chain, call or decorator) refers to."""
+        if id(node) in self._attr_names:  # the `cuda` of `x.cuda` names nothing by itself
+            return set()
+        dotted = chain(node)
+        return qualify(dotted, self.imports) if dotted else set()
+
+    def start(self, node: cst.CSTNode) -> CodePosition:
+        """Where ``node`` (of the original tree) starts: line from 1, column from 0."""
+        if self._positions is None:
+            assert self._wrapper is not None, "transform_module sets the wrapper"
+            # PositionProvider alone: `MetadataWrapper.resolve` also walks the whole tree once
+            # for batchable providers even when there are none, which doubled the cost.
+            self._positions = PositionProvider()._gen(self._wrapper)
+        return self._positions[node].start  # type: ignore[attr-defined]
 
     def has_qname(self, node: cst.CSTNode, name: str) -> bool:
         return name in self.qnames(node)
@@ -148,7 +237,7 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         counts as handled, so no fallback diagnostic repeats it.
         """
         self.mark_handled(node)
-        start = self.get_metadata(PositionProvider, node).start
+        start = self.start(node)
         if not self.enabled(code) or self._is_suppressed(code, start.line):
             return False
         rule = RULES_BY_CODE[code]
@@ -161,7 +250,7 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
         return True
 
     def report(self, code: str, node: cst.CSTNode, message: str) -> None:
-        start = self.get_metadata(PositionProvider, node).start
+        start = self.start(node)
         if self.enabled(code) and not self._is_suppressed(code, start.line):
             self.diagnostics.append(Diagnostic(code, start.line, start.column, message))
 
@@ -236,9 +325,8 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
             self.report("TP107", self._flag_site,
                         "torch.backends.cudnn/cuda flags left unchanged: they are harmless on other backends")
         self.diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
-        if not self.runtime_imported and self.rewrites and matchers.findall(
-            updated_node, matchers.Attribute(value=matchers.Name(self.alias))
-        ):
+        if not self.runtime_imported and self.rewrites and re.search(rf"\b{self.alias}\b", updated_node.code):
+            # The alias was picked to appear nowhere in the source, so any use of it is a rewrite's.
             self.add_needed_import("torchport", "runtime", asname=self.alias)
         if self._needs_torch:
             self.add_needed_import("torch")
@@ -352,6 +440,7 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._inner.add(id(node.value))
+        self._attr_names.add(id(node.attr))
         if id(node) in self._inner:
             return
         names = self.qnames(node)
@@ -429,6 +518,29 @@ class MigrateCodemod(VisitorBasedCodemodCommand):
     ) -> cst.BaseExpression:
         return device.rewrite_literal(self, original_node, updated_node) or updated_node
 
+
+
+def _add_imports(context: CodemodContext, tree: cst.Module) -> cst.Module:
+    """``AddImportsVisitor`` run on the module's top-level lines only, each compound statement
+    (``def``, ``class``, ``if``...) stood in for by a one-line placeholder: it reads and changes
+    nothing deeper, and walking (and copying) the whole tree cost more than the parse."""
+    originals: dict[str, cst.BaseCompoundStatement] = {}
+    stub = []
+    for index, statement in enumerate(tree.body):
+        if isinstance(statement, cst.SimpleStatementLine):
+            stub.append(statement)
+            continue
+        name = f"__torchport_statement_{index}"
+        originals[name] = statement
+        stub.append(cst.SimpleStatementLine([cst.Expr(cst.Name(name))], leading_lines=statement.leading_lines))
+    added = AddImportsVisitor(context).transform_module(tree.with_changes(body=stub))
+    body = []
+    for statement in added.body:
+        small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Name) and small.value.value in originals:
+            statement = originals[small.value.value].with_changes(leading_lines=statement.leading_lines)
+        body.append(statement)
+    return added.with_changes(body=body)
 
 
 def _cuda_compared(node: cst.Comparison) -> list[cst.SimpleString]:

@@ -64,7 +64,7 @@ RULES = (
          effort="low"),
 )
 
-TRIGGERS = (r"cuda|CUDA", r"triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy",
+TRIGGERS = (r"cuda|CUDA|cudnn|\.cuh?\b", r"triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy",
             r"float64|double|complex128", r"autocast")
 
 # torch.cuda names (after "torch.cuda.") that need a person, by rule.

@@ -1,0 +1,121 @@
+"""Qualified names from a module's imports: what ``tc.synchronize`` or ``A.autocast`` stand for.
+
+A cheap stand-in for LibCST's ``QualifiedNameProvider``, which runs full scope analysis and cost
+about ten times the parse on big trees. The rules only ask which imported API a name or attribute
+chain refers to (``torch.cuda.synchronize``, ``torch.device``), so the imports are enough: they are
+read once with CPython's ``ast`` (fast, in C), and a chain is qualified through its head. Names
+bound any other way (locals, parameters, builtins) have no qualified name here, as the rules need
+none. The known difference: a local that shadows an imported name in an inner scope is still
+read as the import.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from collections import defaultdict
+from collections.abc import Mapping
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+Imports = Mapping[str, frozenset[str]]
+
+
+def parse_ast(source: str) -> ast.Module | None:
+    """CPython's tree of ``source``; None when it does not parse (syntax newer than the interpreter)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def import_map(tree: ast.Module) -> Imports:
+    """Every name an import binds anywhere in ``tree`` -> the qualified names it may stand for.
+
+    ``import torch.cuda as tc`` binds ``tc`` to ``torch.cuda``; ``import torch.cuda`` binds ``torch``
+    to ``torch``; ``from . import x`` binds ``x`` to ``.x``. Star imports bind nothing.
+
+    Where CPython cannot parse the source, read them from the LibCST tree with `cst_import_map`.
+    """
+    bound: defaultdict[str, set[str]] = defaultdict(set)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bound[alias.asname].add(alias.name)
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    bound[head].add(head)
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            for alias in node.names:
+                if alias.name != "*":
+                    joined = f"{module}.{alias.name}" if module and not module.endswith(".") else module + alias.name
+                    bound[alias.asname or alias.name].add(joined)
+    return {name: frozenset(names) for name, names in bound.items()}
+
+
+class _ImportCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.bound: defaultdict[str, set[str]] = defaultdict(set)
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        for alias in node.names:
+            name = get_full_name_for_node(alias.name) or ""
+            if alias.asname:
+                self.bound[alias.evaluated_alias or name].add(name)
+            else:
+                head = name.split(".", 1)[0]
+                self.bound[head].add(head)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if isinstance(node.names, cst.ImportStar):
+            return False
+        module = "." * len(node.relative) + ((get_full_name_for_node(node.module) or "") if node.module else "")
+        for alias in node.names:
+            name = alias.evaluated_name
+            joined = f"{module}.{name}" if module and not module.endswith(".") else module + name
+            self.bound[alias.evaluated_alias or name].add(joined)
+        return False
+
+
+def cst_import_map(module: cst.Module) -> Imports:
+    """`import_map` read from a LibCST tree (slower: a Python walk of every node)."""
+    collector = _ImportCollector()
+    module.visit(collector)
+    return {name: frozenset(names) for name, names in collector.bound.items()}
+
+
+def chain(node: cst.CSTNode) -> str | None:
+    """The dotted chain a node names, through calls and subscripts as ``QualifiedNameProvider`` reads
+    them: ``torch.cuda.current_stream().synchronize`` -> ``"torch.cuda.current_stream.synchronize"``.
+    None for anything else (a literal, an operator)."""
+    parts: list[str] = []
+    while True:
+        if isinstance(node, cst.Name):
+            parts.append(node.value)
+            return ".".join(reversed(parts))
+        if isinstance(node, cst.Attribute):
+            parts.append(node.attr.value)
+            node = node.value
+        elif isinstance(node, cst.Call):
+            node = node.func
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Decorator):
+            node = node.decorator
+        else:
+            return None
+
+
+def qualify(dotted: str, imports: Imports) -> set[str]:
+    """The qualified names of a dotted chain whose head was imported; empty otherwise."""
+    head, _, rest = dotted.partition(".")
+    bound = imports.get(head)
+    if not bound:
+        return set()
+    return {f"{name}.{rest}" if rest else name for name in bound}

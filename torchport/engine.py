@@ -18,6 +18,8 @@ from pathlib import Path
 import libcst as cst
 
 from torchport.codemods import PREFILTER, Diagnostic, migrate_code
+from torchport.codemods._names import import_map
+from torchport.codemods._quiet import code_trigger_lines
 from torchport.config import DEFAULT, Settings
 
 # Suffix of the temporary file `write_atomic` writes next to the file it replaces.
@@ -163,6 +165,8 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT) -> FileResu
     if refused:
         result.migrated, result.error = None, refused
         return result
+    if syntax is not None and not code_trigger_lines(text, syntax, import_map(syntax)):
+        return result  # what matched the prefilter is only comments and strings: no LibCST parse
     try:
         migration = migrate_code(text, settings.for_file(result.path), syntax=syntax)
     except cst.ParserSyntaxError as exc:

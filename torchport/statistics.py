@@ -30,6 +30,8 @@ def leftover_lines(code: str) -> Counter[int]:
     plain attribute such as an ``args.cuda`` flag.
     """
     lines: Counter[int] = Counter()
+    if "cuda" not in code and "nccl" not in code:  # every site counted spells one of them
+        return lines
     try:
         tokens = [t for t in tokenize.generate_tokens(io.StringIO(code).readline)
                   if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT)]

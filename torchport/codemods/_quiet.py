@@ -17,6 +17,13 @@ from collections.abc import Sequence
 
 import libcst as cst
 
+from torchport.codemods._names import _BLOCKS, Imports
+from torchport.codemods._registry import TRIGGERS
+
+TRIGGER_PATTERN = re.compile(TRIGGERS)
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_STRING_START = re.compile(r"""\s*[rRuUbBfF]{0,2}['"]""")
+
 # LibCST compound statement -> the ast classes it may correspond to.
 _COMPOUND = {
     cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef),
@@ -36,16 +43,83 @@ class _Mismatch(Exception):
     """The LibCST and ast statement lists do not line up."""
 
 
-def trigger_lines(source: str, pattern: re.Pattern[str]) -> list[int]:
-    """Sorted line numbers (from 1) that a match of ``pattern`` touches (a match may span lines)."""
+def trigger_lines(source: str, pattern: re.Pattern[str], tree: ast.Module | None = None) -> list[int]:
+    """Sorted line numbers (from 1) that a match of ``pattern`` touches (a match may span lines).
+
+    With CPython's ``tree`` of ``source``, matches that are only text are left out: in a comment,
+    in a docstring-like string statement, or on the inner lines of a multi-line string value. No
+    rule matches inside them (device literals are short, one-line strings).
+    """
     starts = [0]
-    starts.extend(m.end() for m in re.finditer(r"\r\n|\r|\n", source))
+    starts.extend(m.end() for m in _NEWLINE.finditer(source))
+    text = _text_lines(source, starts, tree) if tree is not None else set()
     lines: set[int] = set()
     for match in pattern.finditer(source):
         first = bisect.bisect_right(starts, match.start())
         last = bisect.bisect_right(starts, max(match.start(), match.end() - 1))
-        lines.update(range(first, last + 1))
+        if first == last and _in_comment(source[starts[first - 1]:match.start()]):
+            continue
+        lines.update(line for line in range(first, last + 1) if line not in text)
     return sorted(lines)
+
+
+def code_trigger_lines(source: str, tree: ast.Module, imports: Imports) -> list[int]:
+    """`trigger_lines` of every rule's trigger, and of the bare names imported from a module that
+    has one (``from torch.cuda import Event`` makes ``Event`` a trigger)."""
+    aliases = sorted(a for a, names in imports.items() if any(map(TRIGGER_PATTERN.search, names)))
+    pattern = re.compile("|".join([TRIGGERS, *(rf"\b{re.escape(a)}\b" for a in aliases)])) if aliases else TRIGGER_PATTERN
+    return trigger_lines(source, pattern, tree)
+
+
+def _in_comment(before: str) -> bool:
+    """Whether a match preceded on its line by ``before`` is in a comment: a ``#`` with no quote
+    before it (a ``#`` after a quote may be inside a string; then the match counts)."""
+    hash_at = before.find("#")
+    return hash_at >= 0 and "'" not in before[:hash_at] and '"' not in before[:hash_at]
+
+
+def _starts_string(line: str) -> bool:
+    return bool(_STRING_START.match(line))
+
+
+def _text_lines(source: str, starts: list[int], tree: ast.Module) -> set[int]:
+    """Lines that hold nothing but string text: docstring-like statements, inner lines of
+    multi-line string values."""
+
+    def line(number: int) -> str:
+        end = starts[number] if number < len(starts) else len(source)
+        return source[starts[number - 1]:end]
+
+    text: set[int] = set()
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        for name in _BLOCKS:
+            block = getattr(node, name, None)
+            if not block:
+                continue
+            stack.extend(block)
+            if name in ("handlers", "cases"):  # not statements; their bodies are walked
+                continue
+            for index, statement in enumerate(block):
+                value = getattr(statement, "value", None)
+                if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+                    continue
+                if isinstance(statement, ast.Expr) and (" " in value.value or "\n" in value.value):
+                    low, high = statement.lineno, statement.end_lineno or statement.lineno
+                    # Not a line shared with other code: `x = 1; "doc"`, `def f(): "doc"`.
+                    if (index and (block[index - 1].end_lineno or 0) >= low) or not _starts_string(line(low)):
+                        low += 1
+                    if (index + 1 < len(block) and block[index + 1].lineno <= high) or not _ends_string(line(high)):
+                        high -= 1
+                    text.update(range(low, high + 1))
+                elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and (value.end_lineno or 0) - value.lineno >= 2:
+                    text.update(range(value.lineno + 1, value.end_lineno or 0))
+    return text
+
+
+def _ends_string(line: str) -> bool:
+    return line.rstrip().endswith(("'", '"'))
 
 
 def quiet_statements(module: cst.Module, tree: ast.Module, lines: Sequence[int]) -> set[int]:

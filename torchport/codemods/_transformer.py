@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
-from libcst.metadata import CodePosition, MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition
 
 from torchport.codemods import amp, cuda_api, device, distributed, pinned, unported
 from torchport.codemods._names import Imports, chain, cst_import_map, import_map, parse_ast, qualify
-from torchport.codemods._quiet import quiet_statements, trigger_lines
-from torchport.codemods._registry import TRIGGERS
+from torchport.codemods._positions import Positions
+from torchport.codemods._quiet import code_trigger_lines, quiet_statements
 from torchport.codemods._registry import RULES_BY_CODE
 from torchport.codemods._base import (
     Diagnostic,
@@ -33,7 +33,6 @@ from torchport.codemods._base import (
 RUNTIME_MODULE = "torchport.runtime"
 _ALIASES = ("tp", "tp_runtime", "torchport_runtime")
 _INFO_FLAGS = ("torch.backends.cudnn", "torch.backends.cuda")
-_TRIGGERS = re.compile(TRIGGERS)
 _CUDA_LIBRARY_USES = ("cupy.cuda.", "numba.cuda.", "pycuda.")
 
 
@@ -93,8 +92,10 @@ class MigrateCodemod(cst.CSTTransformer):
         self._needs_torch = False
         self.imports: Imports = {}
         self._attr_names: set[int] = set()
-        self._wrapper: MetadataWrapper | None = None
-        self._positions: Mapping[cst.CSTNode, object] | None = None
+        self._positions: Positions | None = None
+        self._top_level: set[int] = set()
+        self._statement: cst.CSTNode | None = None  # the top-level statement being visited
+        self._statement_of: dict[int, cst.CSTNode | None] = {}  # for sites reported at the end
         self._quiet: set[int] = set()
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
@@ -108,11 +109,9 @@ class MigrateCodemod(cst.CSTTransformer):
             self.imports = cst_import_map(tree)
         else:
             self.imports = import_map(syntax)
-            # A name imported from a triggering module (`from torch.cuda import Event`) is used bare.
-            aliases = sorted(a for a, names in self.imports.items() if any(map(_TRIGGERS.search, names)))
-            pattern = re.compile("|".join([TRIGGERS, *(rf"\b{re.escape(a)}\b" for a in aliases)]))
-            self._quiet = quiet_statements(tree, syntax, trigger_lines(self.source, pattern))
-        self._wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
+            self._quiet = quiet_statements(tree, syntax, code_trigger_lines(self.source, syntax, self.imports))
+        self._positions = Positions(tree, self.source)
+        self._top_level = {id(statement) for statement in tree.body}
         tree = tree.visit(self)
         if AddImportsVisitor.CONTEXT_KEY in self.context.scratch:
             tree = _add_imports(self.context, tree)
@@ -126,8 +125,11 @@ class MigrateCodemod(cst.CSTTransformer):
     _leaves: dict[type, Callable | None] = {}
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if id(node) in self._quiet:  # no rule's trigger on its lines
+        key = id(node)
+        if key in self._quiet:  # no rule's trigger on its lines
             return False
+        if key in self._top_level:
+            self._statement = node
         kind = type(node)
         try:
             method = self._visits[kind]
@@ -170,12 +172,8 @@ class MigrateCodemod(cst.CSTTransformer):
 
     def start(self, node: cst.CSTNode) -> CodePosition:
         """Where ``node`` (of the original tree) starts: line from 1, column from 0."""
-        if self._positions is None:
-            assert self._wrapper is not None, "transform_module sets the wrapper"
-            # PositionProvider alone: `MetadataWrapper.resolve` also walks the whole tree once
-            # for batchable providers even when there are none, which doubled the cost.
-            self._positions = PositionProvider()._gen(self._wrapper)
-        return self._positions[node].start  # type: ignore[attr-defined]
+        assert self._positions is not None, "transform_module sets the positions"
+        return self._positions.start(node, self._statement_of.get(id(node), self._statement))
 
     def has_qname(self, node: cst.CSTNode, name: str) -> bool:
         return name in self.qnames(node)
@@ -433,10 +431,12 @@ class MigrateCodemod(cst.CSTTransformer):
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if is_cuda_literal(node) or distributed.is_nccl(node):
             self._strings.append(node)
+            self._statement_of[id(node)] = self._statement
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         if mentions_cuda_string(node):
             self._strings.append(node)
+            self._statement_of[id(node)] = self._statement
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._inner.add(id(node.value))
@@ -447,6 +447,7 @@ class MigrateCodemod(cst.CSTTransformer):
         self._collect_cuda_ref(node, names)
         if self._flag_site is None and any(n.startswith(_INFO_FLAGS) for n in names):
             self._flag_site = node
+            self._statement_of[id(node)] = self._statement
         unported.check_dtype(self, node, names)
         # Only torch's own `.cuda` methods (`torch.Tensor.cuda`, ...): `args.cuda` is a user's flag.
         if any(n == "torch.version.cuda" or n.startswith("torch.version.cuda.") for n in names):
@@ -468,6 +469,7 @@ class MigrateCodemod(cst.CSTTransformer):
         for name in names:
             if name == "torch.cuda" or name.startswith("torch.cuda."):
                 self._cuda_refs.append((node, name))
+                self._statement_of[id(node)] = self._statement
                 return
 
     # ---- rewrites ------------------------------------------------------------------------

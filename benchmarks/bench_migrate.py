@@ -52,7 +52,7 @@ def _naive(root: Path) -> dict[str, float]:
 def _torchport(root: Path, jobs: int) -> dict[str, float]:
     from torchport.cli import main
 
-    sys.argv = ["torchport", "migrate", str(root), "--dry-run", "--format", "json", *(["-j", str(jobs)] if jobs else [])]
+    sys.argv = ["torchport", "migrate", str(root), "--dry-run", *(["-j", str(jobs)] if jobs else [])]
     stdout = sys.stdout
     sys.stdout = open(os.devnull, "w")  # the diffs
     code = 0

@@ -267,9 +267,9 @@ def test_skipping_quiet_statements_changes_nothing(source: str, run: Settings) -
 def _migrate_without_skipping(source: str, run: Settings, transformer: object) -> object:
     from torchport.codemods import migrate_code
 
-    real = transformer.quiet_statements  # type: ignore[attr-defined]
-    transformer.quiet_statements = lambda *args: set()  # type: ignore[attr-defined]
+    real = transformer.map_statements  # type: ignore[attr-defined]
+    transformer.map_statements = lambda *args: (set(), {})  # type: ignore[attr-defined]
     try:
         return migrate_code(source, run)
     finally:
-        transformer.quiet_statements = real  # type: ignore[attr-defined]
+        transformer.map_statements = real  # type: ignore[attr-defined]

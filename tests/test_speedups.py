@@ -13,14 +13,14 @@ import pytest
 import torchport.codemods._transformer as transformer
 from torchport.codemods import migrate_code
 from torchport.codemods._names import import_map, qualify
-from torchport.codemods._quiet import quiet_statements, trigger_lines
+from torchport.codemods._quiet import map_statements, trigger_lines
 from torchport.config import Settings
 
 FIXTURES = sorted(p for p in (Path(__file__).parent / "fixtures").rglob("*.py") if not p.name.endswith(".expected.py"))
 
 
 def _without_skipping(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(transformer, "quiet_statements", lambda *args: set())
+    monkeypatch.setattr(transformer, "map_statements", lambda *args: (set(), {}))
 
 
 @pytest.mark.parametrize("case", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -49,7 +49,7 @@ def test_statements_without_a_trigger_are_skipped_and_others_are_not() -> None:
     )
     module = cst.parse_module(source)
     pattern = re.compile(r"cuda|\.to\(\s*\d|\bE\b")
-    quiet = quiet_statements(module, ast.parse(source), trigger_lines(source, pattern))
+    quiet, anchors = map_statements(module, ast.parse(source), trigger_lines(source, pattern))
     model, helper, assign = module.body[2], module.body[3], module.body[4]
     plain, timed = model.body.body
     assert id(plain) in quiet and id(assign) in quiet
@@ -60,7 +60,7 @@ def test_statements_without_a_trigger_are_skipped_and_others_are_not() -> None:
 def test_trees_that_do_not_line_up_skip_nothing() -> None:
     source = "import torch\nx = 1\n"
     other = ast.parse("import torch\nx = 1\ny = 2\n")
-    assert quiet_statements(cst.parse_module(source), other, []) == set()
+    assert map_statements(cst.parse_module(source), other, []) == (set(), {})
 
 
 def test_trigger_lines_cover_every_line_of_a_match() -> None:

@@ -122,25 +122,41 @@ def _ends_string(line: str) -> bool:
     return line.rstrip().endswith(("'", '"'))
 
 
-def quiet_statements(module: cst.Module, tree: ast.Module, lines: Sequence[int]) -> set[int]:
-    """``id()`` of each statement of ``module`` that spans none of ``lines``.
+# id() of a statement -> (its first line, the indentation of the block it is in).
+Anchors = dict[int, tuple[int, tuple[str, ...]]]
+
+
+def map_statements(module: cst.Module, tree: ast.Module, lines: Sequence[int]) -> tuple[set[int], Anchors]:
+    """Match the statements of ``module`` with CPython's: which to skip, and where the others start.
 
     Args:
         module: the LibCST tree.
         tree: CPython's tree of the same source.
         lines: sorted line numbers where some rule's trigger matches (see `trigger_lines`).
 
-    Returns an empty set when the two trees do not line up (nothing is skipped then).
+    Returns ``(quiet, anchors)``: the ``id()`` of each statement (top level, or in the body of a
+    class or function that is not quiet) that spans none of ``lines``; and for each such statement
+    that is not quiet, its first line and indentation, from which `Positions` places its nodes.
+    Both are empty when the two trees do not line up (nothing is skipped then).
     """
     quiet: set[int] = set()
+    anchors: Anchors = {}
     try:
-        _walk(module.body, tree.body, lines, quiet)
+        _walk(module, module.body, tree.body, lines, (), quiet, anchors)
     except _Mismatch:
-        return set()
-    return quiet
+        return set(), {}
+    return quiet, anchors
 
 
-def _walk(statements: Sequence[cst.CSTNode], nodes: Sequence[ast.stmt], lines: Sequence[int], quiet: set[int]) -> None:
+def _walk(
+    module: cst.Module,
+    statements: Sequence[cst.CSTNode],
+    nodes: Sequence[ast.stmt],
+    lines: Sequence[int],
+    indent: tuple[str, ...],
+    quiet: set[int],
+    anchors: Anchors,
+) -> None:
     index = 0
     for statement in statements:
         if isinstance(statement, cst.SimpleStatementLine):
@@ -160,8 +176,11 @@ def _walk(statements: Sequence[cst.CSTNode], nodes: Sequence[ast.stmt], lines: S
         spot = bisect.bisect_left(lines, first)
         if spot == len(lines) or lines[spot] > last:
             quiet.add(id(statement))
-        elif isinstance(statement, (cst.ClassDef, cst.FunctionDef)) and isinstance(statement.body, cst.IndentedBlock):
-            _walk(statement.body.body, matched[0].body, lines, quiet)  # type: ignore[attr-defined]
+            continue
+        anchors[id(statement)] = (matched[0].lineno, indent)  # as LibCST places it: after decorators
+        if isinstance(statement, (cst.ClassDef, cst.FunctionDef)) and isinstance(statement.body, cst.IndentedBlock):
+            inner = indent + (module.default_indent if statement.body.indent is None else statement.body.indent,)
+            _walk(module, statement.body.body, matched[0].body, lines, inner, quiet, anchors)  # type: ignore[attr-defined]
     if index != len(nodes):
         raise _Mismatch
 

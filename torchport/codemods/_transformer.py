@@ -20,7 +20,7 @@ from libcst.metadata import CodePosition
 from torchport.codemods import amp, cuda_api, device, distributed, pinned, unported
 from torchport.codemods._names import Imports, chain, cst_import_map, import_map, parse_ast, qualify
 from torchport.codemods._positions import Positions
-from torchport.codemods._quiet import code_trigger_lines, quiet_statements
+from torchport.codemods._quiet import Anchors, code_trigger_lines, map_statements
 from torchport.codemods._registry import RULES_BY_CODE
 from torchport.codemods._base import (
     Diagnostic,
@@ -93,8 +93,7 @@ class MigrateCodemod(cst.CSTTransformer):
         self.imports: Imports = {}
         self._attr_names: set[int] = set()
         self._positions: Positions | None = None
-        self._top_level: set[int] = set()
-        self._statement: cst.CSTNode | None = None  # the top-level statement being visited
+        self._statement: cst.CSTNode | None = None  # the innermost anchored statement being visited
         self._statement_of: dict[int, cst.CSTNode | None] = {}  # for sites reported at the end
         self._quiet: set[int] = set()
 
@@ -105,13 +104,13 @@ class MigrateCodemod(cst.CSTTransformer):
         deep copy its metadata wrapper makes cost several times the parse on big trees.
         """
         syntax = self.syntax or parse_ast(self.source)
+        anchors: Anchors = {}
         if syntax is None:
             self.imports = cst_import_map(tree)
         else:
             self.imports = import_map(syntax)
-            self._quiet = quiet_statements(tree, syntax, code_trigger_lines(self.source, syntax, self.imports))
-        self._positions = Positions(tree, self.source)
-        self._top_level = {id(statement) for statement in tree.body}
+            self._quiet, anchors = map_statements(tree, syntax, code_trigger_lines(self.source, syntax, self.imports))
+        self._positions = Positions(tree, anchors)
         tree = tree.visit(self)
         if AddImportsVisitor.CONTEXT_KEY in self.context.scratch:
             tree = _add_imports(self.context, tree)
@@ -128,7 +127,7 @@ class MigrateCodemod(cst.CSTTransformer):
         key = id(node)
         if key in self._quiet:  # no rule's trigger on its lines
             return False
-        if key in self._top_level:
+        if key in self._positions.anchors:  # type: ignore[union-attr]
             self._statement = node
         kind = type(node)
         try:

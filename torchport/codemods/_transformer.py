@@ -90,6 +90,7 @@ class MigrateCodemod(cst.CSTTransformer):
         self._flag_site: cst.CSTNode | None = None
         self._cuda_imports: list[tuple[str, str, str | None]] = []
         self._needs_torch = False
+        self._runtime_used = False  # a rewrite made a `tp.` node
         self.imports: Imports = {}
         self._attr_names: set[int] = set()
         self._positions: Positions | None = None
@@ -181,6 +182,7 @@ class MigrateCodemod(cst.CSTTransformer):
         return any(name.startswith(prefix) for name in self.qnames(node))
 
     def runtime_attr(self, name: str) -> cst.Attribute:
+        self._runtime_used = True
         return cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(name))
 
     def runtime_call(self, name: str, args: list[cst.BaseExpression]) -> cst.Call:
@@ -322,8 +324,7 @@ class MigrateCodemod(cst.CSTTransformer):
             self.report("TP107", self._flag_site,
                         "torch.backends.cudnn/cuda flags left unchanged: they are harmless on other backends")
         self.diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
-        if not self.runtime_imported and self.rewrites and re.search(rf"\b{self.alias}\b", updated_node.code):
-            # The alias was picked to appear nowhere in the source, so any use of it is a rewrite's.
+        if not self.runtime_imported and self.rewrites and self._runtime_used:
             self.add_needed_import("torchport", "runtime", asname=self.alias)
         if self._needs_torch:
             self.add_needed_import("torch")
@@ -522,13 +523,14 @@ class MigrateCodemod(cst.CSTTransformer):
 
 
 def _add_imports(context: CodemodContext, tree: cst.Module) -> cst.Module:
-    """``AddImportsVisitor`` run on the module's top-level lines only, each compound statement
-    (``def``, ``class``, ``if``...) stood in for by a one-line placeholder: it reads and changes
-    nothing deeper, and walking (and copying) the whole tree cost more than the parse."""
-    originals: dict[str, cst.BaseCompoundStatement] = {}
-    stub = []
+    """``AddImportsVisitor`` run on the module's top-level imports only (and its first statement,
+    which may be the docstring), every other statement stood in for by a one-line placeholder: it
+    reads and changes nothing else, and walking (and copying) the whole tree cost more than the parse."""
+    originals: dict[str, cst.BaseStatement] = {}
+    stub: list[cst.BaseStatement] = []
     for index, statement in enumerate(tree.body):
-        if isinstance(statement, cst.SimpleStatementLine):
+        if index == 0 or (isinstance(statement, cst.SimpleStatementLine)
+                          and any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body)):
             stub.append(statement)
             continue
         name = f"__torchport_statement_{index}"

@@ -149,7 +149,8 @@ print("ok")
 def _run_script(tmp_path, env_value, *extra):
     script = tmp_path / "s.py"
     script.write_text(SCRIPT)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT,
+           "PYTHONWARNINGS": "ignore::UserWarning"}  # torch warns on stderr when numpy is missing
     env.pop("TORCHPORT_AUDIT", None)
     if env_value is not None:
         env["TORCHPORT_AUDIT"] = env_value

@@ -215,7 +215,8 @@ def test_cli_end_to_end(tmp_path):
     script = tmp_path / "script.py"
     script.write_text(SCRIPT)
     out_json = tmp_path / "out.json"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT, "COLUMNS": "120"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT, "COLUMNS": "120",
+           "PYTHONWARNINGS": "ignore::UserWarning"}  # torch warns on stderr when numpy is missing
     env.pop("TORCHPORT_AUDIT", None)
     proc = subprocess.run(
         [sys.executable, "-m", "torchport", "trace", "--audit", "--json", str(out_json),

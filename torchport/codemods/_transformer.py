@@ -11,10 +11,9 @@ import ast
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import CodePosition
 
 from torchport.codemods import amp, cuda_api, device, distributed, pinned, unported
@@ -29,6 +28,9 @@ from torchport.codemods._base import (
     is_cuda_literal,
     mentions_cuda_string,
 )
+
+if TYPE_CHECKING:
+    from libcst.codemod import CodemodContext
 
 RUNTIME_MODULE = "torchport.runtime"
 _ALIASES = ("tp", "tp_runtime", "torchport_runtime")
@@ -113,6 +115,11 @@ class MigrateCodemod(cst.CSTTransformer):
             self._quiet, anchors = map_statements(tree, syntax, code_trigger_lines(self.source, syntax, self.imports))
         self._positions = Positions(tree, anchors)
         tree = tree.visit(self)
+        if not self.context.scratch:
+            return tree
+        # Imported here: libcst.codemod pulls in libcst.matchers (0.3 s), which a cached run never needs.
+        from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+
         if AddImportsVisitor.CONTEXT_KEY in self.context.scratch:
             tree = _add_imports(self.context, tree)
         if RemoveImportsVisitor.CONTEXT_KEY in self.context.scratch:
@@ -156,9 +163,13 @@ class MigrateCodemod(cst.CSTTransformer):
         pass
 
     def add_needed_import(self, module: str, obj: str | None = None, asname: str | None = None) -> None:
+        from libcst.codemod.visitors import AddImportsVisitor
+
         AddImportsVisitor.add_needed_import(self.context, module, obj, asname)
 
     def remove_unused_import(self, module: str, obj: str | None = None, asname: str | None = None) -> None:
+        from libcst.codemod.visitors import RemoveImportsVisitor
+
         RemoveImportsVisitor.remove_unused_import(self.context, module, obj, asname)
 
     # ---- helpers the families call -------------------------------------------------------
@@ -526,6 +537,8 @@ def _add_imports(context: CodemodContext, tree: cst.Module) -> cst.Module:
     """``AddImportsVisitor`` run on the module's top-level imports only (and its first statement,
     which may be the docstring), every other statement stood in for by a one-line placeholder: it
     reads and changes nothing else, and walking (and copying) the whole tree cost more than the parse."""
+    from libcst.codemod.visitors import AddImportsVisitor
+
     originals: dict[str, cst.BaseStatement] = {}
     stub: list[cst.BaseStatement] = []
     for index, statement in enumerate(tree.body):

@@ -267,9 +267,12 @@ def test_skipping_quiet_statements_changes_nothing(source: str, run: Settings) -
 def _migrate_without_skipping(source: str, run: Settings, transformer: object) -> object:
     from torchport.codemods import migrate_code
 
-    real = transformer.map_statements  # type: ignore[attr-defined]
+    import torchport.codemods as codemods
+
+    real_lines, real_map = codemods.code_trigger_lines, transformer.map_statements  # type: ignore[attr-defined]
+    codemods.code_trigger_lines = lambda source, *args: list(range(1, source.count("\n") + 2))
     transformer.map_statements = lambda *args: (set(), {})  # type: ignore[attr-defined]
     try:
         return migrate_code(source, run)
     finally:
-        transformer.map_statements = real  # type: ignore[attr-defined]
+        codemods.code_trigger_lines, transformer.map_statements = real_lines, real_map  # type: ignore[attr-defined]

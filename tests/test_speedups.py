@@ -10,6 +10,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+import torchport.codemods as codemods
 import torchport.codemods._transformer as transformer
 from torchport.codemods import migrate_code
 from torchport.codemods._names import import_map, qualify
@@ -19,7 +20,13 @@ from torchport.config import Settings
 FIXTURES = sorted(p for p in (Path(__file__).parent / "fixtures").rglob("*.py") if not p.name.endswith(".expected.py"))
 
 
+def _every_line(source: str, *args: object) -> list[int]:
+    return list(range(1, source.count("\n") + 2))
+
+
 def _without_skipping(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every line a trigger (no file or statement skipped), positions from the whole module."""
+    monkeypatch.setattr(codemods, "code_trigger_lines", _every_line)
     monkeypatch.setattr(transformer, "map_statements", lambda *args: (set(), {}))
 
 

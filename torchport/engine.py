@@ -18,8 +18,6 @@ from pathlib import Path
 import libcst as cst
 
 from torchport.codemods import PREFILTER, Diagnostic, migrate_code
-from torchport.codemods._names import import_map
-from torchport.codemods._quiet import code_trigger_lines
 from torchport.config import DEFAULT, Settings
 
 # Suffix of the temporary file `write_atomic` writes next to the file it replaces.
@@ -165,8 +163,6 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT) -> FileResu
     if refused:
         result.migrated, result.error = None, refused
         return result
-    if syntax is not None and not code_trigger_lines(text, syntax, import_map(syntax)):
-        return result  # what matched the prefilter is only comments and strings: no LibCST parse
     try:
         migration = migrate_code(text, settings.for_file(result.path), syntax=syntax)
     except cst.ParserSyntaxError as exc:
@@ -177,9 +173,6 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT) -> FileResu
         result.migrated = None
         result.error = f"internal error while migrating: {type(exc).__name__}: {exc}"
         return result
-    if migration.code != text and not migration.rewrites:
-        # No rule rewrote anything, so any difference is LibCST's regeneration, not a rewrite.
-        migration.code = text
     if migration.code != text:
         if not migration.exact:
             # LibCST does not regenerate every file byte for byte (e.g. a blank line before an

@@ -52,10 +52,6 @@ def _worker_init() -> None:
             signal.signal(getattr(signal, name), signal.SIG_DFL)
 
 
-def _work(result: FileResult, settings: Settings) -> FileResult:
-    return migrate_source(result, settings)
-
-
 def _failed(result: FileResult, reason: str) -> FileResult:
     result.migrated = None
     result.error = f"internal error: {reason}; file left unchanged"
@@ -141,7 +137,7 @@ def _in_pool(
         futures: dict[Future[FileResult], int] = {}
         for index in indices:  # with fork, the workers start here, before the bar's thread does
             try:
-                futures[pool.submit(_work, results[index], settings)] = index
+                futures[pool.submit(migrate_source, results[index], settings)] = index
             except BrokenProcessPool:
                 crashed.append(index)
         with bar or nullcontext(lambda: None) as advance:

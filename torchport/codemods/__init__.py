@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchport.codemods._base import Diagnostic, Rule
+from torchport.codemods._names import import_map, parse_ast
+from torchport.codemods._quiet import code_trigger_lines
 from torchport.codemods._registry import FAMILIES, RULES_BY_CODE, TRIGGERS, check_patterns, matches
 from torchport.codemods._transformer import MigrateCodemod
 from torchport.config import DEFAULT, Settings
@@ -81,12 +83,21 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
     def enabled(code: str) -> bool:
         return matches(code, select) and not matches(code, settings.ignore)
 
+    syntax = syntax or parse_ast(source)
+    imports, lines = None, []
+    if syntax is not None:
+        imports = import_map(syntax)
+        lines = code_trigger_lines(source, syntax, imports)
+        if not lines:  # what matched the prefilter is only comments and strings: no LibCST parse
+            return Migration(source)
+
     from libcst.codemod import CodemodContext  # here: it imports libcst.matchers (0.3 s)
 
     module = cst.parse_module(source)
     codemod = MigrateCodemod(
         CodemodContext(), source=source, enabled=enabled, unsafe_fixes=settings.unsafe_fixes,
-        suppressed=suppressions(source), targets=settings.targets, syntax=syntax,
+        suppressed=suppressions(source), targets=settings.targets, syntax=syntax, imports=imports,
+        trigger_lines=lines,
     )
     tree = codemod.transform_module(module)
     if not codemod.rewrites:  # any difference would be LibCST's regeneration, not a rewrite

@@ -35,18 +35,25 @@ def parse_ast(source: str) -> ast.Module | None:
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
-def statements(tree: ast.AST) -> Iterator[ast.stmt]:
-    """Every statement in ``tree``, at any depth, without walking expressions (``ast.walk`` visits
-    ten times as many nodes, which made it cost more than the parse)."""
+def blocks(tree: ast.AST) -> Iterator[list[ast.stmt]]:
+    """Every list of statements in ``tree`` (bodies, ``else`` branches, handlers' and cases' bodies),
+    at any depth, without walking expressions (``ast.walk`` visits ten times as many nodes, which
+    made it cost more than the parse)."""
     stack = [tree]
     while stack:
         node = stack.pop()
         for name in _BLOCKS:
             block = getattr(node, name, None)
             if block:
-                stack.extend(reversed(block))
-        if isinstance(node, ast.stmt):
-            yield node
+                stack.extend(block)
+                if name not in ("handlers", "cases"):  # their items are not statements; their bodies are
+                    yield block
+
+
+def statements(tree: ast.AST) -> Iterator[ast.stmt]:
+    """Every statement in ``tree``, at any depth (see `blocks`)."""
+    for block in blocks(tree):
+        yield from block
 
 
 def import_map(tree: ast.Module) -> Imports:

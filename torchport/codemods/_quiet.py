@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from torchport.codemods._names import _BLOCKS, Imports
+from torchport.codemods._names import Imports, blocks
 from torchport.codemods._registry import TRIGGERS
 
 TRIGGER_PATTERN = re.compile(TRIGGERS)
@@ -91,30 +91,21 @@ def _text_lines(source: str, starts: list[int], tree: ast.Module) -> set[int]:
         return source[starts[number - 1]:end]
 
     text: set[int] = set()
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        for name in _BLOCKS:
-            block = getattr(node, name, None)
-            if not block:
+    for block in blocks(tree):
+        for index, statement in enumerate(block):
+            value = getattr(statement, "value", None)
+            if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
                 continue
-            stack.extend(block)
-            if name in ("handlers", "cases"):  # not statements; their bodies are walked
-                continue
-            for index, statement in enumerate(block):
-                value = getattr(statement, "value", None)
-                if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
-                    continue
-                if isinstance(statement, ast.Expr) and (" " in value.value or "\n" in value.value):
-                    low, high = statement.lineno, statement.end_lineno or statement.lineno
-                    # Not a line shared with other code: `x = 1; "doc"`, `def f(): "doc"`.
-                    if (index and (block[index - 1].end_lineno or 0) >= low) or not _starts_string(line(low)):
-                        low += 1
-                    if (index + 1 < len(block) and block[index + 1].lineno <= high) or not _ends_string(line(high)):
-                        high -= 1
-                    text.update(range(low, high + 1))
-                elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and (value.end_lineno or 0) - value.lineno >= 2:
-                    text.update(range(value.lineno + 1, value.end_lineno or 0))
+            if isinstance(statement, ast.Expr) and (" " in value.value or "\n" in value.value):
+                low, high = statement.lineno, statement.end_lineno or statement.lineno
+                # Not a line shared with other code: `x = 1; "doc"`, `def f(): "doc"`.
+                if (index and (block[index - 1].end_lineno or 0) >= low) or not _starts_string(line(low)):
+                    low += 1
+                if (index + 1 < len(block) and block[index + 1].lineno <= high) or not _ends_string(line(high)):
+                    high -= 1
+                text.update(range(low, high + 1))
+            elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and (value.end_lineno or 0) - value.lineno >= 2:
+                text.update(range(value.lineno + 1, value.end_lineno or 0))
     return text
 
 

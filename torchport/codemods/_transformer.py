@@ -10,16 +10,16 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.metadata import CodePosition
 
 from torchport.codemods import amp, cuda_api, device, distributed, pinned, unported
-from torchport.codemods._names import Imports, chain, cst_import_map, import_map, parse_ast, qualify
+from torchport.codemods._names import Imports, chain, cst_import_map, qualify
 from torchport.codemods._positions import Positions
-from torchport.codemods._quiet import Anchors, code_trigger_lines, map_statements
+from torchport.codemods._quiet import Anchors, map_statements
 from torchport.codemods._registry import RULES_BY_CODE
 from torchport.codemods._base import (
     Diagnostic,
@@ -44,12 +44,15 @@ class MigrateCodemod(cst.CSTTransformer):
     Args:
         context: the LibCST codemod context.
         source: the module's source text, used only to pick a runtime alias that cannot collide.
+        syntax: CPython's tree of ``source``; None when CPython cannot parse it (then the imports
+            are read from the LibCST tree and every statement is visited).
+        imports: `_names.import_map` of ``syntax``.
+        trigger_lines: `_quiet.code_trigger_lines` of ``source``: statements spanning none are skipped.
 
     After ``transform_module`` runs, ``rewrites`` counts the rewrites per rule code and
     ``diagnostics`` lists what was left unchanged, sorted by line.
     """
 
-    DESCRIPTION = "Port CUDA-only PyTorch code to torchport.runtime."
     # No METADATA_DEPENDENCIES: qualified names come from the imports (`_names`), and positions
     # are resolved only once a rule fires (most files that pass the prefilter have no site).
 
@@ -62,11 +65,14 @@ class MigrateCodemod(cst.CSTTransformer):
         suppressed: Mapping[int, frozenset[str] | None] | None = None,
         targets: tuple[str, ...] = (),
         syntax: ast.Module | None = None,
+        imports: Imports | None = None,
+        trigger_lines: Sequence[int] = (),
     ) -> None:
         super().__init__()
         self.context = context
         self.source = source
         self.syntax = syntax
+        self.trigger_lines = trigger_lines
         self.enabled = enabled
         self.unsafe_fixes = unsafe_fixes
         self.suppressed = suppressed or {}
@@ -93,7 +99,7 @@ class MigrateCodemod(cst.CSTTransformer):
         self._cuda_imports: list[tuple[str, str, str | None]] = []
         self._needs_torch = False
         self._runtime_used = False  # a rewrite made a `tp.` node
-        self.imports: Imports = {}
+        self.imports: Imports = imports or {}
         self._attr_names: set[int] = set()
         self._positions: Positions | None = None
         self._statement: cst.CSTNode | None = None  # the innermost anchored statement being visited
@@ -106,13 +112,11 @@ class MigrateCodemod(cst.CSTTransformer):
         A plain transformer, not LibCST's ``VisitorBasedCodemodCommand``: its matcher dispatch and the
         deep copy its metadata wrapper makes cost several times the parse on big trees.
         """
-        syntax = self.syntax or parse_ast(self.source)
         anchors: Anchors = {}
-        if syntax is None:
+        if self.syntax is None:
             self.imports = cst_import_map(tree)
         else:
-            self.imports = import_map(syntax)
-            self._quiet, anchors = map_statements(tree, syntax, code_trigger_lines(self.source, syntax, self.imports))
+            self._quiet, anchors = map_statements(tree, self.syntax, self.trigger_lines)
         self._positions = Positions(tree, anchors)
         tree = tree.visit(self)
         if not self.context.scratch:

@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 import torchport.engine as engine
 from torchport import cache as cache_module
 from torchport import runner
-from torchport.cli import _write_in_place, app
+from torchport.cli import app
+from torchport.writes import write_in_place
 from torchport.config import Settings
 from torchport.engine import TEMP_SUFFIX, migrate_file, read_file
 from torchport.files import discover
@@ -160,7 +161,7 @@ def test_nothing_is_written_outside_the_roots_given(tmp_path: Path) -> None:
     result = migrate_file(elsewhere / "m.py")
     assert result.changed
     written: list[object] = []
-    _write_in_place([tree], [result], written)  # type: ignore[list-item]
+    write_in_place([tree], [result], written)  # type: ignore[list-item]
     assert written == [] and result.error is not None and "outside" in result.error
     assert (elsewhere / "m.py").read_text() == CUDA_CODE
 

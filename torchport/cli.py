@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from enum import Enum
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -21,10 +19,10 @@ from rich.table import Table
 
 from torchport import __version__
 from torchport import cache as cache_module
-from torchport import config, formats, gitstate, runner, statistics
+from torchport import config, formats, gitstate, runner, statistics, writes
 from torchport.codemods import RULES
 from torchport.codemods._registry import check_patterns
-from torchport.engine import FileResult, write_atomic
+from torchport.engine import FileResult
 from torchport.files import PathError, discover
 from torchport.report import print_diff, print_statistics, print_summary, progress_bar
 
@@ -104,7 +102,7 @@ def migrate(
     try:
         settings = _settings(paths, config_file, select, ignore, unsafe_fixes, target)
         if output_dir is not None:
-            _check_output_dir(paths, output_dir)
+            writes.check_output_dir(paths, output_dir)
         found = list(discover(paths, (*settings.exclude, *(exclude or ()))))
     except (PathError, ValueError) as exc:
         _usage(err, str(exc))
@@ -126,11 +124,11 @@ def migrate(
                     err.print(f"would migrate {escape(result.display)}", highlight=False)
             if output_dir is not None:
                 try:
-                    copy_problems = _write_tree(paths[0], output_dir, results)
+                    copy_problems = writes.write_tree(paths[0], output_dir, results)
                 except OSError as exc:
                     _usage(err, f"cannot write the migrated copy to {output_dir}: {exc}; nothing was written")
             elif mode == "apply":
-                _write_in_place(paths, changed, written)
+                writes.write_in_place(paths, changed, written)
         except KeyboardInterrupt:
             signum = interrupted[0] if interrupted else signal.SIGINT
             done = (f"{len(written)} file(s) had been written, the others are untouched" if written
@@ -157,7 +155,7 @@ def migrate(
         raise typer.Exit(EXIT_PENDING)
 
 
-def _usage(err: Console, message: str) -> typer.Exit:
+def _usage(err: Console, message: str) -> NoReturn:
     err.print(f"[red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(EXIT_FAILED)
 
@@ -214,98 +212,6 @@ def _refuse_dirty(err: Console, changed: Sequence[FileResult]) -> None:
     err.print("Commit or stash them first, or run again with --allow-dirty "
               "(--dry-run shows what would change).", highlight=False)
     raise typer.Exit(EXIT_FAILED)
-
-
-def _inside(path: Path, roots: Sequence[Path]) -> bool:
-    real = Path(os.path.realpath(path))
-    return any(real == root or real.is_relative_to(root) for root in roots)
-
-
-def _write_in_place(paths: Sequence[Path], changed: Sequence[FileResult], written: list[FileResult]) -> None:
-    """Write each changed file atomically; never outside the paths given. Appends to ``written`` as it goes."""
-    roots = [Path(os.path.realpath(p)) for p in paths]
-    for result in changed:
-        if not _inside(result.path, roots):
-            result.error = "not written: it resolves to a path outside the folders given"
-            continue
-        try:
-            write_atomic(result.path, result.migrated or "", result.encoding)
-        except (OSError, UnicodeError) as exc:
-            result.error = f"cannot write: {exc}"
-            continue
-        written.append(result)
-
-
-def _check_output_dir(paths: Sequence[Path], output_dir: Path) -> None:
-    if len(paths) != 1 or not paths[0].is_dir():
-        raise ValueError("--output-dir needs exactly one folder to migrate")
-    source, target = Path(os.path.realpath(paths[0])), Path(os.path.realpath(output_dir))
-    if target == source or target.is_relative_to(source) or source.is_relative_to(target):
-        raise ValueError(f"--output-dir {output_dir} must be outside {paths[0]} (and not contain it)")
-    if output_dir.is_symlink() or (output_dir.exists() and (not output_dir.is_dir() or any(output_dir.iterdir()))):
-        raise ValueError(f"--output-dir {output_dir} exists and is not an empty folder")
-
-
-# Never copied into a migrated copy: version-control data and torchport's own cache.
-_NOT_COPIED = frozenset({".git", ".hg", ".svn", cache_module.FOLDER_NAME})
-
-
-def _write_tree(source: Path, output_dir: Path, results: Sequence[FileResult]) -> list[str]:
-    """Copy the whole of ``source`` to ``output_dir`` with each changed file migrated.
-
-    Every file is copied (Python or not, ignored or not); links stay links, and anything that is
-    not a regular file, link or folder (a FIFO, a socket) is left out. The copy is built in a
-    temporary folder beside ``output_dir`` and renamed into place, so that ``output_dir`` is
-    either the whole copy or absent, even if the run is interrupted.
-
-    Returns the files that could not be copied (unreadable), one message each.
-
-    Raises:
-        OSError: when the copy cannot be written (e.g. a full disk); nothing is left behind.
-    """
-    problems: list[str] = []
-    migrated = {os.path.relpath(r.path, source): r for r in results if r.changed}
-    output_dir = output_dir.absolute()
-    output_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=output_dir.parent, prefix=f".{output_dir.name}.", suffix=".torchport-tmp"))
-    folders: list[tuple[Path, Path]] = [(source, staging)]
-    try:
-        for folder, dirs, files in os.walk(source):
-            here = Path(folder)
-            rel_here = os.path.relpath(here, source)
-            into = staging if rel_here == "." else staging / rel_here
-            for name in list(dirs):
-                if name in _NOT_COPIED:
-                    dirs.remove(name)
-                elif (here / name).is_symlink():  # not followed: recreated as a link
-                    os.symlink(os.readlink(here / name), into / name)
-                    dirs.remove(name)
-                else:
-                    (into / name).mkdir()
-                    folders.append((here / name, into / name))
-            for name in files:
-                src, dst = here / name, into / name
-                rel = os.path.normpath(os.path.join(rel_here, name))
-                if src.is_symlink():
-                    os.symlink(os.readlink(src), dst)
-                elif rel in migrated:
-                    result = migrated[rel]
-                    dst.write_bytes((result.migrated or "").encode(result.encoding))
-                    shutil.copymode(src, dst)  # new content, new time: build tools must see the change
-                elif src.is_file():
-                    try:
-                        shutil.copy2(src, dst)
-                    except PermissionError as exc:  # an unreadable file: the rest of the copy goes on
-                        problems.append(f"{os.path.join(source, rel)}: cannot copy: {exc.strerror or exc}")
-        for src_folder, copy in reversed(folders):  # modes and times, once their files are in
-            shutil.copystat(src_folder, copy)
-        if output_dir.is_dir():
-            output_dir.rmdir()  # empty, as checked before the run
-        os.rename(staging, output_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return problems
 
 
 def _codes(values: list[str] | None) -> tuple[str, ...] | None:

@@ -1,0 +1,111 @@
+"""Writing results: in place (atomically, never outside the folders given) or as a migrated copy of
+the whole tree (`--output-dir`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from torchport import cache as cache_module
+from torchport.engine import FileResult, write_atomic
+
+
+def _inside(path: Path, roots: Sequence[Path]) -> bool:
+    real = Path(os.path.realpath(path))
+    return any(real == root or real.is_relative_to(root) for root in roots)
+
+
+def write_in_place(paths: Sequence[Path], changed: Sequence[FileResult], written: list[FileResult]) -> None:
+    """Write each changed file atomically; never outside the paths given. Appends to ``written`` as it goes."""
+    roots = [Path(os.path.realpath(p)) for p in paths]
+    for result in changed:
+        if not _inside(result.path, roots):
+            result.error = "not written: it resolves to a path outside the folders given"
+            continue
+        try:
+            write_atomic(result.path, result.migrated or "", result.encoding)
+        except (OSError, UnicodeError) as exc:
+            result.error = f"cannot write: {exc}"
+            continue
+        written.append(result)
+
+
+def check_output_dir(paths: Sequence[Path], output_dir: Path) -> None:
+    """Check `--output-dir` before anything is migrated.
+
+    Raises:
+        ValueError: unless ``paths`` is one folder and ``output_dir`` is new or empty and neither
+            inside it nor containing it.
+    """
+    if len(paths) != 1 or not paths[0].is_dir():
+        raise ValueError("--output-dir needs exactly one folder to migrate")
+    source, target = Path(os.path.realpath(paths[0])), Path(os.path.realpath(output_dir))
+    if target == source or target.is_relative_to(source) or source.is_relative_to(target):
+        raise ValueError(f"--output-dir {output_dir} must be outside {paths[0]} (and not contain it)")
+    if output_dir.is_symlink() or (output_dir.exists() and (not output_dir.is_dir() or any(output_dir.iterdir()))):
+        raise ValueError(f"--output-dir {output_dir} exists and is not an empty folder")
+
+
+# Never copied into a migrated copy: version-control data and torchport's own cache.
+_NOT_COPIED = frozenset({".git", ".hg", ".svn", cache_module.FOLDER_NAME})
+
+
+def write_tree(source: Path, output_dir: Path, results: Sequence[FileResult]) -> list[str]:
+    """Copy the whole of ``source`` to ``output_dir`` with each changed file migrated.
+
+    Every file is copied (Python or not, ignored or not); links stay links, and anything that is
+    not a regular file, link or folder (a FIFO, a socket) is left out. The copy is built in a
+    temporary folder beside ``output_dir`` and renamed into place, so that ``output_dir`` is
+    either the whole copy or absent, even if the run is interrupted.
+
+    Returns the files that could not be copied (unreadable), one message each.
+
+    Raises:
+        OSError: when the copy cannot be written (e.g. a full disk); nothing is left behind.
+    """
+    problems: list[str] = []
+    migrated = {os.path.relpath(r.path, source): r for r in results if r.changed}
+    output_dir = output_dir.absolute()
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=output_dir.parent, prefix=f".{output_dir.name}.", suffix=".torchport-tmp"))
+    folders: list[tuple[Path, Path]] = [(source, staging)]
+    try:
+        for folder, dirs, files in os.walk(source):
+            here = Path(folder)
+            rel_here = os.path.relpath(here, source)
+            into = staging if rel_here == "." else staging / rel_here
+            for name in list(dirs):
+                if name in _NOT_COPIED:
+                    dirs.remove(name)
+                elif (here / name).is_symlink():  # not followed: recreated as a link
+                    os.symlink(os.readlink(here / name), into / name)
+                    dirs.remove(name)
+                else:
+                    (into / name).mkdir()
+                    folders.append((here / name, into / name))
+            for name in files:
+                src, dst = here / name, into / name
+                rel = os.path.normpath(os.path.join(rel_here, name))
+                if src.is_symlink():
+                    os.symlink(os.readlink(src), dst)
+                elif rel in migrated:
+                    result = migrated[rel]
+                    dst.write_bytes((result.migrated or "").encode(result.encoding))
+                    shutil.copymode(src, dst)  # new content, new time: build tools must see the change
+                elif src.is_file():
+                    try:
+                        shutil.copy2(src, dst)
+                    except PermissionError as exc:  # an unreadable file: the rest of the copy goes on
+                        problems.append(f"{os.path.join(source, rel)}: cannot copy: {exc.strerror or exc}")
+        for src_folder, copy in reversed(folders):  # modes and times, once their files are in
+            shutil.copystat(src_folder, copy)
+        if output_dir.is_dir():
+            output_dir.rmdir()  # empty, as checked before the run
+        os.rename(staging, output_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return problems

@@ -436,13 +436,17 @@ def test_cache_folder_env_var_and_no_cache(cli: CliRunner, tmp_path: Path) -> No
 
 # ---- interruption by a real signal ---------------------------------------------------------
 
-# Runs the CLI with each os.replace slowed down, so that the signal lands while files are written.
+# Runs the CLI with the first os.replace as usual and every later one held until the test's signal
+# arrives, so that the signal lands while files are written however loaded the machine is.
 _SLOW_CLI = """
 import os, signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell may start us with SIGINT ignored
 real = os.replace
+calls = []
 def slow(*args, **kwargs):
-    time.sleep(0.05)
+    calls.append(1)
+    if len(calls) > 1:
+        time.sleep(30)  # the test signals once the first file is written: it lands here, mid-run
     return real(*args, **kwargs)
 os.replace = slow
 from torchport.cli import main

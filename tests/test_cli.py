@@ -116,7 +116,7 @@ def test_no_final_newline_is_kept(runner: CliRunner, tmp_path: Path) -> None:
 
 
 def test_diagnostics_are_in_the_summary_with_file_and_line(runner: CliRunner, tmp_path: Path) -> None:
-    (tmp_path / "m.py").write_text("import torch\n\ntorch.cuda.nvtx.mark('a')\n")
+    (tmp_path / "m.py").write_text("import torch\n\ntorch.cuda.get_arch_list()\n")
     result = runner.invoke(app, ["migrate", str(tmp_path)], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     assert "TP101" in result.stderr and "m.py:3:1" in result.stderr

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from torchport.cli import app
 
-SOURCE = "import torch\n\nx = torch.zeros(2).cuda()\nif x.is_cuda:\n    torch.cuda.nvtx.mark('a')\n"
+SOURCE = "import torch\n\nx = torch.zeros(2).cuda()\nif x.is_cuda:\n    pass\ntorch.cuda.get_arch_list()\n"
 WIDE = {"COLUMNS": "200"}
 
 

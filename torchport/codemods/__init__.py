@@ -1,8 +1,9 @@
 """The rewrite rules, one module per family, and `migrate_code`, which runs them on one module.
 
-Families: `device` (TP001-TP008, TP102-TP106), `cuda_api` (TP010-TP016, TP101),
-`amp` (TP020-TP023), `distributed` (TP030-TP031, TP105), `pinned` (TP040-TP041),
-`unported` (TP2xx: what needs a person; TP3xx: what breaks on one target).
+Families: `device` (TP001-TP008, TP102-TP106), `cuda_api` (TP010-TP018, TP101, TP109),
+`amp` (TP020-TP023), `distributed` (TP030-TP032, TP105), `pinned` (TP040-TP041),
+`unported` (TP009, TP107, TP2xx: what needs a person; TP3xx: what breaks on one target),
+`guards` (TP110: CUDA guards and CUDA-only regions). Each rule is a `Rule` class (see `_rule`).
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from torchport.codemods._base import Diagnostic, Rule
+from torchport.codemods._base import Diagnostic
+from torchport.codemods._rule import Example, Rule
 from torchport.codemods._names import import_map, parse_ast
 from torchport.codemods._quiet import code_trigger_lines
 from torchport.codemods._registry import FAMILIES, RULES_BY_CODE, TRIGGERS, check_patterns, matches
-from torchport.codemods._transformer import MigrateCodemod
+from torchport.codemods._transformer import Migrator
 from torchport.config import DEFAULT, Settings
 
 RULES = RULES_BY_CODE
@@ -94,10 +96,15 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
     from libcst.codemod import CodemodContext  # here: it imports libcst.matchers (0.3 s)
 
     module = cst.parse_module(source)
-    codemod = MigrateCodemod(
+    resolver = None
+    if syntax is not None:
+        from torchport.codemods._scope import Resolver
+
+        resolver = Resolver(syntax, source)
+    codemod = Migrator(
         CodemodContext(), source=source, enabled=enabled, unsafe_fixes=settings.unsafe_fixes,
         suppressed=suppressions(source), targets=settings.targets, syntax=syntax, imports=imports,
-        trigger_lines=lines,
+        resolver=resolver, trigger_lines=lines,
     )
     tree = codemod.transform_module(module)
     if not codemod.rewrites:  # any difference would be LibCST's regeneration, not a rewrite
@@ -108,4 +115,4 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
     return Migration(code, dict(codemod.rewrites), codemod.diagnostics, codemod.sites, exact=module.code == source)
 
 
-__all__ = ["FAMILIES", "PREFILTER", "RULES", "Diagnostic", "Migration", "Rule", "migrate_code", "suppressions"]
+__all__ = ["FAMILIES", "PREFILTER", "RULES", "Diagnostic", "Example", "Migration", "Rule", "migrate_code", "suppressions"]

@@ -1,49 +1,11 @@
-"""Shared types for the rewrite rules: rules, diagnostics and the node helpers every family uses."""
+"""Shared types for the rules: diagnostics and the node helpers every family uses."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
 
 import libcst as cst
-
-Kind = Literal["rewrite", "diagnostic"]
-Safety = Literal["safe", "unsafe", "manual"]
-Effort = Literal["info", "low", "medium", "high"]
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One rewrite or diagnostic, with a stable code.
-
-    Args:
-        code: stable identifier, ``TP0xx`` for rewrites and ``TP1xx``/``TP2xx`` for diagnostics.
-        name: kebab-case slug, e.g. ``cuda-method``.
-        summary: one line saying what the rule does.
-        before: a one-line example of the code the rule matches.
-        after: what the rule turns it into (empty for diagnostics).
-        safety: ``safe`` rewrites apply by default, ``unsafe`` ones only with ``--unsafe-fixes``
-            (otherwise they are reported), ``manual`` rules only report.
-        effort: for manual rules, how much work the user's port of the site takes.
-    """
-
-    code: str
-    name: str
-    summary: str
-    before: str
-    after: str = ""
-    safety: Safety = "safe"
-    effort: Effort | None = None
-
-    def __post_init__(self) -> None:
-        if (self.safety == "manual") != (not self.after):
-            raise ValueError(f"{self.code}: manual rules have no `after`, rewrites must have one")
-
-    @property
-    def kind(self) -> Kind:
-        return "diagnostic" if self.safety == "manual" else "rewrite"
-
 
 @dataclass(frozen=True)
 class Diagnostic:

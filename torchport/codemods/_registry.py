@@ -1,16 +1,31 @@
-"""Every rule, by code, collected from the family modules' ``RULES`` tuples."""
+"""Every rule, collected from the family modules: each `Rule` subclass with a code is registered."""
 
 from __future__ import annotations
 
-from torchport.codemods import amp, cuda_api, device, distributed, pinned, unported
-from torchport.codemods._base import Rule
+import inspect
+from types import ModuleType
 
-FAMILIES = (device, cuda_api, amp, distributed, pinned, unported)
+from torchport.codemods import amp, cuda_api, device, distributed, guards, pinned, unported
+from torchport.codemods._rule import Rule
+
+FAMILIES = (device, cuda_api, amp, distributed, pinned, unported, guards)
+
+
+def family_rules(family: ModuleType) -> tuple[Rule, ...]:
+    """One instance of each rule class defined in ``family``, in source order."""
+    classes = [
+        cls for cls in vars(family).values()
+        if inspect.isclass(cls) and issubclass(cls, Rule) and cls.__module__ == family.__name__ and "code" in vars(cls)
+    ]
+    classes.sort(key=lambda cls: inspect.getsourcelines(cls)[1])
+    return tuple(cls() for cls in classes)
+
+
+RULES_IN_ORDER: tuple[Rule, ...] = tuple(rule for family in FAMILIES for rule in family_rules(family))
+RULES_BY_CODE: dict[str, Rule] = dict(sorted((rule.code, rule) for rule in RULES_IN_ORDER))
 
 # What any rule can match, as one regular expression: text that matches none of it needs no parse.
-TRIGGERS = "|".join(dict.fromkeys(t for family in FAMILIES for t in family.TRIGGERS))
-
-RULES_BY_CODE: dict[str, Rule] = dict(sorted((rule.code, rule) for family in FAMILIES for rule in family.RULES))
+TRIGGERS = "|".join(dict.fromkeys(t for rule in RULES_IN_ORDER for t in rule.trigger_patterns()))
 
 
 def matches(code: str, patterns: tuple[str, ...]) -> bool:

@@ -1,60 +1,76 @@
-"""The one transformer that runs every family's rules in a single pass over a module.
+"""The engine: one pass over a module that dispatches each node to the rules that asked for its type.
 
-Families (device, cuda_api, amp, distributed) hold the rules; this class holds the state they
-share: qualified names, the context each CUDA string is used in, what was handled, and the
-runtime import. Sites that look CUDA-specific and were not handled become diagnostics.
+The `Migrator` holds the facts the rules share, as metadata: the qualified name of each name read
+(scope-correct, from `_scope.Resolver`), where each CUDA string is used (its *context*, set by the rule
+that knows the call it is passed to), which sites were handled, the enclosing nodes, and the runtime
+import. It wires no rule by hand: `Rule` subclasses declare ``visit_<Node>``/``leave_<Node>`` methods,
+and the dispatch tables are built from them.
 """
 
 from __future__ import annotations
 
 import ast
-import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 from libcst.metadata import CodePosition
 
-from torchport.codemods import amp, cuda_api, device, distributed, pinned, unported
+from torchport.codemods._base import Diagnostic, attribute_chain
 from torchport.codemods._names import Imports, chain, cst_import_map, qualify
 from torchport.codemods._positions import Positions
 from torchport.codemods._quiet import Anchors, map_statements
-from torchport.codemods._registry import RULES_BY_CODE
-from torchport.codemods._base import (
-    Diagnostic,
-    attribute_chain,
-    dotted_name,
-    is_cuda_literal,
-    mentions_cuda_string,
-)
+from torchport.codemods._registry import RULES_BY_CODE, RULES_IN_ORDER
+from torchport.codemods._render import PackageRuntime, Renderer
 
 if TYPE_CHECKING:
     from libcst.codemod import CodemodContext
 
-RUNTIME_MODULE = "torchport.runtime"
-_ALIASES = ("tp", "tp_runtime", "torchport_runtime")
-_INFO_FLAGS = ("torch.backends.cudnn", "torch.backends.cuda")
-_CUDA_LIBRARY_USES = ("cupy.cuda.", "numba.cuda.", "pycuda.")
+    from torchport.codemods._rule import Rule
+    from torchport.codemods._scope import Resolver
 
 
-class MigrateCodemod(cst.CSTTransformer):
-    """Rewrite CUDA-specific PyTorch code in one module into calls of ``torchport.runtime``.
+def _tables(rules: Sequence[Rule]) -> tuple[dict[str, list], dict[str, list], dict[str, list]]:
+    """Per node class name: the rules' visit methods, their argument-level and their replacing leave methods."""
+    visits: dict[str, list] = {}
+    arguments: dict[str, list] = {}
+    replacing: dict[str, list] = {}
+    for rule in rules:
+        for attr in dir(type(rule)):
+            if attr.startswith("visit_"):
+                visits.setdefault(attr[6:], []).append(getattr(rule, attr))
+            elif attr.startswith("leave_"):
+                (replacing if rule.replaces else arguments).setdefault(attr[6:], []).append(getattr(rule, attr))
+    return visits, arguments, replacing
+
+
+_VISITS, _ARGUMENTS, _REPLACING = _tables(RULES_IN_ORDER)
+# Nodes that name nothing by themselves: an attribute's name, a keyword argument's name, a parameter's.
+_NAME_FIELDS = {cst.Attribute: "attr", cst.Arg: "keyword", cst.Param: "name", cst.FunctionDef: "name",
+                cst.ClassDef: "name"}
+
+
+class Migrator(cst.CSTTransformer):
+    """Rewrite CUDA-specific PyTorch code in one module; collect what is left as diagnostics.
 
     Args:
-        context: the LibCST codemod context.
-        source: the module's source text, used only to pick a runtime alias that cannot collide.
-        syntax: CPython's tree of ``source``; None when CPython cannot parse it (then the imports
-            are read from the LibCST tree and every statement is visited).
+        context: the LibCST codemod context (its scratch space schedules import changes).
+        source: the module's source text (to pick a runtime alias that cannot collide).
+        enabled: whether a rule code is selected.
+        unsafe_fixes: apply unsafe rewrites instead of reporting them.
+        suppressed: line -> codes suppressed there (None: all), from ``# torchport: ignore``.
+        targets: per-target diagnostics to run (``mps``, ``xpu``, ``cpu``).
+        syntax: CPython's tree of ``source``; None when CPython cannot parse it (then the imports are
+            read from the LibCST tree, names are not scope-resolved, and every statement is visited).
         imports: `_names.import_map` of ``syntax``.
-        trigger_lines: `_quiet.code_trigger_lines` of ``source``: statements spanning none are skipped.
+        resolver: the scope resolver of ``syntax``.
+        trigger_lines: lines where some rule's trigger matches: statements spanning none are skipped.
+        renderer: how a fix that calls the runtime is written (``tp.device()`` by default).
 
-    After ``transform_module`` runs, ``rewrites`` counts the rewrites per rule code and
-    ``diagnostics`` lists what was left unchanged, sorted by line.
+    After ``transform_module``: ``rewrites`` (counts per code), ``sites`` (one per rewrite) and
+    ``diagnostics`` (sorted by line).
     """
-
-    # No METADATA_DEPENDENCIES: qualified names come from the imports (`_names`), and positions
-    # are resolved only once a rule fires (most files that pass the prefilter have no site).
 
     def __init__(
         self,
@@ -66,7 +82,9 @@ class MigrateCodemod(cst.CSTTransformer):
         targets: tuple[str, ...] = (),
         syntax: ast.Module | None = None,
         imports: Imports | None = None,
+        resolver: Resolver | None = None,
         trigger_lines: Sequence[int] = (),
+        renderer: Renderer | None = None,
     ) -> None:
         super().__init__()
         self.context = context
@@ -77,34 +95,32 @@ class MigrateCodemod(cst.CSTTransformer):
         self.unsafe_fixes = unsafe_fixes
         self.suppressed = suppressed or {}
         self.targets = targets
-        self.sites: list[Diagnostic] = []  # one per rewrite, for reports (message = rule summary)
-        self.alias = "tp"
-        self.runtime_imported = False
-        self.torch_name: str | None = None
+        self.imports: Imports = imports or {}
+        self.resolver = resolver
+        self.renderer: Renderer = renderer or PackageRuntime()
+        self.sites: list[Diagnostic] = []
         self.rewrites: Counter[str] = Counter()
         self.diagnostics: list[Diagnostic] = []
+        self.torch_name: str | None = None
+        self._needs_torch = False
         # id(original node) -> (context kind, rule code); kinds: "device", "str", "type"
         self.contexts: dict[int, tuple[str, str]] = {}
-        self.device_pairs: set[int] = set()
-        self.index_args: set[int] = set()
-        self._called: set[int] = set()
-        self._type_checks: set[int] = set()
         self.handled: set[int] = set()
-        self._idioms: dict[int, tuple[bool, cst.BaseExpression | None]] = {}
-        self._inner: set[int] = set()
-        self._method_funcs: set[int] = set()
-        self._cuda_refs: list[tuple[cst.CSTNode, str]] = []
-        self._strings: list[cst.CSTNode] = []
-        self._flag_site: cst.CSTNode | None = None
-        self._cuda_imports: list[tuple[str, str, str | None]] = []
-        self._needs_torch = False
-        self._runtime_used = False  # a rewrite made a `tp.` node
-        self.imports: Imports = imports or {}
-        self._attr_names: set[int] = set()
+        self.called: set[int] = set()  # id() of every call's func
+        self.inner: set[int] = set()  # id() of the value of every attribute (not the head of a chain)
+        self.ancestors: list[cst.CSTNode] = []  # the nodes being visited, outermost first
+        self.cuda_imports: list[tuple[str, str, str | None]] = []
+        self._not_names: set[int] = set()
         self._positions: Positions | None = None
         self._statement: cst.CSTNode | None = None  # the innermost anchored statement being visited
         self._statement_of: dict[int, cst.CSTNode | None] = {}  # for sites reported at the end
         self._quiet: set[int] = set()
+        self._store: dict[str, dict[Any, Any]] = {}
+        self._skip_depth = 0  # > 0 inside a region no rewrite may touch (see `skip_region`)
+        self._skip_roots: set[int] = set()
+        self._entered: set[int] = set()
+
+    # ---- the pass ---------------------------------------------------------------------------
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
         """Run the rules over ``tree``, then add and remove imports as scheduled.
@@ -118,6 +134,7 @@ class MigrateCodemod(cst.CSTTransformer):
         else:
             self._quiet, anchors = map_statements(tree, self.syntax, self.trigger_lines)
         self._positions = Positions(tree, anchors)
+        self.renderer.prepare(self, tree)
         tree = tree.visit(self)
         if not self.context.scratch:
             return tree
@@ -130,11 +147,6 @@ class MigrateCodemod(cst.CSTTransformer):
             tree = RemoveImportsVisitor(self.context).transform_module(tree)
         return tree
 
-    # Dispatch through a per-class table: CSTTransformer looks each method up by name on every
-    # node and every child attribute, which dominated the run time.
-    _visits: dict[type, Callable | None] = {}
-    _leaves: dict[type, Callable | None] = {}
-
     def on_visit(self, node: cst.CSTNode) -> bool:
         key = id(node)
         if key in self._quiet:  # no rule's trigger on its lines
@@ -142,23 +154,52 @@ class MigrateCodemod(cst.CSTTransformer):
         if key in self._positions.anchors:  # type: ignore[union-attr]
             self._statement = node
         kind = type(node)
-        try:
-            method = self._visits[kind]
-        except KeyError:
-            method = self._visits[kind] = getattr(type(self), f"visit_{kind.__name__}", None)
-        if method is None:
-            return True
-        return method(self, node) is not False
+        field = _NAME_FIELDS.get(kind)
+        if field is not None:
+            name = getattr(node, field)
+            if name is not None:
+                self._not_names.add(id(name))
+        if kind is cst.Attribute:
+            self.inner.add(id(node.value))  # type: ignore[attr-defined]
+        elif kind is cst.Call:
+            self.called.add(id(node.func))  # type: ignore[attr-defined]
+        elif kind in (cst.Import, cst.ImportFrom):
+            self._note_import(node)  # type: ignore[arg-type]
+        elif kind is cst.Module:
+            self.visit_Module(node)  # type: ignore[arg-type]
+        self.ancestors.append(node)
+        descend = True
+        for visit in _VISITS.get(kind.__name__, ()):
+            if visit(self, node) is False:
+                descend = False
+        if key in self._skip_roots:
+            self._skip_depth += 1
+            self._entered.add(key)
+        if kind in (cst.Import, cst.ImportFrom):
+            descend = False
+        if not descend:
+            self.ancestors.pop()
+        return descend
 
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> object:
-        kind = type(original_node)
-        try:
-            method = self._leaves[kind]
-        except KeyError:
-            method = self._leaves[kind] = getattr(type(self), f"leave_{kind.__name__}", None)
-        if method is None:
-            return updated_node
-        return method(self, original_node, updated_node)
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        if self.ancestors and self.ancestors[-1] is original_node:
+            self.ancestors.pop()
+        name = type(original_node).__name__
+        for leave in _ARGUMENTS.get(name, ()):
+            result = leave(self, original_node, updated_node)
+            if result is not None:
+                updated_node = result
+        for leave in _REPLACING.get(name, ()):
+            result = leave(self, original_node, updated_node)
+            if result is not None:
+                updated_node = result
+                break
+        if id(original_node) in self._entered:  # after its own rules: apply() refused them
+            self._entered.discard(id(original_node))
+            self._skip_depth -= 1
+        if isinstance(updated_node, cst.Module):
+            return self.leave_Module(original_node, updated_node)  # type: ignore[arg-type]
+        return updated_node
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         pass
@@ -166,29 +207,32 @@ class MigrateCodemod(cst.CSTTransformer):
     def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
         pass
 
-    def add_needed_import(self, module: str, obj: str | None = None, asname: str | None = None) -> None:
-        from libcst.codemod.visitors import AddImportsVisitor
+    # ---- facts the rules share ---------------------------------------------------------------
 
-        AddImportsVisitor.add_needed_import(self.context, module, obj, asname)
+    def store(self, rule: Rule | str) -> dict[Any, Any]:
+        """A dict private to ``rule`` (or the rule of that code) for this module; rules are stateless."""
+        return self._store.setdefault(rule if isinstance(rule, str) else rule.code, {})
 
-    def remove_unused_import(self, module: str, obj: str | None = None, asname: str | None = None) -> None:
-        from libcst.codemod.visitors import RemoveImportsVisitor
-
-        RemoveImportsVisitor.remove_unused_import(self.context, module, obj, asname)
-
-    # ---- helpers the families call -------------------------------------------------------
+    def is_name(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` can name something (not an attribute's, a keyword's or a parameter's name)."""
+        return id(node) not in self._not_names
 
     def qnames(self, node: cst.CSTNode) -> set[str]:
-        """The imported APIs ``node`` (a name, attribute chain, call or decorator) refers to."""
-        if id(node) in self._attr_names:  # the `cuda` of `x.cuda` names nothing by itself
+        """The imported APIs ``node`` (a name, attribute chain, call or decorator) refers to, resolved in
+        the scope the node is in: a local, a parameter or a loop variable named like an import is not it."""
+        if id(node) in self._not_names:
             return set()
         dotted = chain(node)
-        return qualify(dotted, self.imports) if dotted else set()
-
-    def start(self, node: cst.CSTNode) -> CodePosition:
-        """Where ``node`` (of the original tree) starts: line from 1, column from 0."""
-        assert self._positions is not None, "transform_module sets the positions"
-        return self._positions.start(node, self._statement_of.get(id(node), self._statement))
+        if not dotted:
+            return set()
+        if self.resolver is None:
+            return qualify(dotted, self.imports)
+        head, _, rest = dotted.partition(".")
+        bound = self.resolver.static(head)
+        if bound is None:
+            start = self.start(node)
+            bound = self.resolver.at(head, start.line, start.column)
+        return {f"{name}.{rest}" if rest else name for name in bound}
 
     def has_qname(self, node: cst.CSTNode, name: str) -> bool:
         return name in self.qnames(node)
@@ -196,28 +240,14 @@ class MigrateCodemod(cst.CSTTransformer):
     def qname_startswith(self, node: cst.CSTNode, prefix: str) -> bool:
         return any(name.startswith(prefix) for name in self.qnames(node))
 
-    def runtime_attr(self, name: str) -> cst.Attribute:
-        self._runtime_used = True
-        return cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(name))
+    def start(self, node: cst.CSTNode) -> CodePosition:
+        """Where ``node`` (of the original tree) starts: line from 1, column from 0."""
+        assert self._positions is not None, "transform_module sets the positions"
+        return self._positions.start(node, self._statement_of.get(id(node), self._statement))
 
-    def runtime_call(self, name: str, args: list[cst.BaseExpression]) -> cst.Call:
-        return cst.Call(func=self.runtime_attr(name), args=[cst.Arg(a) for a in args])
-
-    def runtime_call_name(self, node: cst.CSTNode) -> str | None:
-        """The runtime function a node calls (``tp.device(...)`` -> ``"device"``), else None."""
-        if (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and isinstance(node.func.value, cst.Name)
-            and node.func.value.value == self.alias
-        ):
-            return node.func.attr.value
-        return None
-
-    def torch_attr(self, path: str) -> cst.BaseExpression:
-        if self.torch_name is None:
-            self._needs_torch = True
-        return attribute_chain(f"{self.torch_name or 'torch'}.{path}")
+    def remember_statement(self, node: cst.CSTNode) -> None:
+        """Keep where ``node`` is, for a diagnostic made after the visit (in `Rule.finish`)."""
+        self._statement_of[id(node)] = self._statement
 
     def set_context(self, node: cst.BaseExpression, kind: str, code: str) -> None:
         """Record how the CUDA strings in ``node`` are used; the branches of ``a if c else b`` too."""
@@ -237,6 +267,15 @@ class MigrateCodemod(cst.CSTTransformer):
         if isinstance(node, cst.Call):
             self.handled.add(id(node.func))
 
+    def skip_region(self, node: cst.CSTNode) -> None:
+        """No rewrite inside ``node`` (a region that runs only on CUDA, or code already written for
+        several backends): rewriting it would change nothing anywhere. Diagnostics still run."""
+        self._skip_roots.add(id(node))  # entered when visited (now, if it is the node being visited)
+
+    @property
+    def in_skipped_region(self) -> bool:
+        return self._skip_depth > 0
+
     def _is_suppressed(self, code: str, line: int) -> bool:
         if line not in self.suppressed:
             return False
@@ -246,11 +285,13 @@ class MigrateCodemod(cst.CSTTransformer):
     def apply(self, code: str, node: cst.CSTNode) -> bool:
         """Whether rewrite ``code`` may change ``node``; records it when it may.
 
-        A rule that is deselected or suppressed on the node's line leaves the node alone. An
-        unsafe rule without ``--unsafe-fixes`` reports the site instead. Either way the node
-        counts as handled, so no fallback diagnostic repeats it.
+        A rule that is deselected or suppressed on the node's line, or a node in a skipped region,
+        is left alone. An unsafe rule without ``--unsafe-fixes`` reports the site instead. Either way
+        the node counts as handled, so no fallback diagnostic repeats it.
         """
         self.mark_handled(node)
+        if self._skip_depth:
+            return False
         start = self.start(node)
         if not self.enabled(code) or self._is_suppressed(code, start.line):
             return False
@@ -268,273 +309,74 @@ class MigrateCodemod(cst.CSTTransformer):
         if self.enabled(code) and not self._is_suppressed(code, start.line):
             self.diagnostics.append(Diagnostic(code, start.line, start.column, message))
 
-    # ---- module and imports --------------------------------------------------------------
-
-    def visit_Module(self, node: cst.Module) -> None:
-        for statement in node.body:
-            if not isinstance(statement, cst.SimpleStatementLine):
-                continue
-            for small in statement.body:
-                if isinstance(small, cst.Import):
-                    for alias in small.names:
-                        name = _dotted(alias.name)
-                        if name == "torch":
-                            self.torch_name = alias.evaluated_alias or "torch"
-                        elif name == RUNTIME_MODULE and alias.asname:
-                            self._use_alias(alias.evaluated_alias)
-                elif isinstance(small, cst.ImportFrom) and _dotted(small.module) == "torchport":
-                    if isinstance(small.names, cst.ImportStar):
-                        continue
-                    for alias in small.names:
-                        if alias.evaluated_name == "runtime":
-                            self._use_alias(alias.evaluated_alias or "runtime")
-        if not self.runtime_imported:
-            self.alias = next(a for a in _ALIASES if not re.search(rf"\b{a}\b", self.source))
-
-    def _use_alias(self, alias: str | None) -> None:
-        if alias:
-            self.alias, self.runtime_imported = alias, True
-
     def rule_summary(self, code: str) -> str:
         return RULES_BY_CODE[code].summary
 
-    def dotted(self, node: cst.CSTNode | None) -> str | None:
-        return _dotted(node)
+    # ---- building fixes ----------------------------------------------------------------------
 
-    def visit_Import(self, node: cst.Import) -> bool:
-        unported.check_import(self, node)
-        return False
+    def runtime_attr(self, name: str) -> cst.Attribute:
+        """The runtime's ``name`` (``tp.device``), as the renderer writes it."""
+        return self.renderer.attr(self, name)
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        unported.check_import(self, node)
-        # Remember imports that bind torch.cuda names, to drop them once no longer used.
-        module = None if node.relative else _dotted(node.module)
-        if module and not isinstance(node.names, cst.ImportStar):
-            for alias in node.names:
-                name = alias.evaluated_name
-                if module == "torch.cuda" or module.startswith("torch.cuda.") or (module == "torch" and name == "cuda"):
-                    self._cuda_imports.append((module, name, alias.evaluated_alias))
-        return False
+    def runtime_call(self, name: str, args: Sequence[cst.BaseExpression]) -> cst.Call:
+        """A call of the runtime's ``name`` with positional ``args``."""
+        return cst.Call(func=self.runtime_attr(name), args=[cst.Arg(a) for a in args])
+
+    def runtime_call_name(self, node: cst.CSTNode) -> str | None:
+        """The runtime function a node calls (``tp.device(...)`` -> ``"device"``), else None."""
+        return self.renderer.called(node)
+
+    def torch_attr(self, path: str) -> cst.BaseExpression:
+        """``torch.<path>``, through the module's own name for torch (imported if missing)."""
+        if self.torch_name is None:
+            self._needs_torch = True
+        return attribute_chain(f"{self.torch_name or 'torch'}.{path}")
+
+    def add_needed_import(self, module: str, obj: str | None = None, asname: str | None = None) -> None:
+        from libcst.codemod.visitors import AddImportsVisitor
+
+        AddImportsVisitor.add_needed_import(self.context, module, obj, asname)
+
+    def remove_unused_import(self, module: str, obj: str | None = None, asname: str | None = None) -> None:
+        from libcst.codemod.visitors import RemoveImportsVisitor
+
+        RemoveImportsVisitor.remove_unused_import(self.context, module, obj, asname)
+
+    # ---- module and imports ------------------------------------------------------------------
+
+    def _note_import(self, node: cst.Import | cst.ImportFrom) -> None:
+        """Imports that bind torch.cuda names, to drop them once no longer used."""
+        if isinstance(node, cst.Import) or node.relative or isinstance(node.names, cst.ImportStar):
+            return
+        module = _dotted(node.module)
+        if not module:
+            return
+        for alias in node.names:
+            name = alias.evaluated_name
+            if module == "torch.cuda" or module.startswith("torch.cuda.") or (module == "torch" and name == "cuda"):
+                self.cuda_imports.append((module, name, alias.evaluated_alias))
+
+    def visit_Module(self, node: cst.Module) -> None:
+        for statement in node.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Import):
+                        for alias in small.names:
+                            if _dotted(alias.name) == "torch":
+                                self.torch_name = alias.evaluated_alias or "torch"
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        for node, name in self._cuda_refs:
-            if id(node) in self.handled:
-                continue
-            code = unported.cuda_api_rule(name) if name != "torch.cuda" else None
-            if code is not None:
-                self.report(code, node, f"`{name}`: {self.rule_summary(code)}")
-            elif name == "torch.cuda":
-                self.report("TP101", node, "`torch.cuda` used as an object has no portable equivalent; left unchanged")
-            else:
-                self.report("TP101", node, f"`{name}` has no portable equivalent in torchport.runtime; left unchanged")
-        for node in self._strings:
-            if id(node) in self.handled:
-                continue
-            if distributed.is_nccl(node):
-                self.report("TP105", node, '"nccl" outside a backend setting; left unchanged')
-            else:
-                text = cst.Module([]).code_for_node(node)
-                self.report("TP102", node, f"CUDA device string {text} where torchport cannot tell how it is used; left unchanged")
-        if self._flag_site is not None:
-            self.report("TP107", self._flag_site,
-                        "torch.backends.cudnn/cuda flags left unchanged: they are harmless on other backends")
+        for rule in RULES_IN_ORDER:
+            rule.finish(self, original_node)
         self.diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
-        if not self.runtime_imported and self.rewrites and self._runtime_used:
-            self.add_needed_import("torchport", "runtime", asname=self.alias)
+        if self.rewrites:
+            self.renderer.finish(self)
         if self._needs_torch:
             self.add_needed_import("torch")
         if self.rewrites:
-            for module, name, asname in self._cuda_imports:
+            for module, name, asname in self.cuda_imports:
                 self.remove_unused_import(module, name, asname)
         return updated_node
-
-    # ---- contexts: where each CUDA string is used ----------------------------------------
-
-    def visit_Call(self, node: cst.Call) -> None:
-        device.classify_call(self, node)
-        amp.classify_call(self, node)
-        distributed.classify_call(self, node)
-        unported.check_call(self, node)
-        unported.check_double_call(self, node)
-        self._called.add(id(node.func))
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda":
-            self._method_funcs.add(id(node.func))
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self._classify_assignment([t.target for t in node.targets], node.value)
-        unported.check_assign(self, node)
-
-    def visit_If(self, node: cst.If) -> None:
-        unported.check_if(self, node)
-
-    def leave_Assert(
-        self, original_node: cst.Assert, updated_node: cst.Assert
-    ) -> cst.Assert | cst.RemovalSentinel:
-        return cst.RemoveFromParent() if unported.rewrite_assert(self, original_node) else updated_node
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._classify_assignment([node.target], node.value)
-
-    def _classify_assignment(self, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
-        names = [t.attr.value if isinstance(t, cst.Attribute) else getattr(t, "value", "") for t in targets]
-        if any(isinstance(n, str) and n.endswith("type") for n in names):
-            self.set_context(value, "type", "TP004")
-        else:
-            self.set_context(value, "str", "TP003")
-
-    def visit_Param(self, node: cst.Param) -> None:
-        if node.default is not None:
-            self.set_context(node.default, "str", "TP003")
-
-    def visit_Return(self, node: cst.Return) -> None:
-        if node.value is not None:
-            self.set_context(node.value, "str", "TP003")
-
-    def visit_DictElement(self, node: cst.DictElement) -> None:
-        key = node.key.evaluated_value if isinstance(node.key, cst.SimpleString) else None
-        if isinstance(key, str) and ("device" in key or "backend" in key):
-            self.set_context(node.value, "str", "TP003")
-
-    def visit_Comparison(self, node: cst.Comparison) -> None:
-        if device.tensor_type_check(node) is not None:
-            self._type_checks.add(id(node))
-            self.mark_handled(node)
-            for side in _cuda_compared(node):
-                self.handled.add(id(side))
-            return
-        # `x == "cuda"` may mean "on the accelerator" or guard a CUDA-only path (fused kernels,
-        # CUDA extensions): torchport cannot tell which, so it reports and leaves it.
-        for side in _cuda_compared(node):
-            self.handled.add(id(side))
-            self.report("TP104", side, 'comparison with the device type "cuda"; left unchanged (it may guard '
-                        "CUDA-only code)")
-
-    def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.BaseExpression:
-        if id(original_node) not in self._type_checks:
-            return updated_node
-        return device.rewrite_type_check(self, original_node, updated_node) or updated_node
-
-    def visit_IfExp(self, node: cst.IfExp) -> bool:
-        idiom = device.availability_idiom(self, node)
-        if idiom is None:
-            if isinstance(node.test, cst.Comparison) and _cuda_compared(node.test):
-                # `"cuda" if "cuda" in device else "cpu"` derives a type from a device string,
-                # which already works on every backend: keep the branches as the test keeps "cuda".
-                for branch in (node.body, node.orelse):
-                    self.contexts.pop(id(branch), None)
-                    self.handled.add(id(branch))
-            return True
-        self._idioms[id(node)] = idiom
-        return False  # the whole expression is replaced; its parts need no visit
-
-    def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
-        idiom = self._idioms.get(id(original_node))
-        if idiom is None:
-            return updated_node
-        wants_object, index = idiom
-        kind = self.contexts.get(id(original_node), ("str", ""))[0]
-        if not self.apply("TP005", original_node):
-            return updated_node
-        if kind == "type":
-            return self.runtime_call("device_type", [])
-        name = "device" if wants_object or kind == "device" else "device_str"
-        return self.runtime_call(name, [index] if index is not None else [])
-
-    # ---- candidates for diagnostics ------------------------------------------------------
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if is_cuda_literal(node) or distributed.is_nccl(node):
-            self._strings.append(node)
-            self._statement_of[id(node)] = self._statement
-
-    def visit_FormattedString(self, node: cst.FormattedString) -> None:
-        if mentions_cuda_string(node):
-            self._strings.append(node)
-            self._statement_of[id(node)] = self._statement
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self._inner.add(id(node.value))
-        self._attr_names.add(id(node.attr))
-        if id(node) in self._inner:
-            return
-        names = self.qnames(node)
-        self._collect_cuda_ref(node, names)
-        if self._flag_site is None and any(n.startswith(_INFO_FLAGS) for n in names):
-            self._flag_site = node
-            self._statement_of[id(node)] = self._statement
-        unported.check_dtype(self, node, names)
-        # Only torch's own `.cuda` methods (`torch.Tensor.cuda`, ...): `args.cuda` is a user's flag.
-        if any(n == "torch.version.cuda" or n.startswith("torch.version.cuda.") for n in names):
-            self.report("TP101", node, "`torch.version.cuda` is None on builds without CUDA; left unchanged")
-        elif dotted_name(node) and any(n.startswith(_CUDA_LIBRARY_USES) for n in names):
-            self.report("TP208", node, f"`{dotted_name(node)}` uses a CUDA-only library")
-        elif node.attr.value == "cuda" and id(node) not in self._method_funcs and any(
-            n.startswith("torch.") and n != "torch.cuda" for n in names
-        ):
-            self.report("TP106", node, "`.cuda` referenced without a call; left unchanged")
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if id(node) not in self._inner:
-            self._collect_cuda_ref(node, self.qnames(node))
-
-    def _collect_cuda_ref(self, node: cst.CSTNode, names: set[str]) -> None:
-        if dotted_name(node) is None:  # a chain through a call, e.g. current_stream().wait_stream
-            return
-        for name in names:
-            if name == "torch.cuda" or name.startswith("torch.cuda."):
-                self._cuda_refs.append((node, name))
-                self._statement_of[id(node)] = self._statement
-                return
-
-    # ---- rewrites ------------------------------------------------------------------------
-
-    def _rename(self, original: cst.CSTNode, updated: cst.BaseExpression) -> cst.BaseExpression:
-        names = self.qnames(original)
-        if "torch.cuda.is_available" in names and id(original) not in self._called:
-            self.mark_handled(original)
-            self.report("TP109", original, "`torch.cuda.is_available` without a call is always true: call it")
-            return updated
-        for name in names:
-            found = cuda_api.lookup(name)
-            if found is None:
-                continue
-            code, new, is_runtime = found
-            if not self.apply(code, original):
-                return updated
-            return self.runtime_attr(new) if is_runtime else self.torch_attr(new)
-        return updated
-
-    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
-        return device.rewrite_is_cuda(self, original_node, updated_node) or self._rename(original_node, updated_node)
-
-    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
-        return self._rename(original_node, updated_node)
-
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        # Rules that change arguments compose; rules that replace the call take the first match.
-        for argument_rule in (distributed.rewrite_call, pinned.rewrite_arguments, device.rewrite_to_index):
-            updated_node = argument_rule(self, original_node, updated_node) or updated_node
-        for rule in (amp.rewrite_call, cuda_api.rewrite_legacy_call, device.rewrite_cuda_method,
-                     device.rewrite_torch_device, pinned.rewrite_method):
-            replacement = rule(self, original_node, updated_node)
-            if replacement is not None:
-                return replacement
-        return updated_node
-
-    def leave_Decorator(self, original_node: cst.Decorator, updated_node: cst.Decorator) -> cst.Decorator:
-        replacement = amp.rewrite_decorator(self, original_node, updated_node)
-        return updated_node if replacement is None else replacement
-
-    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.BaseExpression:
-        return (device.rewrite_literal(self, original_node, updated_node)
-                or distributed.rewrite_literal(self, original_node) or updated_node)
-
-    def leave_FormattedString(
-        self, original_node: cst.FormattedString, updated_node: cst.FormattedString
-    ) -> cst.BaseExpression:
-        return device.rewrite_literal(self, original_node, updated_node) or updated_node
-
 
 
 def _add_imports(context: CodemodContext, tree: cst.Module) -> cst.Module:
@@ -563,16 +405,8 @@ def _add_imports(context: CodemodContext, tree: cst.Module) -> cst.Module:
     return added.with_changes(body=body)
 
 
-def _cuda_compared(node: cst.Comparison) -> list[cst.SimpleString]:
-    """The ``"cuda"`` literals compared with ``==``, ``!=``, ``in`` or ``not in`` in ``node``."""
-    found = []
-    left = node.left
-    for target in node.comparisons:
-        if isinstance(target.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
-            found += [s for s in (left, target.comparator) if isinstance(s, cst.SimpleString) and s.evaluated_value == "cuda"]
-        left = target.comparator
-    return found
-
-
 def _dotted(node: cst.CSTNode | None) -> str | None:
+    from torchport.codemods._base import dotted_name
+
     return dotted_name(node) if node is not None else None
+

@@ -14,23 +14,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import Rule, keyword_arg
+from torchport.codemods._base import keyword_arg
+from torchport.codemods.device import rewrite_string
+from torchport.codemods._rule import Example, Rule
 
 if TYPE_CHECKING:
-    from torchport.codemods._transformer import MigrateCodemod
-
-RULES = (
-    Rule("TP020", "cuda-amp-autocast", "`torch.cuda.amp.autocast` becomes `torch.amp.autocast` on the runtime's device type.",
-         "torch.cuda.amp.autocast(dtype=torch.float16)", "torch.amp.autocast(tp.device_type(), dtype=torch.float16)"),
-    Rule("TP021", "cuda-amp-gradscaler", "`torch.cuda.amp.GradScaler` becomes `torch.amp.GradScaler` on the runtime's device type.",
-         "torch.cuda.amp.GradScaler()", "torch.amp.GradScaler(tp.device_type())"),
-    Rule("TP022", "cuda-amp-custom-fwd-bwd", "`torch.cuda.amp.custom_fwd/custom_bwd` become `torch.amp`'s with `device_type=`.",
-         "@torch.cuda.amp.custom_fwd", "@torch.amp.custom_fwd(device_type=tp.device_type())"),
-    Rule("TP023", "amp-device-type", '`"cuda"` given to `torch.autocast` or `torch.amp.GradScaler` becomes the runtime type.',
-         'torch.autocast("cuda")', "torch.autocast(tp.device_type())"),
-)
-
-TRIGGERS = (r"cuda", r"GradScaler")
+    from torchport.codemods._transformer import Migrator
 
 _AUTOCAST = frozenset({"torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"})
 _GRADSCALER = frozenset({"torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"})
@@ -53,58 +42,106 @@ _GENERIC_SCALER = frozenset({"torch.amp.GradScaler", "torch.amp.grad_scaler.Grad
 _AUTOCAST_POSITIONALS = ("enabled", "dtype", "cache_enabled")
 
 
-def classify_call(m: MigrateCodemod, node: cst.Call) -> None:
-    """Mark `"cuda"` given as the device type of a generic AMP call."""
-    if not m.qnames(node.func) & _GENERIC_TYPED:
-        return
-    for index, arg in enumerate(node.args):
-        keyword = arg.keyword.value if arg.keyword else None
-        if (keyword is None and index == 0) or keyword in ("device_type", "device"):
-            m.set_context(arg.value, "type", "TP023")
 
+class CudaAmpAutocast(Rule):
+    code = "TP020"
+    name = "cuda-amp-autocast"
+    summary = "`torch.cuda.amp.autocast` becomes `torch.amp.autocast` on the runtime's device type."
+    before, after = "torch.cuda.amp.autocast(dtype=torch.float16)", "torch.amp.autocast(tp.device_type(), dtype=torch.float16)"
+    names = _AUTOCAST
+    examples = (Example("import torch\nwith torch.cuda.amp.autocast(True):\n    pass\n",
+                        "import torch\nwith torch.amp.autocast(tp.device_type(), enabled=True):\n    pass\n"),)
 
-def rewrite_call(m: MigrateCodemod, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
-    """Rewrite calls of `torch.cuda.amp.*`, and `torch.amp.GradScaler()` with its CUDA default."""
-    names = m.qnames(original.func)
-    args = list(updated.args)
-
-    def device_type() -> cst.Arg:
-        return cst.Arg(m.runtime_call("device_type", []))
-
-    if names & _AUTOCAST:
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        if not m.qnames(original.func) & _AUTOCAST:
+            return None
+        args = list(updated.args)
         positional = [a for a in args if a.keyword is None and not a.star]
         if len(positional) > len(_AUTOCAST_POSITIONALS) or any(a.star for a in args):
             return None
         keywords = [keyword_arg(name, a.value) for name, a in zip(_AUTOCAST_POSITIONALS, positional)]
-        if not m.apply("TP020", original):
+        if not m.apply(self.code, original):
             return None
-        return cst.Call(func=m.torch_attr("amp.autocast"), args=[device_type(), *keywords, *args[len(positional):]])
-    if names & _GRADSCALER:
-        if not m.apply("TP021", original):
-            return None
-        return cst.Call(func=m.torch_attr("amp.GradScaler"), args=[device_type(), *args])
-    for name in names:
-        if name in _CUSTOM:
-            if not m.apply("TP022", original):
-                return None
-            return cst.Call(func=m.torch_attr(f"amp.{_CUSTOM[name]}"),
-                            args=[*args, keyword_arg("device_type", device_type().value)])
-    if names & _GENERIC_SCALER and not any(a.keyword is None or a.keyword.value == "device" for a in args):
-        if not m.apply("TP023", original):
-            return None
-        return updated.with_changes(args=[device_type(), *args])
-    return None
+        return cst.Call(func=m.torch_attr("amp.autocast"),
+                        args=[cst.Arg(m.runtime_call("device_type", [])), *keywords, *args[len(positional):]])
 
 
-def rewrite_decorator(m: MigrateCodemod, original: cst.Decorator, updated: cst.Decorator) -> cst.Decorator | None:
-    """Bare ``@torch.cuda.amp.custom_fwd`` -> ``@torch.amp.custom_fwd(device_type=tp.device_type())``."""
-    if isinstance(original.decorator, cst.Call):
+class CudaAmpGradScaler(Rule):
+    code = "TP021"
+    name = "cuda-amp-gradscaler"
+    summary = "`torch.cuda.amp.GradScaler` becomes `torch.amp.GradScaler` on the runtime's device type."
+    before, after = "torch.cuda.amp.GradScaler()", "torch.amp.GradScaler(tp.device_type())"
+    names = _GRADSCALER
+    examples = (Example("import torch\ns = torch.cuda.amp.GradScaler(enabled=amp)\n",
+                        "import torch\ns = torch.amp.GradScaler(tp.device_type(), enabled=amp)\n"),)
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        if not m.qnames(original.func) & _GRADSCALER or not m.apply(self.code, original):
+            return None
+        return cst.Call(func=m.torch_attr("amp.GradScaler"),
+                        args=[cst.Arg(m.runtime_call("device_type", [])), *updated.args])
+
+
+class CudaAmpCustomFwdBwd(Rule):
+    code = "TP022"
+    name = "cuda-amp-custom-fwd-bwd"
+    summary = "`torch.cuda.amp.custom_fwd/custom_bwd` become `torch.amp`'s with `device_type=`."
+    before, after = "@torch.cuda.amp.custom_fwd", "@torch.amp.custom_fwd(device_type=tp.device_type())"
+    names = frozenset(_CUSTOM)
+    examples = (Example("import torch\n\n\n@torch.cuda.amp.custom_fwd\ndef f(x):\n    return x\n",
+                        "import torch\n\n\n@torch.amp.custom_fwd(device_type=tp.device_type())\ndef f(x):\n    return x\n"),)
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        for name in m.qnames(original.func):
+            if name in _CUSTOM:
+                if not m.apply(self.code, original):
+                    return None
+                return cst.Call(func=m.torch_attr(f"amp.{_CUSTOM[name]}"),
+                                args=[*updated.args, keyword_arg("device_type", m.runtime_call("device_type", []))])
         return None
-    for name in m.qnames(original.decorator):
-        if name in _CUSTOM:
-            if not m.apply("TP022", original.decorator):
+
+    def leave_Decorator(self, m: Migrator, original: cst.Decorator, updated: cst.Decorator) -> cst.Decorator | None:
+        """Bare ``@torch.cuda.amp.custom_fwd`` -> ``@torch.amp.custom_fwd(device_type=tp.device_type())``."""
+        if isinstance(original.decorator, cst.Call):
+            return None
+        for name in m.qnames(original.decorator):
+            if name in _CUSTOM:
+                if not m.apply(self.code, original.decorator):
+                    return None
+                call = cst.Call(func=m.torch_attr(f"amp.{_CUSTOM[name]}"),
+                                args=[keyword_arg("device_type", m.runtime_call("device_type", []))])
+                return updated.with_changes(decorator=call)
+        return None
+
+
+class AmpDeviceType(Rule):
+    code = "TP023"
+    name = "amp-device-type"
+    summary = '`"cuda"` given to `torch.autocast` or `torch.amp.GradScaler` becomes the runtime type.'
+    before, after = 'torch.autocast("cuda")', "torch.autocast(tp.device_type())"
+    names = _GENERIC_TYPED
+    examples = (Example('import torch\nwith torch.autocast("cuda", dtype=torch.bfloat16):\n    pass\n',
+                        "import torch\nwith torch.autocast(tp.device_type(), dtype=torch.bfloat16):\n    pass\n"),
+                Example("import torch\nscaler = torch.amp.GradScaler()\n",
+                        "import torch\nscaler = torch.amp.GradScaler(tp.device_type())\n"))
+
+    def visit_Call(self, m: Migrator, node: cst.Call) -> None:
+        """Mark `"cuda"` given as the device type of a generic AMP call."""
+        if not m.qnames(node.func) & _GENERIC_TYPED:
+            return
+        for index, arg in enumerate(node.args):
+            keyword = arg.keyword.value if arg.keyword else None
+            if (keyword is None and index == 0) or keyword in ("device_type", "device"):
+                m.set_context(arg.value, "type", self.code)
+
+    def leave_SimpleString(self, m: Migrator, original: cst.SimpleString, updated: cst.SimpleString):
+        return rewrite_string(m, self.code, original, updated)
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """``torch.amp.GradScaler()`` defaults to CUDA: give it the runtime's type."""
+        names = m.qnames(original.func)
+        if names & _GENERIC_SCALER and not any(a.keyword is None or a.keyword.value == "device" for a in updated.args):
+            if not m.apply(self.code, original):
                 return None
-            call = cst.Call(func=m.torch_attr(f"amp.{_CUSTOM[name]}"),
-                            args=[keyword_arg("device_type", m.runtime_call("device_type", []))])
-            return updated.with_changes(decorator=call)
-    return None
+            return updated.with_changes(args=[cst.Arg(m.runtime_call("device_type", [])), *updated.args])
+        return None

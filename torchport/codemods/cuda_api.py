@@ -1,4 +1,4 @@
-"""`torch.cuda.*` device, stream, event, memory and RNG calls: renames to `torchport.runtime`.
+"""`torch.cuda.*` device, stream, event, memory, RNG and NVTX calls; guards; default types; checkpoints.
 
 | Code  | Before                                   | After                              |
 |-------|------------------------------------------|------------------------------------|
@@ -9,9 +9,14 @@
 | TP014 | except torch.cuda.OutOfMemoryError:      | except torch.OutOfMemoryError:     |
 | TP015 | x.type(torch.cuda.FloatTensor)           | x.to(tp.device(), torch.float32)   |
 | TP016 | torch.cuda.nvtx.range_push("step")       | tp.range_push("step")              |
+| TP017 | torch.set_default_tensor_type(torch.cuda.HalfTensor) | tp.set_default_tensor_type(torch.cuda.HalfTensor) |
+| TP018 | torch.load(path)                         | torch.load(path, map_location=tp.map_location()) |
 | TP101 | torch.cuda.get_arch_list()               | (reported)                         |
+| TP109 | if torch.cuda.is_available:              | (reported: a bug)                  |
 
-The tables below are the whole rule: a qualified name and the runtime name it becomes.
+Every runtime function a rename lands on is, on CUDA, the `torch.cuda` call it replaced.
+
+`torch.cuda.is_available()` and `torch.cuda.device_count()` are rewritten only where `guards` says so.
 """
 
 from __future__ import annotations
@@ -20,65 +25,146 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import Rule, keyword_arg, string_value
+from torchport.codemods._base import keyword_arg, string_value
+from torchport.codemods._rule import Example, Rule
 
 if TYPE_CHECKING:
-    from torchport.codemods._transformer import MigrateCodemod
+    from torchport.codemods._transformer import Migrator
 
-RULES = (
-    Rule("TP010", "cuda-device-api", "`torch.cuda` device management becomes the runtime's.",
-         "torch.cuda.synchronize()", "tp.synchronize()"),
-    Rule("TP011", "cuda-stream-api", "`torch.cuda` streams and events become the runtime's.",
-         "torch.cuda.Event(enable_timing=True)", "tp.Event(enable_timing=True)"),
-    Rule("TP012", "cuda-memory-api", "`torch.cuda` memory queries become the runtime's.",
-         "torch.cuda.max_memory_allocated()", "tp.max_memory_allocated()"),
-    Rule("TP013", "cuda-rng-api", "`torch.cuda` seeds and RNG state become the runtime's.",
-         "torch.cuda.manual_seed_all(0)", "tp.manual_seed_all(0)"),
-    Rule("TP014", "cuda-oom-error", "`torch.cuda.OutOfMemoryError` is `torch.OutOfMemoryError`.",
-         "except torch.cuda.OutOfMemoryError:", "except torch.OutOfMemoryError:"),
-    Rule("TP015", "cuda-legacy-tensor-type", "Legacy `torch.cuda.FloatTensor` and friends become a dtype on the "
-         "runtime device.", "x.type(torch.cuda.FloatTensor)", "x.to(tp.device(), torch.float32)"),
-    Rule("TP016", "cuda-nvtx", "NVTX ranges become profiler ranges (`torch.profiler.record_function`) off CUDA.",
-         'torch.cuda.nvtx.range_push("step")', 'tp.range_push("step")'),
-    Rule("TP101", "cuda-api-unported", "A `torch.cuda` API with no portable equivalent; left unchanged.",
-         "torch.cuda.get_arch_list()", safety="manual", effort="medium"),
-)
-
-TRIGGERS = (r"cuda",)
-
-_DEVICE = (
-    "is_available", "device_count", "current_device", "set_device", "get_device_name",
-    "get_device_properties", "get_device_capability", "synchronize", "is_bf16_supported",
-)
-_STREAMS = ("Stream", "stream", "current_stream", "default_stream", "set_stream", "Event")
-_MEMORY = (
-    "empty_cache", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
-    "reset_peak_memory_stats", "reset_max_memory_allocated", "memory_stats", "memory_summary", "mem_get_info",
-)
-_RNG = ("manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state", "set_rng_state")
-
-# torch.cuda name -> (rule code, runtime name)
-RUNTIME_RENAMES: dict[str, tuple[str, str]] = {
-    **{name: ("TP010", name) for name in _DEVICE},
-    "device": ("TP010", "device_index"),  # the context manager; `device` is the runtime's selector
-    **{name: ("TP011", name) for name in _STREAMS},
-    **{name: ("TP012", name) for name in _MEMORY},
-    "memory_cached": ("TP012", "memory_reserved"),
-    "max_memory_cached": ("TP012", "max_memory_reserved"),
-    "reset_max_memory_cached": ("TP012", "reset_peak_memory_stats"),
-    **{name: ("TP013", name) for name in _RNG},
-    "seed_all": ("TP013", "seed"),
-    "nvtx.range_push": ("TP016", "range_push"),
-    "nvtx.range_pop": ("TP016", "range_pop"),
-}
-# Submodules that re-export the same functions (torch.cuda.memory.empty_cache, ...).
 _SUBMODULES = ("memory", "random", "streams")
+GUARDS = "TP110"
 
-# torch.cuda name -> (rule code, torch attribute path)
-TORCH_RENAMES: dict[str, tuple[str, str]] = {
-    "OutOfMemoryError": ("TP014", "OutOfMemoryError"),
-    "nvtx.range": ("TP016", "profiler.record_function"),
-}
+
+def cuda_tail(qualified_name: str) -> str | None:
+    """``torch.cuda.memory.empty_cache`` -> ``empty_cache``; None outside ``torch.cuda``."""
+    if not qualified_name.startswith("torch.cuda."):
+        return None
+    name = qualified_name[len("torch.cuda."):]
+    head, _, tail = name.partition(".")
+    return tail if head in _SUBMODULES and tail else name
+
+
+class _Rename(Rule):
+    """Renames ``torch.cuda.<name>`` to the runtime's (or torch's) name, by its ``table``."""
+
+    table: dict[str, str] = {}
+    to_torch = False  # the new name is under torch, not the runtime
+
+    def _lookup(self, m: Migrator, original: cst.CSTNode) -> str | None:
+        for name in m.qnames(original):
+            tail = cuda_tail(name)
+            if tail is not None and tail in self.table:
+                return self.table[tail]
+        return None
+
+    def _rename(self, m: Migrator, original: cst.CSTNode) -> cst.BaseExpression | None:
+        new = self._lookup(m, original)
+        if new is None or not m.apply(self.code, original):
+            return None
+        return m.torch_attr(new) if self.to_torch else m.runtime_attr(new)
+
+    def leave_Attribute(self, m: Migrator, original: cst.Attribute, updated: cst.Attribute):
+        return self._rename(m, original)
+
+    def leave_Name(self, m: Migrator, original: cst.Name, updated: cst.Name):
+        return self._rename(m, original) if m.is_name(original) else None
+
+
+_DEVICE = ("current_device", "set_device", "get_device_name", "get_device_properties", "get_device_capability",
+           "synchronize", "is_bf16_supported")
+
+
+class CudaDeviceApi(_Rename):
+    code = "TP010"
+    name = "cuda-device-api"
+    summary = "`torch.cuda` device management becomes the runtime's."
+    before, after = "torch.cuda.synchronize()", "tp.synchronize()"
+    table = {**{n: n for n in _DEVICE}, "device": "device_index"}  # `device` is the runtime's selector
+    names = frozenset(f"torch.cuda.{n}" for n in (*table, "is_available", "device_count"))
+    examples = (
+        Example("import torch\ntorch.cuda.synchronize()\n", "import torch\ntp.synchronize()\n"),
+        Example("import torch\nif torch.cuda.is_available():\n    model.cuda()\n",
+                "import torch\nif tp.is_available():\n    model.cuda()\n"),
+        Example("import torch.multiprocessing as mp\nimport torch\nmp.spawn(main, nprocs=torch.cuda.device_count())\n",
+                "import torch.multiprocessing as mp\nimport torch\nmp.spawn(main, nprocs=tp.process_count())\n"),
+        # A scope-correct name: this `synchronize` is a parameter, not torch's.
+        Example("from torch.cuda import synchronize\n\n\ndef timer(fn, synchronize=True):\n    return synchronize\n"),
+        # A guard of CUDA-only code stays a CUDA guard.
+        Example("import torch\nif torch.cuda.is_available():\n    import pynvml\n"),
+        Example("import torch\nif torch.cuda.device_count() > 0:\n    torch.cuda.synchronize()\n"),
+    )
+
+    def _rename(self, m: Migrator, original: cst.CSTNode) -> cst.BaseExpression | None:
+        names = m.qnames(original)
+        if names & {"torch.cuda.is_available", "torch.cuda.device_count"}:
+            new = m.store(GUARDS).get("rewrite", {}).get(id(original))
+            if new is None:
+                return None
+            return m.runtime_attr(new) if m.apply(self.code, original) else None
+        return super()._rename(m, original)
+
+
+class CudaStreamApi(_Rename):
+    code = "TP011"
+    name = "cuda-stream-api"
+    summary = "`torch.cuda` streams and events become the runtime's; `x.record_stream(s)` too."
+    before, after = "torch.cuda.Event(enable_timing=True)", "tp.Event(enable_timing=True)"
+    table = {n: n for n in ("Stream", "stream", "current_stream", "default_stream", "set_stream", "Event")}
+    names = frozenset(f"torch.cuda.{n}" for n in table)
+    triggers = (r"\brecord_stream\b",)
+    examples = (
+        Example("import torch\ne = torch.cuda.Event(enable_timing=True)\n", "import torch\ne = tp.Event(enable_timing=True)\n"),
+        Example("import torch\nx.record_stream(torch.cuda.current_stream())\n",
+                "import torch\ntp.record_stream(x, tp.current_stream())\n"),
+        Example("from torch.cuda import Event\n\n\ndef f(events):\n    for Event in events:\n        print(Event)\n"),
+    )
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        func = updated.func
+        if (isinstance(func, cst.Attribute) and func.attr.value == "record_stream" and len(updated.args) == 1
+                and not updated.args[0].keyword and not updated.args[0].star
+                and not m.qname_startswith(original.func, "torch.") and m.apply(self.code, original)):
+            return m.runtime_call("record_stream", [func.value, updated.args[0].value])
+        return None
+
+
+_MEMORY = ("empty_cache", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+           "reset_peak_memory_stats", "reset_max_memory_allocated", "memory_stats", "memory_summary", "mem_get_info")
+
+
+class CudaMemoryApi(_Rename):
+    code = "TP012"
+    name = "cuda-memory-api"
+    summary = "`torch.cuda` memory queries become the runtime's."
+    before, after = "torch.cuda.max_memory_allocated()", "tp.max_memory_allocated()"
+    table = {**{n: n for n in _MEMORY}, "memory_cached": "memory_reserved", "max_memory_cached": "max_memory_reserved",
+             "reset_max_memory_cached": "reset_peak_memory_stats"}
+    names = frozenset(f"torch.cuda.{n}" for n in table)
+    examples = (Example("import torch\ntorch.cuda.empty_cache()\n", "import torch\ntp.empty_cache()\n"),)
+
+
+class CudaRngApi(_Rename):
+    code = "TP013"
+    name = "cuda-rng-api"
+    summary = "`torch.cuda` seeds and RNG state become the runtime's."
+    before, after = "torch.cuda.manual_seed_all(0)", "tp.manual_seed_all(0)"
+    table = {**{n: n for n in ("manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state",
+                               "set_rng_state")}, "seed_all": "seed"}
+    names = frozenset(f"torch.cuda.{n}" for n in table)
+    examples = (Example("import torch\ntorch.cuda.manual_seed_all(0)\n", "import torch\ntp.manual_seed_all(0)\n"),)
+
+
+class CudaOomError(_Rename):
+    code = "TP014"
+    name = "cuda-oom-error"
+    summary = "`torch.cuda.OutOfMemoryError` is `torch.OutOfMemoryError`."
+    before, after = "except torch.cuda.OutOfMemoryError:", "except torch.OutOfMemoryError:"
+    table = {"OutOfMemoryError": "OutOfMemoryError"}
+    names = frozenset({"torch.cuda.OutOfMemoryError"})
+    to_torch = True
+    examples = (Example("import torch\ntry:\n    f()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n",
+                        "import torch\ntry:\n    f()\nexcept torch.OutOfMemoryError:\n    pass\n"),)
+
 
 # Legacy tensor types and the dtype each one means.
 LEGACY_TYPES = {
@@ -88,24 +174,8 @@ LEGACY_TYPES = {
 }
 
 
-def lookup(qualified_name: str) -> tuple[str, str, bool] | None:
-    """``(code, new_name, is_runtime)`` for a ``torch.cuda`` qualified name, or None."""
-    if not qualified_name.startswith("torch.cuda."):
-        return None
-    name = qualified_name[len("torch.cuda."):]
-    head, _, tail = name.partition(".")
-    if head in _SUBMODULES and tail:
-        name = tail
-    if name in RUNTIME_RENAMES:
-        code, new = RUNTIME_RENAMES[name]
-        return code, new, True
-    if name in TORCH_RENAMES:
-        code, new = TORCH_RENAMES[name]
-        return code, new, False
-    return None
-
-
-def _legacy_dtype(m: MigrateCodemod, node: cst.CSTNode) -> str | None:
+def legacy_dtype(m: Migrator, node: cst.CSTNode) -> str | None:
+    """The dtype of ``torch.cuda.FloatTensor`` & co (or their names as strings), else None."""
     text = string_value(node)
     names = {text} if text else m.qnames(node)
     for name in names:
@@ -114,27 +184,193 @@ def _legacy_dtype(m: MigrateCodemod, node: cst.CSTNode) -> str | None:
     return None
 
 
-def rewrite_legacy_call(m: MigrateCodemod, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
-    """``torch.cuda.FloatTensor([1, 2])`` -> ``torch.tensor(...)``; ``x.type(torch.cuda.FloatTensor)`` -> ``x.to(...)``."""
-    func = updated.func
-    if isinstance(func, cst.Attribute) and func.attr.value == "type" and len(original.args) == 1:
-        dtype = _legacy_dtype(m, original.args[0].value)
-        if dtype is None or not m.apply("TP015", original.args[0].value):
+class CudaLegacyTensorType(Rule):
+    code = "TP015"
+    name = "cuda-legacy-tensor-type"
+    summary = "Legacy `torch.cuda.FloatTensor` and friends become a dtype on the runtime device."
+    before, after = "x.type(torch.cuda.FloatTensor)", "x.to(tp.device(), torch.float32)"
+    names = frozenset(f"torch.cuda.{n}" for n in LEGACY_TYPES)
+    examples = (
+        Example("import torch\ny = x.type(torch.cuda.FloatTensor)\n", "import torch\ny = x.to(tp.device(), torch.float32)\n"),
+        Example("import torch\nt = torch.cuda.LongTensor([1, 2])\n",
+                "import torch\nt = torch.tensor([1, 2], dtype=torch.int64, device=tp.device())\n"),
+    )
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """``torch.cuda.FloatTensor([1, 2])`` -> ``torch.tensor(...)``; ``x.type(torch.cuda.FloatTensor)`` -> ``x.to(...)``."""
+        func = updated.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "type" and len(original.args) == 1:
+            dtype = legacy_dtype(m, original.args[0].value)
+            if dtype is None or not m.apply(self.code, original.args[0].value):
+                return None
+            return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[
+                cst.Arg(m.runtime_call("device", [])), cst.Arg(m.torch_attr(dtype))])
+        dtype = legacy_dtype(m, original.func)
+        if dtype is None or any(a.keyword or a.star for a in updated.args):
             return None
-        return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[
-            cst.Arg(m.runtime_call("device", [])), cst.Arg(m.torch_attr(dtype))])
-    dtype = _legacy_dtype(m, original.func)
-    if dtype is None or any(a.keyword or a.star for a in updated.args):
-        return None
-    values = [a.value for a in updated.args]
-    if len(values) == 1 and isinstance(values[0], (cst.List, cst.Tuple)):
-        factory = "tensor"
-    elif all(isinstance(v, cst.Integer) for v in values):
-        factory, values = "empty", values or [cst.Integer("0")]
-    else:
-        return None  # data or size? torchport cannot tell; TP101 reports it
-    if not m.apply("TP015", original):
-        return None
-    return cst.Call(func=m.torch_attr(factory), args=[
-        *(cst.Arg(v) for v in values), keyword_arg("dtype", m.torch_attr(dtype)),
-        keyword_arg("device", m.runtime_call("device", []))])
+        values = [a.value for a in updated.args]
+        if len(values) == 1 and isinstance(values[0], (cst.List, cst.Tuple)):
+            factory = "tensor"
+        elif all(isinstance(v, cst.Integer) for v in values):
+            factory, values = "empty", values or [cst.Integer("0")]
+        else:
+            return None  # data or size? torchport cannot tell; TP101 reports it
+        if not m.apply(self.code, original):
+            return None
+        return cst.Call(func=m.torch_attr(factory), args=[
+            *(cst.Arg(v) for v in values), keyword_arg("dtype", m.torch_attr(dtype)),
+            keyword_arg("device", m.runtime_call("device", []))])
+
+
+class CudaNvtx(_Rename):
+    code = "TP016"
+    name = "cuda-nvtx"
+    summary = "NVTX ranges stay NVTX ranges on CUDA and become profiler ranges (`record_function`) elsewhere."
+    before, after = 'torch.cuda.nvtx.range_push("step")', 'tp.range_push("step")'
+    table = {"nvtx.range_push": "range_push", "nvtx.range_pop": "range_pop", "nvtx.range": "range", "nvtx.mark": "mark"}
+    names = frozenset(f"torch.cuda.{n}" for n in table)
+    examples = (
+        Example('import torch\ntorch.cuda.nvtx.range_push("step")\n', 'import torch\ntp.range_push("step")\n'),
+        Example('import torch\nwith torch.cuda.nvtx.range("fwd"):\n    pass\n', 'import torch\nwith tp.range("fwd"):\n    pass\n'),
+    )
+
+
+class DefaultTensorType(Rule):
+    code = "TP017"
+    name = "default-tensor-type"
+    summary = ("`torch.set_default_tensor_type` with a CUDA type sets the dtype and the runtime device; the CPU "
+               "types that undo it go through the runtime too.")
+    before, after = ("torch.set_default_tensor_type(torch.cuda.HalfTensor)",
+                     "tp.set_default_tensor_type(torch.cuda.HalfTensor)")
+    names = frozenset({"torch.set_default_tensor_type"})
+    examples = (
+        Example("import torch\ntorch.set_default_tensor_type(torch.cuda.HalfTensor)\nm = M()\n"
+                "torch.set_default_tensor_type(torch.FloatTensor)\n",
+                "import torch\ntp.set_default_tensor_type(torch.cuda.HalfTensor)\nm = M()\n"
+                "tp.set_default_tensor_type(torch.FloatTensor)\n"),
+        Example("import torch\ntorch.set_default_tensor_type(torch.DoubleTensor)\n"),
+    )
+
+    def visit_Call(self, m: Migrator, node: cst.Call) -> None:
+        if m.has_qname(node.func, "torch.set_default_tensor_type") and len(node.args) == 1:
+            if legacy_dtype(m, node.args[0].value) is not None:
+                m.store(self)["cuda"] = True
+                m.mark_handled(node.args[0].value)
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        if not (m.has_qname(original.func, "torch.set_default_tensor_type") and len(original.args) == 1):
+            return None
+        if not m.store(self).get("cuda") or not m.apply(self.code, original):
+            return None
+        return updated.with_changes(func=m.runtime_attr("set_default_tensor_type"))
+
+
+class LoadMapLocation(Rule):
+    code = "TP018"
+    name = "load-map-location"
+    summary = ("`torch.load` of a checkpoint saved on a GPU restores it where it was saved on CUDA and on the "
+               "runtime device elsewhere.")
+    before, after = "torch.load(path)", "torch.load(path, map_location=tp.map_location())"
+    names = frozenset({"torch.load"})
+    examples = (
+        Example("import torch\nstate = torch.load(path)\n", "import torch\nstate = torch.load(path, map_location=tp.map_location())\n"),
+        Example("import torch\nstate = torch.load(path, map_location={'cuda:1': 'cuda:0'})\n",
+                "import torch\nstate = torch.load(path, map_location=tp.map_location({'cuda:1': 'cuda:0'}))\n"),
+        Example("import torch\nstate = torch.load(path, map_location='cpu')\n"),
+        Example("import torch\nstate = torch.load(path, map_location=device)\n"),
+    )
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        if not m.has_qname(original.func, "torch.load") or any(a.star for a in original.args):
+            return None
+        for index, (old, arg) in enumerate(zip(original.args, updated.args)):
+            keyword = arg.keyword.value if arg.keyword else None
+            if keyword == "map_location" or (keyword is None and index == 1):
+                if not _names_cuda_mapping(old.value) or not m.apply(self.code, old.value):
+                    return None
+                args = list(updated.args)
+                args[index] = arg.with_changes(value=m.runtime_call("map_location", [arg.value]))
+                return updated.with_changes(args=args)
+        if not updated.args or updated.args[0].keyword is not None or not m.apply(self.code, original):
+            return None
+        args = list(updated.args)
+        last = args[-1]
+        if last.comma is cst.MaybeSentinel.DEFAULT:
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            args.append(keyword_arg("map_location", m.runtime_call("map_location", [])))
+        else:  # a trailing comma the user wrote stays after the new argument
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            args.append(keyword_arg("map_location", m.runtime_call("map_location", [])).with_changes(comma=last.comma))
+        return updated.with_changes(args=args)
+
+
+def _names_cuda_mapping(node: cst.BaseExpression) -> bool:
+    """A ``map_location`` dict or callable that mentions CUDA devices (plain strings are TP002's)."""
+    if not isinstance(node, (cst.Dict, cst.Lambda)):
+        return False
+    text = cst.Module([]).code_for_node(node)
+    return "cuda" in text
+
+
+class CudaApiUnported(Rule):
+    code = "TP101"
+    name = "cuda-api-unported"
+    summary = "A `torch.cuda` API with no portable equivalent; left unchanged."
+    before = "torch.cuda.get_arch_list()"
+    safety, effort = "manual", "medium"
+    triggers = (r"cuda",)
+    examples = (Example("import torch\narch = torch.cuda.get_arch_list()\n"),)
+
+    def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:
+        if id(node) not in m.inner:
+            self._collect(m, node)
+        names = m.qnames(node)
+        if any(n == "torch.version.cuda" or n.startswith("torch.version.cuda.") for n in names) and id(node) not in m.inner:
+            m.report(self.code, node, "`torch.version.cuda` is None on builds without CUDA; left unchanged")
+
+    def visit_Name(self, m: Migrator, node: cst.Name) -> None:
+        if id(node) not in m.inner and m.is_name(node):
+            self._collect(m, node)
+
+    def _collect(self, m: Migrator, node: cst.CSTNode) -> None:
+        from torchport.codemods._base import dotted_name
+
+        if dotted_name(node) is None:  # a chain through a call, e.g. current_stream().wait_stream
+            return
+        for name in m.qnames(node):
+            if name == "torch.cuda" or name.startswith("torch.cuda."):
+                m.store(self).setdefault("refs", []).append((node, name, m.in_skipped_region))
+                m.remember_statement(node)
+                return
+
+    def finish(self, m: Migrator, module: cst.Module) -> None:
+        from torchport.codemods.unported import cuda_api_rule
+
+        for node, name, skipped in m.store(self).get("refs", ()):
+            if id(node) in m.handled:
+                continue
+            code = cuda_api_rule(name) if name != "torch.cuda" else None
+            if code is not None:
+                m.report(code, node, f"`{name}`: {m.rule_summary(code)}")
+            elif skipped:
+                continue  # in code that runs only on CUDA: the guard's note covers it
+            elif name == "torch.cuda":
+                m.report(self.code, node, "`torch.cuda` used as an object has no portable equivalent; left unchanged")
+            else:
+                m.report(self.code, node, f"`{name}` has no portable equivalent in torchport.runtime; left unchanged")
+
+
+class IsAvailableNotCalled(Rule):
+    code = "TP109"
+    name = "is-available-not-called"
+    summary = "`torch.cuda.is_available` without a call is always true: a bug."
+    before = "if torch.cuda.is_available:"
+    safety, effort = "manual", "low"
+    names = frozenset({"torch.cuda.is_available"})
+    examples = (Example("import torch\nif torch.cuda.is_available:\n    pass\n"),)
+
+    def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:
+        if id(node) not in m.called and id(node) not in m.inner and "torch.cuda.is_available" in m.qnames(node):
+            m.mark_handled(node)
+            m.report(self.code, node, "`torch.cuda.is_available` without a call is always true: call it")
+

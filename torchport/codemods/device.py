@@ -1,4 +1,4 @@
-"""Device selection: `.cuda()`, CUDA device strings and the availability idiom.
+"""Device selection: `.cuda()`, CUDA device strings, integer device ids and the availability idiom.
 
 | Code  | Before                                              | After                                  |
 |-------|-----------------------------------------------------|----------------------------------------|
@@ -13,6 +13,10 @@
 | TP102 | foo("cuda")                                         | (reported)                             |
 | TP104 | use_fused = device_type == "cuda"                   | (reported)                             |
 | TP106 | fn = x.cuda                                         | (reported)                             |
+
+Where a CUDA string is used decides what it becomes: the rule that knows the call or statement it sits
+in gives it a *context* (a device, a str kept as text, a device type); strings with no context are
+reported (TP102), never guessed. Labels (dict keys, enum values, `Literal[...]`, messages) are no context.
 """
 
 from __future__ import annotations
@@ -22,44 +26,18 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import Rule, cuda_literal_index, is_cuda_literal, keyword_arg, string_value
+from torchport.codemods._base import cuda_literal_index, is_cuda_literal, keyword_arg, string_value
+from torchport.codemods._rule import Example, Rule
 
 if TYPE_CHECKING:
-    from torchport.codemods._transformer import MigrateCodemod
-
-RULES = (
-    Rule("TP001", "cuda-method", "`.cuda(...)` on a tensor or module becomes `.to(<runtime device>, ...)`.",
-         "x.cuda(non_blocking=True)", "x.to(tp.device(), non_blocking=True)"),
-    Rule("TP002", "device-literal", "A CUDA device spec where torch expects a device becomes the runtime device.",
-         'torch.zeros(2, device="cuda:1")', "torch.zeros(2, device=tp.device(1))"),
-    Rule("TP003", "device-string", "A CUDA device spec kept as a str (config, default, argument) stays a str.",
-         'device = "cuda"', "device = tp.device_str()"),
-    Rule("TP004", "device-type-string", 'The device type "cuda" given as device_type= or assigned to a *type name.',
-         'device_type = "cuda"', "device_type = tp.device_type()"),
-    Rule("TP005", "availability-idiom", '`"cuda" if torch.cuda.is_available() else "cpu"` becomes one runtime call.',
-         'torch.device("cuda" if torch.cuda.is_available() else "cpu")', "tp.device()"),
-    Rule("TP006", "integer-device-id", "An integer device id (a literal, or a name like `rank`, `local_rank`, "
-         "`gpu_id`) given to `.to()` or `torch.device()` becomes the runtime device with that index.",
-         "model.to(local_rank)", "model.to(tp.device(local_rank))"),
-    Rule("TP007", "is-cuda", "`.is_cuda` becomes \"on the picked accelerator\"; unsafe because it may enable "
-         "CUDA-only code on MPS or XPU.", "if x.is_cuda:", "if tp.on_accelerator(x):", safety="unsafe"),
-    Rule("TP008", "device-type-check", '`x.device.type == "cuda"` becomes "on the picked accelerator"; unsafe for '
-         "the same reason as TP007.", 'if x.device.type == "cuda":', "if tp.on_accelerator(x):", safety="unsafe"),
-    Rule("TP102", "unclassified-device-string", "A CUDA device string where torchport cannot tell a device from text.",
-         'foo("cuda:0")', safety="manual", effort="low"),
-    Rule("TP104", "device-type-comparison", 'A comparison with "cuda" may guard CUDA-only code; left unchanged.',
-         'use_fused = device_type == "cuda"', safety="manual", effort="low"),
-    Rule("TP106", "cuda-attribute", "`.cuda` referenced without a call, or called with unpacked arguments; "
-         "left unchanged.", "fn = x.cuda",
-         safety="manual", effort="low"),
-)
+    from torchport.codemods._transformer import Migrator
 
 # Names that hold an integer device index in real code (`model.to(self.gpu_id)`, `torch.device(local_rank)`).
-_INDEX_NAME = re.compile(r"^(local_)?rank$|^(local_)?gpu(_id|_idx|_index)?$|^device_(id|idx|index)$|^gpu$")
-
-# Text without any of these cannot match a rule of this family (the engine's prefilter).
-TRIGGERS = (r"cuda", r"\.to\(\s*(?:self\.)?(?:local_rank|rank|gpu|device_id|device_idx|device_index|\d)",
-            r"device\(\s*(?:local_rank|rank|gpu|device_id|device_idx|device_index|\d)")
+INDEX_NAMES = ("rank", "local_rank", "gpu", "gpu_id", "gpu_idx", "gpu_index", "local_gpu", "device_id", "device_idx",
+               "device_index", "cuda_device", "gpu_rank")
+_INDEX_NAME = re.compile("^(?:" + "|".join(INDEX_NAMES) + ")$")
+_INDEX_LISTS = re.compile(r"^(?:device_ids|gpu_ids|gpus)$")
+_INDEX_TRIGGER = r"\b(?:" + "|".join(INDEX_NAMES) + r"|device_ids|gpu_ids|gpus|LOCAL_RANK)\b"
 
 # Calls that answer "is there an accelerator?" and so form the availability idiom.
 AVAILABILITY_TESTS = frozenset({
@@ -71,11 +49,334 @@ AVAILABILITY_TESTS = frozenset({
 })
 _OTHER_ACCELERATORS = frozenset({"mps", "xpu"})
 
-# Keyword names whose CUDA string value is a device kept as text, in calls torchport does not know.
+# Assignment targets, parameters and keywords whose CUDA string is a device kept as text.
+DEVICE_WORD = re.compile(r"(?:^|_)(?:device|dev|map_location)(?:$|_)|device$", re.I)
 _STRING_KEYWORDS = frozenset({"device", "default", "map_location", "device_name", "device_str"})
+# torch functions whose first positional argument is a device.
+_DEVICE_FIRST = frozenset({"torch.device", "torch.set_default_device", "torch.get_device_module"})
 
 
-def _is_device_call(m: MigrateCodemod, node: cst.CSTNode, kinds: frozenset[str]) -> bool:
+def is_index(node: cst.BaseExpression) -> bool:
+    """An expression that holds an integer device index: an int literal, a name like ``local_rank``
+    (``args.local_rank``, ``self.gpu_id``), ``device_ids[0]``, or ``int(os.environ["LOCAL_RANK"])``."""
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.Subscript):
+        base = node.value
+        last = base.attr.value if isinstance(base, cst.Attribute) else getattr(base, "value", None)
+        return isinstance(last, str) and bool(_INDEX_LISTS.match(last))
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "int" and len(node.args) == 1:
+        inner = node.args[0].value
+        text = cst.Module([]).code_for_node(inner)
+        return is_index(inner) or "LOCAL_RANK" in text or bool(re.search(r"\brank\b", text, re.I))
+    last = node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else None
+    return isinstance(last, str) and bool(_INDEX_NAME.match(last))
+
+
+def is_current_device_call(m: Migrator, node: cst.BaseExpression) -> bool:
+    """``torch.cuda.current_device()``: an int, the CUDA device index."""
+    return isinstance(node, cst.Call) and not node.args and m.has_qname(node.func, "torch.cuda.current_device")
+
+
+def runtime_string(node: cst.BaseExpression) -> bool:
+    """A CUDA device string built at run time: ``f"cuda:{i}"``, ``"cuda:{}".format(i)``,
+    ``"cuda:%d" % i``, ``"cuda:" + str(i)``."""
+    if isinstance(node, cst.FormattedString):
+        first = node.parts[0] if node.parts else None
+        return (isinstance(first, cst.FormattedStringText) and first.value == "cuda:" and len(node.parts) >= 2
+                and isinstance(node.parts[1], cst.FormattedStringExpression))
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
+        return string_value(node.func.value) in ("cuda:{}", "cuda:{:d}", "cuda:{0}")
+    if isinstance(node, cst.BinaryOperation):
+        left = string_value(node.left)
+        if isinstance(node.operator, cst.Modulo):
+            return left in ("cuda:%d", "cuda:%s", "cuda:%i")
+        if isinstance(node.operator, cst.Add):
+            return left == "cuda:"
+    return False
+
+
+def is_device_string(node: cst.BaseExpression) -> bool:
+    """A CUDA device spec: a literal (``"cuda"``, ``"cuda:1"``) or a string built at run time."""
+    return is_cuda_literal(node) or runtime_string(node)
+
+
+def rewrite_string(m: Migrator, code: str, original: cst.BaseExpression,
+                   updated: cst.BaseExpression) -> cst.BaseExpression | None:
+    """Replace a CUDA device string whose context ``code`` gave it: a device, a str, or a device type.
+
+    A literal index is kept as an int (``"cuda:1"`` -> ``tp.device(1)``); a string built at run time is
+    passed whole (``tp.device(f"cuda:{rank}")``), so the runtime sees what the original evaluated to.
+    """
+    context = m.contexts.get(id(original))
+    if context is None or context[1] != code:
+        return None
+    kind = context[0]
+    if runtime_string(updated):
+        if kind == "type" or not m.apply(code, original):
+            return None
+        return m.runtime_call("device" if kind == "device" else "device_str", [updated])
+    ok, index = cuda_literal_index(updated)
+    if not ok or (kind == "type" and index is not None):
+        return None
+    if not m.apply(code, original):
+        return None
+    if kind == "type":
+        return m.runtime_call("device_type", [])
+    return m.runtime_call("device" if kind == "device" else "device_str", [index] if index is not None else [])
+
+
+class _StringRule(Rule):
+    """Rewrites the CUDA strings that carry its code as their context (set by its visit methods)."""
+
+    def leave_SimpleString(self, m: Migrator, original: cst.SimpleString, updated: cst.SimpleString):
+        return rewrite_string(m, self.code, original, updated)
+
+    def leave_FormattedString(self, m: Migrator, original: cst.FormattedString, updated: cst.FormattedString):
+        return rewrite_string(m, self.code, original, updated)
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call):
+        return rewrite_string(m, self.code, original, updated) if runtime_string(original) else None
+
+    def leave_BinaryOperation(self, m: Migrator, original: cst.BinaryOperation, updated: cst.BinaryOperation):
+        return rewrite_string(m, self.code, original, updated) if runtime_string(original) else None
+
+
+class CudaMethod(Rule):
+    code = "TP001"
+    name = "cuda-method"
+    summary = "`.cuda(...)` on a tensor or module becomes `.to(<runtime device>, ...)`."
+    before, after = "x.cuda(non_blocking=True)", "x.to(tp.device(), non_blocking=True)"
+    triggers = (r"\.cuda\b",)
+    examples = (
+        Example("import torch\nx = torch.ones(2).cuda(non_blocking=True)\n",
+                "import torch\nx = torch.ones(2).to(tp.device(), non_blocking=True)\n"),
+        Example("model = build().cuda(1)\n", "model = build().to(tp.device(1))\n"),
+        # A class of the module that defines its own `.cuda()` (and no `.to()`): its calls are not torch's.
+        Example("class Pool:\n    def cuda(self):\n        return self\n\np = Pool().cuda()\n"),
+    )
+
+    def visit_Module(self, m: Migrator, node: cst.Module) -> None:
+        m.store(self)["own_cuda"] = _defines_own_cuda(node)
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """``x.cuda(i, non_blocking=b)`` -> ``x.to(tp.device(i), non_blocking=b)``."""
+        func = updated.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
+            return None
+        if m.qname_startswith(original.func, "torch.cuda"):
+            return None
+        if any(arg.star for arg in updated.args):
+            m.mark_handled(original)
+            m.report("TP106", original, "`.cuda(*args)` with unpacked arguments; left unchanged")
+            return None
+        if m.store(self).get("own_cuda"):
+            m.mark_handled(original)
+            m.report("TP106", original, "`.cuda()` left unchanged: a class in this module defines its own `cuda` "
+                     "method, so this call may not be torch's")
+            return None
+        device_arg: cst.BaseExpression | None = None
+        rest: list[cst.Arg] = []
+        for arg in updated.args:
+            keyword = arg.keyword.value if arg.keyword else None
+            if keyword is None and device_arg is None:
+                device_arg = arg.value
+            elif keyword is None:  # Tensor.cuda(device, non_blocking) takes non_blocking second
+                rest.append(keyword_arg("non_blocking", arg.value).with_changes(comma=arg.comma))
+            elif keyword == "device":
+                device_arg = arg.value
+            else:
+                rest.append(arg)
+        if not m.apply(self.code, original):
+            return None
+        if device_arg is not None and m.runtime_call_name(device_arg) == "device":
+            target = device_arg  # `.cuda(torch.cuda.current_device())`, already made a device
+        else:
+            target = m.runtime_call("device", [device_arg] if device_arg is not None else [])
+        if rest and rest[-1] is not updated.args[-1]:  # a trailing comma only where the user wrote one
+            rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(target), *rest])
+
+
+def _defines_own_cuda(module: cst.Module) -> bool:
+    """Whether a class of the module (at any depth of class nesting at top level) defines ``cuda`` but not ``to``."""
+    stack = [s for s in module.body if isinstance(s, cst.ClassDef)]
+    while stack:
+        cls = stack.pop()
+        body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+        methods = {s.name.value for s in body if isinstance(s, cst.FunctionDef)}
+        if "cuda" in methods and "to" not in methods:
+            return True
+        stack.extend(s for s in body if isinstance(s, cst.ClassDef))
+    return False
+
+
+class DeviceLiteral(_StringRule):
+    code = "TP002"
+    name = "device-literal"
+    summary = "A CUDA device spec where torch expects a device becomes the runtime device."
+    before, after = 'torch.zeros(2, device="cuda:1")', "torch.zeros(2, device=tp.device(1))"
+    triggers = (r"cuda",)
+    examples = (
+        Example('import torch\nx = torch.zeros(2, device="cuda:1")\n',
+                "import torch\nx = torch.zeros(2, device=tp.device(1))\n"),
+        Example('import os\nimport torch\nd = torch.device(f"cuda:{os.environ[\'LOCAL_RANK\']}")\n',
+                'import os\nimport torch\nd = tp.device(f"cuda:{os.environ[\'LOCAL_RANK\']}")\n'),
+        Example('import torch\ny = x.to("cuda:" + str(i))\n', 'import torch\ny = x.to(tp.device("cuda:" + str(i)))\n'),
+        Example('import torch\ntorch.set_default_device("cuda")\n', "import torch\ntorch.set_default_device(tp.device())\n"),
+        Example('import torch\nstate = torch.load(path, map_location="cuda")\n',
+                "import torch\nstate = torch.load(path, map_location=tp.device())\n"),
+    )
+
+    def visit_Call(self, m: Migrator, node: cst.Call) -> None:
+        """Mark the CUDA strings given where a device is expected."""
+        func = node.func
+        names = m.qnames(func)
+        if names & _DEVICE_FIRST:
+            args = node.args
+            if names & {"torch.device"} and len(args) == 2 and args[0].keyword is None and string_value(args[0].value) == "cuda":
+                m.store(self).setdefault("pairs", set()).add(id(node))
+            elif args and args[0].keyword is None and not is_index(args[0].value):
+                m.set_context(args[0].value, "device", self.code)
+            return
+        is_to = isinstance(func, cst.Attribute) and func.attr.value == "to"
+        torch_call = any(n.startswith("torch.") for n in names)
+        for index, arg in enumerate(node.args):
+            keyword = arg.keyword.value if arg.keyword else None
+            if (keyword is None and is_to and index == 0) or (keyword in ("device", "map_location") and (torch_call or is_to)):
+                m.set_context(arg.value, "device", self.code)
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """``torch.device("cuda", i)`` -> ``tp.device(i)``; ``torch.device(tp.device(x))`` -> ``tp.device(x)``."""
+        if runtime_string(original):
+            return super().leave_Call(m, original, updated)
+        if not m.has_qname(original.func, "torch.device"):
+            return None
+        if id(original) in m.store(self).get("pairs", ()):
+            m.mark_handled(original.args[0].value)
+            if not m.apply(self.code, original):
+                return None
+            return m.runtime_call("device", [updated.args[1].value])
+        if len(updated.args) == 1 and updated.args[0].keyword is None:
+            inner = updated.args[0].value
+            if m.runtime_call_name(inner) in ("device", "device_str") and m.runtime_call_name(original.args[0].value) is None:
+                assert isinstance(inner, cst.Call)
+                return m.runtime_call("device", [a.value for a in inner.args])
+        return None
+
+
+class DeviceString(_StringRule):
+    code = "TP003"
+    name = "device-string"
+    summary = "A CUDA device spec kept as a str (a device setting, default or argument) stays a str."
+    before, after = 'device = "cuda"', "device = tp.device_str()"
+    triggers = (r"cuda",)
+    examples = (
+        Example('device = "cuda"\n', "device = tp.device_str()\n"),
+        Example('def build(device="cuda:0"):\n    pass\n', "def build(device=tp.device_str(0)):\n    pass\n"),
+        Example('config = {"device": "cuda", "lr": 1e-3}\n', 'config = {"device": tp.device_str(), "lr": 1e-3}\n'),
+        # Labels are not devices.
+        Example('import enum\n\n\nclass Backend(enum.Enum):\n    CUDA = "cuda"\n'),
+        Example('KERNELS = {"cuda": 1, "cpu": 2}\n'),
+        Example('from typing import Literal\n\nDevice = Literal["cpu", "cuda"]\n'),
+    )
+
+    def visit_Assign(self, m: Migrator, node: cst.Assign) -> None:
+        names = [_target_name(t.target) for t in node.targets]
+        if not any(n.endswith("type") for n in names) and any(DEVICE_WORD.search(n) for n in names):
+            m.set_context(node.value, "str", self.code)
+
+    def visit_AnnAssign(self, m: Migrator, node: cst.AnnAssign) -> None:
+        name = _target_name(node.target)
+        if node.value is not None and not name.endswith("type") and DEVICE_WORD.search(name):
+            m.set_context(node.value, "str", self.code)
+
+    def visit_Param(self, m: Migrator, node: cst.Param) -> None:
+        if node.default is not None and DEVICE_WORD.search(node.name.value) and not node.name.value.endswith("type"):
+            m.set_context(node.default, "str", self.code)
+
+    def visit_Return(self, m: Migrator, node: cst.Return) -> None:
+        function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
+        if node.value is not None and function is not None and DEVICE_WORD.search(function.name.value):
+            m.set_context(node.value, "str", self.code)
+
+    def visit_DictElement(self, m: Migrator, node: cst.DictElement) -> None:
+        key = string_value(node.key)
+        if key is not None and DEVICE_WORD.search(key) and not key.endswith("type"):
+            m.set_context(node.value, "str", self.code)
+        if is_cuda_literal(node.key):
+            m.mark_handled(node.key)  # a key naming a backend is a label
+
+    def visit_Call(self, m: Migrator, node: cst.Call) -> None:
+        torch_call = m.qname_startswith(node.func, "torch.")
+        for arg in node.args:
+            keyword = arg.keyword.value if arg.keyword else None
+            if keyword == "default" and not _names_a_device(node):
+                continue
+            if keyword in _STRING_KEYWORDS and not (keyword in ("device", "map_location") and torch_call):
+                if (id(arg.value) not in m.contexts) and not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "to"):
+                    m.set_context(arg.value, "str", self.code)
+            elif keyword == "choices":
+                m.keep_literals(arg.value)
+
+    def visit_Subscript(self, m: Migrator, node: cst.Subscript) -> None:
+        if m.qnames(node.value) & {"typing.Literal", "typing_extensions.Literal"}:
+            for element in node.slice:
+                if isinstance(element.slice, cst.Index):
+                    m.mark_handled(element.slice.value)  # `Literal["cpu", "cuda"]` names labels
+
+    def visit_ClassDef(self, m: Migrator, node: cst.ClassDef) -> None:
+        if any("Enum" in (cst.Module([]).code_for_node(b.value)) for b in node.bases):
+            body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+            for statement in body:
+                if isinstance(statement, cst.SimpleStatementLine):
+                    for small in statement.body:
+                        if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+                            m.mark_handled(small.value)  # an enum member's value is a label
+
+
+def _names_a_device(call: cst.Call) -> bool:
+    """Whether an ``add_argument("--device", default=...)``-like call names a device option."""
+    for arg in call.args:
+        if arg.keyword is None or arg.keyword.value == "dest":
+            text = string_value(arg.value)
+            if text is not None and DEVICE_WORD.search(text.lstrip("-").replace("-", "_")):
+                return True
+    return False
+
+
+def _target_name(target: cst.BaseExpression) -> str:
+    if isinstance(target, cst.Attribute):
+        return target.attr.value
+    if isinstance(target, cst.Name):
+        return target.value
+    if isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+        return string_value(target.slice[0].slice.value) or ""
+    return ""
+
+
+class DeviceTypeString(_StringRule):
+    code = "TP004"
+    name = "device-type-string"
+    summary = 'The device type "cuda" given as device_type= or assigned to a *type name.'
+    before, after = 'device_type = "cuda"', "device_type = tp.device_type()"
+    triggers = (r"cuda",)
+    examples = (
+        Example('device_type = "cuda"\n', "device_type = tp.device_type()\n"),
+        Example('y = run(x, device_type="cuda")\n', "y = run(x, device_type=tp.device_type())\n"),
+    )
+
+    def visit_Assign(self, m: Migrator, node: cst.Assign) -> None:
+        if any(_target_name(t.target).endswith("device_type") for t in node.targets):
+            m.set_context(node.value, "type", self.code)
+
+    def visit_Call(self, m: Migrator, node: cst.Call) -> None:
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == "device_type" and id(arg.value) not in m.contexts:
+                m.set_context(arg.value, "type", self.code)
+
+
+def _is_device_call(m: Migrator, node: cst.CSTNode, kinds: frozenset[str]) -> bool:
     """``torch.device("<kind>")`` for one of ``kinds``."""
     if not (isinstance(node, cst.Call) and m.has_qname(node.func, "torch.device") and node.args):
         return False
@@ -86,7 +387,7 @@ def _is_device_call(m: MigrateCodemod, node: cst.CSTNode, kinds: frozenset[str])
     return value.split(":")[0] in kinds
 
 
-def _branch_kind(m: MigrateCodemod, node: cst.BaseExpression) -> str | None:
+def _branch_kind(m: Migrator, node: cst.BaseExpression) -> str | None:
     """"cuda", "other" (mps/xpu), "cpu" or "idiom" for a branch of the availability idiom."""
     if is_cuda_literal(node) or _is_device_call(m, node, frozenset({"cuda"})):
         return "cuda"
@@ -99,8 +400,8 @@ def _branch_kind(m: MigrateCodemod, node: cst.BaseExpression) -> str | None:
     return None
 
 
-def _idiom_shape(m: MigrateCodemod, node: cst.IfExp) -> tuple[bool, cst.BaseExpression | None, bool] | None:
-    """``(wants_device_object, cuda_index, names_cuda)`` for ``A if <available> else B``, or None."""
+def _idiom_shape(m: Migrator, node: cst.IfExp) -> tuple[bool, cst.BaseExpression | None, bool, bool] | None:
+    """``(wants_device_object, cuda_index, names_cuda, names_other)`` for ``A if <available> else B``."""
     test = node.test
     if not (isinstance(test, cst.Call) and not test.args and m.qnames(test.func) & AVAILABILITY_TESTS):
         return None
@@ -109,6 +410,7 @@ def _idiom_shape(m: MigrateCodemod, node: cst.IfExp) -> tuple[bool, cst.BaseExpr
         return None
     wants_object = isinstance(node.body, cst.Call) or isinstance(node.orelse, cst.Call)
     has_cuda = "cuda" in (body, orelse)
+    has_other = body == "other"
     index = None
     for branch in (node.body, node.orelse):
         literal = branch.args[0].value if isinstance(branch, cst.Call) else branch
@@ -122,151 +424,111 @@ def _idiom_shape(m: MigrateCodemod, node: cst.IfExp) -> tuple[bool, cst.BaseExpr
         wants_object = wants_object or nested[0]
         index = index if index is not None else nested[1]
         has_cuda = has_cuda or nested[2]
-    return wants_object, index, has_cuda
+        has_other = has_other or nested[3]
+    return wants_object, index, has_cuda, has_other
 
 
-def availability_idiom(m: MigrateCodemod, node: cst.IfExp) -> tuple[bool, cst.BaseExpression | None] | None:
-    """Match ``A if <accelerator available> else B`` choosing between CUDA (or MPS/XPU) and CPU.
+class AvailabilityIdiom(Rule):
+    code = "TP005"
+    name = "availability-idiom"
+    summary = '`"cuda" if torch.cuda.is_available() else "cpu"` becomes one runtime call.'
+    before, after = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")', "tp.device()"
+    names = frozenset({"torch.cuda.is_available"})
+    examples = (
+        Example('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
+                "import torch\ndevice = tp.device()\n"),
+        Example('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n',
+                "import torch\ndevice = tp.device_str()\n"),
+        # Already chooses among several backends: left alone.
+        Example('import torch\nd = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() '
+                'else "cpu"\n'),
+    )
 
-    Variants chain more tests (``"cuda" if ... else "mps" if ... else "cpu"``); at least one
-    branch must name CUDA. Returns ``(wants_device_object, index)`` or None:
-    ``wants_device_object`` is True when a branch builds a ``torch.device``, and ``index`` is the
-    CUDA index the idiom names (``"cuda:0"`` gives 0).
-    """
-    shape = _idiom_shape(m, node)
-    if shape is None or not shape[2]:
-        return None
-    return shape[0], shape[1]
+    def visit_IfExp(self, m: Migrator, node: cst.IfExp) -> bool:
+        shape = _idiom_shape(m, node)
+        if shape is None:
+            return True
+        if not shape[2] or shape[3]:  # no CUDA branch, or already picks MPS/XPU too
+            for branch in (node.body, node.orelse):
+                m.mark_handled(branch)
+            m.skip_region(node)
+            return True
+        m.store(self)[id(node)] = (shape[0], shape[1])
+        return False  # the whole expression is replaced; its parts need no visit
 
-
-def is_index(node: cst.BaseExpression) -> bool:
-    """An integer literal, or a name/attribute whose last part names a device index."""
-    if isinstance(node, cst.Integer):
-        return True
-    last = node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else None
-    return last is not None and bool(_INDEX_NAME.match(last))
-
-
-def classify_call(m: MigrateCodemod, node: cst.Call) -> None:
-    """Give every CUDA string among a call's arguments the context it is used in."""
-    func = node.func
-    if m.has_qname(func, "torch.device"):
-        if len(node.args) == 2 and node.args[0].keyword is None and string_value(node.args[0].value) == "cuda":
-            m.device_pairs.add(id(node))
-        elif len(node.args) == 1 and node.args[0].keyword is None and is_index(node.args[0].value):
-            m.index_args.add(id(node.args[0].value))
-        elif node.args and node.args[0].keyword is None:
-            m.set_context(node.args[0].value, "device", "TP002")
-        return
-    is_to = isinstance(func, cst.Attribute) and func.attr.value == "to"
-    if is_to and node.args and node.args[0].keyword is None and is_index(node.args[0].value):
-        m.index_args.add(id(node.args[0].value))
-    torch_call = m.qname_startswith(func, "torch.")
-    for index, arg in enumerate(node.args):
-        keyword = arg.keyword.value if arg.keyword else None
-        if keyword is None:
-            if is_to and index == 0:
-                m.set_context(arg.value, "device", "TP002")
-        elif keyword == "device_type":
-            m.set_context(arg.value, "type", "TP004")
-        elif keyword in ("device", "map_location") and (torch_call or is_to):
-            m.set_context(arg.value, "device", "TP002")
-        elif keyword in _STRING_KEYWORDS:
-            m.set_context(arg.value, "str", "TP003")
-        elif keyword == "choices":
-            m.keep_literals(arg.value)
-
-
-def rewrite_cuda_method(m: MigrateCodemod, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
-    """``x.cuda(i, non_blocking=b)`` -> ``x.to(tp.device(i), non_blocking=b)``."""
-    func = updated.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
-        return None
-    if m.qname_startswith(original.func, "torch.cuda"):
-        return None
-    if any(arg.star for arg in updated.args):
-        m.report("TP106", original, "`.cuda(*args)` with unpacked arguments; left unchanged")
-        return None
-    device_arg: cst.BaseExpression | None = None
-    rest: list[cst.Arg] = []
-    for arg in updated.args:
-        keyword = arg.keyword.value if arg.keyword else None
-        if keyword is None and device_arg is None:
-            device_arg = arg.value
-        elif keyword is None:  # Tensor.cuda(device, non_blocking) takes non_blocking second
-            rest.append(keyword_arg("non_blocking", arg.value).with_changes(comma=arg.comma))
-        elif keyword == "device":
-            device_arg = arg.value
-        else:
-            rest.append(arg)
-    if not m.apply("TP001", original):
-        return None
-    target = m.runtime_call("device", [device_arg] if device_arg is not None else [])
-    if rest and rest[-1] is not updated.args[-1]:  # a trailing comma only where the user wrote one
-        rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(target), *rest])
-
-
-def rewrite_torch_device(m: MigrateCodemod, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
-    """``torch.device("cuda", i)`` -> ``tp.device(i)``; ``torch.device(tp.device(x))`` -> ``tp.device(x)``."""
-    if not m.has_qname(original.func, "torch.device"):
-        return None
-    if id(original) in m.device_pairs:
-        m.mark_handled(original.args[0].value)
-        if not m.apply("TP002", original):
+    def leave_IfExp(self, m: Migrator, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression | None:
+        idiom = m.store(self).get(id(original))
+        if idiom is None:
             return None
-        return m.runtime_call("device", [updated.args[1].value])
-    if len(updated.args) == 1 and id(original.args[0].value) in m.index_args:
-        if not m.apply("TP006", original.args[0].value):
+        wants_object, index = idiom
+        kind = m.contexts.get(id(original), ("str", ""))[0]
+        if not m.apply(self.code, original):
             return None
-        return m.runtime_call("device", [updated.args[0].value])
-    if len(updated.args) == 1 and updated.args[0].keyword is None:
-        inner = updated.args[0].value
-        name = m.runtime_call_name(inner)
-        if name in ("device", "device_str"):
-            assert isinstance(inner, cst.Call)
-            return m.runtime_call("device", [a.value for a in inner.args])
-    return None
+        if kind == "type":
+            return m.runtime_call("device_type", [])
+        name = "device" if wants_object or kind == "device" else "device_str"
+        return m.runtime_call(name, [index] if index is not None else [])
 
 
-def rewrite_literal(
-    m: MigrateCodemod, original: cst.BaseExpression, updated: cst.BaseExpression
-) -> cst.BaseExpression | None:
-    """Replace a CUDA string literal according to the context its parent gave it."""
-    context = m.contexts.get(id(original))
-    if context is None:
-        return None
-    kind, code = context
-    ok, index = cuda_literal_index(updated)  # updated: `f"cuda:{torch.cuda.current_device()}"` is renamed inside
-    if not ok:
-        return None
-    if kind == "type" and index is not None:
-        return None
-    if not m.apply(code, original):
-        return None
-    if kind == "type":
-        return m.runtime_call("device_type", [])
-    return m.runtime_call("device" if kind == "device" else "device_str", [index] if index is not None else [])
+class IntegerDeviceId(Rule):
+    code = "TP006"
+    name = "integer-device-id"
+    summary = ("An integer device id (a literal, a name like `local_rank`, `device_ids[0]`, "
+               "`torch.cuda.current_device()`) where a device is expected becomes the runtime device with that index.")
+    before, after = "model.to(local_rank)", "model.to(tp.device(local_rank))"
+    triggers = (_INDEX_TRIGGER, r"current_device", r"\.to\(\s*\d", r"device\s*=\s*\d")
+    replaces = False
+    examples = (
+        Example("model.to(args.local_rank)\n", "model.to(tp.device(args.local_rank))\n"),
+        Example("import torch\nx = torch.zeros(4, device=local_rank)\n",
+                "import torch\nx = torch.zeros(4, device=tp.device(local_rank))\n"),
+        Example("import torch\nx = torch.ones(2, device=torch.cuda.current_device())\n",
+                "import torch\nx = torch.ones(2, device=tp.device(torch.cuda.current_device()))\n"),
+        Example("batch = batch.to(device_ids[0])\n", "batch = batch.to(tp.device(device_ids[0]))\n"),
+        Example("import torch\nd = torch.device(rank)\n", "import torch\nd = tp.device(rank)\n"),
+        Example("x.to(dtype)\n"),
+    )
+
+    def _wrap(self, m: Migrator, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression | None:
+        if not (is_index(original) or is_current_device_call(m, original)):
+            return None
+        if m.runtime_call_name(updated) == "device" or not m.apply(self.code, original):
+            return None
+        return m.runtime_call("device", [updated])
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        func = original.func
+        names = m.qnames(func)
+        is_to = isinstance(func, cst.Attribute) and func.attr.value == "to"
+        if "torch.device" in names and len(updated.args) == 1 and updated.args[0].keyword is None:
+            wrapped = self._wrap(m, original.args[0].value, updated.args[0].value)
+            return wrapped  # `torch.device(rank)` is the device itself
+        torch_call = any(n.startswith("torch.") for n in names)
+        args, changed = [], False
+        for index, (old, arg) in enumerate(zip(original.args, updated.args)):
+            keyword = arg.keyword.value if arg.keyword else None
+            if (is_to and keyword is None and index == 0) or (keyword == "device" and (torch_call or is_to)):
+                wrapped = self._wrap(m, old.value, arg.value)
+                if wrapped is not None:
+                    arg, changed = arg.with_changes(value=wrapped), True
+            args.append(arg)
+        return updated.with_changes(args=args) if changed else None
 
 
-def rewrite_to_index(m: MigrateCodemod, original: cst.Call, updated: cst.Call) -> cst.Call | None:
-    """``x.to(rank)`` -> ``x.to(tp.device(rank))``: an int there means "the current accelerator"."""
-    if not (updated.args and id(original.args[0].value) in m.index_args):
-        return None
-    if not isinstance(updated.func, cst.Attribute) or updated.func.attr.value != "to":
-        return None
-    if not m.apply("TP006", original.args[0].value):
-        return None
-    first = updated.args[0]
-    return updated.with_changes(args=[first.with_changes(value=m.runtime_call("device", [first.value])),
-                                      *updated.args[1:]])
+class IsCuda(Rule):
+    code = "TP007"
+    name = "is-cuda"
+    summary = ("`.is_cuda` becomes \"on the picked accelerator\"; unsafe because it may enable CUDA-only code "
+               "on MPS or XPU.")
+    before, after = "if x.is_cuda:", "if tp.on_accelerator(x):"
+    safety = "unsafe"
+    triggers = (r"\bis_cuda\b",)
+    examples = (Example("y = x.is_cuda\n", "y = tp.on_accelerator(x)\n", unsafe=True),)
 
-
-def rewrite_is_cuda(m: MigrateCodemod, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression | None:
-    """``x.is_cuda`` -> ``tp.on_accelerator(x)`` (unsafe)."""
-    if original.attr.value != "is_cuda" or not m.apply("TP007", original):
-        return None
-    return m.runtime_call("on_accelerator", [updated.value])
+    def leave_Attribute(self, m: Migrator, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression | None:
+        if original.attr.value != "is_cuda" or not m.apply(self.code, original):
+            return None
+        return m.runtime_call("on_accelerator", [updated.value])
 
 
 def tensor_type_check(node: cst.Comparison) -> tuple[cst.BaseExpression, bool] | None:
@@ -286,11 +548,112 @@ def tensor_type_check(node: cst.Comparison) -> tuple[cst.BaseExpression, bool] |
     return None
 
 
-def rewrite_type_check(m: MigrateCodemod, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression | None:
-    """``x.device.type == "cuda"`` -> ``tp.on_accelerator(x)`` (unsafe); ``!=`` -> ``not ...``."""
-    found = tensor_type_check(updated)
-    if found is None or not m.apply("TP008", original):
-        return None
-    tensor, negated = found
-    call = m.runtime_call("on_accelerator", [tensor])
-    return cst.UnaryOperation(operator=cst.Not(), expression=call) if negated else call
+def cuda_compared(node: cst.Comparison) -> list[cst.SimpleString]:
+    """The ``"cuda"`` literals compared with ``==``, ``!=``, ``in`` or ``not in`` in ``node``."""
+    found = []
+    left = node.left
+    for target in node.comparisons:
+        if isinstance(target.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
+            found += [s for s in (left, target.comparator) if isinstance(s, cst.SimpleString) and s.evaluated_value == "cuda"]
+        left = target.comparator
+    return found
+
+
+class DeviceTypeCheck(Rule):
+    code = "TP008"
+    name = "device-type-check"
+    summary = '`x.device.type == "cuda"` becomes "on the picked accelerator"; unsafe for the same reason as TP007.'
+    before, after = 'if x.device.type == "cuda":', "if tp.on_accelerator(x):"
+    safety = "unsafe"
+    triggers = (r"cuda",)
+    examples = (Example('ok = x.device.type == "cuda"\n', "ok = tp.on_accelerator(x)\n", unsafe=True),)
+
+    def visit_Comparison(self, m: Migrator, node: cst.Comparison) -> None:
+        if tensor_type_check(node) is not None:
+            m.store(self)[id(node)] = True
+            m.mark_handled(node)
+            for side in cuda_compared(node):
+                m.handled.add(id(side))
+
+    def leave_Comparison(self, m: Migrator, original: cst.Comparison, updated: cst.Comparison):
+        if id(original) not in m.store(self):
+            return None
+        found = tensor_type_check(updated)
+        if found is None or not m.apply(self.code, original):
+            return None
+        tensor, negated = found
+        call = m.runtime_call("on_accelerator", [tensor])
+        return cst.UnaryOperation(operator=cst.Not(), expression=call) if negated else call
+
+
+class UnclassifiedString(Rule):
+    code = "TP102"
+    name = "unclassified-device-string"
+    summary = "A CUDA device string where torchport cannot tell a device from text."
+    before = 'foo("cuda:0")'
+    safety, effort = "manual", "low"
+    triggers = (r"cuda",)
+    examples = (Example('foo("cuda:0")\n'),)
+
+    def visit_SimpleString(self, m: Migrator, node: cst.SimpleString) -> None:
+        if is_cuda_literal(node):
+            m.store(self).setdefault("strings", []).append(node)
+            m.remember_statement(node)
+
+    def visit_FormattedString(self, m: Migrator, node: cst.FormattedString) -> None:
+        first = node.parts[0] if node.parts else None
+        if isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:"):
+            m.store(self).setdefault("strings", []).append(node)
+            m.remember_statement(node)
+
+    def finish(self, m: Migrator, module: cst.Module) -> None:
+        for node in m.store(self).get("strings", ()):
+            if id(node) not in m.handled:
+                text = cst.Module([]).code_for_node(node)
+                m.report(self.code, node, f"CUDA device string {text} where torchport cannot tell how it is used; "
+                         "left unchanged")
+
+
+class DeviceTypeComparison(Rule):
+    code = "TP104"
+    name = "device-type-comparison"
+    summary = 'A comparison with "cuda" may guard CUDA-only code; left unchanged.'
+    before = 'use_fused = device_type == "cuda"'
+    safety, effort = "manual", "low"
+    triggers = (r"cuda",)
+    examples = (Example('use_fused = device_type == "cuda"\n'),)
+
+    def visit_Comparison(self, m: Migrator, node: cst.Comparison) -> None:
+        # `x == "cuda"` may mean "on the accelerator" or guard a CUDA-only path (fused kernels, CUDA
+        # extensions): torchport cannot tell which, so it reports and leaves it.
+        if tensor_type_check(node) is not None:
+            return
+        for side in cuda_compared(node):
+            m.handled.add(id(side))
+            m.report(self.code, side, 'comparison with the device type "cuda"; left unchanged (it may guard '
+                     "CUDA-only code)")
+
+    def visit_IfExp(self, m: Migrator, node: cst.IfExp) -> None:
+        if isinstance(node.test, cst.Comparison) and cuda_compared(node.test):
+            # `"cuda" if "cuda" in device else "cpu"` derives a type from a device string, which already
+            # works on every backend: keep the branches as the test keeps "cuda".
+            for branch in (node.body, node.orelse):
+                m.contexts.pop(id(branch), None)
+                m.handled.add(id(branch))
+
+
+class CudaAttribute(Rule):
+    code = "TP106"
+    name = "cuda-attribute"
+    summary = "`.cuda` referenced without a call, or called with unpacked arguments; left unchanged."
+    before = "fn = x.cuda"
+    safety, effort = "manual", "low"
+    triggers = (r"\.cuda\b",)
+    examples = (Example("import torch\nfn = torch.zeros(2).cuda\n"),)
+
+    def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:
+        # Only torch's own `.cuda` methods (`torch.Tensor.cuda`, ...): `args.cuda` is a user's flag.
+        if node.attr.value != "cuda" or id(node) in m.called or id(node) in m.inner:
+            return
+        if any(n.startswith("torch.") and n not in ("torch.cuda", "torch.version.cuda") for n in m.qnames(node)):
+            m.report(self.code, node, "`.cuda` referenced without a call; left unchanged")

@@ -1,9 +1,10 @@
-"""Distributed training: the NCCL backend and DDP's CUDA device ids.
+"""Distributed training: the NCCL backend, process-group device ids and DDP's CUDA device ids.
 
 | Code  | Before                                            | After                                                   |
 |-------|---------------------------------------------------|---------------------------------------------------------|
 | TP030 | init_process_group(backend="nccl")                | init_process_group(backend=tp.distributed_backend())    |
 | TP031 | DDP(model, device_ids=[rank])                     | DDP(model, device_ids=tp.ddp_device_ids([rank]))        |
+| TP032 | init_process_group("nccl", device_id=dev)         | init_process_group(tp.distributed_backend(), device_id=tp.process_group_device_id(dev)) |
 | TP105 | if backend == "nccl":                             | (reported)                                              |
 """
 
@@ -13,21 +14,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import Rule
+from torchport.codemods._base import string_value
+from torchport.codemods._rule import Example, Rule
 
 if TYPE_CHECKING:
-    from torchport.codemods._transformer import MigrateCodemod
-
-RULES = (
-    Rule("TP030", "nccl-backend", '`"nccl"` as a process-group backend becomes the runtime\'s backend for its device.',
-         'init_process_group(backend="nccl")', "init_process_group(backend=tp.distributed_backend())"),
-    Rule("TP031", "ddp-device-ids", "DDP/DataParallel `device_ids=` and `output_device=` are dropped off CUDA/XPU at run time.",
-         "DDP(model, device_ids=[rank])", "DDP(model, device_ids=tp.ddp_device_ids([rank]))"),
-    Rule("TP105", "nccl-string", '`"nccl"` outside a backend setting (a comparison, a list); left unchanged.',
-         'if backend == "nccl":', safety="manual", effort="low"),
-)
-
-TRIGGERS = (r"nccl", r"device_ids|output_device")
+    from torchport.codemods._transformer import Migrator
 
 _PARALLEL = frozenset({
     "torch.nn.parallel.DistributedDataParallel",
@@ -37,47 +28,178 @@ _PARALLEL = frozenset({
     "torch.nn.parallel.data_parallel.DataParallel",
 })
 _INIT = frozenset({"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"})
+_DEVICE_KEYWORDS = ("device_ids", "output_device")
 
 
 def is_nccl(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.SimpleString) and node.evaluated_value == "nccl"
+    """``"nccl"`` in any case, or a device map naming it (``"cuda:nccl,cpu:gloo"``)."""
+    value = string_value(node)
+    return value is not None and "nccl" in value.lower() and (
+        value.lower() == "nccl" or all(":" in part for part in value.split(",")))
 
 
-def classify_call(m: MigrateCodemod, node: cst.Call) -> None:
-    """`backend="nccl"` anywhere, and `init_process_group("nccl")`."""
-    init = bool(m.qnames(node.func) & _INIT)
-    for index, arg in enumerate(node.args):
-        keyword = arg.keyword.value if arg.keyword else None
-        if keyword == "backend" or (init and keyword is None and index == 0):
-            m.set_context(arg.value, "str", "TP030")
+def _mentions_nccl(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.IfExp):
+        return _mentions_nccl(node.body) or _mentions_nccl(node.orelse)
+    return is_nccl(node)
 
 
-def rewrite_call(m: MigrateCodemod, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
-    """Wrap DDP's `device_ids=`/`output_device=` in `tp.ddp_device_ids(...)`."""
-    if not m.qnames(original.func) & _PARALLEL:
+class NcclBackend(Rule):
+    code = "TP030"
+    name = "nccl-backend"
+    summary = '`"nccl"` as a process-group backend becomes the runtime\'s backend for its device.'
+    before, after = 'init_process_group(backend="nccl")', "init_process_group(backend=tp.distributed_backend())"
+    triggers = (r"(?i:nccl)",)
+    examples = (
+        Example('import torch.distributed as dist\ndist.init_process_group(backend="nccl")\n',
+                "import torch.distributed as dist\ndist.init_process_group(backend=tp.distributed_backend())\n"),
+        Example('import torch.distributed as dist\ndist.init_process_group("NCCL")\n',
+                'import torch.distributed as dist\ndist.init_process_group(tp.distributed_backend("NCCL"))\n'),
+        Example('import torch.distributed as dist\ndist.init_process_group(backend="cuda:nccl,cpu:gloo")\n',
+                'import torch.distributed as dist\ndist.init_process_group(backend=tp.distributed_backend("cuda:nccl,cpu:gloo"))\n'),
+        Example('import torch.distributed as dist\ndist.init_process_group(backend="nccl" if cuda else "gloo")\n',
+                'import torch.distributed as dist\n'
+                'dist.init_process_group(backend=tp.distributed_backend("nccl" if cuda else "gloo"))\n'),
+    )
+
+    def visit_Call(self, m: Migrator, node: cst.Call) -> None:
+        init = bool(m.qnames(node.func) & _INIT)
+        for index, arg in enumerate(node.args):
+            keyword = arg.keyword.value if arg.keyword else None
+            names_option = keyword == "default" and any(
+                "backend" in (string_value(a.value) or "") for a in node.args if a.keyword is None)
+            if (keyword == "backend" or names_option or (init and keyword is None and index == 0)) and _mentions_nccl(arg.value):
+                m.store(self)[id(arg.value)] = True
+                if isinstance(arg.value, cst.IfExp):
+                    m.mark_handled(arg.value.body)
+                    m.mark_handled(arg.value.orelse)
+                return
+
+    def _setting(self, m: Migrator, name: str, value: cst.BaseExpression | None) -> None:
+        if value is not None and "backend" in name.lower() and _mentions_nccl(value):
+            m.store(self)[id(value)] = True
+            if isinstance(value, cst.IfExp):
+                m.mark_handled(value.body)
+                m.mark_handled(value.orelse)
+
+    def visit_Assign(self, m: Migrator, node: cst.Assign) -> None:
+        for target in node.targets:
+            t = target.target
+            name = t.attr.value if isinstance(t, cst.Attribute) else t.value if isinstance(t, cst.Name) else ""
+            self._setting(m, name, node.value)
+
+    def visit_Param(self, m: Migrator, node: cst.Param) -> None:
+        self._setting(m, node.name.value, node.default)
+
+    def visit_DictElement(self, m: Migrator, node: cst.DictElement) -> None:
+        self._setting(m, string_value(node.key) or "", node.value)
+
+    def _rewrite(self, m: Migrator, original: cst.BaseExpression, updated: cst.BaseExpression):
+        if id(original) not in m.store(self) or not m.apply(self.code, original):
+            return None
+        if string_value(original) == "nccl":
+            return m.runtime_call("distributed_backend", [])
+        return m.runtime_call("distributed_backend", [updated])
+
+    def leave_SimpleString(self, m: Migrator, original: cst.SimpleString, updated: cst.SimpleString):
+        return self._rewrite(m, original, updated)
+
+    def leave_IfExp(self, m: Migrator, original: cst.IfExp, updated: cst.IfExp):
+        return self._rewrite(m, original, updated)
+
+
+class DdpDeviceIds(Rule):
+    code = "TP031"
+    name = "ddp-device-ids"
+    summary = "DDP/DataParallel `device_ids` and `output_device` are dropped off CUDA/XPU at run time."
+    before, after = "DDP(model, device_ids=[rank])", "DDP(model, device_ids=tp.ddp_device_ids([rank]))"
+    triggers = (r"\b(?:device_ids|output_device)\b",)
+    names = _PARALLEL
+    replaces = False
+    examples = (
+        Example("from torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, device_ids=[rank])\n",
+                "from torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, device_ids=tp.ddp_device_ids([rank]))\n"),
+        Example("from torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, [rank])\n",
+                "from torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, tp.ddp_device_ids([rank]))\n"),
+        Example('kwargs["device_ids"] = [rank]\n', 'kwargs["device_ids"] = tp.ddp_device_ids([rank])\n'),
+    )
+
+    def _wrap(self, m: Migrator, old: cst.BaseExpression, value: cst.BaseExpression) -> cst.BaseExpression | None:
+        if isinstance(value, cst.Name) and value.value == "None":
+            return None
+        if m.runtime_call_name(value) == "ddp_device_ids" or not m.apply(self.code, old):
+            return None
+        return m.runtime_call("ddp_device_ids", [value])
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.Call | None:
+        if not m.qnames(original.func) & _PARALLEL:
+            return None
+        changed, args = False, []
+        for index, (old, arg) in enumerate(zip(original.args, updated.args)):
+            keyword = arg.keyword.value if arg.keyword else None
+            if (keyword in _DEVICE_KEYWORDS or (keyword is None and not arg.star and index in (1, 2))):
+                wrapped = self._wrap(m, old.value, arg.value)
+                if wrapped is not None:
+                    arg, changed = arg.with_changes(value=wrapped), True
+            args.append(arg)
+        return updated.with_changes(args=args) if changed else None
+
+    def leave_Assign(self, m: Migrator, original: cst.Assign, updated: cst.Assign) -> cst.Assign | None:
+        """``kwargs["device_ids"] = [rank]``, later passed as ``**kwargs``."""
+        for target in original.targets:
+            sub = target.target
+            if isinstance(sub, cst.Subscript) and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index):
+                if string_value(sub.slice[0].slice.value) in _DEVICE_KEYWORDS:
+                    wrapped = self._wrap(m, original.value, updated.value)
+                    return updated.with_changes(value=wrapped) if wrapped is not None else None
         return None
-    changed = False
-    args = []
-    for old, arg in zip(original.args, updated.args):
-        keyword = arg.keyword.value if arg.keyword else None
-        value = arg.value
-        if (
-            keyword in ("device_ids", "output_device")
-            and not (isinstance(value, cst.Name) and value.value == "None")
-            and m.runtime_call_name(value) != "ddp_device_ids"
-            and m.apply("TP031", old.value)
-        ):
-            arg = arg.with_changes(value=m.runtime_call("ddp_device_ids", [value]))
-            changed = True
-        args.append(arg)
-    return updated.with_changes(args=args) if changed else None
 
 
-def rewrite_literal(m: MigrateCodemod, original: cst.BaseExpression) -> cst.BaseExpression | None:
-    """`"nccl"` in a backend or string-setting context -> `tp.distributed_backend()`."""
-    context = m.contexts.get(id(original))
-    if context is None or context[0] != "str" or not is_nccl(original):
-        return None
-    if not m.apply("TP030", original):
-        return None
-    return m.runtime_call("distributed_backend", [])
+class ProcessGroupDeviceId(Rule):
+    code = "TP032"
+    name = "process-group-device-id"
+    summary = "`init_process_group(device_id=...)` with a backend torchport rewrote: gloo takes no CUDA device."
+    before = 'init_process_group("nccl", device_id=dev)'
+    after = "init_process_group(tp.distributed_backend(), device_id=tp.process_group_device_id(dev))"
+    names = _INIT
+    replaces = False
+    examples = (
+        Example("import torch\nimport torch.distributed as dist\n"
+                "dist.init_process_group(backend='nccl', device_id=torch.device('cuda', rank))\n",
+                "import torch\nimport torch.distributed as dist\n"
+                "dist.init_process_group(backend='nccl', device_id=tp.process_group_device_id(torch.device('cuda', rank)))\n"),
+    )
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.Call | None:
+        if not m.qnames(original.func) & _INIT:
+            return None
+        if not any(_mentions_nccl(a.value) for a in original.args
+                   if (a.keyword and a.keyword.value == "backend") or (a.keyword is None and a is original.args[0])):
+            return None
+        args, changed = [], False
+        for old, arg in zip(original.args, updated.args):
+            if arg.keyword is not None and arg.keyword.value == "device_id" and m.runtime_call_name(arg.value) is None:
+                if m.apply(self.code, old.value):
+                    arg, changed = arg.with_changes(value=m.runtime_call("process_group_device_id", [arg.value])), True
+            args.append(arg)
+        return updated.with_changes(args=args) if changed else None
+
+
+class NcclString(Rule):
+    code = "TP105"
+    name = "nccl-string"
+    summary = '`"nccl"` outside a backend setting (a comparison, a list); left unchanged.'
+    before = 'if backend == "nccl":'
+    safety, effort = "manual", "low"
+    triggers = (r"(?i:nccl)",)
+    examples = (Example('if backend == "nccl":\n    pass\n'),)
+
+    def visit_SimpleString(self, m: Migrator, node: cst.SimpleString) -> None:
+        if string_value(node) == "nccl":
+            m.store(self).setdefault("strings", []).append(node)
+            m.remember_statement(node)
+
+    def finish(self, m: Migrator, module: cst.Module) -> None:
+        for node in m.store(self).get("strings", ()):
+            if id(node) not in m.handled:
+                m.report(self.code, node, '"nccl" outside a backend setting; left unchanged')

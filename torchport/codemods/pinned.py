@@ -12,49 +12,56 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import Rule
+from torchport.codemods._rule import Example, Rule
 
 if TYPE_CHECKING:
-    from torchport.codemods._transformer import MigrateCodemod
+    from torchport.codemods._transformer import Migrator
 
-RULES = (
-    Rule("TP040", "pin-memory-flag", "`pin_memory=True` pins only where pinned memory exists (CUDA, XPU).",
-         "DataLoader(ds, pin_memory=True)", "DataLoader(ds, pin_memory=tp.pin_memory_available())"),
-    Rule("TP041", "pin-memory-call", "`x.pin_memory()`, which raises on a CPU-only machine, pins only where it can.",
-         "batch = batch.pin_memory()", "batch = tp.pin_memory(batch)"),
-)
+class PinMemoryFlag(Rule):
+    code = "TP040"
+    name = "pin-memory-flag"
+    summary = "`pin_memory=True` pins only where pinned memory exists (CUDA, XPU)."
+    before, after = "DataLoader(ds, pin_memory=True)", "DataLoader(ds, pin_memory=tp.pin_memory_available())"
+    triggers = (r"\bpin_memory\b",)
+    replaces = False
+    examples = (Example("loader = DataLoader(ds, pin_memory=True)\n",
+                        "loader = DataLoader(ds, pin_memory=tp.pin_memory_available())\n"),)
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.Call | None:
+        """``pin_memory=True`` -> ``pin_memory=tp.pin_memory_available()``."""
+        changed = False
+        args = []
+        for old, arg in zip(original.args, updated.args):
+            if (
+                arg.keyword is not None
+                and arg.keyword.value == "pin_memory"
+                and isinstance(arg.value, cst.Name)
+                and arg.value.value == "True"
+                and m.apply(self.code, old.value)
+            ):
+                arg = arg.with_changes(value=m.runtime_call("pin_memory_available", []))
+                changed = True
+            args.append(arg)
+        return updated.with_changes(args=args) if changed else None
 
 
-TRIGGERS = (r"pin_memory",)
+class PinMemoryCall(Rule):
+    code = "TP041"
+    name = "pin-memory-call"
+    summary = "`x.pin_memory()`, which raises on a CPU-only machine, pins only where it can."
+    before, after = "batch = batch.pin_memory()", "batch = tp.pin_memory(batch)"
+    triggers = (r"\bpin_memory\b",)
+    examples = (Example("batch = batch.pin_memory()\n", "batch = tp.pin_memory(batch)\n"),)
 
-
-def rewrite_method(m: MigrateCodemod, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
-    """``x.pin_memory()`` -> ``tp.pin_memory(x)``."""
-    func = updated.func
-    if (
-        isinstance(func, cst.Attribute)
-        and func.attr.value == "pin_memory"
-        and not updated.args
-        and not m.qname_startswith(original.func, "torch.")  # torch.Tensor.pin_memory(x) is unbound
-        and m.apply("TP041", original)
-    ):
-        return m.runtime_call("pin_memory", [func.value])
-    return None
-
-
-def rewrite_arguments(m: MigrateCodemod, original: cst.Call, updated: cst.Call) -> cst.Call | None:
-    """``pin_memory=True`` -> ``pin_memory=tp.pin_memory_available()``."""
-    changed = False
-    args = []
-    for old, arg in zip(original.args, updated.args):
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """``x.pin_memory()`` -> ``tp.pin_memory(x)``."""
+        func = updated.func
         if (
-            arg.keyword is not None
-            and arg.keyword.value == "pin_memory"
-            and isinstance(arg.value, cst.Name)
-            and arg.value.value == "True"
-            and m.apply("TP040", old.value)
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "pin_memory"
+            and not updated.args
+            and not m.qname_startswith(original.func, "torch.")  # torch.Tensor.pin_memory(x) is unbound
+            and m.apply(self.code, original)
         ):
-            arg = arg.with_changes(value=m.runtime_call("pin_memory_available", []))
-            changed = True
-        args.append(arg)
-    return updated.with_changes(args=args) if changed else None
+            return m.runtime_call("pin_memory", [func.value])
+        return None

@@ -4,7 +4,6 @@
 |-------|----------------------------------------------------|-------------------------------------|
 | TP009 | assert torch.cuda.is_available()                   | (removed; unsafe)                   |
 | TP107 | torch.backends.cudnn.benchmark = True              | (noted once per file)               |
-| TP109 | if torch.cuda.is_available:                        | (reported: a bug)                   |
 | TP201 | g = torch.cuda.CUDAGraph()                         | (reported, high effort)             |
 | TP202 | pool = torch.cuda.MemPool()                        | (reported, high effort)             |
 | TP203 | s = torch.cuda.ExternalStream(ptr)                 | (reported, medium effort)           |
@@ -25,47 +24,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import Rule, string_value
+from torchport.codemods._base import dotted_name, string_value
+from torchport.codemods._rule import Example, Rule
 
 if TYPE_CHECKING:
-    from torchport.codemods._transformer import MigrateCodemod
-
-RULES = (
-    Rule("TP009", "gpu-required-assert", "`assert torch.cuda.is_available()` stops the port on any other device; "
-         "the fix removes it.", "assert torch.cuda.is_available()", "(removed)", safety="unsafe"),
-    Rule("TP107", "backend-flags", "`torch.backends.cudnn`/`cuda` flags are left as they are: harmless elsewhere "
-         "(one note per file).", "torch.backends.cudnn.benchmark = True", safety="manual", effort="info"),
-    Rule("TP109", "is-available-not-called", "`torch.cuda.is_available` without a call is always true: a bug.",
-         "if torch.cuda.is_available:", safety="manual", effort="low"),
-    Rule("TP201", "cuda-graphs", "CUDA graph capture and replay has no portable equivalent.",
-         "g = torch.cuda.CUDAGraph()", safety="manual", effort="high"),
-    Rule("TP202", "cuda-memory-pool", "CUDA memory pools and custom allocators have no portable equivalent.",
-         "pool = torch.cuda.MemPool()", safety="manual", effort="high"),
-    Rule("TP203", "cuda-interop", "cudart, external streams and CUDA IPC have no portable equivalent.",
-         "s = torch.cuda.ExternalStream(ptr)", safety="manual", effort="medium"),
-    Rule("TP204", "cuda-memory-history", "The CUDA memory-history recorder is CUDA-only (a debugging aid).",
-         "torch.cuda.memory._record_memory_history()", safety="manual", effort="low"),
-    Rule("TP205", "cuda-visible-devices", "Setting `CUDA_VISIBLE_DEVICES` picks GPUs only on CUDA.",
-         'os.environ["CUDA_VISIBLE_DEVICES"] = "0"', safety="manual", effort="medium"),
-    Rule("TP206", "cuda-extension", "A C++/CUDA extension with `.cu` sources builds only with nvcc.",
-         'CUDAExtension("ops", ["ops.cu"])', safety="manual", effort="high"),
-    Rule("TP207", "triton-kernel", "Triton kernels need a GPU backend Triton supports.",
-         "import triton", safety="manual", effort="high"),
-    Rule("TP208", "cuda-only-import", "A CUDA-only library (apex, flash_attn, xformers, bitsandbytes, "
-         "transformer_engine, pynvml, cupy, numba.cuda).", "import apex", safety="manual", effort="medium"),
-    Rule("TP209", "gpu-required", "Code that raises when CUDA is missing.",
-         "if not torch.cuda.is_available(): raise RuntimeError()", safety="manual", effort="low"),
-    Rule("TP301", "mps-float64", "[mps] float64 tensors are not supported on MPS.",
-         "x = x.double()", safety="manual", effort="medium"),
-    Rule("TP302", "mps-complex128", "[mps] complex128 tensors are not supported on MPS.",
-         "z = torch.zeros(2, dtype=torch.complex128)", safety="manual", effort="medium"),
-    Rule("TP321", "cpu-float16-autocast", "[cpu] float16 autocast on CPU is slow and lacks ops; bfloat16 is "
-         "CPU autocast's type.", "torch.autocast(tp.device_type(), dtype=torch.float16)", safety="manual",
-         effort="low"),
-)
-
-TRIGGERS = (r"cuda|CUDA|cudnn|\.cuh?\b", r"triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy",
-            r"float64|double|complex128", r"autocast")
+    from torchport.codemods._transformer import Migrator
 
 # torch.cuda names (after "torch.cuda.") that need a person, by rule.
 CUDA_ONLY_APIS = {
@@ -88,6 +51,10 @@ _FLOAT64 = frozenset({"torch.float64", "torch.double"})
 _COMPLEX128 = frozenset({"torch.complex128", "torch.cdouble"})
 
 
+_INFO_FLAGS = ("torch.backends.cudnn", "torch.backends.cuda")
+_CUDA_LIBRARY_USES = ("cupy.cuda.", "numba.cuda.", "pycuda.")
+
+
 def cuda_api_rule(name: str) -> str | None:
     """The TP2xx rule for a ``torch.cuda.<name>`` that needs a person, else None."""
     tail = name[len("torch.cuda."):]
@@ -97,74 +64,216 @@ def cuda_api_rule(name: str) -> str | None:
     return None
 
 
-def check_import(m: MigrateCodemod, node: cst.Import | cst.ImportFrom) -> None:
-    """Report imports of Triton and of CUDA-only libraries."""
-    if isinstance(node, cst.Import):
-        names = [m.dotted(alias.name) for alias in node.names]
-    elif node.relative:
-        return
-    else:
-        names = [m.dotted(node.module)]
-        if names[0] == "numba" and not isinstance(node.names, cst.ImportStar):
-            names = [f"numba.{alias.evaluated_name}" for alias in node.names]
-    for name in names:
-        if not name:
-            continue
-        code = cuda_api_rule(name) if name.startswith("torch.cuda.") else None
-        if code is not None:
-            m.report(code, node, f"`{name}`: {m.rule_summary(code)}")
-        elif name == "triton" or name.startswith("triton."):
-            m.report("TP207", node, f"`{name}`: Triton kernels need a GPU backend Triton supports")
-        elif any(name == mod or name.startswith(mod + ".") for mod in CUDA_ONLY_MODULES):
-            m.report("TP208", node, f"`{name}` is a CUDA-only library; guard it or find a portable alternative")
-
-
-def _mentions_gpu_test(m: MigrateCodemod, node: cst.BaseExpression) -> bool:
+def _mentions_gpu_test(m: Migrator, node: cst.BaseExpression) -> cst.Call | None:
     if isinstance(node, cst.UnaryOperation):
         node = node.expression
     if isinstance(node, cst.Comparison):
         node = node.left
-    return isinstance(node, cst.Call) and bool(m.qnames(node.func) & _GPU_TESTS)
+    return node if isinstance(node, cst.Call) and m.qnames(node.func) & _GPU_TESTS else None
 
 
-def rewrite_assert(m: MigrateCodemod, original: cst.Assert) -> bool:
-    """True when ``assert torch.cuda.is_available()`` (or a device_count check) is to be removed."""
-    return _mentions_gpu_test(m, original.test) and m.apply("TP009", original)
+class GpuRequiredAssert(Rule):
+    code = "TP009"
+    name = "gpu-required-assert"
+    summary = "`assert torch.cuda.is_available()` stops the port on any other device; the fix removes it."
+    before, after = "assert torch.cuda.is_available()", "(removed)"
+    safety = "unsafe"
+    names = _GPU_TESTS
+    examples = (
+        Example("import torch\n# needs a GPU\nassert torch.cuda.is_available()  # hard requirement\nrun()\n",
+                "import torch\n# needs a GPU\n# hard requirement\nrun()\n", unsafe=True),
+        Example("import torch\n\n\ndef f():\n    assert torch.cuda.is_available()\n",
+                "import torch\n\n\ndef f():\n    pass\n", unsafe=True),
+    )
+
+    def visit_Assert(self, m: Migrator, node: cst.Assert) -> None:
+        call = _mentions_gpu_test(m, node.test)
+        if call is not None:
+            m.mark_handled(call)
+            m.store(self)[id(node)] = True
+
+    def _strip(self, m: Migrator, body: list[cst.BaseStatement], footer_owner: object) -> tuple[list, list[cst.EmptyLine], bool]:
+        """Drop the statements that are only a removed assert; their comments go to the next statement."""
+        out: list[cst.BaseStatement] = []
+        carried: list[cst.EmptyLine] = []
+        changed = False
+        for statement in body:
+            if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and \
+                    m.store(self).get(("removed", id(statement))):
+                carried += list(statement.leading_lines)
+                comment = statement.trailing_whitespace.comment
+                if comment is not None:
+                    carried.append(cst.EmptyLine(indent=True, comment=comment))
+                changed = True
+                continue
+            if carried:
+                statement = statement.with_changes(leading_lines=[*carried, *statement.leading_lines])
+                carried = []
+            out.append(statement)
+        return out, carried, changed
+
+    def leave_Assert(self, m: Migrator, original: cst.Assert, updated: cst.Assert):
+        if id(original) in m.store(self) and m.apply(self.code, original):
+            m.store(self)["pending"] = True
+            return cst.Pass()  # marks the line; the block below removes it, keeping its comments
+        return None
+
+    def leave_SimpleStatementLine(self, m: Migrator, original: cst.SimpleStatementLine,
+                                  updated: cst.SimpleStatementLine):
+        if m.store(self).pop("pending", False) and len(updated.body) == 1 and isinstance(updated.body[0], cst.Pass):
+            m.store(self)[("removed", id(updated))] = True
+        return None
+
+    def leave_IndentedBlock(self, m: Migrator, original: cst.IndentedBlock, updated: cst.IndentedBlock):
+        body, carried, changed = self._strip(m, list(updated.body), updated)
+        if not changed:
+            return None
+        if not body:  # a block cannot be empty: keep a `pass`, with the comments
+            return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()], leading_lines=carried)])
+        return updated.with_changes(body=body, footer=[*carried, *updated.footer])
+
+    def leave_Module(self, m: Migrator, original: cst.Module, updated: cst.Module):
+        body, carried, changed = self._strip(m, list(updated.body), updated)
+        if not changed:
+            return None
+        return updated.with_changes(body=body, footer=[*carried, *updated.footer])
 
 
-def check_if(m: MigrateCodemod, node: cst.If) -> None:
-    """``if not torch.cuda.is_available(): raise ...`` makes the port fail off CUDA."""
-    test = node.test
-    if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
-        return
-    if not _mentions_gpu_test(m, test.expression):
-        return
-    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else []
-    for statement in body:
-        if isinstance(statement, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in statement.body):
-            m.report("TP209", node, "raises when CUDA is missing; the runtime's device works without it")
+class BackendFlags(Rule):
+    code = "TP107"
+    name = "backend-flags"
+    summary = "`torch.backends.cudnn`/`cuda` flags are left as they are: harmless elsewhere (one note per file)."
+    before = "torch.backends.cudnn.benchmark = True"
+    safety, effort = "manual", "info"
+    triggers = (r"\bcudnn\b|backends\.cuda",)
+    examples = (Example("import torch\ntorch.backends.cudnn.benchmark = True\n"),)
+
+    def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:
+        if "site" not in m.store(self) and id(node) not in m.inner and any(
+                n.startswith(_INFO_FLAGS) for n in m.qnames(node)):
+            m.store(self)["site"] = node
+            m.remember_statement(node)
+
+    def finish(self, m: Migrator, module: cst.Module) -> None:
+        site = m.store(self).get("site")
+        if site is not None:
+            m.report(self.code, site, "torch.backends.cudnn/cuda flags left unchanged: they are harmless on other backends")
+
+
+class _CudaOnlyApi(Rule):
+    """``torch.cuda`` APIs with no portable equivalent, reported under this rule's code."""
+
+    safety = "manual"
+
+    def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:
+        if id(node) not in m.inner:
+            self._check(m, node)
+
+    def visit_Name(self, m: Migrator, node: cst.Name) -> None:
+        if id(node) not in m.inner and m.is_name(node):
+            self._check(m, node)
+
+    def _check(self, m: Migrator, node: cst.CSTNode) -> None:
+        if dotted_name(node) is None:
             return
+        for name in m.qnames(node):
+            if name.startswith("torch.cuda.") and cuda_api_rule(name) == self.code:
+                m.mark_handled(node)
+                m.report(self.code, node, f"`{name}`: {self.summary}")
+                return
+
+    def visit_Import(self, m: Migrator, node: cst.Import) -> None:
+        for alias in node.names:
+            name = dotted_name(alias.name) or ""
+            if name.startswith("torch.cuda.") and cuda_api_rule(name) == self.code:
+                m.report(self.code, node, f"`{name}`: {self.summary}")
+
+    def visit_ImportFrom(self, m: Migrator, node: cst.ImportFrom) -> None:
+        name = dotted_name(node.module) if node.module is not None and not node.relative else None
+        if name and name.startswith("torch.cuda.") and cuda_api_rule(name) == self.code:
+            m.report(self.code, node, f"`{name}`: {self.summary}")
 
 
-def check_call(m: MigrateCodemod, node: cst.Call) -> None:
-    """CUDA extensions, CUDA_VISIBLE_DEVICES set through os.environ, and fp16 autocast on CPU."""
-    names = m.qnames(node.func)
-    if names & _EXTENSIONS:
-        m.report("TP206", node, "CUDAExtension builds with nvcc; other backends need another kernel")
-    elif names & _EXTENSION_LOADERS and _has_cuda_sources(node):
-        m.report("TP206", node, "this extension compiles CUDA sources; other backends need another kernel")
-    func = node.func
-    if (
-        isinstance(func, cst.Attribute)
-        and func.attr.value in ("setdefault", "putenv", "__setitem__")
-        and node.args
-        and string_value(node.args[0].value) == "CUDA_VISIBLE_DEVICES"
-    ):
-        m.report("TP205", node, "sets CUDA_VISIBLE_DEVICES, which selects GPUs only on CUDA")
-    if "cpu" in m.targets and names & {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast"}:
-        dtype = next((a.value for a in node.args if a.keyword and a.keyword.value == "dtype"), None)
-        if dtype is not None and m.qnames(dtype) & {"torch.float16", "torch.half"}:
-            m.report("TP321", node, "[cpu] float16 autocast on CPU is slow and lacks ops; bfloat16 is CPU's type")
+class CudaGraphs(_CudaOnlyApi):
+    code = "TP201"
+    name = "cuda-graphs"
+    summary = "CUDA graph capture and replay has no portable equivalent."
+    before = "g = torch.cuda.CUDAGraph()"
+    effort = "high"
+    names = frozenset(f"torch.cuda.{n}" for n in CUDA_ONLY_APIS["TP201"])
+    examples = (Example("import torch\ng = torch.cuda.CUDAGraph()\n"),)
+
+
+class CudaMemoryPool(_CudaOnlyApi):
+    code = "TP202"
+    name = "cuda-memory-pool"
+    summary = "CUDA memory pools and custom allocators have no portable equivalent."
+    before = "pool = torch.cuda.MemPool()"
+    effort = "high"
+    names = frozenset(f"torch.cuda.{n}" for n in CUDA_ONLY_APIS["TP202"])
+    examples = (Example("import torch\npool = torch.cuda.MemPool()\n"),)
+
+
+class CudaInterop(_CudaOnlyApi):
+    code = "TP203"
+    name = "cuda-interop"
+    summary = "cudart, external streams and CUDA IPC have no portable equivalent."
+    before = "s = torch.cuda.ExternalStream(ptr)"
+    effort = "medium"
+    names = frozenset(f"torch.cuda.{n}" for n in CUDA_ONLY_APIS["TP203"])
+    examples = (Example("import torch\ns = torch.cuda.ExternalStream(ptr)\n"),)
+
+
+class CudaMemoryHistory(_CudaOnlyApi):
+    code = "TP204"
+    name = "cuda-memory-history"
+    summary = "The CUDA memory-history recorder is CUDA-only (a debugging aid)."
+    before = "torch.cuda.memory._record_memory_history()"
+    effort = "low"
+    names = frozenset(f"torch.cuda.{n}" for n in CUDA_ONLY_APIS["TP204"])
+    examples = (Example("import torch\ntorch.cuda.memory._record_memory_history()\n"),)
+
+
+class CudaVisibleDevices(Rule):
+    code = "TP205"
+    name = "cuda-visible-devices"
+    summary = "Setting `CUDA_VISIBLE_DEVICES` picks GPUs only on CUDA."
+    before = 'os.environ["CUDA_VISIBLE_DEVICES"] = "0"'
+    safety, effort = "manual", "medium"
+    triggers = (r"CUDA_VISIBLE_DEVICES",)
+    examples = (Example('import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'),)
+
+    def visit_Assign(self, m: Migrator, node: cst.Assign) -> None:
+        for target in node.targets:
+            sub = target.target
+            if isinstance(sub, cst.Subscript) and len(sub.slice) == 1:
+                index = sub.slice[0].slice
+                if isinstance(index, cst.Index) and string_value(index.value) == "CUDA_VISIBLE_DEVICES":
+                    m.report(self.code, node, "sets CUDA_VISIBLE_DEVICES, which selects GPUs only on CUDA")
+
+    def visit_Call(self, m: Migrator, node: cst.Call) -> None:
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value in ("setdefault", "putenv", "__setitem__")
+                and node.args and string_value(node.args[0].value) == "CUDA_VISIBLE_DEVICES"):
+            m.report(self.code, node, "sets CUDA_VISIBLE_DEVICES, which selects GPUs only on CUDA")
+
+
+class CudaExtension(Rule):
+    code = "TP206"
+    name = "cuda-extension"
+    summary = "A C++/CUDA extension with `.cu` sources builds only with nvcc."
+    before = 'CUDAExtension("ops", ["ops.cu"])'
+    safety, effort = "manual", "high"
+    names = _EXTENSIONS | _EXTENSION_LOADERS
+    triggers = (r"\.cuh?\b", r"cuda_sources|with_cuda")
+    examples = (Example('from torch.utils.cpp_extension import CUDAExtension\next = CUDAExtension("ops", ["ops.cu"])\n'),)
+
+    def visit_Call(self, m: Migrator, node: cst.Call) -> None:
+        names = m.qnames(node.func)
+        if names & _EXTENSIONS:
+            m.report(self.code, node, "CUDAExtension builds with nvcc; other backends need another kernel")
+        elif names & _EXTENSION_LOADERS and _has_cuda_sources(node):
+            m.report(self.code, node, "this extension compiles CUDA sources; other backends need another kernel")
 
 
 def _has_cuda_sources(node: cst.Call) -> bool:
@@ -180,28 +289,137 @@ def _has_cuda_sources(node: cst.Call) -> bool:
     return False
 
 
-def check_assign(m: MigrateCodemod, node: cst.Assign) -> None:
-    """``os.environ["CUDA_VISIBLE_DEVICES"] = ...``."""
-    for target in node.targets:
-        sub = target.target
-        if isinstance(sub, cst.Subscript) and len(sub.slice) == 1:
-            index = sub.slice[0].slice
-            if isinstance(index, cst.Index) and string_value(index.value) == "CUDA_VISIBLE_DEVICES":
-                m.report("TP205", node, "sets CUDA_VISIBLE_DEVICES, which selects GPUs only on CUDA")
+def _imported(node: cst.Import | cst.ImportFrom) -> list[str]:
+    if isinstance(node, cst.Import):
+        return [dotted_name(alias.name) or "" for alias in node.names]
+    if node.relative or node.module is None:
+        return []
+    module = dotted_name(node.module) or ""
+    if module == "numba" and not isinstance(node.names, cst.ImportStar):
+        return [f"numba.{alias.evaluated_name}" for alias in node.names]
+    return [module]
 
 
-def check_dtype(m: MigrateCodemod, node: cst.CSTNode, names: set[str]) -> None:
-    """Per-target dtype problems: float64 and complex128 on MPS."""
-    if "mps" not in m.targets:
-        return
-    if names & _FLOAT64:
-        m.report("TP301", node, "[mps] float64 is not supported on MPS; use float32 there")
-    elif names & _COMPLEX128:
-        m.report("TP302", node, "[mps] complex128 is not supported on MPS; use complex64 there")
+class TritonKernel(Rule):
+    code = "TP207"
+    name = "triton-kernel"
+    summary = "Triton kernels need a GPU backend Triton supports."
+    before = "import triton"
+    safety, effort = "manual", "high"
+    triggers = (r"\btriton\b",)
+    examples = (Example("import triton\n"),)
+
+    def visit_Import(self, m: Migrator, node: cst.Import) -> None:
+        self._check(m, node)
+
+    def visit_ImportFrom(self, m: Migrator, node: cst.ImportFrom) -> None:
+        self._check(m, node)
+
+    def _check(self, m: Migrator, node: cst.Import | cst.ImportFrom) -> None:
+        for name in _imported(node):
+            if name == "triton" or name.startswith("triton."):
+                m.report(self.code, node, f"`{name}`: Triton kernels need a GPU backend Triton supports")
 
 
-def check_double_call(m: MigrateCodemod, node: cst.Call) -> None:
-    """``x.double()`` makes a float64 tensor (per-target: MPS)."""
-    func = node.func
-    if "mps" in m.targets and isinstance(func, cst.Attribute) and func.attr.value == "double" and not node.args:
-        m.report("TP301", node, "[mps] .double() makes float64, which MPS does not support")
+class CudaOnlyImport(Rule):
+    code = "TP208"
+    name = "cuda-only-import"
+    summary = ("A CUDA-only library (apex, flash_attn, xformers, bitsandbytes, transformer_engine, pynvml, cupy, "
+               "numba.cuda).")
+    before = "import apex"
+    safety, effort = "manual", "medium"
+    triggers = (r"\b(?:apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda)\b", r"numba")
+    examples = (Example("import apex\n"), Example("import cupy\nx = cupy.cuda.Device(0)\n"))
+
+    def visit_Import(self, m: Migrator, node: cst.Import) -> None:
+        self._check(m, node)
+
+    def visit_ImportFrom(self, m: Migrator, node: cst.ImportFrom) -> None:
+        self._check(m, node)
+
+    def _check(self, m: Migrator, node: cst.Import | cst.ImportFrom) -> None:
+        for name in _imported(node):
+            if any(name == mod or name.startswith(mod + ".") for mod in CUDA_ONLY_MODULES):
+                m.report(self.code, node, f"`{name}` is a CUDA-only library; guard it or find a portable alternative")
+
+    def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:
+        if id(node) in m.inner or not dotted_name(node):
+            return
+        if any(n.startswith(_CUDA_LIBRARY_USES) for n in m.qnames(node)):
+            m.report(self.code, node, f"`{dotted_name(node)}` uses a CUDA-only library")
+
+
+class GpuRequired(Rule):
+    code = "TP209"
+    name = "gpu-required"
+    summary = "Code that raises when CUDA is missing."
+    before = "if not torch.cuda.is_available(): raise RuntimeError()"
+    safety, effort = "manual", "low"
+    names = _GPU_TESTS
+    examples = (Example("import torch\nif not torch.cuda.is_available():\n    raise SystemExit('GPU needed')\n"),)
+
+    def visit_If(self, m: Migrator, node: cst.If) -> None:
+        """``if not torch.cuda.is_available(): raise ...`` makes the port fail off CUDA."""
+        test = node.test
+        if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
+            return
+        call = _mentions_gpu_test(m, test.expression)
+        if call is None:
+            return
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else []
+        for statement in body:
+            if isinstance(statement, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in statement.body):
+                m.mark_handled(call)
+                m.report(self.code, node, "raises when CUDA is missing; the runtime's device works without it")
+                return
+
+
+class MpsFloat64(Rule):
+    code = "TP301"
+    name = "mps-float64"
+    summary = "[mps] float64 tensors are not supported on MPS."
+    before = "x = x.double()"
+    safety, effort = "manual", "medium"
+    names = _FLOAT64
+    triggers = (r"\bdouble\b",)
+    examples = (Example("import torch\nx = torch.zeros(2, dtype=torch.float64)\n"),)
+
+    def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:
+        if "mps" in m.targets and id(node) not in m.inner and m.qnames(node) & _FLOAT64:
+            m.report(self.code, node, "[mps] float64 is not supported on MPS; use float32 there")
+
+    def visit_Call(self, m: Migrator, node: cst.Call) -> None:
+        func = node.func
+        if "mps" in m.targets and isinstance(func, cst.Attribute) and func.attr.value == "double" and not node.args:
+            m.report(self.code, node, "[mps] .double() makes float64, which MPS does not support")
+
+
+class MpsComplex128(Rule):
+    code = "TP302"
+    name = "mps-complex128"
+    summary = "[mps] complex128 tensors are not supported on MPS."
+    before = "z = torch.zeros(2, dtype=torch.complex128)"
+    safety, effort = "manual", "medium"
+    names = _COMPLEX128
+    examples = (Example("import torch\nz = torch.zeros(2, dtype=torch.complex128)\n"),)
+
+    def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:
+        if "mps" in m.targets and id(node) not in m.inner and m.qnames(node) & _COMPLEX128:
+            m.report(self.code, node, "[mps] complex128 is not supported on MPS; use complex64 there")
+
+
+class CpuFloat16Autocast(Rule):
+    code = "TP321"
+    name = "cpu-float16-autocast"
+    summary = "[cpu] float16 autocast on CPU is slow and lacks ops; bfloat16 is CPU autocast's type."
+    before = "torch.autocast(tp.device_type(), dtype=torch.float16)"
+    safety, effort = "manual", "low"
+    triggers = (r"\bautocast\b",)
+    examples = (Example("import torch\nwith torch.autocast('cpu', dtype=torch.float16):\n    pass\n"),)
+
+    def visit_Call(self, m: Migrator, node: cst.Call) -> None:
+        names = m.qnames(node.func)
+        if "cpu" in m.targets and names & {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast"}:
+            dtype = next((a.value for a in node.args if a.keyword and a.keyword.value == "dtype"), None)
+            if dtype is not None and m.qnames(dtype) & {"torch.float16", "torch.half"}:
+                m.report(self.code, node, "[cpu] float16 autocast on CPU is slow and lacks ops; bfloat16 is CPU's type")

@@ -1,25 +1,45 @@
-"""Pick the device once, at import: ``TORCHPORT_DEVICE``, else CUDA > MPS > XPU > CPU.
+"""Pick the device lazily, on first use: ``TORCHPORT_DEVICE``, else CUDA > MPS > XPU > CPU.
 
-Everything else in the runtime reads the three globals set here:
+Importing the runtime touches no device backend: no ``torch.cuda.is_available()``,
+no CUDA context, so ``import torchport.runtime`` is fork safe and honours
+``PYTORCH_NVML_BASED_CUDA_CHECK`` (the pick itself uses
+``torch.cuda.is_available()``, which does).
+
+The rest of the runtime reads the state below as attributes of this module
+(``_b._TYPE``). Until the pick they do not exist, so the first read goes through
+the module ``__getattr__`` (PEP 562), which picks and stores them as plain module
+globals; every later read is an ordinary module-dict lookup. ``torch.compile``
+(Dynamo) evaluates module attributes for real, so the first use may also happen
+inside compiled code (``fullgraph=True`` still holds) and picked values are
+constants with guards.
+
+State (set together, once):
 
 * ``_TYPE``: ``"cuda"``, ``"mps"``, ``"xpu"`` or ``"cpu"``.
-* ``_DEVICE``: the picked :class:`torch.device` (index ``None`` unless the
-  environment variable gave one).
+* ``_DEVICE``: the picked :class:`torch.device` (index ``None`` unless
+  ``TORCHPORT_DEVICE`` gave one); ``_DEVICE_STR``: ``str(_DEVICE)``.
 * ``_MODULE``: ``torch.cuda``, ``torch.mps``, ``torch.xpu``, or ``None`` on CPU.
-
-They are plain module globals, resolved eagerly, so that code reading them under
-``torch.compile(fullgraph=True)`` sees constants (a lazy cache or
-``functools.cache`` would be traced and graph-break).
+* ``_CUDA``: CUDA picked; ``_INDEXED``: CUDA or XPU (several devices);
+  ``_ACCEL``: not CPU.
+* ``_SPECS``: ``{"cuda": ..., "cuda:0": ..., ..., "cuda:63": ...}``, what
+  ``device()`` returns for those strings (never mutated after the pick).
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from typing import Any
 
 import torch
 
 ENV_VAR = "TORCHPORT_DEVICE"
 _ACCELERATORS = ("cuda", "mps", "xpu")  # probe order
+_STATE = frozenset(
+    {"_TYPE", "_DEVICE", "_DEVICE_STR", "_MODULE", "_CUDA", "_INDEXED", "_ACCEL", "_SPECS"}
+)
+_SPEC_INDICES = 64  # "cuda:0" .. "cuda:63" are looked up without parsing
+_lock = threading.RLock()
 
 
 def _available(kind: str) -> bool:
@@ -76,7 +96,15 @@ def _from_env(value: str) -> torch.device:
 
 
 def _pick() -> torch.device:
-    """Return the device named by ``TORCHPORT_DEVICE``, else the best available."""
+    """Return the device named by ``TORCHPORT_DEVICE``, else the best available.
+
+    Pure apart from probing (and ``set_device`` for an indexed variable); it
+    does not store anything, see :func:`_select`.
+
+    Raises:
+        ValueError: ``TORCHPORT_DEVICE`` is malformed or names an unsupported device.
+        RuntimeError: ``TORCHPORT_DEVICE`` names a backend or index that is not available.
+    """
     value = os.environ.get(ENV_VAR, "").strip()
     if value:
         return _from_env(value)
@@ -86,7 +114,50 @@ def _pick() -> torch.device:
     return torch.device("cpu")
 
 
-_DEVICE: torch.device = _pick()
-_TYPE: str = _DEVICE.type
-_MODULE = getattr(torch, _TYPE) if _TYPE != "cpu" else None
-_INDEXED: bool = _TYPE in ("cuda", "xpu")  # backends with several devices
+def _specs(kind: str, dev: torch.device) -> dict[str, torch.device]:
+    """What ``device()`` returns for ``"cuda"`` and ``"cuda:i"`` on backend ``kind``."""
+    if kind == "cuda":  # exactly torch.device(spec)
+        table = {"cuda": torch.device("cuda")}
+        table.update({f"cuda:{i}": torch.device("cuda", i) for i in range(_SPEC_INDICES)})
+    elif kind == "xpu":
+        table = {"cuda": dev}
+        table.update({f"cuda:{i}": torch.device("xpu", i) for i in range(_SPEC_INDICES)})
+    else:  # one device
+        table = dict.fromkeys(["cuda", *(f"cuda:{i}" for i in range(_SPEC_INDICES))], dev)
+    return table
+
+
+def _select() -> None:
+    """Pick the device once and publish the state globals (thread safe, idempotent).
+
+    ``_TYPE`` is stored last: its presence means the state is complete.
+    """
+    g = globals()
+    with _lock:
+        if "_TYPE" in g:
+            return
+        dev = _pick()  # raises before anything is stored
+        kind = dev.type
+        g.update(
+            _DEVICE=dev,
+            _DEVICE_STR=str(dev),
+            _MODULE=getattr(torch, kind) if kind != "cpu" else None,
+            _CUDA=kind == "cuda",
+            _INDEXED=kind in ("cuda", "xpu"),
+            _ACCEL=kind != "cpu",
+            _SPECS=_specs(kind, dev),
+        )
+        g["_TYPE"] = kind
+
+
+def _picked() -> bool:
+    """Whether the device has been picked already (does not pick)."""
+    return "_TYPE" in globals()
+
+
+def __getattr__(name: str) -> Any:
+    """Pick the device on the first read of a state attribute (PEP 562)."""
+    if name in _STATE:
+        _select()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,9 @@
-"""Device selection and device queries (the ``torch.cuda`` device functions)."""
+"""Device selection and device queries (the ``torch.cuda`` device functions).
+
+Every function reads the picked backend from :mod:`._backend` (picked on first
+use). When CUDA is picked, each ``torch.cuda`` counterpart is called with the
+arguments unchanged, so results and errors are exactly torch's.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +15,9 @@ from typing import Any
 
 import torch
 
-from ._backend import _DEVICE, _INDEXED, _MODULE, _TYPE
+from . import _backend as _b
 
-_DEVICE_STR = str(_DEVICE)
-_AVAILABLE = _TYPE != "cpu"
-_CUDA_INDEX = {f"cuda:{i}": i for i in range(64)}
+Device = Any  # int | str | torch.device | None, as torch.cuda accepts
 
 
 def _is_cuda_str(spec: str) -> bool:
@@ -27,49 +30,53 @@ def device(spec: Any = None) -> Any:
     Args:
         spec: ``None`` gives the picked device (``torch.device("cuda")``,
             ``"mps"``, ``"xpu"`` or ``"cpu"``; with an index only if
-            ``TORCHPORT_DEVICE`` gave one). An ``int`` ``i``, ``"cuda:i"`` or
-            ``torch.device("cuda", i)`` gives device ``i`` of the picked backend
-            on CUDA/XPU, and the single device on MPS and CPU. ``"cuda"`` and
-            ``torch.device("cuda")`` give the picked device. Anything else
-            (``"cpu"``, ``"meta"``, ``torch.device("mps")``, a ``map_location``
-            dict or callable) is returned unchanged, as the same object.
-            Types are matched exactly: ``True`` or a ``str`` subclass pass through.
+            ``TORCHPORT_DEVICE`` gave one). An ``int`` ``i``, a ``str`` such as
+            ``"cuda"``/``"cuda:i"`` (also built at run time, e.g.
+            ``f"cuda:{os.environ['LOCAL_RANK']}"``) or ``torch.device("cuda", i)``
+            names a CUDA device. Anything else (``"cpu"``, ``"meta"``,
+            ``torch.device("mps")``, a ``map_location`` dict or callable) is
+            returned unchanged, as the same object. Types are matched exactly:
+            ``True`` or a ``str`` subclass pass through.
 
     Returns:
-        A ``torch.device`` for ``None``/int/CUDA-style specs, else ``spec``.
+        On CUDA: a ``torch.device`` equal to ``torch.device(spec)`` for a CUDA
+        str/device (the same object for a ``torch.device``), and
+        ``torch.device("cuda", i)`` for an int. On XPU: the same index on the
+        XPU (``"cuda"`` and an index-less device give the picked device). On
+        MPS and CPU: the picked device (never ``cpu:0``). Other specs: ``spec``.
 
     Raises:
-        RuntimeError: from ``torch.device`` for a malformed ``"cuda..."`` string
+        RuntimeError: from ``torch.device`` for a malformed ``"cuda..."`` string,
             or a negative index on CUDA/XPU.
     """
     if spec is None:
-        return _DEVICE
+        return _b._DEVICE
     kind = type(spec)  # exact types: cheaper than isinstance, and excludes bool
-    if kind is int:
-        index = spec
-    elif kind is str:
-        if spec == "cuda":
-            return _DEVICE
+    if kind is str:
+        mapped = _b._SPECS.get(spec)  # "cuda", "cuda:0".."cuda:63": no parsing (hot path)
+        if mapped is not None:
+            return mapped
         if not spec.startswith("cuda:"):
             return spec
-        index = _CUDA_INDEX.get(spec)  # skips torch.device parsing (hot path)
-        if index is None:
-            index = torch.device(spec).index  # raises torch's error if malformed
+        index = torch.device(spec).index  # raises torch's error if malformed
+    elif kind is int:
+        index = spec
     elif kind is torch.device:
-        if spec.type != "cuda":
+        if spec.type != "cuda" or _b._CUDA:
             return spec
         if spec.index is None:
-            return _DEVICE
+            return _b._DEVICE
         index = spec.index
     else:
         return spec
-    return torch.device(_TYPE, index) if _INDEXED else _DEVICE
+    return torch.device(_b._TYPE, index) if _b._INDEXED else _b._DEVICE
 
 
 def device_str(spec: str | int | torch.device | None = None) -> str:
     """Return ``str(device(spec))``; a non-CUDA string is returned unchanged.
 
-    The ``str`` form of :func:`device` (no ``torch.cuda`` counterpart).
+    The ``str`` form of :func:`device` (no ``torch.cuda`` counterpart). On CUDA
+    it equals ``str(torch.device(spec))`` for CUDA specs.
 
     For code that keeps devices as strings (config defaults, argparse,
     ``"cuda" in device`` checks). Examples: ``"cpu"``, ``"cuda"``, ``"cuda:1"``,
@@ -77,9 +84,10 @@ def device_str(spec: str | int | torch.device | None = None) -> str:
 
     Raises:
         TypeError: ``spec`` is not ``None``, an int, a str or a ``torch.device``.
+        RuntimeError: as :func:`device`.
     """
     if spec is None:
-        return _DEVICE_STR
+        return _b._DEVICE_STR
     if isinstance(spec, str) and not _is_cuda_str(spec):
         return spec
     if not isinstance(spec, (str, int, torch.device)):
@@ -87,20 +95,20 @@ def device_str(spec: str | int | torch.device | None = None) -> str:
     return str(device(spec))
 
 
-def _arg(dev: Any) -> torch.device:
-    """Map a ``device=`` argument to a device of the picked backend.
+def _arg(dev: Any) -> Any:
+    """Map a ``device=`` argument to a device of the picked backend (not used on CUDA).
 
-    On CUDA/XPU torch itself rejects a foreign device type; on MPS/CPU (where
+    On XPU torch itself rejects a foreign device type; on MPS/CPU (where
     the runtime answers itself) it is checked here, like torch would.
     """
     mapped = device(dev)
-    if _INDEXED:
+    if _b._INDEXED:
         return mapped
     if not isinstance(mapped, torch.device):
         mapped = torch.device(mapped)
-    if mapped.type != _TYPE:
-        raise ValueError(f"Expected a {_TYPE} device (the device torchport picked), got {dev!r}")
-    return _DEVICE
+    if mapped.type != _b._TYPE:
+        raise ValueError(f"Expected a {_b._TYPE} device (the device torchport picked), got {dev!r}")
+    return _b._DEVICE
 
 
 def device_type() -> str:
@@ -108,66 +116,95 @@ def device_type() -> str:
 
     Replaces the literal ``"cuda"`` where torch wants a device *type*, e.g.
     ``torch.amp.autocast(device_type())``, ``torch.amp.GradScaler(device_type())``.
+    On CUDA: exactly ``"cuda"``.
     """
-    return _TYPE
+    return _b._TYPE
 
 
 def is_available() -> bool:
-    """Return True iff an accelerator was picked; mirrors ``torch.cuda.is_available``.
+    """Return whether the accelerator can be used; mirrors ``torch.cuda.is_available``.
 
-    False on CPU, including when ``TORCHPORT_DEVICE=cpu`` hides an accelerator.
+    On CUDA: exactly ``torch.cuda.is_available()`` (called each time; it honours
+    ``PYTORCH_NVML_BASED_CUDA_CHECK``). MPS/XPU: True. CPU: False, including
+    when ``TORCHPORT_DEVICE=cpu`` hides an accelerator.
     """
-    return _AVAILABLE
+    if _b._CUDA:
+        return torch.cuda.is_available()
+    return _b._ACCEL
 
 
 def device_count() -> int:
     """Return the number of devices of the picked backend; mirrors ``torch.cuda.device_count``.
 
-    CUDA/XPU: the real count (at least 1). MPS: 1. CPU: 1, because the CPU is
-    one device and ``mp.spawn(nprocs=device_count())`` must start a process.
+    On CUDA: exactly ``torch.cuda.device_count()``. XPU:
+    ``torch.xpu.device_count()``. MPS: 1. CPU: 0, as ``torch.cuda.device_count()``
+    is on a CPU-only machine (so ``if device_count() > 0:`` guards keep their
+    meaning). For a number of processes to start, use :func:`process_count`.
     """
-    return _MODULE.device_count() if _INDEXED else 1
+    if _b._INDEXED:
+        return _b._MODULE.device_count()
+    return 1 if _b._ACCEL else 0
+
+
+def process_count() -> int:
+    """Return how many processes to start with one process per device.
+
+    For ``mp.spawn(nprocs=...)``, ``world_size`` and ``--nproc_per_node`` where
+    the code used ``torch.cuda.device_count()``. On CUDA: exactly
+    ``torch.cuda.device_count()``. XPU: ``torch.xpu.device_count()``. MPS and
+    CPU: 1 (one process on the single device).
+    """
+    return _b._MODULE.device_count() if _b._INDEXED else 1
 
 
 def current_device() -> int:
     """Return the current device index; mirrors ``torch.cuda.current_device``.
 
-    CUDA/XPU: ``torch.accelerator.current_device_index()``. MPS and CPU: 0.
+    On CUDA: exactly ``torch.cuda.current_device()``. XPU:
+    ``torch.xpu.current_device()``. MPS and CPU: 0.
     """
-    return torch.accelerator.current_device_index() if _INDEXED else 0
+    return _b._MODULE.current_device() if _b._INDEXED else 0
 
 
-def set_device(device: int | str | torch.device | None) -> None:
+def set_device(device: Device) -> None:
     """Set the current device; mirrors ``torch.cuda.set_device``.
 
+    On CUDA: exactly ``torch.cuda.set_device(device)`` (it raises for ``None``).
+    XPU: ``torch.xpu.set_device`` with the spec mapped (:func:`device`); ``None``
+    does nothing. MPS and CPU: no-op after checking the device type.
+
     Args:
-        device: an index, a CUDA-style spec (mapped), or a device of the picked
-            backend. ``None`` does nothing. No-op on MPS and CPU.
+        device: an index, a CUDA-style spec (mapped), or a device of the picked backend.
 
     Raises:
         ValueError: on MPS/CPU, a device of another type (e.g. ``"xpu"`` on CPU);
             on CUDA/XPU torch raises for foreign or index-less devices.
     """
+    if _b._CUDA:
+        return torch.cuda.set_device(device)
     if device is None:
-        return
+        return None
     dev = _arg(device)
-    if _INDEXED:
-        torch.accelerator.set_device_index(dev)
+    if _b._INDEXED:
+        _b._MODULE.set_device(dev)
+    return None
 
 
-def device_index(device: int | str | torch.device | None) -> contextlib.AbstractContextManager:
+def device_index(device: Device) -> contextlib.AbstractContextManager:
     """Context manager that makes ``device`` current; mirrors ``torch.cuda.device``.
 
-    On CUDA/XPU it is ``torch.cuda.device`` / ``torch.xpu.device`` with the
-    spec mapped. ``None``, MPS and CPU: a no-op context manager.
+    On CUDA: exactly ``torch.cuda.device(device)``. XPU: ``torch.xpu.device``
+    with the spec mapped. ``None`` (off CUDA), MPS and CPU: a no-op context manager.
 
     Raises:
         ValueError: as :func:`set_device`.
     """
+    if _b._CUDA:
+        return torch.cuda.device(device)
     if device is None:
         return contextlib.nullcontext()
     dev = _arg(device)
-    return _MODULE.device(dev) if _INDEXED else contextlib.nullcontext()
+    return _b._MODULE.device(dev) if _b._INDEXED else contextlib.nullcontext()
 
 
 @dataclass(frozen=True)
@@ -228,35 +265,41 @@ def _mps_name() -> str:
     return get_name() if get_name is not None else "Apple MPS"
 
 
-def get_device_name(device: int | str | torch.device | None = None) -> str:
+def get_device_name(device: Device = None) -> str:
     """Return the device name; mirrors ``torch.cuda.get_device_name``.
 
-    CUDA/XPU: the real name. MPS: ``torch.backends.mps.get_name()`` (e.g.
-    "Apple M2"). CPU: the CPU model from ``/proc/cpuinfo``, else ``platform``.
+    On CUDA: exactly ``torch.cuda.get_device_name(device)``. XPU: the real
+    name (spec mapped). MPS: ``torch.backends.mps.get_name()`` (e.g. "Apple
+    M2"). CPU: the CPU model from ``/proc/cpuinfo``, else ``platform``.
 
     Raises:
         ValueError: as :func:`set_device`.
     """
+    if _b._CUDA:
+        return torch.cuda.get_device_name(device)
     dev = _arg(device)
-    if _INDEXED:
-        return _MODULE.get_device_name(dev)
-    return _mps_name() if _TYPE == "mps" else _cpu_model()
+    if _b._INDEXED:
+        return _b._MODULE.get_device_name(dev)
+    return _mps_name() if _b._TYPE == "mps" else _cpu_model()
 
 
-def get_device_properties(device: int | str | torch.device | None = None) -> Any:
+def get_device_properties(device: Device = None) -> Any:
     """Return device properties; mirrors ``torch.cuda.get_device_properties``.
 
-    CUDA/XPU: torch's own properties object. MPS/CPU: a frozen
-    :class:`DeviceProperties` with ``name``, ``total_memory`` (bytes),
-    ``multi_processor_count``, ``major=0`` and ``minor=0``.
+    On CUDA: exactly ``torch.cuda.get_device_properties(device)``. XPU: torch's
+    own properties object. MPS/CPU: a frozen :class:`DeviceProperties` with
+    ``name``, ``total_memory`` (bytes), ``multi_processor_count``, ``major=0``
+    and ``minor=0``.
 
     Raises:
         ValueError: as :func:`set_device`.
     """
+    if _b._CUDA:
+        return torch.cuda.get_device_properties(device)
     dev = _arg(device)
-    if _INDEXED:
-        return _MODULE.get_device_properties(dev)
-    if _TYPE == "mps":
+    if _b._INDEXED:
+        return _b._MODULE.get_device_properties(dev)
+    if _b._TYPE == "mps":
         cores = getattr(torch.backends.mps, "get_core_count", None)
         return DeviceProperties(
             _mps_name(), torch.mps.recommended_max_memory(), cores() if cores else 0
@@ -264,43 +307,51 @@ def get_device_properties(device: int | str | torch.device | None = None) -> Any
     return DeviceProperties(_cpu_model(), _host_memory()[1], os.cpu_count() or 1)
 
 
-def get_device_capability(device: int | str | torch.device | None = None) -> tuple[int, int]:
+def get_device_capability(device: Device = None) -> tuple[int, int]:
     """Return the CUDA compute capability ``(major, minor)``; mirrors ``torch.cuda.get_device_capability``.
 
-    CUDA: the real tuple, e.g. ``(9, 0)``. MPS, XPU and CPU: ``(0, 0)``, so
-    checks like ``cap[0] >= 8`` are False. (Unlike
-    ``torch.accelerator.get_device_capability``, which returns a dict.)
+    On CUDA: exactly ``torch.cuda.get_device_capability(device)``, e.g.
+    ``(9, 0)``. MPS, XPU and CPU: ``(0, 0)``, so checks like ``cap[0] >= 8``
+    are False. (Unlike ``torch.accelerator.get_device_capability``, which
+    returns a dict.)
 
     Raises:
         ValueError: as :func:`set_device`.
     """
-    dev = _arg(device)
-    return torch.cuda.get_device_capability(dev) if _TYPE == "cuda" else (0, 0)
+    if _b._CUDA:
+        return torch.cuda.get_device_capability(device)
+    _arg(device)
+    return (0, 0)
 
 
-def synchronize(device: int | str | torch.device | None = None) -> None:
+def synchronize(device: Device = None) -> None:
     """Wait for all queued work on the device; mirrors ``torch.cuda.synchronize``.
 
-    CUDA/XPU: ``torch.accelerator.synchronize``. MPS: ``torch.mps.synchronize()``
+    On CUDA: exactly ``torch.cuda.synchronize(device)``. XPU:
+    ``torch.xpu.synchronize`` (spec mapped). MPS: ``torch.mps.synchronize()``
     (single device). CPU: no-op (CPU ops run synchronously).
 
     Raises:
         ValueError: as :func:`set_device`.
     """
+    if _b._CUDA:
+        return torch.cuda.synchronize(device)
     dev = _arg(device)
-    if _INDEXED:
-        torch.accelerator.synchronize(dev)
-    elif _TYPE == "mps":
+    if _b._INDEXED:
+        _b._MODULE.synchronize(dev)
+    elif _b._TYPE == "mps":
         torch.mps.synchronize()
+    return None
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
     """Return whether bfloat16 is supported; mirrors ``torch.cuda.is_bf16_supported``.
 
-    CUDA/XPU: torch's answer. MPS: True (torch 2.13 requires macOS 14, which
-    has bf16). CPU: True, because CPU autocast runs bf16 (its default dtype),
-    although without native bf16 instructions it may be slow.
+    On CUDA: exactly ``torch.cuda.is_bf16_supported(including_emulation)``.
+    XPU: ``torch.xpu.is_bf16_supported``. MPS: True (torch 2.13 requires macOS
+    14, which has bf16). CPU: True, because CPU autocast runs bf16 (its default
+    dtype), although without native bf16 instructions it may be slow.
     """
-    if _INDEXED:
-        return _MODULE.is_bf16_supported(including_emulation)
+    if _b._INDEXED:
+        return _b._MODULE.is_bf16_supported(including_emulation)
     return True

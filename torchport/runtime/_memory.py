@@ -1,11 +1,12 @@
 """Memory statistics (the ``torch.cuda`` memory functions).
 
-CUDA/XPU: torch's caching-allocator numbers (``torch.accelerator`` where it
-has the function, else the backend module). MPS: ``torch.mps`` numbers;
-"allocated" is memory held by tensors, "reserved" is everything the Metal
-driver holds for the process, and peaks are the largest values seen by these
-functions (torch.mps tracks no peaks, so they are lower bounds). CPU: there is
-no device allocator, so the counters are 0 and ``mem_get_info`` reports host RAM.
+CUDA: exactly the ``torch.cuda`` function, with the arguments unchanged. XPU:
+torch's caching-allocator numbers (``torch.accelerator`` where it has the
+function, else ``torch.xpu``). MPS: ``torch.mps`` numbers; "allocated" is memory
+held by tensors, "reserved" is everything the Metal driver holds for the
+process, and peaks are the largest values seen by these functions (torch.mps
+tracks no peaks, so they are lower bounds). CPU: there is no device allocator,
+so the counters are 0 and ``mem_get_info`` reports host RAM. All sizes are bytes.
 """
 
 from __future__ import annotations
@@ -14,25 +15,15 @@ from typing import Any
 
 import torch
 
-from ._backend import _INDEXED, _MODULE, _TYPE
-from ._device import _arg, _host_memory
+from . import _backend as _b
+from ._device import Device, _arg, _host_memory
 
 
-def _accelerator_or_module(acc_name: str, module_name: str) -> Any:
-    if not _INDEXED:
-        return None
-    fn = getattr(torch.accelerator, acc_name, None)  # torch >= 2.9
-    return fn if fn is not None else getattr(_MODULE, module_name)
+def _xpu(acc_name: str, module_name: str) -> Any:
+    """The XPU function: ``torch.accelerator.<acc_name>`` (torch >= 2.9), else ``torch.xpu.<module_name>``."""
+    fn = getattr(torch.accelerator, acc_name, None)
+    return fn if fn is not None else getattr(torch.xpu, module_name)
 
-
-_allocated = _accelerator_or_module("memory_allocated", "memory_allocated")
-_max_allocated = _accelerator_or_module("max_memory_allocated", "max_memory_allocated")
-_reserved = _accelerator_or_module("memory_reserved", "memory_reserved")
-_max_reserved = _accelerator_or_module("max_memory_reserved", "max_memory_reserved")
-_stats = _accelerator_or_module("memory_stats", "memory_stats")
-_reset_peak = _accelerator_or_module("reset_peak_memory_stats", "reset_peak_memory_stats")
-_mem_info = _accelerator_or_module("get_memory_info", "mem_get_info")
-_empty = _accelerator_or_module("empty_cache", "empty_cache")
 
 _mps_peak = [0, 0]  # [allocated, reserved] bytes, highest values sampled
 
@@ -46,114 +37,145 @@ def _mps_sample() -> tuple[int, int]:
 
 
 def empty_cache() -> None:
-    """Release cached, unused device memory; mirrors ``torch.cuda.empty_cache``. No-op on CPU."""
-    if _INDEXED:
-        _empty()
-    elif _TYPE == "mps":
+    """Release cached, unused device memory; mirrors ``torch.cuda.empty_cache``.
+
+    On CUDA: exactly ``torch.cuda.empty_cache()``. XPU/MPS: the backend's
+    ``empty_cache``. No-op on CPU.
+    """
+    if _b._CUDA:
+        return torch.cuda.empty_cache()
+    if _b._INDEXED:
+        _xpu("empty_cache", "empty_cache")()
+    elif _b._TYPE == "mps":
         torch.mps.empty_cache()
+    return None
 
 
-def memory_allocated(device: int | str | torch.device | None = None) -> int:
+def memory_allocated(device: Device = None) -> int:
     """Return bytes held by tensors; mirrors ``torch.cuda.memory_allocated``.
 
-    MPS: ``torch.mps.current_allocated_memory()``. CPU: 0.
+    On CUDA: exactly ``torch.cuda.memory_allocated(device)``. MPS:
+    ``torch.mps.current_allocated_memory()``. CPU: 0.
 
     Raises:
-        ValueError: ``device`` is of another backend.
+        ValueError: ``device`` is of another backend (MPS/CPU).
     """
+    if _b._CUDA:
+        return torch.cuda.memory_allocated(device)
     dev = _arg(device)
-    if _INDEXED:
-        return _allocated(dev)
-    return _mps_sample()[0] if _TYPE == "mps" else 0
+    if _b._INDEXED:
+        return _xpu("memory_allocated", "memory_allocated")(dev)
+    return _mps_sample()[0] if _b._TYPE == "mps" else 0
 
 
-def max_memory_allocated(device: int | str | torch.device | None = None) -> int:
+def max_memory_allocated(device: Device = None) -> int:
     """Return peak bytes held by tensors; mirrors ``torch.cuda.max_memory_allocated``.
 
-    MPS: the largest value seen by this module's calls. CPU: 0.
+    On CUDA: exactly ``torch.cuda.max_memory_allocated(device)``. MPS: the
+    largest value seen by this module's calls. CPU: 0.
 
     Raises:
-        ValueError: ``device`` is of another backend.
+        ValueError: ``device`` is of another backend (MPS/CPU).
     """
+    if _b._CUDA:
+        return torch.cuda.max_memory_allocated(device)
     dev = _arg(device)
-    if _INDEXED:
-        return _max_allocated(dev)
-    if _TYPE == "mps":
+    if _b._INDEXED:
+        return _xpu("max_memory_allocated", "max_memory_allocated")(dev)
+    if _b._TYPE == "mps":
         _mps_sample()
         return _mps_peak[0]
     return 0
 
 
-def memory_reserved(device: int | str | torch.device | None = None) -> int:
+def memory_reserved(device: Device = None) -> int:
     """Return bytes reserved by the allocator; mirrors ``torch.cuda.memory_reserved``.
 
-    MPS: ``torch.mps.driver_allocated_memory()``. CPU: 0.
+    On CUDA: exactly ``torch.cuda.memory_reserved(device)``. MPS:
+    ``torch.mps.driver_allocated_memory()``. CPU: 0.
 
     Raises:
-        ValueError: ``device`` is of another backend.
+        ValueError: ``device`` is of another backend (MPS/CPU).
     """
+    if _b._CUDA:
+        return torch.cuda.memory_reserved(device)
     dev = _arg(device)
-    if _INDEXED:
-        return _reserved(dev)
-    return _mps_sample()[1] if _TYPE == "mps" else 0
+    if _b._INDEXED:
+        return _xpu("memory_reserved", "memory_reserved")(dev)
+    return _mps_sample()[1] if _b._TYPE == "mps" else 0
 
 
-def max_memory_reserved(device: int | str | torch.device | None = None) -> int:
+def max_memory_reserved(device: Device = None) -> int:
     """Return peak reserved bytes; mirrors ``torch.cuda.max_memory_reserved``.
 
-    MPS: the largest value seen by this module's calls. CPU: 0.
+    On CUDA: exactly ``torch.cuda.max_memory_reserved(device)``. MPS: the
+    largest value seen by this module's calls. CPU: 0.
 
     Raises:
-        ValueError: ``device`` is of another backend.
+        ValueError: ``device`` is of another backend (MPS/CPU).
     """
+    if _b._CUDA:
+        return torch.cuda.max_memory_reserved(device)
     dev = _arg(device)
-    if _INDEXED:
-        return _max_reserved(dev)
-    if _TYPE == "mps":
+    if _b._INDEXED:
+        return _xpu("max_memory_reserved", "max_memory_reserved")(dev)
+    if _b._TYPE == "mps":
         _mps_sample()
         return _mps_peak[1]
     return 0
 
 
-def reset_peak_memory_stats(device: int | str | torch.device | None = None) -> None:
+def reset_peak_memory_stats(device: Device = None) -> None:
     """Reset peak counters to current values; mirrors ``torch.cuda.reset_peak_memory_stats``.
 
-    No-op on CPU.
+    On CUDA: exactly ``torch.cuda.reset_peak_memory_stats(device)``. No-op on CPU.
 
     Raises:
-        ValueError: ``device`` is of another backend.
+        ValueError: ``device`` is of another backend (MPS/CPU).
     """
+    if _b._CUDA:
+        return torch.cuda.reset_peak_memory_stats(device)
     dev = _arg(device)
-    if _INDEXED:
-        _reset_peak(dev)
-    elif _TYPE == "mps":
+    if _b._INDEXED:
+        _xpu("reset_peak_memory_stats", "reset_peak_memory_stats")(dev)
+    elif _b._TYPE == "mps":
         _mps_peak[:] = [0, 0]
         _mps_sample()
+    return None
 
 
-def reset_max_memory_allocated(device: int | str | torch.device | None = None) -> None:
+def reset_max_memory_allocated(device: Device = None) -> None:
     """Reset peak memory counters; mirrors ``torch.cuda.reset_max_memory_allocated``.
 
-    Like torch, this resets *all* peak statistics (it is
-    :func:`reset_peak_memory_stats` without torch's FutureWarning).
-    """
-    reset_peak_memory_stats(device)
-
-
-def memory_stats(device: int | str | torch.device | None = None) -> dict[str, Any]:
-    """Return allocator statistics; mirrors ``torch.cuda.memory_stats``.
-
-    CUDA/XPU: torch's flattened dict (``"allocated_bytes.all.current"``, ...).
-    MPS: only the ``allocated_bytes``/``reserved_bytes`` ``.all.current``/``.all.peak``
-    keys, in bytes. CPU: ``{}``.
+    On CUDA: exactly ``torch.cuda.reset_max_memory_allocated(device)`` (with
+    torch's FutureWarning). Elsewhere, like torch, this resets *all* peak
+    statistics (:func:`reset_peak_memory_stats`, without a warning).
 
     Raises:
-        ValueError: ``device`` is of another backend.
+        ValueError: ``device`` is of another backend (MPS/CPU).
     """
+    if _b._CUDA:
+        return torch.cuda.reset_max_memory_allocated(device)
+    return reset_peak_memory_stats(device)
+
+
+def memory_stats(device: Device = None) -> dict[str, Any]:
+    """Return allocator statistics; mirrors ``torch.cuda.memory_stats``.
+
+    On CUDA: exactly ``torch.cuda.memory_stats(device)``, the flattened dict
+    (``"allocated_bytes.all.current"``, ...). XPU: torch's dict. MPS: only the
+    ``allocated_bytes``/``reserved_bytes`` ``.all.current``/``.all.peak`` keys,
+    in bytes. CPU: ``{}``.
+
+    Raises:
+        ValueError: ``device`` is of another backend (MPS/CPU).
+    """
+    if _b._CUDA:
+        return torch.cuda.memory_stats(device)
     dev = _arg(device)
-    if _INDEXED:
-        return _stats(dev)
-    if _TYPE != "mps":
+    if _b._INDEXED:
+        return _xpu("memory_stats", "memory_stats")(dev)
+    if _b._TYPE != "mps":
         return {}
     allocated, reserved = _mps_sample()
     return {
@@ -164,21 +186,24 @@ def memory_stats(device: int | str | torch.device | None = None) -> dict[str, An
     }
 
 
-def memory_summary(device: int | str | torch.device | None = None, abbreviated: bool = False) -> str:
+def memory_summary(device: Device = None, abbreviated: bool = False) -> str:
     """Return a human-readable memory report; mirrors ``torch.cuda.memory_summary``.
 
-    CUDA: torch's table. XPU/MPS: one line of allocated/reserved bytes and
-    peaks. CPU: one line saying there is no device allocator. ``abbreviated``
-    only matters on CUDA.
+    On CUDA: exactly ``torch.cuda.memory_summary(device, abbreviated)``, torch's
+    table. XPU (``torch.xpu.memory_summary`` where it exists, else one line)
+    and MPS: one line of allocated/reserved MiB and peaks. CPU: one line saying
+    there is no device allocator. ``abbreviated`` only matters on CUDA.
 
     Raises:
-        ValueError: ``device`` is of another backend.
+        ValueError: ``device`` is of another backend (MPS/CPU).
     """
+    if _b._CUDA:
+        return torch.cuda.memory_summary(device, abbreviated)
     dev = _arg(device)
-    summary = getattr(_MODULE, "memory_summary", None)
+    summary = getattr(_b._MODULE, "memory_summary", None)
     if summary is not None:
         return summary(dev, abbreviated=abbreviated)
-    if _TYPE == "cpu":
+    if _b._TYPE == "cpu":
         return "torchport: CPU backend, no device allocator (memory_* report 0 bytes)."
     mib = 1 << 20
     return (
@@ -188,21 +213,24 @@ def memory_summary(device: int | str | torch.device | None = None, abbreviated: 
     )
 
 
-def mem_get_info(device: int | str | torch.device | None = None) -> tuple[int, int]:
+def mem_get_info(device: Device = None) -> tuple[int, int]:
     """Return ``(free, total)`` bytes; mirrors ``torch.cuda.mem_get_info``.
 
-    CUDA/XPU: the driver's numbers. MPS: total is
-    ``torch.mps.recommended_max_memory()``, free is total minus
-    ``driver_allocated_memory()``. CPU: host RAM from ``os.sysconf``; free
-    excludes the page cache; both are 0 where the OS does not report them.
+    On CUDA: exactly ``torch.cuda.mem_get_info(device)``, the driver's numbers.
+    XPU: torch's numbers. MPS: total is ``torch.mps.recommended_max_memory()``,
+    free is total minus ``driver_allocated_memory()``. CPU: host RAM from
+    ``os.sysconf``; free excludes the page cache; both are 0 where the OS does
+    not report them.
 
     Raises:
-        ValueError: ``device`` is of another backend.
+        ValueError: ``device`` is of another backend (MPS/CPU).
     """
+    if _b._CUDA:
+        return torch.cuda.mem_get_info(device)
     dev = _arg(device)
-    if _INDEXED:
-        return _mem_info(dev)
-    if _TYPE == "mps":
+    if _b._INDEXED:
+        return _xpu("get_memory_info", "mem_get_info")(dev)
+    if _b._TYPE == "mps":
         total = torch.mps.recommended_max_memory()
         return max(total - _mps_sample()[1], 0), total
     return _host_memory()

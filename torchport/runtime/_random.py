@@ -1,7 +1,8 @@
 """Random seeds and RNG state of the picked device (the ``torch.cuda`` RNG functions).
 
-On CPU the picked device *is* the CPU, so these act on the CPU generator
-(``torch.manual_seed``, ``torch.get_rng_state``, ...). Note that
+On CUDA each function is exactly its ``torch.cuda`` counterpart, arguments
+unchanged. On CPU the picked device *is* the CPU, so these act on the CPU
+generator (``torch.manual_seed``, ``torch.get_rng_state``, ...). Note that
 ``torch.manual_seed``/``torch.seed`` also reseed every accelerator.
 """
 
@@ -9,79 +10,91 @@ from __future__ import annotations
 
 import torch
 
-from ._backend import _INDEXED, _MODULE, _TYPE
-from ._device import _arg
+from . import _backend as _b
+from ._device import Device, _arg
 
 
 def manual_seed(seed: int) -> None:
     """Seed the current device's generator; mirrors ``torch.cuda.manual_seed``.
 
-    CUDA/XPU/MPS: the backend's ``manual_seed``. CPU: ``torch.manual_seed``.
+    On CUDA: exactly ``torch.cuda.manual_seed(seed)``. XPU/MPS: the backend's
+    ``manual_seed``. CPU: ``torch.manual_seed`` (its Generator return value is dropped).
     """
-    if _MODULE is None:
+    if _b._MODULE is None:
         torch.manual_seed(seed)
-    else:
-        _MODULE.manual_seed(seed)
+        return None
+    return _b._MODULE.manual_seed(seed)
 
 
 def manual_seed_all(seed: int) -> None:
     """Seed the generators of all devices; mirrors ``torch.cuda.manual_seed_all``.
 
+    On CUDA: exactly ``torch.cuda.manual_seed_all(seed)``. XPU: the same.
     MPS has one device (``torch.mps.manual_seed``). CPU: ``torch.manual_seed``.
     """
-    if _INDEXED:
-        _MODULE.manual_seed_all(seed)
-    else:
-        manual_seed(seed)
+    if _b._INDEXED:
+        return _b._MODULE.manual_seed_all(seed)
+    return manual_seed(seed)
 
 
 def seed() -> None:
     """Seed the current device's generator with a random number; mirrors ``torch.cuda.seed``.
 
-    CPU: ``torch.seed()`` (its return value is dropped, as ``torch.cuda.seed`` returns None).
+    On CUDA: exactly ``torch.cuda.seed()``. CPU: ``torch.seed()`` (its return
+    value is dropped, as ``torch.cuda.seed`` returns None).
     """
-    if _MODULE is None:
+    if _b._MODULE is None:
         torch.seed()
-    else:
-        _MODULE.seed()
+        return None
+    return _b._MODULE.seed()
 
 
 def initial_seed() -> int:
     """Return the current device's initial seed; mirrors ``torch.cuda.initial_seed``.
 
-    MPS: the MPS default generator's seed. CPU: ``torch.initial_seed()``.
+    On CUDA: exactly ``torch.cuda.initial_seed()``. MPS: the MPS default
+    generator's seed. CPU: ``torch.initial_seed()``.
     """
-    if _INDEXED:
-        return _MODULE.initial_seed()
-    if _TYPE == "mps":
+    if _b._INDEXED:
+        return _b._MODULE.initial_seed()
+    if _b._TYPE == "mps":
         return torch.mps._get_default_mps_generator().initial_seed()
     return torch.initial_seed()
 
 
-def get_rng_state(device: int | str | torch.device | None = None) -> torch.Tensor:
+def get_rng_state(device: Device = "cuda") -> torch.Tensor:
     """Return the RNG state as a uint8 tensor; mirrors ``torch.cuda.get_rng_state``.
 
-    ``None`` means the picked device. CPU: ``torch.get_rng_state()``.
+    On CUDA: exactly ``torch.cuda.get_rng_state(device)`` (same default,
+    ``"cuda"``). Elsewhere ``"cuda"`` and ``None`` mean the picked device;
+    CPU: ``torch.get_rng_state()``.
 
     Raises:
-        ValueError: ``device`` is of another backend.
+        ValueError: ``device`` is of another backend (MPS/CPU).
     """
+    if _b._CUDA:
+        return torch.cuda.get_rng_state(device)
     dev = _arg(device)
-    if _MODULE is None:
+    if _b._MODULE is None:
         return torch.get_rng_state()
-    return _MODULE.get_rng_state(dev)
+    return _b._MODULE.get_rng_state(dev)
 
 
-def set_rng_state(state: torch.Tensor, device: int | str | torch.device | None = None) -> None:
+def set_rng_state(new_state: torch.Tensor, device: Device = "cuda") -> None:
     """Set the RNG state from :func:`get_rng_state`; mirrors ``torch.cuda.set_rng_state``.
 
-    CPU: ``torch.set_rng_state(state)``.
+    On CUDA: exactly ``torch.cuda.set_rng_state(new_state, device)``.
+    Elsewhere ``"cuda"`` and ``None`` mean the picked device; CPU:
+    ``torch.set_rng_state(new_state)``.
 
     Raises:
-        ValueError: ``device`` is of another backend.
+        ValueError: ``device`` is of another backend (MPS/CPU).
     """
+    if _b._CUDA:
+        return torch.cuda.set_rng_state(new_state, device)
     dev = _arg(device)
-    if _MODULE is None:
-        torch.set_rng_state(state)
+    if _b._MODULE is None:
+        torch.set_rng_state(new_state)
     else:
-        _MODULE.set_rng_state(state, dev)
+        _b._MODULE.set_rng_state(new_state, dev)
+    return None

@@ -1,0 +1,86 @@
+"""How a fix that needs the runtime is written out.
+
+Rules build fixes through `Migrator.runtime_call` and `Migrator.runtime_attr`, never by spelling
+``tp.`` themselves, so the same rules can be rendered in more than one form. `PackageRuntime` writes
+``from torchport import runtime as tp`` and ``tp.device()``; other renderers (a runtime vendored into
+the project, plain PyTorch) implement the same four methods.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Protocol
+
+import libcst as cst
+
+from torchport.codemods._base import dotted_name
+
+if TYPE_CHECKING:
+    from torchport.codemods._transformer import Migrator
+
+RUNTIME_MODULE = "torchport.runtime"
+_ALIASES = ("tp", "tp_runtime", "torchport_runtime")
+
+
+class Renderer(Protocol):
+    """What a renderer of runtime calls provides."""
+
+    def prepare(self, m: Migrator, module: cst.Module) -> None:
+        """Read the module before the pass (an existing import of the runtime, free names)."""
+
+    def attr(self, m: Migrator, name: str) -> cst.BaseExpression:
+        """The expression for the runtime's ``name``."""
+
+    def called(self, node: cst.CSTNode) -> str | None:
+        """The runtime function ``node`` calls, if it is a runtime call this renderer wrote."""
+
+    def finish(self, m: Migrator) -> None:
+        """Schedule the imports the rendered calls need."""
+
+
+class PackageRuntime:
+    """``from torchport import runtime as tp``; ``tp_runtime`` when ``tp`` is taken; an existing alias is reused."""
+
+    def __init__(self) -> None:
+        self.alias = "tp"
+        self.imported = False
+        self.used = False
+
+    def prepare(self, m: Migrator, module: cst.Module) -> None:
+        for statement in module.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.Import):
+                    for alias in small.names:
+                        if dotted_name(alias.name) == RUNTIME_MODULE and alias.asname:
+                            self._use(alias.evaluated_alias)
+                elif (isinstance(small, cst.ImportFrom) and small.module is not None
+                      and dotted_name(small.module) == "torchport" and not isinstance(small.names, cst.ImportStar)):
+                    for alias in small.names:
+                        if alias.evaluated_name == "runtime":
+                            self._use(alias.evaluated_alias or "runtime")
+        if not self.imported:
+            self.alias = next(a for a in _ALIASES if not re.search(rf"\b{a}\b", m.source))
+
+    def _use(self, alias: str | None) -> None:
+        if alias:
+            self.alias, self.imported = alias, True
+
+    def attr(self, m: Migrator, name: str) -> cst.BaseExpression:
+        self.used = True
+        return cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(name))
+
+    def called(self, node: cst.CSTNode) -> str | None:
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and isinstance(node.func.value, cst.Name)
+            and node.func.value.value == self.alias
+        ):
+            return node.func.attr.value
+        return None
+
+    def finish(self, m: Migrator) -> None:
+        if self.used and not self.imported:
+            m.add_needed_import("torchport", "runtime", asname=self.alias)

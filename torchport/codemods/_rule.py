@@ -1,0 +1,94 @@
+"""A rule: one class with its code, name, safety, message, what it matches, its fix and its examples.
+
+Learnt from Fixit 2. A rule declares the node types it wants as methods, ``visit_<Node>(self, m, node)``
+and ``leave_<Node>(self, m, original, updated)``, where ``m`` is the `Migrator` running the pass (the
+shared facts: qualified names, where each CUDA string is used, what was handled). The engine builds
+its dispatch tables from those methods; no central transformer wires a rule in. A ``leave_`` method
+returns a replacement node or None. Rules whose ``replaces`` is False only change a node's children
+(arguments) and run first, composing; then the first replacing rule that returns a node wins.
+
+``triggers`` (regular expressions) and ``names`` (qualified names, whose last part becomes a trigger)
+say which source text a rule can match at all: the engine's prefilter and its statement skipping are
+built from them, and a test checks every example of every rule against them.
+
+``examples`` are the rule's inline tests: `Example(before, after)` is a rewrite (``after=None``: the
+code must stay as it is). The test suite runs each with only this rule selected.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from torchport.codemods._transformer import Migrator
+
+Kind = Literal["rewrite", "diagnostic"]
+Safety = Literal["safe", "unsafe", "manual"]
+Effort = Literal["info", "low", "medium", "high"]
+
+
+@dataclass(frozen=True)
+class Example:
+    """One inline test of a rule.
+
+    Args:
+        before: a whole module (imports included).
+        after: the exact output, leaving out the added ``from torchport import runtime as tp`` line;
+            None when the module must come out unchanged.
+        unsafe: run with ``--unsafe-fixes``.
+    """
+
+    before: str
+    after: str | None = None
+    unsafe: bool = False
+
+
+class Rule:
+    """Base class of every rewrite and diagnostic; subclass it in a family module.
+
+    Class attributes:
+        code: stable identifier, ``TP0xx`` rewrites, ``TP1xx``/``TP2xx`` diagnostics, ``TP3xx`` per target.
+        name: kebab-case slug, e.g. ``cuda-method``.
+        summary: the one-line message.
+        before, after: the one-line example shown by ``torchport rules`` and the README (``after`` is
+            empty for diagnostics).
+        safety: ``safe`` rewrites apply by default, ``unsafe`` ones only with ``--unsafe-fixes``
+            (reported otherwise), ``manual`` rules only report.
+        effort: for manual rules, how much work a person needs (``info``/``low``/``medium``/``high``).
+        triggers: regular expressions; source matching none of them (nor any of ``names``' last parts)
+            cannot hold a site of this rule.
+        names: the qualified names the rule matches.
+        replaces: whether ``leave_`` methods replace the node (True) or only its children (False).
+        examples: inline tests (see `Example`).
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    before: ClassVar[str]
+    after: ClassVar[str] = ""
+    safety: ClassVar[Safety] = "safe"
+    effort: ClassVar[Effort | None] = None
+    triggers: ClassVar[tuple[str, ...]] = ()
+    names: ClassVar[frozenset[str]] = frozenset()
+    replaces: ClassVar[bool] = True
+    examples: ClassVar[tuple[Example, ...]] = ()
+
+    @property
+    def kind(self) -> Kind:
+        return "diagnostic" if self.safety == "manual" else "rewrite"
+
+    def trigger_patterns(self) -> list[str]:
+        """The rule's triggers plus, for each qualified name it matches, its last part as a word."""
+        last = sorted({name.rsplit(".", 1)[-1] for name in self.names})
+        return [*self.triggers, *(rf"\b{re.escape(part)}\b" for part in last)]
+
+    def finish(self, m: Migrator, module: cst.Module) -> None:
+        """Called once after the whole module was visited (for diagnostics about what is left)."""
+
+    def __repr__(self) -> str:
+        return f"<{self.code} {self.name}>"

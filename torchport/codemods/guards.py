@@ -1,0 +1,301 @@
+"""CUDA guards and the regions that run only on CUDA, or that already pick among several backends.
+
+| Code  | Before                                     | After                         |
+|-------|--------------------------------------------|-------------------------------|
+| TP110 | if torch.cuda.is_available(): import apex  | (kept: a CUDA guard; noted)   |
+
+A guard (`torch.cuda.is_available()`, `torch.cuda.device_count() > 0`) is rewritten to the runtime's
+only where the code it guards chooses a device or moves data and holds nothing CUDA-only; then on a Mac
+the guarded code runs on MPS. Otherwise it stays a CUDA guard: on MPS or CPU the CUDA-only code (apex,
+NVML, CUDA kernels, `torch.cuda` APIs with no equivalent) is still skipped, and the code under it, which
+runs only on CUDA, is left as it is (rewriting it would change nothing anywhere). The same holds under
+`if x.is_cuda:`, `if x.device.type == "cuda":`, and in tests skipped unless CUDA is present.
+
+Code that already chooses among CUDA, MPS, XPU, NPU or HPU, and classes that implement an accelerator
+backend (DeepSpeed-style `CUDA_Accelerator`, `NPU_Accelerator`), are left alone, without a note.
+`device_count()` is rewritten to `tp.process_count()` where it sizes a process count (`nprocs=`, a world
+size), so one process starts on a CPU-only machine.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchport.codemods._base import dotted_name, is_cuda_literal, string_value
+from torchport.codemods._rule import Example, Rule
+
+if TYPE_CHECKING:
+    from torchport.codemods._transformer import Migrator
+
+_AVAILABLE = "torch.cuda.is_available"
+_COUNT = "torch.cuda.device_count"
+_OTHER_BACKENDS = re.compile(r"^torch\.(?:backends\.mps|mps|xpu|accelerator|npu|hpu|mlu|musa)\b|^(?:torch_npu|habana_frameworks|"
+                             r"intel_extension_for_pytorch|torch_mlu)\b")
+_OTHER_DEVICE_STRINGS = frozenset({"mps", "xpu", "npu", "hpu", "mlu", "musa"})
+_ACCELERATOR_CLASS = re.compile(r"(?i)^(?:cuda|npu|mlu|hpu|xpu|mps|cpu|gaudi|ascend|musa)_?accelerator$")
+_PROCESS_COUNT = re.compile(r"(?i)^(?:world_size|nprocs|n_?procs|num_?processes|nproc_per_node|ngpus_per_node)$")
+_SPAWN = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
+                    "torch.multiprocessing.spawn.spawn", "torch.multiprocessing.spawn.start_processes"})
+_CUDA_TEST_DECORATOR = re.compile(r"(?i)(?:requires?_?(?:torch_)?(?:cuda|gpu)|skip_?(?:if_?)?(?:no|without)_?(?:cuda|gpu)|"
+                                  r"cuda_only|gpu_only|only_cuda|onlycuda)")
+# torch.cuda names the runtime has; anything else under a guard is CUDA-only.
+_PORTABLE_CUDA = re.compile(
+    r"^torch\.cuda\.(?:is_available|device_count|current_device|set_device|get_device_name|get_device_properties|"
+    r"get_device_capability|synchronize|is_bf16_supported|device|Stream|stream|current_stream|default_stream|"
+    r"set_stream|Event|empty_cache|memory_allocated|max_memory_allocated|memory_reserved|max_memory_reserved|"
+    r"reset_peak_memory_stats|reset_max_memory_allocated|memory_stats|memory_summary|mem_get_info|manual_seed|"
+    r"manual_seed_all|seed|initial_seed|get_rng_state|set_rng_state|amp\b.*|OutOfMemoryError)$")
+_CUDA_ONLY_MODULES = re.compile(r"^(?:apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|numba|pycuda|"
+                                r"triton|torch\._C|torch\.utils\.cpp_extension)\b")
+
+
+class _Scan(cst.CSTVisitor):
+    """What a guarded block does: chooses a device or moves data, and whether anything is CUDA-only."""
+
+    def __init__(self, m: Migrator) -> None:
+        super().__init__()
+        self.m = m
+        self.chooses = False
+        self.cuda_only = False
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        self.cuda_only = True
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        self.cuda_only = True
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to"):
+            self.chooses = True
+        if self.m.has_qname(func, "torch.device"):
+            self.chooses = True
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._check(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._check(node)
+
+    def _check(self, node: cst.CSTNode) -> None:
+        for name in self.m.qnames(node):
+            if name.startswith("torch.cuda.") and not _PORTABLE_CUDA.match(name):
+                self.cuda_only = True
+            elif _CUDA_ONLY_MODULES.match(name):
+                self.cuda_only = True
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if is_cuda_literal(node):
+            self.chooses = True
+        value = string_value(node)
+        if value is not None and (value.lower() == "nccl" or value.endswith((".cu", ".cuh"))):
+            self.cuda_only = True
+
+
+def _scan(m: Migrator, node: cst.CSTNode) -> _Scan:
+    scan = _Scan(m)
+    node.visit(scan)
+    return scan
+
+
+def _guard_calls(m: Migrator, test: cst.BaseExpression) -> tuple[list[cst.Call], list[cst.Call]]:
+    """The guard calls of an ``if`` test: ``(positive, other)``. Positive ones are true when CUDA is there:
+    ``torch.cuda.is_available()`` and ``torch.cuda.device_count() > 0`` alone or joined with ``and``."""
+    positive: list[cst.Call] = []
+    other: list[cst.Call] = []
+
+    def is_call(node: cst.BaseExpression, name: str) -> bool:
+        return isinstance(node, cst.Call) and not node.args and m.has_qname(node.func, name)
+
+    def visit(node: cst.BaseExpression) -> None:
+        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+            visit(node.left)
+            visit(node.right)
+        elif is_call(node, _AVAILABLE):
+            positive.append(node)  # type: ignore[arg-type]
+        elif (isinstance(node, cst.Comparison) and len(node.comparisons) == 1 and is_call(node.left, _COUNT)
+              and _means_any(node.comparisons[0])):
+            positive.append(node.left)  # type: ignore[arg-type]
+        else:
+            collector = _Calls(m)
+            node.visit(collector)
+            other.extend(collector.found)
+
+    visit(test)
+    return positive, other
+
+
+def _means_any(target: cst.ComparisonTarget) -> bool:
+    value = target.comparator.value if isinstance(target.comparator, cst.Integer) else None
+    op = target.operator
+    return (isinstance(op, cst.GreaterThan) and value == "0") or (isinstance(op, cst.GreaterThanEqual) and value == "1") or (
+        isinstance(op, cst.NotEqual) and value == "0")
+
+
+class _Calls(cst.CSTVisitor):
+    def __init__(self, m: Migrator) -> None:
+        super().__init__()
+        self.m = m
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.m.qnames(node.func) & {_AVAILABLE, _COUNT}:
+            self.found.append(node)
+
+
+def _mentions_other_backend(m: Migrator, node: cst.CSTNode) -> bool:
+    finder = _OtherBackends(m)
+    node.visit(finder)
+    return finder.found
+
+
+class _OtherBackends(cst.CSTVisitor):
+    def __init__(self, m: Migrator) -> None:
+        super().__init__()
+        self.m = m
+        self.found = False
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if any(_OTHER_BACKENDS.match(n) for n in self.m.qnames(node)):
+            self.found = True
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        value = string_value(node)
+        if value is not None and value.split(":")[0] in _OTHER_DEVICE_STRINGS:
+            self.found = True
+
+
+def _if_chain(node: cst.If) -> list[cst.If]:
+    chain = [node]
+    while isinstance(chain[-1].orelse, cst.If):
+        chain.append(chain[-1].orelse)
+    return chain
+
+
+def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
+    """A test true only on CUDA that stays as written: ``x.is_cuda`` and ``x.device.type == "cuda"`` without
+    their unsafe fixes, ``device == "cuda"``/``"cuda" in str(device)`` (never rewritten)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _cuda_detection(m, test.left) or _cuda_detection(m, test.right)
+    unsafe = m.unsafe_fixes
+    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+        return not (unsafe and m.enabled("TP007"))
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if not isinstance(target.operator, (cst.Equal, cst.In)):
+            return False
+        sides = (test.left, target.comparator)
+        if not any(string_value(s) == "cuda" for s in sides):
+            return False
+        from torchport.codemods.device import tensor_type_check
+
+        if tensor_type_check(test) is not None:
+            return not (unsafe and m.enabled("TP008"))
+        return True
+    return False
+
+
+class CudaGuard(Rule):
+    code = "TP110"
+    name = "cuda-guard"
+    summary = "A CUDA guard of CUDA-only code stays a CUDA guard; the code under it runs only on CUDA and is left as is."
+    before = "if torch.cuda.is_available(): import apex"
+    safety, effort = "manual", "info"
+    names = frozenset({_AVAILABLE, _COUNT})
+    triggers = (r"is_cuda|cuda|Accelerator|accelerator",)
+    examples = (
+        Example("import torch\nif torch.cuda.is_available():\n    import pynvml\n    pynvml.nvmlInit()\n"),
+        Example("import torch\nif x.is_cuda:\n    y = x.cuda()\n"),
+        Example("import torch\nif torch.cuda.is_available():\n    d = 'cuda'\nelif torch.backends.mps.is_available():\n"
+                "    d = 'mps'\nelse:\n    d = 'cpu'\n"),
+        Example("import unittest\nimport torch\n\n\n@unittest.skipIf(not torch.cuda.is_available(), 'needs CUDA')\n"
+                "def test_gpu():\n    x = torch.ones(2).cuda()\n"),
+        Example("class CUDA_Accelerator(DeepSpeedAccelerator):\n    def device_name(self):\n        return 'cuda'\n"),
+    )
+
+    def _rewrite(self, m: Migrator, call: cst.Call, name: str) -> None:
+        m.store(self).setdefault("rewrite", {})[id(call.func)] = name
+
+    def _keep(self, m: Migrator, calls: list[cst.Call], where: cst.CSTNode, message: str | None) -> None:
+        calls = [call for call in calls if id(call.func) not in m.handled]
+        for call in calls:
+            m.mark_handled(call)
+        if calls and message is not None and not m.in_skipped_region:
+            m.report(self.code, where, message)
+
+    def visit_If(self, m: Migrator, node: cst.If) -> None:
+        parent = m.ancestors[-2] if len(m.ancestors) > 1 else None
+        chain = _if_chain(node)
+        if not (isinstance(parent, cst.If) and parent.orelse is node):  # the head of an if/elif chain
+            if any(_mentions_other_backend(m, branch.test) for branch in chain):
+                for branch in chain:
+                    positive, other = _guard_calls(m, branch.test)
+                    self._keep(m, positive + other, branch, None)
+                m.skip_region(node)  # already chooses among several backends
+                return
+        positive, other = _guard_calls(m, node.test)
+        self._keep(m, other, node.test, "CUDA guard kept as written (it is true only where CUDA is)" if other else None)
+        if positive:
+            scan = _scan(m, node.body)
+            if scan.chooses and not scan.cuda_only:
+                for call in positive:
+                    self._rewrite(m, call, "is_available" if m.has_qname(call.func, _AVAILABLE) else "device_count")
+                return
+            self._keep(m, positive, node.test, "CUDA guard kept: the code under it runs only on CUDA, as before")
+            m.skip_region(node.body)
+        elif _cuda_detection(m, node.test):
+            m.skip_region(node.body)
+
+    def visit_FunctionDef(self, m: Migrator, node: cst.FunctionDef) -> None:
+        for decorator in node.decorators:
+            calls = _Calls(m)
+            decorator.visit(calls)
+            text = dotted_name(decorator.decorator.func if isinstance(decorator.decorator, cst.Call)
+                               else decorator.decorator) or ""
+            if calls.found or _CUDA_TEST_DECORATOR.search(text):
+                self._keep(m, calls.found, decorator, "test runs only where CUDA is; left as it is")
+                m.skip_region(node.body)
+                return
+
+    def visit_ClassDef(self, m: Migrator, node: cst.ClassDef) -> None:
+        bases = [dotted_name(b.value) or "" for b in node.bases]
+        if _ACCELERATOR_CLASS.match(node.name.value) or any(b.endswith("Accelerator") for b in bases):
+            m.skip_region(node)  # an accelerator backend of its own
+            return
+        self.visit_FunctionDef(m, node)  # type: ignore[arg-type]  (decorators: skipped test classes)
+
+    def visit_Call(self, m: Migrator, node: cst.Call) -> None:
+        """Every device count given to ``mp.spawn`` (``nprocs``, a world size in ``args``) sizes processes."""
+        if m.qnames(node.func) & _SPAWN:
+            calls = _Calls(m)
+            for arg in node.args:
+                arg.value.visit(calls)
+            for call in calls.found:
+                self._count(m, call)
+
+    def visit_Arg(self, m: Migrator, node: cst.Arg) -> None:
+        if node.keyword is not None and _PROCESS_COUNT.match(node.keyword.value):
+            self._count(m, node.value)
+
+    def visit_Assign(self, m: Migrator, node: cst.Assign) -> None:
+        for target in node.targets:
+            name = target.target.attr.value if isinstance(target.target, cst.Attribute) else getattr(target.target, "value", "")
+            if isinstance(name, str) and _PROCESS_COUNT.match(name):
+                self._count(m, node.value)
+
+    def _count(self, m: Migrator, value: cst.BaseExpression) -> None:
+        if isinstance(value, cst.Call) and not value.args and m.has_qname(value.func, _COUNT):
+            self._rewrite(m, value, "process_count")
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> None:
+        """A guard call that no rule decided on stays as written, with a note."""
+        if id(original.func) in m.handled or id(original.func) in m.store(self).get("rewrite", {}):
+            return None
+        if not original.args and m.qnames(original.func) & {_AVAILABLE, _COUNT}:
+            self._keep(m, [original], original, "CUDA query kept as written: it answers for CUDA alone")
+        return None

@@ -46,7 +46,7 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 
 from torchport.codemods._names import import_map
@@ -433,37 +433,53 @@ def _hint_lines(source: str) -> list[int]:
     return found
 
 
-def _expression_bindings(nodes: Iterable[ast.AST], out: set[str]) -> None:
-    """Every name bound anywhere in ``nodes`` (targets, walrus, lambda parameters), generously."""
-    for root in nodes:
-        for node in ast.walk(root):
-            if isinstance(node, ast.Name):
-                if type(node.ctx) is not ast.Load:
-                    out.add(node.id)
-            elif isinstance(node, ast.arg):
-                out.add(node.arg)
-
-
 def _scan(tree: ast.Module, source: str) -> tuple[dict[str, frozenset[str]], set[str], dict[str, frozenset[str]]]:
     """(names bound only by module-level imports -> their qualified names, every name imported
     anywhere, the module scope's imports).
 
-    A walk of the statements only (no expressions), which misses no binding: statements bind
-    through their targets, names and parameters, and an expression binds only through a walrus, a
-    lambda or a comprehension, which need ``:=``, ``lambda`` or ``for`` on the statement's lines
-    (`_hint_lines`); those statements' expressions are walked. Conservative: a name it thinks
-    bound elsewhere just takes the position-dependent path (`Resolver.at`), which is exact.
+    A walk of the statements, which misses no binding: statements bind through their targets,
+    names and parameters, and an expression binds only through a walrus, a lambda or a
+    comprehension, which need ``:=``, ``lambda`` or ``for`` on their lines (`_hint_lines`): only
+    the expressions spanning such a line are walked into. Generous: a name it takes for bound
+    elsewhere only takes the position-dependent path (`Resolver.at`), which is exact.
     """
     hints = _hint_lines(source)
+    count = len(hints)
 
     def hinted(first: int, last: int) -> bool:
-        index = bisect_right(hints, first - 1)
-        return index < len(hints) and hints[index] <= last
+        index = bisect_left(hints, first)
+        return index < count and hints[index] <= last
 
     module_imports: dict[str, set[str]] = {}
     module_bound: set[str] = set()  # bound in the module scope otherwise than by import
     inner: set[str] = set()  # bound or declared anywhere else, imports included
     imported: set[str] = set()
+
+    def expressions(roots: Iterable[ast.AST]) -> None:
+        """Names bound by the lambdas, comprehensions and walruses in ``roots`` (into ``inner``:
+        a walrus binding in the module scope spoils the fast path as well)."""
+        stack = list(roots)
+        while stack:
+            node = stack.pop()
+            line = getattr(node, "lineno", None)
+            if line is not None and not hinted(line, node.end_lineno or line):  # type: ignore[attr-defined]
+                continue
+            kind = type(node)
+            if kind is ast.Lambda:
+                inner.update(_lambda_params(node.args))  # type: ignore[attr-defined]
+            elif kind in _COMPREHENSIONS:
+                for generator in node.generators:  # type: ignore[attr-defined]
+                    _target_names(generator.target, inner)
+            elif kind is ast.NamedExpr:
+                _target_names(node.target, inner)  # type: ignore[attr-defined]
+            for field in node._fields:
+                value = getattr(node, field, None)
+                if isinstance(value, ast.AST):
+                    if not isinstance(value, ast.expr_context):
+                        stack.append(value)
+                elif isinstance(value, list):
+                    stack.extend(item for item in value if isinstance(item, ast.AST))
+
     stack: list[tuple[ast.stmt, bool]] = [(stmt, True) for stmt in tree.body]
     while stack:
         node, top = stack.pop()
@@ -478,71 +494,93 @@ def _scan(tree: ast.Module, source: str) -> tuple[dict[str, frozenset[str]], set
                 inner.update(names)
                 imported.update(names)
             continue
-        if kind is ast.Expr or kind is ast.Return or kind is ast.Pass or kind is ast.Raise or kind is ast.Assert:
-            pass  # no targets
-        elif kind is ast.Assign:
-            for target in node.targets:  # type: ignore[attr-defined]
-                _target_names(target, bound)
-        elif kind is ast.AugAssign or kind is ast.AnnAssign or kind is ast.For or kind is ast.AsyncFor:
-            _target_names(node.target, bound)  # type: ignore[attr-defined]
-        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.ClassDef:
+        shape = _SHAPES.get(kind)
+        if shape is None:
+            shape = _SHAPES[kind] = _shape(kind)
+        if not shape[0]:  # a simple statement
+            if kind is ast.Assign or kind is ast.Delete:
+                for target in node.targets:  # type: ignore[attr-defined]
+                    _target_names(target, bound)
+            elif kind is ast.AugAssign or kind is ast.AnnAssign:
+                _target_names(node.target, bound)  # type: ignore[attr-defined]
+            elif kind is ast.Global or kind is ast.Nonlocal:
+                inner.update(node.names)  # type: ignore[attr-defined]
+            elif kind not in _KNOWN_STATEMENTS:  # a newer Python's: what is not read counts as bound
+                _unknown_bindings(node, bound)
+            if count and hinted(node.lineno, node.end_lineno or node.lineno):
+                expressions((node,))
+            continue
+        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.ClassDef:
             bound.add(node.name)  # type: ignore[attr-defined]
             if kind is not ast.ClassDef:
-                args = node.args  # type: ignore[attr-defined]
-                inner.update(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
-                if args.vararg:
-                    inner.add(args.vararg.arg)
-                if args.kwarg:
-                    inner.add(args.kwarg.arg)
+                inner.update(_lambda_params(node.args))  # type: ignore[attr-defined]
             for param in getattr(node, "type_params", None) or ():  # 3.12+
                 inner.add(param.name)
-        elif kind is ast.With or kind is ast.AsyncWith:
-            for item in node.items:  # type: ignore[attr-defined]
-                if item.optional_vars is not None:
-                    _target_names(item.optional_vars, bound)
-        elif kind is ast.Delete:
-            for target in node.targets:  # type: ignore[attr-defined]
-                _target_names(target, bound)
-        elif kind is ast.Global or kind is ast.Nonlocal:
-            inner.update(node.names)  # type: ignore[attr-defined]
-        elif kind is not ast.If and kind is not ast.While:
-            # try/except, match, type aliases and any statement a newer Python adds: every
-            # name in it that is not a plain read counts as bound (generous, never wrong)
-            for clause in getattr(node, "handlers", None) or ():
-                if clause.name:
-                    bound.add(clause.name)
-            for case in getattr(node, "cases", None) or ():
-                for pattern in ast.walk(case.pattern):
-                    for field in ("name", "rest"):
-                        value = getattr(pattern, field, None)
-                        if isinstance(value, str):
-                            bound.add(value)
-            if kind not in _KNOWN_STATEMENTS:
-                _expression_bindings(_header_nodes(node), bound)
-                for param in getattr(node, "type_params", None) or ():
-                    inner.add(param.name)
-        # expressions that bind (walrus, lambda, comprehension) need a hint on the header's lines
-        first = _start(node)[0]
-        body = getattr(node, "body", None)
-        last = body[0].lineno if body and isinstance(body, list) else (node.end_lineno or node.lineno)
-        spans = [(first, last)]
-        for clause in (getattr(node, "handlers", None) or getattr(node, "cases", None) or ()):
-            spans.append((clause.lineno if hasattr(clause, "lineno") else clause.pattern.lineno, clause.body[0].lineno))
-        if any(hinted(a, b) for a, b in spans):
-            _expression_bindings(_header_nodes(node), inner)
-        # nested statements
-        inside = top and kind is not ast.FunctionDef and kind is not ast.AsyncFunctionDef and kind is not ast.ClassDef
-        for field in _BLOCK_FIELDS:
-            block = getattr(node, field, None)
-            if block:
-                stack.extend((stmt, inside) for stmt in block)
-        for field in _CLAUSE_FIELDS:
-            for clause in getattr(node, field, None) or ():
-                stack.extend((stmt, inside) for stmt in clause.body)
+            stack.extend((stmt, False) for stmt in node.body)  # type: ignore[attr-defined]
+        else:
+            if kind is ast.For or kind is ast.AsyncFor:
+                _target_names(node.target, bound)  # type: ignore[attr-defined]
+            elif kind is ast.With or kind is ast.AsyncWith:
+                for item in node.items:  # type: ignore[attr-defined]
+                    if item.optional_vars is not None:
+                        _target_names(item.optional_vars, bound)
+            elif kind is not ast.If and kind is not ast.While:
+                for clause in getattr(node, "handlers", None) or ():
+                    if clause.name:
+                        bound.add(clause.name)
+                for case in getattr(node, "cases", None) or ():
+                    for pattern in ast.walk(case.pattern):
+                        for field in ("name", "rest"):
+                            value = getattr(pattern, field, None)
+                            if isinstance(value, str):
+                                bound.add(value)
+                if kind not in _KNOWN_STATEMENTS:
+                    _unknown_bindings(node, bound)
+            for field in shape[1]:
+                stack.extend((stmt, top) for stmt in getattr(node, field))
+            for field in shape[2]:
+                for clause in getattr(node, field):
+                    stack.extend((stmt, top) for stmt in clause.body)
+        if count:  # the header's expressions: `expressions` only enters those on a hint's lines
+            header: list[ast.AST] = []
+            for field in shape[3]:
+                value = getattr(node, field, None)
+                if isinstance(value, ast.AST):
+                    header.append(value)
+                elif isinstance(value, list):
+                    header.extend(value)
+            for field in shape[2]:
+                for clause in getattr(node, field):
+                    header.extend(getattr(clause, sub) for sub in ("type", "pattern", "guard") if getattr(clause, sub, None))
+            expressions(header)
     imported.update(module_imports)
     frozen = {name: frozenset(names) for name, names in module_imports.items()}
     static = {name: names for name, names in frozen.items() if name not in module_bound and name not in inner}
     return static, imported, frozen
+
+
+_Shape = tuple[bool, tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+_SHAPES: dict[type, _Shape] = {}
+
+
+def _shape(kind: type) -> _Shape:
+    """A statement class's (is compound, block fields, clause fields, other fields)."""
+    fields = kind._fields  # type: ignore[attr-defined]
+    blocks = tuple(f for f in fields if f in _BLOCK_FIELDS)
+    clauses = tuple(f for f in fields if f in _CLAUSE_FIELDS)
+    others = tuple(f for f in fields if f not in _BLOCK_FIELDS and f not in _CLAUSE_FIELDS)
+    return (bool(blocks or clauses), blocks, clauses, others)
+
+
+def _unknown_bindings(node: ast.stmt, bound: set[str]) -> None:
+    for item in _header_nodes(node):
+        for sub in ast.walk(item):
+            if isinstance(sub, ast.Name) and type(sub.ctx) is not ast.Load:
+                bound.add(sub.id)
+            elif isinstance(sub, ast.arg):
+                bound.add(sub.arg)
+    for param in getattr(node, "type_params", None) or ():
+        bound.add(param.name)
 
 
 _KNOWN_STATEMENTS = {

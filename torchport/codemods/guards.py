@@ -182,6 +182,14 @@ def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
     their unsafe fixes, ``device == "cuda"``/``"cuda" in str(device)`` (never rewritten)."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _cuda_detection(m, test.left) or _cuda_detection(m, test.right)
+    dotted = dotted_name(test)
+    if dotted is not None and (dotted in m.store(GUARD_CODE).get("flags", ()) or "torch.version.cuda" in m.qnames(test)):
+        return True
+    if isinstance(test, cst.Call) and not test.args and m.has_qname(test.func, _AVAILABLE):
+        return id(test.func) not in m.store(GUARD_CODE).get("rewrite", {})
+    if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Call)
+            and m.has_qname(test.left.func, _COUNT)):
+        return True
     unsafe = m.unsafe_fixes
     if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
         return not (unsafe and m.enabled("TP007"))
@@ -198,6 +206,27 @@ def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
             return not (unsafe and m.enabled("TP008"))
         return True
     return False
+
+
+GUARD_CODE = "TP110"
+
+
+class _Flags(cst.CSTVisitor):
+    """Names assigned from a CUDA check: ``use_cuda = not args.no_cuda and torch.cuda.is_available()``."""
+
+    def __init__(self, m: Migrator) -> None:
+        super().__init__()
+        self.m = m
+        self.flags: set[str] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        calls = _Calls(self.m)
+        node.value.visit(calls)
+        if any(self.m.has_qname(c.func, _AVAILABLE) for c in calls.found):
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name:
+                    self.flags.add(name)
 
 
 class CudaGuard(Rule):
@@ -228,11 +257,29 @@ class CudaGuard(Rule):
         if calls and message is not None and not m.in_skipped_region:
             m.report(self.code, where, message)
 
+    def visit_Module(self, m: Migrator, node: cst.Module) -> None:
+        if "is_available" in m.source:
+            flags = _Flags(m)
+            node.visit(flags)
+            m.store(self)["flags"] = flags.flags
+
+    def visit_BooleanOperation(self, m: Migrator, node: cst.BooleanOperation) -> None:
+        """``torch.version.cuda and torch.cuda.is_bf16_supported()``: the right side runs only on CUDA."""
+        if isinstance(node.operator, cst.And) and _cuda_detection(m, node.left):
+            m.skip_region(node.right)
+
+    def visit_IfExp(self, m: Migrator, node: cst.IfExp) -> None:
+        """``"cuda:0" if torch.cuda.is_available() and n > 0 else "cpu"``: the first branch runs only on CUDA."""
+        if id(node) not in m.store("TP005") and _cuda_detection(m, node.test):
+            positive, other = _guard_calls(m, node.test)
+            self._keep(m, positive + other, node.test, None)
+            m.skip_region(node.body)
+
     def visit_If(self, m: Migrator, node: cst.If) -> None:
         parent = m.ancestors[-2] if len(m.ancestors) > 1 else None
         chain = _if_chain(node)
         if not (isinstance(parent, cst.If) and parent.orelse is node):  # the head of an if/elif chain
-            if any(_mentions_other_backend(m, branch.test) for branch in chain):
+            if any(_mentions_other_backend(m, branch.test) or _mentions_other_backend(m, branch.body) for branch in chain):
                 for branch in chain:
                     positive, other = _guard_calls(m, branch.test)
                     self._keep(m, positive + other, branch, None)

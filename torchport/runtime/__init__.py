@@ -3,12 +3,20 @@
 ``from torchport import runtime as tp``, then ``x.to(tp.device())``,
 ``tp.synchronize()``, ``tp.Event(enable_timing=True)``...
 
-The device is picked once, at import: ``TORCHPORT_DEVICE`` (``cpu``, ``mps``,
-``cuda``, ``cuda:N``, ``xpu``, ``xpu:N``) if set, else the first available of
-CUDA, MPS, XPU, else CPU. An unusable ``TORCHPORT_DEVICE`` raises at import
-(``ValueError`` if malformed, ``RuntimeError`` if the backend is unavailable).
-Nothing in torch is patched, and only CUDA-style device specs are remapped.
+The device is picked once, on first use (not at import: importing touches no
+device backend and creates no CUDA context): ``TORCHPORT_DEVICE`` (``cpu``,
+``mps``, ``cuda``, ``cuda:N``, ``xpu``, ``xpu:N``) if set, else the first
+available of CUDA (``torch.cuda.is_available()``), MPS, XPU, else CPU. An
+unusable ``TORCHPORT_DEVICE`` raises at first use (``ValueError`` if malformed,
+``RuntimeError`` if the backend is unavailable). Reading ``Stream`` or ``Event``
+counts as a use.
+
+When CUDA is picked, every function is exactly the ``torch.cuda`` call it
+replaces (arguments passed through, same results and errors). Nothing in torch
+is patched, and only CUDA-style device specs are remapped.
 """
+
+from typing import Any as _Any
 
 from ._backend import ENV_VAR
 from ._device import (
@@ -23,11 +31,21 @@ from ._device import (
     get_device_properties,
     is_available,
     is_bf16_supported,
+    process_count,
     set_device,
     synchronize,
 )
-from ._distributed import ddp_device_ids, distributed_backend
-from ._extras import on_accelerator, pin_memory, pin_memory_available, range_pop, range_push
+from ._distributed import ddp_device_ids, distributed_backend, process_group_device_id
+from ._extras import (
+    mark,
+    on_accelerator,
+    pin_memory,
+    pin_memory_available,
+    range,
+    range_pop,
+    range_push,
+    set_default_tensor_type,
+)
 from ._memory import (
     empty_cache,
     max_memory_allocated,
@@ -41,7 +59,8 @@ from ._memory import (
     reset_peak_memory_stats,
 )
 from ._random import get_rng_state, initial_seed, manual_seed, manual_seed_all, seed, set_rng_state
-from ._streams import Event, Stream, current_stream, default_stream, set_stream, stream
+from ._serialization import map_location
+from ._streams import current_stream, default_stream, record_stream, set_stream, stream
 
 __all__ = [
     "ENV_VAR",
@@ -67,6 +86,8 @@ __all__ = [
     "is_bf16_supported",
     "manual_seed",
     "manual_seed_all",
+    "map_location",
+    "mark",
     "max_memory_allocated",
     "max_memory_reserved",
     "mem_get_info",
@@ -77,11 +98,16 @@ __all__ = [
     "on_accelerator",
     "pin_memory",
     "pin_memory_available",
+    "process_count",
+    "process_group_device_id",
+    "range",
     "range_pop",
     "range_push",
+    "record_stream",
     "reset_max_memory_allocated",
     "reset_peak_memory_stats",
     "seed",
+    "set_default_tensor_type",
     "set_device",
     "set_rng_state",
     "set_stream",
@@ -89,8 +115,27 @@ __all__ = [
     "synchronize",
 ]
 
+_LAZY = ("Stream", "Event")  # depend on the picked backend: resolved on first read
+
+
+def __getattr__(name: str) -> _Any:
+    """``Stream`` and ``Event``: picked on first read, then plain module attributes."""
+    if name in _LAZY:
+        from . import _streams
+
+        value = getattr(_streams, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 # TORCHPORT_AUDIT=1: report run-time CUDA uses the static pass missed (torchport.runtime.audit).
-# Unset, this costs one environment lookup; the audit module is imported only when asked for.
+# Unset, this costs one environment lookup; the audit module is imported only when asked for
+# (it picks the device at import).
 import os as _os
 
 if _os.environ.get("TORCHPORT_AUDIT", "").strip().lower() not in ("", "0", "false", "no", "off"):

@@ -377,12 +377,10 @@ def _first_binding(body: list[ast.stmt], name: str) -> _Pos | None:
             for node in ast.walk(case.pattern):
                 if getattr(node, "name", None) == name or getattr(node, "rest", None) == name:
                     note(_end(case.pattern))
-        # walrus targets anywhere in the statement's own expressions
-        for pos, (ident, is_read, _) in _walk_header(stmt, ()).items():
-            if ident == name and not is_read:
-                for node in ast.walk(stmt):
-                    if isinstance(node, ast.NamedExpr) and (node.target.lineno, node.target.col_offset) == pos:
-                        note(_end(node.value))
+        for root in _header_nodes(stmt):  # walrus targets in the statement's own expressions
+            for node in ast.walk(root):
+                if isinstance(node, ast.NamedExpr) and getattr(node.target, "id", None) == name:
+                    note(_end(node.value))
     return best
 
 
@@ -408,191 +406,6 @@ def _global_imports(tree: ast.Module) -> dict[str, frozenset[str]]:
 
 # ---- the fast path: names bound only by module-level imports ---------------------------------
 
-def _hint_lines(source: str) -> list[int]:
-    """The sorted lines (from 1) holding the word ``lambda`` or ``for``, or ``:=``, anywhere,
-    strings and comments included: the only lines where an expression can bind a name."""
-    if "\r" in source:
-        source = source.replace("\r\n", "\n").replace("\r", "\n")
-    found: list[int] = []
-    for word, check in (("lambda", True), ("for", True), (":=", False)):
-        find = source.find
-        size = len(word)
-        line, last = 1, 0
-        at = find(word)
-        while at != -1:
-            end = at + size
-            if not check or (
-                (at == 0 or not (source[at - 1].isalnum() or source[at - 1] == "_"))
-                and (end == len(source) or not (source[end].isalnum() or source[end] == "_"))
-            ):
-                line += source.count("\n", last, at)
-                last = at
-                found.append(line)
-            at = find(word, end)
-    found.sort()
-    return found
-
-
-def _scan(tree: ast.Module, source: str) -> tuple[dict[str, frozenset[str]], set[str], dict[str, frozenset[str]]]:
-    """(names bound only by module-level imports -> their qualified names, every name imported
-    anywhere, the module scope's imports).
-
-    A walk of the statements, which misses no binding: statements bind through their targets,
-    names and parameters, and an expression binds only through a walrus, a lambda or a
-    comprehension, which need ``:=``, ``lambda`` or ``for`` on their lines (`_hint_lines`): only
-    the expressions spanning such a line are walked into. Generous: a name it takes for bound
-    elsewhere only takes the position-dependent path (`Resolver.at`), which is exact.
-    """
-    hints = _hint_lines(source)
-    count = len(hints)
-
-    def hinted(first: int, last: int) -> bool:
-        index = bisect_left(hints, first)
-        return index < count and hints[index] <= last
-
-    module_imports: dict[str, set[str]] = {}
-    module_bound: set[str] = set()  # bound in the module scope otherwise than by import
-    inner: set[str] = set()  # bound or declared anywhere else, imports included
-    imported: set[str] = set()
-
-    def expressions(roots: Iterable[ast.AST]) -> None:
-        """Names bound by the lambdas, comprehensions and walruses in ``roots`` (into ``inner``:
-        a walrus binding in the module scope spoils the fast path as well)."""
-        stack = list(roots)
-        while stack:
-            node = stack.pop()
-            line = getattr(node, "lineno", None)
-            if line is not None and not hinted(line, node.end_lineno or line):  # type: ignore[attr-defined]
-                continue
-            kind = type(node)
-            if kind is ast.Lambda:
-                inner.update(_lambda_params(node.args))  # type: ignore[attr-defined]
-            elif kind in _COMPREHENSIONS:
-                for generator in node.generators:  # type: ignore[attr-defined]
-                    _target_names(generator.target, inner)
-            elif kind is ast.NamedExpr:
-                _target_names(node.target, inner)  # type: ignore[attr-defined]
-            for field in node._fields:
-                value = getattr(node, field, None)
-                if isinstance(value, ast.AST):
-                    if not isinstance(value, ast.expr_context):
-                        stack.append(value)
-                elif isinstance(value, list):
-                    stack.extend(item for item in value if isinstance(item, ast.AST))
-
-    stack: list[tuple[ast.stmt, bool]] = [(stmt, True) for stmt in tree.body]
-    while stack:
-        node, top = stack.pop()
-        bound = module_bound if top else inner
-        kind = type(node)
-        if kind is ast.Import or kind is ast.ImportFrom:
-            if top:
-                _bind_imports(node, module_imports)
-            else:
-                names: dict[str, set[str]] = {}
-                _bind_imports(node, names)
-                inner.update(names)
-                imported.update(names)
-            continue
-        shape = _SHAPES.get(kind)
-        if shape is None:
-            shape = _SHAPES[kind] = _shape(kind)
-        if not shape[0]:  # a simple statement
-            if kind is ast.Assign or kind is ast.Delete:
-                for target in node.targets:  # type: ignore[attr-defined]
-                    _target_names(target, bound)
-            elif kind is ast.AugAssign or kind is ast.AnnAssign:
-                _target_names(node.target, bound)  # type: ignore[attr-defined]
-            elif kind is ast.Global or kind is ast.Nonlocal:
-                inner.update(node.names)  # type: ignore[attr-defined]
-            elif kind not in _KNOWN_STATEMENTS:  # a newer Python's: what is not read counts as bound
-                _unknown_bindings(node, bound)
-            if count and hinted(node.lineno, node.end_lineno or node.lineno):
-                expressions((node,))
-            continue
-        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.ClassDef:
-            bound.add(node.name)  # type: ignore[attr-defined]
-            if kind is not ast.ClassDef:
-                inner.update(_lambda_params(node.args))  # type: ignore[attr-defined]
-            for param in getattr(node, "type_params", None) or ():  # 3.12+
-                inner.add(param.name)
-            stack.extend((stmt, False) for stmt in node.body)  # type: ignore[attr-defined]
-        else:
-            if kind is ast.For or kind is ast.AsyncFor:
-                _target_names(node.target, bound)  # type: ignore[attr-defined]
-            elif kind is ast.With or kind is ast.AsyncWith:
-                for item in node.items:  # type: ignore[attr-defined]
-                    if item.optional_vars is not None:
-                        _target_names(item.optional_vars, bound)
-            elif kind is not ast.If and kind is not ast.While:
-                for clause in getattr(node, "handlers", None) or ():
-                    if clause.name:
-                        bound.add(clause.name)
-                for case in getattr(node, "cases", None) or ():
-                    for pattern in ast.walk(case.pattern):
-                        for field in ("name", "rest"):
-                            value = getattr(pattern, field, None)
-                            if isinstance(value, str):
-                                bound.add(value)
-                if kind not in _KNOWN_STATEMENTS:
-                    _unknown_bindings(node, bound)
-            for field in shape[1]:
-                stack.extend((stmt, top) for stmt in getattr(node, field))
-            for field in shape[2]:
-                for clause in getattr(node, field):
-                    stack.extend((stmt, top) for stmt in clause.body)
-        if count:  # the header's expressions: `expressions` only enters those on a hint's lines
-            header: list[ast.AST] = []
-            for field in shape[3]:
-                value = getattr(node, field, None)
-                if isinstance(value, ast.AST):
-                    header.append(value)
-                elif isinstance(value, list):
-                    header.extend(value)
-            for field in shape[2]:
-                for clause in getattr(node, field):
-                    header.extend(getattr(clause, sub) for sub in ("type", "pattern", "guard") if getattr(clause, sub, None))
-            expressions(header)
-    imported.update(module_imports)
-    frozen = {name: frozenset(names) for name, names in module_imports.items()}
-    static = {name: names for name, names in frozen.items() if name not in module_bound and name not in inner}
-    return static, imported, frozen
-
-
-_Shape = tuple[bool, tuple[str, ...], tuple[str, ...], tuple[str, ...]]
-_SHAPES: dict[type, _Shape] = {}
-
-
-def _shape(kind: type) -> _Shape:
-    """A statement class's (is compound, block fields, clause fields, other fields)."""
-    fields = kind._fields  # type: ignore[attr-defined]
-    blocks = tuple(f for f in fields if f in _BLOCK_FIELDS)
-    clauses = tuple(f for f in fields if f in _CLAUSE_FIELDS)
-    others = tuple(f for f in fields if f not in _BLOCK_FIELDS and f not in _CLAUSE_FIELDS)
-    return (bool(blocks or clauses), blocks, clauses, others)
-
-
-def _unknown_bindings(node: ast.stmt, bound: set[str]) -> None:
-    for item in _header_nodes(node):
-        for sub in ast.walk(item):
-            if isinstance(sub, ast.Name) and type(sub.ctx) is not ast.Load:
-                bound.add(sub.id)
-            elif isinstance(sub, ast.arg):
-                bound.add(sub.arg)
-    for param in getattr(node, "type_params", None) or ():
-        bound.add(param.name)
-
-
-_KNOWN_STATEMENTS = {
-    getattr(ast, name)
-    for name in (
-        "Expr", "Return", "Pass", "Raise", "Assert", "Assign", "AugAssign", "AnnAssign", "For", "AsyncFor",
-        "FunctionDef", "AsyncFunctionDef", "ClassDef", "With", "AsyncWith", "Delete", "Global", "Nonlocal",
-        "If", "While", "Try", "TryStar", "Match", "Break", "Continue", "Import", "ImportFrom",
-    )
-    if hasattr(ast, name)
-}
-
 
 def _header_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
     """The AST children of ``stmt`` outside its nested statement blocks."""
@@ -609,6 +422,105 @@ def _header_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
             yield value
         elif isinstance(value, list):
             yield from (item for item in value if isinstance(item, ast.AST))
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """The AST children of an expression-level node, statements and contexts left out."""
+    found: list[ast.AST] = []
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, ast.AST):
+            if not isinstance(value, (ast.expr_context, ast.stmt)):
+                found.append(value)
+        elif isinstance(value, list):
+            found.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, ast.stmt))
+    return found
+
+
+def _path(stmt: ast.stmt, pos: _Pos) -> list[ast.AST]:
+    """``stmt`` and the nodes inside its header that hold ``pos``, outermost first. Nodes without
+    a position (``arguments``, ``comprehension``, ``withitem``, ``match_case``...) are looked into."""
+    path: list[ast.AST] = [stmt]
+    node: ast.AST = stmt
+    while True:
+        found = None
+        stack = _children(node)
+        while stack:
+            child = stack.pop()
+            line = getattr(child, "lineno", None)
+            if line is None:
+                stack.extend(_children(child))
+            elif (line, child.col_offset) <= pos < (child.end_lineno, child.end_col_offset):  # type: ignore[attr-defined]
+                found = child
+                break
+        if found is None:
+            return path
+        path.append(found)
+        node = found
+
+
+_NAMED = ("MatchAs", "MatchStar", "TypeVar", "ParamSpec", "TypeVarTuple")
+_NAMED_NODES = tuple(getattr(ast, name) for name in _NAMED if hasattr(ast, name))
+_QUIET_STATEMENTS = tuple(
+    getattr(ast, name)
+    for name in (
+        "Expr", "Return", "Pass", "Raise", "Assert", "Assign", "AugAssign", "AnnAssign", "For", "AsyncFor",
+        "With", "AsyncWith", "Delete", "If", "While", "Try", "TryStar", "Match", "Break", "Continue",
+    )
+    if hasattr(ast, name)
+)  # statements that bind no name outside their expressions and targets
+
+
+def _may_bind(path: list[ast.AST], head: str) -> bool:
+    """Whether the word ``head`` at the position ``path`` leads to may bind it (True when unsure)."""
+    for node in path:
+        if isinstance(node, ast.JoinedStr):  # f-string positions are unreliable before 3.12
+            return any(
+                (isinstance(sub, ast.Name) and sub.id == head and type(sub.ctx) is not ast.Load)
+                or (isinstance(sub, ast.arg) and sub.arg == head)
+                for sub in ast.walk(node)
+            )
+    node = path[-1]
+    if isinstance(node, ast.Name):
+        return node.id != head or type(node.ctx) is not ast.Load
+    if isinstance(node, ast.arg):
+        return node.arg == head
+    if isinstance(node, (ast.keyword, ast.Constant, ast.Attribute)):
+        return False  # a keyword argument's name, a literal's text, an attribute's name
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == head
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return head in node.names
+    if isinstance(node, ast.ExceptHandler):
+        return node.name == head
+    if isinstance(node, _NAMED_NODES):
+        return getattr(node, "name", None) == head
+    if isinstance(node, ast.MatchMapping):
+        return node.rest == head
+    if isinstance(node, ast.Lambda):
+        return head in _lambda_params(node.args)
+    if isinstance(node, ast.pattern):
+        return False  # a class pattern's keyword
+    if isinstance(node, ast.expr):
+        return False  # a comment inside the expression
+    return not isinstance(node, _QUIET_STATEMENTS)  # a comment or a keyword of a known statement
+
+
+def _identifier_char(char: str) -> bool:
+    return char.isalnum() or char == "_" or (not char.isascii() and ("a" + char).isidentifier())
+
+
+def _words(text: str, word: str) -> Iterator[int]:
+    """The offsets of ``word`` in ``text`` as a whole identifier."""
+    find = text.find
+    size = len(word)
+    end_of_text = len(text)
+    at = find(word)
+    while at != -1:
+        end = at + size
+        if (at == 0 or not _identifier_char(text[at - 1])) and (end == end_of_text or not _identifier_char(text[end])):
+            yield at
+        at = find(word, end)
 
 
 # ---- the resolver -------------------------------------------------------------------------
@@ -629,29 +541,35 @@ class Resolver:
                 tree = ast.parse(source)
         self.tree = tree
         self.source = source
+        # CPython reads "\r\n" and "\r" as "\n"; columns are unchanged
+        self._text = source.replace("\r\n", "\n").replace("\r", "\n") if "\r" in source else source
         self._ascii = source.isascii()
         self._lines: list[str] | None = None
         self._blocks: dict[int, _Block | None] = {}
         self._headers: dict[int, dict[_Pos, tuple[str, bool, _Scopes]]] = {}
         self._frames: dict[int, _Frame] = {}
         self._fallback_map: dict[str, frozenset[str]] | None = None
-        self.fallback = False
-        self._static: dict[str, frozenset[str]] = {}
-        self._imported: set[str] = set()
         self._global_imports: dict[str, frozenset[str]] | None = None
-        self._static, self._imported, module_imports = _scan(tree, source)
-        self._module = _Frame("module", tree, None)
-        self._module._imports = module_imports
-        self._module._chain = []
         self._symbols: object = None  # the symbol table, built by the first `at` that needs it
+        self.fallback = False  # True once the symbol table failed: `at` answers from the import map
+        self._module = _Frame("module", tree, None)
+        self._module._chain = []
+        module_imports, self._imported, spoiled = self._scan_imports()
+        self._module._imports = module_imports
+        self._static = {
+            name: names
+            for name, names in module_imports.items()
+            if name not in spoiled and not self._bound_elsewhere(name)
+        }
 
     # ---- public API ----------------------------------------------------------------------
 
     def static(self, head: str) -> frozenset[str] | None:
         """For a head name bound ONLY by imports, all of them in the module scope, and nowhere
-        else in the file: the qualified names it stands for, wherever it is read. frozenset()
-        when the name is never imported anywhere. None when the answer depends on the position
-        (then call `at`). In fallback mode (see the module's doc) never None."""
+        else in the file (no parameter, target, def/class name, global/nonlocal, del, import in
+        an inner scope): the qualified names it stands for, wherever it is read. frozenset() when
+        the name is never imported anywhere. None when the answer depends on the position (then
+        call `at`)."""
         found = self._static.get(head)
         if found is not None:
             return found
@@ -662,7 +580,7 @@ class Resolver:
         in characters as LibCST counts them). Empty when no Name node ``head`` is there, when it
         is a binding (a target, a ``del``), or when the read resolves to a binding that is not an
         import (a local, a parameter, an enclosing function's local, a class attribute read in
-        its class body)."""
+        its class body after the class binds it)."""
         if head not in self._imported:
             return EMPTY
         pos = (line, self._byte_column(line, column))
@@ -684,7 +602,134 @@ class Resolver:
         except _Mismatch:
             return self._imports_anywhere().get(head, EMPTY)
 
-    # ---- internals -----------------------------------------------------------------------
+    # ---- the fast path -------------------------------------------------------------------
+
+    def _scan_imports(self) -> tuple[dict[str, frozenset[str]], set[str], set[str]]:
+        """(the module scope's imports, every name imported anywhere, the names imported in an
+        inner scope). Every import statement holds the word ``import``: only those statements
+        are looked at."""
+        module: dict[str, set[str]] = {}
+        inner: dict[str, set[str]] = {}
+        seen: set[int] = set()
+        text = self._text
+        line, last = 1, 0
+        for at in _words(text, "import"):
+            line += text.count("\n", last, at)
+            last = at
+            found = self._descend((line, self._byte_offset(at, line)))
+            if found is None:
+                continue
+            stmt, frame, _ = found
+            if id(stmt) in seen or not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                continue
+            seen.add(id(stmt))
+            _bind_imports(stmt, module if frame is self._module else inner)
+        imported = set(module) | set(inner)
+        return {name: frozenset(names) for name, names in module.items()}, imported, set(inner)
+
+    def _bound_elsewhere(self, head: str) -> bool:
+        """Whether ``head`` may be bound otherwise than by a module-level import. Each occurrence
+        of the word is looked at, but for the reads plain from the text: ``head.``, ``head(``,
+        ``head[`` (unless after ``def``, ``class`` or ``type``)."""
+        text = self._text
+        line, last = 1, 0
+        for at in _words(text, head):
+            if at and text[at - 1] == ".":
+                continue  # an attribute, or a module in a relative import
+            after = at + len(head)
+            while after < len(text) and text[after] in " \t":
+                after += 1
+            follower = text[after : after + 1]
+            if follower == ".":
+                continue
+            if follower in ("(", "["):
+                before = text[max(0, at - 40) : at].rstrip(" \t\\\n")
+                if not before.endswith(("def", "class", "type")):
+                    continue
+            line += text.count("\n", last, at)
+            last = at
+            pos = (line, self._byte_offset(at, line))
+            found = self._descend(pos)
+            if found is None:
+                continue  # a comment between statements
+            stmt = found[0]
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                continue  # imports are `_scan_imports`'s
+            if _may_bind(_path(stmt, pos), head):
+                return True
+        return False
+
+    def _byte_offset(self, at: int, line: int) -> int:
+        """The column (UTF-8 bytes, as ast counts) of the text offset ``at`` on ``line``."""
+        start = self._text.rfind("\n", 0, at) + 1
+        if self._ascii:
+            return at - start
+        return len(self._text[start:at].encode("utf-8", "surrogatepass"))
+
+    # ---- positions -----------------------------------------------------------------------
+
+    def _byte_column(self, line: int, column: int) -> int:
+        if self._ascii:
+            return column
+        if self._lines is None:
+            self._lines = self._text.split("\n")
+        if not 1 <= line <= len(self._lines):
+            return column
+        text = self._lines[line - 1]
+        if text.isascii():
+            return column
+        return len(text[:column].encode("utf-8", "surrogatepass"))
+
+    def _block(self, stmts: list[ast.stmt]) -> _Block | None:
+        key = id(stmts)
+        block = self._blocks.get(key)
+        if block is None and key not in self._blocks:
+            block = self._blocks[key] = _Block(stmts) if stmts else None
+        return block
+
+    def _frame(self, node: ast.AST, parent: _Frame) -> _Frame:
+        frame = self._frames.get(id(node))
+        if frame is None:
+            kind = "class" if isinstance(node, ast.ClassDef) else "function"
+            frame = self._frames[id(node)] = _Frame(kind, node, parent)
+        return frame
+
+    def _descend(self, pos: _Pos) -> tuple[ast.stmt, _Frame, _Scopes] | None:
+        """The innermost statement whose own text (not its nested blocks) holds ``pos``, the
+        scope it is in, and the scopes from the module's down; None between statements."""
+        frame = self._module
+        scopes: _Scopes = (frame,)
+        block = self._block(self.tree.body)
+        while block is not None:
+            stmt = block.find(pos)
+            if stmt is None:
+                return None
+            inner = None
+            for sub in _sub_blocks(stmt):
+                candidate = self._block(sub)
+                if candidate is not None and candidate.first <= pos < candidate.last:
+                    inner = candidate
+                    break
+            if inner is None:
+                return stmt, frame, scopes
+            if isinstance(stmt, _SCOPE_DEFS):
+                frame = self._frame(stmt, frame)
+                scopes = (*scopes, frame)
+            block = inner
+        return None
+
+    def _locate(self, pos: _Pos) -> tuple[str, bool, _Scopes] | None:
+        """The Name at ``pos`` (ast's coordinates): its id, whether it is read, its scopes."""
+        found = self._descend(pos)
+        if found is None:
+            return None
+        stmt, _, scopes = found
+        header = self._headers.get(id(stmt))
+        if header is None:
+            header = self._headers[id(stmt)] = _walk_header(stmt, scopes)
+        return header.get(pos)
+
+    # ---- resolution ----------------------------------------------------------------------
 
     def _build_symbols(self) -> None:
         try:
@@ -702,68 +747,6 @@ class Resolver:
         if self._fallback_map is None:
             self._fallback_map = dict(import_map(self.tree))
         return self._fallback_map
-
-    def _byte_column(self, line: int, column: int) -> int:
-        if self._ascii:
-            return column
-        if self._lines is None:
-            self._lines = _NEWLINE.split(self.source)
-        if not 1 <= line <= len(self._lines):
-            return column
-        text = self._lines[line - 1]
-        if text.isascii():
-            return column
-        return len(text[:column].encode("utf-8", "surrogatepass"))
-
-    def _block(self, stmts: list[ast.stmt]) -> _Block | None:
-        key = id(stmts)
-        if key not in self._blocks:
-            self._blocks[key] = _Block(stmts) if stmts else None
-        return self._blocks[key]
-
-    def _frame(self, node: ast.AST, parent: _Frame) -> _Frame:
-        frame = self._frames.get(id(node))
-        if frame is None:
-            kind = "class" if isinstance(node, ast.ClassDef) else "function"
-            frame = self._frames[id(node)] = _Frame(kind, node, parent)
-        return frame
-
-    def _locate(self, pos: _Pos) -> tuple[str, bool, _Scopes] | None:
-        """The Name at ``pos`` (ast's coordinates) and the scopes around it."""
-        frame = self._module
-        scopes: _Scopes = (frame,)
-        block = self._block(self.tree.body)
-        while block is not None:
-            stmt = block.find(pos)
-            if stmt is None:
-                return None
-            inner = None
-            for sub in self._sub_blocks(stmt):
-                candidate = self._block(sub)
-                if candidate is not None and candidate.first <= pos < candidate.last:
-                    inner = candidate
-                    break
-            if inner is None:  # the statement's own expressions
-                header = self._headers.get(id(stmt))
-                if header is None:
-                    header = self._headers[id(stmt)] = _walk_header(stmt, scopes)
-                return header.get(pos)
-            if isinstance(stmt, _SCOPE_DEFS):
-                frame = self._frame(stmt, frame)
-                scopes = (*scopes, frame)
-            block = inner
-        return None
-
-    @staticmethod
-    def _sub_blocks(stmt: ast.stmt) -> Iterable[list[ast.stmt]]:
-        for name in _BLOCK_FIELDS:
-            block = getattr(stmt, name, None)
-            if block:
-                yield block
-        for name in _CLAUSE_FIELDS:
-            for clause in getattr(stmt, name, None) or ():
-                if clause.body:
-                    yield clause.body
 
     def _resolve(self, head: str, scopes: _Scopes, pos: _Pos) -> frozenset[str]:
         innermost = True
@@ -816,3 +799,14 @@ class Resolver:
         if self._global_imports is None:
             self._global_imports = _global_imports(self.tree) if self._has_global_imports() else {}
         return names | self._global_imports.get(head, EMPTY)
+
+
+def _sub_blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
+    for name in _BLOCK_FIELDS:
+        block = getattr(stmt, name, None)
+        if block:
+            yield block
+    for name in _CLAUSE_FIELDS:
+        for clause in getattr(stmt, name, None) or ():
+            if clause.body:
+                yield clause.body

@@ -123,6 +123,7 @@ class CudaStreamApi(_Rename):
         func = updated.func
         if (isinstance(func, cst.Attribute) and func.attr.value == "record_stream" and len(updated.args) == 1
                 and not updated.args[0].keyword and not updated.args[0].star
+                and m.qname_startswith(original.args[0].value, "torch.cuda.")  # a CUDA stream, not another backend's
                 and not m.qname_startswith(original.func, "torch.") and m.apply(self.code, original)):
             return m.runtime_call("record_stream", [func.value, updated.args[0].value])
         return None
@@ -353,7 +354,8 @@ class CudaApiUnported(Rule):
             if code is not None:
                 m.report(code, node, f"`{name}`: {m.rule_summary(code)}")
             elif skipped:
-                continue  # in code that runs only on CUDA: the guard's note covers it
+                m.report("TP110", node, f"`{name}` left as written: this code runs only on CUDA, or already "
+                         "supports several backends")
             elif name == "torch.cuda":
                 m.report(self.code, node, "`torch.cuda` used as an object has no portable equivalent; left unchanged")
             else:

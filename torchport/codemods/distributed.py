@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -29,6 +30,8 @@ _PARALLEL = frozenset({
 })
 _INIT = frozenset({"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"})
 _DEVICE_KEYWORDS = ("device_ids", "output_device")
+# Settings that hold a torch.distributed backend (not, e.g., DeepSpeed's `comm_backend_name`).
+_BACKEND_SETTING = re.compile(r"(?i)^(?:dist_|distributed_|ddp_|torch_|process_group_|pg_)?backend$")
 
 
 def is_nccl(node: cst.CSTNode) -> bool:
@@ -76,7 +79,7 @@ class NcclBackend(Rule):
                 return
 
     def _setting(self, m: Migrator, name: str, value: cst.BaseExpression | None) -> None:
-        if value is not None and "backend" in name.lower() and _mentions_nccl(value):
+        if value is not None and _BACKEND_SETTING.match(name) and _mentions_nccl(value):
             m.store(self)[id(value)] = True
             if isinstance(value, cst.IfExp):
                 m.mark_handled(value.body)

@@ -170,6 +170,34 @@ class _OtherBackends(cst.CSTVisitor):
             self.found = True
 
 
+_CUDA_FUNCTION = re.compile(r"^cuda$|cuda_?graph|cudagraph", re.I)
+_CUDA_ONLY_IMPORT = re.compile(r"^(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda|"
+                               r"numba\.cuda)(?:\.|$)")
+_PORTABLE_IMPORT = re.compile(r"^(?:torch_npu|habana_frameworks|intel_extension_for_pytorch|torch_mlu)(?:\.|$)|"
+                              r"(?:^|\.)accelerator(?:\.|$)")
+
+
+def _portable_or_cuda_only_module(m: Migrator, module: cst.Module) -> bool:
+    """A module written for several backends already (it imports an accelerator layer, e.g. DeepSpeed's
+    ``get_accelerator``, or uses ``torch.accelerator``), or one that cannot run without CUDA at all (it
+    imports triton or a CUDA-only library at its top level, unconditionally): its rewrites would change
+    nothing anywhere. Its diagnostics still run."""
+    if "torch.accelerator" in m.source or "get_accelerator" in m.source:
+        return True
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            names: list[str] = []
+            if isinstance(small, cst.Import):
+                names = [dotted_name(a.name) or "" for a in small.names]
+            elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                names = [dotted_name(small.module) or ""]
+            if any(_CUDA_ONLY_IMPORT.match(n) or _PORTABLE_IMPORT.search(n) for n in names):
+                return True
+    return False
+
+
 def _if_chain(node: cst.If) -> list[cst.If]:
     chain = [node]
     while isinstance(chain[-1].orelse, cst.If):
@@ -258,6 +286,8 @@ class CudaGuard(Rule):
             m.report(self.code, where, message)
 
     def visit_Module(self, m: Migrator, node: cst.Module) -> None:
+        if _portable_or_cuda_only_module(m, node):
+            m.skip_region(node)
         if "is_available" in m.source:
             flags = _Flags(m)
             node.visit(flags)
@@ -298,7 +328,19 @@ class CudaGuard(Rule):
         elif _cuda_detection(m, node.test):
             m.skip_region(node.body)
 
+    def visit_For(self, m: Migrator, node: cst.For) -> None:
+        """``for i in range(torch.cuda.device_count()):`` runs its body only where CUDA devices are."""
+        it = node.iter
+        if (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range" and it.args
+                and isinstance(it.args[-1].value, cst.Call) and not it.args[-1].value.args
+                and m.has_qname(it.args[-1].value.func, _COUNT)):
+            self._keep(m, [it.args[-1].value], node, None)
+            m.skip_region(node.body)
+
     def visit_FunctionDef(self, m: Migrator, node: cst.FunctionDef) -> None:
+        if _CUDA_FUNCTION.search(node.name.value):  # a class's own `cuda()`, CUDA-graph capture
+            m.skip_region(node.body)
+            return
         for decorator in node.decorators:
             calls = _Calls(m)
             decorator.visit(calls)

@@ -210,7 +210,7 @@ def _xpu_event_class() -> type:
                     interprocess: bool = False, external: bool = False) -> Any:
             return super().__new__(cls, enable_timing=enable_timing)
 
-    XpuEvent.__module__ = __name__
+    XpuEvent.__module__, XpuEvent.__qualname__ = __name__, "XpuEvent"
     return XpuEvent
 
 

@@ -1,0 +1,561 @@
+"""torchport.runtime tests that need a fresh interpreter.
+
+Import side effects, TORCHPORT_DEVICE, first use inside torch.compile, and the
+CUDA/XPU/MPS paths simulated on this machine by faking availability (nothing
+touches real hardware; the CUDA-path checks replace ``torch.cuda`` functions by
+recorders and assert the runtime called them with the arguments unchanged).
+
+Every script of this module starts at once, in parallel, when the first test
+needs one (a fresh interpreter mostly waits on ``import torch``); each test
+then checks its script's output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+ENV_VAR = "TORCHPORT_DEVICE"
+NO_ACCELERATOR = not (
+    torch.cuda.is_available() or torch.backends.mps.is_available() or torch.xpu.is_available()
+)
+needs_no_accelerator = pytest.mark.skipif(not NO_ACCELERATOR, reason="fakes accelerators")
+
+SCRIPTS: dict[str, tuple[str, str | None]] = {}  # name -> (code, TORCHPORT_DEVICE)
+_running: dict[str, subprocess.Popen] = {}
+_done: dict[str, tuple[int, str, str]] = {}
+
+
+def script(name: str, device: str | None = None, enabled: bool = True):
+    """``script(name, device)(code)``: register ``code`` to run with TORCHPORT_DEVICE=device."""
+    def register(code: str) -> str:
+        if enabled:
+            SCRIPTS[name] = (textwrap.dedent(code), device)
+        return code
+    return register
+
+
+def _start(name: str) -> None:
+    code, device = SCRIPTS[name]
+    env = {k: v for k, v in os.environ.items() if k not in (ENV_VAR, "TORCHPORT_AUDIT")}
+    env["OMP_NUM_THREADS"] = "1"
+    if device is not None:
+        env[ENV_VAR] = device
+    _running[name] = subprocess.Popen(
+        [sys.executable, "-W", "ignore", "-c", code], cwd=REPO, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def run(name: str) -> tuple[int, str, str]:
+    """(returncode, stdout, stderr) of script ``name``; starts all scripts on first call."""
+    if not _running:
+        for other in SCRIPTS:
+            _start(other)
+    if name not in _done:
+        out, err = _running[name].communicate(timeout=300)
+        _done[name] = (_running[name].returncode, out, err)
+    return _done[name]
+
+
+def run_json(name: str) -> dict:
+    code, out, err = run(name)
+    assert code == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def teardown_module() -> None:
+    for proc in _running.values():
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+# --- import hygiene and the lazy pick ----------------------------------------
+
+script("lazy_import")(
+    """
+    import json, sys, torch
+    calls = []
+    def recorder(name, result):
+        def call(*args, **kwargs):
+            calls.append(name)
+            return result
+        return call
+    torch.cuda.is_available = recorder("torch.cuda.is_available", False)
+    torch.cuda.init = recorder("torch.cuda.init", None)
+    torch.cuda._lazy_init = recorder("torch.cuda._lazy_init", None)
+    torch.cuda.device_count = recorder("torch.cuda.device_count", 0)
+    torch.backends.mps.is_available = recorder("torch.backends.mps.is_available", False)
+    torch.xpu.is_available = recorder("torch.xpu.is_available", False)
+    names = ["device", "zeros", "empty", "Tensor.to", "Tensor.cuda", "nn.Module.to",
+             "cuda.is_available", "cuda.device_count", "cuda.Event", "cuda.Stream",
+             "Event", "Stream", "manual_seed", "set_default_device", "set_default_tensor_type",
+             "load", "serialization.location_tag"]
+    def get(name):
+        obj = torch
+        for part in name.split("."):
+            obj = getattr(obj, part)
+        return obj
+    before = {n: get(n) for n in names}
+    import torchport.runtime as tp
+    from torchport.runtime import _backend
+    result = {
+        "import_calls": list(calls),
+        "picked_at_import": _backend._picked(),
+        "lazy_names_bound": sorted(n for n in ("Stream", "Event") if n in vars(tp)),
+        "changed": [n for n in names if get(n) is not before[n]],
+        "cli_modules": sorted(m for m in ("libcst", "typer", "rich", "psutil") if m in sys.modules),
+        "cuda_initialized": torch.cuda.is_initialized(),
+    }
+    result["device"] = str(tp.device())
+    result["first_use_calls"] = list(calls)
+    tp.device(); tp.is_available(); tp.device_count(); tp.Stream; tp.Event; tp.synchronize()
+    result["later_calls"] = list(calls)
+    result["classes"] = [tp.Stream.__name__, tp.Event.__name__]
+    result["dir_has_lazy"] = {"Stream", "Event"} <= set(dir(tp))
+    print(json.dumps(result))
+    """
+)
+
+
+def test_import_initialises_no_backend_and_picks_on_first_use():
+    out = run_json("lazy_import")
+    assert out["import_calls"] == []
+    assert out["picked_at_import"] is False and out["lazy_names_bound"] == []
+    assert out["changed"] == [] and out["cli_modules"] == []
+    assert out["cuda_initialized"] is False
+    assert out["device"] == "cpu"
+    assert out["first_use_calls"] == [
+        "torch.cuda.is_available", "torch.backends.mps.is_available", "torch.xpu.is_available"
+    ]
+    assert out["later_calls"] == out["first_use_calls"]  # picked once
+    assert out["classes"] == ["HostStream", "CpuEvent"] and out["dir_has_lazy"]
+
+
+# --- TORCHPORT_DEVICE --------------------------------------------------------
+
+script("env_cpu", device="cpu")(
+    """
+    import torch
+    from torchport import runtime as tp
+    print(tp.device(), tp.is_available(), tp.device_count(), tp.process_count())
+    hint = str | torch.device  # old tool regressions: union types and optimizers still work
+    model = torch.nn.Linear(2, 2).to(tp.device())
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(1, 2, device=tp.device())).sum().backward()
+    opt.step()
+    print(type(torch.device) is type, isinstance(tp.device(), torch.device), hint)
+    """
+)
+
+
+def test_env_cpu_forces_cpu_end_to_end():
+    code, out, err = run("env_cpu")
+    assert code == 0, err
+    assert out.split("\n")[:2] == ["cpu False 0 1", "True True str | torch.device"]
+
+
+UNUSABLE = """
+import torch
+from torchport import runtime as tp  # importing never raises
+for attempt in range(2):  # still raises at the second use
+    try:
+        tp.device()
+    except Exception as exc:
+        print(type(exc).__name__, exc)
+try:
+    tp.Event
+except Exception as exc:
+    print("Event:", type(exc).__name__)
+"""
+script("env_unavailable", device="cuda:1", enabled=not torch.cuda.is_available())(UNUSABLE)
+script("env_malformed", device="bogus")(UNUSABLE)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without CUDA")
+def test_env_unavailable_backend_fails_at_first_use_with_a_clear_message():
+    code, out, err = run("env_unavailable")
+    assert code == 0, err
+    lines = out.strip().split("\n")
+    assert len(lines) == 3
+    for line in lines[:2]:
+        assert line.startswith(
+            "RuntimeError TORCHPORT_DEVICE='cuda:1' requests the cuda backend, which is not available"
+        )
+    assert lines[2] == "Event: RuntimeError"
+
+
+def test_env_malformed_value_fails_at_first_use():
+    code, out, err = run("env_malformed")
+    assert code == 0, err
+    lines = out.strip().split("\n")
+    assert lines[0].startswith("ValueError TORCHPORT_DEVICE='bogus' is not supported")
+    assert lines[1] == lines[0] and lines[2] == "Event: ValueError"
+
+
+PIN = """
+import torch
+calls = []
+torch.cuda.is_available = lambda: True
+torch.cuda.device_count = lambda: 2
+torch.cuda.set_device = calls.append
+from torchport import runtime as tp
+print(tp.device(), tp.device("cuda"), tp.device(0), tp.device_str(), calls)
+"""
+script("env_pin_cuda_1", device="cuda:1", enabled=NO_ACCELERATOR)(PIN)
+script("env_pin_cuda_2", device="cuda:2", enabled=NO_ACCELERATOR)(PIN)
+
+
+@needs_no_accelerator
+def test_simulated_env_index_pins_and_sets_the_device():
+    code, out, err = run("env_pin_cuda_1")
+    assert code == 0, err
+    # tp.device("cuda") is torch.device("cuda"): the current device, made cuda:1 by the pin
+    assert out.strip() == "cuda:1 cuda cuda:0 cuda:1 [1]"
+    code, out, err = run("env_pin_cuda_2")
+    assert code != 0 and "only 2 cuda device(s) are visible" in err
+
+
+# --- first use inside torch.compile ----------------------------------------------
+
+script("compile_first_use")(
+    """
+    import json, torch
+    import torchport.runtime as tp
+    from torchport.runtime import _backend
+    assert not _backend._picked()
+
+    def step(x):
+        ev = tp.Event(enable_timing=True)
+        ev.record()
+        y = x.to(tp.device()) + torch.zeros(2, device=tp.device("".join(["cuda:", "0"])))
+        if tp.is_available() or tp.device_count() > 0:
+            y = y + 5
+        if tp.device_type() == tp.device().type:
+            y = y * 2
+        with tp.range("step {}", 1):
+            y = y - 1
+        return y.to(tp.device_str())
+
+    compiled = torch.compile(step, fullgraph=True, backend="eager")
+    first = compiled(torch.ones(2))
+    picked = _backend._picked()
+    second = compiled(torch.ones(2))
+    print(json.dumps({"picked": picked, "first": first.tolist(), "second": second.tolist(),
+                      "eager": step(torch.ones(2)).tolist()}))
+    """
+)
+
+
+def test_first_use_inside_compiled_code_picks_without_graph_breaks():
+    out = run_json("compile_first_use")
+    assert out["picked"] is True
+    assert out["first"] == out["second"] == out["eager"]
+
+
+# --- simulated CUDA: every call is the torch.cuda call itself ---------------------
+
+script("sim_cuda", enabled=NO_ACCELERATOR)(
+    """
+    import json, torch
+    import torch.distributed as dist
+    torch.cuda.is_available = lambda: True
+    torch.cuda.device_count = lambda: 4
+    from torchport import runtime as tp
+    D = torch.device
+    out = {}
+    out["mapping"] = [
+        [tp.device_type(), tp.is_available(), tp.device_count(), tp.process_count(),
+         tp.distributed_backend(), tp.ddp_device_ids([1])],
+        [str(d) for d in (tp.device(), tp.device(1), tp.device("cuda"), tp.device("cuda:12"),
+                          tp.device(D("cuda", 3)), tp.device(D("cuda")))],
+        [tp.device_str(), tp.device_str(1), tp.device_str("cuda:2"), tp.device("cpu"), tp.device("meta")],
+        [tp.Stream is torch.cuda.Stream, tp.Event is torch.cuda.Event],
+    ]
+    specs = ["cuda", "cuda:0", "".join(["cuda:", "3"]), "cuda:63", "cuda:64", "cuda:100",
+             D("cuda"), D("cuda", 5), "cuda:" + "7"]
+    out["unequal"] = [repr(s) for s in specs
+                      if not (tp.device(s) == D(s) and tp.device_str(s) == str(D(s)))]
+    out["unequal"] += [i for i in range(8) if tp.device(i) != D("cuda", i)]
+    out["same_object"] = tp.device(specs[7]) is specs[7]
+    errors = []
+    for bad in ["cuda:x", "cuda:", -1]:
+        try:
+            tp.device(bad)
+        except RuntimeError:
+            errors.append(True)
+    out["errors"] = errors
+
+    calls = []
+    def recorder(name):
+        def call(*args, **kwargs):
+            calls.append((name, args, kwargs))
+            return ("result of", name)
+        return call
+    cuda_names = [
+        "is_available", "device_count", "current_device", "set_device", "device",
+        "get_device_name", "get_device_properties", "get_device_capability", "synchronize",
+        "is_bf16_supported", "empty_cache", "memory_allocated", "max_memory_allocated",
+        "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
+        "reset_max_memory_allocated", "memory_stats", "memory_summary", "mem_get_info",
+        "manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state",
+        "set_rng_state", "stream", "current_stream", "default_stream", "set_stream",
+    ]
+    for name in cuda_names:
+        setattr(torch.cuda, name, recorder("torch.cuda." + name))
+    for name in ["range_push", "range_pop", "range", "mark"]:
+        setattr(torch.cuda.nvtx, name, recorder("torch.cuda.nvtx." + name))
+    torch.set_default_tensor_type = recorder("torch.set_default_tensor_type")
+
+    class Obj:  # a tensor / batch stand-in
+        def record_stream(self, stream):
+            return recorder("Tensor.record_stream")(stream)
+        def pin_memory(self):
+            return recorder("Tensor.pin_memory")()
+
+    state, stream, obj = object(), object(), Obj()
+    # (runtime call, args, kwargs, torch call, args it must receive)
+    cases = [
+        ("is_available", (), {}, "torch.cuda.is_available", ()),
+        ("device_count", (), {}, "torch.cuda.device_count", ()),
+        ("process_count", (), {}, "torch.cuda.device_count", ()),
+        ("current_device", (), {}, "torch.cuda.current_device", ()),
+        ("set_device", ("cuda:1",), {}, "torch.cuda.set_device", ("cuda:1",)),
+        ("set_device", (None,), {}, "torch.cuda.set_device", (None,)),
+        ("set_device", (2,), {}, "torch.cuda.set_device", (2,)),
+        ("device_index", (D("cuda", 1),), {}, "torch.cuda.device", (D("cuda", 1),)),
+        ("device_index", (None,), {}, "torch.cuda.device", (None,)),
+        ("get_device_name", (), {}, "torch.cuda.get_device_name", (None,)),
+        ("get_device_name", (1,), {}, "torch.cuda.get_device_name", (1,)),
+        ("get_device_properties", ("cuda:0",), {}, "torch.cuda.get_device_properties", ("cuda:0",)),
+        ("get_device_capability", (), {}, "torch.cuda.get_device_capability", (None,)),
+        ("synchronize", (3,), {}, "torch.cuda.synchronize", (3,)),
+        ("synchronize", (), {}, "torch.cuda.synchronize", (None,)),
+        ("is_bf16_supported", (False,), {}, "torch.cuda.is_bf16_supported", (False,)),
+        ("is_bf16_supported", (), {}, "torch.cuda.is_bf16_supported", (True,)),
+        ("empty_cache", (), {}, "torch.cuda.empty_cache", ()),
+        ("memory_allocated", (1,), {}, "torch.cuda.memory_allocated", (1,)),
+        ("max_memory_allocated", ("cuda:1",), {}, "torch.cuda.max_memory_allocated", ("cuda:1",)),
+        ("memory_reserved", (), {}, "torch.cuda.memory_reserved", (None,)),
+        ("max_memory_reserved", (D("cuda", 0),), {}, "torch.cuda.max_memory_reserved", (D("cuda", 0),)),
+        ("reset_peak_memory_stats", (0,), {}, "torch.cuda.reset_peak_memory_stats", (0,)),
+        ("reset_max_memory_allocated", (0,), {}, "torch.cuda.reset_max_memory_allocated", (0,)),
+        ("memory_stats", ("cuda",), {}, "torch.cuda.memory_stats", ("cuda",)),
+        ("memory_summary", (1,), {"abbreviated": True}, "torch.cuda.memory_summary", (1, True)),
+        ("mem_get_info", (2,), {}, "torch.cuda.mem_get_info", (2,)),
+        ("manual_seed", (7,), {}, "torch.cuda.manual_seed", (7,)),
+        ("manual_seed_all", (7,), {}, "torch.cuda.manual_seed_all", (7,)),
+        ("seed", (), {}, "torch.cuda.seed", ()),
+        ("initial_seed", (), {}, "torch.cuda.initial_seed", ()),
+        ("get_rng_state", (), {}, "torch.cuda.get_rng_state", ("cuda",)),
+        ("get_rng_state", (1,), {}, "torch.cuda.get_rng_state", (1,)),
+        ("set_rng_state", (state,), {}, "torch.cuda.set_rng_state", (state, "cuda")),
+        ("set_rng_state", (state, "cuda:1"), {}, "torch.cuda.set_rng_state", (state, "cuda:1")),
+        ("set_rng_state", (), {"new_state": state, "device": 1}, "torch.cuda.set_rng_state", (state, 1)),
+        ("stream", (stream,), {}, "torch.cuda.stream", (stream,)),
+        ("stream", (None,), {}, "torch.cuda.stream", (None,)),
+        ("current_stream", (1,), {}, "torch.cuda.current_stream", (1,)),
+        ("default_stream", (), {}, "torch.cuda.default_stream", (None,)),
+        ("set_stream", (stream,), {}, "torch.cuda.set_stream", (stream,)),
+        ("set_stream", (None,), {}, "torch.cuda.set_stream", (None,)),
+        ("record_stream", (obj, stream), {}, "Tensor.record_stream", (stream,)),
+        ("pin_memory", (obj,), {}, "Tensor.pin_memory", ()),
+        ("range_push", ("fwd",), {}, "torch.cuda.nvtx.range_push", ("fwd",)),
+        ("range_pop", (), {}, "torch.cuda.nvtx.range_pop", ()),
+        ("mark", ("here",), {}, "torch.cuda.nvtx.mark", ("here",)),
+        ("set_default_tensor_type", (torch.cuda.HalfTensor,), {}, "torch.set_default_tensor_type",
+         (torch.cuda.HalfTensor,)),
+        ("set_default_tensor_type", ("torch.cuda.HalfTensor",), {}, "torch.set_default_tensor_type",
+         ("torch.cuda.HalfTensor",)),
+    ]
+    wrong = []
+    for fn, args, kwargs, target, expected in cases:
+        calls.clear()
+        result = getattr(tp, fn)(*args, **kwargs)
+        if calls != [(target, expected, {})] or result != ("result of", target):
+            wrong.append(f"tp.{fn}{args}{kwargs}: calls={calls!r} result={result!r}")
+    calls.clear()
+    result = tp.range("step {} {k}", 1, k=2)
+    if calls != [("torch.cuda.nvtx.range", ("step {} {k}", 1), {"k": 2})] or result != ("result of", "torch.cuda.nvtx.range"):
+        wrong.append(f"tp.range: {calls!r}")
+    out["wrong"] = wrong
+
+    fn = lambda storage, location: None
+    backend_obj = dist.Backend("nccl")
+    passthrough = [None, "cuda:1", D("cuda", 1), {"cuda:1": "cuda:0"}, fn, "cpu"]
+    out["map_location_identity"] = [tp.map_location(s) is s for s in passthrough]
+    out["backends"] = [tp.distributed_backend(b) for b in
+                       [None, "nccl", "NCCL", "gloo", "cpu:gloo,cuda:nccl", "mpi"]]
+    out["backend_identity"] = tp.distributed_backend(backend_obj) is backend_obj
+    dev1 = D("cuda", 1)
+    out["device_id_identity"] = [tp.process_group_device_id(x) is x for x in (None, 0, 3, dev1)]
+    print(json.dumps(out))
+    """
+)
+
+
+@needs_no_accelerator
+def test_simulated_cuda_mapping_and_classes():
+    out = run_json("sim_cuda")
+    assert out["mapping"] == [
+        ["cuda", True, 4, 4, "nccl", [1]],
+        ["cuda", "cuda:1", "cuda", "cuda:12", "cuda:3", "cuda"],
+        ["cuda", "cuda:1", "cuda:2", "cpu", "meta"],
+        [True, True],
+    ]
+
+
+@needs_no_accelerator
+def test_simulated_cuda_device_equals_torch_device():
+    out = run_json("sim_cuda")
+    assert out["unequal"] == [] and out["same_object"] is True
+    assert out["errors"] == [True, True, True]
+
+
+@needs_no_accelerator
+def test_simulated_cuda_calls_are_the_torch_cuda_calls():
+    out = run_json("sim_cuda")
+    assert out["wrong"] == []
+
+
+@needs_no_accelerator
+def test_simulated_cuda_passes_map_location_backend_and_device_id_through():
+    out = run_json("sim_cuda")
+    assert out["map_location_identity"] == [True] * 6
+    assert out["backends"] == ["nccl", "nccl", "NCCL", "gloo", "cpu:gloo,cuda:nccl", "mpi"]
+    assert out["backend_identity"] is True
+    assert out["device_id_identity"] == [True] * 4
+
+
+# --- simulated XPU and MPS ------------------------------------------------------
+
+COMMON = """
+import json, torch
+import torch.distributed as dist
+{fake}
+from torchport import runtime as tp
+D = torch.device
+calls = []
+def recorder(name):
+    def call(*args, **kwargs):
+        calls.append([name, [str(a) for a in args]])
+    return call
+class Obj:
+    def record_stream(self, stream):
+        calls.append(["Tensor.record_stream", [type(stream).__name__]])
+out = {{}}
+out["mapping"] = [
+    [tp.device_type(), tp.is_available(), tp.device_count(), tp.process_count(),
+     tp.distributed_backend(), tp.ddp_device_ids([1])],
+    [str(d) for d in (tp.device(), tp.device(1), tp.device("cuda"), tp.device("cuda:12"),
+                      tp.device(D("cuda", 3)), tp.device(D("cuda")))],
+    [tp.device_str(), tp.device_str(1), tp.device_str("cuda:2"), tp.device("cpu"), tp.device("meta")],
+    [tp.Stream.__module__ + "." + tp.Stream.__qualname__, tp.Event.__module__ + "." + tp.Event.__qualname__],
+]
+ev = tp.Event(enable_timing=True, blocking=True, interprocess=True, external=True)
+out["event"] = [type(ev).__name__, ev.enable_timing]
+out["backends"] = [tp.distributed_backend(b) for b in
+                   ["nccl", "NCCL", "gloo", "mpi", "cpu:gloo,cuda:nccl", "cuda:nccl"]]
+dist.is_xccl_available = lambda: True
+out["backends_xccl"] = [tp.distributed_backend(b) for b in [None, "nccl", "cpu:gloo,cuda:nccl"]]
+out["device_id"] = [str(tp.process_group_device_id(x)) for x in (None, 0, "cuda:1", D("cuda", 1))]
+loc = tp.map_location()
+out["map_location"] = [
+    isinstance(loc, dict), loc.get("cuda:1", "cuda:1"), loc.get("cpu", "cpu"), loc.get("meta", "meta"),
+    tp.map_location("cuda:1"), str(tp.map_location(D("cuda", 1))), tp.map_location("cpu"),
+    tp.map_location({{"cuda:1": "cuda:0"}}).get("cuda:1", "cuda:1"),
+]
+torch.set_default_tensor_type = recorder("torch.set_default_tensor_type")
+torch.set_default_device = recorder("torch.set_default_device")
+tp.set_default_tensor_type(torch.cuda.HalfTensor)
+tp.set_default_tensor_type("torch.FloatTensor")
+tp.set_default_tensor_type(torch.DoubleTensor)
+{extra}
+out["calls"] = calls
+print(json.dumps(out))
+"""
+
+XPU_FAKE = """
+torch.xpu.is_available = lambda: True
+torch.xpu.device_count = lambda: 2
+class FakeXpuEvent:  # torch.xpu.Event needs XPU hardware; same signature
+    def __new__(cls, enable_timing=False):
+        self = object.__new__(cls)
+        self.enable_timing = enable_timing
+        return self
+torch.xpu.Event = FakeXpuEvent
+"""
+XPU_EXTRA = """
+tp.record_stream(Obj(), object())  # passed through to Tensor.record_stream on XPU
+out["event_is_xpu_event"] = isinstance(ev, FakeXpuEvent)
+"""
+MPS_FAKE = """
+torch.backends.mps.is_available = lambda: True
+class FakeMpsEvent:  # torch.mps.Event needs MPS hardware
+    def __init__(self, enable_timing=False):
+        self.enable_timing = enable_timing
+torch.mps.Event = FakeMpsEvent
+"""
+MPS_EXTRA = """
+tp.record_stream(Obj(), tp.Stream())  # a no-op: nothing recorded
+tp.record_stream(torch.ones(1), tp.current_stream())
+out["stream_priority"] = tp.Stream(priority=-1).priority
+"""
+script("sim_xpu", enabled=NO_ACCELERATOR)(COMMON.format(fake=XPU_FAKE, extra=XPU_EXTRA))
+script("sim_mps", enabled=NO_ACCELERATOR)(COMMON.format(fake=MPS_FAKE, extra=MPS_EXTRA))
+
+
+@needs_no_accelerator
+def test_simulated_xpu():
+    out = run_json("sim_xpu")
+    assert out["mapping"] == [
+        ["xpu", True, 2, 2, "gloo", [1]],  # xccl is not built into this torch
+        ["xpu", "xpu:1", "xpu", "xpu:12", "xpu:3", "xpu"],
+        ["xpu", "xpu:1", "xpu:2", "cpu", "meta"],
+        ["torch.xpu.streams.Stream", "torchport.runtime._streams.XpuEvent"],
+    ]
+    assert out["event"] == ["XpuEvent", True] and out["event_is_xpu_event"] is True
+    assert out["backends"] == ["gloo", "gloo", "gloo", "mpi", "cpu:gloo,xpu:gloo", "xpu:gloo"]
+    assert out["backends_xccl"] == ["xccl", "xccl", "cpu:gloo,xpu:xccl"]
+    assert out["device_id"] == ["None", "xpu:0", "xpu:1", "xpu:1"]
+    assert out["map_location"] == [True, "xpu:1", "cpu", "meta", "xpu:1", "xpu:1", "cpu", "xpu:0"]
+    assert out["calls"] == [
+        ["torch.set_default_tensor_type", ["<class 'torch.HalfTensor'>"]],
+        ["torch.set_default_device", ["xpu"]],
+        ["torch.set_default_tensor_type", ["torch.FloatTensor"]],
+        ["torch.set_default_device", ["None"]],
+        ["torch.set_default_tensor_type", ["<class 'torch.DoubleTensor'>"]],
+        ["Tensor.record_stream", ["object"]],
+    ]
+
+
+@needs_no_accelerator
+def test_simulated_mps():
+    out = run_json("sim_mps")
+    assert out["mapping"] == [
+        ["mps", True, 1, 1, "gloo", None],
+        ["mps", "mps", "mps", "mps", "mps", "mps"],
+        ["mps", "mps", "mps", "cpu", "meta"],
+        ["torchport.runtime._streams.HostStream", "torchport.runtime._streams.MpsEvent"],
+    ]
+    assert out["event"] == ["MpsEvent", True] and out["stream_priority"] == -1
+    assert out["backends"] == ["gloo", "gloo", "gloo", "mpi", "cpu:gloo,mps:gloo", "mps:gloo"]
+    assert out["backends_xccl"] == ["gloo", "gloo", "cpu:gloo,mps:gloo"]  # xccl is XPU only
+    assert out["device_id"] == ["None"] * 4
+    assert out["map_location"] == [True, "mps", "cpu", "meta", "mps", "mps", "cpu", "mps"]
+    assert out["calls"] == [
+        ["torch.set_default_tensor_type", ["<class 'torch.HalfTensor'>"]],
+        ["torch.set_default_device", ["mps"]],
+        ["torch.set_default_tensor_type", ["torch.FloatTensor"]],
+        ["torch.set_default_device", ["None"]],
+        ["torch.set_default_tensor_type", ["<class 'torch.DoubleTensor'>"]],
+    ]

@@ -3,42 +3,47 @@
 `_names.import_map` reads a module's imports and qualifies every name through them, which is
 wrong where a local shadows an import (``def timer(fn, synchronize=True)`` under
 ``from torch.cuda import synchronize``). `Resolver` follows Python's scoping rules instead, and
-stays cheap:
+stays cheap (it never walks the whole tree in Python):
 
-* The scope facts come from the stdlib's symbol table (``_symtable``, in C): which names each
-  function, class, lambda or comprehension binds, imports, declares ``global``/``nonlocal``, or
-  reads from an enclosing scope. It re-parses the source in C, without building Python objects,
-  which costs a fraction of ``ast.parse``.
-* The imports' qualified names come from CPython's ``ast`` tree the caller already has: the
-  module scope's eagerly (a walk of the statements outside functions and classes), a function's
-  or class's only when a read resolves to an import there.
-* `Resolver.static` answers from those facts alone for a name bound only by module-level imports
-  (the common case: ``torch``, ``nn``, ``F``). Only other names need a position: `Resolver.at`
-  finds the innermost statement holding the position (bisecting the statement lists), walks that
-  statement's own expressions once (lambdas and comprehensions are scopes of their own there),
-  and resolves the read through the enclosing scopes.
+* Imports: every import statement holds the word ``import``; the statements at those places of
+  the text (found by bisecting the statement lists) give each scope's imports.
+* `Resolver.static` (per name, on demand): a name imported only in the module scope is bound
+  nowhere else unless some occurrence of the word is a binding. The occurrences that are plainly
+  reads (``torch.``, ``nn(``, ``F[``) are skipped from the text alone; the statement around each
+  other one is checked for a binding of the name (its own text, not its nested blocks). If none
+  binds it, every read stands for the import, whatever its position (the common case: ``torch``,
+  ``nn``, ``F``, ``np``). That costs about what `_names.import_map` costs.
+* `Resolver.at` (the other names): the innermost statement holding the position, its Name nodes
+  walked once with their scopes (lambdas and comprehensions are scopes of their own), then the
+  read resolved outwards through the stdlib's symbol table (``_symtable``, in C: which names each
+  function and class binds, imports, declares ``global``/``nonlocal`` or reads from outside).
+  The table is built by the first `at` that needs it (it parses the source again, in C: a third to
+  half of ``ast.parse``), and the imports of a function or class are read when a read resolves to
+  one.
 
 Semantics (Python's): a binding anywhere in a function (parameter, assignment target, for/with/
 except/walrus/match target, def/class name, ``del``, import) makes the name local to the whole
 function, so a read before it is local too (an ``UnboundLocalError`` at run time, not the import).
 Class scopes are invisible from their methods, lambdas and comprehensions; defaults, annotations,
-decorators, base classes and a comprehension's first iterable evaluate in the enclosing scope.
-A scope that binds a name by import *and* otherwise (``try: import apex`` / ``except ImportError:
-apex = None``) resolves it to the import's names, as LibCST's ``QualifiedNameProvider`` unions
-assignments. In a class body a name read before the class's own first binding of it is looked up
-in the module (``device = device``), as ``LOAD_NAME`` does for straight-line code.
+decorators, base classes and a comprehension's first iterable evaluate in the enclosing scope; a
+walrus in a comprehension binds in the enclosing function. A scope that binds a name by import
+*and* otherwise (``try: import apex`` / ``except ImportError: apex = None``) resolves it to the
+import's names, as LibCST's ``QualifiedNameProvider`` unions assignments; ``global x`` with
+``import x`` in a function adds to the module's names. In a class body, a name read before the
+class's own first binding of it is looked up in the module (``device = device``), as
+``LOAD_NAME`` does for straight-line code.
 
 Fallback: when the symbol table cannot be built (it raises ``SyntaxError`` on code the parser
-accepts, such as ``nonlocal`` at module level or a duplicate parameter), or a function's table
-cannot be matched to its ``def``, names are qualified from the module's whole import map as
-`_names.import_map` does: `static` never answers None and `at` answers the import map's names for
-a read of the name at that position.
+accepts, such as ``nonlocal`` at module level, or a name used before its ``global``
+declaration), ``fallback`` turns True and `at` answers the module's whole import map for a read
+of the name at that position (what `_names.import_map` gives); `static` needs no symbol table and
+keeps its answers. The same holds for one read whose function's table cannot be matched to its
+``def`` (a Python newer than this code expects).
 
-Known limits: private names (``__x``) inside classes are not mangled; on Python 3.12+ a
-comprehension's target may show as local in its function's table (PEP 709 inlining) when the
-function reads it nowhere else, which only matters for a nested lambda reading an import of that
-name; ``type`` statements and type parameters (3.12+) bind names the resolver only sees through
-the symbol table.
+Known limits: private names (``__x``) inside classes are not mangled; NFKC-equivalent spellings
+of a name are not looked for; on Python 3.12+ a comprehension's target may show as local in its
+function's table (PEP 709 inlining) when the function reads it nowhere else, which only matters
+for a lambda nested there reading an import of that name.
 """
 
 from __future__ import annotations
@@ -46,8 +51,8 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator
+from bisect import bisect_right
+from collections.abc import Iterator
 
 from torchport.codemods._names import import_map
 
@@ -56,10 +61,8 @@ try:
     from symtable import (
         CELL,
         DEF_BOUND,
-        DEF_GLOBAL,
         DEF_IMPORT,
         DEF_LOCAL,
-        DEF_NONLOCAL,
         DEF_PARAM,
         FREE,
         GLOBAL_EXPLICIT,
@@ -78,7 +81,6 @@ except (ImportError, AttributeError):  # pragma: no cover - every CPython 3.10+ 
 EMPTY: frozenset[str] = frozenset()
 _Pos = tuple[int, int]  # (line from 1, column from 0 in UTF-8 bytes, as ast counts)
 
-_NEWLINE = re.compile(r"\r\n|\r|\n")
 _SCOPE_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")
@@ -506,21 +508,57 @@ def _may_bind(path: list[ast.AST], head: str) -> bool:
     return not isinstance(node, _QUIET_STATEMENTS)  # a comment or a keyword of a known statement
 
 
+_ASCII_IDENTIFIER = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_FOLLOWER = re.compile(r"[ \t]*([.(\[]?)")
+_NAMING_KEYWORDS = ("def", "class", "type")
+_SMALL_STATEMENT = 30  # lines: a statement this small is walked whole for its bindings
+
+
 def _identifier_char(char: str) -> bool:
-    return char.isalnum() or char == "_" or (not char.isascii() and ("a" + char).isidentifier())
+    if char in _ASCII_IDENTIFIER:
+        return True
+    return not char.isascii() and ("a" + char).isidentifier()
+
+
+def _header_bindings(stmt: ast.stmt) -> set[str]:
+    """Every name ``stmt``'s own text binds (its nested blocks left out), generously: targets,
+    walrus targets, parameters (lambdas' too), comprehension targets, def/class names, except
+    and match names, global/nonlocal names, type parameters."""
+    bound: set[str] = set()
+    name = getattr(stmt, "name", None)
+    if isinstance(name, str):
+        bound.add(name)
+    bound.update(getattr(stmt, "names", None) or ())  # global / nonlocal (imports are not asked)
+    bound.update(handler.name for handler in getattr(stmt, "handlers", None) or () if handler.name)
+    for root in _header_nodes(stmt):
+        for node in ast.walk(root):
+            kind = type(node)
+            if kind is ast.Name:
+                if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+                    bound.add(node.id)  # type: ignore[attr-defined]
+            elif kind is ast.arg:
+                bound.add(node.arg)  # type: ignore[attr-defined]
+            elif isinstance(node, (ast.ExceptHandler, ast.MatchMapping, *_NAMED_NODES)):
+                for field in ("name", "rest"):
+                    value = getattr(node, field, None)
+                    if isinstance(value, str):
+                        bound.add(value)
+    return bound
+
+
+_WORD_PATTERNS: dict[str, re.Pattern[str]] = {}
 
 
 def _words(text: str, word: str) -> Iterator[int]:
-    """The offsets of ``word`` in ``text`` as a whole identifier."""
-    find = text.find
-    size = len(word)
-    end_of_text = len(text)
-    at = find(word)
-    while at != -1:
-        end = at + size
-        if (at == 0 or not _identifier_char(text[at - 1])) and (end == end_of_text or not _identifier_char(text[end])):
+    """The offsets of ``word`` in ``text`` as a whole identifier (a literal-prefixed regex finds
+    the candidates at C speed; what precedes them is checked here)."""
+    pattern = _WORD_PATTERNS.get(word)
+    if pattern is None:
+        pattern = _WORD_PATTERNS[word] = re.compile(re.escape(word) + r"(?!\w)")
+    for match in pattern.finditer(text):
+        at = match.start()
+        if at == 0 or not _identifier_char(text[at - 1]):
             yield at
-        at = find(word, end)
 
 
 # ---- the resolver -------------------------------------------------------------------------
@@ -554,13 +592,10 @@ class Resolver:
         self.fallback = False  # True once the symbol table failed: `at` answers from the import map
         self._module = _Frame("module", tree, None)
         self._module._chain = []
-        module_imports, self._imported, spoiled = self._scan_imports()
+        module_imports, self._imported, self._inner_imports = self._scan_imports()
         self._module._imports = module_imports
-        self._static = {
-            name: names
-            for name, names in module_imports.items()
-            if name not in spoiled and not self._bound_elsewhere(name)
-        }
+        self._static: dict[str, frozenset[str] | None] = {}  # `static`'s answers, computed on demand
+        self._bindings: dict[int, set[str]] = {}  # names bound in a statement's own text, by id
 
     # ---- public API ----------------------------------------------------------------------
 
@@ -570,10 +605,15 @@ class Resolver:
         an inner scope): the qualified names it stands for, wherever it is read. frozenset() when
         the name is never imported anywhere. None when the answer depends on the position (then
         call `at`)."""
-        found = self._static.get(head)
-        if found is not None:
-            return found
-        return None if head in self._imported else EMPTY
+        if head not in self._imported:
+            return EMPTY
+        if head in self._static:
+            return self._static[head]
+        names = self._module._imports.get(head)  # type: ignore[union-attr]
+        if names is not None and (head in self._inner_imports or self._bound_elsewhere(head)):
+            names = None
+        self._static[head] = names
+        return names
 
     def at(self, head: str, line: int, column: int) -> frozenset[str]:
         """The qualified names of the name ``head`` read at ``line`` (from 1), ``column`` (from 0,
@@ -590,7 +630,7 @@ class Resolver:
         ident, is_read, scopes = found
         if ident != head or not is_read:
             return EMPTY
-        static = self._static.get(head)
+        static = self.static(head)
         if static is not None:
             return static
         if self._symbols is None:
@@ -611,6 +651,7 @@ class Resolver:
         module: dict[str, set[str]] = {}
         inner: dict[str, set[str]] = {}
         seen: set[int] = set()
+        spans: list[tuple[_Pos, _Pos]] = []
         text = self._text
         line, last = 1, 0
         for at in _words(text, "import"):
@@ -624,38 +665,47 @@ class Resolver:
                 continue
             seen.add(id(stmt))
             _bind_imports(stmt, module if frame is self._module else inner)
+            spans.append((_start(stmt), _end(stmt)))
+        spans.sort()
+        self._import_starts = [span[0] for span in spans]
+        self._import_ends = [span[1] for span in spans]
         imported = set(module) | set(inner)
         return {name: frozenset(names) for name, names in module.items()}, imported, set(inner)
 
     def _bound_elsewhere(self, head: str) -> bool:
-        """Whether ``head`` may be bound otherwise than by a module-level import. Each occurrence
-        of the word is looked at, but for the reads plain from the text: ``head.``, ``head(``,
+        """Whether ``head`` may be bound otherwise than by a module-level import. The statements
+        holding the word are looked at, but for the plain reads: ``head.``, ``head(`` and
         ``head[`` (unless after ``def``, ``class`` or ``type``)."""
         text = self._text
+        follow = _FOLLOWER.match
         line, last = 1, 0
         for at in _words(text, head):
             if at and text[at - 1] == ".":
                 continue  # an attribute, or a module in a relative import
-            after = at + len(head)
-            while after < len(text) and text[after] in " \t":
-                after += 1
-            follower = text[after : after + 1]
+            follower = follow(text, at + len(head)).group(1)  # type: ignore[union-attr]
             if follower == ".":
                 continue
-            if follower in ("(", "["):
-                before = text[max(0, at - 40) : at].rstrip(" \t\\\n")
-                if not before.endswith(("def", "class", "type")):
-                    continue
+            if follower and not text[max(0, at - 40) : at].rstrip(" \t\\\n").endswith(_NAMING_KEYWORDS):
+                continue  # a call or a subscript, not `def head(`, `class head[T]`, `type head[T]`
             line += text.count("\n", last, at)
             last = at
             pos = (line, self._byte_offset(at, line))
+            index = bisect_right(self._import_starts, pos) - 1
+            if index >= 0 and pos < self._import_ends[index]:
+                continue  # imports are `_scan_imports`'s
             found = self._descend(pos)
             if found is None:
                 continue  # a comment between statements
             stmt = found[0]
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                continue  # imports are `_scan_imports`'s
-            if _may_bind(_path(stmt, pos), head):
+                continue
+            if _SMALL_STATEMENT >= (stmt.end_lineno or stmt.lineno) - stmt.lineno:
+                bindings = self._bindings.get(id(stmt))
+                if bindings is None:
+                    bindings = self._bindings[id(stmt)] = _header_bindings(stmt)
+                if head in bindings:
+                    return True
+            elif _may_bind(_path(stmt, pos), head):
                 return True
         return False
 

@@ -56,6 +56,10 @@ _STRING_KEYWORDS = frozenset({"device", "default", "map_location", "device_name"
 _DEVICE_FIRST = frozenset({"torch.device", "torch.set_default_device", "torch.get_device_module"})
 
 
+_MESSAGE_CALLS = frozenset({"print", "warn", "debug", "info", "warning", "error", "exception", "critical", "log",
+                            "write", "echo", "secho", "fail", "skip", "xfail"})
+
+
 def is_index(node: cst.BaseExpression) -> bool:
     """An expression that holds an integer device index: an int literal, a name like ``local_rank``
     (``args.local_rank``, ``self.gpu_id``), ``device_ids[0]``, or ``int(os.environ["LOCAL_RANK"])``."""
@@ -593,7 +597,16 @@ class UnclassifiedString(Rule):
     before = 'foo("cuda:0")'
     safety, effort = "manual", "low"
     triggers = (r"cuda",)
-    examples = (Example('foo("cuda:0")\n'),)
+    examples = (Example('foo("cuda:0")\n'), Example('print("cuda")\nlogger.info("cuda")\nraise ValueError("cuda")\n'))
+
+    def visit_Call(self, m: Migrator, node: cst.Call) -> None:
+        """Text given to ``print``, a logger, ``warnings.warn`` or an exception is a message, not a device."""
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name in _MESSAGE_CALLS or name.endswith(("Error", "Exception", "Warning")):
+            for arg in node.args:
+                if isinstance(arg.value, (cst.SimpleString, cst.FormattedString)):
+                    m.handled.add(id(arg.value))
 
     def visit_SimpleString(self, m: Migrator, node: cst.SimpleString) -> None:
         if is_cuda_literal(node):

@@ -32,6 +32,11 @@ def test_device_helpers_and_event_record_trace_without_graph_breaks():
             y = y * 2
         if tp.is_available():
             y = y - 1
+        y = y.to(tp.device("".join(["cuda:", "0"])))  # a str built in the graph
+        if tp.device_count() > 0 or tp.process_count() > 1:
+            y = y + 3
+        with tp.range("step {}", 1):
+            y = y * 3
         return y
 
     x = torch.ones(2)
@@ -52,3 +57,20 @@ def test_host_event_record_is_skipped_inside_compiled_code():
     record(torch.ones(1))
     with pytest.raises(ValueError, match="recorded"):
         ev.elapsed_time(ev)  # documented: recording needs eager code
+
+
+def test_runtime_picked_before_compiling_stays_constant_without_recompiles():
+    tp.device()  # picked before compiling (the usual case)
+    counts = []
+
+    def backend(gm, example_inputs):
+        counts.append(1)
+        return gm
+
+    @torch.compile(fullgraph=True, backend=backend)
+    def f(x):
+        return x.to(tp.device()) * (2 if tp.device_type() == "cpu" else 3)
+
+    for _ in range(3):
+        f(torch.ones(2))
+    assert len(counts) == 1

@@ -1,10 +1,15 @@
-"""Pinned memory, on_accelerator and profiler ranges, on the CPU backend of this machine."""
+"""Pinned memory, on_accelerator, profiler ranges, set_default_tensor_type and map_location."""
 
 from __future__ import annotations
 
+import warnings
+
+import pytest
 import torch
 
 from torchport import runtime as tp
+
+cpu_only = pytest.mark.skipif(tp.device_type() != "cpu", reason="checks the CPU backend")
 
 
 class Batch:
@@ -46,3 +51,159 @@ def test_ranges_show_in_the_profiler_and_pop_like_nvtx() -> None:
     names = {event.name for event in prof.events()}
     if tp.device_type() != "cuda":
         assert {"outer", "inner"} <= names
+
+
+def test_range_is_a_context_manager_and_a_decorator() -> None:
+    @tp.range("decorated {}", 7)
+    def work() -> torch.Tensor:
+        return torch.ones(3).sum()
+
+    with torch.profiler.profile() as prof:
+        with tp.range("step {} of {total}", 1, total=2):
+            torch.ones(3).sum()
+        work()
+        work()  # a decorator range is entered once per call
+        tp.mark("checkpoint")
+        with tp.range("plain {braces}"):  # no arguments: msg is used as given, like torch
+            pass
+    names = [event.name for event in prof.events()]
+    if tp.device_type() != "cuda":
+        assert "step 1 of 2" in names and "checkpoint" in names
+        assert names.count("decorated 7") == 2
+        assert "plain {braces}" in names
+    assert tp.range_pop() == -1  # ranges do not leak into the range_push stack
+
+
+def test_ranges_are_per_thread() -> None:
+    import threading
+
+    assert tp.range_push("main") == 0
+    seen = []
+    thread = threading.Thread(target=lambda: seen.extend([tp.range_pop(), tp.range_push("t"), tp.range_pop()]))
+    thread.start()
+    thread.join()
+    assert seen == [-1, 0, 0]
+    assert tp.range_pop() == 0
+
+
+# --- set_default_tensor_type -----------------------------------------------------
+
+
+@pytest.fixture
+def restore_default_type():
+    dtype = torch.get_default_dtype()
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.set_default_tensor_type(torch.FloatTensor)
+    torch.set_default_device(None)
+    torch.set_default_dtype(dtype)
+
+
+@cpu_only
+@pytest.mark.parametrize("half", [torch.cuda.HalfTensor, "torch.cuda.HalfTensor"])
+@pytest.mark.parametrize("back", [torch.FloatTensor, "torch.FloatTensor"])
+def test_set_default_tensor_type_round_trip_on_cpu(restore_default_type, half, back) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch deprecates set_default_tensor_type
+        tp.set_default_tensor_type(half)
+        x = torch.zeros(2)
+        assert x.dtype == torch.float16 and x.device == tp.device() and x.type() == "torch.HalfTensor"
+        assert torch.get_default_device() == torch.device("cpu")
+        assert torch.tensor([1.5]).dtype == torch.float16
+        tp.set_default_tensor_type(back)
+        y = torch.zeros(2)
+        assert y.dtype == torch.float32 and y.device.type == "cpu" and y.type() == "torch.FloatTensor"
+        tp.set_default_tensor_type(torch.cuda.DoubleTensor)
+        assert torch.ones(1).dtype == torch.float64
+        tp.set_default_tensor_type("torch.DoubleTensor")
+        assert torch.ones(1).dtype == torch.float64
+
+
+@cpu_only
+@pytest.mark.parametrize(
+    "bad, error",
+    [(torch.cuda.LongTensor, "floating-point"), ("torch.cuda.IntTensor", "floating-point"),
+     (torch.cuda.sparse.FloatTensor, "dense"), (torch.LongTensor, "floating-point")],
+)
+def test_set_default_tensor_type_errors_match_torch(restore_default_type, bad, error) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(TypeError, match=error):
+            tp.set_default_tensor_type(bad)
+    assert torch.get_default_dtype() == torch.float32
+
+
+# --- map_location ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def cuda_checkpoint(tmp_path, monkeypatch):
+    """A checkpoint whose storages are tagged 'cuda:0', as if saved on a GPU (plus one CPU tensor)."""
+    import torch.serialization
+
+    tags = iter(["cuda:0", "cpu"])
+    path = tmp_path / "cuda.pt"
+    with monkeypatch.context() as m:
+        m.setattr(torch.serialization, "location_tag", lambda storage: next(tags))
+        torch.save({"w": torch.arange(4.0), "b": torch.ones(2)}, path)
+    return path
+
+
+def _check(loaded: dict) -> None:
+    assert torch.equal(loaded["w"].cpu(), torch.arange(4.0)) and torch.equal(loaded["b"], torch.ones(2))
+    assert loaded["w"].device.type == tp.device_type()
+    assert loaded["b"].device.type == "cpu"  # saved on the CPU: stays there
+
+
+@cpu_only
+def test_checkpoint_really_says_cuda(cuda_checkpoint) -> None:
+    with pytest.raises(RuntimeError, match="CUDA"):
+        torch.load(cuda_checkpoint)
+
+
+@cpu_only
+@pytest.mark.parametrize("mmap", [False, True])
+def test_map_location_default_loads_cuda_checkpoints(cuda_checkpoint, mmap) -> None:
+    loc = tp.map_location()
+    assert isinstance(loc, dict)
+    _check(torch.load(cuda_checkpoint, map_location=loc, mmap=mmap))  # weights_only=True
+    _check(torch.load(cuda_checkpoint, map_location=tp.map_location(None), weights_only=True))
+
+
+@cpu_only
+@pytest.mark.parametrize(
+    "spec", ["cuda", "cuda:1", "".join(["cuda:", "0"]), torch.device("cuda", 1), torch.device("cuda")]
+)
+def test_map_location_maps_cuda_devices(cuda_checkpoint, spec) -> None:
+    mapped = tp.map_location(spec)
+    assert mapped == (tp.device(spec) if isinstance(spec, torch.device) else tp.device_str(spec))
+    loaded = torch.load(cuda_checkpoint, map_location=mapped)
+    assert loaded["w"].device == loaded["b"].device == torch.device("cpu")
+
+
+@cpu_only
+@pytest.mark.parametrize("spec", ["cpu", torch.device("cpu"), "meta"])
+def test_map_location_keeps_other_devices(spec) -> None:
+    assert tp.map_location(spec) is spec
+
+
+@cpu_only
+def test_map_location_dict_and_callable(cuda_checkpoint) -> None:
+    spec = {"cuda:1": "cuda:0"}
+    loc = tp.map_location(spec)
+    assert loc == spec and isinstance(loc, dict) and spec == {"cuda:1": "cuda:0"}  # input untouched
+    assert loc.get("cuda:1", "cuda:1") == "cpu" and loc.get("cuda:0", "cuda:0") == "cpu"
+    assert loc.get("cpu", "cpu") == "cpu" and loc.get("meta", "meta") == "meta"
+    _check(torch.load(cuda_checkpoint, map_location=loc))
+    seen = []
+
+    def default(storage, location):
+        seen.append(location)
+        return None  # torch's "restore as saved"
+
+    _check(torch.load(cuda_checkpoint, map_location=tp.map_location(default)))
+    assert seen == ["cuda:0", "cpu"]  # the callable sees the saved locations
+    keep = tp.map_location(lambda storage, location: storage)  # the "load on CPU" idiom
+    loaded = torch.load(cuda_checkpoint, map_location=keep)
+    assert loaded["w"].device.type == "cpu"

@@ -1,13 +1,15 @@
-"""torchport.runtime tests that need a fresh interpreter.
+"""torchport.runtime tests of the pick itself and of simulated backends.
 
-Import side effects, TORCHPORT_DEVICE, first use inside torch.compile, and the
-CUDA/XPU/MPS paths simulated on this machine by faking availability (nothing
+Fresh interpreters (subprocesses): import side effects, TORCHPORT_DEVICE=cpu end
+to end, and the CUDA/XPU/MPS paths simulated by faking availability (nothing
 touches real hardware; the CUDA-path checks replace ``torch.cuda`` functions by
 recorders and assert the runtime called them with the arguments unchanged).
-
 Every script of this module starts at once, in parallel, when the first test
 needs one (a fresh interpreter mostly waits on ``import torch``); each test
 then checks its script's output.
+
+In process, with ``_backend._forget()`` before and after: TORCHPORT_DEVICE
+errors at first use, an index pin, and the first use inside ``torch.compile``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from torchport import runtime as tp
+from torchport.runtime import _backend
 
 REPO = Path(__file__).resolve().parents[1]
 ENV_VAR = "TORCHPORT_DEVICE"
@@ -164,74 +169,56 @@ def test_env_cpu_forces_cpu_end_to_end():
     assert out.split("\n")[:2] == ["cpu False 0 1", "True True str | torch.device"]
 
 
-UNUSABLE = """
-import torch
-from torchport import runtime as tp  # importing never raises
-for attempt in range(2):  # still raises at the second use
-    try:
-        tp.device()
-    except Exception as exc:
-        print(type(exc).__name__, exc)
-try:
-    tp.Event
-except Exception as exc:
-    print("Event:", type(exc).__name__)
-"""
-script("env_unavailable", device="cuda:1", enabled=not torch.cuda.is_available())(UNUSABLE)
-script("env_malformed", device="bogus")(UNUSABLE)
+# --- in process: forget the pick, change the environment, pick again -------------
+
+
+@pytest.fixture
+def repick(monkeypatch):
+    """Forget the pick before and after the test (monkeypatch undoes fakes afterwards)."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    _backend._forget()
+    yield monkeypatch
+    _backend._forget()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without CUDA")
-def test_env_unavailable_backend_fails_at_first_use_with_a_clear_message():
-    code, out, err = run("env_unavailable")
-    assert code == 0, err
-    lines = out.strip().split("\n")
-    assert len(lines) == 3
-    for line in lines[:2]:
-        assert line.startswith(
-            "RuntimeError TORCHPORT_DEVICE='cuda:1' requests the cuda backend, which is not available"
-        )
-    assert lines[2] == "Event: RuntimeError"
+def test_env_unavailable_backend_fails_at_first_use_with_a_clear_message(repick):
+    repick.setenv(ENV_VAR, "cuda:1")
+    message = "TORCHPORT_DEVICE='cuda:1' requests the cuda backend, which is not available"
+    for _ in range(2):  # raises at every use, not only the first
+        with pytest.raises(RuntimeError, match=message):
+            tp.device()
+    with pytest.raises(RuntimeError, match=message):
+        tp.Event
+    assert not _backend._picked()
 
 
-def test_env_malformed_value_fails_at_first_use():
-    code, out, err = run("env_malformed")
-    assert code == 0, err
-    lines = out.strip().split("\n")
-    assert lines[0].startswith("ValueError TORCHPORT_DEVICE='bogus' is not supported")
-    assert lines[1] == lines[0] and lines[2] == "Event: ValueError"
-
-
-PIN = """
-import torch
-calls = []
-torch.cuda.is_available = lambda: True
-torch.cuda.device_count = lambda: 2
-torch.cuda.set_device = calls.append
-from torchport import runtime as tp
-print(tp.device(), tp.device("cuda"), tp.device(0), tp.device_str(), calls)
-"""
-script("env_pin_cuda_1", device="cuda:1", enabled=NO_ACCELERATOR)(PIN)
-script("env_pin_cuda_2", device="cuda:2", enabled=NO_ACCELERATOR)(PIN)
+def test_env_malformed_value_fails_at_first_use(repick):
+    repick.setenv(ENV_VAR, "bogus")
+    for fn in (tp.device, tp.device_type, tp.is_available, tp.synchronize, lambda: tp.Stream):
+        with pytest.raises(ValueError, match="TORCHPORT_DEVICE='bogus' is not supported"):
+            fn()
 
 
 @needs_no_accelerator
-def test_simulated_env_index_pins_and_sets_the_device():
-    code, out, err = run("env_pin_cuda_1")
-    assert code == 0, err
+def test_simulated_env_index_pins_and_sets_the_device(repick):
+    calls = []
+    repick.setattr(torch.cuda, "is_available", lambda: True)
+    repick.setattr(torch.cuda, "device_count", lambda: 2)
+    repick.setattr(torch.cuda, "set_device", calls.append)
+    repick.setenv(ENV_VAR, "cuda:1")
     # tp.device("cuda") is torch.device("cuda"): the current device, made cuda:1 by the pin
-    assert out.strip() == "cuda:1 cuda cuda:0 cuda:1 [1]"
-    code, out, err = run("env_pin_cuda_2")
-    assert code != 0 and "only 2 cuda device(s) are visible" in err
+    shown = [str(tp.device()), str(tp.device("cuda")), str(tp.device(0)), tp.device_str(), calls]
+    assert shown == ["cuda:1", "cuda", "cuda:0", "cuda:1", [1]]
+    _backend._forget()
+    repick.setenv(ENV_VAR, "cuda:2")
+    with pytest.raises(RuntimeError, match="only 2 cuda device.s. are visible"):
+        tp.device()
 
 
-# --- first use inside torch.compile ----------------------------------------------
-
-script("compile_first_use")(
-    """
-    import json, torch
-    import torchport.runtime as tp
-    from torchport.runtime import _backend
+def test_first_use_inside_compiled_code_picks_without_graph_breaks(repick):
+    torch._dynamo.reset()
+    repick.setattr(_backend, "_resets", [*_backend._resets, torch._dynamo.reset])
     assert not _backend._picked()
 
     def step(x):
@@ -248,18 +235,9 @@ script("compile_first_use")(
 
     compiled = torch.compile(step, fullgraph=True, backend="eager")
     first = compiled(torch.ones(2))
-    picked = _backend._picked()
-    second = compiled(torch.ones(2))
-    print(json.dumps({"picked": picked, "first": first.tolist(), "second": second.tolist(),
-                      "eager": step(torch.ones(2)).tolist()}))
-    """
-)
-
-
-def test_first_use_inside_compiled_code_picks_without_graph_breaks():
-    out = run_json("compile_first_use")
-    assert out["picked"] is True
-    assert out["first"] == out["second"] == out["eager"]
+    assert _backend._picked()
+    assert torch.equal(first, compiled(torch.ones(2)))
+    assert torch.equal(first, step(torch.ones(2)))
 
 
 # --- simulated CUDA: every call is the torch.cuda call itself ---------------------

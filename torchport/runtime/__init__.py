@@ -133,6 +133,17 @@ def __dir__() -> list:
     return sorted(set(globals()) | set(_LAZY))
 
 
+def _forget_lazy() -> None:
+    for name in _LAZY:
+        globals().pop(name, None)
+
+
+from ._backend import _resets  # noqa: E402
+
+_resets.append(_forget_lazy)
+del _resets
+
+
 # TORCHPORT_AUDIT=1: report run-time CUDA uses the static pass missed (torchport.runtime.audit).
 # Unset, this costs one environment lookup; the audit module is imported only when asked for
 # (it picks the device at import).

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -40,6 +40,7 @@ _STATE = frozenset(
 )
 _SPEC_INDICES = 64  # "cuda:0" .. "cuda:63" are looked up without parsing
 _lock = threading.RLock()
+_resets: list[Callable[[], None]] = []  # other modules' caches of picked values (see _forget)
 
 
 def _available(kind: str) -> bool:
@@ -148,6 +149,21 @@ def _select() -> None:
             _SPECS=_specs(kind, dev),
         )
         g["_TYPE"] = kind
+
+
+def _forget() -> None:
+    """Forget the pick and every cache of it, so that the next use picks again.
+
+    For tests that simulate backends in one process. Not thread safe with
+    concurrent runtime calls; compiled code must be reset too (``torch._dynamo.reset()``).
+    """
+    with _lock:
+        g = globals()
+        g.pop("_TYPE", None)  # first: the state is incomplete from here on
+        for name in _STATE:
+            g.pop(name, None)
+        for reset in _resets:
+            reset()
 
 
 def _picked() -> bool:

@@ -17,11 +17,20 @@ _tls = threading.local()  # per-thread stack of open record_function ranges, as 
 _runtime_default_device = False  # set_default_tensor_type() called torch.set_default_device
 
 
+def _reset() -> None:
+    global _runtime_default_device
+    _runtime_default_device = False
+    _tls.__dict__.pop("ranges", None)
+
+
+_b._resets.append(_reset)
+
+
 def pin_memory_available() -> bool:
     """Whether pinned host memory helps here: True on CUDA and XPU, False on MPS and CPU.
 
     Used for ``pin_memory=`` arguments (``DataLoader``, ``torch.empty``); mirrors what
-    ``pin_memory=True`` means on a CUDA machine.
+    ``pin_memory=True`` means on a CUDA machine. On CUDA: exactly ``True``.
     """
     return _b._INDEXED  # page-locked host memory exists for CUDA and XPU only
 

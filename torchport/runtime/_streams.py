@@ -50,6 +50,9 @@ class _HostEvent:
 class CpuEvent(_HostEvent):
     """Event for the CPU backend; mirrors ``torch.cuda.Event``.
 
+    ``tp.Event`` is this class on CPU. On CUDA ``tp.Event`` is exactly
+    ``torch.cuda.Event``; on XPU ``torch.xpu.Event`` (CUDA-only keywords ignored).
+
     Timing is host wall-clock (``time.perf_counter``), which on CPU is the
     device time because CPU ops run synchronously. ``record()`` inside
     ``torch.compile``d code is a no-op (host clocks are not traceable), so the
@@ -90,6 +93,8 @@ class CpuEvent(_HostEvent):
 
 class MpsEvent(_HostEvent):
     """Event for the MPS backend wrapping ``torch.mps.Event``; mirrors ``torch.cuda.Event``.
+
+    ``tp.Event`` is this class on MPS (on CUDA exactly ``torch.cuda.Event``).
 
     Timing is measured by the GPU. ``torch.mps.Event`` takes no stream:
     ``stream`` arguments are accepted and ignored (MPS has one queue).
@@ -133,6 +138,9 @@ class MpsEvent(_HostEvent):
 
 class HostStream:
     """Stream for the MPS and CPU backends; mirrors ``torch.cuda.Stream``.
+
+    ``tp.Stream`` is this class on MPS and CPU. On CUDA ``tp.Stream`` is exactly
+    ``torch.cuda.Stream`` (on XPU ``torch.xpu.Stream``).
 
     Each device has one in-order queue, so all streams share it. ``with s:``
     makes ``s`` the thread's current stream and restores the previous one on
@@ -238,6 +246,19 @@ def _host_default() -> HostStream:
     if _DEFAULT_HOST_STREAM is None:
         _DEFAULT_HOST_STREAM = HostStream()
     return _DEFAULT_HOST_STREAM
+
+
+def _reset() -> None:
+    global _CLASSES, _DEFAULT_HOST_STREAM
+    _CLASSES = _DEFAULT_HOST_STREAM = None
+    globals().pop("Stream", None)
+    globals().pop("Event", None)
+    for name in ("stream", "saved"):
+        if hasattr(_tls, name):
+            delattr(_tls, name)
+
+
+_b._resets.append(_reset)
 
 
 def __getattr__(name: str) -> Any:

@@ -99,3 +99,26 @@ def attribute_chain(dotted: str) -> cst.BaseExpression:
     for part in rest:
         expr = cst.Attribute(value=expr, attr=cst.Name(part))
     return expr
+
+
+def append_arg(call: cst.Call, new: cst.Arg) -> cst.Call:
+    """``call`` with ``new`` added after its last argument, laid out like the arguments already there:
+    on the same line after ``, ``, or on its own line where the call puts its arguments one per line."""
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[new])
+    last = args[-1]
+    previous = args[-2].comma if len(args) > 1 else None
+    if isinstance(previous, cst.Comma) and isinstance(previous.whitespace_after, cst.ParenthesizedWhitespace):
+        sep: cst.BaseParenthesizableWhitespace = previous.whitespace_after
+    elif isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        sep = call.whitespace_before_args
+    else:
+        sep = cst.SimpleWhitespace(" ")
+    if isinstance(last.comma, cst.Comma):  # a trailing comma stays trailing
+        new = new.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
+        last = last.with_changes(comma=cst.Comma(whitespace_after=sep), whitespace_after_arg=cst.SimpleWhitespace(""))
+    else:
+        new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+        last = last.with_changes(comma=cst.Comma(whitespace_after=sep), whitespace_after_arg=cst.SimpleWhitespace(""))
+    return call.with_changes(args=[*args[:-1], last, new])

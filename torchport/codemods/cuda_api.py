@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import keyword_arg, string_value
+from torchport.codemods._base import append_arg, keyword_arg, string_value
 from torchport.codemods._rule import Example, Rule
 
 if TYPE_CHECKING:
@@ -279,6 +279,10 @@ class LoadMapLocation(Rule):
                 "import torch\nstate = torch.load(path, map_location=tp.map_location({'cuda:1': 'cuda:0'}))\n"),
         Example("import torch\nstate = torch.load(path, map_location='cpu')\n"),
         Example("import torch\nstate = torch.load(path, map_location=device)\n"),
+        Example("import torch\nstate = torch.load(\n    path\n)\n",
+                "import torch\nstate = torch.load(\n    path,\n    map_location=tp.map_location()\n)\n"),
+        Example("import torch\nstate = torch.load(\n    path,\n)\n",
+                "import torch\nstate = torch.load(\n    path,\n    map_location=tp.map_location(),\n)\n"),
     )
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
@@ -294,15 +298,7 @@ class LoadMapLocation(Rule):
                 return updated.with_changes(args=args)
         if not updated.args or updated.args[0].keyword is not None or not m.apply(self.code, original):
             return None
-        args = list(updated.args)
-        last = args[-1]
-        if last.comma is cst.MaybeSentinel.DEFAULT:
-            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(keyword_arg("map_location", m.runtime_call("map_location", [])))
-        else:  # a trailing comma the user wrote stays after the new argument
-            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(keyword_arg("map_location", m.runtime_call("map_location", [])).with_changes(comma=last.comma))
-        return updated.with_changes(args=args)
+        return append_arg(updated, keyword_arg("map_location", m.runtime_call("map_location", [])))
 
 
 def _names_cuda_mapping(node: cst.BaseExpression) -> bool:

@@ -4,6 +4,8 @@ The prefilter and the statement-skipping shortcut must let every example through
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import torchport.codemods as codemods
@@ -39,6 +41,7 @@ def test_rule_example(rule, index, example) -> None:  # noqa: ANN001
         assert rule.code not in migration.rewrites
         return
     assert PREFILTER.search(example.before.encode()), "the prefilter would skip this example"
+    assert re.search("|".join(rule.trigger_patterns()), example.before), "the rule's own triggers miss its example"
     assert example.after in _without_import(migration.code), migration.code
     assert migration.rewrites.get(rule.code), "the rule itself made the rewrite"
     compile(migration.code, f"<{rule.code}>", "exec")

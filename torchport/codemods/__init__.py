@@ -20,16 +20,35 @@ from torchport.codemods._base import Diagnostic
 from torchport.codemods._rule import Example, Rule
 from torchport.codemods._names import import_map, parse_ast
 from torchport.codemods._quiet import code_trigger_lines
-from torchport.codemods._registry import FAMILIES, RULES_BY_CODE, TRIGGERS, check_patterns, matches
+from torchport.codemods._registry import FAMILIES, LOOSE_TRIGGERS, RULES_BY_CODE, TRIGGERS, check_patterns, matches
 from torchport.codemods._transformer import Migrator
 from torchport.config import DEFAULT, Settings
 
 RULES = RULES_BY_CODE
 
-# Source whose text matches none of these cannot match any rule, so it need not be parsed.
-PREFILTER = re.compile(TRIGGERS.encode())
-
 _SUPPRESSION = re.compile(r"#\s*torchport:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
+
+
+class _Prefilter:
+    """``search(data)``: whether bytes ``data`` match a rule's trigger; the loose triggers find candidate
+    lines fast, the exact ones confirm them there."""
+
+    def __init__(self, exact: str, loose: str) -> None:
+        self.exact = re.compile(exact.encode())
+        self.loose = re.compile(loose.encode())
+
+    def search(self, data: bytes) -> re.Match[bytes] | None:
+        for candidate in self.loose.finditer(data):
+            begin = data.rfind(b"\n", 0, candidate.start()) + 1
+            end = data.find(b"\n", candidate.end())
+            found = self.exact.search(data, begin, len(data) if end < 0 else end)
+            if found is not None:
+                return found
+        return None
+
+
+# Source whose text matches no rule's trigger cannot hold a site, so it need not be parsed.
+PREFILTER = _Prefilter(TRIGGERS, LOOSE_TRIGGERS)
 
 
 @dataclass

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 import libcst as cst
 
 from torchport.codemods._names import Imports, blocks
-from torchport.codemods._registry import TRIGGERS
+from torchport.codemods._registry import LOOSE_TRIGGERS, TRIGGERS
 
 TRIGGER_PATTERN = re.compile(TRIGGERS)
+LOOSE_PATTERN = re.compile(LOOSE_TRIGGERS)
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _STRING_START = re.compile(r"""\s*[rRuUbBfF]{0,2}['"]""")
 
@@ -43,8 +44,12 @@ class _Mismatch(Exception):
     """The LibCST and ast statement lists do not line up."""
 
 
-def trigger_lines(source: str, pattern: re.Pattern[str], tree: ast.Module | None = None) -> list[int]:
+def trigger_lines(source: str, pattern: re.Pattern[str], tree: ast.Module | None = None,
+                  loose: re.Pattern[str] | None = None) -> list[int]:
     """Sorted line numbers (from 1) that a match of ``pattern`` touches (a match may span lines).
+
+    ``loose``, a pattern whose matches include every match of ``pattern``, finds the candidate lines
+    fast; ``pattern`` then runs on those lines only.
 
     With CPython's ``tree`` of ``source``, matches that are only text are left out: in a comment,
     in a docstring-like string statement, or on the inner lines of a multi-line string value. No
@@ -54,7 +59,7 @@ def trigger_lines(source: str, pattern: re.Pattern[str], tree: ast.Module | None
     starts.extend(m.end() for m in _NEWLINE.finditer(source))
     text = _text_lines(source, starts, tree) if tree is not None else set()
     lines: set[int] = set()
-    for match in pattern.finditer(source):
+    for match in _matches(source, pattern, loose, starts):
         first = bisect.bisect_right(starts, match.start())
         last = bisect.bisect_right(starts, max(match.start(), match.end() - 1))
         if first == last and _in_comment(source[starts[first - 1]:match.start()]):
@@ -63,12 +68,30 @@ def trigger_lines(source: str, pattern: re.Pattern[str], tree: ast.Module | None
     return sorted(lines)
 
 
+def _matches(source: str, pattern: re.Pattern[str], loose: re.Pattern[str] | None, starts: list[int]):
+    if loose is None:
+        yield from pattern.finditer(source)
+        return
+    done = 0  # the exact pattern has run on source[:done]
+    for candidate in loose.finditer(source):
+        if candidate.start() < done:
+            continue
+        begin = starts[bisect.bisect_right(starts, candidate.start()) - 1]
+        after = bisect.bisect_right(starts, max(candidate.start(), candidate.end() - 1))
+        end = starts[after] if after < len(starts) else len(source)
+        yield from pattern.finditer(source, max(begin, done), end)
+        done = end
+
+
 def code_trigger_lines(source: str, tree: ast.Module, imports: Imports) -> list[int]:
     """`trigger_lines` of every rule's trigger, and of the bare names imported from a module that
     has one (``from torch.cuda import Event`` makes ``Event`` a trigger)."""
     aliases = sorted(a for a, names in imports.items() if any(map(TRIGGER_PATTERN.search, names)))
-    pattern = re.compile("|".join([TRIGGERS, *(rf"\b{re.escape(a)}\b" for a in aliases)])) if aliases else TRIGGER_PATTERN
-    return trigger_lines(source, pattern, tree)
+    if not aliases:
+        return trigger_lines(source, TRIGGER_PATTERN, tree, LOOSE_PATTERN)
+    words = [re.escape(a) for a in aliases]
+    pattern = re.compile("|".join([TRIGGERS, *(rf"\b{w}\b" for w in words)]))
+    return trigger_lines(source, pattern, tree, re.compile("|".join([LOOSE_TRIGGERS, *words])))
 
 
 def _in_comment(before: str) -> bool:

@@ -59,8 +59,8 @@ class Rule:
         safety: ``safe`` rewrites apply by default, ``unsafe`` ones only with ``--unsafe-fixes``
             (reported otherwise), ``manual`` rules only report.
         effort: for manual rules, how much work a person needs (``info``/``low``/``medium``/``high``).
-        triggers: regular expressions; source matching none of them (nor any of ``names``' last parts)
-            cannot hold a site of this rule.
+        triggers: regular expressions; source matching none of them cannot hold a site of this rule.
+            Without them, they are derived from ``names`` (see `trigger_patterns`).
         names: the qualified names the rule matches.
         replaces: whether ``leave_`` methods replace the node (True) or only its children (False).
         examples: inline tests (see `Example`).
@@ -83,9 +83,13 @@ class Rule:
         return "diagnostic" if self.safety == "manual" else "rewrite"
 
     def trigger_patterns(self) -> list[str]:
-        """The rule's triggers plus, for each qualified name it matches, its last part as a word."""
-        last = sorted({name.rsplit(".", 1)[-1] for name in self.names})
-        return [*self.triggers, *(rf"\b{re.escape(part)}\b" for part in last)]
+        """The rule's triggers plus, for each qualified name it matches, what its spelling must contain:
+        ``cuda`` for a ``torch.cuda`` name (``from torch.cuda import Event`` makes ``Event`` a trigger of its
+        own, see `_quiet.code_trigger_lines`), else its last part as a word."""
+        if self.triggers:  # the rule says what its spellings contain
+            return list(self.triggers)
+        parts = sorted({"cuda" if name.startswith("torch.cuda.") else name.rsplit(".", 1)[-1] for name in self.names})
+        return [rf"\b{re.escape(part)}\b" if part != "cuda" else "cuda" for part in parts]
 
     def finish(self, m: Migrator, module: cst.Module) -> None:
         """Called once after the whole module was visited (for diagnostics about what is left)."""

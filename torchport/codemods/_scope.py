@@ -178,7 +178,7 @@ class _Block:
 class _Frame:
     """A scope of statements: the module, a function or a class."""
 
-    __slots__ = ("kind", "node", "parent", "_table", "_imports", "_chain", "_first_binding")
+    __slots__ = ("kind", "node", "parent", "_table", "_imports", "_chain", "_first_binding", "_first_import")
 
     def __init__(self, kind: str, node: ast.AST, parent: _Frame | None, table: object = None) -> None:
         self.kind = kind  # "module", "function" or "class"
@@ -188,6 +188,7 @@ class _Frame:
         self._imports: dict[str, frozenset[str]] | None = None
         self._chain: list[object] | None = None  # 3.12+: type-parameter tables between it and its parent
         self._first_binding: dict[str, _Pos | None] = {}
+        self._first_import: dict[str, _Pos | None] = {}
 
     def table(self) -> object:
         if self._table is None:
@@ -216,6 +217,19 @@ class _Frame:
         if self._imports is None:
             self._imports = _scope_imports(self.node.body)  # type: ignore[attr-defined]
         return self._imports.get(name, EMPTY)
+
+    def first_import(self, name: str) -> _Pos | None:
+        """Where the scope's first import of ``name`` takes effect (the statement's end)."""
+        if name not in self._first_import:
+            ends = []
+            for stmt in _scope_statements(self.node.body):  # type: ignore[attr-defined]
+                if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    bound: dict[str, set[str]] = {}
+                    _bind_imports(stmt, bound)
+                    if name in bound:
+                        ends.append(_end(stmt))
+            self._first_import[name] = min(ends) if ends else None
+        return self._first_import[name]
 
     def first_binding(self, name: str) -> _Pos | None:
         """Where the class body first binds ``name`` (takes effect), for reads before it."""
@@ -799,6 +813,7 @@ class Resolver:
         return self._fallback_map
 
     def _resolve(self, head: str, scopes: _Scopes, pos: _Pos) -> frozenset[str]:
+        own = scopes[-1]  # the scope the read runs in, where the order of statements counts
         innermost = True
         for scope in reversed(scopes):
             if isinstance(scope, _ExprScope):
@@ -807,7 +822,7 @@ class Resolver:
                 innermost = False
                 continue
             if scope.kind == "module":
-                return self._module_names(head)
+                return self._module_names(head, pos if scope is own else None)
             if scope.kind == "class" and not innermost:
                 continue  # a class scope is invisible from the scopes nested in it
             innermost = False
@@ -816,13 +831,18 @@ class Resolver:
                 where = (flags >> SCOPE_OFF) & SCOPE_MASK
                 if where == GLOBAL_EXPLICIT or where == GLOBAL_IMPLICIT:
                     return self._module_names(head)
+                if scope.kind == "class" and flags & DEF_BOUND:
+                    first = scope.first_binding(head)
+                    if first is not None and pos < first:  # read before the class binds it:
+                        return self._module_names(head)  # LOAD_NAME looks in the module
+                    return scope.imports(head) if flags & DEF_IMPORT else EMPTY
                 if flags & DEF_IMPORT:
+                    if scope is own:  # before the import: the other binding, or unbound
+                        first = scope.first_import(head)
+                        if first is not None and pos < first:
+                            return EMPTY
                     return scope.imports(head)
                 if flags & (DEF_LOCAL | DEF_PARAM) and where in (LOCAL, CELL):
-                    if scope.kind == "class":
-                        first = scope.first_binding(head)
-                        if first is not None and pos < first:  # read before the class binds it
-                            return self._module_names(head)
                     return EMPTY
                 if where != FREE and scope.kind == "class":
                     return self._module_names(head)
@@ -843,9 +863,15 @@ class Resolver:
                     return True
         return False
 
-    def _module_names(self, head: str) -> frozenset[str]:
+    def _module_names(self, head: str, pos: _Pos | None = None) -> frozenset[str]:
+        """The module's names for ``head``; with ``pos``, for a read in the module scope itself,
+        none of its own imports that come later."""
         flags = self._module.table().symbols.get(head, 0)  # type: ignore[attr-defined]
         names = self._module.imports(head) if flags & DEF_IMPORT else EMPTY
+        if names and pos is not None:
+            first = self._module.first_import(head)
+            if first is not None and pos < first:
+                names = EMPTY
         if self._global_imports is None:
             self._global_imports = _global_imports(self.tree) if self._has_global_imports() else {}
         return names | self._global_imports.get(head, EMPTY)

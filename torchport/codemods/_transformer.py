@@ -111,6 +111,7 @@ class Migrator(cst.CSTTransformer):
         self.ancestors: list[cst.CSTNode] = []  # the nodes being visited, outermost first
         self.cuda_imports: list[tuple[str, str, str | None]] = []
         self._not_names: set[int] = set()
+        self._qnames: dict[int, set[str]] = {}
         self._positions: Positions | None = None
         self._statement: cst.CSTNode | None = None  # the innermost anchored statement being visited
         self._statement_of: dict[int, cst.CSTNode | None] = {}  # for sites reported at the end
@@ -220,8 +221,16 @@ class Migrator(cst.CSTTransformer):
     def qnames(self, node: cst.CSTNode) -> set[str]:
         """The imported APIs ``node`` (a name, attribute chain, call or decorator) refers to, resolved in
         the scope the node is in: a local, a parameter or a loop variable named like an import is not it."""
-        if id(node) in self._not_names:
+        key = id(node)
+        if key in self._not_names:
             return set()
+        cached = self._qnames.get(key)
+        if cached is not None:
+            return cached
+        self._qnames[key] = found = self._qualify(node)
+        return found
+
+    def _qualify(self, node: cst.CSTNode) -> set[str]:
         dotted = chain(node)
         if not dotted:
             return set()

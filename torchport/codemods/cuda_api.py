@@ -111,7 +111,7 @@ class CudaStreamApi(_Rename):
     before, after = "torch.cuda.Event(enable_timing=True)", "tp.Event(enable_timing=True)"
     table = {n: n for n in ("Stream", "stream", "current_stream", "default_stream", "set_stream", "Event")}
     names = frozenset(f"torch.cuda.{n}" for n in table)
-    triggers = (r"\brecord_stream\b",)
+    triggers = (r"cuda", r"\brecord_stream\b")
     examples = (
         Example("import torch\ne = torch.cuda.Event(enable_timing=True)\n", "import torch\ne = tp.Event(enable_timing=True)\n"),
         Example("import torch\nx.record_stream(torch.cuda.current_stream())\n",
@@ -273,6 +273,7 @@ class LoadMapLocation(Rule):
                "runtime device elsewhere.")
     before, after = "torch.load(path)", "torch.load(path, map_location=tp.map_location())"
     names = frozenset({"torch.load"})
+    triggers = (r"\.load\b",)
     examples = (
         Example("import torch\nstate = torch.load(path)\n", "import torch\nstate = torch.load(path, map_location=tp.map_location())\n"),
         Example("import torch\nstate = torch.load(path, map_location={'cuda:1': 'cuda:0'})\n",

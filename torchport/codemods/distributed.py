@@ -116,7 +116,7 @@ class DdpDeviceIds(Rule):
     name = "ddp-device-ids"
     summary = "DDP/DataParallel `device_ids` and `output_device` are dropped off CUDA/XPU at run time."
     before, after = "DDP(model, device_ids=[rank])", "DDP(model, device_ids=tp.ddp_device_ids([rank]))"
-    triggers = (r"\b(?:device_ids|output_device)\b",)
+    triggers = (r"\b(?:device_ids|output_device)\b", r"DataParallel")
     names = _PARALLEL
     replaces = False
     examples = (

@@ -155,10 +155,18 @@ def _mentions_other_backend(m: Migrator, node: cst.CSTNode) -> bool:
 
 
 class _OtherBackends(cst.CSTVisitor):
+    """Looks at a test, or at the statements of one branch (not into nested blocks)."""
+
     def __init__(self, m: Migrator) -> None:
         super().__init__()
         self.m = m
         self.found = False
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> bool:
+        for statement in node.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                statement.visit(self)
+        return False
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if any(_OTHER_BACKENDS.match(n) for n in self.m.qnames(node)):
@@ -170,6 +178,7 @@ class _OtherBackends(cst.CSTVisitor):
             self.found = True
 
 
+_OTHER_TEXT = re.compile(r"\b(?:mps|xpu|npu|hpu|mlu|musa)\b|accelerator")
 _CUDA_FUNCTION = re.compile(r"^cuda$|cuda_?graph|cudagraph", re.I)
 _CUDA_ONLY_IMPORT = re.compile(r"^(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda|"
                                r"numba\.cuda)(?:\.|$)")
@@ -239,22 +248,24 @@ def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
 GUARD_CODE = "TP110"
 
 
-class _Flags(cst.CSTVisitor):
-    """Names assigned from a CUDA check: ``use_cuda = not args.no_cuda and torch.cuda.is_available()``."""
+def _flags(m: Migrator) -> set[str]:
+    """Names assigned from a CUDA check: ``use_cuda = not args.no_cuda and torch.cuda.is_available()``
+    (read from CPython's tree: a LibCST walk of the whole module cost more than the rest of the pass)."""
+    import ast
 
-    def __init__(self, m: Migrator) -> None:
-        super().__init__()
-        self.m = m
-        self.flags: set[str] = set()
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        calls = _Calls(self.m)
-        node.value.visit(calls)
-        if any(self.m.has_qname(c.func, _AVAILABLE) for c in calls.found):
-            for target in node.targets:
-                name = dotted_name(target.target)
-                if name:
-                    self.flags.add(name)
+    flags: set[str] = set()
+    if m.syntax is None:
+        return flags
+    for node in ast.walk(m.syntax):
+        if not isinstance(node, ast.Assign):
+            continue
+        for inner in ast.walk(node.value):
+            if isinstance(inner, ast.Attribute) and inner.attr == "is_available" and (
+                    (isinstance(inner.value, ast.Attribute) and inner.value.attr == "cuda")
+                    or (isinstance(inner.value, ast.Name) and inner.value.id == "cuda")):
+                flags.update(ast.unparse(t) for t in node.targets if isinstance(t, (ast.Name, ast.Attribute)))
+                break
+    return flags
 
 
 class CudaGuard(Rule):
@@ -264,7 +275,7 @@ class CudaGuard(Rule):
     before = "if torch.cuda.is_available(): import apex"
     safety, effort = "manual", "info"
     names = frozenset({_AVAILABLE, _COUNT})
-    triggers = (r"is_cuda|cuda|Accelerator|accelerator",)
+    triggers = (r"cuda",)  # a region is left alone only where some other rule would rewrite
     examples = (
         Example("import torch\nif torch.cuda.is_available():\n    import pynvml\n    pynvml.nvmlInit()\n"),
         Example("import torch\nif x.is_cuda:\n    y = x.cuda()\n"),
@@ -288,10 +299,9 @@ class CudaGuard(Rule):
     def visit_Module(self, m: Migrator, node: cst.Module) -> None:
         if _portable_or_cuda_only_module(m, node):
             m.skip_region(node)
+        m.store(self)["others"] = bool(_OTHER_TEXT.search(m.source))
         if "is_available" in m.source:
-            flags = _Flags(m)
-            node.visit(flags)
-            m.store(self)["flags"] = flags.flags
+            m.store(self)["flags"] = _flags(m)
 
     def visit_BooleanOperation(self, m: Migrator, node: cst.BooleanOperation) -> None:
         """``torch.version.cuda and torch.cuda.is_bf16_supported()``: the right side runs only on CUDA."""
@@ -309,7 +319,8 @@ class CudaGuard(Rule):
         parent = m.ancestors[-2] if len(m.ancestors) > 1 else None
         chain = _if_chain(node)
         if not (isinstance(parent, cst.If) and parent.orelse is node):  # the head of an if/elif chain
-            if any(_mentions_other_backend(m, branch.test) or _mentions_other_backend(m, branch.body) for branch in chain):
+            if m.store(self).get("others") and any(
+                    _mentions_other_backend(m, branch.test) or _mentions_other_backend(m, branch.body) for branch in chain):
                 for branch in chain:
                     positive, other = _guard_calls(m, branch.test)
                     self._keep(m, positive + other, branch, None)

@@ -265,7 +265,7 @@ class CudaExtension(Rule):
     before = 'CUDAExtension("ops", ["ops.cu"])'
     safety, effort = "manual", "high"
     names = _EXTENSIONS | _EXTENSION_LOADERS
-    triggers = (r"\.cuh?\b", r"cuda_sources|with_cuda")
+    triggers = (r"\.cuh?\b", r"cuda_sources|with_cuda|CUDAExtension|cpp_extension")
     examples = (Example('from torch.utils.cpp_extension import CUDAExtension\next = CUDAExtension("ops", ["ops.cu"])\n'),)
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
@@ -381,7 +381,7 @@ class MpsFloat64(Rule):
     before = "x = x.double()"
     safety, effort = "manual", "medium"
     names = _FLOAT64
-    triggers = (r"\bdouble\b",)
+    triggers = (r"\bdouble\b", r"\bfloat64\b")
     examples = (Example("import torch\nx = torch.zeros(2, dtype=torch.float64)\n"),)
 
     def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:

@@ -279,12 +279,50 @@ class LoadMapLocation(Rule):
         Example("import torch\nstate = torch.load(path, map_location={'cuda:1': 'cuda:0'})\n",
                 "import torch\nstate = torch.load(path, map_location=tp.map_location({'cuda:1': 'cuda:0'}))\n"),
         Example("import torch\nstate = torch.load(path, map_location='cpu')\n"),
+        Example("import torch\nstate = torch.load(path, map_location=lambda s, loc: s.cuda(rank))\n",
+                "import torch\nstate = torch.load(path, map_location=tp.map_location(lambda s, loc: s.cuda(rank)))\n"),
+        Example("import torch\nmap_location = {'cuda:%d' % 0: 'cuda:%d' % rank}\nstate = torch.load(path, map_location=map_location)\n",
+                "import torch\nmap_location = tp.map_location({'cuda:%d' % 0: 'cuda:%d' % rank})\n"
+                "state = torch.load(path, map_location=map_location)\n"),
         Example("import torch\nstate = torch.load(path, map_location=device)\n"),
         Example("import torch\nstate = torch.load(\n    path\n)\n",
                 "import torch\nstate = torch.load(\n    path,\n    map_location=tp.map_location()\n)\n"),
         Example("import torch\nstate = torch.load(\n    path,\n)\n",
                 "import torch\nstate = torch.load(\n    path,\n    map_location=tp.map_location(),\n)\n"),
     )
+
+    def visit_Call(self, m: Migrator, node: cst.Call) -> None:
+        """A CUDA mapping given to ``torch.load`` is wrapped whole: the code inside it stays as it is (it is
+        what runs on CUDA), and its strings are not reported."""
+        if not m.has_qname(node.func, "torch.load"):
+            return
+        for index, arg in enumerate(node.args):
+            keyword = arg.keyword.value if arg.keyword else None
+            if keyword == "map_location" or (keyword is None and index == 1):
+                if _names_cuda_mapping(arg.value) or m.runtime_call_name(arg.value) == "map_location":
+                    self._leave_alone(m, arg.value)  # the second form: a port's own output
+
+    def _leave_alone(self, m: Migrator, node: cst.BaseExpression) -> None:
+        m.skip_region(node)
+        strings = _Strings()
+        node.visit(strings)
+        for string in strings.found:
+            m.handled.add(id(string))
+
+    def visit_Assign(self, m: Migrator, node: cst.Assign) -> None:
+        if not any(isinstance(t.target, cst.Name) and t.target.value == "map_location" for t in node.targets):
+            return
+        if _names_cuda_mapping(node.value):
+            self._leave_alone(m, node.value)
+            m.store(self)[id(node.value)] = True
+        elif m.runtime_call_name(node.value) == "map_location":
+            self._leave_alone(m, node.value)
+
+    def leave_Assign(self, m: Migrator, original: cst.Assign, updated: cst.Assign) -> cst.Assign | None:
+        """``map_location = {"cuda:0": ...}``, later given to ``torch.load``."""
+        if id(original.value) not in m.store(self) or not m.apply(self.code, original.value):
+            return None
+        return updated.with_changes(value=m.runtime_call("map_location", [updated.value]))
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         if not m.has_qname(original.func, "torch.load") or any(a.star for a in original.args):
@@ -300,6 +338,18 @@ class LoadMapLocation(Rule):
         if not updated.args or updated.args[0].keyword is not None or not m.apply(self.code, original):
             return None
         return append_arg(updated, keyword_arg("map_location", m.runtime_call("map_location", [])))
+
+
+class _Strings(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[cst.CSTNode] = []
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.found.append(node)
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self.found.append(node)
 
 
 def _names_cuda_mapping(node: cst.BaseExpression) -> bool:

@@ -56,6 +56,7 @@ _STRING_KEYWORDS = frozenset({"device", "default", "map_location", "device_name"
 _DEVICE_FIRST = frozenset({"torch.device", "torch.set_default_device", "torch.get_device_module"})
 
 
+_LABEL_NAME = re.compile(r"(?i)(?:name|backend|kernel|impl|platform|vendor|label|key|tag)$")
 _MESSAGE_CALLS = frozenset({"print", "warn", "debug", "info", "warning", "error", "exception", "critical", "log",
                             "write", "echo", "secho", "fail", "skip", "xfail"})
 
@@ -247,7 +248,8 @@ class DeviceLiteral(_StringRule):
         torch_call = any(n.startswith("torch.") for n in names)
         for index, arg in enumerate(node.args):
             keyword = arg.keyword.value if arg.keyword else None
-            if (keyword is None and is_to and index == 0) or (keyword in ("device", "map_location") and (torch_call or is_to)):
+            if ((keyword is None and is_to and index == 0) or (keyword in ("device", "map_location") and (torch_call or is_to))
+                    or (keyword is None and index == 1 and "torch.load" in names)):
                 m.set_context(arg.value, "device", self.code)
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
@@ -289,6 +291,8 @@ class DeviceString(_StringRule):
         names = [_target_name(t.target) for t in node.targets]
         if not any(n.endswith("type") for n in names) and any(DEVICE_WORD.search(n) for n in names):
             m.set_context(node.value, "str", self.code)
+        elif any(_LABEL_NAME.search(n) for n in names) and is_cuda_literal(node.value):
+            m.handled.add(id(node.value))  # `backend_name = "cuda"`: a label
 
     def visit_AnnAssign(self, m: Migrator, node: cst.AnnAssign) -> None:
         name = _target_name(node.target)
@@ -609,13 +613,13 @@ class UnclassifiedString(Rule):
                     m.handled.add(id(arg.value))
 
     def visit_SimpleString(self, m: Migrator, node: cst.SimpleString) -> None:
-        if is_cuda_literal(node):
+        if is_cuda_literal(node) and not m.in_skipped_region:
             m.store(self).setdefault("strings", []).append(node)
             m.remember_statement(node)
 
     def visit_FormattedString(self, m: Migrator, node: cst.FormattedString) -> None:
         first = node.parts[0] if node.parts else None
-        if isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:"):
+        if isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:") and not m.in_skipped_region:
             m.store(self).setdefault("strings", []).append(node)
             m.remember_statement(node)
 

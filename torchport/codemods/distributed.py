@@ -181,7 +181,8 @@ class ProcessGroupDeviceId(Rule):
             return None
         args, changed = [], False
         for old, arg in zip(original.args, updated.args):
-            if arg.keyword is not None and arg.keyword.value == "device_id" and m.runtime_call_name(arg.value) is None:
+            if (arg.keyword is not None and arg.keyword.value == "device_id"
+                    and m.runtime_call_name(arg.value) != "process_group_device_id"):
                 if m.apply(self.code, old.value):
                     arg, changed = arg.with_changes(value=m.runtime_call("process_group_device_id", [arg.value])), True
             args.append(arg)
@@ -198,7 +199,7 @@ class NcclString(Rule):
     examples = (Example('if backend == "nccl":\n    pass\n'),)
 
     def visit_SimpleString(self, m: Migrator, node: cst.SimpleString) -> None:
-        if string_value(node) == "nccl":
+        if string_value(node) == "nccl" and not m.in_skipped_region:
             m.store(self).setdefault("strings", []).append(node)
             m.remember_statement(node)
 

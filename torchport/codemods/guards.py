@@ -42,12 +42,24 @@ _SPAWN = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_
 _CUDA_TEST_DECORATOR = re.compile(r"(?i)(?:requires?_?(?:torch_)?(?:cuda|gpu)|skip_?(?:if_?)?(?:no|without)_?(?:cuda|gpu)|"
                                   r"cuda_only|gpu_only|only_cuda|onlycuda)")
 # torch.cuda names the runtime has; anything else under a guard is CUDA-only.
-_PORTABLE_CUDA = re.compile(
-    r"^torch\.cuda\.(?:is_available|device_count|current_device|set_device|get_device_name|get_device_properties|"
-    r"get_device_capability|synchronize|is_bf16_supported|device|Stream|stream|current_stream|default_stream|"
-    r"set_stream|Event|empty_cache|memory_allocated|max_memory_allocated|memory_reserved|max_memory_reserved|"
-    r"reset_peak_memory_stats|reset_max_memory_allocated|memory_stats|memory_summary|mem_get_info|manual_seed|"
-    r"manual_seed_all|seed|initial_seed|get_rng_state|set_rng_state|amp\b.*|OutOfMemoryError)$")
+def _portable_cuda(name: str) -> bool:
+    """Whether a ``torch.cuda`` name has a portable rewrite (a rule's table or the AMP names)."""
+    from torchport.codemods import amp, cuda_api
+
+    tail = cuda_api.cuda_tail(name)
+    return tail is not None and (tail in _PORTABLE_TAILS or name in amp.CUDA_AMP_NAMES
+                                 or tail in ("is_available", "device_count") or tail in cuda_api.LEGACY_TYPES)
+
+
+def _tails() -> frozenset[str]:
+    from torchport.codemods import cuda_api
+
+    rules = (cuda_api.CudaDeviceApi, cuda_api.CudaStreamApi, cuda_api.CudaMemoryApi, cuda_api.CudaRngApi,
+             cuda_api.CudaOomError, cuda_api.CudaNvtx)
+    return frozenset(tail for rule in rules for tail in rule.table)
+
+
+_PORTABLE_TAILS = _tails()
 _CUDA_ONLY_MODULES = re.compile(r"^(?:apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|numba|pycuda|"
                                 r"triton|torch\._C|torch\.utils\.cpp_extension)\b")
 
@@ -84,7 +96,7 @@ class _Scan(cst.CSTVisitor):
 
     def _check(self, node: cst.CSTNode) -> None:
         for name in self.m.qnames(node):
-            if name.startswith("torch.cuda.") and not _PORTABLE_CUDA.match(name):
+            if name.startswith("torch.cuda.") and not _portable_cuda(name):
                 self.cuda_only = True
             elif _CUDA_ONLY_MODULES.match(name):
                 self.cuda_only = True
@@ -220,7 +232,7 @@ def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _cuda_detection(m, test.left) or _cuda_detection(m, test.right)
     dotted = dotted_name(test)
-    if dotted is not None and (dotted in m.store(GUARD_CODE).get("flags", ()) or "torch.version.cuda" in m.qnames(test)):
+    if dotted is not None and (_is_flag(m, dotted) or "torch.version.cuda" in m.qnames(test)):
         return True
     if isinstance(test, cst.Call) and not test.args and m.has_qname(test.func, _AVAILABLE):
         return id(test.func) not in m.store(GUARD_CODE).get("rewrite", {})
@@ -248,24 +260,49 @@ def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
 GUARD_CODE = "TP110"
 
 
-def _flags(m: Migrator) -> set[str]:
+def _flags(m: Migrator) -> set[tuple[str, str]]:
     """Names assigned from a CUDA check: ``use_cuda = not args.no_cuda and torch.cuda.is_available()``
     (read from CPython's tree: a LibCST walk of the whole module cost more than the rest of the pass)."""
     import ast
 
-    flags: set[str] = set()
+    flags: set[tuple[str, str]] = set()
     if m.syntax is None:
         return flags
-    for node in ast.walk(m.syntax):
-        if not isinstance(node, ast.Assign):
-            continue
-        for inner in ast.walk(node.value):
-            if isinstance(inner, ast.Attribute) and inner.attr == "is_available" and (
-                    (isinstance(inner.value, ast.Attribute) and inner.value.attr == "cuda")
-                    or (isinstance(inner.value, ast.Name) and inner.value.id == "cuda")):
-                flags.update(ast.unparse(t) for t in node.targets if isinstance(t, (ast.Name, ast.Attribute)))
-                break
+    scopes: list[tuple[ast.AST, str]] = [(m.syntax, "")]
+    while scopes:
+        scope, owner = scopes.pop()
+        for node in ast.iter_child_nodes(scope):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                scopes.append((node, node.name))
+                continue
+            scopes.append((node, owner))
+            if not isinstance(node, ast.Assign):
+                continue
+            for inner in ast.walk(node.value):
+                if isinstance(inner, ast.Attribute) and inner.attr == "is_available" and (
+                        (isinstance(inner.value, ast.Attribute) and inner.value.attr == "cuda")
+                        or (isinstance(inner.value, ast.Name) and inner.value.id == "cuda")):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name):  # a local: in its own function only
+                            flags.add((owner, target.id))
+                        elif isinstance(target, ast.Attribute):  # `args.cuda`, `self.use_cuda`: anywhere
+                            flags.add(("*", ast.unparse(target)))
+                    break
     return flags
+
+
+def _is_flag(m: Migrator, dotted: str) -> bool:
+    flags = m.store(GUARD_CODE).get("flags", ())
+    if ("*", dotted) in flags:
+        return True
+    function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
+    if function is None:
+        return ("", dotted) in flags
+    if (function.name.value, dotted) in flags:
+        return True
+    params = {p.name.value for p in (*function.params.params, *function.params.kwonly_params,
+                                     *function.params.posonly_params)}
+    return ("", dotted) in flags and dotted not in params
 
 
 class CudaGuard(Rule):

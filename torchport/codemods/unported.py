@@ -300,6 +300,14 @@ def _imported(node: cst.Import | cst.ImportFrom) -> list[str]:
     return [module]
 
 
+def _catches_import_error(node: cst.Try) -> bool:
+    for handler in node.handlers:
+        text = cst.Module([]).code_for_node(handler.type) if handler.type is not None else "Exception"
+        if "ImportError" in text or "ModuleNotFoundError" in text or "Exception" in text:
+            return True
+    return False
+
+
 class TritonKernel(Rule):
     code = "TP207"
     name = "triton-kernel"
@@ -338,6 +346,9 @@ class CudaOnlyImport(Rule):
         self._check(m, node)
 
     def _check(self, m: Migrator, node: cst.Import | cst.ImportFrom) -> None:
+        guarded = m.in_skipped_region and any(isinstance(a, (cst.If, cst.FunctionDef)) for a in m.ancestors)
+        if guarded or any(isinstance(a, cst.Try) and _catches_import_error(a) for a in m.ancestors):
+            return  # already guarded: under a CUDA check, or in `try: ... except ImportError:`
         for name in _imported(node):
             if any(name == mod or name.startswith(mod + ".") for mod in CUDA_ONLY_MODULES):
                 m.report(self.code, node, f"`{name}` is a CUDA-only library; guard it or find a portable alternative")

@@ -10,6 +10,7 @@ and the dispatch tables are built from them.
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,7 @@ def _tables(rules: Sequence[Rule]) -> tuple[dict[str, list], dict[str, list], di
 
 
 _VISITS, _ARGUMENTS, _REPLACING = _tables(RULES_IN_ORDER)
+_CUDA_TEXT = re.compile(r"cuda|nccl", re.I)
 # Nodes that name nothing by themselves: an attribute's name, a keyword argument's name, a parameter's.
 _NAME_FIELDS = {cst.Attribute: "attr", cst.Arg: "keyword", cst.Param: "name", cst.FunctionDef: "name",
                 cst.ClassDef: "name"}
@@ -89,6 +91,8 @@ class Migrator(cst.CSTTransformer):
         super().__init__()
         self.context = context
         self.source = source
+        # A file that never mentions CUDA or NCCL is left as it is: it may well be written for any device.
+        self.mentions_cuda = bool(_CUDA_TEXT.search(source))
         self.syntax = syntax
         self.trigger_lines = trigger_lines
         self.enabled = enabled
@@ -305,6 +309,10 @@ class Migrator(cst.CSTTransformer):
         if not self.enabled(code) or self._is_suppressed(code, start.line):
             return False
         rule = RULES_BY_CODE[code]
+        if not self.mentions_cuda:
+            self.diagnostics.append(Diagnostic(code, start.line, start.column, f"{rule.summary} (left unchanged: "
+                                               "this file never mentions CUDA or NCCL)"))
+            return False
         if rule.safety == "unsafe" and not self.unsafe_fixes:
             self.diagnostics.append(Diagnostic(code, start.line, start.column,
                                                f"{rule.summary} (fix available with --unsafe-fixes)"))

@@ -122,8 +122,8 @@ class AmpDeviceType(Rule):
     names = _GENERIC_TYPED
     examples = (Example('import torch\nwith torch.autocast("cuda", dtype=torch.bfloat16):\n    pass\n',
                         "import torch\nwith torch.autocast(tp.device_type(), dtype=torch.bfloat16):\n    pass\n"),
-                Example("import torch\nscaler = torch.amp.GradScaler()\n",
-                        "import torch\nscaler = torch.amp.GradScaler(tp.device_type())\n"))
+                Example("# runs on CUDA\nimport torch\nscaler = torch.amp.GradScaler()\n",
+                        "# runs on CUDA\nimport torch\nscaler = torch.amp.GradScaler(tp.device_type())\n"))
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         """Mark `"cuda"` given as the device type of a generic AMP call."""

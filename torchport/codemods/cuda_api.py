@@ -275,7 +275,7 @@ class LoadMapLocation(Rule):
     names = frozenset({"torch.load"})
     triggers = (r"\.load\b",)
     examples = (
-        Example("import torch\nstate = torch.load(path)\n", "import torch\nstate = torch.load(path, map_location=tp.map_location())\n"),
+        Example("# runs on CUDA\nimport torch\nstate = torch.load(path)\n", "# runs on CUDA\nimport torch\nstate = torch.load(path, map_location=tp.map_location())\n"),
         Example("import torch\nstate = torch.load(path, map_location={'cuda:1': 'cuda:0'})\n",
                 "import torch\nstate = torch.load(path, map_location=tp.map_location({'cuda:1': 'cuda:0'}))\n"),
         Example("import torch\nstate = torch.load(path, map_location='cpu')\n"),
@@ -285,10 +285,10 @@ class LoadMapLocation(Rule):
                 "import torch\nmap_location = tp.map_location({'cuda:%d' % 0: 'cuda:%d' % rank})\n"
                 "state = torch.load(path, map_location=map_location)\n"),
         Example("import torch\nstate = torch.load(path, map_location=device)\n"),
-        Example("import torch\nstate = torch.load(\n    path\n)\n",
-                "import torch\nstate = torch.load(\n    path,\n    map_location=tp.map_location()\n)\n"),
-        Example("import torch\nstate = torch.load(\n    path,\n)\n",
-                "import torch\nstate = torch.load(\n    path,\n    map_location=tp.map_location(),\n)\n"),
+        Example("# runs on CUDA\nimport torch\nstate = torch.load(\n    path\n)\n",
+                "# runs on CUDA\nimport torch\nstate = torch.load(\n    path,\n    map_location=tp.map_location()\n)\n"),
+        Example("# runs on CUDA\nimport torch\nstate = torch.load(\n    path,\n)\n",
+                "# runs on CUDA\nimport torch\nstate = torch.load(\n    path,\n    map_location=tp.map_location(),\n)\n"),
     )
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:

@@ -487,14 +487,16 @@ class IntegerDeviceId(Rule):
     triggers = (_INDEX_TRIGGER, r"current_device", r"\.to\(\s*\d", r"device\s*=\s*\d")
     replaces = False
     examples = (
-        Example("model.to(args.local_rank)\n", "model.to(tp.device(args.local_rank))\n"),
-        Example("import torch\nx = torch.zeros(4, device=local_rank)\n",
-                "import torch\nx = torch.zeros(4, device=tp.device(local_rank))\n"),
+        Example("# runs on CUDA\nmodel.to(args.local_rank)\n", "# runs on CUDA\nmodel.to(tp.device(args.local_rank))\n"),
+        Example("# runs on CUDA\nimport torch\nx = torch.zeros(4, device=local_rank)\n",
+                "# runs on CUDA\nimport torch\nx = torch.zeros(4, device=tp.device(local_rank))\n"),
         Example("import torch\nx = torch.ones(2, device=torch.cuda.current_device())\n",
                 "import torch\nx = torch.ones(2, device=tp.device(torch.cuda.current_device()))\n"),
-        Example("batch = batch.to(device_ids[0])\n", "batch = batch.to(tp.device(device_ids[0]))\n"),
-        Example("import torch\nd = torch.device(rank)\n", "import torch\nd = tp.device(rank)\n"),
+        Example("# runs on CUDA\nbatch = batch.to(device_ids[0])\n", "# runs on CUDA\nbatch = batch.to(tp.device(device_ids[0]))\n"),
+        Example("# runs on CUDA\nimport torch\nd = torch.device(rank)\n", "# runs on CUDA\nimport torch\nd = tp.device(rank)\n"),
         Example("x.to(dtype)\n"),
+        # A file that never mentions CUDA or NCCL is left as it is (the id is reported).
+        Example("model.to(args.local_rank)\n"),
     )
 
     def _wrap(self, m: Migrator, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression | None:

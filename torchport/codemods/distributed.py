@@ -120,11 +120,11 @@ class DdpDeviceIds(Rule):
     names = _PARALLEL
     replaces = False
     examples = (
-        Example("from torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, device_ids=[rank])\n",
-                "from torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, device_ids=tp.ddp_device_ids([rank]))\n"),
-        Example("from torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, [rank])\n",
-                "from torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, tp.ddp_device_ids([rank]))\n"),
-        Example('kwargs["device_ids"] = [rank]\n', 'kwargs["device_ids"] = tp.ddp_device_ids([rank])\n'),
+        Example("# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, device_ids=[rank])\n",
+                "# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, device_ids=tp.ddp_device_ids([rank]))\n"),
+        Example("# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, [rank])\n",
+                "# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, tp.ddp_device_ids([rank]))\n"),
+        Example('# runs on CUDA\nkwargs["device_ids"] = [rank]\n', '# runs on CUDA\nkwargs["device_ids"] = tp.ddp_device_ids([rank])\n'),
     )
 
     def _wrap(self, m: Migrator, old: cst.BaseExpression, value: cst.BaseExpression) -> cst.BaseExpression | None:

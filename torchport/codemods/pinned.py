@@ -24,8 +24,8 @@ class PinMemoryFlag(Rule):
     before, after = "DataLoader(ds, pin_memory=True)", "DataLoader(ds, pin_memory=tp.pin_memory_available())"
     triggers = (r"\bpin_memory\b",)
     replaces = False
-    examples = (Example("loader = DataLoader(ds, pin_memory=True)\n",
-                        "loader = DataLoader(ds, pin_memory=tp.pin_memory_available())\n"),)
+    examples = (Example("# runs on CUDA\nloader = DataLoader(ds, pin_memory=True)\n",
+                        "# runs on CUDA\nloader = DataLoader(ds, pin_memory=tp.pin_memory_available())\n"),)
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.Call | None:
         """``pin_memory=True`` -> ``pin_memory=tp.pin_memory_available()``."""
@@ -51,7 +51,7 @@ class PinMemoryCall(Rule):
     summary = "`x.pin_memory()`, which raises on a CPU-only machine, pins only where it can."
     before, after = "batch = batch.pin_memory()", "batch = tp.pin_memory(batch)"
     triggers = (r"\bpin_memory\b",)
-    examples = (Example("batch = batch.pin_memory()\n", "batch = tp.pin_memory(batch)\n"),)
+    examples = (Example("# runs on CUDA\nbatch = batch.pin_memory()\n", "# runs on CUDA\nbatch = tp.pin_memory(batch)\n"),)
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         """``x.pin_memory()`` -> ``tp.pin_memory(x)``."""

@@ -151,7 +151,12 @@ def test_prefilter_skips_only_files_no_rule_can_match(tmp_path: Path, monkeypatc
     plain.write_text("import torch\n\nx = torch.zeros(2).to(torch.float32)\n")
     assert migrate_file(plain).error is None and calls == []
     ranked = tmp_path / "ranked.py"
-    ranked.write_text("import torch\n\nmodel = torch.nn.Linear(2, 2).to(local_rank)\nb = x.pin_memory()\n")
+    body = "import torch\n\nmodel = torch.nn.Linear(2, 2).to(local_rank)\nb = x.pin_memory()\n"
+    ranked.write_text("# one process per CUDA device\n" + body)
     result = migrate_file(ranked)
     assert len(calls) == 1 and "tp.device(local_rank)" in (result.migrated or "")
     assert "tp.pin_memory(x)" in (result.migrated or "")
+    ranked.write_text(body)  # no mention of CUDA: parsed, reported, left unchanged
+    result = migrate_file(ranked)
+    assert len(calls) == 2 and result.migrated == body
+    assert {d.code for d in result.diagnostics} == {"TP006", "TP041"}

@@ -22,6 +22,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from torchport.codemods import _scope
 from torchport.codemods._scope import Resolver
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -465,13 +466,15 @@ def test_match_captures_and_module_level_targets() -> None:
     ) == [SYNC, NONE]
 
 
-def test_fallback_when_the_symbol_table_refuses() -> None:
-    # the parser accepts it, the symbol table raises: names come from the import map
-    source = "from torch.cuda import synchronize\ndef f(synchronize):\n    return synchronize\nnonlocal x\n"
+def test_code_the_symbol_table_refuses_resolves_the_same() -> None:
+    # the parser accepts it, `symtable` raises: the resolver needs no symbol table
+    source = "from torch.cuda import synchronize\ndef f(synchronize):\n    return synchronize\nnonlocal x\nsynchronize()\n"
+    with pytest.raises(SyntaxError):
+        symtable.symtable(source, "<module>", "exec")
     resolver = _resolver(source)
     assert resolver.static("synchronize") is None
-    assert resolver.at("synchronize", 3, 11) == SYNC
-    assert resolver.fallback
+    assert resolver.at("synchronize", 3, 11) == NONE
+    assert resolver.at("synchronize", 5, 0) == SYNC
 
 
 def test_carriage_returns_count_as_newlines() -> None:
@@ -826,3 +829,90 @@ def _imported_names(source: str) -> set[str]:
             for alias in node.names:
                 names.add(alias.asname or alias.name.split(".")[0])
     return names - {"*"}
+
+
+# ---- the scope facts are the symbol table's -------------------------------------------------
+
+
+def _table_of(parent: symtable.SymbolTable, node: ast.AST) -> symtable.SymbolTable:
+    kind = "class" if isinstance(node, ast.ClassDef) else "function"
+    found = [
+        child
+        for child in parent.get_children()
+        if child.get_name() == node.name and child.get_lineno() == node.lineno and child.get_type() == kind  # type: ignore[attr-defined]
+    ]
+    return found[-1]  # comprehensions in the defaults come first
+
+
+def _symbol_facts(table: symtable.SymbolTable, name: str) -> int:
+    try:
+        symbol = table.lookup(name)
+    except KeyError:
+        return 0
+    facts = 0
+    if symbol.is_imported():
+        facts |= _scope._IMPORT
+    if symbol.is_assigned() or symbol.is_parameter():
+        facts |= _scope._OTHER
+    if symbol.is_declared_global():
+        facts |= _scope._GLOBAL
+    if symbol.is_nonlocal():
+        facts |= _scope._NONLOCAL
+    return facts
+
+
+def _facts_mismatches(source: str) -> list[str]:
+    """Where the resolver's facts about the imported names differ from the symbol table's."""
+    resolver = _resolver(source)
+    names = {n for n in _imported_names(source) if not (n.startswith("__") and not n.endswith("__"))}
+    for name in names:
+        resolver.static(name)  # computes its facts
+    top = symtable.symtable(source, "<module>", "exec")
+    mismatches = []
+    expression_bound: set[str] = set()
+    stack: list[tuple[ast.AST, symtable.SymbolTable]] = [(resolver.tree, top)]
+    while stack:
+        node, table = stack.pop()
+        frame = resolver._module if node is resolver.tree else resolver._frames.get(id(node))  # noqa: SLF001
+        for name in names:
+            mine = frame.facts.get(name, 0) if frame is not None else 0
+            theirs = _symbol_facts(table, name)
+            if node is resolver.tree:  # `global x` in a function marks x global in the module's table too
+                mine, theirs = mine & ~_scope._GLOBAL, theirs & ~_scope._GLOBAL
+            if mine != theirs:
+                mismatches.append(f"{table.get_name()}:{table.get_lineno()} {name}: {mine} != {theirs}")
+        for child in ast.walk(node) if node is resolver.tree else _scope._scope_statements(node.body):  # type: ignore[attr-defined]
+            if child is not node and isinstance(child, _scope._SCOPE_DEFS) and _scope_of(resolver, child) is node:
+                stack.append((child, _table_of(table, child)))
+    tables = list(top.get_children())
+    while tables:
+        table = tables.pop()
+        tables.extend(table.get_children())
+        if table.get_name() in ("lambda", "listcomp", "setcomp", "dictcomp", "genexpr"):
+            expression_bound.update(s.get_name() for s in table.get_symbols() if s.is_local() and s.get_name() in names)
+    if expression_bound != names & resolver._in_expressions:  # noqa: SLF001
+        mismatches.append(f"lambda/comprehension bindings: {sorted(expression_bound)} != {sorted(resolver._in_expressions)}")
+    return mismatches
+
+
+def _scope_of(resolver: Resolver, node: ast.AST) -> ast.AST:
+    """The def, class or module whose scope holds the statement ``node``."""
+    found = resolver._descend((node.lineno, node.col_offset))  # type: ignore[attr-defined]  # noqa: SLF001
+    assert found is not None
+    return found[1].node
+
+
+MORE_STDLIB = [Path(__import__(name, fromlist=["_"]).__file__) for name in ("asyncio.tasks", "email._header_value_parser", "unittest.mock", "json.decoder")]
+
+
+@pytest.mark.parametrize(
+    "path", [*FIXTURE_INPUTS, *STDLIB, *MORE_STDLIB], ids=lambda p: p.name if p.parent.name != "fixtures" and "fixtures" not in p.parts else f"{p.parent.name}/{p.stem}"
+)
+def test_facts_are_the_symbol_tables(path: Path) -> None:
+    assert _facts_mismatches(path.read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.parametrize("name", sorted(TRICKY))
+def test_facts_are_the_symbol_tables_on_tricky_snippets(name: str) -> None:
+    assert _facts_mismatches(TRICKY[name]) == []
+

@@ -2,48 +2,49 @@
 
 `_names.import_map` reads a module's imports and qualifies every name through them, which is
 wrong where a local shadows an import (``def timer(fn, synchronize=True)`` under
-``from torch.cuda import synchronize``). `Resolver` follows Python's scoping rules instead, and
-stays cheap (it never walks the whole tree in Python):
+``from torch.cuda import synchronize``, ``for Event in xs:``). `Resolver` follows Python's
+scoping rules instead, and stays cheap: it never walks the whole tree in Python, and never parses
+again. It works per name, from the places the name's text occurs:
 
-* Imports: every import statement holds the word ``import``; the statements at those places of
-  the text (found by bisecting the statement lists) give each scope's imports.
-* `Resolver.static` (per name, on demand): a name imported only in the module scope is bound
-  nowhere else unless some occurrence of the word is a binding. The occurrences that are plainly
-  reads (``torch.``, ``nn(``, ``F[``) are skipped from the text alone; the statement around each
-  other one is checked for a binding of the name (its own text, not its nested blocks). If none
-  binds it, every read stands for the import, whatever its position (the common case: ``torch``,
-  ``nn``, ``F``, ``np``). That costs about what `_names.import_map` costs.
+* Imports: every import statement holds the word ``import``; the statements at those places (found
+  by bisecting the statement lists, CPython's ``ast`` positions) give each scope's imports.
+* Bindings of a name (`Resolver._facts`, once per name): each occurrence of the word that is not
+  plainly a read from the text alone (``torch.``, ``nn(``, ``F[`` are, unless after ``def``,
+  ``class`` or ``type``) is looked up in its statement: the nodes holding that position tell
+  whether it binds the name and in which scope (a parameter, an assignment/for/with/except/match
+  target, a walrus, a def/class name, ``del``, ``global``/``nonlocal``; lambda parameters and
+  comprehension targets bind in their own expression scope).
+* `Resolver.static`: a name whose only bindings are module-level imports stands for them wherever
+  it is read (the common case: ``torch``, ``nn``, ``F``, ``np``).
 * `Resolver.at` (the other names): the innermost statement holding the position, its Name nodes
   walked once with their scopes (lambdas and comprehensions are scopes of their own), then the
-  read resolved outwards through the stdlib's symbol table (``_symtable``, in C: which names each
-  function and class binds, imports, declares ``global``/``nonlocal`` or reads from outside).
-  The table is built by the first `at` that needs it (it parses the source again, in C: a third to
-  half of ``ast.parse``), and the imports of a function or class are read when a read resolves to
-  one.
+  read resolved outwards through the scopes that bind the name.
 
-Semantics (Python's): a binding anywhere in a function (parameter, assignment target, for/with/
-except/walrus/match target, def/class name, ``del``, import) makes the name local to the whole
+The scope facts are those of CPython's symbol table (``symtable``), which the tests check them
+against (every fixture, several stdlib modules; fairseq's 1021 files by hand). The symbol table
+itself is not used: it parses the source again, a third to half of ``ast.parse``. Building a
+`Resolver` costs 5-10% of ``ast.parse`` (about `_names.import_map`); answering every Name read of
+a file brings it to 20-30%, mostly `static`'s first call for each imported name (one scan of the
+text per name).
+
+Semantics (Python's): a binding anywhere in a function makes the name local to the whole
 function, so a read before it is local too (an ``UnboundLocalError`` at run time, not the import).
 Class scopes are invisible from their methods, lambdas and comprehensions; defaults, annotations,
 decorators, base classes and a comprehension's first iterable evaluate in the enclosing scope; a
 walrus in a comprehension binds in the enclosing function. A scope that binds a name by import
 *and* otherwise (``try: import apex`` / ``except ImportError: apex = None``) resolves it to the
-import's names, as LibCST's ``QualifiedNameProvider`` unions assignments; ``global x`` with
-``import x`` in a function adds to the module's names. In a class body, a name read before the
-class's own first binding of it is looked up in the module (``device = device``), as
-``LOAD_NAME`` does for straight-line code.
+import's names, as LibCST's ``QualifiedNameProvider`` unions assignments, except for a read in
+that scope itself before its first import of the name (``def f(phonemizer): if phonemizer: ...
+import phonemizer``: the parameter). ``global x`` with ``import x`` in a function adds to the
+module's names. In a class body, a name read before the class's own first binding of it is looked
+up in the module (``device = device``), as ``LOAD_NAME`` does for straight-line code.
 
-Fallback: when the symbol table cannot be built (it raises ``SyntaxError`` on code the parser
-accepts, such as ``nonlocal`` at module level, or a name used before its ``global``
-declaration), ``fallback`` turns True and `at` answers the module's whole import map for a read
-of the name at that position (what `_names.import_map` gives); `static` needs no symbol table and
-keeps its answers. The same holds for one read whose function's table cannot be matched to its
-``def`` (a Python newer than this code expects).
+Nothing here needs more than the ``ast`` tree, so there is no fallback: code the symbol table
+refuses (``nonlocal x`` at module level) resolves by the same rules.
 
-Known limits: private names (``__x``) inside classes are not mangled; NFKC-equivalent spellings
-of a name are not looked for; on Python 3.12+ a comprehension's target may show as local in its
-function's table (PEP 709 inlining) when the function reads it nowhere else, which only matters
-for a lambda nested there reading an import of that name.
+Known limits: private names (``__x``) inside classes are not mangled; NFKC-equivalent spellings of
+a name are not looked for; type parameters (3.12+) count as bound in their function or class;
+``nonlocal x`` with ``import x`` does not add to the enclosing function's names.
 """
 
 from __future__ import annotations
@@ -54,30 +55,6 @@ import warnings
 from bisect import bisect_right
 from collections.abc import Iterator
 
-from torchport.codemods._names import import_map
-
-try:
-    import _symtable
-    from symtable import (
-        CELL,
-        DEF_BOUND,
-        DEF_IMPORT,
-        DEF_LOCAL,
-        DEF_PARAM,
-        FREE,
-        GLOBAL_EXPLICIT,
-        GLOBAL_IMPLICIT,
-        LOCAL,
-        SCOPE_MASK,
-        SCOPE_OFF,
-    )
-
-    _TYPE_FUNCTION = _symtable.TYPE_FUNCTION
-    _TYPE_CLASS = _symtable.TYPE_CLASS
-    _TYPE_MODULE = _symtable.TYPE_MODULE
-except (ImportError, AttributeError):  # pragma: no cover - every CPython 3.10+ has them
-    _symtable = None  # type: ignore[assignment]
-
 EMPTY: frozenset[str] = frozenset()
 _Pos = tuple[int, int]  # (line from 1, column from 0 in UTF-8 bytes, as ast counts)
 
@@ -86,9 +63,11 @@ _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")
 _CLAUSE_FIELDS = ("handlers", "cases")  # items that are not statements but hold a body
 
-
-class _Mismatch(Exception):
-    """The symbol table and the ast tree disagree (a function's table was not found)."""
+# How a scope binds a name (`_Frame.facts`).
+_IMPORT = 1  # an import
+_OTHER = 2  # any other binding: parameter, target, def/class name, del...
+_GLOBAL = 4  # a `global` declaration
+_NONLOCAL = 8  # a `nonlocal` declaration
 
 
 # ---- imports ------------------------------------------------------------------------------
@@ -129,14 +108,6 @@ def _scope_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 stack.extend(clause.body)
 
 
-def _scope_imports(body: list[ast.stmt]) -> dict[str, frozenset[str]]:
-    bound: dict[str, set[str]] = {}
-    for node in _scope_statements(body):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            _bind_imports(node, bound)
-    return {name: frozenset(names) for name, names in bound.items()}
-
-
 # ---- positions ----------------------------------------------------------------------------
 
 
@@ -172,89 +143,105 @@ class _Block:
         return stmt if pos < _end(stmt) else None
 
 
+def _sub_blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
+    for name in _BLOCK_FIELDS:
+        block = getattr(stmt, name, None)
+        if block:
+            yield block
+    for name in _CLAUSE_FIELDS:
+        for clause in getattr(stmt, name, None) or ():
+            if clause.body:
+                yield clause.body
+
+
+def _header_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """The AST children of ``stmt`` outside its nested statement blocks."""
+    for field, value in ast.iter_fields(stmt):
+        if field in _BLOCK_FIELDS:
+            continue
+        if field in _CLAUSE_FIELDS:
+            for clause in value:
+                for sub, item in ast.iter_fields(clause):
+                    if sub != "body" and isinstance(item, ast.AST):
+                        yield item
+            continue
+        if isinstance(value, ast.AST):
+            yield value
+        elif isinstance(value, list):
+            yield from (item for item in value if isinstance(item, ast.AST))
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """The AST children of a node, nested statements and expression contexts left out."""
+    found: list[ast.AST] = []
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, ast.AST):
+            if not isinstance(value, (ast.expr_context, ast.stmt)):
+                found.append(value)
+        elif isinstance(value, list):
+            found.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, ast.stmt))
+    return found
+
+
+def _positioned(node: ast.AST) -> list[ast.AST]:
+    """The nearest descendants of ``node`` that have a position (looking into ``arguments``,
+    ``comprehension``, ``withitem``, ``match_case``...), sorted by where they start; siblings
+    never overlap."""
+    found: list[ast.AST] = []
+    stack = _children(node)
+    while stack:
+        child = stack.pop()
+        if getattr(child, "lineno", None) is None:
+            stack.extend(_children(child))
+        else:
+            found.append(child)
+    found.sort(key=lambda child: (child.lineno, child.col_offset))  # type: ignore[attr-defined]
+    return found
+
+
 # ---- scopes -------------------------------------------------------------------------------
 
 
 class _Frame:
     """A scope of statements: the module, a function or a class."""
 
-    __slots__ = ("kind", "node", "parent", "_table", "_imports", "_chain", "_first_binding", "_first_import")
+    __slots__ = ("kind", "node", "parent", "facts", "_imports", "_first_binding", "_first_import")
 
-    def __init__(self, kind: str, node: ast.AST, parent: _Frame | None, table: object = None) -> None:
+    def __init__(self, kind: str, node: ast.AST, parent: _Frame | None) -> None:
         self.kind = kind  # "module", "function" or "class"
         self.node = node
         self.parent = parent
-        self._table = table
-        self._imports: dict[str, frozenset[str]] | None = None
-        self._chain: list[object] | None = None  # 3.12+: type-parameter tables between it and its parent
+        self.facts: dict[str, int] = {}  # name -> _IMPORT | _OTHER | _GLOBAL | _NONLOCAL
+        self._imports: dict[str, set[str]] = {}  # filled by `add_import`
         self._first_binding: dict[str, _Pos | None] = {}
-        self._first_import: dict[str, _Pos | None] = {}
-
-    def table(self) -> object:
-        if self._table is None:
-            self._match()
-        return self._table
-
-    def between(self) -> list[object]:
-        """Symbol tables between this scope and its parent's (3.12+ type parameters), inner first."""
-        if self._chain is None:
-            self._match()
-        return self._chain or []
-
-    def _match(self) -> None:
-        assert self.parent is not None
-        parent = self.parent.table()
-        node = self.node
-        kind = _TYPE_CLASS if isinstance(node, ast.ClassDef) else _TYPE_FUNCTION
-        name, line = node.name, node.lineno  # type: ignore[attr-defined]
-        found = _find_child(parent, kind, name, line, [])
-        if found is None:
-            raise _Mismatch(f"no symbol table for {name!r} line {line}")
-        self._table, chain = found
-        self._chain = list(reversed(chain))
+        self._first_import: dict[str, _Pos] = {}
 
     def imports(self, name: str) -> frozenset[str]:
-        if self._imports is None:
-            self._imports = _scope_imports(self.node.body)  # type: ignore[attr-defined]
-        return self._imports.get(name, EMPTY)
+        """The qualified names the scope's own imports bind ``name`` to."""
+        return frozenset(self._imports.get(name, ()))
 
     def first_import(self, name: str) -> _Pos | None:
         """Where the scope's first import of ``name`` takes effect (the statement's end)."""
-        if name not in self._first_import:
-            ends = []
-            for stmt in _scope_statements(self.node.body):  # type: ignore[attr-defined]
-                if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                    bound: dict[str, set[str]] = {}
-                    _bind_imports(stmt, bound)
-                    if name in bound:
-                        ends.append(_end(stmt))
-            self._first_import[name] = min(ends) if ends else None
-        return self._first_import[name]
+        return self._first_import.get(name)
+
+    def add_import(self, stmt: ast.stmt) -> list[str]:
+        """Record an import statement of the scope; the names it binds."""
+        bound: dict[str, set[str]] = {}
+        _bind_imports(stmt, bound)
+        end = _end(stmt)
+        for name, names in bound.items():
+            self._imports.setdefault(name, set()).update(names)
+            first = self._first_import.get(name)
+            if first is None or end < first:
+                self._first_import[name] = end
+        return list(bound)
 
     def first_binding(self, name: str) -> _Pos | None:
-        """Where the class body first binds ``name`` (takes effect), for reads before it."""
+        """Where a class body first binds ``name`` (takes effect), for the reads before it."""
         if name not in self._first_binding:
             self._first_binding[name] = _first_binding(self.node.body, name)  # type: ignore[attr-defined]
         return self._first_binding[name]
-
-
-def _find_child(table: object, kind: int, name: str, line: int, chain: list[object]) -> tuple[object, list[object]] | None:
-    found = None
-    others = []
-    for child in table.children:  # type: ignore[attr-defined]
-        if child.lineno != line:
-            continue
-        if child.type == kind and child.name == name:
-            found = child  # the last one: comprehensions in its defaults come before it
-        elif child.type not in (_TYPE_FUNCTION, _TYPE_CLASS, _TYPE_MODULE):
-            others.append(child)  # 3.12+: the type parameters' scope holds the def's table
-    if found is not None:
-        return found, chain
-    for other in others:
-        inner = _find_child(other, kind, name, line, [*chain, other])
-        if inner is not None:
-            return inner
-    return None
 
 
 class _ExprScope:
@@ -282,7 +269,7 @@ def _target_names(target: ast.AST, out: set[str]) -> None:
             stack.append(node.value)
 
 
-def _lambda_params(args: ast.arguments) -> set[str]:
+def _params(args: ast.arguments) -> set[str]:
     names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
     if args.vararg:
         names.add(args.vararg.arg)
@@ -292,23 +279,10 @@ def _lambda_params(args: ast.arguments) -> set[str]:
 
 
 def _walk_header(stmt: ast.stmt, scopes: _Scopes) -> dict[_Pos, tuple[str, bool, _Scopes]]:
-    """Every Name in ``stmt`` outside its nested statement blocks: position -> (id, is a read,
-    the scopes it is read in)."""
+    """Every Name in ``stmt``'s own text (not its nested blocks): position -> (id, whether it is
+    read, the scopes it is read in)."""
     found: dict[_Pos, tuple[str, bool, _Scopes]] = {}
-    stack: list[tuple[ast.AST, _Scopes]] = []
-    for field, value in ast.iter_fields(stmt):
-        if field in _BLOCK_FIELDS:
-            continue
-        if field in _CLAUSE_FIELDS:
-            for clause in value:
-                for sub, item in ast.iter_fields(clause):
-                    if sub != "body" and isinstance(item, ast.AST):
-                        stack.append((item, scopes))
-            continue
-        if isinstance(value, ast.AST):
-            stack.append((value, scopes))
-        elif isinstance(value, list):
-            stack.extend((item, scopes) for item in value if isinstance(item, ast.AST))
+    stack: list[tuple[ast.AST, _Scopes]] = [(node, scopes) for node in _header_nodes(stmt)]
     while stack:
         node, here = stack.pop()
         kind = type(node)
@@ -317,7 +291,7 @@ def _walk_header(stmt: ast.stmt, scopes: _Scopes) -> dict[_Pos, tuple[str, bool,
         elif kind is ast.Lambda:
             args = node.args  # type: ignore[attr-defined]
             stack.extend((d, here) for d in (*args.defaults, *args.kw_defaults) if d is not None)
-            stack.append((node.body, (*here, _ExprScope(True, _lambda_params(args)))))  # type: ignore[attr-defined]
+            stack.append((node.body, (*here, _ExprScope(True, _params(args)))))  # type: ignore[attr-defined]
         elif kind in _COMPREHENSIONS:
             generators = node.generators  # type: ignore[attr-defined]
             stack.append((generators[0].iter, here))  # the first iterable: the enclosing scope
@@ -342,13 +316,14 @@ def _walk_header(stmt: ast.stmt, scopes: _Scopes) -> dict[_Pos, tuple[str, bool,
                         continue
                     if isinstance(scope, _ExprScope):
                         scope.bound.add(node.target.id)  # type: ignore[attr-defined]
-                    break  # a statement scope: its symbol table knows
+                    break  # a statement scope: its facts know
             stack.extend((child, here) for child in ast.iter_child_nodes(node))
     return found
 
 
-# Where a binding in a class body takes effect: after the expressions evaluated before it.
 def _first_binding(body: list[ast.stmt], name: str) -> _Pos | None:
+    """Where a class body's first binding of ``name`` takes effect: after what is evaluated
+    before it (the value of an assignment, the iterable of a loop...)."""
     best: _Pos | None = None
 
     def note(pos: _Pos) -> None:
@@ -357,10 +332,9 @@ def _first_binding(body: list[ast.stmt], name: str) -> _Pos | None:
             best = pos
 
     def names_in(node: ast.AST | None) -> bool:
-        if node is None:
-            return False
         found: set[str] = set()
-        _target_names(node, found)
+        if node is not None:
+            _target_names(node, found)
         return name in found
 
     for stmt in _scope_statements(body):
@@ -368,16 +342,15 @@ def _first_binding(body: list[ast.stmt], name: str) -> _Pos | None:
             if stmt.name == name:
                 note(_end(stmt))
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            if any((a.asname or a.name.split(".", 1)[0]) == name for a in stmt.names):
+            bound: dict[str, set[str]] = {}
+            _bind_imports(stmt, bound)
+            if name in bound:
                 note(_end(stmt))
-        elif isinstance(stmt, ast.Assign):
+        elif isinstance(stmt, (ast.Assign, ast.Delete)):
             if any(names_in(t) for t in stmt.targets):
                 note(_end(stmt))
         elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
             if names_in(stmt.target):
-                note(_end(stmt))
-        elif isinstance(stmt, ast.Delete):
-            if any(names_in(t) for t in stmt.targets):
                 note(_end(stmt))
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             if names_in(stmt.target):
@@ -400,167 +373,75 @@ def _first_binding(body: list[ast.stmt], name: str) -> _Pos | None:
     return best
 
 
-def _global_imports(tree: ast.Module) -> dict[str, frozenset[str]]:
-    """Imports in functions and classes of names they declare ``global``: module bindings."""
-    bound: dict[str, set[str]] = {}
-    stack = [s for s in _scope_statements(tree.body) if isinstance(s, _SCOPE_DEFS)]
-    while stack:
-        scope = stack.pop()
-        declared: set[str] = set()
-        imports: dict[str, set[str]] = {}
-        for stmt in _scope_statements(scope.body):
-            if isinstance(stmt, _SCOPE_DEFS):
-                stack.append(stmt)
-            elif isinstance(stmt, ast.Global):
-                declared.update(stmt.names)
-            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                _bind_imports(stmt, imports)
-        for name in declared & imports.keys():
-            bound.setdefault(name, set()).update(imports[name])
-    return {name: frozenset(names) for name, names in bound.items()}
+# ---- where a name is bound ----------------------------------------------------------------
+
+_NAMED_NODES = tuple(getattr(ast, name) for name in ("MatchAs", "MatchStar") if hasattr(ast, name))
+_TYPE_PARAMS = tuple(getattr(ast, name) for name in ("TypeVar", "ParamSpec", "TypeVarTuple") if hasattr(ast, name))
 
 
-# ---- the fast path: names bound only by module-level imports ---------------------------------
-
-
-def _header_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
-    """The AST children of ``stmt`` outside its nested statement blocks."""
-    for field, value in ast.iter_fields(stmt):
-        if field in _BLOCK_FIELDS:
-            continue
-        if field in _CLAUSE_FIELDS:
-            for clause in value:
-                for sub, item in ast.iter_fields(clause):
-                    if sub != "body" and isinstance(item, ast.AST):
-                        yield item
-            continue
-        if isinstance(value, ast.AST):
-            yield value
-        elif isinstance(value, list):
-            yield from (item for item in value if isinstance(item, ast.AST))
-
-
-def _children(node: ast.AST) -> list[ast.AST]:
-    """The AST children of an expression-level node, statements and contexts left out."""
-    found: list[ast.AST] = []
-    for field in node._fields:
-        value = getattr(node, field, None)
-        if isinstance(value, ast.AST):
-            if not isinstance(value, (ast.expr_context, ast.stmt)):
-                found.append(value)
-        elif isinstance(value, list):
-            found.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, ast.stmt))
-    return found
-
-
-def _path(stmt: ast.stmt, pos: _Pos) -> list[ast.AST]:
-    """``stmt`` and the nodes inside its header that hold ``pos``, outermost first. Nodes without
-    a position (``arguments``, ``comprehension``, ``withitem``, ``match_case``...) are looked into."""
-    path: list[ast.AST] = [stmt]
-    node: ast.AST = stmt
-    while True:
-        found = None
-        stack = _children(node)
-        while stack:
-            child = stack.pop()
-            line = getattr(child, "lineno", None)
-            if line is None:
-                stack.extend(_children(child))
-            elif (line, child.col_offset) <= pos < (child.end_lineno, child.end_col_offset):  # type: ignore[attr-defined]
-                found = child
-                break
-        if found is None:
-            return path
-        path.append(found)
-        node = found
-
-
-_NAMED = ("MatchAs", "MatchStar", "TypeVar", "ParamSpec", "TypeVarTuple")
-_NAMED_NODES = tuple(getattr(ast, name) for name in _NAMED if hasattr(ast, name))
-_QUIET_STATEMENTS = tuple(
-    getattr(ast, name)
-    for name in (
-        "Expr", "Return", "Pass", "Raise", "Assert", "Assign", "AugAssign", "AnnAssign", "For", "AsyncFor",
-        "With", "AsyncWith", "Delete", "If", "While", "Try", "TryStar", "Match", "Break", "Continue",
-    )
-    if hasattr(ast, name)
-)  # statements that bind no name outside their expressions and targets
-
-
-def _may_bind(path: list[ast.AST], head: str) -> bool:
-    """Whether the word ``head`` at the position ``path`` leads to may bind it (True when unsure)."""
-    for node in path:
-        if isinstance(node, ast.JoinedStr):  # f-string positions are unreliable before 3.12
-            return any(
-                (isinstance(sub, ast.Name) and sub.id == head and type(sub.ctx) is not ast.Load)
-                or (isinstance(sub, ast.arg) and sub.arg == head)
-                for sub in ast.walk(node)
-            )
+def _binding(path: list[ast.AST], head: str) -> tuple[str, int] | None:
+    """How the occurrence of ``head`` at the end of ``path`` binds it: (where, how), where is
+    "here" (the statement's scope), "own" (the scope a def or class statement opens) or None for
+    an expression scope; None when it binds nothing (a read, a keyword argument, a comment...)."""
+    for index, node in enumerate(path):
+        if isinstance(node, ast.JoinedStr):  # positions inside f-strings are unreliable before 3.12
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.NamedExpr) and getattr(sub.target, "id", None) == head:
+                    return _expression_scope(path[:index], walrus=True), _OTHER  # type: ignore[return-value]
+            return None
     node = path[-1]
     if isinstance(node, ast.Name):
-        return node.id != head or type(node.ctx) is not ast.Load
+        if node.id != head or type(node.ctx) is ast.Load:
+            return None
+        walrus = len(path) > 1 and isinstance(path[-2], ast.NamedExpr) and path[-2].target is node  # type: ignore[attr-defined]
+        return _expression_scope(path[:-1], walrus=walrus), _OTHER  # type: ignore[return-value]
     if isinstance(node, ast.arg):
-        return node.arg == head
-    if isinstance(node, (ast.keyword, ast.Constant, ast.Attribute)):
-        return False  # a keyword argument's name, a literal's text, an attribute's name
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return node.name == head
-    if isinstance(node, (ast.Global, ast.Nonlocal)):
-        return head in node.names
+        if node.arg != head:
+            return None
+        if any(isinstance(outer, ast.Lambda) for outer in path):
+            return (None, _OTHER)  # type: ignore[return-value]
+        return ("own", _OTHER)
+    root = path[0]
+    if node is root:  # the statement's own words: a def or class name, a declaration, a comment
+        if isinstance(node, _SCOPE_DEFS):
+            return ("here", _OTHER) if node.name == head else None
+        if isinstance(node, ast.Global):
+            return ("here", _GLOBAL) if head in node.names else None
+        if isinstance(node, ast.Nonlocal):
+            return ("here", _NONLOCAL) if head in node.names else None
+        return None
     if isinstance(node, ast.ExceptHandler):
-        return node.name == head
+        return ("here", _OTHER) if node.name == head else None
     if isinstance(node, _NAMED_NODES):
-        return getattr(node, "name", None) == head
+        return ("here", _OTHER) if node.name == head else None  # type: ignore[attr-defined]
     if isinstance(node, ast.MatchMapping):
-        return node.rest == head
-    if isinstance(node, ast.Lambda):
-        return head in _lambda_params(node.args)
-    if isinstance(node, ast.pattern):
-        return False  # a class pattern's keyword
-    if isinstance(node, ast.expr):
-        return False  # a comment inside the expression
-    return not isinstance(node, _QUIET_STATEMENTS)  # a comment or a keyword of a known statement
+        return ("here", _OTHER) if node.rest == head else None
+    if isinstance(node, _TYPE_PARAMS):
+        return ("own", _OTHER) if node.name == head else None  # type: ignore[attr-defined]
+    return None  # a keyword argument's name, an attribute, a literal's text, a comment
+
+
+def _expression_scope(path: list[ast.AST], walrus: bool) -> str | None:
+    """"here" when a target at the end of ``path`` binds in the statement's scope, None when it
+    binds in a lambda's or a comprehension's (a walrus passes through comprehensions)."""
+    for node in reversed(path):
+        if isinstance(node, ast.Lambda):
+            return None
+        if isinstance(node, _COMPREHENSIONS) and not walrus:
+            return None
+    return "here"
 
 
 _ASCII_IDENTIFIER = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _FOLLOWER = re.compile(r"[ \t]*([.(\[]?)")
 _NAMING_KEYWORDS = ("def", "class", "type")
-_SMALL_STATEMENT = 30  # lines: a statement this small is walked whole for its bindings
+_WORD_PATTERNS: dict[str, re.Pattern[str]] = {}
 
 
 def _identifier_char(char: str) -> bool:
     if char in _ASCII_IDENTIFIER:
         return True
     return not char.isascii() and ("a" + char).isidentifier()
-
-
-def _header_bindings(stmt: ast.stmt) -> set[str]:
-    """Every name ``stmt``'s own text binds (its nested blocks left out), generously: targets,
-    walrus targets, parameters (lambdas' too), comprehension targets, def/class names, except
-    and match names, global/nonlocal names, type parameters."""
-    bound: set[str] = set()
-    name = getattr(stmt, "name", None)
-    if isinstance(name, str):
-        bound.add(name)
-    bound.update(getattr(stmt, "names", None) or ())  # global / nonlocal (imports are not asked)
-    bound.update(handler.name for handler in getattr(stmt, "handlers", None) or () if handler.name)
-    for root in _header_nodes(stmt):
-        for node in ast.walk(root):
-            kind = type(node)
-            if kind is ast.Name:
-                if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
-                    bound.add(node.id)  # type: ignore[attr-defined]
-            elif kind is ast.arg:
-                bound.add(node.arg)  # type: ignore[attr-defined]
-            elif isinstance(node, (ast.ExceptHandler, ast.MatchMapping, *_NAMED_NODES)):
-                for field in ("name", "rest"):
-                    value = getattr(node, field, None)
-                    if isinstance(value, str):
-                        bound.add(value)
-    return bound
-
-
-_WORD_PATTERNS: dict[str, re.Pattern[str]] = {}
 
 
 def _words(text: str, word: str) -> Iterator[int]:
@@ -599,17 +480,14 @@ class Resolver:
         self._lines: list[str] | None = None
         self._blocks: dict[int, _Block | None] = {}
         self._headers: dict[int, dict[_Pos, tuple[str, bool, _Scopes]]] = {}
+        self._sorted: dict[int, tuple[list[_Pos], list[ast.AST]]] = {}  # `_path`'s children by start
         self._frames: dict[int, _Frame] = {}
-        self._fallback_map: dict[str, frozenset[str]] | None = None
-        self._global_imports: dict[str, frozenset[str]] | None = None
-        self._symbols: object = None  # the symbol table, built by the first `at` that needs it
-        self.fallback = False  # True once the symbol table failed: `at` answers from the import map
+        self._binders: dict[str, list[_Frame]] = {}  # name -> the scopes binding or declaring it
+        self._static: dict[str, frozenset[str] | None] = {}
+        self._in_expressions: set[str] = set()  # names a lambda or a comprehension binds
+        self._done: set[str] = set()  # the names `_facts` has looked for
         self._module = _Frame("module", tree, None)
-        self._module._chain = []
-        module_imports, self._imported, self._inner_imports = self._scan_imports()
-        self._module._imports = module_imports
-        self._static: dict[str, frozenset[str] | None] = {}  # `static`'s answers, computed on demand
-        self._bindings: dict[int, set[str]] = {}  # names bound in a statement's own text, by id
+        self._imported = self._scan_imports()
 
     # ---- public API ----------------------------------------------------------------------
 
@@ -618,16 +496,17 @@ class Resolver:
         else in the file (no parameter, target, def/class name, global/nonlocal, del, import in
         an inner scope): the qualified names it stands for, wherever it is read. frozenset() when
         the name is never imported anywhere. None when the answer depends on the position (then
-        call `at`)."""
+        call `at`). The first call for a name looks at where its text occurs."""
         if head not in self._imported:
             return EMPTY
-        if head in self._static:
-            return self._static[head]
-        names = self._module._imports.get(head)  # type: ignore[union-attr]
-        if names is not None and (head in self._inner_imports or self._bound_elsewhere(head)):
-            names = None
-        self._static[head] = names
-        return names
+        if head not in self._static:
+            self._facts(head)
+            binders = self._binders[head]
+            only_imports = (
+                binders == [self._module] and self._module.facts[head] == _IMPORT and head not in self._in_expressions
+            )
+            self._static[head] = self._module.imports(head) if only_imports else None
+        return self._static[head]
 
     def at(self, head: str, line: int, column: int) -> frozenset[str]:
         """The qualified names of the name ``head`` read at ``line`` (from 1), ``column`` (from 0,
@@ -645,25 +524,13 @@ class Resolver:
         if ident != head or not is_read:
             return EMPTY
         static = self.static(head)
-        if static is not None:
-            return static
-        if self._symbols is None:
-            self._build_symbols()
-        if self.fallback:
-            return self._imports_anywhere().get(head, EMPTY)
-        try:
-            return self._resolve(head, scopes, pos)
-        except _Mismatch:
-            return self._imports_anywhere().get(head, EMPTY)
+        return static if static is not None else self._resolve(head, scopes, pos)
 
-    # ---- the fast path -------------------------------------------------------------------
+    # ---- imports and bindings ------------------------------------------------------------
 
-    def _scan_imports(self) -> tuple[dict[str, frozenset[str]], set[str], set[str]]:
-        """(the module scope's imports, every name imported anywhere, the names imported in an
-        inner scope). Every import statement holds the word ``import``: only those statements
-        are looked at."""
-        module: dict[str, set[str]] = {}
-        inner: dict[str, set[str]] = {}
+    def _scan_imports(self) -> set[str]:
+        """Every name imported anywhere; records each importing scope's facts. The statements
+        at the places of the word ``import`` are all the import statements."""
         seen: set[int] = set()
         spans: list[tuple[_Pos, _Pos]] = []
         text = self._text
@@ -671,27 +538,37 @@ class Resolver:
         for at in _words(text, "import"):
             line += text.count("\n", last, at)
             last = at
-            found = self._descend((line, self._byte_offset(at, line)))
+            found = self._descend((line, self._byte_offset(at)))
             if found is None:
                 continue
             stmt, frame, _ = found
             if id(stmt) in seen or not isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 continue
             seen.add(id(stmt))
-            _bind_imports(stmt, module if frame is self._module else inner)
             spans.append((_start(stmt), _end(stmt)))
+            for name in frame.add_import(stmt):
+                self._note(name, frame, _IMPORT)
         spans.sort()
         self._import_starts = [span[0] for span in spans]
         self._import_ends = [span[1] for span in spans]
-        imported = set(module) | set(inner)
-        return {name: frozenset(names) for name, names in module.items()}, imported, set(inner)
+        return set(self._binders)
 
-    def _bound_elsewhere(self, head: str) -> bool:
-        """Whether ``head`` may be bound otherwise than by a module-level import. The statements
-        holding the word are looked at, but for the plain reads: ``head.``, ``head(`` and
-        ``head[`` (unless after ``def``, ``class`` or ``type``)."""
+    def _note(self, name: str, frame: _Frame, how: int) -> None:
+        facts = frame.facts.get(name, 0)
+        if not facts:
+            self._binders.setdefault(name, []).append(frame)
+        frame.facts[name] = facts | how
+
+    def _facts(self, head: str) -> None:
+        """Record every scope that binds or declares ``head`` (once per name). Each occurrence
+        of the word is looked at, but for the plain reads: ``head.``, ``head(``, ``head[``
+        (unless after ``def``, ``class`` or ``type``) and those in import statements."""
+        if head in self._done:
+            return
+        self._done.add(head)
         text = self._text
         follow = _FOLLOWER.match
+        seen: set[tuple[int, _Pos]] = set()
         line, last = 1, 0
         for at in _words(text, head):
             if at and text[at - 1] == ".":
@@ -703,34 +580,54 @@ class Resolver:
                 continue  # a call or a subscript, not `def head(`, `class head[T]`, `type head[T]`
             line += text.count("\n", last, at)
             last = at
-            pos = (line, self._byte_offset(at, line))
+            pos = (line, self._byte_offset(at))
             index = bisect_right(self._import_starts, pos) - 1
             if index >= 0 and pos < self._import_ends[index]:
                 continue  # imports are `_scan_imports`'s
             found = self._descend(pos)
             if found is None:
                 continue  # a comment between statements
-            stmt = found[0]
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            stmt, frame, _ = found
+            path = self._path(stmt, pos)
+            binding = _binding(path, head)
+            if binding is None:
                 continue
-            if _SMALL_STATEMENT >= (stmt.end_lineno or stmt.lineno) - stmt.lineno:
-                bindings = self._bindings.get(id(stmt))
-                if bindings is None:
-                    bindings = self._bindings[id(stmt)] = _header_bindings(stmt)
-                if head in bindings:
-                    return True
-            elif _may_bind(_path(stmt, pos), head):
-                return True
-        return False
+            where, how = binding
+            if where is None:  # a lambda's parameter, a comprehension's target
+                self._in_expressions.add(head)
+                continue
+            key = (id(stmt), _end(path[-1]))
+            if key in seen:
+                continue
+            seen.add(key)
+            self._note(head, self._frame(stmt, frame) if where == "own" else frame, how)
 
-    def _byte_offset(self, at: int, line: int) -> int:
-        """The column (UTF-8 bytes, as ast counts) of the text offset ``at`` on ``line``."""
+    # ---- positions -----------------------------------------------------------------------
+
+    def _path(self, stmt: ast.stmt, pos: _Pos) -> list[ast.AST]:
+        """``stmt`` and the nodes of its own text that hold ``pos``, outermost first (bisecting
+        each node's children: a statement may be a dict literal of thousands of lines)."""
+        path: list[ast.AST] = [stmt]
+        node: ast.AST = stmt
+        while True:
+            sorted_children = self._sorted.get(id(node))
+            if sorted_children is None:
+                children = _positioned(node)
+                starts = [(child.lineno, child.col_offset) for child in children]  # type: ignore[attr-defined]
+                sorted_children = self._sorted[id(node)] = (starts, children)
+            starts, children = sorted_children
+            index = bisect_right(starts, pos) - 1
+            if index < 0 or not pos < _end(children[index]):
+                return path
+            node = children[index]
+            path.append(node)
+
+    def _byte_offset(self, at: int) -> int:
+        """The column (UTF-8 bytes, as ast counts) of the text offset ``at``."""
         start = self._text.rfind("\n", 0, at) + 1
         if self._ascii:
             return at - start
         return len(self._text[start:at].encode("utf-8", "surrogatepass"))
-
-    # ---- positions -----------------------------------------------------------------------
 
     def _byte_column(self, line: int, column: int) -> int:
         if self._ascii:
@@ -795,23 +692,6 @@ class Resolver:
 
     # ---- resolution ----------------------------------------------------------------------
 
-    def _build_symbols(self) -> None:
-        try:
-            if _symtable is None:
-                raise RuntimeError("no _symtable")
-            top = _symtable.symtable(self.source, "<module>", "exec")
-        except (SyntaxError, ValueError, RecursionError, MemoryError, RuntimeError, TypeError):
-            self.fallback = True
-            self._symbols = False
-            return
-        self._symbols = top
-        self._module._table = top
-
-    def _imports_anywhere(self) -> dict[str, frozenset[str]]:
-        if self._fallback_map is None:
-            self._fallback_map = dict(import_map(self.tree))
-        return self._fallback_map
-
     def _resolve(self, head: str, scopes: _Scopes, pos: _Pos) -> frozenset[str]:
         own = scopes[-1]  # the scope the read runs in, where the order of statements counts
         innermost = True
@@ -826,63 +706,35 @@ class Resolver:
             if scope.kind == "class" and not innermost:
                 continue  # a class scope is invisible from the scopes nested in it
             innermost = False
-            flags = scope.table().symbols.get(head)  # type: ignore[attr-defined]
-            if flags is not None:
-                where = (flags >> SCOPE_OFF) & SCOPE_MASK
-                if where == GLOBAL_EXPLICIT or where == GLOBAL_IMPLICIT:
-                    return self._module_names(head)
-                if scope.kind == "class" and flags & DEF_BOUND:
-                    first = scope.first_binding(head)
-                    if first is not None and pos < first:  # read before the class binds it:
-                        return self._module_names(head)  # LOAD_NAME looks in the module
-                    return scope.imports(head) if flags & DEF_IMPORT else EMPTY
-                if flags & DEF_IMPORT:
-                    if scope is own:  # before the import: the other binding, or unbound
-                        first = scope.first_import(head)
-                        if first is not None and pos < first:
-                            return EMPTY
-                    return scope.imports(head)
-                if flags & (DEF_LOCAL | DEF_PARAM) and where in (LOCAL, CELL):
-                    return EMPTY
-                if where != FREE and scope.kind == "class":
-                    return self._module_names(head)
-            for table in scope.between():  # 3.12+: type parameters
-                flags = table.symbols.get(head)  # type: ignore[attr-defined]
-                if flags is not None and flags & DEF_BOUND:
-                    return EMPTY
+            facts = scope.facts.get(head, 0)
+            if facts & _GLOBAL:
+                return self._module_names(head)
+            if facts & _NONLOCAL or not facts & (_IMPORT | _OTHER):
+                continue  # bound further out
+            if scope.kind == "class":
+                first = scope.first_binding(head)
+                if first is not None and pos < first:  # read before the class binds it:
+                    return self._module_names(head)  # LOAD_NAME looks in the module
+                return scope.imports(head) if facts & _IMPORT else EMPTY
+            if facts & _IMPORT:
+                if scope is own:  # before the scope's import: the other binding, or unbound
+                    first = scope.first_import(head)
+                    if first is not None and pos < first:
+                        return EMPTY
+                return scope.imports(head)
+            return EMPTY  # a local, a parameter, an enclosing function's local
         return self._module_names(head)
 
-    def _has_global_imports(self) -> bool:
-        """Whether a function or class imports a name it declares ``global``."""
-        stack = list(self._symbols.children)  # type: ignore[attr-defined]
-        while stack:
-            table = stack.pop()
-            stack.extend(table.children)
-            for flags in table.symbols.values():
-                if flags & DEF_IMPORT and (flags >> SCOPE_OFF) & SCOPE_MASK == GLOBAL_EXPLICIT:
-                    return True
-        return False
-
     def _module_names(self, head: str, pos: _Pos | None = None) -> frozenset[str]:
-        """The module's names for ``head``; with ``pos``, for a read in the module scope itself,
-        none of its own imports that come later."""
-        flags = self._module.table().symbols.get(head, 0)  # type: ignore[attr-defined]
-        names = self._module.imports(head) if flags & DEF_IMPORT else EMPTY
+        """The module's names for ``head``, those imported by functions that declare it
+        ``global`` included; with ``pos``, for a read in the module scope itself, without the
+        module's own imports that come after it."""
+        names = self._module.imports(head) if self._module.facts.get(head, 0) & _IMPORT else EMPTY
         if names and pos is not None:
             first = self._module.first_import(head)
             if first is not None and pos < first:
                 names = EMPTY
-        if self._global_imports is None:
-            self._global_imports = _global_imports(self.tree) if self._has_global_imports() else {}
-        return names | self._global_imports.get(head, EMPTY)
-
-
-def _sub_blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
-    for name in _BLOCK_FIELDS:
-        block = getattr(stmt, name, None)
-        if block:
-            yield block
-    for name in _CLAUSE_FIELDS:
-        for clause in getattr(stmt, name, None) or ():
-            if clause.body:
-                yield clause.body
+        for frame in self._binders.get(head, ()):
+            if frame is not self._module and frame.facts[head] & _GLOBAL and frame.facts[head] & _IMPORT:
+                names = names | frame.imports(head)
+        return names

@@ -1,0 +1,256 @@
+"""Differential check of torchport's scope resolver against LibCST's QualifiedNameProvider (and of
+its scope facts and `static` answers against the stdlib's symbol table).
+
+Usage: python scripts/resolver_diff.py CORPUS_DIR [--all] [--examples N] [--time]
+
+For every .py file under CORPUS_DIR, every Name read (LibCST: not an Attribute's attr, not a
+keyword-argument name, not an import's or a pattern's name, not a target) whose head is imported
+somewhere in the file and whose QNP names or resolver names start with "torch" (every imported
+head with --all) is compared: QNP's names whose source is IMPORT (an access moved onto an
+attribute chain, `torch.cuda` of `import torch.cuda`, is brought back to its head) against
+`Resolver.at(head, line, column)`. Prints the counts and examples of the disagreements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import libcst as cst  # noqa: E402
+from libcst.metadata import (  # noqa: E402
+    ExpressionContext,
+    ExpressionContextProvider,
+    MetadataWrapper,
+    PositionProvider,
+    QualifiedNameProvider,
+    QualifiedNameSource,
+    ScopeProvider,
+)
+
+from torchport.codemods._scope import Resolver  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tests"))
+from test_scope import _facts_mismatches  # noqa: E402 - the symbol-table oracle of the scope facts
+
+
+class _NotReads(cst.CSTVisitor):
+    """Names that are not reads although ExpressionContextProvider may say LOAD."""
+
+    def __init__(self) -> None:
+        self.skip: set[int] = set()
+
+    def _skip_all(self, node: cst.CSTNode) -> None:
+        class _All(cst.CSTVisitor):
+            def visit_Name(inner, name: cst.Name) -> None:  # noqa: N805
+                self.skip.add(id(name))
+
+        node.visit(_All())
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        self._skip_all(node)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        self._skip_all(node)
+        return False
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self._skip_all(node)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self._skip_all(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.skip.add(id(node.attr))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.skip.add(id(node.keyword))
+
+    def visit_MatchAs(self, node: cst.MatchAs) -> None:
+        if node.name is not None:
+            self.skip.add(id(node.name))
+
+    def visit_MatchStar(self, node: cst.MatchStar) -> None:
+        if node.name is not None:
+            self.skip.add(id(node.name))
+
+    def visit_MatchMapping(self, node: cst.MatchMapping) -> None:
+        if node.rest is not None:
+            self.skip.add(id(node.rest))
+
+    def visit_MatchKeywordElement(self, node: cst.MatchKeywordElement) -> None:
+        self.skip.add(id(node.key))
+
+
+def _head(node: cst.CSTNode) -> tuple[cst.Name | None, int]:
+    depth = 0
+    while isinstance(node, cst.Attribute):
+        node = node.value
+        depth += 1
+    return (node, depth) if isinstance(node, cst.Name) else (None, 0)
+
+
+def qnp_reads(source: str) -> list[tuple[str, int, int, frozenset[str]]]:
+    """(head, line, column, QNP's IMPORT names brought back to the head) for every Name read."""
+    wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
+    scopes = wrapper.resolve(ScopeProvider)
+    qnp = wrapper.resolve(QualifiedNameProvider)
+    positions = wrapper.resolve(PositionProvider)
+    contexts = wrapper.resolve(ExpressionContextProvider)
+    by_head: dict[int, set[str]] = {}
+    for scope in {s for s in scopes.values() if s is not None}:
+        for node in list(scope._accesses_by_node):  # noqa: SLF001 - where QNP found each access
+            head, depth = _head(node)
+            if head is None:
+                continue
+            found = qnp.get(node, set())
+            if not isinstance(found, (set, frozenset)):
+                found = found()  # LibCST >= 1.8 resolves lazily
+            names = by_head.setdefault(id(head), set())
+            for q in found:
+                if q.source == QualifiedNameSource.IMPORT:
+                    names.add(q.name.rsplit(".", depth)[0] if depth else q.name)
+    not_reads = _NotReads()
+    wrapper.module.visit(not_reads)
+    reads = []
+    for node, context in contexts.items():
+        if isinstance(node, cst.Name) and context == ExpressionContext.LOAD and id(node) not in not_reads.skip:
+            start = positions[node].start
+            reads.append((node.value, start.line, start.column, frozenset(by_head.get(id(node), ()))))
+    return reads
+
+
+def symtable_static(source: str, resolver: Resolver) -> set[str]:
+    """The heads `Resolver.static` may answer for, from the symbol table (the exact rule)."""
+    import symtable
+
+    top = symtable.symtable(source, "<module>", "exec")
+    inner: set[str] = set()
+    stack = list(top.get_children())
+    while stack:
+        table = stack.pop()
+        stack.extend(table.get_children())
+        for symbol in table.get_symbols():
+            if (symbol.is_assigned() or symbol.is_parameter() or symbol.is_imported() or symbol.is_declared_global()
+                    or symbol.is_nonlocal() or symbol.is_local()):
+                inner.add(symbol.get_name())
+    found = set()
+    for name in resolver._imported:  # noqa: SLF001
+        try:
+            symbol = top.lookup(name)
+        except KeyError:
+            continue
+        if symbol.is_imported() and not symbol.is_assigned() and name not in inner:
+            found.add(name)
+    return found
+
+
+def check_static(source: str) -> tuple[list[str], list[str]]:
+    """(heads `static` answers for that the symbol table says are bound elsewhere: unsound,
+    heads it leaves to `at` that the symbol table says it could answer: only slower)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = ast.parse(source)
+    resolver = Resolver(tree, source)
+    try:
+        exact = symtable_static(source, resolver)
+    except SyntaxError:
+        return [], []
+    fast = {h for h in resolver._imported if resolver.static(h) is not None}  # noqa: SLF001
+    return sorted(fast - exact), sorted(exact - fast)
+
+
+def compare(source: str, only_torch: bool = True) -> tuple[int, list[tuple[str, int, int, frozenset[str], frozenset[str]]]]:
+    """(reads compared, disagreements as (head, line, column, qnp, resolver))."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = ast.parse(source)
+    resolver = Resolver(tree, source)
+    compared = 0
+    bad = []
+    for head, line, column, expected in qnp_reads(source):
+        if resolver.static(head) == frozenset():  # never imported in the file
+            if expected:
+                bad.append((head, line, column, expected, frozenset()))
+            continue
+        got = resolver.at(head, line, column)
+        if only_torch and not any(n.startswith("torch") for n in expected | got):
+            continue
+        compared += 1
+        if got != expected:
+            bad.append((head, line, column, expected, got))
+    return compared, bad
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("--all", action="store_true", help="every imported head, not only torch names")
+    parser.add_argument("--examples", type=int, default=30)
+    args = parser.parse_args()
+    files = sorted(p for p in args.corpus.rglob("*.py") if p.is_file())
+    totals: Counter[str] = Counter()
+    examples = []
+    slowest: list[tuple[float, float, float, str]] = []
+    for path in files:
+        try:
+            source = path.read_text(encoding="utf-8")
+            cst.parse_module(source)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(source)
+        except Exception:  # noqa: BLE001 - not Python 3 LibCST and CPython both read
+            totals["skipped files"] += 1
+            continue
+        totals["files"] += 1
+        parse, build = [], []
+        for _ in range(3):  # best of three: the machine may be busy
+            t0 = time.perf_counter()
+            ast.parse(source)
+            t1 = time.perf_counter()
+            resolver = Resolver(tree, source)
+            for head in list(resolver._imported):  # noqa: SLF001 - `static` of every imported name
+                resolver.static(head)
+            t2 = time.perf_counter()
+            parse.append(t1 - t0)
+            build.append(t2 - t1)
+        slowest.append((min(build), min(parse), len(source), str(path)))
+        try:
+            wrong_facts = _facts_mismatches(source)
+        except SyntaxError:  # the symbol table refuses it
+            wrong_facts = []
+            totals["files symtable refuses"] += 1
+        totals["scope facts differing from symtable"] += len(wrong_facts)
+        examples.extend(f"{path}: facts {m}" for m in wrong_facts)
+        unsound, slow = check_static(source)
+        totals["static heads unsound"] += len(unsound)
+        totals["static heads left to at()"] += len(slow)
+        examples.extend(f"{path}: static() answered for {h} although bound elsewhere" for h in unsound)
+        compared, bad = compare(source, only_torch=not args.all)
+        totals["compared"] += compared
+        totals["disagreements"] += len(bad)
+        for head, line, column, expected, got in bad:
+            examples.append(f"{path}:{line}:{column} {head}: qnp={sorted(expected)} resolver={sorted(got)}")
+    print(dict(totals))
+    for example in examples[: args.examples]:
+        print(" ", example)
+    if slowest:
+        build = sum(s[0] for s in slowest)
+        parse = sum(s[1] for s in slowest)
+        print(f"Resolver build + static() of every imported name {build:.3f}s vs ast.parse {parse:.3f}s"
+              f" over {len(slowest)} files ({build / parse:.0%})")
+        big = max(slowest, key=lambda s: s[2])
+        print(f"largest file {big[3]} ({big[2]} chars): build + static {big[0] * 1000:.2f} ms, parse {big[1] * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -27,6 +27,8 @@ from torchport.config import DEFAULT, Settings
 RULES = RULES_BY_CODE
 
 _SUPPRESSION = re.compile(r"#\s*torchport:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
+# A project's own mark for a line that is CUDA on purpose (DeepSpeed writes `#ignore-cuda`): every rule.
+_CUDA_ON_PURPOSE = re.compile(r"#\s*ignore[-_]cuda\b")
 
 
 class _Prefilter:
@@ -72,13 +74,16 @@ class Migration:
 
 
 def suppressions(source: str) -> dict[int, frozenset[str] | None]:
-    """Lines carrying ``# torchport: ignore`` (None: every rule) or ``# torchport: ignore[TP001,TP1]``."""
+    """Lines carrying ``# torchport: ignore`` (None: every rule) or ``# torchport: ignore[TP001,TP1]``, and
+    lines a project marks as CUDA on purpose (``#ignore-cuda``: every rule)."""
     found: dict[int, frozenset[str] | None] = {}
-    if "torchport:" not in source:
+    if "torchport:" not in source and "ignore" not in source:
         return found
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.COMMENT and (match := _SUPPRESSION.search(token.string)):
+            if token.type == tokenize.COMMENT and _CUDA_ON_PURPOSE.search(token.string):
+                found[token.start[0]] = None
+            elif token.type == tokenize.COMMENT and (match := _SUPPRESSION.search(token.string)):
                 codes = match.group(1)
                 found[token.start[0]] = (
                     None if codes is None else frozenset(c.strip() for c in codes.split(",") if c.strip())

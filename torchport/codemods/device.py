@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import cuda_literal_index, is_cuda_literal, keyword_arg, string_value
+from torchport.codemods._base import CUDA_DEVICE_RE, cuda_literal_index, is_cuda_literal, keyword_arg, string_value
 from torchport.codemods._rule import Example, Rule
 
 if TYPE_CHECKING:
@@ -106,6 +106,23 @@ def is_device_string(node: cst.BaseExpression) -> bool:
     return is_cuda_literal(node) or runtime_string(node)
 
 
+def _multi_device(m: Migrator) -> bool:
+    """Whether the module names two or more fixed CUDA indices (``"cuda:0"`` and ``"cuda:1"``)."""
+    found = m.store("TP002").get("multi")
+    if found is None:
+        indices: set[str] = set()
+        if m.syntax is not None and re.search(r"cuda:\d", m.source):
+            import ast
+
+            for node in ast.walk(m.syntax):  # string constants in code, not comments
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    match = CUDA_DEVICE_RE.match(node.value)
+                    if match and match.group(1) is not None:
+                        indices.add(match.group(1))
+        found = m.store("TP002")["multi"] = len(indices) > 1
+    return found
+
+
 def rewrite_string(m: Migrator, code: str, original: cst.BaseExpression,
                    updated: cst.BaseExpression) -> cst.BaseExpression | None:
     """Replace a CUDA device string whose context ``code`` gave it: a device, a str, or a device type.
@@ -117,6 +134,11 @@ def rewrite_string(m: Migrator, code: str, original: cst.BaseExpression,
     if context is None or context[1] != code:
         return None
     kind = context[0]
+    if _multi_device(m) and re.search(r"cuda:\d", cst.Module([]).code_for_node(original)):
+        m.mark_handled(original)  # `cuda:0` and `cuda:1` in one module: code for two GPUs
+        m.report("TP102", original, "a CUDA device with a fixed index in a module that names several: code written "
+                 "for more than one GPU; left unchanged")
+        return None
     if runtime_string(updated):
         if kind == "type" or not m.apply(code, original):
             return None
@@ -459,6 +481,12 @@ class AvailabilityIdiom(Rule):
         if not shape[2] or shape[3]:  # no CUDA branch, or already picks MPS/XPU too
             for branch in (node.body, node.orelse):
                 m.mark_handled(branch)
+            m.skip_region(node)
+            return True
+        if shape[1] is not None and _multi_device(m):
+            m.mark_handled(node)
+            m.report("TP102", node, "a CUDA device with a fixed index in a module that names several: code written "
+                     "for more than one GPU; left unchanged")
             m.skip_region(node)
             return True
         m.store(self)[id(node)] = (shape[0], shape[1])

@@ -37,6 +37,9 @@ _OTHER_BACKENDS = re.compile(r"^torch\.(?:backends\.mps|mps|xpu|accelerator|npu|
 _OTHER_DEVICE_STRINGS = frozenset({"mps", "xpu", "npu", "hpu", "mlu", "musa"})
 _ACCELERATOR_CLASS = re.compile(r"(?i)^(?:cuda|npu|mlu|hpu|xpu|mps|cpu|gaudi|ascend|musa)_?accelerator$")
 _PROCESS_COUNT = re.compile(r"(?i)^(?:world_size|nprocs|n_?procs|num_?processes|nproc_per_node|ngpus_per_node)$")
+_COLLECTIVES = frozenset({"all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "broadcast",
+                          "reduce", "all_to_all", "all_to_all_single", "gather", "scatter", "send", "recv",
+                          "isend", "irecv", "all_gather_list", "all_reduce_dict"})
 _SPAWN = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
                     "torch.multiprocessing.spawn.spawn", "torch.multiprocessing.spawn.start_processes"})
 _CUDA_TEST_DECORATOR = re.compile(r"(?i)(?:requires?_?(?:torch_)?(?:cuda|gpu)|skip_?(?:if_?)?(?:no|without)_?(?:cuda|gpu)|"
@@ -83,6 +86,9 @@ class _Scan(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name in _COLLECTIVES:  # a tensor for NCCL: gloo on MPS or XPU could not take it
+            self.cuda_only = True
         if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to"):
             self.chooses = True
         if self.m.has_qname(func, "torch.device"):
@@ -193,7 +199,7 @@ class _OtherBackends(cst.CSTVisitor):
 _OTHER_TEXT = re.compile(r"\b(?:mps|xpu|npu|hpu|mlu|musa)\b|accelerator")
 _CUDA_FUNCTION = re.compile(r"^cuda$|cuda_?graph|cudagraph", re.I)
 _CUDA_ONLY_IMPORT = re.compile(r"^(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda|"
-                               r"numba\.cuda)(?:\.|$)")
+                               r"numba\.cuda|tensorrt|polygraphy|cuda)(?:\.|$)")
 _PORTABLE_IMPORT = re.compile(r"^(?:torch_npu|habana_frameworks|intel_extension_for_pytorch|torch_mlu)(?:\.|$)|"
                               r"(?:^|\.)accelerator(?:\.|$)")
 
@@ -219,6 +225,26 @@ def _portable_or_cuda_only_module(m: Migrator, module: cst.Module) -> bool:
     return False
 
 
+_EXIT_CALLS = frozenset({"skip", "exit", "fail", "skipTest"})
+
+
+def _exits(block: cst.BaseSuite) -> bool:
+    """Whether a block ends by leaving: ``return``, ``raise``, ``continue``, ``sys.exit()``, ``pytest.skip()``."""
+    statements = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    last = statements[-1] if statements else None
+    if not isinstance(last, cst.SimpleStatementLine):
+        return False
+    small = last.body[-1]
+    if isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+        return True
+    call = small.value if isinstance(small, cst.Expr) else None
+    if isinstance(call, cst.Call):
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        return name in _EXIT_CALLS
+    return False
+
+
 def _if_chain(node: cst.If) -> list[cst.If]:
     chain = [node]
     while isinstance(chain[-1].orelse, cst.If):
@@ -240,6 +266,9 @@ def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
             and m.has_qname(test.left.func, _COUNT)):
         return True
     unsafe = m.unsafe_fixes
+    if (isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith"
+            and test.args and (string_value(test.args[0].value) or "").startswith("cuda")):
+        return True  # `device.startswith("cuda:")`
     if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
         return not (unsafe and m.enabled("TP007"))
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
@@ -333,6 +362,17 @@ class CudaGuard(Rule):
         if calls and message is not None and not m.in_skipped_region:
             m.report(self.code, where, message)
 
+    def _skip_rest_of_block(self, m: Migrator, node: cst.If) -> None:
+        parent = m.ancestors[-2] if len(m.ancestors) > 1 else None
+        body = parent.body if isinstance(parent, (cst.IndentedBlock, cst.Module)) else None
+        if body is None:
+            return
+        after = False
+        for statement in body:
+            if after:
+                m.skip_region(statement)
+            after = after or statement is node
+
     def visit_Module(self, m: Migrator, node: cst.Module) -> None:
         if _portable_or_cuda_only_module(m, node):
             m.skip_region(node)
@@ -375,6 +415,12 @@ class CudaGuard(Rule):
             m.skip_region(node.body)
         elif _cuda_detection(m, node.test):
             m.skip_region(node.body)
+        elif (isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not)
+              and _cuda_detection(m, node.test.expression)):
+            if node.orelse is not None:  # `if not x.is_cuda: ... else: <CUDA only>`
+                m.skip_region(node.orelse)
+            if _exits(node.body):  # `if not torch.cuda.is_available(): return`: the rest of the block is CUDA only
+                self._skip_rest_of_block(m, node)
 
     def visit_For(self, m: Migrator, node: cst.For) -> None:
         """``for i in range(torch.cuda.device_count()):`` runs its body only where CUDA devices are."""

@@ -303,9 +303,11 @@ class Migrator(cst.CSTTransformer):
         the node counts as handled, so no fallback diagnostic repeats it.
         """
         self.mark_handled(node)
-        if self._skip_depth:
-            return False
         start = self.start(node)
+        if self._skip_depth:  # accounted for: noted, not rewritten
+            self.report("TP110", node, f"left as written ({code} would apply): this code runs only on CUDA, or "
+                        "already supports several backends")
+            return False
         if not self.enabled(code) or self._is_suppressed(code, start.line):
             return False
         rule = RULES_BY_CODE[code]

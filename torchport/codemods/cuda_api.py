@@ -129,7 +129,7 @@ class CudaStreamApi(_Rename):
         return None
 
 
-_MEMORY = ("empty_cache", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+_MEMORY = ("empty_cache", "ipc_collect", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
            "reset_peak_memory_stats", "reset_max_memory_allocated", "memory_stats", "memory_summary", "mem_get_info")
 
 

@@ -30,6 +30,8 @@ _PARALLEL = frozenset({
 })
 _INIT = frozenset({"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"})
 _DEVICE_KEYWORDS = ("device_ids", "output_device")
+_FSDP = frozenset({"torch.distributed.fsdp.FullyShardedDataParallel",
+                   "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"})
 # Settings that hold a torch.distributed backend (not, e.g., DeepSpeed's `comm_backend_name`).
 _BACKEND_SETTING = re.compile(r"(?i)^(?:dist_|distributed_|ddp_|torch_|process_group_|pg_)?backend$")
 
@@ -161,19 +163,26 @@ class DdpDeviceIds(Rule):
 class ProcessGroupDeviceId(Rule):
     code = "TP032"
     name = "process-group-device-id"
-    summary = "`init_process_group(device_id=...)` with a backend torchport rewrote: gloo takes no CUDA device."
+    summary = ("`init_process_group(device_id=...)` with a backend torchport rewrote, and FSDP's CUDA `device_id`: "
+               "gloo and a CPU FSDP take no CUDA device.")
     before = 'init_process_group("nccl", device_id=dev)'
     after = "init_process_group(tp.distributed_backend(), device_id=tp.process_group_device_id(dev))"
-    names = _INIT
+    names = _INIT | _FSDP
     replaces = False
     examples = (
         Example("import torch\nimport torch.distributed as dist\n"
                 "dist.init_process_group(backend='nccl', device_id=torch.device('cuda', rank))\n",
                 "import torch\nimport torch.distributed as dist\n"
                 "dist.init_process_group(backend='nccl', device_id=tp.process_group_device_id(torch.device('cuda', rank)))\n"),
+        Example("import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "model = FSDP(model, device_id=torch.cuda.current_device())\n",
+                "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "model = FSDP(model, device_id=tp.process_group_device_id(torch.cuda.current_device()))\n"),
     )
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.Call | None:
+        if m.qnames(original.func) & _FSDP:
+            return self._fsdp(m, original, updated)
         if not m.qnames(original.func) & _INIT:
             return None
         if not any(_mentions_nccl(a.value) for a in original.args
@@ -185,6 +194,20 @@ class ProcessGroupDeviceId(Rule):
                     and m.runtime_call_name(arg.value) != "process_group_device_id"):
                 if m.apply(self.code, old.value):
                     arg, changed = arg.with_changes(value=m.runtime_call("process_group_device_id", [arg.value])), True
+            args.append(arg)
+        return updated.with_changes(args=args) if changed else None
+
+
+    def _fsdp(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.Call | None:
+        """FSDP's ``device_id``: a CUDA index (an int means CUDA) that FSDP cannot use on CPU or MPS."""
+        from torchport.codemods.device import is_current_device_call, is_index
+
+        args, changed = [], False
+        for old, arg in zip(original.args, updated.args):
+            if (arg.keyword is not None and arg.keyword.value == "device_id"
+                    and (is_index(old.value) or is_current_device_call(m, old.value))
+                    and m.runtime_call_name(arg.value) != "process_group_device_id" and m.apply(self.code, old.value)):
+                arg, changed = arg.with_changes(value=m.runtime_call("process_group_device_id", [arg.value])), True
             args.append(arg)
         return updated.with_changes(args=args) if changed else None
 

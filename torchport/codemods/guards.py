@@ -75,6 +75,7 @@ class _Scan(cst.CSTVisitor):
         self.m = m
         self.chooses = False
         self.cuda_only = False
+        self.inner: set[int] = set()  # parts of a longer chain: `torch.cuda.nvtx` of `torch.cuda.nvtx.range_push`
 
     def visit_Import(self, node: cst.Import) -> bool:
         self.cuda_only = True
@@ -95,12 +96,15 @@ class _Scan(cst.CSTVisitor):
             self.chooses = True
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.inner.add(id(node.value))
         self._check(node)
 
     def visit_Name(self, node: cst.Name) -> None:
         self._check(node)
 
     def _check(self, node: cst.CSTNode) -> None:
+        if id(node) in self.inner:
+            return
         for name in self.m.qnames(node):
             if name.startswith("torch.cuda.") and not _portable_cuda(name):
                 self.cuda_only = True
@@ -245,6 +249,23 @@ def _exits(block: cst.BaseSuite) -> bool:
     return False
 
 
+class _Ifs(cst.CSTVisitor):
+    """The ``if`` statements of a function body, not those of nested functions or classes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[cst.If] = []
+
+    def visit_If(self, node: cst.If) -> None:
+        self.found.append(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
 def _if_chain(node: cst.If) -> list[cst.If]:
     chain = [node]
     while isinstance(chain[-1].orelse, cst.If):
@@ -373,6 +394,20 @@ class CudaGuard(Rule):
                 m.skip_region(statement)
             after = after or statement is node
 
+    def _mixed(self, m: Migrator, function: cst.FunctionDef | None) -> bool:
+        """Whether ``function`` holds a guard that moves data but must stay a CUDA guard: then all its guards
+        stay, or on MPS some tensors would move and others not."""
+        if function is None:
+            return False
+        known = m.store(self).setdefault("mixed", {})
+        if id(function) not in known:
+            finder = _Ifs()
+            function.body.visit(finder)
+            known[id(function)] = any(
+                _guard_calls(m, branch.test)[0] and (scan := _scan(m, branch.body)).chooses and scan.cuda_only
+                for branch in finder.found)
+        return known[id(function)]
+
     def visit_Module(self, m: Migrator, node: cst.Module) -> None:
         if _portable_or_cuda_only_module(m, node):
             m.skip_region(node)
@@ -407,7 +442,8 @@ class CudaGuard(Rule):
         self._keep(m, other, node.test, "CUDA guard kept as written (it is true only where CUDA is)" if other else None)
         if positive:
             scan = _scan(m, node.body)
-            if scan.chooses and not scan.cuda_only:
+            function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
+            if scan.chooses and not scan.cuda_only and not self._mixed(m, function):
                 for call in positive:
                     self._rewrite(m, call, "is_available" if m.has_qname(call.func, _AVAILABLE) else "device_count")
                 return
@@ -472,8 +508,16 @@ class CudaGuard(Rule):
                 self._count(m, node.value)
 
     def _count(self, m: Migrator, value: cst.BaseExpression) -> None:
-        if isinstance(value, cst.Call) and not value.args and m.has_qname(value.func, _COUNT):
-            self._rewrite(m, value, "process_count")
+        calls = _Calls(m)
+        value.visit(calls)  # `n_workers or torch.cuda.device_count()` too
+        for call in calls.found:
+            if not call.args and m.has_qname(call.func, _COUNT):
+                self._rewrite(m, call, "process_count")
+
+    def visit_BinaryOperation(self, m: Migrator, node: cst.BinaryOperation) -> None:
+        """``rank % torch.cuda.device_count()``: a local rank from the number of devices, one process each."""
+        if isinstance(node.operator, (cst.Modulo, cst.FloorDivide)) and isinstance(node.right, cst.Call):
+            self._count(m, node.right)
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> None:
         """A guard call that no rule decided on stays as written, with a note."""

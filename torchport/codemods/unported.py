@@ -37,7 +37,7 @@ CUDA_ONLY_APIS = {
     "TP202": ("MemPool", "use_mem_pool", "CUDAPluggableAllocator", "change_current_allocator",
               "memory.CUDAPluggableAllocator", "memory.change_current_allocator", "set_per_process_memory_fraction",
               "caching_allocator_alloc", "caching_allocator_delete"),
-    "TP203": ("cudart", "ExternalStream", "ipc_collect", "get_stream_from_external", "can_device_access_peer",
+    "TP203": ("cudart", "ExternalStream", "get_stream_from_external", "can_device_access_peer",
               "comm", "nccl"),
     "TP204": ("memory._record_memory_history", "memory._dump_snapshot", "memory._snapshot", "memory_snapshot",
               "_record_memory_history", "_dump_snapshot"),

@@ -48,6 +48,7 @@ from ._extras import (
 )
 from ._memory import (
     empty_cache,
+    ipc_collect,
     max_memory_allocated,
     max_memory_reserved,
     mem_get_info,
@@ -77,6 +78,7 @@ __all__ = [
     "device_type",
     "distributed_backend",
     "empty_cache",
+    "ipc_collect",
     "get_device_capability",
     "get_device_name",
     "get_device_properties",

@@ -51,6 +51,16 @@ def empty_cache() -> None:
     return None
 
 
+def ipc_collect() -> None:
+    """Free CUDA memory that other processes released through IPC; mirrors ``torch.cuda.ipc_collect``.
+
+    On CUDA: exactly ``torch.cuda.ipc_collect()``. Elsewhere a no-op: only CUDA shares memory this way.
+    """
+    if _b._CUDA:
+        return torch.cuda.ipc_collect()
+    return None
+
+
 def memory_allocated(device: Device = None) -> int:
     """Return bytes held by tensors; mirrors ``torch.cuda.memory_allocated``.
 

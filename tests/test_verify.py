@@ -13,7 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from torchport.cli import app
-from torchport.verify import classify, parse_junit, pytest_index, with_junit
+import re
+import subprocess
+
+from torchport.verify import (UNITTEST_RESULTS_ENV, UNITTEST_RUNNER, classify, detect_test_runner, parse_junit,
+                              parse_unittest_results, pytest_index, with_junit, with_unittest_runner)
 
 CUDA_MODULE = """\
 import torch
@@ -213,3 +217,207 @@ def test_parse_junit_and_classify(tmp_path: Path) -> None:
         {"a": "passed", "b": "error", "c": "passed", "d": "error", "f": "passed"})}
     assert changes == {"a": "fixed", "b": "broken", "c": "unchanged", "d": "changed",
                        "e": "only_original", "f": "only_migrated"}
+
+
+# ---------------------------------------------------------------------------------------------- unittest
+
+# Two tests that need CUDA (they fail on a CPU-only machine before the port, pass after), one plain test, and
+# a class that exists only where a CUDA tensor can be made (so only in the migrated run).
+UNITTEST_CUDA_TESTS = """\
+import unittest
+
+import torch
+
+
+def cuda_ok():
+    try:
+        torch.zeros(1, device="cuda")
+    except (AssertionError, RuntimeError):
+        return False
+    return True
+
+
+class TestCuda(unittest.TestCase):
+    def test_zeros(self):
+        self.assertEqual(torch.zeros(2, device="cuda").sum().item(), 0)
+
+    def test_ones(self):
+        self.assertEqual(torch.ones(2).cuda().sum().item(), 2)
+
+    def test_plain(self):
+        self.assertEqual(1 + 1, 2)
+
+
+if cuda_ok():
+    class TestOnlyWithCuda(unittest.TestCase):
+        def test_there(self):
+            pass
+"""
+
+# Cannot even be imported before the port: an error for the module before, a passing test after.
+UNITTEST_CUDA_IMPORT = """\
+import unittest
+
+import torch
+
+DEVICE = torch.zeros(1, device="cuda").device
+
+
+class TestImported(unittest.TestCase):
+    def test_device(self):
+        self.assertIsNotNone(DEVICE)
+"""
+
+
+def test_unittest_discover_reports_two_fixed_tests(tmp_path: Path) -> None:
+    project = _write(tmp_path / "proj", {"tests/test_cuda.py": UNITTEST_CUDA_TESTS,
+                                         "tests/test_import.py": UNITTEST_CUDA_IMPORT})
+    reports = tmp_path / "r"
+    cmd = [sys.executable, "-m", "unittest", "discover", "-s", "tests", "-p", "test_*.py", "-v"]
+    code, output = _verify(str(project), "--report-dir", str(reports), "--", *cmd)
+    assert code == 0, output
+    assert "IMPROVED" in output and "2 fixed" in output
+    report = json.loads((reports / "verify.json").read_text())
+    outcomes = {t["id"]: (t["original"], t["migrated"], t["change"]) for t in report["tests"]}
+    assert outcomes == {
+        # torch's "not compiled with CUDA" is an AssertionError: unittest counts a failure, not an error
+        "test_cuda.TestCuda::test_zeros": ("failed", "passed", "fixed"),
+        "test_cuda.TestCuda::test_ones": ("failed", "passed", "fixed"),
+        "test_cuda.TestCuda::test_plain": ("passed", "passed", "unchanged"),
+        "test_cuda.TestOnlyWithCuda::test_there": (None, "passed", "only_migrated"),
+        "test_import": ("error", None, "only_original"),
+        "test_import.TestImported::test_device": (None, "passed", "only_migrated"),
+    }
+    assert report["counts"]["fixed"] == 2 and report["counts"]["broken"] == 0
+    assert report["verdict"] == "improved" and report["test_runner"] == "unittest" and not report["is_pytest"]
+    assert report["command"] == cmd
+    assert report["original"]["command"] == [sys.executable, str(UNITTEST_RUNNER), *cmd[3:]]
+    assert (report["original"]["exit_code"], report["migrated"]["exit_code"]) == (1, 0)
+    # unittest's own output, as the command prints it
+    assert report["original"]["stderr_tail"].endswith("FAILED (failures=2, errors=1)")
+    assert re.search(r"Ran 5 tests in .*\n\nOK", report["migrated"]["stderr_tail"])
+    md = (reports / "verify.md").read_text()
+    assert "| `test_cuda.TestCuda::test_zeros` | failed | passed | fixed |" in md
+    assert "2 fixed" in md
+
+
+def test_unittest_module_form_broken_test_exits_1(tmp_path: Path) -> None:
+    # No torch: the test reads the source, so it passes before the port and fails after it.
+    project = _write(tmp_path / "proj", {
+        "mod.py": "def f(x):\n    return x.cuda()\n",
+        "tests/__init__.py": "",
+        "tests/test_src.py": "import unittest\nfrom pathlib import Path\n\n\nclass TestSrc(unittest.TestCase):\n"
+                             "    def test_source_mentions_cuda(self):\n"
+                             "        self.assertIn('.cuda()', Path('mod.py').read_text())\n\n"
+                             "    def test_plain(self):\n        pass\n",
+    })
+    code, output = _verify(str(project), "--report-dir", str(tmp_path / "r"), "--",
+                           sys.executable, "-m", "unittest", "tests.test_src")
+    assert code == 1, output
+    report = json.loads((tmp_path / "r" / "verify.json").read_text())
+    assert report["verdict"] == "broken"
+    assert [(t["id"], t["change"]) for t in report["tests"]] == [
+        ("tests.test_src.TestSrc::test_source_mentions_cuda", "broken"),
+        ("tests.test_src.TestSrc::test_plain", "unchanged")]
+    assert "| `tests.test_src.TestSrc::test_source_mentions_cuda` | passed | failed | broken |" in (
+        tmp_path / "r" / "verify.md").read_text()
+
+
+UNITTEST_MIXED = """\
+import sys
+import unittest
+
+
+class TestMixed(unittest.TestCase):
+    def test_ok(self):
+        print("argv0", sys.argv[0], "path0", sys.path[0], "env", "TORCHPORT_VERIFY" in str(sys.modules["os"].environ))
+
+    def test_fail(self):
+        self.assertEqual(1, 2)
+
+    def test_error(self):
+        raise RuntimeError("boom")
+
+    @unittest.skip("no")
+    def test_skip(self):
+        pass
+
+    @unittest.expectedFailure
+    def test_xfail(self):
+        self.fail()
+
+    @unittest.expectedFailure
+    def test_xpass(self):
+        pass
+
+    def test_sub(self):
+        for i in range(3):
+            with self.subTest(i=i):
+                if i == 1:
+                    self.skipTest("one")
+                self.assertLess(i, 2)
+
+    def test_sub_ok(self):
+        for i in range(2):
+            with self.subTest(i=i):
+                if i == 1:
+                    self.skipTest("one")
+
+
+class TestSetup(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        raise RuntimeError("no gpu")
+
+    def test_never(self):
+        pass
+"""
+
+
+def test_unittest_runner_output_and_exit_code_match_python_m_unittest(tmp_path: Path) -> None:
+    project = _write(tmp_path / "proj", {"tests/__init__.py": "", "tests/test_mixed.py": UNITTEST_MIXED,
+                                         "tests/test_gone.py": "raise ImportError('no cuda')\n"})
+    results = tmp_path / "results.jsonl"
+    forms = [[], ["-v"], ["discover", "-s", "tests", "-p", "test_m*.py"], ["tests.test_mixed"],
+             ["-k", "ok", "tests.test_mixed.TestMixed"], ["--no-such-option"]]
+
+    def run(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+        proc = subprocess.run(argv, cwd=project, capture_output=True, text=True, env={**os.environ, **env})
+        times = re.compile(r"in \d+\.\d+s")
+        return proc.returncode, proc.stdout, times.sub("in Xs", proc.stderr)
+
+    for args in forms:
+        cmd = [sys.executable, "-m", "unittest", *args]
+        direct = run(cmd, {})
+        ours = run(with_unittest_runner(cmd), {UNITTEST_RESULTS_ENV: str(results)})
+        assert ours == direct, args
+        if args == ["-v"]:
+            assert "env False" in direct[1] and direct[0] == 1
+            assert parse_unittest_results(results) == {
+                "tests.test_mixed.TestMixed::test_ok": "passed", "tests.test_mixed.TestMixed::test_fail": "failed",
+                "tests.test_mixed.TestMixed::test_error": "error", "tests.test_mixed.TestMixed::test_skip": "skipped",
+                "tests.test_mixed.TestMixed::test_xfail": "skipped", "tests.test_mixed.TestMixed::test_xpass": "failed",
+                "tests.test_mixed.TestMixed::test_sub": "failed", "tests.test_mixed.TestMixed::test_sub_ok": "skipped",
+                "setUpClass (tests.test_mixed.TestSetup)": "error", "tests.test_gone": "error"}
+        results.unlink(missing_ok=True)
+
+
+def test_unittest_detection_and_results_parsing(tmp_path: Path) -> None:
+    from torchport import verify_unittest
+
+    assert verify_unittest.RESULTS_ENV == UNITTEST_RESULTS_ENV and Path(verify_unittest.__file__) == UNITTEST_RUNNER
+    runner = str(UNITTEST_RUNNER)
+    assert detect_test_runner(["python3", "-m", "unittest"]) == "unittest"
+    assert detect_test_runner(["python", "-X", "dev", "-munittest", "discover"]) == "unittest"
+    assert detect_test_runner(["python", "-m", "pytest"]) == "pytest"
+    assert detect_test_runner(["python", "-m", "unittest.mock"]) is None
+    assert detect_test_runner(["python", "-c", "x", "-m", "unittest"]) is None
+    assert detect_test_runner(["python", "run_tests.py"]) is None
+    assert with_unittest_runner(["python", "-W", "error", "-m", "unittest", "-v", "tests.test_x"]) == [
+        "python", "-W", "error", runner, "-v", "tests.test_x"]
+    assert with_unittest_runner(["python", "-munittest", "discover"]) == ["python", runner, "discover"]
+    lines = tmp_path / "r.jsonl"
+    lines.write_text('{"id": "a", "outcome": "passed"}\n{"id": "b", "outcome": "failed"}\n'
+                     '{"id": "b", "outcome": "passed"}\n{"id": "c", "outcome": "skipped"}\n{"id": "d", "outc')
+    assert parse_unittest_results(lines) == {"a": "passed", "b": "failed", "c": "skipped"}
+    assert parse_unittest_results(tmp_path / "missing.jsonl") == {}

@@ -3,8 +3,10 @@
 The project is copied twice into a temporary folder (``original/`` and ``migrated/``), so neither the
 command nor the migration ever writes into the user's tree. CMD runs in the original copy; the other copy
 is migrated by the ``torchport migrate --apply`` command line (a subprocess, as a user would run it); CMD
-then runs in the migrated copy. Exit codes are compared and, when CMD is pytest, so is each test's outcome
-(read from a JUnit XML file that verify asks pytest to write).
+then runs in the migrated copy. Exit codes are compared and, when CMD is pytest or ``python -m unittest``, so
+is each test's outcome: pytest is asked to write a JUnit XML file; ``python -m unittest ARGS`` runs as
+``python torchport/verify_unittest.py ARGS`` (unittest's own command line, same output and exit code, which
+also writes each test's outcome to a file).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ _SKIPPED_NAMES = frozenset({".git", ".hg", ".svn", "__pycache__", ".torchport_ca
                             ".mypy_cache", ".ruff_cache", ".tox", ".nox"})
 _TAIL_LINES = 40  # lines of stdout/stderr kept per run: enough for a traceback, small enough for a report
 _BAD = frozenset({"failed", "error"})
+_RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}  # a test reported twice keeps its worst outcome
 
 # How a test's outcome changed from the original run to the migrated one.
 FIXED, BROKEN, UNCHANGED, CHANGED = "fixed", "broken", "unchanged", "changed"
@@ -54,13 +57,14 @@ class RunResult:
     """One run of a command.
 
     Attributes:
-        command: the argv that ran (with verify's pytest options added).
+        command: the argv that ran (with verify's pytest options added, or unittest's runner swapped in).
         exit_code: the command's exit status; None when it timed out (it was killed).
         timed_out: whether it ran past the timeout.
         duration_s: wall-clock time in seconds.
         stdout_tail: the last lines of its stdout.
         stderr_tail: the last lines of its stderr.
         junit_xml: the JUnit XML file pytest wrote, or None (not pytest, or pytest wrote none).
+        unittest_results: the outcomes file verify's unittest runner wrote, or None (not unittest, or none).
     """
 
     command: list[str]
@@ -70,6 +74,7 @@ class RunResult:
     stdout_tail: str
     stderr_tail: str
     junit_xml: Optional[str] = None
+    unittest_results: Optional[str] = None
 
 
 @dataclass
@@ -94,6 +99,7 @@ class Verification:
     kept: bool
     timeout_s: float
     is_pytest: bool
+    test_runner: Optional[str]  # "pytest", "unittest" or None (CMD is neither: exit codes only)
     original: RunResult
     migration: RunResult
     migrated: RunResult
@@ -175,7 +181,8 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def run_command(argv: list[str], cwd: Path, timeout_s: float, logs: Path, name: str) -> RunResult:
+def run_command(argv: list[str], cwd: Path, timeout_s: float, logs: Path, name: str,
+                env: dict[str, str] | None = None) -> RunResult:
     """Run ``argv`` in ``cwd`` with output to files under ``logs``; kill its process group on timeout.
 
     Args:
@@ -184,6 +191,7 @@ def run_command(argv: list[str], cwd: Path, timeout_s: float, logs: Path, name: 
         timeout_s: wall-clock limit in seconds.
         logs: folder for ``<name>.stdout`` and ``<name>.stderr``.
         name: a label for the log files.
+        env: variables to add to :func:`child_env`'s.
 
     Returns:
         the run's exit code, duration (seconds) and output tails.
@@ -197,7 +205,7 @@ def run_command(argv: list[str], cwd: Path, timeout_s: float, logs: Path, name: 
         try:
             # A session of its own, so that a timeout kills the command's children too.
             proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                    env=child_env(), start_new_session=True)
+                                    env={**child_env(), **(env or {})}, start_new_session=True)
         except OSError as exc:
             raise VerifyError(f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
         timed_out = False
@@ -245,6 +253,26 @@ def resolve_command(cmd: list[str], root: Path) -> None:
 _PYTHON = re.compile(r"python[0-9.]*(\.exe)?$")
 
 
+def _python_module(cmd: list[str]) -> tuple[Optional[str], int, int]:
+    """For ``python [-X opt ...] -m MODULE ARGS...``: MODULE, where ``-m`` is and where ARGS start.
+
+    (None, 0, 0) when ``cmd`` is not a Python interpreter running a module.
+    """
+    program = Path(cmd[0]).name if cmd else ""
+    if not cmd or not (_PYTHON.match(program) or cmd[0] == sys.executable):
+        return None, 0, 0
+    i = 1
+    while i < len(cmd) and cmd[i].startswith("-"):
+        if cmd[i] == "-m":
+            return (cmd[i + 1], i, i + 2) if i + 1 < len(cmd) else (None, 0, 0)
+        if cmd[i].startswith("-m"):
+            return cmd[i][2:], i, i + 1
+        if cmd[i] in ("-c", "-", "--"):  # code, stdin or a script follows: not a module
+            return None, 0, 0
+        i += 2 if cmd[i] in ("-X", "-W") else 1
+    return None, 0, 0
+
+
 def pytest_index(cmd: list[str]) -> Optional[int]:
     """Where pytest's own arguments start in ``cmd``, or None when CMD is not pytest.
 
@@ -253,16 +281,49 @@ def pytest_index(cmd: list[str]) -> Optional[int]:
     program = Path(cmd[0]).name if cmd else ""
     if program in ("pytest", "py.test", "pytest.exe"):
         return 1
-    if not (_PYTHON.match(program) or cmd[0] == sys.executable):
-        return None
-    i = 1
-    while i < len(cmd) and cmd[i].startswith("-"):
-        if cmd[i] == "-m":
-            return i + 2 if i + 1 < len(cmd) and cmd[i + 1] == "pytest" else None
-        if cmd[i] == "-mpytest":
-            return i + 1
-        i += 2 if cmd[i] in ("-X", "-W") else 1
-    return None
+    module, _, args = _python_module(cmd)
+    return args if module == "pytest" else None
+
+
+def detect_test_runner(cmd: list[str]) -> Optional[str]:
+    """``"pytest"``, ``"unittest"`` (``python [-X opt ...] -m unittest ...``) or None (exit codes only)."""
+    if pytest_index(cmd) is not None:
+        return "pytest"
+    return "unittest" if _python_module(cmd)[0] == "unittest" else None
+
+
+UNITTEST_RUNNER = Path(__file__).with_name("verify_unittest.py")
+# verify_unittest.RESULTS_ENV, not imported: that would import unittest into every torchport command.
+UNITTEST_RESULTS_ENV = "TORCHPORT_VERIFY_UNITTEST_RESULTS"
+
+
+def with_unittest_runner(cmd: list[str]) -> list[str]:
+    """``python [opts] -m unittest ARGS`` as ``python [opts] .../verify_unittest.py ARGS`` (same interpreter)."""
+    module, m_at, args = _python_module(cmd)
+    if module != "unittest":
+        return list(cmd)
+    return [*cmd[:m_at], str(UNITTEST_RUNNER), *cmd[args:]]
+
+
+def parse_unittest_results(path: Path) -> dict[str, str]:
+    """Each test's outcome from the JSON lines verify's unittest runner wrote (worst outcome of a test wins).
+
+    Returns {} when the file is missing; an unreadable line (a run killed mid-write) is skipped.
+    """
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return {}
+    outcomes: dict[str, str] = {}
+    for line in lines:
+        try:
+            record = json.loads(line)
+            test_id, outcome = str(record["id"]), str(record["outcome"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if outcome in _RANK and _RANK[outcome] >= _RANK.get(outcomes.get(test_id, "passed"), 0):
+            outcomes[test_id] = outcome
+    return outcomes
 
 
 def with_junit(cmd: list[str], junit: Path) -> list[str]:
@@ -283,7 +344,6 @@ def parse_junit(path: Path) -> dict[str, str]:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError):
         return {}
-    rank = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
     outcomes: dict[str, str] = {}
     for case in root.iter("testcase"):
         classname, name = case.get("classname", ""), case.get("name", "")
@@ -291,7 +351,7 @@ def parse_junit(path: Path) -> dict[str, str]:
         tags = {child.tag for child in case}
         outcome = ("error" if "error" in tags else "failed" if "failure" in tags
                    else "skipped" if "skipped" in tags else "passed")
-        if rank[outcome] >= rank.get(outcomes.get(test_id, "passed"), 0):
+        if _RANK[outcome] >= _RANK.get(outcomes.get(test_id, "passed"), 0):
             outcomes[test_id] = outcome
     return outcomes
 
@@ -345,7 +405,7 @@ def verdict(v: Verification) -> tuple[str, str, int]:
         return "improved", what, EXIT_OK
     moved = sum(t.change != UNCHANGED for t in v.tests)
     tests = (f"; {moved} test(s) changed outcome, none broken" if moved else "; no test changed outcome")
-    return "same", f"both runs exit {before}" + (tests if v.is_pytest else ""), EXIT_OK
+    return "same", f"both runs exit {before}" + (tests if v.test_runner else ""), EXIT_OK
 
 
 def _status(run: RunResult) -> str:
@@ -396,23 +456,32 @@ def verify(project: Path, cmd: list[str], timeout_s: float, workdir: Path, skip:
     original_dir, migrated_dir = workdir / "original", workdir / "migrated"
     copy_project(project, original_dir, skip)
     copy_project(project, migrated_dir, skip)
-    is_pytest = pytest_index(cmd) is not None
+    runner = detect_test_runner(cmd)
 
     def run_side(side: str, folder: Path) -> RunResult:
-        junit = workdir / f"junit-{side}.xml"
-        argv = with_junit(cmd, junit) if is_pytest else list(cmd)
-        result = run_command(argv, folder, timeout_s, logs, side)
+        junit, results = workdir / f"junit-{side}.xml", workdir / f"unittest-{side}.jsonl"
+        if runner == "pytest":
+            result = run_command(with_junit(cmd, junit), folder, timeout_s, logs, side)
+        elif runner == "unittest":
+            result = run_command(with_unittest_runner(cmd), folder, timeout_s, logs, side,
+                                 env={UNITTEST_RESULTS_ENV: str(results)})
+        else:
+            result = run_command(list(cmd), folder, timeout_s, logs, side)
         result.junit_xml = str(junit) if junit.exists() else None
+        result.unittest_results = str(results) if results.exists() else None
         return result
 
     original = run_side("original", original_dir)
     migration = migrate_copy(migrated_dir, timeout_s, logs)
     migrated = run_side("migrated", migrated_dir)
     v = Verification(command=list(cmd), project=str(project), workdir=str(workdir), kept=kept,
-                     timeout_s=timeout_s, is_pytest=is_pytest, original=original, migration=migration,
-                     migrated=migrated)
-    if is_pytest:
+                     timeout_s=timeout_s, is_pytest=runner == "pytest", test_runner=runner, original=original,
+                     migration=migration, migrated=migrated)
+    if runner == "pytest":
         v.tests = classify(parse_junit(workdir / "junit-original.xml"), parse_junit(workdir / "junit-migrated.xml"))
+    elif runner == "unittest":
+        v.tests = classify(parse_unittest_results(workdir / "unittest-original.jsonl"),
+                           parse_unittest_results(workdir / "unittest-migrated.jsonl"))
     v.counts = {kind: sum(t.change == kind for t in v.tests) for kind in _CHANGE_ORDER}
     v.verdict, v.verdict_text, v.exit_code = verdict(v)
     return v
@@ -459,7 +528,7 @@ def markdown(v: Verification, max_unchanged: int = 500) -> str:
     migrate = " ".join(["torchport", *v.migration.command[3:]])  # without "python -m"
     lines += ["", "## Migration", "", f"`{migrate}` (in the migrated copy) exited {_status(v.migration)}; "
               "the end of its summary:", "", _fence(v.migration.stderr_tail)]
-    if v.is_pytest:
+    if v.test_runner:
         lines += _md_tests(v, max_unchanged)
     for name, run in (("original", v.original), ("migrated", v.migrated)):
         lines += [f"<details><summary>Output of the {name} run (last lines)</summary>", "", "stdout:", "",
@@ -469,7 +538,9 @@ def markdown(v: Verification, max_unchanged: int = 500) -> str:
 
 def _md_tests(v: Verification, max_unchanged: int) -> list[str]:
     counts = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in v.counts.items() if n)
-    lines = ["## Tests", "", counts or "No test results (pytest wrote no JUnit XML).", "",
+    none = ("pytest wrote no JUnit XML" if v.test_runner == "pytest"
+            else f"no test reported an outcome in either {v.test_runner} run")
+    lines = ["## Tests", "", counts or f"No test results ({none}).", "",
              "| test | original | migrated | change |", "|---|---|---|---|"]
     unchanged = 0
     for t in v.tests:
@@ -492,7 +563,7 @@ def print_summary(err: Console, v: Verification, paths: tuple[Path, Path]) -> No
     err.print(f"[bold {colour}]{v.verdict.upper()}[/]: {escape(v.verdict_text)}", highlight=False)
     for name, run in (("original", v.original), ("migration", v.migration), ("migrated", v.migrated)):
         err.print(f"  {name:<9} exit {_status(run):>7}  {run.duration_s:8.2f} s", highlight=False)
-    if v.is_pytest:
+    if v.test_runner:
         err.print("  tests: " + (", ".join(f"{n} {k.replace('_', ' ')}" for k, n in v.counts.items() if n)
                                  or "none reported"), highlight=False)
     changed = [t for t in v.tests if t.change != UNCHANGED]
@@ -528,7 +599,8 @@ def verify_command(
 ) -> None:
     """Run CMD on a copy of PATH before and after migrating it, and compare exit codes and test outcomes.
 
-    With pytest (`pytest ...` or `python -m pytest ...`) each test's outcome is compared: fixed, broken, unchanged.
+    With pytest (`pytest ...` or `python -m pytest ...`) or unittest (`python -m unittest ...`) each test's
+    outcome is compared: fixed, broken, unchanged, on one side only.
 
     Exit codes: 0 the migrated run is at least as good as the original; 1 the port broke something;
     2 bad input (no such folder, no command, command not found).

@@ -1,0 +1,107 @@
+"""``python -m unittest ARGS``, recording each test's outcome as well: the runner `torchport verify` uses.
+
+`torchport verify` runs ``python [options] .../torchport/verify_unittest.py ARGS`` where the command says
+``python [options] -m unittest ARGS``. This script is ``unittest.main(module=None)``, as ``python -m
+unittest`` is (same arguments, discovery, output, exit code, ``sys.path[0]`` and ``sys.argv[0]``), with a
+result class that also appends one JSON line per outcome, ``{"id": ..., "outcome": ...}``, to the file
+named by the ``TORCHPORT_VERIFY_UNITTEST_RESULTS`` environment variable (removed from the environment
+before any test runs). Lines are flushed as they are written, so a run that is killed leaves the outcomes
+of the tests it finished.
+
+Ids match pytest's JUnit ones (``package.module.Class::test_method``); a module that cannot be imported
+is ``package.module``; a failing ``setUpClass``/``setUpModule`` is unittest's own description of it.
+Outcomes: ``passed``, ``failed``, ``error``, ``skipped``; a subtest's failure, error or skip is its test's
+(the worst wins), an expected
+failure is ``skipped`` (as pytest reports xfail) and an unexpected success is ``failed`` (unittest counts
+it as a failure).
+
+Standard library only: it runs under whichever interpreter the command names, even one without torchport.
+"""
+
+import os
+import sys
+
+# Run as a script, Python put this folder first on sys.path; `python -m unittest` puts the working folder
+# there instead. Done before any other import, so that no module here can shadow a standard one.
+if __name__ == "__main__" and sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(
+        os.path.abspath(__file__)):
+    sys.path[0] = os.getcwd()
+
+import json  # noqa: E402
+import unittest  # noqa: E402
+
+RESULTS_ENV = "TORCHPORT_VERIFY_UNITTEST_RESULTS"
+__unittest = True  # as in unittest's own modules: tracebacks leave out this module's frames
+
+_sink = None  # the open results file, or None (the script was run without RESULTS_ENV)
+
+
+def test_id(test):
+    """The id under which ``test`` is reported: ``module.Class::method``, or unittest's own id."""
+    if isinstance(test, getattr(unittest.case, "_SubTest", ())):
+        test = test.test_case
+    if type(test).__name__ == "_FailedTest" and type(test).__module__ == "unittest.loader":
+        return test._testMethodName  # the module (or name) that could not be imported
+    test_id_ = test.id()
+    method = getattr(test, "_testMethodName", None)
+    if method and test_id_.endswith("." + method):
+        return test_id_[: -len(method) - 1] + "::" + method
+    return test_id_
+
+
+def _record(test, outcome):
+    if _sink is not None:
+        _sink.write(json.dumps({"id": test_id(test), "outcome": outcome}) + "\n")
+        _sink.flush()
+
+
+class RecordingResult(unittest.TextTestResult):
+    """unittest's text result (same output), recording each outcome in the results file too."""
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        _record(test, "passed")
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        _record(test, "failed")
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        _record(test, "error")
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        _record(test, "skipped")  # a skipped subtest skips its test (unittest then reports no success for it)
+
+    def addExpectedFailure(self, test, err):
+        super().addExpectedFailure(test, err)
+        _record(test, "skipped")
+
+    def addUnexpectedSuccess(self, test):
+        super().addUnexpectedSuccess(test)
+        _record(test, "failed")
+
+    def addSubTest(self, test, subtest, err):
+        super().addSubTest(test, subtest, err)
+        if err is not None:
+            _record(test, "failed" if issubclass(err[0], test.failureException) else "error")
+
+
+class RecordingRunner(unittest.TextTestRunner):
+    resultclass = RecordingResult
+
+
+def main():
+    """Run unittest's command line on ``sys.argv[1:]``; exits as ``python -m unittest`` would."""
+    global _sink
+    path = os.environ.pop(RESULTS_ENV, None)
+    if path:
+        _sink = open(path, "a", encoding="utf-8")
+    # What unittest/__main__.py does: the usage line then reads "python -m unittest".
+    sys.argv[0] = os.path.basename(sys.executable) + " -m unittest"
+    unittest.main(module=None, testRunner=RecordingRunner)
+
+
+if __name__ == "__main__":
+    main()

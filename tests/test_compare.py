@@ -113,3 +113,77 @@ def test_bad_input_exits_2_with_one_line_error(runner, tmp_path):
     torch.save({"something": "else"}, tmp_path / "other.pt")
     result = runner.invoke(app, ["compare", str(a), str(tmp_path / "other.pt")])
     assert result.exit_code == 2 and "not a torchport-debug-values file" in result.stderr
+
+
+def _zero_grad(key: str, numel: int = 2) -> dict:
+    return debug.tensor_stats(torch.zeros(numel)) | {"step": 0, "kind": "grad", "key": key}
+
+
+def test_zero_gradient_in_one_run_only_is_not_missing(runner, tmp_path):
+    out = debug.tensor_stats(torch.ones(2)) | {"step": 0, "kind": "output", "key": "m"}
+    result = compare_runs([out], [out, _zero_grad("aux"), _zero_grad("empty", 0)])
+    assert result.ok and result.missing_in_a == [] and result.first_divergent is None
+    assert [r.status for r in result.rows] == ["ok", "zero grad only in B", "zero grad only in B"]
+    assert compare_runs([out, _zero_grad("aux")], [out]).rows[1].status == "zero grad only in A"
+    # Not an excuse for anything else: a non-zero gradient, a zero output, or NaNs are still missing.
+    nonzero = debug.tensor_stats(torch.tensor([0.0, 1e-9])) | {"step": 0, "kind": "grad", "key": "aux"}
+    zero_out = debug.tensor_stats(torch.zeros(2)) | {"step": 0, "kind": "output", "key": "aux"}
+    nan = debug.tensor_stats(torch.tensor([0.0, float("nan")])) | {"step": 0, "kind": "grad", "key": "aux"}
+    for extra in (nonzero, zero_out, nan):
+        assert compare_runs([out], [out, extra]).missing_in_a[0].key == "aux"
+
+
+class TwoHeads(nn.Module):
+    """The ``aux`` output is returned but takes no part in the loss: eager autograd never reaches it,
+    a compiled backward gets a zero tangent for it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.body = nn.Linear(3, 4)
+        self.head = nn.Linear(4, 2)
+        self.aux = nn.Linear(4, 2)
+
+    def forward(self, x):
+        h = self.body(x)
+        return self.head(h), self.aux(h)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_eager_vs_compiled_extra_zero_gradients_are_not_missing(runner, tmp_path, backend):
+    from torch._dynamo.utils import counters
+
+    x = torch.randn(2, 3)
+    for name, compile_it in (("eager", False), (backend, True)):
+        model = TwoHeads()
+        torch._dynamo.reset()
+        counters.clear()
+        run = torch.compile(model, backend=backend, fullgraph=True) if compile_it else model
+        with debug.watch(run, level=debug.Level.SAVE, run_dir=tmp_path / name, grads=True):
+            run(x)[0].sum().backward()
+        assert dict(counters["graph_break"]) == {}
+    torch._dynamo.reset()
+    grads = lambda run: {r["key"] for r in debug.load(tmp_path / run)["records"] if r["kind"] == "grad"}  # noqa: E731
+    assert grads(backend) - grads("eager") == {"aux", "<root>.1"}  # what the compiled run adds
+    result = runner.invoke(app, ["compare", str(tmp_path / "eager"), str(tmp_path / backend), "--format", "json"])
+    data = json.loads(result.stdout)
+    assert result.exit_code == 0, result.stdout
+    assert data["missing_in_b"] == data["missing_in_a"] == [] and sorted(data["zero_grad_only_in_b"]) == [
+        "<root>.1", "aux"]
+    text = runner.invoke(app, ["compare", str(tmp_path / backend), str(tmp_path / "eager")]).stdout
+    assert "zero gradients only in A (not counted): " in text and "all within tolerance" in text
+
+
+def test_whole_saved_tensors_are_compared_element_wise(tmp_path):
+    model = nn.Linear(8, 100)
+    x = torch.randn(2, 8)
+    with debug.watch(model, level=1, run_dir=tmp_path / "a", max_values=None):
+        model(x)
+    with torch.no_grad():  # swap two output units: every statistic stays the same
+        model.weight[[0, 1]] = model.weight[[1, 0]]
+        model.bias[[0, 1]] = model.bias[[1, 0]]
+    with debug.watch(model, level=1, run_dir=tmp_path / "b", max_values=None):
+        model(x)
+    a, b = debug.load(tmp_path / "a")["records"], debug.load(tmp_path / "b")["records"]
+    row = compare_runs(a, b).rows[0]
+    assert row.status == "drift" and row.worst.split("]")[0] in ("value[0", "value[1", "value[100", "value[101")

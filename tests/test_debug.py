@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -98,7 +100,9 @@ def test_off_installs_nothing_and_env_sets_level(monkeypatch, tmp_path, capsys):
         assert w.level is debug.Level.NAMES and _hook_count(model) == 4
     assert _hook_count(model) == 0  # removed by the context
     monkeypatch.setenv(debug.ENV_LEVEL, "print")
-    assert debug.watch(model).level is debug.Level.PRINT
+    w = debug.watch(model)
+    assert w.level is debug.Level.PRINT
+    w.remove()  # an active watch also takes debug.inspect reports: leave none behind
     monkeypatch.setenv(debug.ENV_LEVEL, "7")
     with pytest.raises(ValueError, match=debug.ENV_LEVEL):
         debug.watch(model)
@@ -222,3 +226,66 @@ def test_print_under_compile_fullgraph_without_graph_break(dynamo, capsys, level
         assert compiled_text == eager_text
     else:
         assert compiled_text.count("mean=") == 4 and compiled_text.count("values=") == 4
+
+
+# ------------------------------------------------------------------ name filters and whole tensors
+
+class Deep(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        self.decoder = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.decoder(self.encoder(x)))
+
+
+def _hooked(names) -> list[str]:
+    model = Deep()
+    with debug.watch(model, level=debug.Level.PRINT, stream=io.StringIO(), names=names) as w:
+        model(torch.randn(1, 4))
+    return [r["key"] for r in w.records]
+
+
+def test_names_filter_globs_regex_callable_and_env(monkeypatch):
+    monkeypatch.delenv(debug.ENV_NAMES, raising=False)
+    assert _hooked(None) == ["encoder.0", "encoder.1", "encoder", "decoder.0", "decoder.1", "decoder", "head",
+                             "<root>"]
+    assert _hooked("encoder.*") == ["encoder.0", "encoder.1"]  # a glob matches the whole name
+    assert _hooked("*.0, head") == ["encoder.0", "decoder.0", "head"]  # comma-separated, as the env variable
+    assert _hooked("re:^(en|de)coder$") == ["encoder", "decoder"]
+    assert _hooked(re.compile(r"\.1")) == ["encoder.1", "decoder.1"]  # a compiled pattern: search
+    assert _hooked(["head", re.compile("^<")]) == ["head", "<root>"]
+    assert _hooked(lambda name: name.startswith("dec")) == ["decoder.0", "decoder.1", "decoder"]
+    assert _hooked([]) == []
+    monkeypatch.setenv(debug.ENV_NAMES, "decoder.*")
+    assert _hooked(None) == ["decoder.0", "decoder.1"]
+    with pytest.raises(ValueError, match="bad name filter"):
+        debug.watch(Deep(), level=1, names="re:(")
+
+
+def test_max_values_saves_whole_tensors_and_prints_at_most_64(tmp_path, capsys):
+    model = nn.Sequential(nn.Linear(4, 100), nn.Linear(100, 2))
+    x = torch.randn(3, 4)
+    with debug.watch(model, level=debug.Level.PRINT, run_dir=tmp_path, max_values=None, grads=True) as w:
+        model(x).sum().backward()
+    recs = {(r["kind"], r["key"]): r for r in debug.load(tmp_path)["records"]}
+    assert torch.equal(recs[("output", "0")]["values"], model[0](x).detach())  # 300 elements, whole
+    assert recs[("grad", "0")]["values"].shape == (3, 100)
+    assert capsys.readouterr().out.count("values=") == 4  # only the 3x2 output and its gradient (x2)
+    with debug.watch(model, level=debug.Level.PRINT, stream=io.StringIO(), max_values=0) as w:
+        model(x)
+    assert all(r["values"] is None for r in w.records)
+    with pytest.raises(ValueError, match="max_values"):
+        debug.watch(model, level=1, max_values=-1)
+
+
+def test_names_filter_under_compile_without_graph_break(dynamo):
+    model = _mlp()
+    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
+    with debug.watch(compiled, level=debug.Level.PRINT, stream=io.StringIO(), grads=True, names="fc*") as w:
+        compiled(torch.randn(2, 4)).sum().backward()
+    assert dict(dynamo["graph_break"]) == {}
+    assert [(r["kind"], r["key"]) for r in w.records] == [("output", "fc1"), ("output", "fc2"), ("grad", "fc2"),
+                                                          ("grad", "fc1")]

@@ -5,8 +5,13 @@ matched by (step, kind, key) -- key being the module's qualified name plus ``#k`
 call -- and checked in run A's call order, so the first record that fails is the first module
 whose output (or gradient) diverges. A statistic passes when ``|b - a| <= atol + rtol * |a|``
 (``torch.isclose`` with ``a`` as the reference; NaN equals NaN); shapes, dtypes and NaN/Inf counts
-must match exactly, and saved values (tensors of at most 64 elements) are compared element-wise
-with the same tolerances.
+must match exactly, and saved values (tensors of at most 64 elements by default, any size with
+``watch(max_values=None)``) are compared element-wise with the same tolerances.
+
+A gradient record that only one run has and that is all zeros (no NaN/Inf) is not reported
+missing: compiled graphs hand a zero gradient to outputs that get none (AOTAutograd materialises
+the tangents of unused graph outputs), where eager autograd calls no hook at all. Such rows have
+status ``zero grad only in A`` (or ``B``) and count as ok.
 """
 
 from __future__ import annotations
@@ -23,6 +28,16 @@ import typer
 EXIT_OK, EXIT_DIVERGED, EXIT_BAD_INPUT = 0, 1, 2
 STATS = ("mean", "std", "min", "max")
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-3, 1e-5
+ZERO_ONLY = "zero grad only in"
+
+
+def _is_zero_grad(rec: dict[str, Any]) -> bool:
+    """A gradient record whose tensor is all zeros (or empty): what a compiled backward passes for no gradient."""
+    if rec.get("kind") != "grad" or rec.get("nan") or rec.get("inf"):
+        return False
+    if not rec.get("numel"):
+        return True
+    return rec.get("min") == 0 and rec.get("max") == 0
 
 
 class CompareError(Exception):
@@ -31,7 +46,8 @@ class CompareError(Exception):
 
 @dataclass
 class Row:
-    """One matched (or unmatched) record: ``status`` is ok, drift, shape, dtype, nan/inf, missing in A/B."""
+    """One matched (or unmatched) record: ``status`` is ok, drift, shape, dtype, nan/inf, missing in A/B,
+    or zero grad only in A/B (ok: see the module docstring)."""
 
     step: int
     kind: str
@@ -45,7 +61,7 @@ class Row:
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        return self.status == "ok" or self.status.startswith(ZERO_ONLY)
 
 
 @dataclass
@@ -154,13 +170,15 @@ def compare_runs(records_a: list[dict[str, Any]], records_b: list[dict[str, Any]
         seen.add(ident)
         b = by_key_b.get(ident)
         if b is None:
-            result.rows.append(Row(*ident, "missing in B", shape="x".join(map(str, a["shape"])), dtype=a["dtype"]))
+            status = f"{ZERO_ONLY} A" if _is_zero_grad(a) else "missing in B"
+            result.rows.append(Row(*ident, status, shape="x".join(map(str, a["shape"])), dtype=a["dtype"]))
         else:
             result.rows.append(_compare_record(a, b, rtol, atol, ignore_dtype))
     for b in records_b:
         ident = (b["step"], b["kind"], b["key"])
         if ident not in seen:
-            result.rows.append(Row(*ident, "missing in A", shape="x".join(map(str, b["shape"])), dtype=b["dtype"]))
+            status = f"{ZERO_ONLY} B" if _is_zero_grad(b) else "missing in A"
+            result.rows.append(Row(*ident, status, shape="x".join(map(str, b["shape"])), dtype=b["dtype"]))
     return result
 
 
@@ -182,11 +200,12 @@ def _print_table(result: Comparison, run_a: Path, run_b: Path, diverged_only: bo
     for i, row in enumerate(result.rows):
         if diverged_only and row.ok:
             continue
-        style = "green" if row.ok else ("yellow" if row.status.startswith("missing") else "red")
+        one_sided = row.status.startswith(("missing", ZERO_ONLY))
+        style = "green" if row.ok else ("yellow" if one_sided else "red")
         status = row.status + ("  <- first" if row is first else "")
-        ratio = "" if row.status.startswith("missing") else ("inf" if math.isinf(row.ratio) else f"{row.ratio:.3g}")
+        ratio = "" if one_sided else ("inf" if math.isinf(row.ratio) else f"{row.ratio:.3g}")
         table.add_row(str(i), escape(_label(row, steps)), row.shape, row.dtype,
-                      "" if row.status.startswith("missing") else f"{row.max_abs:.3g}", ratio, escape(row.worst),
+                      "" if one_sided else f"{row.max_abs:.3g}", ratio, escape(row.worst),
                       f"[{style}]{escape(status)}[/]")
     out = Console(width=max(Console().width, 120))
     if table.row_count:
@@ -199,6 +218,11 @@ def _print_table(result: Comparison, run_a: Path, run_b: Path, diverged_only: bo
         if rows:
             names = ", ".join(_label(r, steps) for r in rows)
             out.print(f"[yellow]missing in {which}:[/] {escape(names)}", highlight=False)
+    zero = [r for r in result.rows if r.status.startswith(ZERO_ONLY)]
+    for which in ("A", "B"):
+        names = ", ".join(_label(r, steps) for r in zero if r.status.endswith(which))
+        if names:
+            out.print(f"zero gradients only in {which} (not counted): {escape(names)}", highlight=False)
     verdict = "[green]all within tolerance[/]" if result.ok else f"[red]{n_bad} of {len(result.rows)} records differ[/]"
     out.print(f"{len(result.rows)} records compared: {verdict}", highlight=False)
 
@@ -217,6 +241,8 @@ def _to_json(result: Comparison, run_a: Path, run_b: Path) -> str:
         "run_a": str(run_a), "run_b": str(run_b), "rtol": result.rtol, "atol": result.atol, "ok": result.ok,
         "first_divergent": clean(first) if first else None,
         "missing_in_a": [r.key for r in result.missing_in_a], "missing_in_b": [r.key for r in result.missing_in_b],
+        "zero_grad_only_in_a": [r.key for r in result.rows if r.status == f"{ZERO_ONLY} A"],
+        "zero_grad_only_in_b": [r.key for r in result.rows if r.status == f"{ZERO_ONLY} B"],
         "records": [clean(r) for r in result.rows],
     }, indent=2)
 

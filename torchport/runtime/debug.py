@@ -10,6 +10,13 @@ PRINT_ONLY / PRINT_KERNEL_NAMES_ONLY; numel, size, dtype, mean, min, max, std), 
     with debug.watch(model, level=debug.Level.SAVE, run_dir="runs/cuda", grads=True):
         loss = model(x).sum(); loss.backward()
 
+Any tensor, anywhere (also as ``torchport.debug.inspect``): :func:`inspect` reports stats of the
+tensors it is given (and, in backward, of their gradients), or calls your callbacks, and returns the
+tensors unchanged, in eager code and under ``torch.compile(fullgraph=True)`` without a graph break::
+
+    h = debug.inspect(h, tag="attn.out")                       # prints, or saves into active watches
+    q, k = debug.inspect(q, k, tag="qk", fwd=check, bwd=check_grads, ranks=[0])
+
 Not imported by ``import torchport.runtime``; imports torch and the standard library only.
 
 How it survives ``torch.compile(fullgraph=True)``: forward hooks (which Dynamo inlines) pass each
@@ -28,39 +35,53 @@ Saved format (``RUN_DIR/stats.pt``, readable with ``torch.load(path, weights_onl
         {"name": "fc1", "call": 0, "key": "fc1", "kind": "output", "step": 0, "order": 0,
          "shape": [3, 8], "dtype": "float32", "device": "cpu", "numel": 24,
          "mean": float, "min": float, "max": float, "std": float, "nan": int, "inf": int,
-         "values": Tensor | None},  # the CPU tensor itself when numel <= 64
+         "values": Tensor | None},  # the CPU tensor itself when numel <= max_values (64)
         ...]}
 
 ``name`` is the qualified module name (``named_modules()``; the root is ``<root>``), with
 ``.0``/``.key`` appended for tensors inside tuples, lists and dicts; ``key`` is ``name`` plus
 ``#k`` from the second call of the same module in a step onwards; ``kind`` is ``"output"`` or
 ``"grad"`` (the gradient with respect to that output, i.e. ``grad_output`` of
-``register_full_backward_hook``).
+``register_full_backward_hook``). :func:`inspect` records use its ``tag`` as ``name`` (``tag.0``,
+``tag.1`` for several tensors). ``values`` is kept up to ``watch(max_values=...)`` elements (64 by
+default; ``None``: every tensor whole).
+
+How :func:`inspect` survives compilation: under ``torch.compile`` it calls the custom op
+``torchport::inspect`` (a registered *ordered side effect*, like ``torch._higher_order_ops.print``,
+so AOTAutograd and Inductor keep it even when its result is unused); the callbacks are Python
+objects the op finds in a registry by an integer id, fixed while Dynamo traces (a function marked
+``assume_constant_result``). Its autograd formula calls ``torchport::inspect_grad``, also ordered
+and opaque, so the backward callback runs inside the compiled backward. In eager code no op is
+involved: the callback runs directly and the backward one is a ``register_multi_grad_hook``.
 """
 
 from __future__ import annotations
 
 import enum
+import fnmatch
 import itertools
 import math
 import os
+import re
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Optional, TextIO, Union
 
 import torch
 from torch import nn
 
-__all__ = ["ENV_DIR", "ENV_LEVEL", "FORMAT", "Level", "MAX_VALUES", "Watch", "flush", "level_from_env",
-           "load", "tensor_stats", "watch"]
+__all__ = ["ENV_DIR", "ENV_LEVEL", "ENV_NAMES", "FORMAT", "Level", "MAX_VALUES", "Watch", "flush", "inspect",
+           "level_from_env", "load", "name_filter", "tensor_stats", "watch"]
 
 ENV_LEVEL = "TORCHPORT_DEBUG_VALUES"
 ENV_DIR = "TORCHPORT_DEBUG_DIR"
+ENV_NAMES = "TORCHPORT_DEBUG_NAMES"
 FORMAT = "torchport-debug-values"
 VERSION = 1
 STATS_FILE = "stats.pt"
-MAX_VALUES = 64  # tensors with at most this many elements are printed and saved in full
+MAX_VALUES = 64  # tensors with at most this many elements are printed (and, by default, saved) in full
 ROOT_NAME = "<root>"
 
 
@@ -91,22 +112,25 @@ def level_from_env(default: Level = Level.OFF) -> Level:
         raise ValueError(f"{ENV_LEVEL}={raw!r}: expected 0-3 or off/save/print/names") from None
 
 
-def tensor_stats(t: torch.Tensor) -> dict[str, Any]:
-    """Stats of one tensor as plain Python values (eager; no autograd).
+def tensor_stats(t: torch.Tensor, max_values: Optional[int] = MAX_VALUES) -> dict[str, Any]:
+    """Stats of one tensor as plain Python values (eager; no autograd; breaks a compiled graph: use
+    :func:`inspect` there).
 
     Args:
         t: any tensor, any shape, dtype and device.
+        max_values: keep the values when ``numel <= max_values``; ``None`` keeps them always.
 
     Returns a dict with ``shape`` (list of int), ``dtype`` (``"float32"``), ``device`` (``"cpu"``),
     ``numel``, ``mean``, ``min``, ``max``, ``std`` (floats, computed in float64; ``std`` is
     ``torch.std`` with ``correction=0`` so one element gives 0; NaN when the tensor is empty),
-    ``nan`` and ``inf`` (counts) and ``values`` (a detached CPU copy when ``numel <= 64``, else
-    ``None``). Integer and bool tensors are cast to float64; complex ones use ``abs()``.
+    ``nan`` and ``inf`` (counts) and ``values`` (a detached CPU copy when ``numel <= max_values``,
+    else ``None``). Integer and bool tensors are cast to float64; complex ones use ``abs()``.
     """
     t = t.detach()
     info: dict[str, Any] = {
         "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."), "device": str(t.device),
-        "numel": t.numel(), "values": t.cpu().clone() if t.numel() <= MAX_VALUES else None,
+        "numel": t.numel(),
+        "values": t.cpu().clone() if max_values is None or t.numel() <= max_values else None,
     }
     x = t.abs() if t.is_complex() else t
     x = x.to(torch.float64) if x.device.type != "mps" else x.to(torch.float32)  # MPS has no float64
@@ -119,6 +143,44 @@ def tensor_stats(t: torch.Tensor) -> dict[str, Any]:
     info.update(mean=packed[0], min=packed[1], max=packed[2], std=packed[3],
                 nan=int(packed[4]), inf=int(packed[5]))
     return info
+
+
+# ---------------------------------------------------------------- module-name filters
+
+NameFilter = Union[str, "re.Pattern[str]", Sequence[Union[str, "re.Pattern[str]"]], Callable[[str], bool], None]
+
+
+def name_filter(names: NameFilter) -> Optional[Callable[[str], bool]]:
+    """A predicate on names from a filter spec, like Inductor's kernel-name filter; ``None``: no filter.
+
+    ``names`` is a glob (``fnmatch``, case-sensitive, matched against the whole name: ``"encoder.*.attn"``;
+    ``*`` also crosses dots), several globs in one string separated by commas (``"fc1,head*"``, the form
+    ``TORCHPORT_DEBUG_NAMES`` takes), a regular expression as ``"re:PATTERN"`` or a compiled
+    ``re.Pattern`` (``search``: anchor it with ``^``/``$`` to match whole names), a list mixing these,
+    or any callable ``name -> bool``. Raises ``ValueError`` on a bad regular expression.
+    """
+    if names is None or callable(names) and not isinstance(names, re.Pattern):
+        return names  # type: ignore[return-value]
+    specs: list[Any] = []
+    for item in ([names] if isinstance(names, (str, re.Pattern)) else list(names)):
+        if isinstance(item, str) and not item.startswith("re:"):
+            specs.extend(part.strip() for part in item.split(",") if part.strip())
+        else:
+            specs.append(item)
+    tests: list[Callable[[str], bool]] = []
+    for spec in specs:
+        if isinstance(spec, str) and spec.startswith("re:"):
+            try:
+                spec = re.compile(spec[3:])
+            except re.error as exc:
+                raise ValueError(f"bad name filter {spec!r}: {exc}") from None
+        if isinstance(spec, re.Pattern):
+            tests.append(lambda n, _p=spec: _p.search(n) is not None)
+        elif isinstance(spec, str):
+            tests.append(lambda n, _g=spec: fnmatch.fnmatchcase(n, _g))
+        else:
+            raise ValueError(f"bad name filter item {spec!r}: expected a glob, 're:PATTERN' or re.Pattern")
+    return lambda name: any(test(name) for test in tests)
 
 
 # ---------------------------------------------------------------- run-time state (outside any graph)
@@ -134,22 +196,19 @@ def _fmt_values(v: Any) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
-def _format(rec: dict[str, Any]) -> str:
-    head = f"[torchport] {rec['key']} {rec['kind']}:"
+def _format(rec: dict[str, Any], prefix: str = "[torchport]") -> str:
+    head = f"{prefix} {rec['key']} {rec['kind']}:"
     if rec["numel"] == 0:
         return f"{head} shape={tuple(rec['shape'])} dtype={rec['dtype']} device={rec['device']} numel=0"
     text = (f"{head} shape={tuple(rec['shape'])} dtype={rec['dtype']} device={rec['device']} "
             f"numel={rec['numel']} mean={rec['mean']:.6g} min={rec['min']:.6g} max={rec['max']:.6g} "
             f"std={rec['std']:.6g} nan={rec['nan']} inf={rec['inf']}")
-    if rec["values"] is not None:
+    if rec["values"] is not None and rec["numel"] <= MAX_VALUES:  # whole saved tensors are not printed
         text += f"\n  values={_fmt_values(rec['values'].tolist())}"
     return text
 
 
-def _record(t: torch.Tensor, name: str, watch_id: int, kind: str) -> None:
-    w = _WATCHES.get(watch_id)
-    if w is None:  # a removed watch whose compiled graph is still cached
-        return
+def _record_into(w: "Watch", t: torch.Tensor, name: str, kind: str) -> None:
     with _LOCK:
         counter = w._calls.setdefault((kind, name), 0)
         w._calls[(kind, name)] = counter + 1
@@ -158,10 +217,98 @@ def _record(t: torch.Tensor, name: str, watch_id: int, kind: str) -> None:
         print(f"[torchport] {key}" + ("" if kind == "output" else f" ({kind})"), file=w.stream or sys.stdout)
         return
     rec = {"name": name, "call": counter, "key": key, "kind": kind, "step": w._step,
-           "order": len(w.records), **tensor_stats(t)}
+           "order": len(w.records), **tensor_stats(t, w.max_values)}
     w.records.append(rec)
     if w.level == Level.PRINT:
         print(_format(rec), file=w.stream or sys.stdout)
+
+
+def _record(t: torch.Tensor, name: str, watch_id: int, kind: str) -> None:
+    w = _WATCHES.get(watch_id)
+    if w is None:  # a removed watch whose compiled graph is still cached
+        return
+    _record_into(w, t, name, kind)
+
+
+def _rank() -> Optional[int]:
+    dist = torch.distributed
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else None
+
+
+def _report(t: torch.Tensor, name: str, kind: str) -> None:
+    """Default action of :func:`inspect`: into every active watch whose filter takes ``name``, else print."""
+    watches = list(_WATCHES.values())
+    if watches:
+        for w in watches:
+            if (w.match is None or w.match(name)) and (kind == "output" or w.grads):
+                _record_into(w, t, name, kind)
+        return
+    rank = _rank()
+    rec = {"key": name, "kind": kind, **tensor_stats(t)}
+    print(_format(rec, "[torchport]" if rank is None else f"[torchport rank {rank}]"), flush=True)
+
+
+# Callbacks of inspect() calls traced by Dynamo, by the integer id baked into the graph.
+_HOOKS: dict[int, tuple[str, Optional[Callable[..., Any]], Optional[Callable[..., Any]]]] = {}
+_HOOK_KEYS: dict[tuple[Any, ...], int] = {}
+_HOOK_IDS = itertools.count(1)
+_EFFECTS_REGISTERED = False
+
+
+def _register_effects() -> None:
+    """Mark the inspect ops as ordered side effects, so that AOTAutograd and Inductor never drop them.
+
+    The API is private and has moved between torch releases; without it, an ``inspect`` whose result
+    is unused may be dead-code-eliminated by AOTAutograd-based backends (use the result).
+    """
+    global _EFFECTS_REGISTERED
+    if _EFFECTS_REGISTERED:
+        return
+    _EFFECTS_REGISTERED = True
+    try:
+        from torch._higher_order_ops.effects import _EffectType, _register_effectful_op
+
+        for op in (torch.ops.torchport.inspect.default, torch.ops.torchport.inspect_grad.default):
+            _register_effectful_op(op, _EffectType.ORDERED)
+    except Exception:  # noqa: BLE001 - best effort, see above
+        pass
+
+
+def _hook_id(tag: str, fwd: Optional[Callable[..., Any]], bwd: Optional[Callable[..., Any]]) -> int:
+    """Id of the (tag, fwd, bwd) triple; called by Dynamo while tracing, its result is a graph constant."""
+    _register_effects()
+    key = (tag, fwd, bwd)
+    with _LOCK:
+        if key not in _HOOK_KEYS:
+            _HOOK_KEYS[key] = hid = next(_HOOK_IDS)
+            _HOOKS[hid] = key
+        return _HOOK_KEYS[key]
+
+
+# What torch.compiler.assume_constant_result sets, without importing torch._dynamo (~1 s) here.
+_hook_id._dynamo_marked_constant = True  # type: ignore[attr-defined]
+
+
+def _names(tag: str, n: int) -> list[str]:
+    return [tag] if n == 1 else [f"{tag}.{i}" for i in range(n)]
+
+
+def _run_fwd(hook: int, xs: list[torch.Tensor]) -> None:
+    tag, fwd, bwd = _HOOKS[hook]
+    if fwd is None and bwd is None:
+        for x, name in zip(xs, _names(tag, len(xs))):
+            _report(x, name, "output")
+    elif fwd is not None:
+        fwd(*xs)
+
+
+def _run_bwd(tag: str, fwd: Any, bwd: Any, grads: list[Optional[torch.Tensor]]) -> None:
+    if fwd is None and bwd is None:
+        for g, name in zip(grads, _names(tag, len(grads))):
+            if g is not None:
+                _report(g, name, "grad")
+    elif bwd is not None:
+        bwd(*grads)
 
 
 def _define_ops() -> None:
@@ -197,8 +344,114 @@ def _define_ops() -> None:
 
     debug_record.register_autograd(backward, setup_context=setup_context)
 
+    # ---- inspect(): a list of tensors in, clones out (a custom op may not return its inputs).
+    @torch.library.custom_op("torchport::inspect_grad", mutates_args=())
+    def inspect_grad(grads: list[torch.Tensor], hook: int, mask: list[bool]) -> list[torch.Tensor]:
+        tag, fwd, bwd = _HOOKS[hook]
+        it = iter(grads)
+        _run_bwd(tag, fwd, bwd, [next(it) if m else None for m in mask])
+        return [g.clone() for g in grads]
+
+    @inspect_grad.register_fake
+    def _(grads, hook, mask):
+        return [torch.empty_like(g) for g in grads]
+
+    @torch.library.custom_op("torchport::inspect", mutates_args=())
+    def inspect_op(xs: list[torch.Tensor], hook: int) -> list[torch.Tensor]:
+        _run_fwd(hook, xs)
+        return [x.clone() for x in xs]
+
+    @inspect_op.register_fake
+    def _(xs, hook):
+        return [torch.empty_like(x) for x in xs]
+
+    def inspect_setup(ctx, inputs, output):
+        ctx.hook, ctx.rg = inputs[1], [x.requires_grad for x in inputs[0]]
+        ctx.mark_non_differentiable(*[o for o, rg in zip(output, ctx.rg) if not rg])
+
+    def inspect_backward(ctx, grads):
+        tag, fwd, bwd = _HOOKS[ctx.hook]
+        mask = [rg and g is not None for rg, g in zip(ctx.rg, grads)]
+        if (fwd is None and bwd is None) or bwd is not None:
+            if any(mask):
+                seen = iter(torch.ops.torchport.inspect_grad([g for g, m in zip(grads, mask) if m], ctx.hook, mask))
+                grads = [next(seen) if m else g for g, m in zip(grads, mask)]
+        return [g if rg else None for g, rg in zip(grads, ctx.rg)], None
+
+    inspect_op.register_autograd(inspect_backward, setup_context=inspect_setup)
+
 
 _define_ops()
+
+
+def _rank_selected(ranks: Union[int, Sequence[int], None]) -> bool:
+    if ranks is None:
+        return True
+    rank = _rank()
+    return (0 if rank is None else rank) in ((ranks,) if isinstance(ranks, int) else ranks)
+
+
+def inspect(*tensors: torch.Tensor, tag: str = "inspect", ranks: Union[int, Sequence[int], None] = None,
+            fwd: Optional[Callable[..., Any]] = None, bwd: Optional[Callable[..., Any]] = None) -> Any:
+    """Look at tensors anywhere -- eager, or compiled with ``fullgraph=True`` -- and pass them on unchanged.
+
+    Without callbacks, each tensor's stats (as :func:`tensor_stats`) go into every active
+    :func:`watch` whose name filter takes the tag (saved, printed or named at its level, keys
+    ``tag``, ``tag#1``, ...), or are printed to stdout when no watch is active (prefixed with the
+    rank in a distributed run); so does the gradient of each tensor that requires grad, in backward
+    (kind ``"grad"``; into watches made with ``grads=True``). With ``fwd`` and/or ``bwd``, only the
+    callbacks run.
+
+    Args:
+        tensors: the tensors to look at (at least one; all tensors).
+        tag: the record name (``tag.0``, ``tag.1``, ... for several tensors) passed to watches.
+        ranks: which distributed ranks act: ``None`` (default) every rank; else an int or a
+            collection of ints, checked against ``torch.distributed.get_rank()`` when the default
+            process group is initialised, a process without one counting as rank 0 (so
+            ``ranks=[0]`` also acts in a single-process run). Other ranks only return their inputs.
+        fwd: called as ``fwd(*tensors)`` with detached tensors (no autograd) when the values exist:
+            at run time, also under ``torch.compile``, where it runs as an opaque op (its result
+            ignored; it must not modify the tensors).
+        bwd: called once per backward pass as ``bwd(*grads)``: one gradient per tensor, ``None``
+            for tensors that do not require grad (and, in eager code, for those that received no
+            gradient; compiled graphs pass zeros). Only when grad mode is on at the call.
+
+    Returns the tensor (one argument) or a tuple of them. In eager code these are the same objects,
+    except that a leaf tensor that requires grad (a parameter) comes back as a view of itself
+    (``t.view_as(t)``), so that the backward hook does not outlive the graph. Under compilation they
+    are copies with the same values; the call stays in the graph even if the result is unused
+    (ordered side effect), but the gradient seen is the one that flows through the result, so use it.
+    Under compilation the callbacks must be objects Dynamo can hold as constants: a function or
+    ``functools.partial`` made outside the compiled code (closures included), or a lambda made
+    inside it over constants only; not a bound method (wrap it: ``lambda *t: obj.check(*t)``, made
+    outside). The rank test is made when Dynamo traces. Raises ``TypeError`` on a non-tensor.
+    """
+    for t in tensors:
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"debug.inspect takes tensors, got {type(t).__name__}")
+    if not tensors or not _rank_selected(ranks):
+        return tensors[0] if len(tensors) == 1 else tuple(tensors)
+    if torch.compiler.is_compiling():
+        outs = torch.ops.torchport.inspect(list(tensors), _hook_id(tag, fwd, bwd))
+        return outs[0] if len(tensors) == 1 else tuple(outs)
+    default = fwd is None and bwd is None
+    with torch.no_grad():
+        if default:
+            for t, name in zip(tensors, _names(tag, len(tensors))):
+                _report(t, name, "output")
+        elif fwd is not None:
+            fwd(*(t.detach() for t in tensors))
+    outs = list(tensors)
+    rg = [t.requires_grad for t in tensors]
+    if any(rg) and torch.is_grad_enabled() and (default or bwd is not None):
+        outs = [t.view_as(t) if t.requires_grad and t.is_leaf else t for t in tensors]
+
+        def hook(grads: Sequence[Optional[torch.Tensor]]) -> None:
+            it = iter(grads)
+            _run_bwd(tag, fwd, bwd, [next(it) if r else None for r in rg])
+
+        torch.autograd.graph.register_multi_grad_hook([o for o, r in zip(outs, rg) if r], hook, mode="all")
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _wrap(value: Any, name: str, watch_id: int, grads: bool, depth: int = 0) -> Any:
@@ -218,31 +471,41 @@ def _wrap(value: Any, name: str, watch_id: int, grads: bool, depth: int = 0) -> 
 
 
 class Watch:
-    """Hooks on every submodule of a model; see :func:`watch`. A context manager.
+    """Hooks on the submodules of a model; see :func:`watch`. A context manager.
 
     Attributes:
         level: the :class:`Level` in force.
         run_dir: where :meth:`flush` writes ``stats.pt`` (``None``: nothing is written).
         records: list of record dicts (format in the module docstring), in call order.
+        match: the name predicate (``None``: every name), see :func:`name_filter`.
+        max_values: the largest tensor whose values are kept (``None``: all).
     """
 
-    def __init__(self, model: nn.Module, level: Level, run_dir: Optional[Path], grads: bool,
-                 stream: Optional[TextIO] = None) -> None:
+    def __init__(self, model: Optional[nn.Module], level: Level, run_dir: Optional[Path], grads: bool,
+                 stream: Optional[TextIO] = None, match: Optional[Callable[[str], bool]] = None,
+                 max_values: Optional[int] = MAX_VALUES) -> None:
         self.level, self.run_dir, self.grads, self.stream = level, run_dir, grads, stream
+        self.match, self.max_values = match, max_values
         self.records: list[dict[str, Any]] = []
         self.id = next(_IDS)
         self._calls: dict[tuple[str, str], int] = {}
         self._step = 0
         self._handles: list[Any] = []
+        self._active = False
         if level == Level.OFF:
             return
         _WATCHES[self.id] = self
+        self._active = True
+        if model is None:  # records only what inspect() reports
+            return
         # A torch.compile'd module (OptimizedModule) wraps the model as `_orig_mod`: hook the model itself
         # so that names do not depend on whether it was compiled.
         if type(model).__name__ == "OptimizedModule":  # by name: importing torch._dynamo costs ~1 s
             model = model._orig_mod
         for qualname, module in model.named_modules():
-            self._handles.append(module.register_forward_hook(self._hook(qualname or ROOT_NAME)))
+            name = qualname or ROOT_NAME
+            if match is None or match(name):
+                self._handles.append(module.register_forward_hook(self._hook(name)))
 
     def _hook(self, name: str):
         watch_id, grads = self.id, self.grads  # plain constants: Dynamo bakes them into the graph
@@ -254,8 +517,8 @@ class Watch:
 
     @property
     def active(self) -> bool:
-        """True while the hooks are installed."""
-        return bool(self._handles)
+        """True until :meth:`remove` (hooks installed, :func:`inspect` reports taken)."""
+        return self._active
 
     def step(self) -> None:
         """Start a new step: later records get ``step + 1`` and call indices restart at 0."""
@@ -281,11 +544,12 @@ class Watch:
         """Remove the hooks and write the file (as :meth:`flush`). Safe to call twice."""
         for handle in self._handles:
             handle.remove()
-        was_active = bool(self._handles)
+        was_active = self._active
         self._handles.clear()
+        self._active = False
+        _WATCHES.pop(self.id, None)
         if was_active:
             self.flush()
-        _WATCHES.pop(self.id, None)
 
     def __enter__(self) -> "Watch":
         return self
@@ -294,8 +558,9 @@ class Watch:
         self.remove()
 
 
-def watch(model: nn.Module, level: Union[Level, int, None] = None, run_dir: Union[str, os.PathLike, None] = None,
-          grads: bool = False, stream: Optional[TextIO] = None) -> Watch:
+def watch(model: Optional[nn.Module], level: Union[Level, int, None] = None,
+          run_dir: Union[str, os.PathLike, None] = None, grads: bool = False, stream: Optional[TextIO] = None,
+          names: NameFilter = None, max_values: Optional[int] = MAX_VALUES) -> Watch:
     """Record the output (and, with ``grads=True``, the output gradient) of every module of ``model``.
 
     Args:
@@ -304,7 +569,8 @@ def watch(model: nn.Module, level: Union[Level, int, None] = None, run_dir: Unio
             (``torch.compile(model, fullgraph=True)``) before or after, and pass either the model or
             the compiled module: the hooks trace without a graph break (adding or removing them
             triggers a recompile). The root's hook runs outside the compiled forward, as torch runs
-            a compiled module's own hooks, so it is compiled as a second graph.
+            a compiled module's own hooks, so it is compiled as a second graph. ``None``: no hooks;
+            the watch collects only what :func:`inspect` reports.
         level: a :class:`Level` or int 0-3; ``None`` reads ``TORCHPORT_DEBUG_VALUES`` (default OFF).
             OFF installs no hook at all.
         run_dir: folder for ``stats.pt``. With SAVE and no ``run_dir``, ``TORCHPORT_DEBUG_DIR`` or
@@ -312,14 +578,26 @@ def watch(model: nn.Module, level: Union[Level, int, None] = None, run_dir: Unio
         grads: also record the gradient with respect to each floating output that requires grad
             (the ``grad_output`` of ``register_full_backward_hook``), during ``backward()``.
         stream: text stream for PRINT/NAMES (default ``sys.stdout``, as Inductor's printer).
+        names: hook only the modules (and take only the :func:`inspect` tags) whose name matches,
+            as Inductor's kernel-name filter: globs, ``"re:REGEX"``, a compiled pattern, a list of
+            these or a callable (see :func:`name_filter`); ``None`` reads ``TORCHPORT_DEBUG_NAMES``
+            (unset: every module). Filtered-out modules get no hook, so no op in a compiled graph.
+        max_values: keep a record's ``values`` (the CPU tensor itself) when it has at most this many
+            elements (default 64); ``None`` keeps every tensor whole (memory: one CPU copy of each
+            recorded output). PRINT still prints values only up to 64 elements.
 
     Returns a :class:`Watch`; use it as a context manager or call ``.remove()``; both write the file.
-    Raises ``ValueError`` if ``level`` or the environment variable is not a level.
+    Raises ``ValueError`` if ``level``, the environment variable or the name filter is invalid.
     """
     lvl = level_from_env() if level is None else Level(int(level))
     if run_dir is None and lvl == Level.SAVE:
         run_dir = os.environ.get(ENV_DIR) or "torchport_debug"
-    return Watch(model, lvl, Path(run_dir) if run_dir is not None else None, grads, stream)
+    if names is None:
+        names = os.environ.get(ENV_NAMES, "").strip() or None
+    if max_values is not None and max_values < 0:
+        raise ValueError(f"max_values must be >= 0 or None, got {max_values}")
+    return Watch(model, lvl, Path(run_dir) if run_dir is not None else None, grads, stream,
+                 name_filter(names), max_values)
 
 
 def flush() -> list[Path]:

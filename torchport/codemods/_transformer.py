@@ -304,18 +304,18 @@ class Migrator(cst.CSTTransformer):
         """
         self.mark_handled(node)
         start = self.start(node)
-        if self._skip_depth:  # accounted for: noted, not rewritten
-            self.report("TP110", node, f"left as written ({code} would apply): this code runs only on CUDA, or "
-                        "already supports several backends")
-            return False
         if not self.enabled(code) or self._is_suppressed(code, start.line):
             return False
         rule = RULES_BY_CODE[code]
+        if self._skip_depth and not (rule.safety == "unsafe" and not self.unsafe_fixes):
+            self.report("TP110", node, f"left as written ({code} would apply): this code runs only on CUDA, or "
+                        "already supports several backends")
+            return False
         if not self.mentions_cuda:
             self.diagnostics.append(Diagnostic(code, start.line, start.column, f"{rule.summary} (left unchanged: "
                                                "this file never mentions CUDA or NCCL)"))
             return False
-        if rule.safety == "unsafe" and not self.unsafe_fixes:
+        if rule.safety == "unsafe" and not self.unsafe_fixes:  # reported even where the region is left alone
             self.diagnostics.append(Diagnostic(code, start.line, start.column,
                                                f"{rule.summary} (fix available with --unsafe-fixes)"))
             return False

@@ -229,6 +229,15 @@ def _portable_or_cuda_only_module(m: Migrator, module: cst.Module) -> bool:
     return False
 
 
+def _negated_detection(m: Migrator, test: cst.BaseExpression) -> bool:
+    """A test false wherever CUDA is: ``not torch.cuda.is_available()``, ``not x.is_cuda or not flash``."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _cuda_detection(m, test.expression)
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return _negated_detection(m, test.left) or _negated_detection(m, test.right)
+    return False
+
+
 _EXIT_CALLS = frozenset({"skip", "exit", "fail", "skipTest"})
 
 
@@ -371,6 +380,11 @@ class CudaGuard(Rule):
         Example("import unittest\nimport torch\n\n\n@unittest.skipIf(not torch.cuda.is_available(), 'needs CUDA')\n"
                 "def test_gpu():\n    x = torch.ones(2).cuda()\n"),
         Example("class CUDA_Accelerator(DeepSpeedAccelerator):\n    def device_name(self):\n        return 'cuda'\n"),
+        Example("import torch\n\n\ndef setup(flash):\n    if not torch.cuda.is_available() or not flash:\n        return\n"
+                "    props = torch.cuda.get_device_properties(torch.device('cuda'))\n"),
+        Example("import torch\ntry:\n    scaler = make_scaler()\nexcept AttributeError:  # an older torch\n"
+                "    scaler = torch.cuda.amp.GradScaler()\n"),
+        Example("import torch\nassert torch.cuda.device_count() > rank, 'insufficient CUDA devices'\ntorch.cuda.set_device(rank)\n"),
     )
 
     def _rewrite(self, m: Migrator, call: cst.Call, name: str) -> None:
@@ -451,12 +465,27 @@ class CudaGuard(Rule):
             m.skip_region(node.body)
         elif _cuda_detection(m, node.test):
             m.skip_region(node.body)
-        elif (isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not)
-              and _cuda_detection(m, node.test.expression)):
+        elif _negated_detection(m, node.test):
             if node.orelse is not None:  # `if not x.is_cuda: ... else: <CUDA only>`
                 m.skip_region(node.orelse)
             if _exits(node.body):  # `if not torch.cuda.is_available(): return`: the rest of the block is CUDA only
                 self._skip_rest_of_block(m, node)
+
+    def visit_SimpleStatementLine(self, m: Migrator, node: cst.SimpleStatementLine) -> None:
+        """``assert torch.cuda.device_count() > rank``: what follows in the block runs only on CUDA (unless
+        TP009 removes the assert)."""
+        for small in node.body:
+            if isinstance(small, cst.Assert) and _cuda_detection(m, small.test) and not (
+                    m.unsafe_fixes and m.enabled("TP009")):
+                self._skip_rest_of_block(m, node)
+                return
+
+    def visit_ExceptHandler(self, m: Migrator, node: cst.ExceptHandler) -> None:
+        """``except (AttributeError, ImportError): <fallback for an older torch>``: reached only where the new
+        API is missing, which the port's torch always has; rewriting it would change nothing."""
+        text = cst.Module([]).code_for_node(node.type) if node.type is not None else ""
+        if re.search(r"\b(?:AttributeError|ImportError|ModuleNotFoundError)\b", text):
+            m.skip_region(node.body)
 
     def visit_For(self, m: Migrator, node: cst.For) -> None:
         """``for i in range(torch.cuda.device_count()):`` runs its body only where CUDA devices are."""

@@ -31,6 +31,8 @@ from typing import IO, Any, Optional
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch._dynamo.comptime import comptime
+from torch._guards import TracingContext
 
 from ._backend import _TYPE
 from .trace import _INTERNAL_PREFIXES, _short_path, is_internal
@@ -182,7 +184,10 @@ class _DeviceUseMode(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Optional[dict] = None) -> Any:
         kwargs = kwargs or {}
         if func is _TENSOR_CUDA or func is _TENSOR_TO or "device" in kwargs:
-            self._check(func, args, kwargs)
+            if torch.compiler.is_compiling():
+                _check_traced(func, args, kwargs)
+            else:
+                self._check(func, args, kwargs)
         return func(*args, **kwargs)
 
     def _check(self, func: Any, args: tuple, kwargs: dict) -> None:
@@ -205,6 +210,31 @@ class _DeviceUseMode(TorchFunctionMode):
         frame = _origin(caller)
         if frame is not None:
             _record(code, api, frame)
+
+
+def _check_traced(func: Any, args: tuple, kwargs: dict) -> None:
+    strict = _TYPE != "cuda"
+    if func is _TENSOR_CUDA:
+        code, api = "TPA02", "Tensor.cuda"
+    else:
+        spec = kwargs.get("device")
+        if func is _TENSOR_TO and spec is None and len(args) > 1:
+            spec = args[1]
+        shown = _cuda_spec(spec, strict)
+        if shown is None:
+            return
+        name = _api_name(func)
+        code = "TPA03"
+        api = f"{name}({shown})" if func is _TENSOR_TO and "device" not in kwargs else f"{name}(device={shown})"
+    comptime(_record_traced)
+
+
+def _record_traced(ctx: Any) -> None:
+    code = ctx.get_local("code").as_python_constant()
+    api = ctx.get_local("api").as_python_constant()
+    print("TRACED", code, api, file=sys.stderr)
+    for fs in TracingContext.extract_stack():
+        print("  ", fs.filename, fs.lineno, file=sys.stderr)
 
 
 class Audit:

@@ -25,47 +25,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import libcst as cst  # noqa: E402
-from libcst.metadata import (  # noqa: E402
-    ExpressionContext,
-    ExpressionContextProvider,
-    MetadataWrapper,
-    PositionProvider,
-    QualifiedNameProvider,
-    QualifiedNameSource,
-    ScopeProvider,
-)
 
 from torchport.codemods._scope import Resolver  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
 from test_scope import _facts_mismatches  # noqa: E402 - the symbol-table oracle of the scope facts
+from test_scope import _exact_static  # noqa: E402 - the symbol-table rule for `static`
 from test_scope import _qnp_reads as qnp_reads  # noqa: E402 - QualifiedNameProvider's answer for every Name read
 
-
-
-def symtable_static(source: str, resolver: Resolver) -> set[str]:
-    """The heads `Resolver.static` may answer for, from the symbol table (the exact rule)."""
-    import symtable
-
-    top = symtable.symtable(source, "<module>", "exec")
-    inner: set[str] = set()
-    stack = list(top.get_children())
-    while stack:
-        table = stack.pop()
-        stack.extend(table.get_children())
-        for symbol in table.get_symbols():
-            if (symbol.is_assigned() or symbol.is_parameter() or symbol.is_imported() or symbol.is_declared_global()
-                    or symbol.is_nonlocal() or symbol.is_local()):
-                inner.add(symbol.get_name())
-    found = set()
-    for name in resolver._imported:  # noqa: SLF001
-        try:
-            symbol = top.lookup(name)
-        except KeyError:
-            continue
-        if symbol.is_imported() and not symbol.is_assigned() and name not in inner:
-            found.add(name)
-    return found
 
 
 def check_static(source: str) -> tuple[list[str], list[str]]:
@@ -76,7 +43,7 @@ def check_static(source: str) -> tuple[list[str], list[str]]:
         tree = ast.parse(source)
     resolver = Resolver(tree, source)
     try:
-        exact = symtable_static(source, resolver)
+        exact = _exact_static(source, set(resolver._imported))  # noqa: SLF001
     except SyntaxError:
         return [], []
     fast = {h for h in resolver._imported if resolver.static(h) is not None}  # noqa: SLF001

@@ -19,7 +19,7 @@ import libcst as cst
 from torchport.codemods._base import Diagnostic
 from torchport.codemods._rule import Example, Rule
 from torchport.codemods._names import import_map, parse_ast
-from torchport.codemods._quiet import code_trigger_lines
+from torchport.codemods._quiet import code_trigger_lines, confirmed_matches
 from torchport.codemods._registry import FAMILIES, LOOSE_TRIGGERS, RULES_BY_CODE, TRIGGERS, check_patterns, matches
 from torchport.codemods._transformer import Migrator
 from torchport.config import DEFAULT, Settings
@@ -40,13 +40,7 @@ class _Prefilter:
         self.loose = re.compile(loose.encode())
 
     def search(self, data: bytes) -> re.Match[bytes] | None:
-        for candidate in self.loose.finditer(data):
-            begin = data.rfind(b"\n", 0, candidate.start()) + 1
-            end = data.find(b"\n", candidate.end())
-            found = self.exact.search(data, begin, len(data) if end < 0 else end)
-            if found is not None:
-                return found
-        return None
+        return next(confirmed_matches(data, self.exact, self.loose), None)
 
 
 # Source whose text matches no rule's trigger cannot hold a site, so it need not be parsed.

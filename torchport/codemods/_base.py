@@ -66,20 +66,17 @@ def is_cuda_literal(node: cst.CSTNode) -> bool:
     return cuda_literal_index(node)[0]
 
 
-def mentions_cuda_string(node: cst.CSTNode) -> bool:
-    """True for any string literal whose text is a CUDA device spec (used for diagnostics)."""
-    if is_cuda_literal(node):
-        return True
-    if isinstance(node, cst.FormattedString):
-        first = node.parts[0] if node.parts else None
-        return isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:")
-    return False
-
-
 def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
     """``name=value`` with no spaces around ``=``, as PEP 8 writes keyword arguments."""
     return cst.Arg(value=value, keyword=cst.Name(name), equal=cst.AssignEqual(
         whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+
+
+def call_name(func: cst.BaseExpression) -> str:
+    """The name a call's ``func`` ends in: ``print`` for ``print``, ``warn`` for ``warnings.warn``, else ``""``."""
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
 
 
 def dotted_name(node: cst.CSTNode) -> str | None:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import AnyStr
 
 import libcst as cst
 
@@ -59,7 +60,7 @@ def trigger_lines(source: str, pattern: re.Pattern[str], tree: ast.Module | None
     starts.extend(m.end() for m in _NEWLINE.finditer(source))
     text = _text_lines(source, starts, tree) if tree is not None else set()
     lines: set[int] = set()
-    for match in _matches(source, pattern, loose, starts):
+    for match in confirmed_matches(source, pattern, loose):
         first = bisect.bisect_right(starts, match.start())
         last = bisect.bisect_right(starts, max(match.start(), match.end() - 1))
         if first == last and _in_comment(source[starts[first - 1]:match.start()]):
@@ -68,18 +69,21 @@ def trigger_lines(source: str, pattern: re.Pattern[str], tree: ast.Module | None
     return sorted(lines)
 
 
-def _matches(source: str, pattern: re.Pattern[str], loose: re.Pattern[str] | None, starts: list[int]):
+def confirmed_matches(data: AnyStr, exact: re.Pattern[AnyStr], loose: re.Pattern[AnyStr] | None) -> Iterator[re.Match[AnyStr]]:
+    """The matches of ``exact`` in ``data`` (text or bytes), each looked for only on the lines where ``loose``,
+    whose matches include every match of ``exact``, finds a candidate: the loose scan is several times faster."""
     if loose is None:
-        yield from pattern.finditer(source)
+        yield from exact.finditer(data)
         return
-    done = 0  # the exact pattern has run on source[:done]
-    for candidate in loose.finditer(source):
+    newline = "\n" if isinstance(data, str) else b"\n"
+    done = 0  # the exact pattern has run on data[:done]
+    for candidate in loose.finditer(data):
         if candidate.start() < done:
             continue
-        begin = starts[bisect.bisect_right(starts, candidate.start()) - 1]
-        after = bisect.bisect_right(starts, max(candidate.start(), candidate.end() - 1))
-        end = starts[after] if after < len(starts) else len(source)
-        yield from pattern.finditer(source, max(begin, done), end)
+        begin = data.rfind(newline, 0, candidate.start()) + 1  # type: ignore[arg-type]
+        end = data.find(newline, max(candidate.start(), candidate.end() - 1))  # type: ignore[arg-type]
+        end = len(data) if end < 0 else end + 1
+        yield from exact.finditer(data, max(begin, done), end)
         done = end
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 from libcst.metadata import CodePosition
 
-from torchport.codemods._base import Diagnostic, attribute_chain
+from torchport.codemods._base import Diagnostic, attribute_chain, dotted_name
 from torchport.codemods._names import Imports, chain, cst_import_map, qualify
 from torchport.codemods._positions import Positions
 from torchport.codemods._quiet import Anchors, map_statements
@@ -367,7 +367,7 @@ class Migrator(cst.CSTTransformer):
         """Imports that bind torch.cuda names, to drop them once no longer used."""
         if isinstance(node, cst.Import) or node.relative or isinstance(node.names, cst.ImportStar):
             return
-        module = _dotted(node.module)
+        module = dotted_name(node.module)
         if not module:
             return
         for alias in node.names:
@@ -381,7 +381,7 @@ class Migrator(cst.CSTTransformer):
                 for small in statement.body:
                     if isinstance(small, cst.Import):
                         for alias in small.names:
-                            if _dotted(alias.name) == "torch":
+                            if dotted_name(alias.name) == "torch":
                                 self.torch_name = alias.evaluated_alias or "torch"
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
@@ -422,10 +422,4 @@ def _add_imports(context: CodemodContext, tree: cst.Module) -> cst.Module:
             statement = originals[small.value.value].with_changes(leading_lines=statement.leading_lines)
         body.append(statement)
     return added.with_changes(body=body)
-
-
-def _dotted(node: cst.CSTNode | None) -> str | None:
-    from torchport.codemods._base import dotted_name
-
-    return dotted_name(node) if node is not None else None
 

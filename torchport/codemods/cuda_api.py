@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import append_arg, keyword_arg, string_value
+from torchport.codemods._base import append_arg, dotted_name, keyword_arg, string_value
 from torchport.codemods._rule import Example, Rule
+from torchport.codemods.unported import cuda_api_rule
 
 if TYPE_CHECKING:
     from torchport.codemods._transformer import Migrator
@@ -381,8 +382,6 @@ class CudaApiUnported(Rule):
             self._collect(m, node)
 
     def _collect(self, m: Migrator, node: cst.CSTNode) -> None:
-        from torchport.codemods._base import dotted_name
-
         if dotted_name(node) is None:  # a chain through a call, e.g. current_stream().wait_stream
             return
         for name in m.qnames(node):
@@ -392,8 +391,6 @@ class CudaApiUnported(Rule):
                 return
 
     def finish(self, m: Migrator, module: cst.Module) -> None:
-        from torchport.codemods.unported import cuda_api_rule
-
         for node, name, skipped in m.store(self).get("refs", ()):
             if id(node) in m.handled:
                 continue

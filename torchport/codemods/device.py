@@ -21,12 +21,13 @@ reported (TP102), never guessed. Labels (dict keys, enum values, `Literal[...]`,
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import CUDA_DEVICE_RE, cuda_literal_index, is_cuda_literal, keyword_arg, string_value
+from torchport.codemods._base import CUDA_DEVICE_RE, call_name, cuda_literal_index, is_cuda_literal, keyword_arg, string_value
 from torchport.codemods._rule import Example, Rule
 
 if TYPE_CHECKING:
@@ -112,8 +113,6 @@ def _multi_device(m: Migrator) -> bool:
     if found is None:
         indices: set[str] = set()
         if m.syntax is not None and re.search(r"cuda:\d", m.source):
-            import ast
-
             for node in ast.walk(m.syntax):  # string constants in code, not comments
                 if isinstance(node, ast.Constant) and isinstance(node.value, str):
                     match = CUDA_DEVICE_RE.match(node.value)
@@ -649,7 +648,7 @@ class UnclassifiedString(Rule):
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         """Text given to ``print``, a logger, ``warnings.warn`` or an exception is a message, not a device."""
         func = node.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        name = call_name(func)
         if name in _MESSAGE_CALLS or name.endswith(("Error", "Exception", "Warning")):
             for arg in node.args:
                 if isinstance(arg.value, (cst.SimpleString, cst.FormattedString)):

@@ -17,6 +17,7 @@ import libcst as cst
 
 from torchport.codemods._base import string_value
 from torchport.codemods._rule import Example, Rule
+from torchport.codemods.device import is_current_device_call, is_index
 
 if TYPE_CHECKING:
     from torchport.codemods._transformer import Migrator
@@ -74,18 +75,19 @@ class NcclBackend(Rule):
             names_option = keyword == "default" and any(
                 "backend" in (string_value(a.value) or "") for a in node.args if a.keyword is None)
             if (keyword == "backend" or names_option or (init and keyword is None and index == 0)) and _mentions_nccl(arg.value):
-                m.store(self)[id(arg.value)] = True
-                if isinstance(arg.value, cst.IfExp):
-                    m.mark_handled(arg.value.body)
-                    m.mark_handled(arg.value.orelse)
+                self._mark(m, arg.value)
                 return
+
+    def _mark(self, m: Migrator, value: cst.BaseExpression) -> None:
+        """``value`` is a backend setting: rewritten whole on leave (a conditional's branches with it)."""
+        m.store(self)[id(value)] = True
+        if isinstance(value, cst.IfExp):
+            m.mark_handled(value.body)
+            m.mark_handled(value.orelse)
 
     def _setting(self, m: Migrator, name: str, value: cst.BaseExpression | None) -> None:
         if value is not None and _BACKEND_SETTING.match(name) and _mentions_nccl(value):
-            m.store(self)[id(value)] = True
-            if isinstance(value, cst.IfExp):
-                m.mark_handled(value.body)
-                m.mark_handled(value.orelse)
+            self._mark(m, value)
 
     def visit_Assign(self, m: Migrator, node: cst.Assign) -> None:
         for target in node.targets:
@@ -200,8 +202,6 @@ class ProcessGroupDeviceId(Rule):
 
     def _fsdp(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.Call | None:
         """FSDP's ``device_id``: a CUDA index (an int means CUDA) that FSDP cannot use on CPU or MPS."""
-        from torchport.codemods.device import is_current_device_call, is_index
-
         args, changed = [], False
         for old, arg in zip(original.args, updated.args):
             if (arg.keyword is not None and arg.keyword.value == "device_id"

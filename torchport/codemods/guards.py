@@ -19,13 +19,16 @@ size), so one process starts on a CPU-only machine.
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import dotted_name, is_cuda_literal, string_value
+from torchport.codemods import amp, cuda_api
+from torchport.codemods._base import call_name, dotted_name, is_cuda_literal, string_value
 from torchport.codemods._rule import Example, Rule
+from torchport.codemods.device import tensor_type_check
 
 if TYPE_CHECKING:
     from torchport.codemods._transformer import Migrator
@@ -47,16 +50,12 @@ _CUDA_TEST_DECORATOR = re.compile(r"(?i)(?:requires?_?(?:torch_)?(?:cuda|gpu)|sk
 # torch.cuda names the runtime has; anything else under a guard is CUDA-only.
 def _portable_cuda(name: str) -> bool:
     """Whether a ``torch.cuda`` name has a portable rewrite (a rule's table or the AMP names)."""
-    from torchport.codemods import amp, cuda_api
-
     tail = cuda_api.cuda_tail(name)
     return tail is not None and (tail in _PORTABLE_TAILS or name in amp.CUDA_AMP_NAMES
                                  or tail in ("is_available", "device_count") or tail in cuda_api.LEGACY_TYPES)
 
 
 def _tails() -> frozenset[str]:
-    from torchport.codemods import cuda_api
-
     rules = (cuda_api.CudaDeviceApi, cuda_api.CudaStreamApi, cuda_api.CudaMemoryApi, cuda_api.CudaRngApi,
              cuda_api.CudaOomError, cuda_api.CudaNvtx)
     return frozenset(tail for rule in rules for tail in rule.table)
@@ -87,7 +86,7 @@ class _Scan(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        name = call_name(func)
         if name in _COLLECTIVES:  # a tensor for NCCL: gloo on MPS or XPU could not take it
             self.cuda_only = True
         if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to"):
@@ -253,7 +252,7 @@ def _exits(block: cst.BaseSuite) -> bool:
     call = small.value if isinstance(small, cst.Expr) else None
     if isinstance(call, cst.Call):
         func = call.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        name = call_name(func)
         return name in _EXIT_CALLS
     return False
 
@@ -308,8 +307,6 @@ def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
         sides = (test.left, target.comparator)
         if not any(string_value(s) == "cuda" for s in sides):
             return False
-        from torchport.codemods.device import tensor_type_check
-
         if tensor_type_check(test) is not None:
             return not (unsafe and m.enabled("TP008"))
         return True
@@ -322,8 +319,6 @@ GUARD_CODE = "TP110"
 def _flags(m: Migrator) -> set[tuple[str, str]]:
     """Names assigned from a CUDA check: ``use_cuda = not args.no_cuda and torch.cuda.is_available()``
     (read from CPython's tree: a LibCST walk of the whole module cost more than the rest of the pass)."""
-    import ast
-
     flags: set[tuple[str, str]] = set()
     if m.syntax is None:
         return flags

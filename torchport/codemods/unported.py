@@ -92,7 +92,7 @@ class GpuRequiredAssert(Rule):
             m.mark_handled(call)
             m.store(self)[id(node)] = True
 
-    def _strip(self, m: Migrator, body: list[cst.BaseStatement], footer_owner: object) -> tuple[list, list[cst.EmptyLine], bool]:
+    def _strip(self, m: Migrator, body: list[cst.BaseStatement]) -> tuple[list, list[cst.EmptyLine], bool]:
         """Drop the statements that are only a removed assert; their comments go to the next statement."""
         out: list[cst.BaseStatement] = []
         carried: list[cst.EmptyLine] = []
@@ -125,7 +125,7 @@ class GpuRequiredAssert(Rule):
         return None
 
     def leave_IndentedBlock(self, m: Migrator, original: cst.IndentedBlock, updated: cst.IndentedBlock):
-        body, carried, changed = self._strip(m, list(updated.body), updated)
+        body, carried, changed = self._strip(m, list(updated.body))
         if not changed:
             return None
         if not body:  # a block cannot be empty: keep a `pass`, with the comments
@@ -133,7 +133,7 @@ class GpuRequiredAssert(Rule):
         return updated.with_changes(body=body, footer=[*carried, *updated.footer])
 
     def leave_Module(self, m: Migrator, original: cst.Module, updated: cst.Module):
-        body, carried, changed = self._strip(m, list(updated.body), updated)
+        body, carried, changed = self._strip(m, list(updated.body))
         if not changed:
             return None
         return updated.with_changes(body=body, footer=[*carried, *updated.footer])

@@ -253,10 +253,7 @@ def _check_traced(func: Any, args: tuple, kwargs: dict) -> None:
     strict = _TYPE != "cuda"
     shown = None
     if func is not _TENSOR_CUDA:
-        spec = kwargs.get("device")
-        if func is _TENSOR_TO and spec is None and len(args) > 1:
-            spec = args[1]
-        shown = _cuda_spec(spec, strict)
+        shown = _requested(func, args, kwargs, strict)
         if shown is None:
             return
     to_positional = func is _TENSOR_TO and "device" not in kwargs  # noqa: F841 - read by _record_traced
@@ -274,8 +271,7 @@ def _record_traced(ctx: Any) -> None:
         except Exception:  # noqa: BLE001 - a callable Dynamo holds no constant for
             name = "torch function"
         code = "TPA03"
-        positional = ctx.get_local("to_positional").as_python_constant()
-        api = f"{name}({shown})" if positional else f"{name}(device={shown})"
+        api = _request_api(name, shown, ctx.get_local("to_positional").as_python_constant())
     stack = [site for site in _traced_stack() if site[0] != _check_traced.__code__.co_filename]
     if not stack:
         return
@@ -293,6 +289,19 @@ def _record_traced(ctx: Any) -> None:
 _TENSOR_CUDA = torch._C.TensorBase.cuda
 _TENSOR_TO = torch._C.TensorBase.to
 _is_compiling = torch.compiler.is_compiling
+
+
+def _requested(func: Any, args: tuple, kwargs: dict, strict: bool) -> Optional[str]:
+    """``repr`` of the CUDA device a call asks for (``device=``, or ``Tensor.to``'s first argument), else None."""
+    spec = kwargs.get("device")
+    if func is _TENSOR_TO and spec is None and len(args) > 1:
+        spec = args[1]
+    return _cuda_spec(spec, strict)
+
+
+def _request_api(name: str, shown: str, positional: bool) -> str:
+    """How a device request is shown: ``Tensor.to('cuda')`` or ``torch.zeros(device='cuda')``."""
+    return f"{name}({shown})" if positional else f"{name}(device={shown})"
 
 
 def _cuda_spec(spec: Any, strict: bool) -> Optional[str]:
@@ -353,15 +362,11 @@ class _DeviceUseMode(TorchFunctionMode):
         else:
             if not strict and is_internal(caller.f_code.co_filename):
                 return  # torch's own CUDA work on a CUDA pick is expected, not a leftover
-            spec = kwargs.get("device")
-            if func is _TENSOR_TO and spec is None and len(args) > 1:
-                spec = args[1]
-            shown = _cuda_spec(spec, strict)
+            shown = _requested(func, args, kwargs, strict)
             if shown is None:
                 return
-            name = _api_name(func)
             code = "TPA03"
-            api = f"{name}({shown})" if func is _TENSOR_TO and "device" not in kwargs else f"{name}(device={shown})"
+            api = _request_api(_api_name(func), shown, func is _TENSOR_TO and "device" not in kwargs)
         frame = _origin(caller)
         if frame is not None:
             _record(code, api, frame)

@@ -522,8 +522,8 @@ class IntegerDeviceId(Rule):
         Example("# runs on CUDA\nbatch = batch.to(device_ids[0])\n", "# runs on CUDA\nbatch = batch.to(tp.device(device_ids[0]))\n"),
         Example("# runs on CUDA\nimport torch\nd = torch.device(rank)\n", "# runs on CUDA\nimport torch\nd = tp.device(rank)\n"),
         Example("x.to(dtype)\n"),
-        Example("import torch\ndevice = device or torch.cuda.current_device()\n",
-                "import torch\ndevice = device or tp.device(torch.cuda.current_device())\n"),
+        # Kept as an int: on CUDA a stored index must stay the int it was (`str(device)`, arithmetic).
+        Example("import torch\ndevice = device or torch.cuda.current_device()\n"),
         # A file that never mentions CUDA or NCCL is left as it is (the id is reported).
         Example("model.to(args.local_rank)\n"),
     )
@@ -535,18 +535,7 @@ class IntegerDeviceId(Rule):
             return None
         return m.runtime_call("device", [updated])
 
-    def visit_Assign(self, m: Migrator, node: cst.Assign) -> None:
-        """``device = device or torch.cuda.current_device()``: an int CUDA index kept as a device setting."""
-        if any(DEVICE_WORD.search(_target_name(t.target)) for t in node.targets):
-            value = node.value
-            if isinstance(value, cst.BooleanOperation):
-                value = value.right
-            if is_current_device_call(m, value):
-                m.store(self)[id(value)] = True
-
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
-        if id(original) in m.store(self):
-            return self._wrap(m, original, updated)
         func = original.func
         names = m.qnames(func)
         is_to = isinstance(func, cst.Attribute) and func.attr.value == "to"

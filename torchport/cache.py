@@ -114,12 +114,14 @@ class Cache:
             diagnostics = [Diagnostic(*d) for d in data["diagnostics"]]
             sites = [Diagnostic(*d) for d in data["sites"]]
             error = data["error"]
+            facts = {str(kind): [int(line) for line in lines] for kind, lines in data.get("facts", {}).items()}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             self.misses += 1
             return False
         result.migrated = None if error else result.original if migrated is None else migrated
         result.error = error
         result.rewrites, result.diagnostics, result.sites = rewrites, diagnostics, sites
+        result.facts = facts
         self.hits += 1
         return True
 
@@ -133,6 +135,7 @@ class Cache:
             "diagnostics": [dataclasses.astuple(d) for d in result.diagnostics],
             "sites": [dataclasses.astuple(d) for d in result.sites],
             "error": result.error,
+            "facts": result.facts,
         }
         try:
             fd, tmp = tempfile.mkstemp(dir=self.entries, suffix=".tmp")

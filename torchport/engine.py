@@ -37,6 +37,8 @@ class FileResult:
         diagnostics: sites left unchanged, with their rule codes.
         sites: one entry per rewrite made (code, line, column, rule summary), for reports.
         error: why the file could not be migrated, as ``line:col: reason`` where a line is known.
+        facts: where the module chooses a device from CUDA's availability (`Migration.facts`).
+        hold: why the project-level pass kept this module's device choices CUDA-or-CPU, or None.
     """
 
     path: Path
@@ -48,6 +50,8 @@ class FileResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     sites: list[Diagnostic] = field(default_factory=list)
     error: str | None = None
+    facts: dict[str, list[int]] = field(default_factory=dict)
+    hold: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -150,8 +154,10 @@ def _parses(code: str, path: Path, cpython: bool) -> str | None:
     return None
 
 
-def migrate_source(result: FileResult, settings: Settings = DEFAULT) -> FileResult:
+def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str | None = None) -> FileResult:
     """Run the rules over ``result.original`` (as read by `read_file`), filling in the rest of ``result``.
+
+    ``hold``: why the module's device choices stay CUDA-or-CPU (see `torchport.project`), or None.
 
     Never raises for a problem with the file: it becomes ``result.error`` and ``result.migrated``
     is None. The output is re-parsed; a rewrite that does not parse is an internal error.
@@ -164,7 +170,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT) -> FileResu
         result.migrated, result.error = None, refused
         return result
     try:
-        migration = migrate_code(text, settings.for_file(result.path), syntax=syntax)
+        migration = migrate_code(text, settings.for_file(result.path), syntax=syntax, hold=hold)
     except cst.ParserSyntaxError as exc:
         result.migrated = None
         result.error = _syntax_error(text, exc)
@@ -190,6 +196,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT) -> FileResu
     result.rewrites = migration.rewrites
     result.diagnostics = migration.diagnostics
     result.sites = migration.sites
+    result.facts, result.hold = migration.facts, hold
     return result
 
 

@@ -18,6 +18,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import AbstractContextManager, nullcontext
 
 from torchport import cache as cache_module
+from torchport import project
 from torchport.config import DEFAULT, Settings
 from torchport.engine import FileResult, migrate_source, needs_parse, read_file
 from torchport.files import Found
@@ -103,9 +104,6 @@ def run(
         if cache is not None and entry is not None and cache.get(entry, result):
             continue
         keys[index] = entry
-    if not keys:
-        return results
-
     def done(index: int, result: FileResult) -> None:
         results[index] = result
         entry = keys[index]
@@ -113,13 +111,41 @@ def run(
             cache.put(entry, result)
 
     # Biggest files first, so that no worker is left with a big one at the end.
+    _migrate(keys, results, settings, jobs, done, progress)
+    holds = project.holds(results)
+    if holds:  # again, for the files whose device choices other files decide (`torchport.project`)
+        keys = {}
+        for index, reason in holds.items():
+            result = results[index]
+            entry = (cache_module.key(f"{reason}\0{result.original}".encode(), settings.for_file(result.path))
+                     if cache is not None else None)
+            if cache is not None and entry is not None and cache.get(entry, result):
+                result.hold = reason
+                continue
+            keys[index] = entry
+        _migrate(keys, results, settings, jobs, done, None, holds)
+    return results
+
+
+def _migrate(
+    keys: dict[int, str | None],
+    results: list[FileResult],
+    settings: Settings,
+    jobs: int,
+    done: Callable[[int, FileResult], None],
+    progress: Progress | None,
+    holds: dict[int, str] | None = None,
+) -> None:
+    """Migrate ``results[i]`` for each index of ``keys`` in worker processes, one retry each after a crash."""
+    if not keys:
+        return
+    # Biggest files first, so that no worker is left with a big one at the end.
     todo = sorted(keys, key=lambda index: -len(results[index].original or ""))
     workers = max(1, min(jobs or default_jobs(), len(todo)))
-    crashed = _in_pool(todo, results, settings, workers, done, progress(len(todo)) if progress else None)
+    crashed = _in_pool(todo, results, settings, workers, done, progress(len(todo)) if progress else None, holds)
     for index in crashed:  # one file per process: a crash now is that file's own
-        if _in_pool([index], results, settings, 1, done, None):
+        if _in_pool([index], results, settings, 1, done, None, holds):
             done(index, _failed(results[index], "the worker process died while migrating this file"))
-    return results
 
 
 def _in_pool(
@@ -129,6 +155,7 @@ def _in_pool(
     workers: int,
     done: Callable[[int, FileResult], None],
     bar: AbstractContextManager[Callable[[], None]] | None,
+    holds: dict[int, str] | None = None,
 ) -> list[int]:
     """Migrate ``results[i]`` for each index in a pool of ``workers``; the indices whose worker died."""
     crashed: list[int] = []
@@ -137,7 +164,7 @@ def _in_pool(
         futures: dict[Future[FileResult], int] = {}
         for index in indices:  # with fork, the workers start here, before the bar's thread does
             try:
-                futures[pool.submit(migrate_source, results[index], settings)] = index
+                futures[pool.submit(migrate_source, results[index], settings, (holds or {}).get(index))] = index
             except BrokenProcessPool:
                 crashed.append(index)
         with bar or nullcontext(lambda: None) as advance:

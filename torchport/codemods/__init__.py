@@ -58,6 +58,8 @@ class Migration:
         sites: one entry per rewrite (code, line, column in the original source, rule summary).
         exact: whether LibCST regenerates the unchanged source byte for byte (when it does not, a
             rewrite could change lines it does not touch).
+        facts: lines where the module chooses a device from CUDA's availability (``choices``: rewritten;
+            ``kept``: left CUDA-or-CPU), read by the project-level pass (`torchport.project`).
     """
 
     code: str
@@ -65,6 +67,7 @@ class Migration:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     sites: list[Diagnostic] = field(default_factory=list)
     exact: bool = True
+    facts: dict[str, list[int]] = field(default_factory=dict)
 
 
 def suppressions(source: str) -> dict[int, frozenset[str] | None]:
@@ -87,8 +90,12 @@ def suppressions(source: str) -> dict[int, frozenset[str] | None]:
     return found
 
 
-def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module | None = None) -> Migration:
+def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module | None = None,
+                 hold: str | None = None) -> Migration:
     """Run the rules ``settings`` selects over ``source`` (a whole module).
+
+    ``hold`` says why the module's device choices must stay CUDA-or-CPU (the project-level pass,
+    `torchport.project`, decides it); None lets the rules choose the runtime's device.
 
     ``syntax`` is CPython's tree of ``source`` when the caller has it already (it is parsed
     otherwise): the rules read imports and statement lines from it, as it is faster than LibCST's.
@@ -122,15 +129,16 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
     codemod = Migrator(
         CodemodContext(), source=source, enabled=enabled, unsafe_fixes=settings.unsafe_fixes,
         suppressed=suppressions(source), targets=settings.targets, syntax=syntax, imports=imports,
-        resolver=resolver, trigger_lines=lines,
+        resolver=resolver, trigger_lines=lines, hold=hold,
     )
     tree = codemod.transform_module(module)
     if not codemod.rewrites:  # any difference would be LibCST's regeneration, not a rewrite
-        return Migration(source, {}, codemod.diagnostics, codemod.sites)
+        return Migration(source, {}, codemod.diagnostics, codemod.sites, facts=codemod.facts)
     code = tree.code
     if code.startswith(("\n", "\r\n")) and not source.startswith(("\n", "\r\n")):
         code = code.lstrip("\r\n")  # a removed first import leaves its blank line behind
-    return Migration(code, dict(codemod.rewrites), codemod.diagnostics, codemod.sites, exact=module.code == source)
+    return Migration(code, dict(codemod.rewrites), codemod.diagnostics, codemod.sites, exact=module.code == source,
+                     facts=codemod.facts)
 
 
 __all__ = ["FAMILIES", "PREFILTER", "RULES", "Diagnostic", "Example", "Migration", "Rule", "migrate_code", "suppressions"]

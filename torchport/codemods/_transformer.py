@@ -69,9 +69,11 @@ class Migrator(cst.CSTTransformer):
         resolver: the scope resolver of ``syntax``.
         trigger_lines: lines where some rule's trigger matches: statements spanning none are skipped.
         renderer: how a fix that calls the runtime is written (``tp.device()`` by default).
+        hold: why this module's device choices must stay CUDA-or-CPU (`torchport.project`), or None.
 
     After ``transform_module``: ``rewrites`` (counts per code), ``sites`` (one per rewrite) and
-    ``diagnostics`` (sorted by line).
+    ``diagnostics`` (sorted by line); ``facts``: lines where the module chooses a device from CUDA's
+    availability, rewritten (``choices``) or kept as written (``kept``), for the project-level pass.
     """
 
     def __init__(
@@ -87,6 +89,7 @@ class Migrator(cst.CSTTransformer):
         resolver: Resolver | None = None,
         trigger_lines: Sequence[int] = (),
         renderer: Renderer | None = None,
+        hold: str | None = None,
     ) -> None:
         super().__init__()
         self.context = context
@@ -102,6 +105,8 @@ class Migrator(cst.CSTTransformer):
         self.imports: Imports = imports or {}
         self.resolver = resolver
         self.renderer: Renderer = renderer or PackageRuntime()
+        self.hold = hold
+        self.facts: dict[str, list[int]] = {}
         self.sites: list[Diagnostic] = []
         self.rewrites: Counter[str] = Counter()
         self.diagnostics: list[Diagnostic] = []
@@ -322,6 +327,14 @@ class Migrator(cst.CSTTransformer):
         self.rewrites[code] += 1
         self.sites.append(Diagnostic(code, start.line, start.column, rule.summary))
         return True
+
+    def fact(self, kind: str, node: cst.CSTNode) -> None:
+        """Record that the module chooses a device from CUDA's availability at ``node``: ``kind`` is
+        ``choices`` (rewritten to the runtime's choice) or ``kept`` (stays CUDA-or-CPU)."""
+        lines = self.facts.setdefault(kind, [])
+        line = self.start(node).line
+        if line not in lines:
+            lines.append(line)
 
     def report(self, code: str, node: cst.CSTNode, message: str) -> None:
         start = self.start(node)

@@ -488,6 +488,9 @@ class AvailabilityIdiom(Rule):
                      "for more than one GPU; left unchanged")
             m.skip_region(node)
             return True
+        if m.hold is not None:  # the project needs CUDA-or-CPU here; TP110 keeps it, with the reason
+            m.store(self).setdefault("held", set()).add(id(node))
+            return True
         m.store(self)[id(node)] = (shape[0], shape[1])
         return False  # the whole expression is replaced; its parts need no visit
 
@@ -499,6 +502,7 @@ class AvailabilityIdiom(Rule):
         kind = m.contexts.get(id(original), ("str", ""))[0]
         if not m.apply(self.code, original):
             return None
+        m.fact("choices", original)
         if kind == "type":
             return m.runtime_call("device_type", [])
         name = "device" if wants_object or kind == "device" else "device_str"

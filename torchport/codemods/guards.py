@@ -316,6 +316,20 @@ def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
 GUARD_CODE = "TP110"
 
 
+def _availability_based(m: Migrator, test: cst.BaseExpression) -> bool:
+    """Whether ``test`` asks whether CUDA is there (``torch.cuda.is_available()``, a device count, a flag
+    assigned from them), rather than where a tensor is (``x.is_cuda``)."""
+    if isinstance(test, (cst.BooleanOperation, cst.UnaryOperation, cst.Comparison)):
+        return any(_availability_based(m, part) for part in
+                   ((test.left, test.right) if isinstance(test, cst.BooleanOperation) else
+                    (test.expression,) if isinstance(test, cst.UnaryOperation) else
+                    (test.left, *(c.comparator for c in test.comparisons))))
+    if isinstance(test, cst.Call):
+        return not test.args and bool(m.qnames(test.func) & {_AVAILABLE, _COUNT})
+    dotted = dotted_name(test)
+    return dotted is not None and _is_flag(m, dotted)
+
+
 def _flags(m: Migrator) -> set[tuple[str, str]]:
     """Names assigned from a CUDA check: ``use_cuda = not args.no_cuda and torch.cuda.is_available()``
     (read from CPython's tree: a LibCST walk of the whole module cost more than the rest of the pass)."""
@@ -433,7 +447,10 @@ class CudaGuard(Rule):
         """``"cuda:0" if torch.cuda.is_available() and n > 0 else "cpu"``: the first branch runs only on CUDA."""
         if id(node) not in m.store("TP005") and _cuda_detection(m, node.test):
             positive, other = _guard_calls(m, node.test)
-            self._keep(m, positive + other, node.test, None)
+            held = m.hold is not None and id(node) in m.store("TP005").get("held", ())
+            self._keep(m, positive + other, node.test, f"availability idiom kept as written: {m.hold}" if held else None)
+            if _availability_based(m, node.test) and _scan(m, node.body).chooses:
+                m.fact("kept", node)
             m.skip_region(node.body)
 
     def visit_If(self, m: Migrator, node: cst.If) -> None:
@@ -452,13 +469,20 @@ class CudaGuard(Rule):
         if positive:
             scan = _scan(m, node.body)
             function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
-            if scan.chooses and not scan.cuda_only and not self._mixed(m, function):
+            portable = scan.chooses and not scan.cuda_only and not self._mixed(m, function)
+            if portable and m.hold is None:
                 for call in positive:
                     self._rewrite(m, call, "is_available" if m.has_qname(call.func, _AVAILABLE) else "device_count")
+                m.fact("choices", node)
                 return
-            self._keep(m, positive, node.test, "CUDA guard kept: the code under it runs only on CUDA, as before")
+            if scan.chooses:
+                m.fact("kept", node)
+            self._keep(m, positive, node.test, f"CUDA guard kept as written: {m.hold}" if portable else
+                       "CUDA guard kept: the code under it runs only on CUDA, as before")
             m.skip_region(node.body)
         elif _cuda_detection(m, node.test):
+            if _availability_based(m, node.test) and _scan(m, node.body).chooses:
+                m.fact("kept", node)
             m.skip_region(node.body)
         elif _negated_detection(m, node.test):
             if node.orelse is not None:  # `if not x.is_cuda: ... else: <CUDA only>`

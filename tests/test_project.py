@@ -1,0 +1,126 @@
+"""The project-level pass (`torchport.project`): device choices other files decide stay CUDA-or-CPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from torchport import cache as cache_module
+from torchport import runner
+from torchport.files import discover
+from torchport.project import blocker
+
+IDIOM = 'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+GUARD = "import torch\n\n\ndef build(v):\n    if torch.cuda.is_available():\n        v = v.cuda()\n    return v\n"
+
+
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+
+
+def _run(root: Path, cache: cache_module.Cache | None = None) -> dict[str, object]:
+    results = runner.run(list(discover([root])), jobs=1, cache=cache)
+    return {r.path.relative_to(root).as_posix(): r for r in results}
+
+
+def test_float64_in_an_imported_module_keeps_the_idiom(tmp_path: Path) -> None:
+    _tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/timing.py": "import torch\n\n\ndef dtw(x):\n    return x.double().cumsum(0)\n",
+        "pkg/run.py": "from .timing import dtw\n" + IDIOM,
+    })
+    run = _run(tmp_path)["pkg/run.py"]
+    assert run.migrated == run.original
+    assert run.hold is not None and "pkg/timing.py:5 uses float64" in run.hold
+    assert any(d.code == "TP110" and "availability idiom kept as written: " in d.message
+               and "pkg/timing.py:5 uses float64" in d.message
+               for d in run.diagnostics)
+
+
+def test_without_a_blocker_the_idiom_is_rewritten(tmp_path: Path) -> None:
+    _tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/timing.py": "import torch\n\n\ndef dtw(x):\n    return x.float().cumsum(0)\n",
+        "pkg/run.py": "from .timing import dtw\n" + IDIOM,
+    })
+    run = _run(tmp_path)["pkg/run.py"]
+    assert "tp.device_str()" in run.migrated and run.hold is None
+
+
+@pytest.mark.parametrize("helper", [
+    "import torch\n\n\ndef dtw(x):\n    return x.cpu().double()\n",  # on the CPU: no blocker
+    "import torch\n\n\ndef dtw(x):\n    d = torch.float32 if x.device.type == 'mps' else torch.float64\n    return x.to(d)\n",
+    "def dtw(x):\n    return x  # not .double()\n",
+])
+def test_what_is_not_a_blocker(tmp_path: Path, helper: str) -> None:
+    _tree(tmp_path, {"timing.py": helper, "run.py": "import timing\n" + IDIOM})
+    assert _run(tmp_path)["run.py"].hold is None
+
+
+def test_a_blocker_not_imported_does_not_hold(tmp_path: Path) -> None:
+    _tree(tmp_path, {"timing.py": "import torch\nx = torch.zeros(2, dtype=torch.float64)\n", "run.py": IDIOM})
+    assert _run(tmp_path)["run.py"].hold is None
+
+
+def test_a_choice_kept_by_the_importer_keeps_the_imported_guard(tmp_path: Path) -> None:
+    # script.py keeps its flag (`use_cuda`), so lib.build must not move data to MPS either.
+    _tree(tmp_path, {
+        "lib.py": GUARD,
+        "script.py": "import torch\nimport lib\nuse_cuda = torch.cuda.is_available()\nm = lib.build(1)\n"
+                     "x = m.cuda() if use_cuda else m\n",
+    })
+    lib = _run(tmp_path)["lib.py"]
+    assert lib.migrated == lib.original
+    assert lib.hold is not None and "script.py:5 keeps its device choice CUDA-or-CPU" in lib.hold
+
+
+def test_a_registry_package_imports_its_folder(tmp_path: Path) -> None:
+    # `fairseq.tasks` imports every task module by name; a script importing the package reaches them.
+    _tree(tmp_path, {
+        "tasks/__init__.py": "import importlib, os\nfor f in os.listdir(os.path.dirname(__file__)):\n"
+                             "    importlib.import_module('tasks.' + f[:-3])\n",
+        "tasks/tts.py": GUARD,
+        "generate.py": "import torch\nimport tasks\nuse_cuda = torch.cuda.is_available()\n"
+                       "model = tasks.tts.build(1)\nmodel = model.cuda() if use_cuda else model\n",
+    })
+    assert _run(tmp_path)["tasks/tts.py"].hold is not None
+
+
+def test_kept_and_rewritten_choices_in_one_file(tmp_path: Path) -> None:
+    _tree(tmp_path, {"one.py": GUARD + "\n\nuse_cuda = torch.cuda.is_available()\ny = build(2)\n"
+                                       "y = y.cuda() if use_cuda else y\n"})
+    one = _run(tmp_path)["one.py"]
+    assert one.migrated == one.original and one.hold.startswith("this file:")
+
+
+def test_unrelated_files_are_not_held(tmp_path: Path) -> None:
+    _tree(tmp_path, {"a.py": GUARD, "b.py": "import torch\nuse_cuda = torch.cuda.is_available()\n"
+                                            "x = torch.ones(1)\nx = x.cuda() if use_cuda else x\n"})
+    a = _run(tmp_path)["a.py"]
+    assert a.hold is None and "tp.is_available()" in a.migrated
+
+
+def test_held_results_are_cached(tmp_path: Path) -> None:
+    _tree(tmp_path, {"timing.py": "import torch\nx = torch.ones(1).double()\n", "run.py": "import timing\n" + IDIOM})
+    cache = cache_module.Cache.open(tmp_path / ".cache")
+    first = _run(tmp_path, cache)["run.py"]
+    again = cache_module.Cache.open(tmp_path / ".cache")
+    second = _run(tmp_path, again)["run.py"]
+    assert again.misses == 0 and again.hits == 3  # timing.py, then run.py without and with its hold
+    assert (second.hold, second.migrated, second.diagnostics) == (first.hold, first.migrated, first.diagnostics)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("x = y.double()\n", (1, "float64")),
+    ("\nz = torch.zeros(2, dtype=torch.complex128)\n", (2, "complex128")),
+    ("s = torch.sparse_coo_tensor(i, v)\n", (1, "sparse tensors")),
+    ("a = F.forced_align(e, t)\n", (1, "torchaudio's forced_align")),
+    ("x = y.double()  # but MPS is handled elsewhere: mps\n", None),
+    ("# x.double()\n", None),
+    ("x = y.cpu().double()\n", None),
+])
+def test_blocker(text: str, expected: tuple[int, str] | None) -> None:
+    assert blocker(text) == expected

@@ -1,0 +1,176 @@
+"""The project-level pass: device choices that must stay CUDA-or-CPU because of other files.
+
+Per file, the rules rewrite ``"cuda" if torch.cuda.is_available() else "cpu"`` and availability guards
+that move data (``if torch.cuda.is_available(): model.cuda()``) to the runtime's pick, which is MPS on a
+Mac. Two things the file alone cannot show make that pick wrong there:
+
+- **MPS blockers.** Code the chosen device reaches (the file and every module it imports, transitively)
+  uses float64, complex128, sparse tensors or torchaudio's ``forced_align``, which MPS lacks. The
+  original ran on the CPU of a Mac; the port would fail on MPS.
+- **Choices kept elsewhere.** A module linked by imports (either way) keeps its own availability
+  choice as CUDA-or-CPU (its guard also holds CUDA-only code, or a flag decides): on MPS one side's
+  tensors would be on MPS and the other's on the CPU. The same holds within one file.
+
+Such a file is migrated again with a *hold*: its availability idioms and data-moving guards stay as
+written (CPU on a Mac, as before), each with a TP110 note naming the file and line that decided it.
+A held file's choices count as kept, so the pass repeats until nothing changes. Imports are read
+statically; a package ``__init__`` that imports modules by name (a plugin registry) is taken to import
+its whole folder.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from torchport.engine import FileResult
+
+# What MPS lacks, as (pattern, description); a file that mentions MPS handles it itself.
+_BLOCKERS = (
+    (re.compile(r"(?<!cpu\(\))\.double\(\)|\btorch\.(?:float64|double)\b"), "float64"),
+    (re.compile(r"\btorch\.(?:complex128|cdouble)\b"), "complex128"),
+    (re.compile(r"\bsparse_coo_tensor\b|\.to_sparse\("), "sparse tensors"),
+    (re.compile(r"\bforced_align\b"), "torchaudio's forced_align"),
+)
+_MENTIONS_MPS = re.compile(r"\bmps\b", re.IGNORECASE)
+_DYNAMIC_IMPORT = re.compile(r"\bimport_module\(|\b__import__\(")
+
+
+def blocker(text: str) -> tuple[int, str] | None:
+    """The first line of ``text`` (a module's source) using something MPS lacks, and what: ``(line, what)``;
+    None when there is none, or when the module mentions MPS (it then handles MPS itself)."""
+    if _MENTIONS_MPS.search(text):
+        return None
+    for number, line in enumerate(text.splitlines(), 1):
+        code = line.split("#", 1)[0]
+        for pattern, what in _BLOCKERS:
+            if pattern.search(code):
+                return number, what
+    return None
+
+
+class Project:
+    """The files of a run as modules, with the imports among them.
+
+    Args:
+        results: one per file of the run (``original`` is the source; None for files not read).
+
+    A file's module name follows its packages: ``pkg/sub/mod.py`` is ``pkg.sub.mod`` while ``pkg/`` and
+    ``pkg/sub/`` hold an ``__init__.py`` of the run; a loose script is its own top-level module.
+    """
+
+    def __init__(self, results: Sequence[FileResult]) -> None:
+        self.results = results
+        paths = {result.path.resolve(): index for index, result in enumerate(results) if result.original is not None}
+        self.package_dirs = {path.parent for path in paths if path.name == "__init__.py"}
+        self.names: list[str | None] = [None] * len(results)
+        self.by_name: dict[str, list[int]] = {}
+        for path, index in paths.items():
+            name = self._module_name(path)
+            self.names[index] = name
+            self.by_name.setdefault(name, []).append(index)
+        self._edges: dict[int, set[int]] = {}
+
+    def _module_name(self, path: Path) -> str:
+        parts = [] if path.name == "__init__.py" else [path.stem]
+        folder = path.parent
+        while folder in self.package_dirs:
+            parts.insert(0, folder.name)
+            folder = folder.parent
+        return ".".join(parts) or path.parent.name
+
+    def imports(self, index: int) -> set[int]:
+        """The files of the run that file ``index`` imports (statically; a registry ``__init__`` imports its folder)."""
+        if index in self._edges:
+            return self._edges[index]
+        found: set[int] = set()
+        self._edges[index] = found
+        text = self.results[index].original or ""
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return found
+        name = self.names[index] or ""
+        path = self.results[index].path
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    found.update(self._resolve(alias.name))
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".") if package else []
+                    anchor = anchor[: len(anchor) - (node.level - 1)] if node.level > 1 else anchor
+                    base = ".".join([*anchor, *([base] if base else [])])
+                found.update(self._resolve(base))
+                for alias in node.names:
+                    found.update(self.by_name.get(f"{base}.{alias.name}" if base else alias.name, ()))
+        if path.name == "__init__.py" and _DYNAMIC_IMPORT.search(text):
+            folder = path.resolve().parent
+            for other, result in enumerate(self.results):
+                other_path = result.path.resolve()
+                if result.original is not None and (other_path.parent == folder or (
+                        other_path.name == "__init__.py" and other_path.parent.parent == folder)):
+                    found.add(other)
+        found.discard(index)
+        return found
+
+    def _resolve(self, dotted: str) -> Iterable[int]:
+        return self.by_name.get(dotted, ())
+
+    def reach(self, start: int) -> set[int]:
+        """``start`` and every file it imports, transitively."""
+        seen = {start}
+        todo = [start]
+        while todo:
+            for other in self.imports(todo.pop()):
+                if other not in seen:
+                    seen.add(other)
+                    todo.append(other)
+        return seen
+
+
+def holds(results: Sequence[FileResult]) -> dict[int, str]:
+    """Which files must keep their device choices CUDA-or-CPU, and why (the module docstring says when).
+
+    Args:
+        results: one per file of the run, after a first pass (``facts`` filled in by the rules).
+
+    Returns:
+        index into ``results`` -> the reason, naming the file and line that decided it.
+    """
+    candidates = [i for i, r in enumerate(results) if r.error is None and r.facts.get("choices")]
+    if not candidates:
+        return {}
+    project = Project(results)
+    reasons: dict[int, str] = {}
+    blockers: dict[int, tuple[int, str] | None] = {}
+    for index in candidates:
+        for other in sorted(project.reach(index)):
+            if other not in blockers:
+                blockers[other] = blocker(results[other].original or "")
+            found = blockers[other]
+            if found is not None:
+                reasons[index] = (f"{results[other].display}:{found[0]} uses {found[1]}, which MPS lacks; "
+                                  "on a Mac this keeps running on the CPU, as before")
+                break
+    kept = {i: r.facts["kept"][0] for i, r in enumerate(results) if r.error is None and r.facts.get("kept")}
+    changed = True
+    while changed:
+        changed = False
+        sources = {**kept, **{i: results[i].facts["choices"][0] for i in reasons}}
+        reached = {k: project.reach(k) for k in sources}
+        for index in candidates:
+            if index in reasons:
+                continue
+            mine = project.reach(index)
+            other = next((k for k in sorted(sources) if k in mine or index in reached[k]), None)
+            if other is not None:
+                where = "this file" if other == index else results[other].display
+                reasons[index] = (f"{where}:{sources[other]} keeps its device choice CUDA-or-CPU, so this one does "
+                                  "too (on MPS their tensors would be on different devices)")
+                changed = True
+    return reasons

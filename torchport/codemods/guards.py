@@ -228,6 +228,23 @@ def _portable_or_cuda_only_module(m: Migrator, module: cst.Module) -> bool:
     return False
 
 
+def _imports_cuda_only(node: cst.FunctionDef | cst.ClassDef) -> bool:
+    """Whether a function's own body imports a CUDA-only library or a module of a ``triton`` package
+    (``from pkg.ops.triton.matmul_ext import matmul``): it cannot run without CUDA."""
+    if not isinstance(node, cst.FunctionDef) or not isinstance(node.body, cst.IndentedBlock):
+        return False
+    for statement in node.body.body:
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            names: list[str] = []
+            if isinstance(small, cst.Import):
+                names = [dotted_name(a.name) or "" for a in small.names]
+            elif isinstance(small, cst.ImportFrom) and small.module is not None:
+                names = [dotted_name(small.module) or ""]
+            if any(_CUDA_ONLY_IMPORT.match(n) or "triton" in n.split(".") for n in names):
+                return True
+    return False
+
+
 def _negated_detection(m: Migrator, test: cst.BaseExpression) -> bool:
     """A test false wherever CUDA is: ``not torch.cuda.is_available()``, ``not x.is_cuda or not flash``."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -394,6 +411,15 @@ class CudaGuard(Rule):
         Example("import torch\ntry:\n    scaler = make_scaler()\nexcept AttributeError:  # an older torch\n"
                 "    scaler = torch.cuda.amp.GradScaler()\n"),
         Example("import torch\nassert torch.cuda.device_count() > rank, 'insufficient CUDA devices'\ntorch.cuda.set_device(rank)\n"),
+        # A function that imports triton kernels runs only on CUDA.
+        Example("import torch\n\n\ndef autotune(n):\n    from pkg.ops.triton.matmul_ext import matmul\n"
+                "    a = torch.randn(n, n, device='cuda')\n    matmul(a, a)\n"),
+        # Tests skipped unless CUDA is there, in `setUp` or by a module's `pytestmark`.
+        Example("import unittest\nimport torch\n\n\nclass T(unittest.TestCase):\n    def setUp(self):\n"
+                "        if not torch.cuda.is_available():\n            self.skipTest('needs CUDA')\n\n"
+                "    def test_x(self):\n        x = torch.ones(2).cuda()\n"),
+        Example("import pytest\nimport torch\n\npytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='CUDA')\n"
+                "\n\ndef test_x():\n    x = torch.ones(2).cuda()\n"),
     )
 
     def _rewrite(self, m: Migrator, call: cst.Call, name: str) -> None:
@@ -516,8 +542,8 @@ class CudaGuard(Rule):
             m.skip_region(node.body)
 
     def visit_FunctionDef(self, m: Migrator, node: cst.FunctionDef) -> None:
-        if _CUDA_FUNCTION.search(node.name.value):  # a class's own `cuda()`, CUDA-graph capture
-            m.skip_region(node.body)
+        if _CUDA_FUNCTION.search(node.name.value) or _imports_cuda_only(node):  # a class's own `cuda()`, CUDA-graph
+            m.skip_region(node.body)  # capture, a function that imports triton kernels
             return
         for decorator in node.decorators:
             calls = _Calls(m)
@@ -534,7 +560,39 @@ class CudaGuard(Rule):
         if _ACCELERATOR_CLASS.match(node.name.value) or any(b.endswith("Accelerator") for b in bases):
             m.skip_region(node)  # an accelerator backend of its own
             return
+        if self._skipped_in_setup(m, node):
+            m.skip_region(node.body)
+            return
         self.visit_FunctionDef(m, node)  # type: ignore[arg-type]  (decorators: skipped test classes)
+
+    def _skipped_in_setup(self, m: Migrator, node: cst.ClassDef) -> bool:
+        """A test class whose ``setUp``/``setUpClass`` skips unless CUDA is there runs only on CUDA."""
+        for statement in node.body.body:
+            if not (isinstance(statement, cst.FunctionDef) and statement.name.value in ("setUp", "setUpClass")):
+                continue
+            for inner in statement.body.body if isinstance(statement.body, cst.IndentedBlock) else ():
+                if isinstance(inner, cst.If) and _negated_detection(m, inner.test) and _exits(inner.body):
+                    positive, other = _guard_calls(m, inner.test)
+                    self._keep(m, positive + other, inner, None)
+                    return True
+        return False
+
+    def visit_Assign(self, m: Migrator, node: cst.Assign) -> None:
+        module = m.ancestors[-3] if len(m.ancestors) > 2 else None
+        if isinstance(module, cst.Module) and any(
+                isinstance(t.target, cst.Name) and t.target.value == "pytestmark" for t in node.targets):
+            calls = _Calls(m)  # `pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)`
+            node.value.visit(calls)
+            if calls.found and "skipif" in cst.Module([]).code_for_node(node.value):
+                self._keep(m, calls.found, node, "tests run only where CUDA is; left as they are")
+                statement = m.ancestors[-2]
+                for later in module.body[[id(s) for s in module.body].index(id(statement)) + 1:]:
+                    m.skip_region(later)
+                return
+        for target in node.targets:
+            name = target.target.attr.value if isinstance(target.target, cst.Attribute) else getattr(target.target, "value", "")
+            if isinstance(name, str) and _PROCESS_COUNT.match(name):
+                self._count(m, node.value)
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         """Every device count given to ``mp.spawn`` (``nprocs``, a world size in ``args``) sizes processes."""
@@ -549,11 +607,6 @@ class CudaGuard(Rule):
         if node.keyword is not None and _PROCESS_COUNT.match(node.keyword.value):
             self._count(m, node.value)
 
-    def visit_Assign(self, m: Migrator, node: cst.Assign) -> None:
-        for target in node.targets:
-            name = target.target.attr.value if isinstance(target.target, cst.Attribute) else getattr(target.target, "value", "")
-            if isinstance(name, str) and _PROCESS_COUNT.match(name):
-                self._count(m, node.value)
 
     def _count(self, m: Migrator, value: cst.BaseExpression) -> None:
         calls = _Calls(m)

@@ -1,8 +1,11 @@
 """Pinned host memory: exists on CUDA and XPU only; a CPU-only `Tensor.pin_memory()` raises.
 
+A DataLoader's ``pin_memory=True`` is left alone: off CUDA and XPU the DataLoader itself turns pinning off
+(with a warning), so a rewrite would change nothing.
+
 | Code  | Before                                   | After                                              |
 |-------|------------------------------------------|----------------------------------------------------|
-| TP040 | DataLoader(ds, pin_memory=True)          | DataLoader(ds, pin_memory=tp.pin_memory_available()) |
+| TP040 | torch.empty(n, pin_memory=True)          | torch.empty(n, pin_memory=tp.pin_memory_available()) |
 | TP041 | batch = batch.pin_memory()               | batch = tp.pin_memory(batch)                       |
 """
 
@@ -20,15 +23,23 @@ if TYPE_CHECKING:
 class PinMemoryFlag(Rule):
     code = "TP040"
     name = "pin-memory-flag"
-    summary = "`pin_memory=True` pins only where pinned memory exists (CUDA, XPU)."
-    before, after = "DataLoader(ds, pin_memory=True)", "DataLoader(ds, pin_memory=tp.pin_memory_available())"
+    summary = "`pin_memory=True` in a torch tensor factory, which raises on a CPU-only machine, pins only where it can."
+    before, after = "torch.empty(n, pin_memory=True)", "torch.empty(n, pin_memory=tp.pin_memory_available())"
     triggers = (r"\bpin_memory\b",)
     replaces = False
-    examples = (Example("# runs on CUDA\nloader = DataLoader(ds, pin_memory=True)\n",
-                        "# runs on CUDA\nloader = DataLoader(ds, pin_memory=tp.pin_memory_available())\n"),)
+    examples = (
+        Example("# runs on CUDA\nimport torch\nbuf = torch.empty(4, pin_memory=True)\n",
+                "# runs on CUDA\nimport torch\nbuf = torch.empty(4, pin_memory=tp.pin_memory_available())\n"),
+        # The DataLoader turns pinning off by itself where it cannot pin.
+        Example("# runs on CUDA\nimport torch\nloader = torch.utils.data.DataLoader(ds, pin_memory=True)\n"),
+        Example("# runs on CUDA\nloader = make_loader(ds, pin_memory=True)\n"),
+    )
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.Call | None:
-        """``pin_memory=True`` -> ``pin_memory=tp.pin_memory_available()``."""
+        """``torch.empty(n, pin_memory=True)`` -> ``pin_memory=tp.pin_memory_available()``."""
+        names = m.qnames(original.func)
+        if not any(n.startswith("torch.") and not n.endswith("DataLoader") for n in names):
+            return None
         changed = False
         args = []
         for old, arg in zip(original.args, updated.args):

@@ -338,8 +338,12 @@ class Migrator(cst.CSTTransformer):
 
     def report(self, code: str, node: cst.CSTNode, message: str) -> None:
         start = self.start(node)
-        if self.enabled(code) and not self._is_suppressed(code, start.line):
-            self.diagnostics.append(Diagnostic(code, start.line, start.column, message))
+        self.report_at(code, start.line, start.column, message)
+
+    def report_at(self, code: str, line: int, column: int, message: str) -> None:
+        """A diagnostic at ``line`` (1-based) and ``column`` (0-based) of the original source."""
+        if self.enabled(code) and not self._is_suppressed(code, line):
+            self.diagnostics.append(Diagnostic(code, line, column, message))
 
     def rule_summary(self, code: str) -> str:
         return RULES_BY_CODE[code].summary

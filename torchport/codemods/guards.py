@@ -27,6 +27,7 @@ import libcst as cst
 
 from torchport.codemods import amp, cuda_api
 from torchport.codemods._base import call_name, dotted_name, is_cuda_literal, string_value
+from torchport.codemods._programs import cuda_only_program
 from torchport.codemods._rule import Example, Rule
 from torchport.codemods.device import tensor_type_check
 
@@ -411,6 +412,14 @@ class CudaGuard(Rule):
         Example("import torch\ntry:\n    scaler = make_scaler()\nexcept AttributeError:  # an older torch\n"
                 "    scaler = torch.cuda.amp.GradScaler()\n"),
         Example("import torch\nassert torch.cuda.device_count() > rank, 'insufficient CUDA devices'\ntorch.cuda.set_device(rank)\n"),
+        # Programs that run only where CUDA GPUs are.
+        Example("import sys\nimport torch\nfrom log_utils import verify_min_gpu_count\n\n"
+                "if not verify_min_gpu_count(min_gpus=2):\n    sys.exit()\nmodel = torch.nn.Linear(2, 2).cuda()\n"),
+        Example("import torch\n\n\ndef demo(rank):\n    model = torch.nn.Linear(2, 2).to(rank)\n\n\n"
+                "if __name__ == '__main__':\n    n_gpus = torch.cuda.device_count()\n    if n_gpus < 8:\n"
+                "        print(f'Requires at least 8 GPUs, got {n_gpus}')\n    else:\n        demo(0)\n"),
+        Example("import torch\n\n\ndef main():\n    x = torch.ones(2).cuda()\n\n\nif __name__ == '__main__':\n"
+                "    assert torch.cuda.is_available(), 'needs CUDA'\n    main()\n"),
         # A function that imports triton kernels runs only on CUDA.
         Example("import torch\n\n\ndef autotune(n):\n    from pkg.ops.triton.matmul_ext import matmul\n"
                 "    a = torch.randn(n, n, device='cuda')\n    matmul(a, a)\n"),
@@ -460,6 +469,10 @@ class CudaGuard(Rule):
     def visit_Module(self, m: Migrator, node: cst.Module) -> None:
         if _portable_or_cuda_only_module(m, node):
             m.skip_region(node)
+        elif m.syntax is not None and (line := cuda_only_program(m.syntax)) is not None:
+            m.skip_region(node)
+            m.report_at(self.code, line, 0, "this program runs only where CUDA GPUs are (it checks here); "
+                        "left as written")
         m.store(self)["others"] = bool(_OTHER_TEXT.search(m.source))
         if "is_available" in m.source:
             m.store(self)["flags"] = _flags(m)

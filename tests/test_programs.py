@@ -1,0 +1,43 @@
+"""`cuda_only_program`: scripts that exit unless they find CUDA GPUs are left alone as a whole."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from torchport.codemods._programs import cuda_only_program
+
+MAIN = "import torch\n\n\ndef main():\n    pass\n\n\nif __name__ == '__main__':\n"
+
+
+@pytest.mark.parametrize(("body", "line"), [
+    ("    assert torch.cuda.is_available()\n    main()\n", 9),
+    ("    assert torch.cuda.device_count() >= 2, 'two GPUs'\n    main()\n", 9),
+    ("    n = torch.cuda.device_count()\n    assert n > 1\n    main()\n", 10),
+    ("    if not torch.cuda.is_available():\n        raise SystemExit('needs CUDA')\n    main()\n", 9),
+    ("    n = torch.cuda.device_count()\n    if n < 8:\n        print(n)\n    else:\n        main()\n", 10),
+    ("    if torch.cuda.device_count() == 0:\n        sys.exit(1)\n    main()\n", 9),
+    ("    if not has_cuda():\n        sys.exit(1)\n    main()\n", 9),
+])
+def test_main_blocks_that_need_cuda(body: str, line: int) -> None:
+    assert cuda_only_program(ast.parse(MAIN + body)) == line
+
+
+@pytest.mark.parametrize("body", [
+    "    main()\n",
+    "    main()\n    assert torch.cuda.is_available()\n",  # the work starts before the check
+    "    if not torch.cuda.is_available():\n        print('no CUDA')\n    main()\n",  # a warning, no exit
+    "    n = torch.cuda.device_count()\n    if n < 1:\n        main()\n",  # the work runs without CUDA
+    "    if torch.cuda.is_available():\n        main()\n",
+    "    assert torch.cuda.device_count() >= 0\n    main()\n",  # true everywhere
+    "    if not args.cuda:\n        sys.exit()\n    main()\n",  # a flag from the command line, not a detection
+])
+def test_main_blocks_that_do_not(body: str) -> None:
+    assert cuda_only_program(ast.parse(MAIN + body)) is None
+
+
+def test_a_top_level_requirement() -> None:
+    source = "import sys\nfrom log_utils import verify_min_gpu_count\n\nif not verify_min_gpu_count(min_gpus=2):\n    sys.exit()\n"
+    assert cuda_only_program(ast.parse(source)) == 4
+    assert cuda_only_program(ast.parse(source.replace("verify_min_gpu_count(min_gpus=2)", "check_inputs()"))) is None

@@ -1,0 +1,124 @@
+"""Programs that run only where CUDA is: a script that exits unless it finds CUDA GPUs.
+
+Read from CPython's tree before the rules visit the module, because the requirement usually sits in the
+``__main__`` block at the end, after the functions it protects::
+
+    if __name__ == "__main__":
+        n_gpus = torch.cuda.device_count()
+        assert n_gpus >= 2, "needs 2 GPUs"      # or: if n_gpus < 8: print(...) else: run(...)
+
+    if not verify_min_gpu_count(min_gpus=2):   # at the top of a script
+        sys.exit()
+
+Every function of such a module runs only on CUDA, so rewriting any of it would change nothing anywhere.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+# Helper functions named as a CUDA requirement: verify_min_gpu_count(), has_cuda(), is_gpu_available().
+_GPU_FUNCTION = re.compile(r"(?i)^(?:verify|check|has|is|requires?|ensure|assert)_?\w*(?:gpu|cuda)")
+_EXIT_CALLS = frozenset({"exit", "_exit", "skip", "fail", "skipTest"})
+
+
+def _cuda_call(node: ast.AST, name: str) -> bool:
+    """``torch.cuda.<name>()`` (or ``cuda.<name>()``) with no arguments."""
+    return (isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Attribute)
+            and node.func.attr == name and isinstance(node.func.value, (ast.Attribute, ast.Name))
+            and (getattr(node.func.value, "attr", None) or getattr(node.func.value, "id", None)) == "cuda")
+
+
+def _call_name(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+class _Flags:
+    """Names assigned from ``torch.cuda.is_available()`` (availability) or ``torch.cuda.device_count()`` (count)."""
+
+    def __init__(self, statements: list[ast.stmt]) -> None:
+        self.available: set[str] = set()
+        self.count: set[str] = set()
+        for statement in statements:
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(
+                    statement.targets[0], ast.Name):
+                name, value = statement.targets[0].id, statement.value
+                if _cuda_call(value, "device_count"):
+                    self.count.add(name)
+                elif any(_cuda_call(inner, "is_available") for inner in ast.walk(value)):
+                    self.available.add(name)
+
+    def is_count(self, node: ast.AST) -> bool:
+        return _cuda_call(node, "device_count") or (isinstance(node, ast.Name) and node.id in self.count)
+
+    def detects(self, test: ast.AST) -> bool:
+        """True only where CUDA is."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self.detects(value) for value in test.values)
+        if isinstance(test, ast.Call):
+            return _cuda_call(test, "is_available") or bool(_GPU_FUNCTION.match(_call_name(test)))
+        if isinstance(test, ast.Name):
+            return test.id in self.available
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and self.is_count(test.left):
+            bound = test.comparators[0]
+            if isinstance(bound, ast.Constant) and isinstance(bound.value, int) and not isinstance(bound.value, bool):
+                return (isinstance(test.ops[0], ast.Gt) and bound.value >= 0) or (
+                    isinstance(test.ops[0], ast.GtE) and bound.value >= 1)
+        return False
+
+    def negated(self, test: ast.AST) -> bool:
+        """False wherever CUDA is needed: ``not torch.cuda.is_available()``, ``n_gpus < 8``."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.detects(test.operand)
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+            return any(self.negated(value) for value in test.values)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and self.is_count(test.left):
+            bound = test.comparators[0]
+            if isinstance(bound, ast.Constant) and isinstance(bound.value, int) and not isinstance(bound.value, bool):
+                op = test.ops[0]
+                return ((isinstance(op, ast.Lt) and bound.value >= 1) or (isinstance(op, ast.LtE) and bound.value >= 0)
+                        or (isinstance(op, ast.Eq) and bound.value == 0))
+        return False
+
+
+def _exits(body: list[ast.stmt]) -> bool:
+    last = body[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and _call_name(last.value) in _EXIT_CALLS
+
+
+def _is_main(test: ast.AST) -> bool:
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__")
+
+
+def _calls_any(body: list[ast.stmt], names: set[str]) -> bool:
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
+               for statement in body for node in ast.walk(statement))
+
+
+def cuda_only_program(module: ast.Module) -> int | None:
+    """The line of the requirement that makes ``module`` (CPython's tree) a program that runs only on CUDA:
+    a top-level ``if not <CUDA found>: exit``, or a ``__main__`` block that asserts CUDA, exits without it,
+    or calls the module's functions only where CUDA GPUs were found. None for any other module."""
+    defined = {s.name for s in module.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    top = _Flags(module.body)
+    for statement in module.body:
+        if isinstance(statement, ast.If) and top.negated(statement.test) and _exits(statement.body):
+            return statement.lineno
+        if not (isinstance(statement, ast.If) and _is_main(statement.test)):
+            continue
+        flags = _Flags(statement.body)
+        for inner in statement.body:
+            if isinstance(inner, ast.Assert) and flags.detects(inner.test):
+                return inner.lineno
+            if isinstance(inner, ast.If) and flags.negated(inner.test) and (
+                    _exits(inner.body) or (inner.orelse and not _calls_any(inner.body, defined))):
+                return inner.lineno
+            if _calls_any([inner], defined):
+                return None  # the program's work starts before any requirement
+    return None

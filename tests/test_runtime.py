@@ -322,6 +322,22 @@ def test_rng_state_roundtrip_and_seed():
 
 
 @cpu_only
+def test_fsdp_device_id_makes_a_working_cpu_fsdp(tmp_path):
+    import torch.distributed as dist
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+    assert tp.fsdp_device_id(0) == torch.device("cpu")
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        with pytest.raises(RuntimeError, match="non-CPU accelerator"):  # what None (or no device_id) gives
+            FSDP(torch.nn.Linear(2, 2), device_id=None)
+        model = FSDP(torch.nn.Linear(2, 2), device_id=tp.fsdp_device_id(torch.device("cuda", 0)))
+        model(torch.ones(1, 2)).sum().backward()
+    finally:
+        dist.destroy_process_group()
+
+
+@cpu_only
 def test_distributed_choices_make_a_working_cpu_ddp(tmp_path):
     import torch.distributed as dist
 
@@ -493,3 +509,4 @@ def test_cuda_new_functions_are_the_torch_calls():
     assert tp.map_location(spec) is spec
     assert tp.distributed_backend("cpu:gloo,cuda:nccl") == "cpu:gloo,cuda:nccl"
     assert tp.process_group_device_id(0) == 0
+    assert tp.fsdp_device_id(0) == 0

@@ -376,6 +376,7 @@ script("sim_cuda", enabled=NO_ACCELERATOR)(
     out["backend_identity"] = tp.distributed_backend(backend_obj) is backend_obj
     dev1 = D("cuda", 1)
     out["device_id_identity"] = [tp.process_group_device_id(x) is x for x in (None, 0, 3, dev1)]
+    out["fsdp_device_id_identity"] = [tp.fsdp_device_id(x) is x for x in (None, 0, 3, dev1)]
     print(json.dumps(out))
     """
 )
@@ -412,6 +413,7 @@ def test_simulated_cuda_passes_map_location_backend_and_device_id_through():
     assert out["backends"] == ["nccl", "nccl", "NCCL", "gloo", "cpu:gloo,cuda:nccl", "mpi"]
     assert out["backend_identity"] is True
     assert out["device_id_identity"] == [True] * 4
+    assert out["fsdp_device_id_identity"] == [True] * 4
 
 
 # --- simulated XPU and MPS ------------------------------------------------------

@@ -166,7 +166,7 @@ class ProcessGroupDeviceId(Rule):
     code = "TP032"
     name = "process-group-device-id"
     summary = ("`init_process_group(device_id=...)` with a backend torchport rewrote, and FSDP's CUDA `device_id`: "
-               "gloo and a CPU FSDP take no CUDA device.")
+               "gloo takes no CUDA device; FSDP on the CPU takes the CPU device.")
     before = 'init_process_group("nccl", device_id=dev)'
     after = "init_process_group(tp.distributed_backend(), device_id=tp.process_group_device_id(dev))"
     names = _INIT | _FSDP
@@ -179,7 +179,7 @@ class ProcessGroupDeviceId(Rule):
         Example("import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
                 "model = FSDP(model, device_id=torch.cuda.current_device())\n",
                 "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
-                "model = FSDP(model, device_id=tp.process_group_device_id(torch.cuda.current_device()))\n"),
+                "model = FSDP(model, device_id=tp.fsdp_device_id(torch.cuda.current_device()))\n"),
     )
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.Call | None:
@@ -206,8 +206,8 @@ class ProcessGroupDeviceId(Rule):
         for old, arg in zip(original.args, updated.args):
             if (arg.keyword is not None and arg.keyword.value == "device_id"
                     and (is_index(old.value) or is_current_device_call(m, old.value))
-                    and m.runtime_call_name(arg.value) != "process_group_device_id" and m.apply(self.code, old.value)):
-                arg, changed = arg.with_changes(value=m.runtime_call("process_group_device_id", [arg.value])), True
+                    and m.runtime_call_name(arg.value) != "fsdp_device_id" and m.apply(self.code, old.value)):
+                arg, changed = arg.with_changes(value=m.runtime_call("fsdp_device_id", [arg.value])), True
             args.append(arg)
         return updated.with_changes(args=args) if changed else None
 

@@ -35,7 +35,7 @@ from ._device import (
     set_device,
     synchronize,
 )
-from ._distributed import ddp_device_ids, distributed_backend, process_group_device_id
+from ._distributed import ddp_device_ids, distributed_backend, fsdp_device_id, process_group_device_id
 from ._extras import (
     mark,
     on_accelerator,
@@ -102,6 +102,7 @@ __all__ = [
     "pin_memory_available",
     "process_count",
     "process_group_device_id",
+    "fsdp_device_id",
     "range",
     "range_pop",
     "range_push",

@@ -84,6 +84,21 @@ def process_group_device_id(device_id: Any) -> Any:
     return None
 
 
+def fsdp_device_id(device_id: Any) -> Any:
+    """Return the ``device_id=`` for ``FullyShardedDataParallel``.
+
+    On CUDA: exactly ``device_id``. XPU: ``device(device_id)``. CPU and MPS:
+    ``torch.device("cpu")``: FSDP without a ``device_id`` raises where no
+    accelerator is ("FSDP needs a non-CPU accelerator device"), and it runs on
+    the CPU with gloo (FSDP has no MPS support).
+    """
+    if _b._CUDA:
+        return device_id
+    if _b._TYPE == "xpu":
+        return device(device_id)
+    return torch.device("cpu")
+
+
 def ddp_device_ids(ids: _T) -> _T | None:
     """Return ``ids`` on CUDA/XPU, ``None`` on MPS and CPU.
 

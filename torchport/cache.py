@@ -24,8 +24,8 @@ from importlib import metadata
 from pathlib import Path
 
 from torchport import __version__
-from torchport.codemods import Diagnostic
 from torchport.config import Settings
+from torchport.diagnostic import Diagnostic
 from torchport.engine import FileResult
 
 ENV_VAR = "TORCHPORT_CACHE_DIR"
@@ -44,7 +44,8 @@ def fingerprint() -> str:
         pass
     package = Path(__file__).parent
     # An editable install changes rules without changing the version: hash their source too.
-    for source in sorted([*package.glob("codemods/*.py"), package / "engine.py", package / "config.py"]):
+    for source in sorted([*package.glob("codemods/*.py"), package / "engine.py", package / "config.py",
+                          package / "notebooks.py"]):
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()
 

@@ -14,11 +14,15 @@ import tokenize
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import libcst as cst
-
-from torchport.codemods import PREFILTER, Diagnostic, migrate_code
 from torchport.config import DEFAULT, Settings
+
+if TYPE_CHECKING:  # LibCST and the rules load only when a file is parsed (a warm-cache run needs neither)
+    import libcst as cst
+
+    from torchport.codemods import Migration
+    from torchport.diagnostic import Diagnostic
 
 # Suffix of the temporary file `write_atomic` writes next to the file it replaces.
 TEMP_SUFFIX = ".torchport-tmp"
@@ -101,6 +105,8 @@ def read_file(path: Path, display: str | None = None) -> tuple[FileResult, bytes
 
 def needs_parse(data: bytes) -> bool:
     """Whether any rule could match ``data``; a file that fails this is not parsed at all."""
+    from torchport.codemods import PREFILTER
+
     return PREFILTER.search(data) is not None
 
 
@@ -143,11 +149,20 @@ def _parses(code: str, path: Path, cpython: bool) -> str | None:
             line = getattr(exc, "lineno", None)
             return f"{getattr(exc, 'msg', None) or exc}" + (f" at line {line}" if line else "")
         return None
+    import libcst as cst
+
     try:
         cst.parse_module(code)
     except cst.ParserSyntaxError as exc:
         return f"{exc.message} at line {exc.raw_line}"
     return None
+
+
+def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module | None = None) -> Migration:
+    """`torchport.codemods.migrate_code`, loading the rules (and LibCST) on first use."""
+    from torchport.codemods import migrate_code as run
+
+    return run(source, settings, syntax=syntax)
 
 
 def migrate_source(result: FileResult, settings: Settings = DEFAULT) -> FileResult:
@@ -159,6 +174,8 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT) -> FileResu
     text = result.original
     if text is None or result.error:
         return result
+    import libcst as cst
+
     syntax, refused = _precheck(text, result.path)
     if refused:
         result.migrated, result.error = None, refused

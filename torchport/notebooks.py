@@ -162,6 +162,32 @@ def split_cells(code: str) -> dict[int, tuple[int, str]]:
     return cells
 
 
+_RUNTIME_IMPORT = re.compile(r"^from torchport import runtime as \w+\n(?:\n)?", re.MULTILINE)
+_TORCH_IMPORT = re.compile(r"^(?:import torch\b|from torch\b)[^(\\\n]*$", re.MULTILINE)
+
+
+def _move_runtime_import(before: dict[int, tuple[int, str]], after: dict[int, tuple[int, str]]) -> None:
+    """Move an added ``from torchport import runtime as tp`` from the first cell to just after the first
+    ``import torch`` of the notebook: the first cell often installs packages (``!pip install torch``)."""
+    first = next(iter(after), None)
+    if first is None:
+        return
+    added = _RUNTIME_IMPORT.search(after[first][1])
+    if added is None or _RUNTIME_IMPORT.search(before[first][1]):
+        return
+    for index, (start, source) in after.items():
+        text = source if index != first else source[:added.start()] + source[added.end():]
+        torch_import = _TORCH_IMPORT.search(text)
+        if torch_import is None:
+            continue
+        if index != first or torch_import.start() >= added.start():
+            moved = text[:torch_import.end() + 1] + added.group(0).rstrip("\n") + "\n" + text[torch_import.end() + 1:]
+            after[index] = (start, moved)
+            if index != first:
+                after[first] = (after[first][0], after[first][1][:added.start()] + after[first][1][added.end():])
+        return
+
+
 def _new_sources(result: NotebookResult) -> dict[int, str]:
     """The cells ``result`` changes: ``{cell index: new source}`` (original ending kept).
 
@@ -172,6 +198,7 @@ def _new_sources(result: NotebookResult) -> dict[int, str]:
     after = split_cells(result.migrated or "")
     if list(before) != list(after):
         raise ValueError("the migrated cells do not line up with the notebook's cells")
+    _move_runtime_import(before, after)
     changed = {}
     for index, (_, old) in before.items():
         new = after[index][1]
@@ -217,6 +244,8 @@ def render(result: NotebookResult) -> str:
     layout = next((lay for lay in layouts if _dumps(notebook, lay, ending) == result.raw), (1, False))
     for index, source in _new_sources(result).items():
         cell = notebook["cells"][index]
+        if source.endswith("\n") and not _cell_source(cell).endswith("\n"):
+            source = source[:-1]  # joining the cells ended each with a newline
         cell["source"] = source.splitlines(keepends=True) if isinstance(cell.get("source"), list) else source
     try:
         nbformat.validate(nbformat.from_dict(notebook))

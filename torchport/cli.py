@@ -241,7 +241,7 @@ def _migrate_stdin(err: Console, named: Path | None, settings: config.Settings, 
 
 
 def _usage(err: Console, message: str) -> NoReturn:
-    err.print(f"[red]error:[/] {escape(message)}", highlight=False)
+    err.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)  # path:line:col unbroken
     raise typer.Exit(EXIT_FAILED)
 
 

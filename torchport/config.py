@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-import sys
+import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,11 +14,6 @@ from typing import Any
 import pathspec
 
 from torchport.errors import TorchportError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 ALL_TARGETS = ("mps", "xpu", "cpu")
 _KEYS = frozenset({"select", "ignore", "exclude", "per-file-ignores", "target", "unsafe-fixes"})

@@ -118,7 +118,9 @@ def _compile(code: str, path: Path) -> ast.Module:
     """CPython's parse of ``code``, without the SyntaxWarnings it would print about the user's code."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return compile(code, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        tree = compile(code, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    assert isinstance(tree, ast.Module)  # "exec" mode
+    return tree
 
 
 def _precheck(text: str, path: Path) -> tuple[ast.Module | None, str | None]:

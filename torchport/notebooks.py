@@ -257,7 +257,7 @@ def render(result: NotebookResult) -> str:
 def cell_diffs(result: NotebookResult) -> str:
     """The change to a notebook as unified diffs, one per changed cell (``a/nb.ipynb:cell_3``)."""
     old = {index: _unmask(source, result.magics) for index, (_, source) in split_cells(result.original or "").items()}
-    out = []
+    out: list[str] = []
     for index, new in _new_sources(result).items():
         label = f"{result.display}:cell_{index + 1}"
         lines = difflib.unified_diff(old[index].splitlines(keepends=True), new.splitlines(keepends=True),

@@ -70,9 +70,10 @@ def test_github_annotations_one_per_finding_with_escaping(cli: CliRunner, repo: 
 
 
 def test_markup_in_file_names_and_messages_is_shown_as_is(cli: CliRunner, tmp_path: Path) -> None:
-    (tmp_path / "[mps]train.py").write_text("import torch\nx = torch.zeros(2).cuda(\n")
-    result = cli.invoke(app, ["migrate", str(tmp_path), "--output-format", "full"], env={"COLUMNS": "200"})
-    assert "[mps]train.py" in result.stderr
+    (tmp_path / "[bold]train.py").write_text("import torch\ntorch.cuda.get_arch_list()\n")
+    (tmp_path / "[red]bad.py").write_text("import torch\nx = torch.zeros(2).cuda(\n")
+    result = cli.invoke(app, ["migrate", str(tmp_path), "--output-format", "full"], env={"COLUMNS": "250"})
+    assert "[bold]train.py:2:1" in result.stderr and "[red]bad.py" in result.stderr
 
 
 def test_stdin_to_stdout(cli: CliRunner, tmp_path: Path) -> None:

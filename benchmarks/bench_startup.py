@@ -25,7 +25,7 @@ try:
     main()
 except SystemExit:
     pass
-print(",".join(m for m in ("torch", "libcst", "torchport.codemods", "rich.table", "rich.syntax") if m in sys.modules))
+print("loaded:", ",".join(m for m in ("torch", "libcst", "torchport.codemods", "rich.table", "rich.syntax") if m in sys.modules))
 """
 
 
@@ -63,12 +63,13 @@ def main() -> None:
         warm = _time(argv, env, args.runs)
         bare = _time([sys.executable, "-c", "pass"], env, args.runs)
         loaded = subprocess.run([sys.executable, "-c", PROBE, str(path)], env=env, capture_output=True,
-                                text=True, check=False).stdout.strip().splitlines()[-1:]
+                                text=True, check=False).stdout.splitlines()[-1:]
     print(f"{files} files; cold cache {cold:.3f} s")
     print(f"warm cache --check   min {min(warm):.3f}  median {statistics.median(warm):.3f}  max {max(warm):.3f} s "
           f"({args.runs} runs)")
     print(f"python -c pass       min {min(bare):.3f}  median {statistics.median(bare):.3f} s")
-    print(f"heavy modules a warm run imports: {loaded[0] if loaded and loaded[0] else 'none'}")
+    names = loaded[0].removeprefix("loaded:").strip() if loaded else "?"
+    print(f"heavy modules a warm run imports: {names or 'none'}")
 
 
 if __name__ == "__main__":

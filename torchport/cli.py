@@ -25,7 +25,7 @@ from torchport.errors import TorchportError, UsageError
 from torchport.files import discover
 from torchport.report import print_diff, print_statistics, print_summary, progress_bar, unified_diff
 
-app = typer.Typer(
+_app = typer.Typer(  # migrate, rules, explain; `app` adds the checking tools
     name="torchport",
     help="Port CUDA-only PyTorch code so it runs on CUDA, MPS, XPU or CPU.",
     add_completion=False,
@@ -42,7 +42,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+@_app.callback()
 def _main(
     version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True,
                                                     help="Show the version and exit.")] = None,
@@ -59,7 +59,7 @@ class OutputFormat(str, Enum):
     text = "text"  # the default before --output-format: full on a terminal, concise elsewhere
 
 
-@app.command()
+@_app.command()
 def migrate(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders to migrate; - reads one file from standard "
                                                      "input and writes the result to standard output.",
@@ -324,7 +324,7 @@ def _settings(start: Path, config_file: Path | None, select: list[str] | None,
     return settings
 
 
-@app.command()
+@_app.command()
 def rules() -> None:
     """List every rule: its code, name, safety class and what it does."""
     from rich.table import Table
@@ -342,7 +342,7 @@ def rules() -> None:
     Console().print(table)
 
 
-@app.command()
+@_app.command()
 def explain(code: Annotated[str, typer.Argument(help="A rule code or name, e.g. TP007 or is-cuda.")]) -> None:
     """Show one rule: what it does, its safety class, and an example."""
     from torchport.codemods import RULES
@@ -369,10 +369,22 @@ def explain(code: Annotated[str, typer.Argument(help="A rule code or name, e.g. 
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    if sys.argv[1:2] in (["migrate"], ["rules"], ["explain"]):
+        _app()  # the checking tools (trace, compare, verify) and their imports are not needed: start faster
+    else:
+        _full_app()()
 
 
-# Commands that verify a port (trace, compare, verify) live in their own module.
-from torchport.tools_cli import register as _register_tools  # noqa: E402
+def _full_app() -> typer.Typer:
+    """The command line with the commands that check a port (trace, compare, verify) added, once."""
+    if "verify" not in {c.name or c.callback.__name__ for c in _app.registered_commands if c.callback}:
+        from torchport.tools_cli import register
 
-_register_tools(app)
+        register(_app)
+    return _app
+
+
+def __getattr__(name: str) -> typer.Typer:
+    if name == "app":  # `from torchport.cli import app`: every command
+        return _full_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

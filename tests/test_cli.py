@@ -31,18 +31,20 @@ def test_dry_run_is_default_prints_diff_and_writes_nothing(runner: CliRunner, re
     assert result.exit_code == 0
     assert "+x = torch.zeros(2).to(tp.device())" in result.stdout
     assert "-torch.cuda.synchronize()" in result.stdout
-    assert "files scanned" in result.stderr and "files scanned" not in result.stdout
+    assert "file(s) scanned" in result.stderr and "file(s) scanned" not in result.stdout
     assert (repo / "train.py").read_text() == CUDA_CODE
 
 
 def test_check_exits_1_when_changes_pending_and_0_after_apply(runner: CliRunner, repo: Path) -> None:
     check = runner.invoke(app, ["migrate", str(repo), "--check"])
     assert check.exit_code == 1
-    assert check.stdout == ""
-    assert "would migrate" in check.stderr
+    assert check.stdout.startswith(f"{repo / 'train.py'}:3:5: TP001 [*] ")  # concise, off a terminal
+    assert "1 file(s) would change" in check.stderr
+    full = runner.invoke(app, ["migrate", str(repo), "--check", "--output-format", "full"])
+    assert full.exit_code == 1 and full.stdout == "" and "would migrate" in full.stderr
     applied = runner.invoke(app, ["migrate", str(repo), "--apply"])
     assert applied.exit_code == 0
-    assert applied.stdout == ""
+    assert applied.stdout == ""  # every finding was a rewrite, now applied
     assert "from torchport import runtime as tp" in (repo / "train.py").read_text()
     assert runner.invoke(app, ["migrate", str(repo), "--check"]).exit_code == 0
 

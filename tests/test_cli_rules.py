@@ -43,9 +43,12 @@ def test_pyproject_config_applies_and_cli_overrides(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["migrate", str(repo), "--format", "json"])
     (entry,) = json.loads(result.stdout)["files"]
     assert [r["code"] for r in entry["rewrites"]] == ["TP007"]
-    override = CliRunner().invoke(app, ["migrate", str(repo), "--format", "json", "--ignore", "TP007"])
+    added = CliRunner().invoke(app, ["migrate", str(repo), "--format", "json", "--ignore", "TP007"])
+    (entry,) = json.loads(added.stdout)["files"]
+    assert entry["rewrites"] == []  # as in ruff, --ignore adds to the file's ignores
+    override = CliRunner().invoke(app, ["migrate", str(repo), "--format", "json", "--select", "TP0", "--ignore", "TP007"])
     (entry,) = json.loads(override.stdout)["files"]
-    assert [r["code"] for r in entry["rewrites"]] == ["TP001"]
+    assert [r["code"] for r in entry["rewrites"]] == ["TP001"]  # --select starts afresh: the file's ignore is gone
     (repo / "pyproject.toml").write_text('[tool.torchport]\nselect = "TP0"\nbogus = 1\n')
     bad = CliRunner().invoke(app, ["migrate", str(repo)])
     assert bad.exit_code == 2 and "unknown key 'bogus'" in bad.stderr
@@ -62,9 +65,14 @@ def test_sarif_goes_to_stdout_with_relative_uris(tmp_path: Path) -> None:
 
 
 def test_statistics_table(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["migrate", str(_repo(tmp_path)), "--statistics"], env=WIDE)
-    assert "CUDA-specific sites" in result.stderr
-    assert "100.0%" in result.stderr
+    result = CliRunner().invoke(app, ["migrate", str(_repo(tmp_path)), "--statistics", "--output-format", "full"],
+                                env=WIDE)
+    assert "CUDA-specific sites" in result.stdout and "100.0%" in result.stdout
+    assert result.stderr == "" and "---" not in result.stdout  # the statistics alone: no diff, no summary
+    plain = CliRunner().invoke(app, ["migrate", str(_repo(tmp_path)), "--statistics"])
+    lines = plain.stdout.splitlines()
+    assert plain.stderr == "" and lines[-1].startswith("total\t") and "100.0%" in lines[-1]
+    assert any(line.split("\t")[1:3] == ["TP001", "[*] cuda-method"] for line in lines)
 
 
 def test_suppression_comment(tmp_path: Path) -> None:

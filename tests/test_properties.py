@@ -291,3 +291,26 @@ def _migrate_without_skipping(source: str, run: Settings, transformer: object) -
         return migrate_code(source, run)
     finally:
         codemods.code_trigger_lines, transformer.map_statements = real_lines, real_map  # type: ignore[attr-defined]
+
+
+# ---- long fuzz runs, by hand: `python -m pytest -m fuzz tests/test_properties.py` ------------------------
+# Random draws (not derandomized) and many examples: they look for new cases; the default run above is fixed.
+
+def fuzz(count: int) -> settings:
+    return settings(max_examples=count, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+
+
+@pytest.mark.fuzz
+@fuzz(3000)
+@given(cuda_programs(), run_settings())
+def test_fuzz_programs_seeded_with_cuda_constructs(source: str, run: Settings) -> None:
+    check_migration(source, run)
+
+
+@pytest.mark.fuzz
+@needs_hypothesmith
+@fuzz(1000)
+@given(st.just("") if hypothesmith is None else hypothesmith.from_grammar(),
+       st.lists(st.sampled_from(EXPRESSIONS), min_size=1, max_size=4), run_settings())
+def test_fuzz_random_valid_programs_with_cuda_appended(program: str, snippets: list[str], run: Settings) -> None:
+    test_random_valid_programs_with_cuda_appended.hypothesis.inner_test(program, snippets, run)  # type: ignore[attr-defined]

@@ -139,7 +139,7 @@ def test_symlink_inside_the_tree_is_migrated_once_through_its_target(cli: CliRun
     (tmp_path / "real.py").write_text(CUDA_CODE)
     (tmp_path / "alias.py").symlink_to("real.py")
     result = cli.invoke(app, ["migrate", str(tmp_path), "--check"])
-    assert result.stderr.count("would migrate") == 1
+    assert "1 file(s) would change" in result.stderr and "alias.py" not in result.stdout
     assert cli.invoke(app, ["migrate", str(tmp_path), "--apply"]).exit_code == 0
     assert (tmp_path / "alias.py").is_symlink() and os.readlink(tmp_path / "alias.py") == "real.py"
     assert MIGRATED_MARK in (tmp_path / "real.py").read_text()
@@ -197,7 +197,7 @@ def test_nesting_that_would_crash_libcst_is_refused_before_parsing(cli: CliRunne
     result = cli.invoke(app, ["migrate", str(tmp_path), "--apply", "-j", "1"], env={"COLUMNS": "200"})
     assert result.exit_code == 2
     assert "deep.py:1:" in result.stderr and "too many nested parentheses" in result.stderr
-    assert "chain.py:1:0: nested too deeply" in result.stderr
+    assert "chain.py:1:1: error: nested too deeply" in result.stderr
     assert "worker process died" not in result.stderr  # refused, not crashed
     assert (tmp_path / "deep.py").read_text() == deep
     assert MIGRATED_MARK in (tmp_path / "good.py").read_text()
@@ -367,18 +367,18 @@ def test_second_run_reads_every_result_from_the_cache_and_gets_the_same_results(
     root.mkdir()
     for i in range(5):
         (root / f"m{i}.py").write_text(CUDA_CODE + f"torch.cuda.nvtx.mark('{i}')\n")
-    (root / "plain.py").write_text("x = 1\n")  # not parsed at all: never cached
+    (root / "plain.py").write_text("x = 1\n")  # not parsed at all, but cached: a warm run then loads no rule
     (root / "bad.py").write_text("x = torch.zeros(2).cuda(\n")  # a parse error is cached too
     folder = tmp_path / "cache"
     cold, cache = _run_cached(root, folder)
-    assert (cache.hits, cache.misses) == (0, 6)
+    assert (cache.hits, cache.misses) == (0, 7)
     warm, cache = _run_cached(root, folder)
-    assert (cache.hits, cache.misses) == (6, 0)
+    assert (cache.hits, cache.misses) == (7, 0)
     assert all(_same(a, b) for a, b in zip(cold, warm))
     assert [r.display for r in cold] == [r.display for r in warm]
     (root / "m2.py").write_text(CUDA_CODE)  # content changed: only that file is parsed again
     _, cache = _run_cached(root, folder)
-    assert (cache.hits, cache.misses) == (5, 1)
+    assert (cache.hits, cache.misses) == (6, 1)
     _, cache = _run_cached(root, folder, Settings(unsafe_fixes=True))  # other settings: other keys
     assert cache.hits == 0
 
@@ -559,6 +559,6 @@ def test_ctrl_c_while_migrating_stops_the_workers_at_once_and_writes_nothing(tmp
     stderr = proc.communicate(timeout=60)[1].decode()
     assert proc.returncode == 130, stderr
     assert "interrupted" in stderr and "nothing was written" in stderr
-    assert time.monotonic() - sent < 1.5, "the workers are stopped, not waited for (8 files x 2 s)"
+    assert time.monotonic() - sent < 6, "the workers are stopped, not waited for (8 files x 2 s on 2 workers: 8 s)"
     assert _snapshot(root) == before
     assert "Traceback" not in stderr

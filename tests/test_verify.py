@@ -107,7 +107,7 @@ def test_pytest_project_fixed_test_and_reports(cuda_project: Path, tmp_path: Pat
     assert report["verdict"] == "improved" and report["exit_code"] == 0
     assert report["counts"]["fixed"] == 1 and report["counts"]["broken"] == 0
     assert report["original"]["exit_code"] == 1 and report["migrated"]["exit_code"] == 0
-    assert report["migration"]["exit_code"] == 0 and "files changed" in report["migration"]["stderr_tail"]
+    assert report["migration"]["exit_code"] == 0 and "file(s) changed" in report["migration"]["stderr_tail"]
     assert report["original"]["duration_s"] > 0
     assert any("--junitxml=" in a for a in report["original"]["command"])
     assert report["command"] == [sys.executable, "-m", "pytest", "-q"]

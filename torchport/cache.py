@@ -20,12 +20,12 @@ import json
 import os
 import sys
 import tempfile
-from importlib import metadata
+import importlib.util
 from pathlib import Path
 
 from torchport import __version__
-from torchport.codemods import Diagnostic
 from torchport.config import Settings
+from torchport.diagnostic import Diagnostic
 from torchport.engine import FileResult
 
 ENV_VAR = "TORCHPORT_CACHE_DIR"
@@ -38,13 +38,16 @@ def fingerprint() -> str:
     """What, besides a file and its settings, decides a result: versions and the rules' own code."""
     digest = hashlib.sha256()
     digest.update(f"torchport {__version__}\npython {sys.version_info[:2]}\n".encode())
-    try:
-        digest.update(f"libcst {metadata.version('libcst')}\n".encode())
-    except metadata.PackageNotFoundError:  # pragma: no cover - libcst is a dependency
-        pass
+    # LibCST's version file, read without importing LibCST (or importlib.metadata: 20 ms at start-up)
+    spec = importlib.util.find_spec("libcst")
+    for folder in spec.submodule_search_locations or () if spec else ():
+        version = Path(folder) / "_version.py"
+        if version.is_file():
+            digest.update(b"libcst " + version.read_bytes())
     package = Path(__file__).parent
     # An editable install changes rules without changing the version: hash their source too.
-    for source in sorted([*package.glob("codemods/*.py"), package / "engine.py", package / "config.py"]):
+    for source in sorted([*package.glob("codemods/*.py"), package / "engine.py", package / "config.py",
+                          package / "notebooks.py"]):
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()
 

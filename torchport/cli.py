@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -15,18 +16,16 @@ from typing import Annotated, NoReturn, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from torchport import __version__
 from torchport import cache as cache_module
-from torchport import config, formats, gitstate, runner, statistics, writes
-from torchport.codemods import RULES
-from torchport.codemods._registry import check_patterns
+from torchport import config, formats, gitstate, runner, writes
 from torchport.engine import FileResult
-from torchport.files import PathError, discover
-from torchport.report import print_diff, print_statistics, print_summary, progress_bar
+from torchport.errors import TorchportError, UsageError
+from torchport.files import discover
+from torchport.report import print_diff, print_statistics, print_summary, progress_bar, unified_diff
 
-app = typer.Typer(
+_app = typer.Typer(  # migrate, rules, explain; `app` adds the checking tools
     name="torchport",
     help="Port CUDA-only PyTorch code so it runs on CUDA, MPS, XPU or CPU.",
     add_completion=False,
@@ -43,7 +42,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+@_app.callback()
 def _main(
     version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True,
                                                     help="Show the version and exit.")] = None,
@@ -52,14 +51,19 @@ def _main(
 
 
 class OutputFormat(str, Enum):
-    text = "text"
+    full = "full"
+    concise = "concise"
     json = "json"
     sarif = "sarif"
+    github = "github"
+    text = "text"  # the default before --output-format: full on a terminal, concise elsewhere
 
 
-@app.command()
+@_app.command()
 def migrate(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders to migrate.", show_default=False)],
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to migrate; - reads one file from standard "
+                                                     "input and writes the result to standard output.",
+                                                show_default=False)],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the diff and summary; write nothing (default).")] = False,
     apply: Annotated[bool, typer.Option("--apply", help="Write the changes.")] = False,
     check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if any file would change.")] = False,
@@ -68,15 +72,25 @@ def migrate(
                                                          help="Skip paths matching this gitignore-style glob (repeatable).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, help="Worker processes; 0 means one per core.")] = 0,
     select: Annotated[Optional[list[str]], typer.Option("--select", metavar="CODES",
-                                                        help="Only these rule codes or prefixes (TP0,TP101; ALL).")] = None,
+                                                        help="Only these rule codes or prefixes (TP0,TP101; ALL); "
+                                                             "replaces the config's select and ignore.")] = None,
     ignore: Annotated[Optional[list[str]], typer.Option("--ignore", metavar="CODES",
                                                         help="Skip these rule codes or prefixes.")] = None,
     unsafe_fixes: Annotated[bool, typer.Option("--unsafe-fixes", help="Also apply unsafe rewrites.")] = False,
     target: Annotated[Optional[str], typer.Option("--target", metavar="mps,xpu,cpu",
                                                   help="Backends to report per-target problems for (or none).")] = None,
-    output_format: Annotated[OutputFormat, typer.Option("--format", help="Report format on stdout.")] = OutputFormat.text,
+    output_format: Annotated[Optional[OutputFormat], typer.Option(
+        "--output-format", "--format", help="full (rich; the default on a terminal), concise (one "
+        "path:line:col: TPnnn line per finding; the default elsewhere), json, sarif or github (workflow "
+        "annotations).", show_default=False)] = None,
     show_statistics: Annotated[bool, typer.Option("--statistics",
-                                                  help="Counts per rule and the share of sites accounted for.")] = False,
+                                                  help="Print only counts per rule and the share of sites accounted for.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print findings, diffs and errors, nothing else.")] = False,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when changes are pending "
+                                                                "(failures still exit 2).")] = False,
+    stdin_filename: Annotated[Optional[str], typer.Option("--stdin-filename", metavar="PATH",
+                                                          help="The name of the file read from standard input "
+                                                               "(for the config, per-file ignores, reports, .ipynb).")] = None,
     config_file: Annotated[Optional[Path], typer.Option("--config", help="A pyproject.toml to read "
                                                         "[tool.torchport] from (default: the nearest one).")] = None,
     allow_dirty: Annotated[bool, typer.Option("--allow-dirty", help="With --apply, also rewrite files that have "
@@ -99,33 +113,47 @@ def migrate(
     if output_dir is not None and (dry_run or check):
         _usage(err, "--output-dir writes a migrated copy: it excludes --dry-run and --check")
     mode = "apply" if apply or output_dir is not None else "check" if check else "dry-run"
+    fmt = output_format or OutputFormat.text
+    if fmt == OutputFormat.text:
+        fmt = OutputFormat.full if out.is_terminal else OutputFormat.concise
+    stdin = [str(p) for p in paths] == ["-"]
     try:
-        settings = _settings(paths, config_file, select, ignore, unsafe_fixes, target)
+        if "-" in map(str, paths) and not stdin:
+            raise UsageError("- (standard input) cannot be given with other paths")
+        if stdin and output_dir is not None:
+            raise UsageError("- (standard input) cannot be migrated with --output-dir")
+        named = Path(stdin_filename) if stdin and stdin_filename else None
+        settings = _settings(named or (Path.cwd() if stdin else paths[0]), config_file, select, ignore,
+                             unsafe_fixes, target)
+        if stdin:
+            _migrate_stdin(err, named, settings, mode, diff, fmt, exit_zero)
+            return
         if output_dir is not None:
             writes.check_output_dir(paths, output_dir)
-        found = list(discover(paths, (*settings.exclude, *(exclude or ()))))
-    except (PathError, ValueError) as exc:
+        found = list(discover(paths, exclude or (), (settings.root, settings.exclude)))
+    except TorchportError as exc:
         _usage(err, str(exc))
-    text = output_format == OutputFormat.text
     cache = _open_cache(paths, no_cache, output_dir is not None)
 
     written: list[FileResult] = []
     copy_problems: list[str] = []
+    shows_diff = fmt in (OutputFormat.full, OutputFormat.concise) and not show_statistics and (mode == "dry-run" or diff)
     with _signals_interrupt() as interrupted:
         try:
-            results = runner.run(found, settings, jobs=jobs, cache=cache, progress=partial(progress_bar, err))
+            bar = partial(progress_bar, err) if err.is_terminal else None
+            results = runner.run(found, settings, jobs=jobs, cache=cache, progress=bar)
             changed = [r for r in results if r.changed]
             if mode == "apply" and output_dir is None and not allow_dirty:
                 _refuse_dirty(err, changed)
             for result in changed:
-                if text and (mode == "dry-run" or diff):
+                if shows_diff:
                     print_diff(out, result)
-                if mode == "check":
+                if mode == "check" and fmt == OutputFormat.full and not (quiet or show_statistics):
                     err.print(f"would migrate {escape(result.display)}", highlight=False)
             if output_dir is not None:
                 try:
                     copy_problems = writes.write_tree(paths[0], output_dir, results)
-                except OSError as exc:
+                except (OSError, ValueError) as exc:
                     _usage(err, f"cannot write the migrated copy to {output_dir}: {exc}; nothing was written")
             elif mode == "apply":
                 writes.write_in_place(paths, changed, written)
@@ -137,26 +165,83 @@ def migrate(
                       "wholly old or wholly new.", highlight=False)
             raise typer.Exit(128 + signum) from None
 
-    print_summary(err, results, mode)
-    if show_statistics:
-        print_statistics(err, results)
+    root = paths[0] if len(paths) == 1 and paths[0].is_dir() else Path.cwd()
+    _report(out, err, results, mode, fmt, root, show_statistics=show_statistics, quiet=quiet, shows_diff=shows_diff)
     for problem in copy_problems:
         err.print(f"[red]error:[/] {escape(problem)}", highlight=False)
-    if output_dir is not None:
+    if output_dir is not None and not quiet:
         err.print(f"migrated copy written to {escape(str(output_dir))}; {escape(str(paths[0]))} is untouched",
                   highlight=False)
-    if not text:
-        render = formats.to_sarif if output_format == OutputFormat.sarif else formats.to_json
-        root = paths[0] if len(paths) == 1 and paths[0].is_dir() else Path.cwd()
-        out.file.write(render(results, root, mode) + "\n")
     if copy_problems or any(r.error for r in results):
         raise typer.Exit(EXIT_FAILED)
-    if mode == "check" and any(r.changed for r in results):
+    if mode == "check" and any(r.changed for r in results) and not exit_zero:
+        raise typer.Exit(EXIT_PENDING)
+
+
+def _report(out: Console, err: Console, results: Sequence[FileResult], mode: str, fmt: OutputFormat, root: Path, *,
+            show_statistics: bool, quiet: bool, shows_diff: bool) -> None:
+    """Print the run's report in ``fmt``: machine formats and ``--statistics`` alone on stdout; the concise
+    findings on stdout, or on stderr when stdout carries the diff; summaries on stderr."""
+    if show_statistics:
+        if fmt == OutputFormat.full:
+            print_statistics(out, results)
+        else:
+            _lines(out, formats.statistics_lines(results))
+        return
+    if fmt in (OutputFormat.json, OutputFormat.sarif):
+        render = formats.to_sarif if fmt == OutputFormat.sarif else formats.to_json
+        out.file.write(render(results, root, mode) + "\n")
+        return
+    if fmt == OutputFormat.github:
+        _lines(out, formats.github_lines(results, root, mode))
+    elif fmt == OutputFormat.concise:
+        _lines(err if shows_diff else out, formats.concise_lines(results, mode))
+        _lines(err, formats.error_lines(results))
+    if fmt == OutputFormat.full:
+        print_summary(err, results, mode, quiet=quiet)
+    elif not quiet:
+        err.file.write(formats.summary_line(results, mode) + "\n")
+
+
+def _lines(console: Console, lines: Iterator[str]) -> None:
+    for line in lines:
+        console.file.write(line + "\n")
+    console.file.flush()
+
+
+def _migrate_stdin(err: Console, named: Path | None, settings: config.Settings, mode: str, diff: bool,
+                   fmt: OutputFormat, exit_zero: bool) -> None:
+    """``-``: one file from standard input; the migrated source (or with --check, nothing; with --diff, the
+    diff) on standard output, the findings on standard error."""
+    data = sys.stdin.buffer.read()
+    display = str(named) if named else "-"
+    result = runner.run_bytes(data, named or Path("-.py"), display, settings)
+    if fmt == OutputFormat.full:
+        print_summary(err, [result], mode, quiet=True)
+    else:
+        _lines(err, formats.concise_lines([result], mode))
+        _lines(err, formats.error_lines([result]))
+    stdout = sys.stdout.buffer
+    if diff or mode == "check":
+        if diff and result.changed:
+            stdout.write(unified_diff(result).encode())
+    elif result.changed:
+        try:
+            stdout.write(writes.output_text(result).encode(result.encoding))
+        except ValueError as exc:
+            result.error = str(exc)
+            stdout.write(data)
+    else:
+        stdout.write(data)  # unchanged, or failed: the input passes through as it was
+    stdout.flush()
+    if result.error:
+        raise typer.Exit(EXIT_FAILED)
+    if mode == "check" and result.changed and not exit_zero:
         raise typer.Exit(EXIT_PENDING)
 
 
 def _usage(err: Console, message: str) -> NoReturn:
-    err.print(f"[red]error:[/] {escape(message)}", highlight=False)
+    err.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)  # path:line:col unbroken
     raise typer.Exit(EXIT_FAILED)
 
 
@@ -220,47 +305,59 @@ def _codes(values: list[str] | None) -> tuple[str, ...] | None:
     return tuple(c.strip().upper() for v in values for c in v.split(",") if c.strip())
 
 
-def _settings(paths: Sequence[Path], config_file: Path | None, select: list[str] | None,
+def _settings(start: Path, config_file: Path | None, select: list[str] | None,
               ignore: list[str] | None, unsafe_fixes: bool, target: str | None) -> config.Settings:
-    """``[tool.torchport]`` (from ``--config`` or the nearest pyproject.toml), then the CLI on top."""
+    """``[tool.torchport]`` (from ``--config`` or the nearest pyproject.toml to ``start``), then the CLI on top."""
     if config_file is not None and not config_file.is_file():
-        raise ValueError(f"{config_file}: no such file")
-    settings = config.load(config_file or config.find_pyproject(paths[0]))
-    settings = replace(
-        settings,
-        select=_codes(select) if select is not None else settings.select,
-        ignore=_codes(ignore) if ignore is not None else settings.ignore,
-        unsafe_fixes=settings.unsafe_fixes or unsafe_fixes,
-        targets=config.parse_targets(target) if target is not None else settings.targets,
-    )
-    check_patterns(settings.select + settings.ignore)
+        raise UsageError(f"{config_file}: no such file")
+    settings = config.load(config_file or config.find_pyproject(start))
+    settings = config.with_command_line(settings, _codes(select), _codes(ignore), unsafe_fixes,
+                                        config.parse_targets(target) if target is not None else None)
+    if settings.select or settings.ignore or settings.per_file_ignores:
+        from torchport.codemods._registry import check_patterns  # loads the rules: only when codes are named
+
+        try:
+            check_patterns(settings.select + settings.ignore
+                           + tuple(c for _, codes in settings.per_file_ignores for c in codes))
+        except ValueError as exc:
+            raise config.ConfigError(str(exc)) from None
     return settings
 
 
-@app.command()
+@_app.command()
 def rules() -> None:
     """List every rule: its code, name, safety class and what it does."""
+    from rich.table import Table
+
     table = Table(show_edge=False)
     table.add_column("code", no_wrap=True)
     table.add_column("name", no_wrap=True)
     table.add_column("safety", no_wrap=True)
     table.add_column("summary")
+    from torchport.codemods import RULES
+
     for rule in RULES.values():
-        table.add_row(rule.code, rule.name, rule.safety + (f" ({rule.effort})" if rule.effort else ""), rule.summary)
+        table.add_row(rule.code, escape(rule.name), rule.safety + (f" ({rule.effort})" if rule.effort else ""),
+                      escape(rule.summary))
     Console().print(table)
 
 
-@app.command()
-def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. TP007.")]) -> None:
+@_app.command()
+def explain(code: Annotated[str, typer.Argument(help="A rule code or name, e.g. TP007 or is-cuda.")]) -> None:
     """Show one rule: what it does, its safety class, and an example."""
-    rule = RULES.get(code.strip().upper())
+    from torchport.codemods import RULES
+
+    wanted = code.strip().lower().replace("_", "-")
+    rule = RULES.get(code.strip().upper()) or next(
+        (r for r in RULES.values() if r.name.lower().replace("_", "-") == wanted), None)
     if rule is None:
-        Console(stderr=True).print(f"[red]error:[/] unknown rule {code!r}; `torchport rules` lists them")
+        Console(stderr=True).print(f"[red]error:[/] unknown rule {escape(repr(code))}; `torchport rules` lists them",
+                                   highlight=False)
         raise typer.Exit(EXIT_FAILED)
     console = Console()
-    console.print(f"[bold]{rule.code}[/] {rule.name}  ({rule.kind}, {rule.safety}"
+    console.print(f"[bold]{rule.code}[/] {escape(rule.name)}  ({rule.kind}, {rule.safety}"
                   + (f", effort {rule.effort}" if rule.effort else "") + ")", highlight=False)
-    console.print(rule.summary, highlight=False)
+    console.print(escape(rule.summary), highlight=False)
     console.print("\n[dim]before:[/]")
     console.print(f"    {rule.before}", highlight=False, markup=False)
     if rule.after:
@@ -272,10 +369,22 @@ def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. TP007.")
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    if sys.argv[1:2] in (["migrate"], ["rules"], ["explain"]):
+        _app()  # the checking tools (trace, compare, verify) and their imports are not needed: start faster
+    else:
+        _full_app()()
 
 
-# Commands that verify a port (trace, compare, verify) live in their own module.
-from torchport.tools_cli import register as _register_tools  # noqa: E402
+def _full_app() -> typer.Typer:
+    """The command line with the commands that check a port (trace, compare, verify) added, once."""
+    if "verify" not in {c.name or c.callback.__name__ for c in _app.registered_commands if c.callback}:
+        from torchport.tools_cli import register
 
-_register_tools(app)
+        register(_app)
+    return _app
+
+
+def __getattr__(name: str) -> typer.Typer:
+    if name == "app":  # `from torchport.cli import app`: every command
+        return _full_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

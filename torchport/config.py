@@ -2,19 +2,40 @@
 
 from __future__ import annotations
 
-import fnmatch
+import functools
 import os
+import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
+
+import pathspec
+
+from torchport.errors import TorchportError
 
 ALL_TARGETS = ("mps", "xpu", "cpu")
 _KEYS = frozenset({"select", "ignore", "exclude", "per-file-ignores", "target", "unsafe-fixes"})
 
 
-class ConfigError(ValueError):
+class ConfigError(TorchportError, ValueError):
     """A `[tool.torchport]` table or a command-line value that torchport cannot use."""
+
+
+@functools.lru_cache(maxsize=256)
+def pattern(glob: str) -> pathspec.GitIgnoreSpec:
+    """One gitignore-style pattern, as `exclude` and `per-file-ignores` both use it (``*.py`` at any depth,
+    ``scripts/*.py`` from the root, ``third_party/`` a folder)."""
+    return pathspec.GitIgnoreSpec.from_lines([glob])
+
+
+def relative_to(path: Path, root: str) -> str:
+    """``path`` relative to ``root`` (the current folder when empty), with ``/`` separators."""
+    try:
+        return os.path.relpath(path.resolve(), root or os.getcwd()).replace(os.sep, "/")
+    except ValueError:  # another drive on Windows
+        return path.as_posix()
 
 
 @dataclass(frozen=True)
@@ -26,9 +47,10 @@ class Settings:
         ignore: rule codes or prefixes to disable; wins over ``select``.
         unsafe_fixes: also apply rewrites whose safety class is ``unsafe``.
         targets: backends to report per-target problems for (a subset of ``ALL_TARGETS``).
-        exclude: gitignore-style patterns of paths to skip (from the config; the CLI adds its own).
-        per_file_ignores: ``(glob, codes)`` pairs; files matching the glob also ignore the codes.
-        root: the folder the config was found in; per-file globs are relative to it.
+        exclude: gitignore-style patterns of paths to skip, relative to ``root`` (from the config).
+        per_file_ignores: ``(pattern, codes)`` pairs; files matching the gitignore-style pattern (relative to
+            ``root``) also ignore the codes.
+        root: the folder the config was found in; the config's patterns are relative to it.
     """
 
     select: tuple[str, ...] = ()
@@ -43,24 +65,25 @@ class Settings:
         """These settings with the per-file ignores that match ``path`` added."""
         if not self.per_file_ignores:
             return self
-        try:
-            rel = os.path.relpath(path.resolve(), self.root or os.getcwd()).replace(os.sep, "/")
-        except ValueError:  # another drive on Windows
-            rel = path.as_posix()
-        extra = tuple(code for glob, codes in self.per_file_ignores
-                      if fnmatch.fnmatch(rel, glob) or fnmatch.fnmatch(path.name, glob) for code in codes)
+        rel = relative_to(path, self.root)
+        extra = tuple(code for glob, codes in self.per_file_ignores if pattern(glob).match_file(rel) for code in codes)
         return replace(self, ignore=self.ignore + extra, per_file_ignores=()) if extra else self
 
 
 DEFAULT = Settings()
 
 
-def _codes(value: object, key: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
+def _strings(value: object, where: str, what: str) -> tuple[str, ...]:
+    """A TOML array of strings; a bare string is an error (it would be read letter by letter)."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"[tool.torchport] {key} must be a list of rule codes")
-    return tuple(v.strip().upper() for v in value)
+        shown = f'"{value}"' if isinstance(value, str) else repr(value)
+        raise ConfigError(f"{where} must be a list of {what}, e.g. [{shown if isinstance(value, str) else '...'}]; "
+                          f"got {shown}")
+    return tuple(value)
+
+
+def _codes(value: object, where: str) -> tuple[str, ...]:
+    return tuple(v.strip().upper() for v in _strings(value, where, "rule codes"))
 
 
 def parse_targets(value: str | Sequence[str]) -> tuple[str, ...]:
@@ -79,18 +102,38 @@ def parse_targets(value: str | Sequence[str]) -> tuple[str, ...]:
     return names
 
 
+_TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse a TOML file.
+
+    Raises:
+        ConfigError: when it cannot be read or is not valid TOML, as ``path:line:col: reason``.
+    """
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        where = _TOML_POSITION.search(str(exc))
+        position = f":{where.group(1)}:{where.group(2)}" if where else ""
+        reason = _TOML_POSITION.sub("", str(exc)).strip()
+        raise ConfigError(f"{path}{position}: invalid TOML: {reason}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+
+
 def find_pyproject(start: Path) -> Path | None:
-    """The nearest ``pyproject.toml`` with a ``[tool.torchport]`` table, from ``start`` upwards."""
+    """The nearest ``pyproject.toml`` with a ``[tool.torchport]`` table, from ``start`` upwards.
+
+    Raises:
+        ConfigError: when a ``pyproject.toml`` on the way is not valid TOML (it could hold the table).
+    """
     folder = start.resolve()
     folder = folder if folder.is_dir() else folder.parent
     for candidate in (folder, *folder.parents):
         path = candidate / "pyproject.toml"
-        if path.is_file():
-            try:
-                if "torchport" in tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}):
-                    return path
-            except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-                continue
+        if path.is_file() and "torchport" in read_toml(path).get("tool", {}):
+            return path
     return None
 
 
@@ -98,30 +141,45 @@ def load(pyproject: Path | None) -> Settings:
     """Settings from the ``[tool.torchport]`` table of ``pyproject`` (defaults when None).
 
     Raises:
-        ConfigError: for unknown keys, wrong types or unknown targets, naming the key.
+        ConfigError: for invalid TOML (with its line), unknown keys, wrong types or unknown targets,
+            naming the file and the key.
     """
     if pyproject is None:
         return DEFAULT
-    try:
-        table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("torchport", {})
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{pyproject}: {exc}") from None
+    table = read_toml(pyproject).get("tool", {}).get("torchport", {})
+    where = f"{pyproject}: [tool.torchport]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table")
     unknown = sorted(set(table) - _KEYS)
     if unknown:
-        raise ConfigError(f"{pyproject}: unknown key {unknown[0]!r} in [tool.torchport]; "
-                          f"valid keys: {', '.join(sorted(_KEYS))}")
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(sorted(_KEYS))}")
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
-        raise ConfigError(f"{pyproject}: per-file-ignores must be a table of glob = [codes]")
+        raise ConfigError(f"{where} per-file-ignores must be a table of pattern = [codes]")
     unsafe = table.get("unsafe-fixes", False)
     if not isinstance(unsafe, bool):
-        raise ConfigError(f"{pyproject}: unsafe-fixes must be true or false")
+        raise ConfigError(f"{where} unsafe-fixes must be true or false")
     return Settings(
-        select=_codes(table.get("select", []), "select"),
-        ignore=_codes(table.get("ignore", []), "ignore"),
+        select=_codes(table.get("select", []), f"{where} select"),
+        ignore=_codes(table.get("ignore", []), f"{where} ignore"),
         unsafe_fixes=unsafe,
-        targets=parse_targets(table["target"]) if "target" in table else ALL_TARGETS,
-        exclude=tuple(table.get("exclude", [])),
-        per_file_ignores=tuple((glob, _codes(codes, f"per-file-ignores.{glob}")) for glob, codes in per_file.items()),
+        targets=parse_targets(_strings(table["target"], f"{where} target", "targets")) if "target" in table
+        else ALL_TARGETS,
+        exclude=_strings(table.get("exclude", []), f"{where} exclude", "gitignore-style patterns"),
+        per_file_ignores=tuple((glob, _codes(codes, f"{where} per-file-ignores.{glob!r}"))
+                               for glob, codes in per_file.items()),
         root=str(pyproject.parent.resolve()),
     )
+
+
+def with_command_line(settings: Settings, select: tuple[str, ...] | None, ignore: tuple[str, ...] | None,
+                      unsafe_fixes: bool, targets: tuple[str, ...] | None) -> Settings:
+    """The command line on top of the file, as ruff combines them: a ``--select`` starts the rule set
+    afresh (the file's ``select`` and ``ignore`` no longer apply, only ``--ignore``); a ``--ignore``
+    alone adds to the file's ignores."""
+    if select is not None:
+        settings = replace(settings, select=select, ignore=ignore or ())
+    elif ignore is not None:
+        settings = replace(settings, ignore=settings.ignore + ignore)
+    return replace(settings, unsafe_fixes=settings.unsafe_fixes or unsafe_fixes,
+                   targets=settings.targets if targets is None else targets)

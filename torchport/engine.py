@@ -14,11 +14,15 @@ import tokenize
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import libcst as cst
-
-from torchport.codemods import PREFILTER, Diagnostic, migrate_code
 from torchport.config import DEFAULT, Settings
+
+if TYPE_CHECKING:  # LibCST and the rules load only when a file is parsed (a warm-cache run needs neither)
+    import libcst as cst
+
+    from torchport.codemods import Migration
+    from torchport.diagnostic import Diagnostic
 
 # Suffix of the temporary file `write_atomic` writes next to the file it replaces.
 TEMP_SUFFIX = ".torchport-tmp"
@@ -105,6 +109,8 @@ def read_file(path: Path, display: str | None = None) -> tuple[FileResult, bytes
 
 def needs_parse(data: bytes) -> bool:
     """Whether any rule could match ``data``; a file that fails this is not parsed at all."""
+    from torchport.codemods import PREFILTER
+
     return PREFILTER.search(data) is not None
 
 
@@ -116,7 +122,9 @@ def _compile(code: str, path: Path) -> ast.Module:
     """CPython's parse of ``code``, without the SyntaxWarnings it would print about the user's code."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return compile(code, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        tree = compile(code, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    assert isinstance(tree, ast.Module)  # "exec" mode
+    return tree
 
 
 def _precheck(text: str, path: Path) -> tuple[ast.Module | None, str | None]:
@@ -147,11 +155,21 @@ def _parses(code: str, path: Path, cpython: bool) -> str | None:
             line = getattr(exc, "lineno", None)
             return f"{getattr(exc, 'msg', None) or exc}" + (f" at line {line}" if line else "")
         return None
+    import libcst as cst
+
     try:
         cst.parse_module(code)
     except cst.ParserSyntaxError as exc:
         return f"{exc.message} at line {exc.raw_line}"
     return None
+
+
+def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module | None = None,
+                 hold: str | None = None) -> Migration:
+    """`torchport.codemods.migrate_code`, loading the rules (and LibCST) on first use."""
+    from torchport.codemods import migrate_code as run
+
+    return run(source, settings, syntax=syntax, hold=hold)
 
 
 def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str | None = None) -> FileResult:
@@ -165,6 +183,8 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
     text = result.original
     if text is None or result.error:
         return result
+    import libcst as cst
+
     syntax, refused = _precheck(text, result.path)
     if refused:
         result.migrated, result.error = None, refused

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pathspec
+
+from torchport.errors import TorchportError
 
 # Folders that never hold the user's own code.
 SKIP_DIRS = frozenset({
@@ -17,7 +19,7 @@ SKIP_DIRS = frozenset({
 })
 
 
-class PathError(Exception):
+class PathError(TorchportError):
     """A path given on the command line does not exist."""
 
 
@@ -52,12 +54,17 @@ def _is_virtualenv(folder: Path) -> bool:
     return (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir()
 
 
-def discover(paths: Iterable[Path], exclude: Iterable[str] = ()) -> Iterator[Found]:
-    """Yield the ``.py`` files under ``paths``, in a stable order.
+def discover(paths: Iterable[Path], exclude: Iterable[str] = (), rooted: tuple[str, Sequence[str]] = ("", ()),
+             notebooks: bool = True) -> Iterator[Found]:
+    """Yield the ``.py`` files (and ``.ipynb`` notebooks) under ``paths``, in a stable order.
 
     Args:
         paths: files or folders. A file named explicitly is always taken.
-        exclude: gitignore-style patterns, matched against paths relative to each folder given.
+        exclude: gitignore-style patterns (the command line's), matched against paths relative to each
+            folder given.
+        rooted: ``(root, patterns)``: the config file's patterns, matched against paths relative to its
+            folder, as its ``per-file-ignores`` are.
+        notebooks: also yield Jupyter notebooks.
 
     In a folder, a symlinked file is not migrated through the link (its target is, where the walk
     meets it, so no file is written twice); one that points out of the folder, or nowhere, is
@@ -67,11 +74,14 @@ def discover(paths: Iterable[Path], exclude: Iterable[str] = ()) -> Iterator[Fou
         PathError: when a path does not exist.
     """
     excluded = _spec(exclude)
+    root, patterns = rooted
+    config = (os.path.abspath(root or os.curdir), _spec(patterns)) if patterns else None
+    suffixes = (".py", ".ipynb") if notebooks else (".py",)
     for given in paths:
         if not given.exists():
             raise PathError(f"{given}: no such file or folder")
         if given.is_dir():
-            yield from _walk(given, excluded)
+            yield from _walk(given, excluded, config, suffixes)
         else:
             yield Found(given, str(given), _not_regular(given))
 
@@ -86,8 +96,13 @@ def _not_regular(path: Path) -> str | None:
     return None if stat.S_ISREG(mode) else "not a regular file; not read"
 
 
-def _walk(root: Path, excluded: pathspec.PathSpec) -> Iterator[Found]:
+def _walk(root: Path, excluded: pathspec.PathSpec, config: tuple[str, pathspec.PathSpec] | None,
+          suffixes: tuple[str, ...]) -> Iterator[Found]:
     real_root = root.resolve()
+    from_config = ""  # the walked folder relative to the config's folder
+    if config is not None:
+        from_config = os.path.relpath(os.path.abspath(root), config[0]).replace(os.sep, "/") + "/"
+        from_config = "" if from_config == "./" else from_config
     # (folder relative to root, its .gitignore rules)
     ignores: list[tuple[str, pathspec.PathSpec]] = []
     for folder, dirs, files in os.walk(root):
@@ -100,7 +115,7 @@ def _walk(root: Path, excluded: pathspec.PathSpec) -> Iterator[Found]:
 
         def ignored(rel: str, is_dir: bool) -> bool:
             probe = rel + "/" if is_dir else rel
-            if excluded.match_file(probe):
+            if excluded.match_file(probe) or (config is not None and config[1].match_file(from_config + probe)):
                 return True
             return any(rel.startswith(base) and spec.match_file(probe[len(base):]) for base, spec in ignores)
 
@@ -110,7 +125,7 @@ def _walk(root: Path, excluded: pathspec.PathSpec) -> Iterator[Found]:
             and not _is_virtualenv(here / d) and not ignored(rel_here + d, True)
         )
         for name in sorted(files):
-            if not name.endswith(".py") or ignored(rel_here + name, False):
+            if not name.endswith(suffixes) or ignored(rel_here + name, False):
                 continue
             path = here / name
             display = str(root / (rel_here + name))

@@ -1,21 +1,152 @@
-"""Machine-readable reports: `--format json` and `--format sarif` (SARIF 2.1.0)."""
+"""Plain-text and machine-readable reports: the concise one-line-per-finding form, GitHub workflow
+annotations, `--statistics` as text, JSON, and SARIF 2.1.0. No rich here: a run piped to a file
+or read by CI loads none of it."""
 
 from __future__ import annotations
 
 import difflib
 import json
 import os
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from torchport import __version__
-from torchport.codemods import RULES
 from torchport.engine import FileResult
-from torchport.statistics import file_statistics
+from torchport.notebooks import NotebookResult, locate
+from torchport.statistics import file_statistics, rule_counts
 
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"info": "note", "low": "warning", "medium": "warning", "high": "error"}
+
+
+def _rules() -> dict[str, Any]:
+    from torchport.codemods import RULES  # the rules' names and summaries: loaded only for reports that show them
+
+    return RULES
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of the concise report: a rewrite (pending or applied) or a diagnostic, where it is.
+
+    Args:
+        path: the file as shown (``display``); ``cell`` is ``"cell_N:"`` in a notebook, else empty.
+        line: 1-based line (in the cell, for a notebook); column: 1-based.
+        code: rule code; message: one line; fix: whether torchport rewrites it (``[*]``, as ruff marks fixes).
+    """
+
+    path: str
+    cell: str
+    line: int
+    column: int
+    code: str
+    message: str
+    fix: bool
+
+
+def findings(result: FileResult) -> list[Finding]:
+    """The rewrites and diagnostics of one file, in line order."""
+    out = []
+    for fix, items in ((True, result.sites if not result.error else []), (False, result.diagnostics)):
+        for item in items:
+            cell, line = locate(result, item.line)
+            out.append(Finding(result.display, cell, line, item.column + 1, item.code, item.message, fix))
+    return sorted(out, key=lambda f: (f.cell, f.line, f.column, f.code))
+
+
+def error_location(result: FileResult) -> tuple[str, int, int, str]:
+    """A failed file's ``(cell, line, column, reason)``; line 1, column 1 when the error names no place."""
+    error = result.error or ""
+    head, _, rest = error.partition(": ")
+    parts = head.split(":")
+    if len(parts) == 2 and all(p.isdigit() for p in parts):
+        cell, line = locate(result, int(parts[0]))
+        return cell, line, int(parts[1]) + 1, rest
+    return "", 1, 1, error
+
+
+def error_lines(results: Sequence[FileResult]) -> Iterator[str]:
+    """``path:line:col: error: reason`` for each file that failed (left untouched)."""
+    for result in results:
+        if result.error:
+            cell, line, column, reason = error_location(result)
+            yield f"{result.display}:{cell}{line}:{column}: error: {reason}"
+
+
+def concise_lines(results: Sequence[FileResult], mode: str) -> Iterator[str]:
+    """``path:line:col: TPnnn [*] message``, one line per finding (ruff's concise form; ``[*]``: torchport
+    rewrites it); a notebook's place reads ``nb.ipynb:cell_3:2:5``. After ``--apply`` only what is left
+    (the diagnostics) is listed."""
+    for result in results:
+        for f in findings(result):
+            if f.fix and mode == "apply":
+                continue
+            yield f"{f.path}:{f.cell}{f.line}:{f.column}: {f.code}{' [*]' if f.fix else ''} {f.message}"
+
+
+def summary_line(results: Sequence[FileResult], mode: str) -> str:
+    """One line for the end of a concise report: files changed (or that would change), rewrites,
+    diagnostics, failures, files scanned."""
+    changed = sum(r.changed for r in results)
+    failed = sum(bool(r.error) for r in results)
+    rewrites = sum(sum(r.rewrites.values()) for r in results if not r.error)
+    diagnostics = sum(len(r.diagnostics) for r in results)
+    verb = "changed" if mode == "apply" else "would change"
+    line = (f"torchport: {changed} file(s) {verb}, {rewrites} rewrite(s) [*], {diagnostics} diagnostic(s), "
+            f"{failed} failed; {len(results)} file(s) scanned.")
+    if mode != "apply" and changed:
+        line += " Run with --apply to write the changes."
+    return line
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_lines(results: Sequence[FileResult], root: Path, mode: str) -> Iterator[str]:
+    """GitHub Actions workflow commands: ``::warning file=…,line=…,col=…,title=TPnnn::TPnnn message`` per
+    finding (after ``--apply``, per diagnostic), ``::error`` per failed file; paths relative to ``root``."""
+    for result in results:
+        path = _escape_property(_relative(result, root))
+        if result.error:
+            cell, line, column, reason = error_location(result)
+            yield (f"::error file={path},line={line},col={column},title={_escape_property('torchport error')}"
+                   f"::{_escape_data(cell + reason)}")
+        for f in findings(result):
+            if f.fix and mode == "apply":
+                continue
+            title = _escape_property(f"{f.code} ({f.cell.rstrip(':')})" if f.cell else f.code)
+            yield (f"::warning file={path},line={f.line},col={f.column},title={title}"
+                   f"::{_escape_data(f'{f.code} {f.cell}{f.message}')}")
+
+
+def statistics_lines(results: Sequence[FileResult]) -> Iterator[str]:
+    """``--statistics`` as plain text: count, code, ``[*]`` for rewrites and rule name, per rule; then the
+    CUDA-specific sites per file (rewritten, reported, unreported, share accounted for) and in total."""
+    rules = _rules()
+    rewrites: Counter[str] = Counter()
+    for result in results:
+        if not result.error:
+            rewrites.update(result.rewrites)
+    for code, count in sorted(rule_counts(results).items()):
+        yield f"{count:6d}\t{code}\t{'[*] ' if code in rewrites else ''}{rules[code].name}"
+    yield "sites\trewritten\treported\tunreported\taccounted\tfile"
+    totals = [0, 0, 0]
+    for stats in map(file_statistics, results):
+        if stats.total:
+            yield (f"sites\t{stats.rewritten}\t{stats.reported}\t{stats.unreported}\t{stats.accounted:.0%}"
+                   f"\t{stats.display}")
+        totals = [totals[0] + stats.rewritten, totals[1] + stats.reported, totals[2] + stats.unreported]
+    total = sum(totals)
+    share = 1.0 if total == 0 else (totals[0] + totals[1]) / total
+    yield f"total\t{totals[0]}\t{totals[1]}\t{totals[2]}\t{share:.1%}\t{len(results)} files"
 
 
 def _relative(result: FileResult, root: Path) -> str:
@@ -33,17 +164,23 @@ def to_json(results: Sequence[FileResult], root: Path, mode: str) -> str:
         root: paths are written relative to it.
         mode: ``dry-run``, ``check`` or ``apply``; says whether rewrites are pending or applied.
     """
+    rules = _rules()
     files = []
     for result in results:
         stats = file_statistics(result)
+
+        def place(line: int, column: int, result: FileResult = result) -> dict[str, Any]:
+            cell, line = locate(result, line)
+            return {**({"cell": int(cell[5:-1])} if cell else {}), "line": line, "column": column + 1}
+
         files.append({
             "path": _relative(result, root),
             "changed": result.changed,
             "error": result.error,
-            "rewrites": [{"code": s.code, "line": s.line, "column": s.column + 1, "message": s.message}
-                         for s in getattr(result, "sites", [])],
-            "diagnostics": [{"code": d.code, "line": d.line, "column": d.column + 1, "message": d.message,
-                             "effort": RULES[d.code].effort} for d in result.diagnostics],
+            "rewrites": [{"code": s.code, **place(s.line, s.column), "message": s.message}
+                         for s in result.sites] if not result.error else [],
+            "diagnostics": [{"code": d.code, **place(d.line, d.column), "message": d.message,
+                             "effort": rules[d.code].effort} for d in result.diagnostics],
             "sites": {"rewritten": stats.rewritten, "reported": stats.reported, "unreported": stats.unreported},
         })
     return json.dumps({"tool": "torchport", "version": __version__, "mode": mode, "files": files}, indent=2)
@@ -58,9 +195,14 @@ def _hunks(result: FileResult) -> list[tuple[int, int, str]]:
             for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
 
-def _location(uri: str, line: int, column: int) -> dict[str, Any]:
-    return {"physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": "ROOT"},
-                                 "region": {"startLine": line, "startColumn": column + 1}}}
+def _location(uri: str, result: FileResult, line: int, column: int) -> dict[str, Any]:
+    """A SARIF location; in a notebook the region is the line in its cell, which a property names."""
+    cell, line = locate(result, line)
+    location: dict[str, Any] = {"physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": "ROOT"},
+                                                     "region": {"startLine": line, "startColumn": column + 1}}}
+    if cell:
+        location["properties"] = {"cell": int(cell[5:-1])}
+    return location
 
 
 def to_sarif(results: Sequence[FileResult], root: Path, mode: str) -> str:
@@ -74,23 +216,24 @@ def to_sarif(results: Sequence[FileResult], root: Path, mode: str) -> str:
         "shortDescription": {"text": rule.summary},
         "help": {"text": f"{rule.before}  ->  {rule.after}" if rule.after else rule.before},
         "properties": {"safety": rule.safety, **({"effort": rule.effort} if rule.effort else {})},
-    } for code, rule in RULES.items()]
+    } for code, rule in _rules().items()]
     sarif_results: list[dict[str, Any]] = []
     notifications = []
     for result in results:
         uri = _relative(result, root)
         if result.error:
             notifications.append({"level": "error", "message": {"text": result.error},
-                                  "locations": [_location(uri, 1, 0)]})
+                                  "locations": [_location(uri, result, 1, 0)]})
             continue
         file_results = []
         for site in getattr(result, "sites", []):
+            applied = mode == "apply"  # SARIF: a result whose kind is not "fail" has level "none"
             file_results.append({
-                "ruleId": site.code, "level": "note", "kind": "pass" if mode == "apply" else "fail",
-                "message": {"text": f"{site.message} ({'applied' if mode == 'apply' else 'pending'})"},
-                "locations": [_location(uri, site.line, site.column)],
+                "ruleId": site.code, "level": "none" if applied else "note", "kind": "pass" if applied else "fail",
+                "message": {"text": f"{site.message} ({'applied' if applied else 'pending'})"},
+                "locations": [_location(uri, result, site.line, site.column)],
             })
-        if result.changed and file_results:
+        if result.changed and file_results and not isinstance(result, NotebookResult):
             for start, end, text in _hunks(result):
                 owner = next((r for r in file_results
                               if start <= r["locations"][0]["physicalLocation"]["region"]["startLine"] < max(end, start + 1)),
@@ -104,8 +247,8 @@ def to_sarif(results: Sequence[FileResult], root: Path, mode: str) -> str:
                 })
         for diag in result.diagnostics:
             file_results.append({
-                "ruleId": diag.code, "level": _LEVEL.get(RULES[diag.code].effort or "", "warning"),
-                "message": {"text": diag.message}, "locations": [_location(uri, diag.line, diag.column)],
+                "ruleId": diag.code, "level": _LEVEL.get(_rules()[diag.code].effort or "", "warning"),
+                "message": {"text": diag.message}, "locations": [_location(uri, result, diag.line, diag.column)],
             })
         sarif_results.extend(file_results)
     log = {

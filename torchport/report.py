@@ -1,4 +1,9 @@
-"""Everything the CLI shows: unified diffs on stdout, the summary and errors on stderr (rich)."""
+"""The full, terminal form of the report (rich): coloured diffs, tables, the progress bar.
+
+rich's tables, syntax highlighting and progress bar are imported where they are drawn, so that a run
+whose output is concise (piped, or in CI) never loads them. Text from files and rules is escaped, so
+that ``[mps]`` in a message or a file name is shown as it is.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +14,18 @@ from contextlib import contextmanager
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.syntax import Syntax
-from rich.table import Table
 
-from torchport.codemods import RULES
 from torchport.engine import FileResult
+from torchport.formats import findings
+from torchport.notebooks import NotebookResult, cell_diffs
 from torchport.statistics import file_statistics, rule_counts
 
 
 def unified_diff(result: FileResult) -> str:
-    """The change to one file as a unified diff (``a/`` and ``b/`` prefixes, like git)."""
+    """The change to one file as a unified diff (``a/`` and ``b/`` prefixes, like git); one per changed
+    cell for a notebook (``a/nb.ipynb:cell_3``)."""
+    if isinstance(result, NotebookResult):
+        return cell_diffs(result)
     before = (result.original or "").splitlines(keepends=True)
     after = (result.migrated or "").splitlines(keepends=True)
     lines = difflib.unified_diff(before, after, f"a/{result.display}", f"b/{result.display}")
@@ -30,39 +36,49 @@ def print_diff(out: Console, result: FileResult) -> None:
     """Print one file's diff: coloured when ``out`` is a terminal, plain text otherwise."""
     diff = unified_diff(result)
     if out.is_terminal:
+        from rich.syntax import Syntax
+
         out.print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
     else:
         out.file.write(diff)
         out.file.flush()
 
 
-def print_summary(err: Console, results: Sequence[FileResult], mode: str) -> None:
+def print_summary(err: Console, results: Sequence[FileResult], mode: str, quiet: bool = False) -> None:
     """The summary table: files, rewrites per rule, diagnostics and failures.
 
     Args:
         err: the stderr console.
         results: one result per file scanned.
         mode: ``"dry-run"``, ``"check"`` or ``"apply"``; says whether changes are pending or written.
+        quiet: show only the diagnostics and failures.
     """
+    from rich.table import Table
+
+    from torchport.codemods import RULES
+
     changed = [r for r in results if r.changed]
     failed = [r for r in results if r.error]
     rewrites: Counter[str] = Counter()
     for result in results:
-        rewrites.update(result.rewrites)
-    diagnostics = [(r, d) for r in results for d in r.diagnostics]
+        if not result.error:  # a file not written (read-only, say) counts no rewrite
+            rewrites.update(result.rewrites)
+    diagnostics = [f for r in results for f in findings(r) if not f.fix]
 
     if diagnostics:
         table = Table(title="Left unchanged (diagnostics)", title_justify="left", show_edge=False)
         table.add_column("code", style="yellow", no_wrap=True)
         table.add_column("location", overflow="fold")
         table.add_column("message")
-        for result, diag in diagnostics:
-            table.add_row(diag.code, f"{result.display}:{diag.line}:{diag.column + 1}", diag.message)
+        for diag in diagnostics:
+            table.add_row(diag.code, escape(f"{diag.path}:{diag.cell}{diag.line}:{diag.column}"), escape(diag.message))
         err.print(table)
     for result in failed:  # one clickable `path:line:col: reason` line each, like a compiler
         separator = ":" if (result.error or "")[:1].isdigit() else ": "
         err.print(f"[red]error:[/] {escape(result.display)}{separator}{escape(result.error or '')} [dim](file left untouched)[/]",
                   highlight=False, soft_wrap=True)
+    if quiet:
+        return
     if rewrites:
         table = Table(title="Rewrites per rule", title_justify="left", show_edge=False)
         table.add_column("code", style="green", no_wrap=True)
@@ -86,11 +102,15 @@ def print_summary(err: Console, results: Sequence[FileResult], mode: str) -> Non
 
 def print_statistics(err: Console, results: Sequence[FileResult]) -> None:
     """``--statistics``: counts per rule, then rewritten/reported/unreported sites per file and in total."""
+    from rich.table import Table
+
+    from torchport.codemods import RULES
+
     counts = Table(title="Statistics per rule", title_justify="left", show_edge=False)
     for column in ("code", "rule", "safety", "count"):
         counts.add_column(column, justify="right" if column == "count" else "left", no_wrap=column != "rule")
     for code, count in sorted(rule_counts(results).items()):
-        counts.add_row(code, RULES[code].name, RULES[code].safety, str(count))
+        counts.add_row(code, escape(RULES[code].name), RULES[code].safety, str(count))
     err.print(counts)
     files = Table(title="CUDA-specific sites", title_justify="left", show_edge=False)
     for column in ("file", "rewritten", "reported", "unreported", "accounted"):
@@ -120,6 +140,9 @@ def progress_bar(err: Console, total: int) -> Iterator[Callable[[], None]]:
     if not err.is_terminal or total < PROGRESS_MIN_FILES:
         yield lambda: None
         return
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
     columns = (TextColumn("migrating"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
     with Progress(*columns, console=err, transient=True) as bar:

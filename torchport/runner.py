@@ -16,12 +16,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 
 from torchport import cache as cache_module
 from torchport import project
 from torchport.config import DEFAULT, Settings
-from torchport.engine import FileResult, migrate_source, needs_parse, read_file
+from torchport.engine import FileResult, migrate_source, needs_parse, read_file, read_source
 from torchport.files import Found
+from torchport.notebooks import is_notebook, read_notebook
 
 # progress(total) -> a context manager giving advance(); see report.progress_bar.
 Progress = Callable[[int], AbstractContextManager[Callable[[], None]]]
@@ -96,21 +98,26 @@ def run(
         if item.problem:
             results.append(FileResult(path=item.path, display=item.display, error=item.problem))
             continue
-        result, data = read_file(item.path, item.display)
+        result, data = read_notebook(item.path, item.display) if is_notebook(item.path) else read_file(
+            item.path, item.display)
         results.append(result)
-        if data is None or not needs_parse(data):
+        if data is None:
             continue
         entry = cache_module.key(data, settings.for_file(item.path)) if cache is not None else None
         if cache is not None and entry is not None and cache.get(entry, result):
             continue
+        if not needs_parse(data):
+            if cache is not None and entry is not None:  # remembered, so that a warm run loads no rule at all
+                cache.put(entry, result)
+            continue
         keys[index] = entry
+
     def done(index: int, result: FileResult) -> None:
         results[index] = result
         entry = keys[index]
         if cache is not None and entry is not None:
             cache.put(entry, result)
 
-    # Biggest files first, so that no worker is left with a big one at the end.
     _migrate(keys, results, settings, jobs, done, progress)
     holds = project.holds(results)
     if holds:  # again, for the files whose device choices other files decide (`torchport.project`)
@@ -146,6 +153,31 @@ def _migrate(
     for index in crashed:  # one file per process: a crash now is that file's own
         if _in_pool([index], results, settings, 1, done, None, holds):
             done(index, _failed(results[index], "the worker process died while migrating this file"))
+
+
+def run_bytes(data: bytes, path: Path, display: str, settings: Settings = DEFAULT) -> FileResult:
+    """Migrate one file given as bytes (standard input): ``path`` decides its settings and whether it is
+    a notebook; nothing is read from disk or cached. Parsed in a worker process, as `run` does."""
+    if is_notebook(path):
+        result: FileResult
+        result, source = read_notebook(path, display, data=data)
+    else:
+        result, source = FileResult(path=path, display=display), data
+        try:
+            text, result.encoding = read_source(data)
+            result.original = result.migrated = text
+        except (SyntaxError, UnicodeDecodeError) as exc:
+            result.error, source = f"cannot decode: {exc}", None
+    if source is None or not needs_parse(source):
+        return result
+    results = [result]
+
+    def done(index: int, new: FileResult) -> None:
+        results[index] = new
+
+    if _in_pool([0], results, settings, 1, done, None):
+        return _failed(result, "the worker process died while migrating this file")
+    return results[0]
 
 
 def _in_pool(

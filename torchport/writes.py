@@ -5,12 +5,33 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from torchport import cache as cache_module
 from torchport.engine import FileResult, write_atomic
+from torchport.errors import UsageError
+from torchport.notebooks import NotebookResult, render
+
+
+def output_text(result: FileResult) -> str:
+    """The text to write for a changed file: its migrated source, or a notebook's whole new JSON.
+
+    Raises:
+        ValueError: for a notebook whose migrated cells cannot be put back (see `notebooks.render`).
+    """
+    return render(result) if isinstance(result, NotebookResult) else result.migrated or ""
+
+
+def read_only(path: Path) -> bool:
+    """Whether ``path`` is marked read-only: no write permission for us, or (for root) no write bit at all."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not os.access(path, os.W_OK) or not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
 
 
 def _inside(path: Path, roots: Sequence[Path]) -> bool:
@@ -19,15 +40,21 @@ def _inside(path: Path, roots: Sequence[Path]) -> bool:
 
 
 def write_in_place(paths: Sequence[Path], changed: Sequence[FileResult], written: list[FileResult]) -> None:
-    """Write each changed file atomically; never outside the paths given. Appends to ``written`` as it goes."""
+    """Write each changed file atomically; never outside the paths given, never over a read-only file.
+
+    Appends to ``written`` as it goes; a file not written gets an ``error`` (so it counts as failed).
+    """
     roots = [Path(os.path.realpath(p)) for p in paths]
     for result in changed:
         if not _inside(result.path, roots):
             result.error = "not written: it resolves to a path outside the folders given"
             continue
+        if read_only(result.path):
+            result.error = "not written: the file is read-only"
+            continue
         try:
-            write_atomic(result.path, result.migrated or "", result.encoding)
-        except (OSError, UnicodeError) as exc:
+            write_atomic(result.path, output_text(result), result.encoding)
+        except (OSError, ValueError) as exc:
             result.error = f"cannot write: {exc}"
             continue
         written.append(result)
@@ -37,16 +64,16 @@ def check_output_dir(paths: Sequence[Path], output_dir: Path) -> None:
     """Check `--output-dir` before anything is migrated.
 
     Raises:
-        ValueError: unless ``paths`` is one folder and ``output_dir`` is new or empty and neither
+        UsageError: unless ``paths`` is one folder and ``output_dir`` is new or empty and neither
             inside it nor containing it.
     """
     if len(paths) != 1 or not paths[0].is_dir():
-        raise ValueError("--output-dir needs exactly one folder to migrate")
+        raise UsageError("--output-dir needs exactly one folder to migrate")
     source, target = Path(os.path.realpath(paths[0])), Path(os.path.realpath(output_dir))
     if target == source or target.is_relative_to(source) or source.is_relative_to(target):
-        raise ValueError(f"--output-dir {output_dir} must be outside {paths[0]} (and not contain it)")
+        raise UsageError(f"--output-dir {output_dir} must be outside {paths[0]} (and not contain it)")
     if output_dir.is_symlink() or (output_dir.exists() and (not output_dir.is_dir() or any(output_dir.iterdir()))):
-        raise ValueError(f"--output-dir {output_dir} exists and is not an empty folder")
+        raise UsageError(f"--output-dir {output_dir} exists and is not an empty folder")
 
 
 # Never copied into a migrated copy: version-control data and torchport's own cache.
@@ -93,7 +120,7 @@ def write_tree(source: Path, output_dir: Path, results: Sequence[FileResult]) ->
                     os.symlink(os.readlink(src), dst)
                 elif rel in migrated:
                     result = migrated[rel]
-                    dst.write_bytes((result.migrated or "").encode(result.encoding))
+                    dst.write_bytes(output_text(result).encode(result.encoding))
                     shutil.copymode(src, dst)  # new content, new time: build tools must see the change
                 elif src.is_file():
                     try:

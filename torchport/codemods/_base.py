@@ -3,26 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import libcst as cst
 
-@dataclass(frozen=True)
-class Diagnostic:
-    """A CUDA-specific site that was left unchanged, with the reason.
-
-    Args:
-        code: the rule code, e.g. ``TP101``.
-        line: 1-based line number in the original source.
-        column: 0-based column in the original source.
-        message: one-line reason.
-    """
-
-    code: str
-    line: int
-    column: int
-    message: str
-
+from torchport.diagnostic import Diagnostic  # noqa: F401 - defined without LibCST, for the cache
 
 # "cuda", "cuda:0", and the same for the other spellings of a CUDA device type.
 CUDA_DEVICE_RE = re.compile(r"^cuda(?::(\d+))?$")

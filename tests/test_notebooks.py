@@ -1,0 +1,98 @@
+"""Notebooks: code cells migrated as one module and written back cell by cell; magics, outputs, execution
+counts, metadata and the JSON layout kept; a second run changes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat import v4
+from typer.testing import CliRunner
+
+from torchport.cli import app
+
+CELLS = [
+    ("markdown", "# Train on `cuda`"),
+    ("code", "!pip install torch\n%matplotlib inline"),
+    ("code", "import torch\nimport numpy as np"),
+    ("code", "%%time\nmodel = torch.nn.Linear(2, 2).cuda()\nx = torch.zeros(2, device='cuda')"),
+    ("code", "%%bash\necho cuda > /dev/null"),
+    ("code", "files = !ls\ny = x.cuda()  # after a shell line\n%time z = x.cuda()"),
+    ("code", "torch.cuda?"),
+]
+
+
+def _notebook(path: Path, indent: int = 1) -> str:
+    nb = v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    for i, (kind, source) in enumerate(CELLS):
+        cell = v4.new_markdown_cell(source) if kind == "markdown" else v4.new_code_cell(source, execution_count=i)
+        if kind == "code":
+            cell.outputs = [v4.new_output("stream", name="stdout", text=f"cuda out {i}\n")]
+            cell.metadata["tags"] = ["keep"]
+        nb.cells.append(cell)
+    for cell in nb.cells:  # nbformat gives each cell a random id: fix them, so the test is the same every run
+        cell["id"] = f"cell-{nb.cells.index(cell)}"
+    text = json.dumps(nb, indent=indent, ensure_ascii=False) + "\n"
+    path.write_text(text, encoding="utf-8")
+    return text
+
+
+@pytest.mark.parametrize("indent", [1, 2])
+def test_notebook_is_migrated_cell_by_cell_and_everything_else_is_kept(tmp_path: Path, indent: int) -> None:
+    path = tmp_path / "train.ipynb"
+    before_text = _notebook(path, indent)
+    runner = CliRunner()
+    dry = runner.invoke(app, ["migrate", str(tmp_path), "--no-cache"])
+    assert dry.exit_code == 0 and f"+++ b/{path}:cell_3" in dry.stdout and f"+++ b/{path}:cell_4" in dry.stdout
+    assert f"{path}:cell_4:2:9: TP001 [*]" in dry.stderr  # the line in its cell; %%time is line 1
+    assert f"{path}:cell_6:2:5: TP001 [*]" in dry.stderr
+    assert path.read_text() == before_text
+    assert runner.invoke(app, ["migrate", str(tmp_path), "--apply", "--no-cache"]).exit_code == 0
+
+    after_text = path.read_text(encoding="utf-8")
+    after = nbformat.reads(after_text, as_version=nbformat.NO_CONVERT)
+    nbformat.validate(after)
+    before = json.loads(before_text)
+    sources = ["".join(c["source"]) for c in json.loads(after_text)["cells"]]
+    assert sources[1] == CELLS[1][1] and sources[4] == CELLS[4][1] and sources[6] == CELLS[6][1]
+    assert sources[2] == "import torch\nfrom torchport import runtime as tp\nimport numpy as np"
+    assert sources[3] == ("%%time\nmodel = torch.nn.Linear(2, 2).to(tp.device())\n"
+                          "x = torch.zeros(2, device=tp.device())")
+    assert sources[5] == "files = !ls\ny = x.to(tp.device())  # after a shell line\n%time z = x.cuda()"
+    for old, new in zip(before["cells"], json.loads(after_text)["cells"]):
+        assert {k: v for k, v in old.items() if k != "source"} == {k: v for k, v in new.items() if k != "source"}
+    assert json.loads(after_text)["metadata"] == before["metadata"]
+    changed = [b for a, b in zip(before_text.splitlines(), after_text.splitlines()) if a != b]
+    assert len(before_text.splitlines()) == len(after_text.splitlines())  # sources stored as one string each
+    assert len(changed) == 3 and all(line.lstrip().startswith('"source": ') for line in changed)
+    assert after_text.splitlines()[1] == " " * indent + '"nbformat": 4,'  # the indent kept
+
+    again = runner.invoke(app, ["migrate", str(tmp_path), "--check", "--no-cache"])
+    assert again.exit_code == 0 and path.read_text(encoding="utf-8") == after_text
+
+
+def test_notebooks_count_in_statistics_and_json(tmp_path: Path) -> None:
+    _notebook(tmp_path / "train.ipynb")
+    stats = CliRunner().invoke(app, ["migrate", str(tmp_path), "--statistics", "--no-cache"])
+    assert any(line.startswith("sites\t3\t0\t0\t100%") and line.endswith("train.ipynb") for line in stats.stdout.splitlines())
+    report = json.loads(CliRunner().invoke(app, ["migrate", str(tmp_path), "--format", "json", "--no-cache"]).stdout)
+    (entry,) = report["files"]
+    assert entry["path"] == "train.ipynb" and {r["cell"] for r in entry["rewrites"]} == {4, 6}
+
+
+def test_notebook_from_stdin_and_a_broken_notebook(tmp_path: Path) -> None:
+    text = _notebook(tmp_path / "nb.ipynb")
+    result = CliRunner().invoke(app, ["migrate", "-", "--stdin-filename", "nb.ipynb"], input=text)
+    assert result.exit_code == 0 and "tp.device()" in "".join(json.loads(result.stdout)["cells"][3]["source"])
+    (tmp_path / "nb.ipynb").write_text("{not json")
+    broken = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache"])
+    assert broken.exit_code == 2 and "nb.ipynb:1:1: error: not a valid notebook" in broken.stderr
+
+
+def test_notebooks_can_be_excluded(tmp_path: Path) -> None:
+    _notebook(tmp_path / "train.ipynb")
+    result = CliRunner().invoke(app, ["migrate", str(tmp_path), "--exclude", "*.ipynb", "--no-cache"])
+    assert "0 file(s) scanned" in result.stderr

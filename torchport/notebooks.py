@@ -1,0 +1,266 @@
+"""Jupyter notebooks: their code cells are migrated as one module, cell by cell on the way out.
+
+The code cells of a notebook are joined into one Python module (so that ``import torch`` in the
+first cell names ``torch`` in the others), each cell after a marker comment. IPython syntax that
+is not Python (``%magic``, ``!shell``, ``x = !cmd``, ``obj?``) is masked with a ``pass``
+placeholder so that LibCST can parse the cell, and restored afterwards; a cell that still does not
+parse, or whose cell magic runs another language (``%%bash``), is left out. After migration the
+module is split at the markers and each cell's new source replaces its old one in the notebook's
+JSON: outputs, execution counts and metadata are not touched, and the file keeps its JSON layout
+(indent, key order, escaping) wherever it can be read back exactly. Notebooks are read and checked
+with nbformat.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torchport.engine import FileResult
+
+SUFFIX = ".ipynb"
+_MARKER = "# torchport-notebook-cell {}"
+_MARKER_RE = re.compile(r"^# torchport-notebook-cell (\d+)$", re.MULTILINE)
+_MAGIC_RE = re.compile(r"^# torchport-magic (\d+)$")
+# Lines IPython reads that Python cannot: %magic, !shell, x = !cmd / %magic, obj? / obj??
+_IPYTHON_LINE = re.compile(r"^\s*(?:[%!]|[\w.,\[\]\s]+=\s*[%!]|[\w.]+\?\??\s*$)")
+# Cell magics whose body is Python, run by IPython (timed, captured, profiled).
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
+
+
+@dataclass
+class NotebookResult(FileResult):
+    """A `FileResult` for a notebook; ``original`` and ``migrated`` are the joined code cells.
+
+    Args:
+        raw: the notebook file's text, as read (the JSON written back is built from it).
+        magics: the IPython lines masked in ``original``, by placeholder number.
+    """
+
+    raw: str = ""
+    magics: tuple[str, ...] = ()
+
+
+def is_notebook(path: Path) -> bool:
+    """Whether ``path`` names a Jupyter notebook (by its suffix)."""
+    return path.suffix == SUFFIX
+
+
+def _mask(source: str, magics: list[str]) -> str | None:
+    """``source`` with its IPython lines masked (appending them to ``magics``), or None when the cell
+    cannot be migrated (a non-Python cell magic, or code that still does not parse)."""
+    lines = source.splitlines(keepends=True)
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is not None and lines[first].lstrip().startswith("%%"):
+        name = lines[first].lstrip()[2:].split(maxsplit=1)[0] if lines[first].strip() != "%%" else ""
+        if name not in _PYTHON_CELL_MAGICS:
+            return None
+    out = []
+    continued = False
+    for line in lines:
+        if continued or _IPYTHON_LINE.match(line):
+            body = line.rstrip("\r\n")
+            ending = line[len(body):]
+            continued = body.endswith("\\")
+            indent = body[:len(body) - len(body.lstrip())]
+            out.append(f"{indent}pass  # torchport-magic {len(magics)}{ending}")
+            magics.append(body)
+        else:
+            out.append(line)
+    masked = "".join(out)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(masked)
+    except (SyntaxError, ValueError):
+        return None
+    return masked
+
+
+def _unmask(code: str, magics: tuple[str, ...]) -> str:
+    def restore(line: str) -> str:
+        body = line.rstrip("\r\n")
+        stripped = body.lstrip()
+        if stripped.startswith("pass  # torchport-magic "):
+            match = _MAGIC_RE.match(stripped[len("pass  "):])
+            if match and int(match.group(1)) < len(magics):
+                return magics[int(match.group(1))] + line[len(body):]
+        return line
+    return "".join(map(restore, code.splitlines(keepends=True)))
+
+
+def _is_python(notebook: dict[str, Any]) -> bool:
+    metadata = notebook.get("metadata", {})
+    language = (metadata.get("kernelspec", {}).get("language") or metadata.get("language_info", {}).get("name")
+                or "python")
+    return str(language).lower() == "python"
+
+
+def _cell_source(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def read_notebook(path: Path, display: str | None = None, data: bytes | None = None
+                  ) -> tuple[NotebookResult, bytes | None]:
+    """Read a notebook (from ``data`` when given) and join its code cells; nothing is parsed by LibCST.
+
+    Returns the result and the joined code as bytes (the text the prefilter and cache key read), or
+    None when there is nothing to migrate or the notebook cannot be read (then ``error`` says why).
+    """
+    import nbformat
+
+    result = NotebookResult(path=path, display=display or str(path))
+    try:
+        raw = (path.read_bytes() if data is None else data).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        result.error = f"cannot read: {getattr(exc, 'strerror', None) or exc}"
+        return result, None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            notebook = nbformat.reads(raw, as_version=nbformat.NO_CONVERT)
+    except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds for a broken file
+        result.error = f"1:0: not a valid notebook: {type(exc).__name__}: {exc}"
+        return result, None
+    result.raw = raw
+    if notebook.get("nbformat") != 4:
+        result.error = f"1:0: nbformat {notebook.get('nbformat')} notebooks are not migrated (only nbformat 4)"
+        return result, None
+    parts: list[str] = []
+    magics: list[str] = []
+    if _is_python(notebook):
+        for index, cell in enumerate(notebook.cells):
+            if cell.get("cell_type") != "code":
+                continue
+            masked = _mask(_cell_source(cell), magics)
+            if masked is None:
+                continue
+            parts.append(_MARKER.format(index) + "\n" + masked + ("" if masked.endswith("\n") or not masked else "\n"))
+    result.magics = tuple(magics)
+    result.original = result.migrated = "".join(parts)
+    return result, result.original.encode("utf-8")
+
+
+def split_cells(code: str) -> dict[int, tuple[int, str]]:
+    """``{cell index: (first line of the cell in code, 1-based; source)}`` of a joined module (masked)."""
+    cells: dict[int, tuple[int, str]] = {}
+    matches = list(_MARKER_RE.finditer(code))
+    for i, match in enumerate(matches):
+        start = match.end() + 1
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(code)
+        cells[int(match.group(1))] = (code.count("\n", 0, start) + 1, code[start:end])
+    if matches and matches[0].start() > 0:  # lines added above the first cell (an import) belong to it
+        first = int(matches[0].group(1))
+        cells[first] = (cells[first][0], code[:matches[0].start()] + cells[first][1])
+    return cells
+
+
+_RUNTIME_IMPORT = re.compile(r"^from torchport import runtime as \w+\n(?:\n)?", re.MULTILINE)
+_TORCH_IMPORT = re.compile(r"^(?:import torch\b|from torch\b)[^(\\\n]*$", re.MULTILINE)
+
+
+def _move_runtime_import(before: dict[int, tuple[int, str]], after: dict[int, tuple[int, str]]) -> None:
+    """Move an added ``from torchport import runtime as tp`` from the first cell to just after the first
+    ``import torch`` of the notebook: the first cell often installs packages (``!pip install torch``)."""
+    first = next(iter(after), None)
+    if first is None:
+        return
+    added = _RUNTIME_IMPORT.search(after[first][1])
+    if added is None or _RUNTIME_IMPORT.search(before[first][1]):
+        return
+    for index, (start, source) in after.items():
+        text = source if index != first else source[:added.start()] + source[added.end():]
+        torch_import = _TORCH_IMPORT.search(text)
+        if torch_import is None:
+            continue
+        if index != first or torch_import.start() >= added.start():
+            moved = text[:torch_import.end() + 1] + added.group(0).rstrip("\n") + "\n" + text[torch_import.end() + 1:]
+            after[index] = (start, moved)
+            if index != first:
+                after[first] = (after[first][0], after[first][1][:added.start()] + after[first][1][added.end():])
+        return
+
+
+def _new_sources(result: NotebookResult) -> dict[int, str]:
+    """The cells ``result`` changes: ``{cell index: new source}`` (original ending kept).
+
+    Raises:
+        ValueError: when the migrated module does not split back into the same cells.
+    """
+    before = split_cells(result.original or "")
+    after = split_cells(result.migrated or "")
+    if list(before) != list(after):
+        raise ValueError("the migrated cells do not line up with the notebook's cells")
+    _move_runtime_import(before, after)
+    changed = {}
+    for index, (_, old) in before.items():
+        new = after[index][1]
+        if new != old:
+            changed[index] = _unmask(new, result.magics)
+    return changed
+
+
+def locate(result: FileResult, line: int) -> tuple[str, int]:
+    """Where line ``line`` of a result's ``original`` is: ``("cell_N:", line in the cell)`` for a notebook
+    (N counts every cell from 1), ``("", line)`` for a Python file."""
+    if not isinstance(result, NotebookResult):
+        return "", line
+    best: tuple[int, int] | None = None
+    for index, (start, _) in split_cells(result.original or "").items():
+        if start <= line or best is None:
+            best = (index, start)
+    if best is None:
+        return "", line
+    return f"cell_{best[0] + 1}:", max(1, line - best[1] + 1)
+
+
+def _dumps(notebook: Any, layout: tuple[int | str, bool], ending: str) -> str:
+    return json.dumps(notebook, indent=layout[0], ensure_ascii=layout[1]) + ending
+
+
+def render(result: NotebookResult) -> str:
+    """The notebook file with ``result``'s migrated cells in place of the old ones.
+
+    Only the changed cells' ``source`` fields change; a source stored as a list of lines stays one.
+    The JSON layout of the file read is kept when one of the usual layouts reproduces it exactly
+    (else nbformat's own: indent 1).
+
+    Raises:
+        ValueError: when the cells do not line up or the result is not a valid notebook (nbformat).
+    """
+    import nbformat
+
+    notebook = json.loads(result.raw)
+    ending = "\n" if result.raw.endswith("\n") else ""
+    layouts: list[tuple[int | str, bool]] = [(1, False), (2, False), (1, True), (2, True), (4, False), (4, True),
+                                             ("\t", False)]
+    layout = next((lay for lay in layouts if _dumps(notebook, lay, ending) == result.raw), (1, False))
+    for index, source in _new_sources(result).items():
+        cell = notebook["cells"][index]
+        if source.endswith("\n") and not _cell_source(cell).endswith("\n"):
+            source = source[:-1]  # joining the cells ended each with a newline
+        cell["source"] = source.splitlines(keepends=True) if isinstance(cell.get("source"), list) else source
+    try:
+        nbformat.validate(nbformat.from_dict(notebook))
+    except nbformat.ValidationError as exc:
+        raise ValueError(f"the migrated notebook is not valid: {exc.message}") from None
+    return _dumps(notebook, layout, ending)
+
+
+def cell_diffs(result: NotebookResult) -> str:
+    """The change to a notebook as unified diffs, one per changed cell (``a/nb.ipynb:cell_3``)."""
+    old = {index: _unmask(source, result.magics) for index, (_, source) in split_cells(result.original or "").items()}
+    out: list[str] = []
+    for index, new in _new_sources(result).items():
+        label = f"{result.display}:cell_{index + 1}"
+        lines = difflib.unified_diff(old[index].splitlines(keepends=True), new.splitlines(keepends=True),
+                                     f"a/{label}", f"b/{label}")
+        out.extend(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+    return "".join(out)

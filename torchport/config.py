@@ -10,7 +10,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ALL_TARGETS = ("mps", "xpu", "cpu")
-_KEYS = frozenset({"select", "ignore", "exclude", "per-file-ignores", "target", "unsafe-fixes"})
+_KEYS = frozenset({"select", "ignore", "exclude", "per-file-ignores", "target", "unsafe-fixes", "runtime",
+                   "torch-version", "vendor-path"})
+RUNTIMES = ("package", "vendor", "native")
 
 
 class ConfigError(ValueError):
@@ -29,6 +31,11 @@ class Settings:
         exclude: gitignore-style patterns of paths to skip (from the config; the CLI adds its own).
         per_file_ignores: ``(glob, codes)`` pairs; files matching the glob also ignore the codes.
         root: the folder the config was found in; per-file globs are relative to it.
+        runtime: how runtime calls are written: ``package`` (``from torchport import runtime as tp``),
+            ``vendor`` (a generated copy in the project) or ``native`` (plain PyTorch).
+        torch_version: ``(major, minor)``, the oldest torch native output must run on.
+        vendor_path: ``--vendor-path`` (empty: the default placement, see `torchport.vendor`).
+        vendor_module: the vendored module's import name for one file (set by `for_file`).
     """
 
     select: tuple[str, ...] = ()
@@ -38,9 +45,17 @@ class Settings:
     exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     root: str = field(default="", compare=False)
+    runtime: str = "package"
+    torch_version: tuple[int, int] = (2, 6)
+    vendor_path: str = ""
+    vendor_module: str = ""
 
     def for_file(self, path: Path) -> Settings:
-        """These settings with the per-file ignores that match ``path`` added."""
+        """These settings with the per-file ignores that match ``path`` added (and its vendored module)."""
+        if self.runtime != "package":
+            from torchport.vendor import vendor_location
+
+            self = replace(self, vendor_module=vendor_location(path, self.vendor_path)[1])
         if not self.per_file_ignores:
             return self
         try:
@@ -77,6 +92,18 @@ def parse_targets(value: str | Sequence[str]) -> tuple[str, ...]:
     if unknown:
         raise ConfigError(f"unknown target {unknown[0]!r}; choose from {', '.join(ALL_TARGETS)} (or none)")
     return names
+
+
+def parse_version(value: str) -> tuple[int, int]:
+    """``"2.9"`` (or ``"2.9.1"``) -> ``(2, 9)``.
+
+    Raises:
+        ConfigError: for anything else.
+    """
+    parts = value.strip().split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        raise ConfigError(f"torch version {value!r} must look like 2.9")
+    return int(parts[0]), int(parts[1])
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -116,7 +143,13 @@ def load(pyproject: Path | None) -> Settings:
     unsafe = table.get("unsafe-fixes", False)
     if not isinstance(unsafe, bool):
         raise ConfigError(f"{pyproject}: unsafe-fixes must be true or false")
+    runtime = table.get("runtime", "package")
+    if runtime not in RUNTIMES:
+        raise ConfigError(f"{pyproject}: runtime must be one of {', '.join(RUNTIMES)}")
     return Settings(
+        runtime=runtime,
+        torch_version=parse_version(str(table["torch-version"])) if "torch-version" in table else DEFAULT.torch_version,
+        vendor_path=str(pyproject.parent / table["vendor-path"]) if "vendor-path" in table else "",
         select=_codes(table.get("select", []), "select"),
         ignore=_codes(table.get("ignore", []), "ignore"),
         unsafe_fixes=unsafe,

@@ -33,7 +33,8 @@ class Settings:
         root: the folder the config was found in; per-file globs are relative to it.
         runtime: how runtime calls are written: ``package`` (``from torchport import runtime as tp``),
             ``vendor`` (a generated copy in the project) or ``native`` (plain PyTorch).
-        torch_version: ``(major, minor)``, the oldest torch native output must run on.
+        torch_version: ``(major, minor)``, the oldest torch native output must run on; ``(0, 0)``: not set
+            (the command line then reads the project's requirement, see `torchport.torch_version`).
         vendor_path: ``--vendor-path`` (empty: the default placement, see `torchport.vendor`).
         vendor_module: the vendored module's import name for one file (set by `for_file`).
     """
@@ -46,7 +47,7 @@ class Settings:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     root: str = field(default="", compare=False)
     runtime: str = "package"
-    torch_version: tuple[int, int] = (2, 6)
+    torch_version: tuple[int, int] = (0, 0)
     vendor_path: str = ""
     vendor_module: str = ""
 

@@ -220,6 +220,8 @@ def write_atomic(path: Path, text: str, encoding: str) -> None:
     """
     data = text.encode(encoding)
     path = Path(os.path.realpath(path))  # through a symlink to its file: the link stays a link
+    if not path.exists():  # a new file (the vendored runtime): the mode a new file gets
+        path.touch()
     info = path.stat()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:

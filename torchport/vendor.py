@@ -15,7 +15,6 @@ is a package, else by its bare name.
 from __future__ import annotations
 
 import os
-from importlib import resources
 from pathlib import Path
 
 from torchport import __version__
@@ -60,7 +59,8 @@ _run("__init__", globals())
 
 
 def _part_text(name: str) -> str:
-    text = resources.files("torchport.runtime").joinpath(f"{name}.py").read_text(encoding="utf-8")
+    # read as files: importing torchport.runtime would import torch
+    text = (Path(__file__).parent / "runtime" / f"{name}.py").read_text(encoding="utf-8")
     if name == "__init__":
         text = text.split(_AUDIT_HOOK)[0].rstrip() + "\n"
     return text

@@ -114,8 +114,10 @@ class NativeRuntime:
 
     def native_call(self, name: str, args: Sequence[cst.Arg], torch_name: str) -> tuple[str | None, str]:
         """The native code for ``name(args)`` (None when there is none) and, if None, the reason."""
+        if name not in _FORMS and name not in _REPEATS and name != "device_str":
+            return None, "no plain-PyTorch form keeps its CUDA behaviour and works on every device"
         if any(a.keyword or a.star for a in args):
-            return None, "keyword or unpacked arguments"
+            return None, "no native form for keyword or unpacked arguments"
         codes = [cst.Module([]).code_for_node(a.value) for a in args]
         fill = {"D": self.device_name, "t": torch_name, "args": ", ".join(codes)}
         if name == "device_str" and len(args) == 1 and _cuda_string_prefix(args[0].value) is not None:
@@ -128,10 +130,10 @@ class NativeRuntime:
             return _REPEATS[name].format(*codes, **fill), ""
         form = _FORMS.get(name)
         if form is None:
-            return None, "no plain-PyTorch form that keeps the CUDA behaviour and works on every device"
+            return None, "no native form for these arguments"
         minimum, arity, template = form
         if self.version < minimum:
-            return None, f"its native form needs torch {minimum[0]}.{minimum[1]}"
+            return None, f"its native form needs torch >= {minimum[0]}.{minimum[1]}"
         if not arity(len(args)):
             return None, "no native form for these arguments"
         return template.format(*codes, **fill), ""
@@ -194,8 +196,8 @@ class _Rewriter(cst.CSTTransformer):
         name = node.attr.value
         if site is not None:
             self.m.diagnostics.append(Diagnostic(site.code, site.line, site.column,
-                                                 f"vendored runtime call {name}(): {reason} at torch "
-                                                 f"{self.r.version[0]}.{self.r.version[1]}"))
+                                                 f"kept as the vendored runtime's {name} (native output for "
+                                                 f"torch {self.r.version[0]}.{self.r.version[1]}): {reason}"))
         return self.r.vendor.attr(self.m, name)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:

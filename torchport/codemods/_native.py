@@ -152,19 +152,36 @@ class NativeRuntime:
         body = list(module.body)
         at = 0
         for index, statement in enumerate(body):
-            small = statement.body if isinstance(statement, cst.SimpleStatementLine) else []
+            small = _smalls(statement)
             is_import = bool(small) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in small)
             is_docstring = index == 0 and len(small) == 1 and isinstance(small[0], cst.Expr) and isinstance(
                 small[0].value, (cst.SimpleString, cst.ConcatenatedString))
             if not (is_import or is_docstring):
                 break
             at = index + 1
+        for index, statement in enumerate(body):  # and after torch's own import (and its neighbours)
+            if any(isinstance(s, cst.Import) and any(_binds(a, torch_name) for a in s.names) for s in _smalls(statement)):
+                at = max(at, index + 1)
+        while at < len(body) and _smalls(body[at]) and all(isinstance(s, (cst.Import, cst.ImportFrom))
+                                                           for s in _smalls(body[at])):
+            at += 1
         line = cst.parse_statement(_device_line(torch_name, self.version, self.device_name))
         if at < len(body):
             line = line.with_changes(leading_lines=body[at].leading_lines)
             body[at] = body[at].with_changes(leading_lines=[])
         body.insert(at, line)
         return module.with_changes(body=body)
+
+
+def _smalls(statement: cst.BaseStatement) -> Sequence[cst.BaseSmallStatement]:
+    return statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
+
+
+def _binds(alias: cst.ImportAlias, torch_name: str) -> bool:
+    """Whether ``import ...`` binds ``torch_name`` to torch (``import torch``, ``import torch.nn``, ``import torch as th``)."""
+    if alias.asname is not None:
+        return alias.evaluated_alias == torch_name and alias.evaluated_name == "torch"
+    return alias.evaluated_name.split(".")[0] == torch_name
 
 
 class _Rewriter(cst.CSTTransformer):

@@ -7,8 +7,10 @@ that says why. The device is chosen once, in a module-level constant after the i
 
     DEVICE = torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")
 
-which, like ``torch.cuda.is_available()``, asks whether a device exists without creating a CUDA
-context (importing the module stays fork-safe). Every form is, on CUDA, the ``torch.cuda`` call it
+which asks, as ``torch.cuda.is_available()`` does, whether a device exists: no CUDA context is created
+(``torch.cuda.is_initialized()`` stays false), but the device count (``cuInit``) makes torch refuse CUDA
+work in a *forked* child unless ``PYTORCH_NVML_BASED_CUDA_CHECK=1``, as any availability check at
+import does. Chosen for a readable constant; the package and vendored runtimes pick lazily instead. Every form is, on CUDA, the ``torch.cuda`` call it
 replaces (``torch.get_device_module(DEVICE)`` is ``torch.cuda`` there), and right on MPS, XPU and CPU.
 """
 

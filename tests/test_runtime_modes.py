@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -113,8 +114,8 @@ DDP_SCRIPT = textwrap.dedent('''\
 
 
     def main(rank, world_size):
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=sys.argv[1])
-        dist.init_process_group(backend="nccl", rank=rank, world_size=world_size)
+        # a file store, not a TCP port: nothing another process could take first
+        dist.init_process_group(backend="nccl", init_method=f"file://{sys.argv[1]}", rank=rank, world_size=world_size)
         torch.cuda.set_device(rank)
         torch.cuda.manual_seed_all(0)
         torch.manual_seed(0)
@@ -136,24 +137,16 @@ DDP_SCRIPT = textwrap.dedent('''\
     ''')
 
 
-def _free_port() -> str:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return str(s.getsockname()[1])
-
-
 def test_native_ddp_trains_with_gloo_on_two_processes(tmp_path: Path) -> None:
     migrated = migrate_code(DDP_SCRIPT, Settings(runtime="native", torch_version=(2, 9)))
     assert "torchport" not in migrated.code and "cuda" not in migrated.code.replace('"cuda"', "")
     assert "DEVICE = torch.accelerator.current_accelerator(check_available=True)" in migrated.code
     (tmp_path / "ddp.py").write_text(migrated.code)
-    done = subprocess.run([sys.executable, "ddp.py", _free_port()], cwd=tmp_path, env=ENV,
+    done = subprocess.run([sys.executable, "ddp.py", str(tmp_path / "store")], cwd=tmp_path, env=ENV,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    losses = sorted(line for line in done.stdout.splitlines() if line.startswith("rank"))
-    assert len(losses) == 2 and losses[0].split()[-1] == losses[1].split()[-1]  # DDP kept the ranks in step
+    losses = dict(re.findall(r"rank (\d) loss ([\d.]+)", done.stdout))  # two processes share stdout
+    assert set(losses) == {"0", "1"} and losses["0"] == losses["1"]  # DDP kept the ranks in step
 
 
 def test_config_keys(tmp_path: Path) -> None:
@@ -180,3 +173,16 @@ def test_native_fallback_in_a_package_imports_the_package_copy() -> None:
                              'DEVICE = torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")\n'
                              "print(tp.get_device_name(0))\nx = torch.zeros(2).to(DEVICE)\n")
     assert [d.code for d in migrated.diagnostics if "vendored runtime" in d.message] == ["TP010"]
+
+
+def test_cli_native_reads_the_projects_torch_requirement(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("torch>=2.5\n")
+    (tmp_path / "train.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+    result = CliRunner().invoke(app, ["migrate", str(tmp_path), "--runtime", "native", "--no-cache"],
+                                env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert f"+import {MODULE_NAME} as tp" in result.output and f"+++ b/{tmp_path}/{MODULE_NAME}.py" in result.output
+    assert "its native form needs torch >= 2.6" in result.output  # the summary says why (torch 2.5)
+    native = CliRunner().invoke(app, ["migrate", str(tmp_path), "--runtime", "native", "--torch-version", "2.9",
+                                      "--no-cache"])
+    assert "+x = torch.zeros(2).to(DEVICE)" in native.output and MODULE_NAME not in native.output

@@ -131,7 +131,9 @@ def vendored_results(results: list[FileResult], vendor_path: str = "") -> list[F
     for result in results:
         if result.error is None and result.migrated and MODULE_NAME in result.migrated:
             location, _ = vendor_location(result.path, vendor_path)
-            wanted[location] = os.path.relpath(location)
+            # shown as the migrated files are: relative to where they are shown from
+            beside = os.path.relpath(location, Path(os.path.abspath(result.path)).parent)
+            wanted[location] = os.path.normpath(os.path.join(os.path.dirname(result.display), beside))
     text = vendored_source()
     made = []
     for location, display in sorted(wanted.items()):

@@ -89,6 +89,9 @@ def test_cli_vendor_writes_the_module_once(tmp_path: Path) -> None:
     assert first.exit_code == 0, first.output
     vendored = tmp_path / f"{MODULE_NAME}.py"
     assert vendored.read_text() == vendored_source()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert vendored.stat().st_mode & 0o777 == 0o666 & ~umask  # a new file's mode, not mkstemp's 0o600
     assert f"import {MODULE_NAME} as tp" in (tmp_path / "train.py").read_text()
     again = runner.invoke(app, ["migrate", str(tmp_path), "--runtime", "vendor", "--check", "--no-cache"])
     assert again.exit_code == 0, again.output  # nothing left to do: the module is up to date

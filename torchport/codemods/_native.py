@@ -76,14 +76,12 @@ def _device_line(torch_name: str, version: tuple[int, int], name: str) -> str:
             f'else {torch_name}.device("cpu")\n')
 
 
-def _cuda_string_prefix(node: cst.BaseExpression) -> cst.BaseExpression | None:
-    """``f"cuda:{rank}"`` or ``"cuda:1"`` -> the same with ``{D}.type`` for ``cuda`` (an f-string); else None."""
-    if isinstance(node, cst.FormattedString) and node.parts and isinstance(node.parts[0], cst.FormattedStringText) \
-            and node.parts[0].value.startswith("cuda:"):
-        return node
-    if isinstance(node, cst.SimpleString) and re.fullmatch(r"[rRuU]?(['\"])cuda:\d+\1", node.value):
-        return node
-    return None
+def _indexed_cuda_string(node: cst.BaseExpression) -> bool:
+    """``f"cuda:{rank}"`` or ``"cuda:1"``, in single quotes: a CUDA device with an index, as text."""
+    if isinstance(node, cst.FormattedString):
+        return len(node.end) == 1 and bool(node.parts) and isinstance(node.parts[0], cst.FormattedStringText) \
+            and node.parts[0].value.startswith("cuda:")
+    return isinstance(node, cst.SimpleString) and re.fullmatch(r"[rRuU]?(['\"])cuda:\d+\1", node.value) is not None
 
 
 class NativeRuntime:
@@ -94,7 +92,6 @@ class NativeRuntime:
         self.version = version
         self.vendor = PackageRuntime(vendor_module)
         self.device_name = "DEVICE"
-        self.used = False
         self._sites: dict[int, Diagnostic | None] = {}
 
     def prepare(self, m: Migrator, module: cst.Module) -> None:
@@ -118,11 +115,13 @@ class NativeRuntime:
         """The native code for ``name(args)`` (None when there is none) and, if None, the reason."""
         if name not in _FORMS and name not in _REPEATS and name != "device_str":
             return None, "no plain-PyTorch form keeps its CUDA behaviour and works on every device"
+        if self.version < (2, 6):
+            return None, "its native form needs torch >= 2.6 (torch.accelerator)"
         if any(a.keyword or a.star for a in args):
             return None, "no native form for keyword or unpacked arguments"
         codes = [cst.Module([]).code_for_node(a.value) for a in args]
         fill = {"D": self.device_name, "t": torch_name, "args": ", ".join(codes)}
-        if name == "device_str" and len(args) == 1 and _cuda_string_prefix(args[0].value) is not None:
+        if name == "device_str" and len(args) == 1 and _indexed_cuda_string(args[0].value):
             text = codes[0]  # f"cuda:{rank}" -> f"{DEVICE.type}:{rank}", the same string on CUDA
             quote = text.lstrip("fFrRuU")[0]
             body = text[text.index(quote) + 1 + len("cuda"):-1]

@@ -189,3 +189,10 @@ def test_cli_native_reads_the_projects_torch_requirement(tmp_path: Path) -> None
     native = CliRunner().invoke(app, ["migrate", str(tmp_path), "--runtime", "native", "--torch-version", "2.9",
                                       "--no-cache"])
     assert "+x = torch.zeros(2).to(DEVICE)" in native.output and MODULE_NAME not in native.output
+
+
+def test_native_below_torch_2_6_is_all_vendored() -> None:
+    source = 'import torch\nr = 1\ndevice = f"cuda:{r}"\nx = torch.zeros(2).cuda()\n'
+    migrated = migrate_code(source, Settings(runtime="native", torch_version=(2, 5)))
+    assert "DEVICE" not in migrated.code and migrated.code.count("tp.") == 2
+    assert all("needs torch >= 2.6" in d.message for d in migrated.diagnostics if "vendored" in d.message)

@@ -10,7 +10,7 @@ Rows:
   DeviceOpTrace, no hit DeviceOpTrace("meta"): every op is inspected, none matches
   DeviceOpTrace, count  DeviceOpTrace("cpu", quiet=True): every op is a hit, counted with its
                         call site, no stack printed
-  Audit                 the TorchFunctionMode + torch.cuda hook of torchport.runtime.audit
+  Audit                 the TorchFunctionMode + torch.cuda hook of torchport.checks.audit
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any, Callable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from torchport.runtime.audit import Audit
-from torchport.runtime.trace import DeviceOpTrace
+from torchport.checks.audit import Audit
+from torchport.checks.trace import DeviceOpTrace
 
 
 class Passthrough(TorchDispatchMode):

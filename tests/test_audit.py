@@ -1,4 +1,4 @@
-"""Audit (torchport.runtime.audit): run-time CUDA uses the static pass could not see."""
+"""Audit (torchport.checks.audit): run-time CUDA uses the static pass could not see."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from torchport.runtime import _backend
-from torchport.runtime.audit import Audit, Finding
+from torchport.checks.audit import Audit, Finding
 
 HERE = os.path.abspath(__file__)
 ROOT = str(Path(__file__).resolve().parent.parent)
@@ -169,4 +169,4 @@ def test_env_hook_reports_at_exit_and_is_free_when_unset(tmp_path):
     assert off.returncode == 0 and off.stdout == "ok\n"
     imported = [line.rsplit("|", 1)[-1].strip() for line in off.stderr.splitlines()]
     assert "torchport.runtime" in imported
-    assert "torchport.runtime.audit" not in imported and "torchport.runtime.trace" not in imported
+    assert "torchport.checks.audit" not in imported and "torchport.checks.trace" not in imported

@@ -20,8 +20,8 @@ import pytest
 import torch
 
 from torchport.engine import migrate_file
-from torchport.runtime import audit as audit_module
-from torchport.runtime.audit import Audit
+from torchport.checks import audit as audit_module
+from torchport.checks.audit import Audit
 
 HERE = os.path.abspath(__file__)
 ROOT = str(Path(__file__).resolve().parent.parent)
@@ -106,7 +106,7 @@ def programs(tmp_path_factory):
 
     ``"train"``: the migrated program under TORCHPORT_AUDIT=1 (its migrated ``train.py`` source
     is ``programs["train_source"]``); ``"plain"``: a program that never imports the runtime,
-    under ``python -m torchport.runtime.audit``.
+    under ``python -m torchport.checks.audit``.
     """
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT,
            "PYTHONWARNINGS": "ignore::UserWarning"}  # torch warns on stderr when numpy is missing
@@ -123,7 +123,7 @@ def programs(tmp_path_factory):
         "TORCHINDUCTOR_COMPILE_THREADS": "1"})
     folder = tmp_path_factory.mktemp("plain")
     (folder / "plain.py").write_text(PLAIN)
-    started["plain"] = Started([sys.executable, "-m", "torchport.runtime.audit", "plain.py", "a", "-b"], folder, env)
+    started["plain"] = Started([sys.executable, "-m", "torchport.checks.audit", "plain.py", "a", "-b"], folder, env)
     yield started
     for run in (started["train"], started["plain"]):
         if run.proc.poll() is None:
@@ -178,7 +178,7 @@ def test_python_m_audit_usage(capsys):
             audit_module.main(argv)
         assert exit_info.value.code == code
     out, err = capsys.readouterr()
-    assert err.count("usage: python -m torchport.runtime.audit") == 2 and out.startswith("usage:")
+    assert err.count("usage: python -m torchport.checks.audit") == 2 and out.startswith("usage:")
 
 
 def test_migrated_code_compiles_fullgraph_with_no_graph_break_under_audit(programs):

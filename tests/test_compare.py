@@ -1,4 +1,4 @@
-"""`torchport compare RUN_A RUN_B`: drift between two runs saved by torchport.runtime.debug."""
+"""`torchport compare RUN_A RUN_B`: drift between two runs saved by torchport.checks.debug."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from torchport.cli import app
 from torchport.compare import compare_runs
-from torchport.runtime import debug
+from torchport.checks import debug
 
 
 class Net(nn.Module):

@@ -1,4 +1,4 @@
-"""torchport.runtime.debug: per-module value stats, printed or saved, in eager and compiled code."""
+"""torchport.checks.debug: per-module value stats, printed or saved, in eager and compiled code."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from torchport.runtime import debug
+from torchport.checks import debug
 
 
 class MLP(nn.Module):
@@ -160,7 +160,7 @@ def test_repeated_calls_get_an_index_and_flush_writes(tmp_path):
 
 
 def test_runtime_import_does_not_import_debug():
-    code = "import sys, torchport.runtime; print('torchport.runtime.debug' in sys.modules)"
+    code = "import sys, torchport.runtime; print('torchport.checks.debug' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert out.stdout.strip() == "False"

@@ -1,7 +1,8 @@
 """Every fixture pair: exact output, exact diagnostics, idempotency, and output that compiles.
 
 `tests/fixtures/<family>/<case>.py` is the input and `<case>.expected.py` the exact output.
-Fixtures under `unsafe/` run with `--unsafe-fixes`; all others with the default settings.
+Fixtures under `unsafe/` run with `--unsafe-fixes`; under `vendor/` with `--runtime vendor`; under
+`native/` with `--runtime native --torch-version 2.9` (`torch26_<case>`: 2.6); all others with the defaults.
 `noop_<case>.py` must come out byte-identical and has no expected file. `<case>.diagnostics.txt`
 lists the diagnostics as `line:col CODE message`; a fixture without one must raise none.
 """
@@ -37,10 +38,17 @@ def test_there_are_fixtures_for_every_family() -> None:
         assert any(not n.startswith("noop_") for n in names), family
 
 
+def _settings(case: Path) -> Settings:
+    family = case.parent.name
+    if family == "native":
+        return Settings(runtime="native", torch_version=(2, 6) if case.name.startswith("torch26_") else (2, 9))
+    return Settings(unsafe_fixes=family == "unsafe", runtime="vendor" if family == "vendor" else "package")
+
+
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_fixture(case: Path, request: pytest.FixtureRequest) -> None:
     source = case.read_text()
-    settings = Settings(unsafe_fixes=case.parent.name == "unsafe")
+    settings = _settings(case)
     migration = migrate_code(source, settings)
     expected_path = case.with_name(case.stem + ".expected.py")
     diagnostics_path = case.with_name(case.stem + ".diagnostics.txt")

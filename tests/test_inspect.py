@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import torchport.debug as tpd
-from torchport.runtime import debug
+from torchport.checks import debug
 
 
 @pytest.fixture(autouse=True)

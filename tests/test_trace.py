@@ -1,4 +1,4 @@
-"""DeviceOpTrace (torchport.runtime.trace) and the `torchport trace` command."""
+"""DeviceOpTrace (torchport.checks.trace) and the `torchport trace` command."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from torchport import trace_cli
-from torchport.runtime import trace as trace_module
-from torchport.runtime.trace import DeviceOpTrace, TraceSummary, op_names
+from torchport.checks import trace as trace_module
+from torchport.checks.trace import DeviceOpTrace, TraceSummary, op_names
 
 HERE = os.path.abspath(__file__)
 ROOT = str(Path(__file__).resolve().parent.parent)
@@ -132,7 +132,7 @@ def test_stack_is_trimmed_to_user_frames():
     assert lines[3].startswith(f'  File "{HERE}", line ') and "<lambda>" in lines[3]
     frames = [line for line in lines if line.startswith("  File ")]
     torch_dir = os.path.dirname(torch.__file__)
-    assert not any(torch_dir in f or "runtime/trace.py" in f for f in frames)
+    assert not any(torch_dir in f or "checks/trace.py" in f for f in frames)
 
 
 def test_stack_limit_and_quiet():

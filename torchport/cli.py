@@ -24,6 +24,10 @@ from torchport.engine import FileResult
 from torchport.errors import TorchportError, UsageError
 from torchport.files import discover
 from torchport.report import print_diff, print_statistics, print_summary, progress_bar, unified_diff
+from torchport.torch_version import project_torch_version
+from torchport.vendor import MODULE_NAME, vendored_results
+
+VENDORED_FILE = f"{MODULE_NAME}.py"
 
 _app = typer.Typer(  # migrate, rules, explain; `app` adds the checking tools
     name="torchport",
@@ -100,6 +104,16 @@ def migrate(
                                                             "must not exist or be empty); the source is left untouched.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache "
                                                               "(.torchport_cache/, or $TORCHPORT_CACHE_DIR).")] = False,
+    runtime: Annotated[Optional[str], typer.Option("--runtime", metavar="package|vendor|native",
+                                                   help="How runtime calls are written: the torchport package "
+                                                        "(default), a generated copy vendored into the project, "
+                                                        "or plain PyTorch.")] = None,
+    vendor_path: Annotated[Optional[Path], typer.Option("--vendor-path", metavar="PATH",
+                                                        help="Where the vendored runtime goes (a .py file or a "
+                                                             "folder); default: beside scripts, inside packages.")] = None,
+    torch_version: Annotated[Optional[str], typer.Option("--torch-version", metavar="X.Y",
+                                                         help="Oldest torch native output must run on (default: "
+                                                              "the project's torch requirement, else the installed torch).")] = None,
 ) -> None:
     """Rewrite CUDA-specific code into calls of [bold]torchport.runtime[/].
 
@@ -125,6 +139,8 @@ def migrate(
         named = Path(stdin_filename) if stdin and stdin_filename else None
         settings = _settings(named or (Path.cwd() if stdin else paths[0]), config_file, select, ignore,
                              unsafe_fixes, target)
+        settings = _runtime_settings(settings, named or (Path.cwd() if stdin else paths[0]), runtime, vendor_path,
+                                     torch_version)
         if stdin:
             _migrate_stdin(err, named, settings, mode, diff, fmt, exit_zero)
             return
@@ -142,9 +158,11 @@ def migrate(
         try:
             bar = partial(progress_bar, err) if err.is_terminal else None
             results = runner.run(found, settings, jobs=jobs, cache=cache, progress=bar)
+            if settings.runtime != "package":
+                results += vendored_results(results, settings.vendor_path)
             changed = [r for r in results if r.changed]
             if mode == "apply" and output_dir is None and not allow_dirty:
-                _refuse_dirty(err, changed)
+                _refuse_dirty(err, [r for r in changed if r.path.name != VENDORED_FILE])
             for result in changed:
                 if shows_diff:
                     print_diff(out, result)
@@ -238,6 +256,20 @@ def _migrate_stdin(err: Console, named: Path | None, settings: config.Settings, 
         raise typer.Exit(EXIT_FAILED)
     if mode == "check" and result.changed and not exit_zero:
         raise typer.Exit(EXIT_PENDING)
+
+
+def _runtime_settings(settings: config.Settings, root: Path, runtime: str | None, vendor_path: Path | None,
+                      torch_version: str | None) -> config.Settings:
+    """``--runtime``, ``--vendor-path`` and ``--torch-version`` over the config; the torch version
+    defaults to the project's requirement (`torchport.torch_version`)."""
+    if runtime is not None and runtime not in config.RUNTIMES:
+        raise UsageError(f"--runtime must be one of {', '.join(config.RUNTIMES)}")
+    version = config.parse_version(torch_version) if torch_version else settings.torch_version
+    runtime = runtime or settings.runtime
+    settings = replace(settings, runtime=runtime,
+                       vendor_path=str(vendor_path.absolute()) if vendor_path else settings.vendor_path,
+                       torch_version=version if version != (0, 0) or runtime != "native" else project_torch_version(root))
+    return settings
 
 
 def _usage(err: Console, message: str) -> NoReturn:

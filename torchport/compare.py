@@ -1,4 +1,4 @@
-"""`torchport compare RUN_A RUN_B`: per-module drift between two runs saved by `torchport.runtime.debug`.
+"""`torchport compare RUN_A RUN_B`: per-module drift between two runs saved by `torchport.checks.debug`.
 
 Run A is the reference (say the original on CUDA), run B the port (MPS, XPU, CPU). Records are
 matched by (step, kind, key) -- key being the module's qualified name plus ``#k`` for its k-th
@@ -92,7 +92,7 @@ class Comparison:
 
 def load_run(path: Path) -> list[dict[str, Any]]:
     """Records of one run (a run folder or its ``stats.pt``); raises :class:`CompareError`."""
-    from torchport.runtime import debug  # imports torch: only when the command runs
+    from torchport.checks import debug  # imports torch: only when the command runs
 
     if not path.exists():
         raise CompareError(f"{path}: no such file or folder")
@@ -155,7 +155,7 @@ def _compare_record(a: dict[str, Any], b: dict[str, Any], rtol: float, atol: flo
 
 def compare_runs(records_a: list[dict[str, Any]], records_b: list[dict[str, Any]], rtol: float = DEFAULT_RTOL,
                  atol: float = DEFAULT_ATOL, ignore_dtype: bool = False) -> Comparison:
-    """Compare two record lists (as saved by ``torchport.runtime.debug``); see the module docstring.
+    """Compare two record lists (as saved by ``torchport.checks.debug``); see the module docstring.
 
     Args:
         records_a, records_b: the ``"records"`` of two runs; A is the reference.
@@ -267,7 +267,7 @@ def register(app: typer.Typer) -> None:
         diverged_only: Annotated[bool, typer.Option("--diverged-only", help="Show only records that differ.")] = False,
         output_format: Annotated[Format, typer.Option("--format", help="Report format on stdout.")] = Format.text,
     ) -> None:
-        """Compare per-module stats saved by torchport.runtime.debug; exit 1 if any module diverges.
+        """Compare per-module stats saved by torchport.checks.debug; exit 1 if any module diverges.
 
         Run A is the reference. Exit codes: 0 all within tolerance, 1 a record differs or is missing,
         2 bad input.

@@ -16,7 +16,9 @@ import pathspec
 from torchport.errors import TorchportError
 
 ALL_TARGETS = ("mps", "xpu", "cpu")
-_KEYS = frozenset({"select", "ignore", "exclude", "per-file-ignores", "target", "unsafe-fixes"})
+_KEYS = frozenset({"select", "ignore", "exclude", "per-file-ignores", "target", "unsafe-fixes", "runtime",
+                   "torch-version", "vendor-path"})
+RUNTIMES = ("package", "vendor", "native")
 
 
 class ConfigError(TorchportError, ValueError):
@@ -51,6 +53,12 @@ class Settings:
         per_file_ignores: ``(pattern, codes)`` pairs; files matching the gitignore-style pattern (relative to
             ``root``) also ignore the codes.
         root: the folder the config was found in; the config's patterns are relative to it.
+        runtime: how runtime calls are written: ``package`` (``from torchport import runtime as tp``),
+            ``vendor`` (a generated copy in the project) or ``native`` (plain PyTorch).
+        torch_version: ``(major, minor)``, the oldest torch native output must run on; ``(0, 0)``: not set
+            (the command line then reads the project's requirement, see `torchport.torch_version`).
+        vendor_path: ``--vendor-path`` (empty: the default placement, see `torchport.vendor`).
+        vendor_module: the vendored module's import name for one file (set by `for_file`).
     """
 
     select: tuple[str, ...] = ()
@@ -60,9 +68,17 @@ class Settings:
     exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     root: str = field(default="", compare=False)
+    runtime: str = "package"
+    torch_version: tuple[int, int] = (0, 0)
+    vendor_path: str = ""
+    vendor_module: str = ""
 
     def for_file(self, path: Path) -> Settings:
-        """These settings with the per-file ignores that match ``path`` added."""
+        """These settings with the per-file ignores that match ``path`` added (and its vendored module)."""
+        if self.runtime != "package":
+            from torchport.vendor import vendor_location
+
+            self = replace(self, vendor_module=vendor_location(path, self.vendor_path)[1])
         if not self.per_file_ignores:
             return self
         rel = relative_to(path, self.root)
@@ -122,6 +138,18 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
 
 
+def parse_version(value: str) -> tuple[int, int]:
+    """``"2.9"`` (or ``"2.9.1"``) -> ``(2, 9)``.
+
+    Raises:
+        ConfigError: for anything else.
+    """
+    parts = value.strip().split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        raise ConfigError(f"torch version {value!r} must look like 2.9")
+    return int(parts[0]), int(parts[1])
+
+
 def find_pyproject(start: Path) -> Path | None:
     """The nearest ``pyproject.toml`` with a ``[tool.torchport]`` table, from ``start`` upwards.
 
@@ -159,7 +187,13 @@ def load(pyproject: Path | None) -> Settings:
     unsafe = table.get("unsafe-fixes", False)
     if not isinstance(unsafe, bool):
         raise ConfigError(f"{where} unsafe-fixes must be true or false")
+    runtime = table.get("runtime", "package")
+    if runtime not in RUNTIMES:
+        raise ConfigError(f"{where} runtime must be one of {', '.join(RUNTIMES)}")
     return Settings(
+        runtime=runtime,
+        torch_version=parse_version(str(table["torch-version"])) if "torch-version" in table else DEFAULT.torch_version,
+        vendor_path=str(pyproject.parent / table["vendor-path"]) if "vendor-path" in table else "",
         select=_codes(table.get("select", []), f"{where} select"),
         ignore=_codes(table.get("ignore", []), f"{where} ignore"),
         unsafe_fixes=unsafe,

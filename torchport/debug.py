@@ -1,6 +1,6 @@
 """Public value-debugging API: ``torchport.debug.inspect`` for any tensor, ``watch`` for every module.
 
-The same objects as :mod:`torchport.runtime.debug` (which this imports, and with it torch)::
+The same objects as :mod:`torchport.checks.debug` (which this imports, and with it torch)::
 
     import torchport.debug as tpd
 
@@ -11,7 +11,7 @@ The same objects as :mod:`torchport.runtime.debug` (which this imports, and with
 ``torchport compare RUN_A RUN_B`` compares two saved runs.
 """
 
-from torchport.runtime.debug import (ENV_DIR, ENV_LEVEL, ENV_NAMES, FORMAT, MAX_VALUES, Level, Watch, flush,
+from torchport.checks.debug import (ENV_DIR, ENV_LEVEL, ENV_NAMES, FORMAT, MAX_VALUES, Level, Watch, flush,
                                      inspect, level_from_env, load, name_filter, tensor_stats, watch)
 
 __all__ = ["ENV_DIR", "ENV_LEVEL", "ENV_NAMES", "FORMAT", "Level", "MAX_VALUES", "Watch", "flush", "inspect",

@@ -247,15 +247,20 @@ def write_atomic(path: Path, text: str, encoding: str) -> None:
     """
     data = text.encode(encoding)
     path = Path(os.path.realpath(path))  # through a symlink to its file: the link stays a link
-    info = path.stat()
+    info = path.stat() if path.exists() else None  # None: a new file (the vendored runtime)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, info.st_mode & 0o7777)
-        if hasattr(os, "chown") and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+        if info is None:  # the mode a new file gets
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        else:
+            os.chmod(tmp, info.st_mode & 0o7777)
+        if info is not None and hasattr(os, "chown") and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
             try:  # keep the owner when root migrates someone else's tree
                 os.chown(tmp, info.st_uid, info.st_gid)
             except OSError:

@@ -1,7 +1,7 @@
 """`torchport trace -- python script.py ARGS`: run a command under DeviceOpTrace (and Audit).
 
 The command runs in a child interpreter started with a small bootstrap
-(``torchport.runtime.trace._child_main``) that writes its counts to a temporary JSON file;
+(``torchport.checks.trace._child_main``) that writes its counts to a temporary JSON file;
 this process then prints the summary tables on stderr and exits with the child's code.
 rich is used here only; the runtime imports with torch alone.
 """
@@ -24,10 +24,10 @@ from rich.table import Table
 import torchport
 
 _PY_OPTS_WITH_VALUE = {"-W", "-X", "-Q"}
-# Kept equal to torchport.runtime.trace's CHILD_ENV and BOOTSTRAP (a test checks), so this
+# Kept equal to torchport.checks.trace's CHILD_ENV and BOOTSTRAP (a test checks), so this
 # process never imports torch: the child does the tracing, the parent only prints.
 CHILD_ENV = "TORCHPORT_TRACE_CHILD"
-BOOTSTRAP = "from torchport.runtime.trace import _child_main; _child_main()"
+BOOTSTRAP = "from torchport.checks.trace import _child_main; _child_main()"
 _ONCE = ("op", "site", "all", "none")
 
 

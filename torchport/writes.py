@@ -127,6 +127,9 @@ def write_tree(source: Path, output_dir: Path, results: Sequence[FileResult]) ->
                         shutil.copy2(src, dst)
                     except PermissionError as exc:  # an unreadable file: the rest of the copy goes on
                         problems.append(f"{os.path.join(source, rel)}: cannot copy: {exc.strerror or exc}")
+        for rel, result in migrated.items():  # new files (the vendored runtime)
+            if not (source / rel).exists() and not rel.startswith(".."):
+                (staging / rel).write_bytes((result.migrated or "").encode(result.encoding))
         for src_folder, copy in reversed(folders):  # modes and times, once their files are in
             shutil.copystat(src_folder, copy)
         if output_dir.is_dir():

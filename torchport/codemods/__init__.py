@@ -22,6 +22,7 @@ from torchport.codemods._names import import_map, parse_ast
 from torchport.codemods._quiet import code_trigger_lines, confirmed_matches
 from torchport.codemods._registry import FAMILIES, LOOSE_TRIGGERS, RULES_BY_CODE, TRIGGERS, check_patterns, matches
 from torchport.codemods._transformer import Migrator
+from torchport.codemods._render import PackageRuntime, Renderer
 from torchport.config import DEFAULT, Settings
 
 RULES = RULES_BY_CODE
@@ -90,6 +91,20 @@ def suppressions(source: str) -> dict[int, frozenset[str] | None]:
     return found
 
 
+def _renderer(settings: Settings) -> Renderer:
+    """The renderer of runtime calls that ``settings.runtime`` asks for."""
+    if settings.runtime == "package":
+        return PackageRuntime()
+    from torchport.vendor import MODULE_NAME
+
+    module = settings.vendor_module or MODULE_NAME
+    if settings.runtime == "vendor":
+        return PackageRuntime(module)
+    from torchport.codemods._native import NativeRuntime
+
+    return NativeRuntime(settings.torch_version, module)
+
+
 def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module | None = None,
                  hold: str | None = None) -> Migration:
     """Run the rules ``settings`` selects over ``source`` (a whole module).
@@ -129,7 +144,7 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
     codemod = Migrator(
         CodemodContext(), source=source, enabled=enabled, unsafe_fixes=settings.unsafe_fixes,
         suppressed=suppressions(source), targets=settings.targets, syntax=syntax, imports=imports,
-        resolver=resolver, trigger_lines=lines, hold=hold,
+        resolver=resolver, trigger_lines=lines, hold=hold, renderer=_renderer(settings),
     )
     tree = codemod.transform_module(module)
     if not codemod.rewrites:  # any difference would be LibCST's regeneration, not a rewrite

@@ -34,32 +34,43 @@ class Renderer(Protocol):
     def called(self, node: cst.CSTNode) -> str | None:
         """The runtime function ``node`` calls, if it is a runtime call this renderer wrote."""
 
-    def finish(self, m: Migrator) -> None:
-        """Schedule the imports the rendered calls need."""
+    def finish(self, m: Migrator, module: cst.Module) -> cst.Module:
+        """Schedule the imports the rendered calls need; returns the module (a renderer may rewrite it)."""
 
 
 class PackageRuntime:
-    """``from torchport import runtime as tp``; ``tp_runtime`` when ``tp`` is taken; an existing alias is reused."""
+    """``from torchport import runtime as tp``; ``tp_runtime`` when ``tp`` is taken; an existing alias is reused.
 
-    def __init__(self) -> None:
+    Args:
+        module: the runtime's dotted module name: ``torchport.runtime``, or a vendored copy
+            (``pkg._torchport_runtime``, imported as ``from pkg import _torchport_runtime as tp``;
+            ``_torchport_runtime`` alone, imported as ``import _torchport_runtime as tp``).
+    """
+
+    def __init__(self, module: str = RUNTIME_MODULE) -> None:
+        self.module = module
+        parent, _, name = module.rpartition(".")
+        # `import _torchport_runtime as tp` (no parent) or `from pkg import _torchport_runtime as tp`
+        self.import_from: tuple[str, str | None] = (parent, name) if parent else (name, None)
         self.alias = "tp"
         self.imported = False
         self.used = False
 
     def prepare(self, m: Migrator, module: cst.Module) -> None:
+        parent, name = self.import_from if self.import_from[1] else ("", self.import_from[0])
         for statement in module.body:
             if not isinstance(statement, cst.SimpleStatementLine):
                 continue
             for small in statement.body:
                 if isinstance(small, cst.Import):
                     for alias in small.names:
-                        if dotted_name(alias.name) == RUNTIME_MODULE and alias.asname:
+                        if dotted_name(alias.name) == self.module and alias.asname:
                             self._use(alias.evaluated_alias)
                 elif (isinstance(small, cst.ImportFrom) and small.module is not None
-                      and dotted_name(small.module) == "torchport" and not isinstance(small.names, cst.ImportStar)):
+                      and dotted_name(small.module) == parent and not isinstance(small.names, cst.ImportStar)):
                     for alias in small.names:
-                        if alias.evaluated_name == "runtime":
-                            self._use(alias.evaluated_alias or "runtime")
+                        if alias.evaluated_name == name:
+                            self._use(alias.evaluated_alias or name)
         if not self.imported:
             self.alias = next(a for a in _ALIASES if not re.search(rf"\b{a}\b", m.source))
 
@@ -81,6 +92,7 @@ class PackageRuntime:
             return node.func.attr.value
         return None
 
-    def finish(self, m: Migrator) -> None:
+    def finish(self, m: Migrator, module: cst.Module) -> cst.Module:
         if self.used and not self.imported:
-            m.add_needed_import("torchport", "runtime", asname=self.alias)
+            m.add_needed_import(*self.import_from, asname=self.alias)
+        return module

@@ -406,7 +406,7 @@ class Migrator(cst.CSTTransformer):
             rule.finish(self, original_node)
         self.diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
         if self.rewrites:
-            self.renderer.finish(self)
+            updated_node = self.renderer.finish(self, updated_node)
         if self._needs_torch:
             self.add_needed_import("torch")
         if self.rewrites:

@@ -147,13 +147,13 @@ _resets.append(_forget_lazy)
 del _resets
 
 
-# TORCHPORT_AUDIT=1: report run-time CUDA uses the static pass missed (torchport.runtime.audit).
+# TORCHPORT_AUDIT=1: report run-time CUDA uses the static pass missed (torchport.checks.audit).
 # Unset, this costs one environment lookup; the audit module is imported only when asked for
 # (it picks the device at import).
 import os as _os
 
 if _os.environ.get("TORCHPORT_AUDIT", "").strip().lower() not in ("", "0", "false", "no", "off"):
-    from .audit import start_process_audit as _start_process_audit
+    from torchport.checks.audit import start_process_audit as _start_process_audit
 
     _start_process_audit()
 del _os

@@ -6,7 +6,7 @@ PRINT_ONLY / PRINT_KERNEL_NAMES_ONLY; numel, size, dtype, mean, min, max, std), 
 ``nn.Module`` and for any backend, so that a CUDA run and its port can be compared with
 ``torchport compare``::
 
-    from torchport.runtime import debug
+    from torchport.checks import debug
     with debug.watch(model, level=debug.Level.SAVE, run_dir="runs/cuda", grads=True):
         loss = model(x).sum(); loss.backward()
 

@@ -6,7 +6,7 @@ with device-type matching, per-op or per-site "once", trimmed stacks and a summa
 
 Not imported by ``torchport.runtime``; import it explicitly (torch and stdlib only)::
 
-    from torchport.runtime.trace import DeviceOpTrace
+    from torchport.checks.trace import DeviceOpTrace
     with DeviceOpTrace("cpu", once="site") as tr:
         model(x)
     tr.summary().hits_per_op
@@ -30,20 +30,18 @@ __all__ = ["DeviceOpTrace", "TraceSummary", "op_names", "user_frame"]
 HEADER = "[DeviceOpTrace] PyTorch op on {device}: {op}"
 ONCE_MODES = (None, "op", "site", "all")
 
-# Frames from these files are "not the user's": torch, this runtime package (the
+# Frames from these files are "not the user's": torch, torchport's runtime and these checks (the
 # mode itself, the audit, the CLI bootstrap), runpy and frozen importlib.
-_INTERNAL_PREFIXES = (
-    os.path.dirname(torch.__file__) + os.sep,
-    os.path.dirname(os.path.abspath(__file__)) + os.sep,
-    "<frozen ",
-)
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TORCHPORT_DIRS = (os.path.join(_PACKAGE_DIR, "checks") + os.sep, os.path.join(_PACKAGE_DIR, "runtime") + os.sep)
+_INTERNAL_PREFIXES = (os.path.dirname(torch.__file__) + os.sep, *TORCHPORT_DIRS, "<frozen ")
 _INTERNAL_FILES = {os.path.join(os.path.dirname(os.__file__), "runpy.py")}
 _internal_cache: dict[str, bool] = {}
 _STOP_CODES: set = set()  # stacks end here: the `python -c` frame of the CLI bootstrap
 
 
 def is_internal(filename: str) -> bool:
-    """Whether a frame's ``co_filename`` belongs to torch, torchport.runtime, runpy or importlib.
+    """Whether a frame's ``co_filename`` belongs to torch, torchport.runtime or .checks, runpy or importlib.
 
     Cached per file name, so a stack walk costs one dict lookup per frame.
     """
@@ -374,7 +372,7 @@ class DeviceOpTrace(TorchDispatchMode):
 # The CLI runs `python [opts] -c BOOTSTRAP KIND TARGET ARGS...` with the settings in
 # this environment variable, so the user's command sees its own argv and exit code.
 CHILD_ENV = "TORCHPORT_TRACE_CHILD"
-BOOTSTRAP = "from torchport.runtime.trace import _child_main; _child_main()"
+BOOTSTRAP = "from torchport.checks.trace import _child_main; _child_main()"
 
 
 def _child_main() -> None:

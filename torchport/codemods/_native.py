@@ -1,0 +1,239 @@
+"""Plain PyTorch for the runtime's calls (``--runtime native``), for a minimum torch version.
+
+During the pass the rules' runtime calls are written against a placeholder alias; `NativeRuntime.finish`
+then replaces each call by its native form (`native_call`), or, where there is none at the target
+version, by a call of the vendored runtime (`PackageRuntime` of the vendored module) and a diagnostic
+that says why. The device is chosen once, in a module-level constant after the imports::
+
+    DEVICE = torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")
+
+which asks, as ``torch.cuda.is_available()`` does, whether a device exists: no CUDA context is created
+(``torch.cuda.is_initialized()`` stays false), but the device count (``cuInit``) makes torch refuse CUDA
+work in a *forked* child unless ``PYTORCH_NVML_BASED_CUDA_CHECK=1``, as any availability check at
+import does. Chosen for a readable constant; the package and vendored runtimes pick lazily instead. Every form is, on CUDA, the ``torch.cuda`` call it
+replaces (``torch.get_device_module(DEVICE)`` is ``torch.cuda`` there), and right on MPS, XPU and CPU.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchport.codemods._base import Diagnostic
+from torchport.codemods._render import PackageRuntime
+
+if TYPE_CHECKING:
+    from torchport.codemods._transformer import Migrator
+
+_PLACEHOLDER = "__torchport_native__"
+_NAMES = ("DEVICE", "ACCELERATOR", "TORCH_DEVICE", "PORTED_DEVICE")
+_INDEXED = '("cuda", "xpu")'  # device types with an index, pinned memory and DDP device ids
+
+# name -> (minimum (major, minor), arity allowed, template). In templates ``{D}`` is the device constant,
+# ``{t}`` torch's name in the module, ``{0}`` the first argument's code, ``{args}`` all of them.
+_FORMS: dict[str, tuple[tuple[int, int], Callable[[int], bool], str]] = {
+    "device": ((2, 6), lambda n: n == 0, "{D}"),
+    "device_type": ((2, 6), lambda n: n == 0, "{D}.type"),
+    "device_str": ((2, 6), lambda n: n == 0, "str({D})"),
+    "is_available": ((2, 6), lambda n: n == 0, "{t}.accelerator.is_available()"),
+    "device_count": ((2, 6), lambda n: n == 0, "{t}.accelerator.device_count()"),
+    "process_count": ((2, 6), lambda n: n == 0, "max({t}.accelerator.device_count(), 1)"),
+    "current_device": ((2, 7), lambda n: n == 0,
+                       '{t}.accelerator.current_device_index() if {D}.type != "cpu" else 0'),
+    "set_device": ((2, 6), lambda n: n == 1, '{t}.get_device_module({D}).set_device({0}) if {D}.type != "mps" else None'),
+    "synchronize": ((2, 6), lambda n: n == 0, "{t}.get_device_module({D}).synchronize()"),
+    "empty_cache": ((2, 6), lambda n: n == 0, '{t}.get_device_module({D}).empty_cache() if {D}.type != "cpu" else None'),
+    "memory_allocated": ((2, 9), lambda n: n <= 1, '{t}.accelerator.memory_allocated({args}) if {D}.type != "cpu" else 0'),
+    "max_memory_allocated": ((2, 9), lambda n: n <= 1,
+                             '{t}.accelerator.max_memory_allocated({args}) if {D}.type != "cpu" else 0'),
+    "memory_reserved": ((2, 9), lambda n: n <= 1, '{t}.accelerator.memory_reserved({args}) if {D}.type != "cpu" else 0'),
+    "max_memory_reserved": ((2, 9), lambda n: n <= 1,
+                            '{t}.accelerator.max_memory_reserved({args}) if {D}.type != "cpu" else 0'),
+    "reset_peak_memory_stats": ((2, 9), lambda n: n <= 1,
+                                '{t}.accelerator.reset_peak_memory_stats({args}) if {D}.type != "cpu" else None'),
+    "manual_seed": ((2, 6), lambda n: n == 1,
+                    '{t}.get_device_module({D}).manual_seed({0}) if {D}.type != "cpu" else {t}.manual_seed({0})'),
+    "manual_seed_all": ((2, 6), lambda n: n == 1,
+                        "{t}.get_device_module({D}).manual_seed_all({0}) if {D}.type in " + _INDEXED
+                        + " else {t}.manual_seed({0})"),
+    "pin_memory_available": ((2, 6), lambda n: n == 0, "{D}.type in " + _INDEXED),
+    "ddp_device_ids": ((2, 6), lambda n: n == 1, "{0} if {D}.type in " + _INDEXED + " else None"),
+    "process_group_device_id": ((2, 6), lambda n: n == 1, '{0} if {D}.type == "cuda" else None'),
+    "distributed_backend": ((2, 6), lambda n: n == 0, "{t}.distributed.get_default_backend_for_device({D})"),
+    "map_location": ((2, 6), lambda n: n == 0, 'None if {D}.type == "cuda" else {D}'),
+}
+# Forms whose argument is written twice: only a plain name may be repeated.
+_REPEATS = {"pin_memory": "{0}.pin_memory() if {D}.type in " + _INDEXED + " else {0}"}
+
+
+def _device_line(torch_name: str, version: tuple[int, int], name: str) -> str:
+    if version >= (2, 7):
+        return f'{name} = {torch_name}.accelerator.current_accelerator(check_available=True) or {torch_name}.device("cpu")\n'
+    return (f"{name} = {torch_name}.accelerator.current_accelerator() if {torch_name}.accelerator.is_available() "
+            f'else {torch_name}.device("cpu")\n')
+
+
+def _indexed_cuda_string(node: cst.BaseExpression) -> bool:
+    """``f"cuda:{rank}"`` or ``"cuda:1"``, in single quotes: a CUDA device with an index, as text."""
+    if isinstance(node, cst.FormattedString):
+        return len(node.end) == 1 and bool(node.parts) and isinstance(node.parts[0], cst.FormattedStringText) \
+            and node.parts[0].value.startswith("cuda:")
+    return isinstance(node, cst.SimpleString) and re.fullmatch(r"[rRuU]?(['\"])cuda:\d+\1", node.value) is not None
+
+
+class NativeRuntime:
+    """Renders runtime calls as plain PyTorch for ``version``; a call with no native form there goes to
+    the vendored runtime ``vendor_module`` (see `PackageRuntime`) and is reported."""
+
+    def __init__(self, version: tuple[int, int], vendor_module: str) -> None:
+        self.version = version
+        self.vendor = PackageRuntime(vendor_module)
+        self.device_name = "DEVICE"
+        self._sites: dict[int, Diagnostic | None] = {}
+
+    def prepare(self, m: Migrator, module: cst.Module) -> None:
+        self.vendor.prepare(m, module)
+        self.device_name = next(n for n in _NAMES if not re.search(rf"\b{n}\b", m.source))
+
+    def attr(self, m: Migrator, name: str) -> cst.BaseExpression:
+        node = cst.Attribute(value=cst.Name(_PLACEHOLDER), attr=cst.Name(name))
+        self._sites[id(node)] = m.sites[-1] if m.sites else None
+        return node
+
+    def called(self, node: cst.CSTNode) -> str | None:
+        if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                and isinstance(node.func.value, cst.Name) and node.func.value.value == _PLACEHOLDER):
+            return node.func.attr.value
+        return None
+
+    # ---- after the pass ----------------------------------------------------------------------------
+
+    def native_call(self, name: str, args: Sequence[cst.Arg], torch_name: str) -> tuple[str | None, str]:
+        """The native code for ``name(args)`` (None when there is none) and, if None, the reason."""
+        if name not in _FORMS and name not in _REPEATS and name != "device_str":
+            return None, "no plain-PyTorch form keeps its CUDA behaviour and works on every device"
+        if self.version < (2, 6):
+            return None, "its native form needs torch >= 2.6 (torch.accelerator)"
+        if any(a.keyword or a.star for a in args):
+            return None, "no native form for keyword or unpacked arguments"
+        codes = [cst.Module([]).code_for_node(a.value) for a in args]
+        fill = {"D": self.device_name, "t": torch_name, "args": ", ".join(codes)}
+        if name == "device_str" and len(args) == 1 and _indexed_cuda_string(args[0].value):
+            text = codes[0]  # f"cuda:{rank}" -> f"{DEVICE.type}:{rank}", the same string on CUDA
+            quote = text.lstrip("fFrRuU")[0]
+            body = text[text.index(quote) + 1 + len("cuda"):-1]
+            indexed = f"f{quote}{{{self.device_name}.type}}{body}{quote}"
+            return f"{indexed} if {self.device_name}.type in {_INDEXED} else str({self.device_name})", ""
+        if name in _REPEATS and len(args) == 1 and isinstance(args[0].value, cst.Name):
+            return _REPEATS[name].format(*codes, **fill), ""
+        form = _FORMS.get(name)
+        if form is None:
+            return None, "no native form for these arguments"
+        minimum, arity, template = form
+        if self.version < minimum:
+            return None, f"its native form needs torch >= {minimum[0]}.{minimum[1]}"
+        if not arity(len(args)):
+            return None, "no native form for these arguments"
+        return template.format(*codes, **fill), ""
+
+    def finish(self, m: Migrator, module: cst.Module) -> cst.Module:
+        torch_name = m.torch_name or "torch"
+        rewriter = _Rewriter(self, m, torch_name)
+        module = module.visit(rewriter)
+        if rewriter.native:
+            m.torch_attr("device")  # schedules `import torch` where the module has none
+            module = self._add_device_line(module, torch_name)
+        return self.vendor.finish(m, module)
+
+    def _add_device_line(self, module: cst.Module, torch_name: str) -> cst.Module:
+        """``DEVICE = ...`` after the module's leading imports (and docstring)."""
+        body = list(module.body)
+        at = 0
+        for index, statement in enumerate(body):
+            small = _smalls(statement)
+            is_import = bool(small) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in small)
+            is_docstring = index == 0 and len(small) == 1 and isinstance(small[0], cst.Expr) and isinstance(
+                small[0].value, (cst.SimpleString, cst.ConcatenatedString))
+            if not (is_import or is_docstring):
+                break
+            at = index + 1
+        for index, statement in enumerate(body):  # and after torch's own import (and its neighbours)
+            if any(isinstance(s, cst.Import) and any(_binds(a, torch_name) for a in s.names) for s in _smalls(statement)):
+                at = max(at, index + 1)
+        while at < len(body) and _smalls(body[at]) and all(isinstance(s, (cst.Import, cst.ImportFrom))
+                                                           for s in _smalls(body[at])):
+            at += 1
+        line = cst.parse_statement(_device_line(torch_name, self.version, self.device_name))
+        if at < len(body):
+            line = line.with_changes(leading_lines=body[at].leading_lines)
+            body[at] = body[at].with_changes(leading_lines=[])
+        body.insert(at, line)
+        return module.with_changes(body=body)
+
+
+def _smalls(statement: cst.BaseStatement) -> Sequence[cst.BaseSmallStatement]:
+    return statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
+
+
+def _binds(alias: cst.ImportAlias, torch_name: str) -> bool:
+    """Whether ``import ...`` binds ``torch_name`` to torch (``import torch``, ``import torch.nn``, ``import torch as th``)."""
+    if alias.asname is not None:
+        return alias.evaluated_alias == torch_name and alias.evaluated_name == "torch"
+    return alias.evaluated_name.split(".")[0] == torch_name
+
+
+class _Rewriter(cst.CSTTransformer):
+    """Replaces the placeholder calls with their native form or the vendored runtime's call."""
+
+    def __init__(self, native: NativeRuntime, m: Migrator, torch_name: str) -> None:
+        super().__init__()
+        self.r, self.m, self.torch_name = native, m, torch_name
+        self.native = 0
+        self._called: set[int] = set()
+
+        self._bare: set[int] = set()  # values that need no parentheses around a conditional expression
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._called.add(id(node.func))
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        self._bare.add(id(node.value))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._bare.add(id(node.value))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        self._bare.add(id(node.value))
+
+    def _fallback(self, node: cst.Attribute, reason: str) -> cst.BaseExpression:
+        """The vendored runtime's ``name`` for the placeholder ``node`` (an original node), reported."""
+        site = self.r._sites.get(id(node))
+        name = node.attr.value
+        if site is not None:
+            self.m.diagnostics.append(Diagnostic(site.code, site.line, site.column,
+                                                 f"kept as the vendored runtime's {name} (native output for "
+                                                 f"torch {self.r.version[0]}.{self.r.version[1]}): {reason}"))
+        return self.r.vendor.attr(self.m, name)
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        func = updated.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                and func.value.value == _PLACEHOLDER):
+            return updated
+        code, reason = self.r.native_call(func.attr.value, updated.args, self.torch_name)
+        if code is None:
+            return updated.with_changes(func=self._fallback(original.func, reason))  # type: ignore[arg-type]
+        self.native += 1
+        expression = cst.parse_expression(code)
+        if isinstance(expression, cst.IfExp) and id(original) not in self._bare:
+            return cst.parse_expression(f"({code})")
+        return expression
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        if id(original) not in self._called and isinstance(updated.value, cst.Name) \
+                and updated.value.value == _PLACEHOLDER:
+            return self._fallback(original, "not called, or called with unpacked arguments")
+        return updated

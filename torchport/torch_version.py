@@ -1,0 +1,61 @@
+"""The oldest torch a project supports: the default of ``--torch-version`` for ``--runtime native``.
+
+The lower bound of the project's own torch requirement (``pyproject.toml`` dependencies,
+``requirements*.txt``, ``setup.py``), else the installed torch's version, else 2.6 (the first with
+``torch.accelerator``).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+FALLBACK = (2, 6)
+# `torch>=2.4`, `torch==2.5.1`, `torch~=2.3`, `torch >= 2.1, < 3`: the bound a requirement starts from.
+_LOWER = re.compile(r"""(?<![\w.-])torch\s*(?:\[[^\]]*\])?\s*(?:>=|==|~=|>)\s*(\d+)\.(\d+)""", re.IGNORECASE)
+
+
+def _from_text(text: str) -> tuple[int, int] | None:
+    bounds = [(int(a), int(b)) for a, b in _LOWER.findall(text)]
+    return max(bounds) if bounds else None
+
+
+def _candidates(root: Path) -> list[str]:
+    texts = []
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+            project = data.get("project", {})
+            deps = list(project.get("dependencies", []))
+            for extra in project.get("optional-dependencies", {}).values():
+                deps.extend(extra)
+            texts.append("\n".join(deps))
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+            pass
+    for path in sorted(root.glob("requirements*.txt")) + [root / "setup.py"]:
+        if path.is_file():
+            try:
+                texts.append(path.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                pass
+    return texts
+
+
+def project_torch_version(root: Path) -> tuple[int, int]:
+    """``(major, minor)`` of the lowest torch the project at ``root`` (a folder or a file in it) declares.
+
+    Falls back to the installed torch, then to `FALLBACK`. Reads files only; imports nothing.
+    """
+    root = root if root.is_dir() else root.parent
+    for text in _candidates(root):
+        found = _from_text(text)
+        if found is not None:
+            return found
+    try:
+        major, minor = metadata.version("torch").split(".")[:2]
+        return int(major), int(minor)
+    except (metadata.PackageNotFoundError, ValueError):
+        return FALLBACK

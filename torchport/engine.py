@@ -19,6 +19,7 @@ import libcst as cst
 
 from torchport.codemods import PREFILTER, Diagnostic, migrate_code
 from torchport.config import DEFAULT, Settings
+from torchport.style import restyle
 
 # Suffix of the temporary file `write_atomic` writes next to the file it replaces.
 TEMP_SUFFIX = ".torchport-tmp"
@@ -181,6 +182,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT) -> FileResu
             result.error = ("LibCST does not reproduce this file exactly, so a rewrite could change "
                             "lines it does not touch; left unchanged (please report this file)")
             return result
+        migration.code = restyle(text, migration.code, result.path)
         broken = _parses(migration.code, result.path, syntax is not None)
         if broken is not None:
             result.migrated = None

@@ -1,0 +1,78 @@
+"""Keep a port clean under the project's own lint (ruff, isort, black, flake8 settings).
+
+`restyle` runs after the codemods on each changed file: it removes the imports the port left unused,
+moves the imports it added where the project's import sorter would put them, and wraps the lines it
+made longer than the configured limit. Projects that configure none of these tools are left as the
+codemods wrote them.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import io
+import tokenize
+from pathlib import Path
+
+from torchport.style._config import NO_STYLE, Style, style_for
+from torchport.style._imports import place_added, remove_unused
+from torchport.style._wrap import wrap
+
+
+def _unsafe_rows(code: str) -> set[int]:
+    """1-based rows a line-by-line wrap must not touch: inside a multi-line token or a backslash continuation."""
+    rows: set[int] = set()
+    for token in tokenize.generate_tokens(io.StringIO(code).readline):
+        if token.start[0] != token.end[0]:
+            rows.update(range(token.start[0], token.end[0] + 1))
+    for number, line in enumerate(code.splitlines(), 1):
+        if line.rstrip().endswith("\\"):
+            rows.update((number, number + 1))
+    return rows
+
+
+def wrap_changed(original: str, migrated: str, limit: int) -> str:
+    """``migrated`` with each line the port changed that is longer than ``limit`` wrapped; a line whose
+    original was already over the limit is left as the project had it."""
+    old, new = original.splitlines(keepends=True), migrated.splitlines(keepends=True)
+    unsafe: set[int] | None = None
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        tolerated = any(len(line.rstrip("\r\n")) > limit for line in old[i1:i2])
+        for row in range(j1, j2):
+            line = new[row]
+            text = line.rstrip("\r\n")
+            if op == "equal" or tolerated or len(text) <= limit:
+                out.append(line)
+                continue
+            unsafe = _unsafe_rows(migrated) if unsafe is None else unsafe
+            pieces = None if row + 1 in unsafe else wrap(text, limit)
+            ending = line[len(text):]
+            out.extend([line] if pieces is None else [p + (ending or "\n") for p in pieces])
+    return "".join(out)
+
+
+def restyle(original: str, migrated: str, path: Path, style: Style | None = None) -> str:
+    """``migrated`` (the codemods' output for ``original``, the file at ``path``) made to pass the
+    project's own import sorting, unused-import and line-length checks where the port broke them.
+
+    ``style`` defaults to the configuration found up from ``path`` (`style_for`). Returns ``migrated``
+    unchanged when the result would not parse or anything goes wrong: a style pass never costs a port.
+    """
+    style = style_for(path) if style is None else style
+    if style == NO_STYLE:
+        return migrated
+    try:
+        code = remove_unused(original, migrated, path)
+        if style.sort_imports:
+            code = place_added(original, code, style, path)
+        if style.line_length:
+            code = wrap_changed(original, code, style.line_length)
+        ast.parse(code)
+    except Exception:  # noqa: BLE001 - see the docstring
+        return migrated
+    return code
+
+
+__all__ = ["NO_STYLE", "Style", "restyle", "style_for", "wrap"]

@@ -39,8 +39,10 @@ def wrap_changed(original: str, migrated: str, limit: int) -> str:
     out: list[str] = []
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        tolerated = any(len(line.rstrip("\r\n")) > limit for line in old[i1:i2])
         for row in range(j1, j2):
+            # a line replaced one for one is judged against its own original, others against the chunk's
+            pair = old[i1 + row - j1: i1 + row - j1 + 1] if i2 - i1 == j2 - j1 else old[i1:i2]
+            tolerated = any(len(line.rstrip("\r\n")) > limit for line in pair)
             line = new[row]
             text = line.rstrip("\r\n")
             if op == "equal" or tolerated or len(text) <= limit:

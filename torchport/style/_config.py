@@ -94,7 +94,7 @@ def _ruff(folder: Path) -> tuple[Path, dict[str, Any]] | None:
 
 
 def _extended(here: Path, data: dict[str, Any], depth: int = 0) -> dict[str, Any]:
-    """``data`` over the configuration its ``extend`` names (one table level merged, as ruff does per option)."""
+    """``data`` over the configuration its ``extend`` names (merged option by option, as ruff does)."""
     base_name = data.get("extend")
     if not isinstance(base_name, str) or depth > 4:
         return data
@@ -104,12 +104,14 @@ def _extended(here: Path, data: dict[str, Any], depth: int = 0) -> dict[str, Any
         return data
     if base_path.name == "pyproject.toml":
         base = base.get("tool", {}).get("ruff", {})
-    merged = dict(_extended(base_path.parent, base, depth + 1))
-    for key, value in data.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = {**merged[key], **value}
-        else:
-            merged[key] = value
+    return _merged(_extended(base_path.parent, base, depth + 1), data)
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        both = isinstance(value, dict) and isinstance(merged.get(key), dict)
+        merged[key] = _merged(merged[key], value) if both else value
     return merged
 
 

@@ -111,6 +111,10 @@ def _strings_naming(tree: ast.Module) -> set[str]:
             annotations.append(node.annotation)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 200:
             parse(node.value, bare=False)
+    for node in tree.body:  # __all__ = [...] or __all__ += [...]
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            names.update(c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str))
     for annotation in annotations:
         for node in ast.walk(annotation):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):

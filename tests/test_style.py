@@ -309,3 +309,23 @@ def place(model, inputs, extra):
     path.write_text(_migrated(path))
     after = subprocess.run(check, cwd=root, capture_output=True, text=True)
     assert after.returncode == 0, after.stdout
+
+
+def test_added_import_never_moves_past_a_use(tmp_path: Path) -> None:
+    original = 'import os\nDEVICE = os.sep\nimport torch\n'
+    migrated = 'import os\nfrom torchport import runtime as tp\nDEVICE = tp.device()\nimport torch\n'
+    assert place_added(original, migrated, Style(sort_imports=True), tmp_path / "m.py") == migrated
+    # with the use gone, it joins the third-party block
+    migrated = migrated.replace("tp.device()", "os.sep")
+    expected = 'import os\nDEVICE = os.sep\nimport torch\nfrom torchport import runtime as tp\n'
+    assert place_added(original, migrated, Style(sort_imports=True), tmp_path / "m.py") == expected
+
+
+def test_cache_key_depends_on_the_projects_style() -> None:
+    from torchport import cache
+    from torchport.config import Settings
+
+    base = cache.key(b"x.cuda()", Settings(), Style(line_length=88))
+    assert base == cache.key(b"x.cuda()", Settings(), Style(line_length=88))
+    assert base != cache.key(b"x.cuda()", Settings(), Style(line_length=79))
+    assert base != cache.key(b"x.cuda()", Settings(), NO_STYLE)

@@ -20,6 +20,7 @@ from contextlib import AbstractContextManager, nullcontext
 from torchport import cache as cache_module
 from torchport.config import DEFAULT, Settings
 from torchport.engine import FileResult, migrate_source, needs_parse, read_file
+from torchport.style import style_for
 from torchport.files import Found
 
 # progress(total) -> a context manager giving advance(); see report.progress_bar.
@@ -99,7 +100,9 @@ def run(
         results.append(result)
         if data is None or not needs_parse(data):
             continue
-        entry = cache_module.key(data, settings.for_file(item.path)) if cache is not None else None
+        entry = None
+        if cache is not None:
+            entry = cache_module.key(data, settings.for_file(item.path), style_for(item.path))
         if cache is not None and entry is not None and cache.get(entry, result):
             continue
         keys[index] = entry

@@ -274,5 +274,12 @@ def _move(code: str, added: Import, style: Style, path: Path) -> str | None:
             at, chunk = earlier[-1].end_lineno, [newline, text + newline]
         else:
             at, chunk = _leading_comments(rest, tree, later[0]), [text + newline, newline]
+    if any(at >= use for use in _uses(tree, {_bound(a, added) for a in added.names})):
+        return None  # a move past a use would leave the name undefined there
     moved = rest[:at] + chunk + rest[at:]  # type: ignore[misc]
     return "".join(moved)
+
+
+def _uses(tree: ast.Module, names: set[str]) -> list[int]:
+    """The 1-based lines where ``names`` are referenced anywhere in ``tree``."""
+    return [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in names]

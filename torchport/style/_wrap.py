@@ -90,6 +90,7 @@ def _is_call(code: list[tokenize.TokenInfo], start: int) -> bool:
 _COMMA, _TERNARY, _LOGIC, _COMPARATOR, _DOT = 18, 16, 14, 10, 1
 _MATH = {"|": 9, "^": 8, "&": 7, "<<": 6, ">>": 6, "+": 5, "-": 5, "*": 4, "/": 4, "//": 4, "%": 4, "@": 4, "**": 1}
 _COMPARE = {"<", ">", "==", ">=", "<=", "!=", "in", "not", "is"}
+_COMPARE_EQ = {"==", "<=", ">=", "!="}
 _HEADS = {"return", "if", "elif", "while", "del"}
 
 
@@ -112,7 +113,7 @@ def _value(code: list[tokenize.TokenInfo]) -> tuple[int, int] | None:
             depth += 1
         elif t.type == tokenize.OP and t.string in ")]}":
             depth -= 1
-        elif depth == 0 and t.type == tokenize.OP and t.string.endswith("=") and t.string not in ("==", "<=", ">=", "!="):
+        elif depth == 0 and t.type == tokenize.OP and t.string.endswith("=") and t.string not in _COMPARE_EQ:
             found.append(i)
     return (found[0] + 1, len(code)) if len(found) == 1 and found[0] + 1 < len(code) else None
 

@@ -144,8 +144,9 @@ def _flake8_length(folder: Path) -> int | None:
         for name in ("setup.cfg", "tox.ini", ".flake8"):
             cfg = _ini(here / name)
             if cfg is not None and cfg.has_section("flake8"):
-                section = cfg["flake8"]
-                return _int(section.get("max-line-length", section.get("max_line_length")), 79)
+                section = cfg["flake8"]  # only an explicit length: many set E501 aside for another formatter
+                value = section.get("max-line-length", section.get("max_line_length"))
+                return None if value is None else _int(value, 79)
     return None
 
 

@@ -55,10 +55,10 @@ def _pairs(code: list[tokenize.TokenInfo]) -> list[tuple[int, int]]:
     return pairs
 
 
-def _elements(code: list[tokenize.TokenInfo], start: int, end: int, fragment: str) -> tuple[list[str], bool, bool]:
-    """The comma-separated elements between tokens ``start`` and ``end``, whether a trailing comma is
-    there already, and whether an element is a bare generator (which cannot take one)."""
-    elements, depth, begin, generator = [], 0, code[start].end[1], False
+def _elements(code: list[tokenize.TokenInfo], start: int, end: int, fragment: str) -> tuple[list[str], bool]:
+    """The comma-separated elements between tokens ``start`` and ``end``, and whether a trailing comma
+    is there already (black's magic trailing comma)."""
+    elements, depth, begin = [], 0, code[start].end[1]
     for t in code[start + 1: end]:
         if t.type == tokenize.OP and t.string in _OPEN:
             depth += 1
@@ -67,23 +67,11 @@ def _elements(code: list[tokenize.TokenInfo], start: int, end: int, fragment: st
         elif depth == 0 and t.type == tokenize.OP and t.string == ",":
             elements.append(fragment[begin: t.start[1]].strip())
             begin = t.end[1]
-        elif depth == 0 and t.type == tokenize.NAME and t.string == "for":
-            generator = True
     last = fragment[begin: code[end].start[1]].strip()
     trailing = not last
     if last:
         elements.append(last)
-    return elements, trailing, generator
-
-
-def _is_call(code: list[tokenize.TokenInfo], start: int) -> bool:
-    """Whether the bracket at ``start`` follows an expression (a call or a subscript), not an operator."""
-    if start == 0:
-        return False
-    before = code[start - 1]
-    if before.type == tokenize.NAME:
-        return not keyword.iskeyword(before.string) or before.string in ("None", "True", "False")
-    return before.type == tokenize.STRING or (before.type == tokenize.OP and before.string in ")]}")
+    return elements, trailing
 
 
 # black's delimiter priorities (linegen's brackets.py): a split happens at the highest one present.
@@ -217,13 +205,11 @@ def wrap(line: str, limit: int) -> list[str] | None:
             continue
         inner = indent + _INDENT
         body = fragment[code[start].end[1]: code[end].start[1]].strip()
-        elements, trailing, generator = _elements(code, start, end, fragment)
+        elements, trailing = _elements(code, start, end, fragment)
         if not trailing and len(inner + body) <= limit:
             return [head, inner + body, tail]
-        bracket = code[start].string
-        subscript = bracket == "[" and _is_call(code, start)
-        if len(elements) == 1 and (generator or subscript or (bracket == "(" and not _is_call(code, start))):
-            lines = [head, inner + body, tail]  # a comma would change what it means
+        if len(elements) == 1 and not trailing:
+            lines = [head, inner + body, tail]  # one element: split inside it, no comma (black's rhs)
         else:
             lines = [head, *(inner + e + "," for e in elements), tail]
         return _again(lines, limit)

@@ -271,6 +271,25 @@ def test_wrap(line: str, expected: list[str]) -> None:
     compile("\n".join(expected), "<wrap>", "exec")
 
 
+# What `ruff format --line-length 40` makes of each line (checked by hand with ruff 0.17.6).
+RUFF_FORMAT_40 = [
+    ('sizes = {"cuda": 1, "mps": 2, "cpu": 3, "xpu": 4}',
+     'sizes = {\n    "cuda": 1,\n    "mps": 2,\n    "cpu": 3,\n    "xpu": 4,\n}'),
+    ("keys = [k for k in table.keys() if k.startswith(prefix)]",
+     "keys = [\n    k\n    for k in table.keys()\n    if k.startswith(prefix)\n]"),
+    ("h[:, :n] = h[:, :n] * tp.device_count() + 1", "h[:, :n] = (\n    h[:, :n] * tp.device_count() + 1\n)"),
+    ("embeddings = self.classifier_embeddings.to(tp.device())",
+     "embeddings = (\n    self.classifier_embeddings.to(\n        tp.device()\n    )\n)"),
+    ("return first.to(tp.device()), second.to(tp.device())",
+     "return first.to(tp.device()), second.to(\n    tp.device()\n)"),
+]
+
+
+@pytest.mark.parametrize(("line", "expected"), RUFF_FORMAT_40)
+def test_wrap_as_ruff_format(line: str, expected: str) -> None:
+    assert "\n".join(wrap(line, 40) or [line]) == expected
+
+
 def test_wrap_refuses_what_it_cannot_split() -> None:
     assert wrap("x = 'a very long string that no formatter can split'", 20) is None
     assert wrap("a = b; c = d(eeeeeeeeeeeeeeeeeeee, ffffffffffff)", 20) is None

@@ -8,6 +8,8 @@ imports are never reordered.
 from __future__ import annotations
 
 import ast
+import functools
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -15,6 +17,8 @@ from pathlib import Path
 from torchport.style._config import SECTIONS, Style
 
 _STDLIB = frozenset(sys.stdlib_module_names)
+# A string that reads as a type expression ("torch.Tensor", "Optional[torch.Tensor]"), not prose.
+_DOTTED = re.compile(r"\w+(\.[\w.]+(\[[\w.\[\], |]*\])?|\[[\w.\[\], |]*\])")
 Import = ast.Import | ast.ImportFrom
 
 
@@ -58,16 +62,18 @@ def section(stmt: Import, style: Style, path: Path) -> int:
             return SECTIONS.index(name)
     if top in _STDLIB:
         return SECTIONS.index("stdlib")
-    if top != "torchport" and (_same_package(top, path) or any(
-        (s / top).is_dir() or (s / f"{top}.py").is_file() for s in style.src
-    )):
+    if top != "torchport" and _first_party(top, style.src, path.parent):
         return SECTIONS.index("first-party")
     return SECTIONS.index("third-party")
 
 
-def _same_package(top: str, path: Path) -> bool:
-    """Ruff's ``detect-same-package``: the file lives inside the package ``top``."""
-    folder = path.resolve().parent
+@functools.lru_cache(maxsize=4096)
+def _first_party(top: str, src: tuple[Path, ...], folder: Path) -> bool:
+    """Whether module ``top`` is a folder or file in ``src``, or (ruff's ``detect-same-package``) a
+    package that the files in ``folder`` live inside."""
+    if any((s / top).is_dir() or (s / f"{top}.py").is_file() for s in src):
+        return True
+    folder = folder.resolve()
     while (folder / "__init__.py").is_file():
         if folder.name == top:
             return True
@@ -88,12 +94,15 @@ def sort_key(stmt: Import, style: Style) -> tuple:
 # ---- unused imports -----------------------------------------------------------------------------
 
 
-def _strings_naming(tree: ast.Module) -> set[str]:
-    """Names that strings may refer to: string annotations, ``__all__``, and dotted strings like
-    ``"torch.Tensor"`` (type checkers and ruff read those)."""
+def _strings_naming(tree: ast.Module, wanted: set[str]) -> set[str]:
+    """Which of ``wanted`` strings may refer to: string annotations, ``__all__``, and dotted strings like
+    ``"torch.Tensor"`` (type checkers and ruff read those). Only strings containing a wanted name are parsed."""
     names: set[str] = set()
+    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(wanted))) + r")\b")
 
     def parse(text: str, bare: bool) -> None:
+        if not pattern.search(text) or not (bare or _DOTTED.fullmatch(text.strip())):
+            return
         try:
             expr = ast.parse(text.strip(), mode="eval")
         except (SyntaxError, ValueError):
@@ -119,18 +128,18 @@ def _strings_naming(tree: ast.Module) -> set[str]:
         for node in ast.walk(annotation):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 parse(node.value, bare=True)
-    return names
+    return names & wanted
 
 
-def _used(tree: ast.Module) -> Counter[str]:
-    used: Counter[str] = Counter()
+def _used(tree: ast.Module, wanted: set[str]) -> set[str]:
+    """Which of ``wanted`` the module names: as a name anywhere, in ``global``/``nonlocal``, or in a string."""
+    used: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            used[node.id] += 1
+        if isinstance(node, ast.Name) and node.id in wanted:
+            used.add(node.id)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            used.update(node.names)
-    used.update(_strings_naming(tree))
-    return used
+            used.update(wanted.intersection(node.names))
+    return used | _strings_naming(tree, wanted - used)
 
 
 def _bound(alias: ast.alias, stmt: Import) -> str:
@@ -147,18 +156,21 @@ def remove_unused(original: str, migrated: str, path: Path) -> str:
         return migrated
     before, after = ast.parse(original), ast.parse(migrated)
     kept_before = {ast.dump(s) for s in _top_imports(before)}
-    used_before, used_after = _used(before), _used(after)
     lines = _lines(migrated)
-    removals: list[tuple[Import, list[ast.alias]]] = []
+    candidates: list[Import] = []
     for stmt in _top_imports(after):
         if ast.dump(stmt) not in kept_before or not _alone(stmt, lines) or "noqa" in lines[stmt.end_lineno - 1]:
             continue
         if isinstance(stmt, ast.ImportFrom) and (stmt.module == "__future__" or stmt.names[0].name == "*"):
             continue
-        gone = [a for a in stmt.names if used_before[_bound(a, stmt)] and not used_after[_bound(a, stmt)]]
-        if gone:
-            removals.append((stmt, gone))
+        candidates.append(stmt)
+    wanted = {_bound(a, stmt) for stmt in candidates for a in stmt.names}
+    unused_after = wanted - _used(after, wanted) if wanted else set()
+    gone_names = _used(before, unused_after) if unused_after else set()
+    removals = [(stmt, [a for a in stmt.names if _bound(a, stmt) in gone_names]) for stmt in candidates]
     for stmt, gone in reversed(removals):
+        if not gone:
+            continue
         kept = [a for a in stmt.names if a not in gone]
         first, last = stmt.lineno - 1, stmt.end_lineno  # type: ignore[operator]
         if not kept:

@@ -250,10 +250,8 @@ def place_added(original: str, migrated: str, style: Style, path: Path) -> str:
         if added is None:
             return migrated
         moved = _move(migrated, added, style, path)
-        if moved is None:
-            return migrated
-        before[ast.dump(added)] += 1  # placed: it counts as the project's from now on
-        migrated = moved
+        before[ast.dump(added)] += 1  # placed (or left where it is): it counts as the project's from now on
+        migrated = migrated if moved is None else moved
     return migrated
 
 

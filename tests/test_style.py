@@ -126,7 +126,8 @@ def test_src_folder_makes_a_module_first_party(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("config", "expected"), [
     ("[isort]\nprofile = black\n", "import torch\nimport yaml\nfrom torchport import runtime as tp\n"),
-    ("[isort]\nforce_sort_within_sections = true\n", "import torch\nfrom torchport import runtime as tp\nimport yaml\n"),
+    ("[isort]\nforce_sort_within_sections = true\n",
+     "import torch\nfrom torchport import runtime as tp\nimport yaml\n"),
 ])
 def test_isort_setup_cfg_order_within_section(tmp_path: Path, config: str, expected: str) -> None:
     module = '''
@@ -206,7 +207,8 @@ def test_removal_keeps_one_blank_line_between_sections(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("added", "expected"), [
-    ("from mypkg import _torchport_runtime as tp", "import numpy\n\nimport mypkg\nfrom mypkg import _torchport_runtime as tp\n"),
+    ("from mypkg import _torchport_runtime as tp",
+     "import numpy\n\nimport mypkg\nfrom mypkg import _torchport_runtime as tp\n"),
     ("import _torchport_runtime as tp", "import numpy\n\nimport _torchport_runtime as tp\nimport mypkg\n"),
 ])
 def test_vendored_runtime_import_is_first_party(tmp_path: Path, added: str, expected: str) -> None:
@@ -258,13 +260,13 @@ def test_flake8_length_wraps_changed_lines_black_style(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("line", "expected"), [
     # fits once broken inside its last brackets
     ("x = model.to(tp.device(), non_blocking=True)", ["x = model.to(", "    tp.device(), non_blocking=True", ")"]),
-    # a lone generator, subscript or parenthesized expression takes no trailing comma
+    # a lone element (a generator, a subscript) takes no trailing comma
     ("y = sum(t.to(tp.device()) for t in tensors)", ["y = sum(", "    t.to(tp.device()) for t in tensors", ")"]),
-    ("y = table[tp.device_index_of(current_tensor_x)]", ["y = table[", "    tp.device_index_of(current_tensor_x)", "]"]),
+    ("y = table[tp.device_index_of(current_tensor)]", ["y = table[", "    tp.device_index_of(current_tensor)", "]"]),
     # an element still too long is split in turn
     ("f(aaaaaaaaaa, g(bbbbbbbbbbbbbb, cccccccccccccc, dddddddddddddd))",
-     ["f(", "    aaaaaaaaaa,", "    g(", "        bbbbbbbbbbbbbb,", "        cccccccccccccc,", "        dddddddddddddd,",
-      "    ),", ")"]),
+     ["f(", "    aaaaaaaaaa,", "    g(", "        bbbbbbbbbbbbbb,", "        cccccccccccccc,",
+      "        dddddddddddddd,", "    ),", ")"]),
 ])
 def test_wrap(line: str, expected: list[str]) -> None:
     assert wrap(line, 40) == expected

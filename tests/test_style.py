@@ -296,6 +296,7 @@ def test_wrap_refuses_what_it_cannot_split() -> None:
     assert wrap("x = 'a very long string that no formatter can split'", 20) is None
     assert wrap("a = b; c = d(eeeeeeeeeeeeeeeeeeee, ffffffffffff)", 20) is None
     assert wrap("x = f(  # comment", 10) is None
+    assert wrap("x = torch.load(path_name, map_location=tp.map_location())  # noqa: F841", 40) is None
 
 
 def test_config_discovery(tmp_path: Path) -> None:

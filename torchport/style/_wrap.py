@@ -181,7 +181,7 @@ def _optional_parens(fragment: str, indent: str, code: list[tokenize.TokenInfo],
     """The value split inside black's invisible parentheses made visible, when black would (or, with
     ``force``, when nothing else splits it): ``x = (`` / the value, or its parts one a line / ``)``."""
     span = _value(code)
-    if span is None or any(t.type == tokenize.COMMENT for t in code):
+    if span is None:
         return None
     start, end = span
     pairs = [p for p in _pairs(code) if p[0] == start]
@@ -211,8 +211,8 @@ def wrap(line: str, limit: int, inside: bool = False) -> list[str] | None:
     fragment = line.lstrip()
     indent = line[: len(line) - len(fragment)]
     code = _tokens(fragment)
-    if not code or code[-1].type == tokenize.COMMENT and inside:
-        return None
+    if not code or code[-1].type == tokenize.COMMENT:
+        return None  # a comment (`# noqa`, `# type: ignore`) speaks about its line: that line stays whole
     if inside:
         found = _delimiters(code, 0, len(code))
         parts = _split_at(fragment, indent, code, found, 0, len(fragment)) if found else None

@@ -351,3 +351,17 @@ def test_cache_key_depends_on_the_projects_style() -> None:
     assert base == cache.key(b"x.cuda()", Settings(), Style(line_length=88))
     assert base != cache.key(b"x.cuda()", Settings(), Style(line_length=79))
     assert base != cache.key(b"x.cuda()", Settings(), NO_STYLE)
+
+
+def test_wrap_arguments_on_a_line_of_their_own(tmp_path: Path) -> None:
+    original = "m = DDP(\n    model, device_ids=[0], pin_memory=True, search_range_mb=64\n)\n"
+    migrated = original.replace("pin_memory=True", "pin_memory=tp.pin_memory_available()")
+    out = restyle(original, migrated, tmp_path / "m.py", Style(line_length=64))
+    assert out == (
+        "m = DDP(\n    model,\n    device_ids=[0],\n    pin_memory=tp.pin_memory_available(),\n"
+        "    search_range_mb=64,\n)\n"
+    )
+    # an operator continuation is left to the project
+    original = "x = (\n    aaaaaaaaaa + bbbbbbbbbbbbbb * f(cccccccccccc)\n)\n"
+    migrated = original.replace("f(cccccccccccc)", "f(cccccccccccc.to(tp.device()))")
+    assert restyle(original, migrated, tmp_path / "m.py", Style(line_length=60)) == migrated

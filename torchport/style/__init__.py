@@ -19,23 +19,31 @@ from torchport.style._imports import place_added, remove_unused
 from torchport.style._wrap import wrap
 
 
-def _unsafe_rows(code: str) -> set[int]:
-    """1-based rows a line-by-line wrap must not touch: inside a multi-line token or a backslash continuation."""
-    rows: set[int] = set()
+def _rows(code: str) -> tuple[set[int], dict[int, int]]:
+    """1-based rows a line-by-line wrap must not touch (inside a multi-line token or a backslash
+    continuation), and the bracket depth each row starts at."""
+    unsafe: set[int] = set()
+    depth_at: dict[int, int] = {}
+    depth = 0
     for token in tokenize.generate_tokens(io.StringIO(code).readline):
+        depth_at.setdefault(token.start[0], depth)
         if token.start[0] != token.end[0]:
-            rows.update(range(token.start[0], token.end[0] + 1))
+            unsafe.update(range(token.start[0], token.end[0] + 1))
+        if token.type == tokenize.OP and token.string in "([{":
+            depth += 1
+        elif token.type == tokenize.OP and token.string in ")]}":
+            depth -= 1
     for number, line in enumerate(code.splitlines(), 1):
         if line.rstrip().endswith("\\"):
-            rows.update((number, number + 1))
-    return rows
+            unsafe.update((number, number + 1))
+    return unsafe, depth_at
 
 
 def wrap_changed(original: str, migrated: str, limit: int) -> str:
     """``migrated`` with each line the port changed that is longer than ``limit`` wrapped; a line whose
     original was already over the limit is left as the project had it."""
     old, new = original.splitlines(keepends=True), migrated.splitlines(keepends=True)
-    unsafe: set[int] | None = None
+    rows: tuple[set[int], dict[int, int]] | None = None
     out: list[str] = []
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -48,8 +56,10 @@ def wrap_changed(original: str, migrated: str, limit: int) -> str:
             if op == "equal" or tolerated or len(text) <= limit:
                 out.append(line)
                 continue
-            unsafe = _unsafe_rows(migrated) if unsafe is None else unsafe
-            pieces = None if row + 1 in unsafe else wrap(text, limit)
+            rows = _rows(migrated) if rows is None else rows
+            unsafe, depth_at = rows
+            # a row inside an open bracket (a call's arguments on a line of their own) splits at its commas
+            pieces = None if row + 1 in unsafe else wrap(text, limit, elements=depth_at.get(row + 1, 0) > 0)
             ending = line[len(text):]
             out.extend([line] if pieces is None else [p + (ending or "\n") for p in pieces])
     return "".join(out)

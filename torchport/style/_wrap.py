@@ -204,15 +204,21 @@ def _optional_parens(fragment: str, indent: str, code: list[tokenize.TokenInfo],
     return [head, *(parts or [inner + value]), tail]
 
 
-def wrap(line: str, limit: int, inside: bool = False) -> list[str] | None:
+def wrap(line: str, limit: int, inside: bool = False, elements: bool = False) -> list[str] | None:
     """``line`` (no line ending) split into lines of at most ``limit`` characters where it can be, as
-    black would; ``inside``: the line is the contents of brackets (split at its delimiters first).
-    None when it cannot be split."""
+    black would; ``inside``: the line is the contents of brackets (split at its delimiters first);
+    ``elements``: the line is some of the comma-separated elements of brackets opened on an earlier
+    line (only a split at its commas is made). None when it cannot be split."""
     fragment = line.lstrip()
     indent = line[: len(line) - len(fragment)]
     code = _tokens(fragment)
     if not code or code[-1].type == tokenize.COMMENT:
         return None  # a comment (`# noqa`, `# type: ignore`) speaks about its line: that line stays whole
+    if elements:
+        found = _delimiters(code, 0, len(code))
+        if found and max(p for p, _ in found) != _COMMA:
+            return None  # part of an expression split over lines: black would redo it all
+        inside = True
     if inside:
         found = _delimiters(code, 0, len(code))
         parts = _split_at(fragment, indent, code, found, 0, len(fragment)) if found else None

@@ -362,6 +362,11 @@ def test_wrap_arguments_on_a_line_of_their_own(tmp_path: Path) -> None:
         "    search_range_mb=64,\n)\n"
     )
     # an operator continuation is left to the project
-    original = "x = (\n    aaaaaaaaaa + bbbbbbbbbbbbbb * f(cccccccccccc)\n)\n"
+    original = "x = (\n    aaaaaaaaaa + bbbbbbbbbbbbbb * f(cccccccccccc)\n    + ddd\n)\n"
     migrated = original.replace("f(cccccccccccc)", "f(cccccccccccc.to(tp.device()))")
     assert restyle(original, migrated, tmp_path / "m.py", Style(line_length=60)) == migrated
+    # the whole contents of parentheses split at their top delimiter (here a conditional expression)
+    original = "ctx = (\n    nullcontext() if flag_is_on else torch.cuda.amp.autocast()\n)\n"
+    migrated = original.replace("torch.cuda.amp.autocast()", "torch.amp.autocast(tp.device_type())")
+    out = restyle(original, migrated, tmp_path / "m.py", Style(line_length=64))
+    assert out == "ctx = (\n    nullcontext()\n    if flag_is_on\n    else torch.amp.autocast(tp.device_type())\n)\n"

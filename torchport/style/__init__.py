@@ -58,8 +58,12 @@ def wrap_changed(original: str, migrated: str, limit: int) -> str:
                 continue
             rows = _rows(migrated) if rows is None else rows
             unsafe, depth_at = rows
-            # a row inside an open bracket (a call's arguments on a line of their own) splits at its commas
-            pieces = None if row + 1 in unsafe else wrap(text, limit, elements=depth_at.get(row + 1, 0) > 0)
+            # a row inside an open bracket (a call's arguments on a line of their own) splits at its commas;
+            # the whole contents of brackets (`(` above, `)` below) at any delimiter, as black would
+            alone = 0 < row < len(new) - 1 and new[row - 1].rstrip().endswith(("(", "[", "{")) and (
+                new[row + 1].lstrip().startswith((")", "]", "}")))
+            nested = depth_at.get(row + 1, 0) > 0
+            pieces = None if row + 1 in unsafe else wrap(text, limit, inside=alone, elements=nested and not alone)
             ending = line[len(text):]
             out.extend([line] if pieces is None else [p + (ending or "\n") for p in pieces])
     return "".join(out)

@@ -370,3 +370,15 @@ def test_wrap_arguments_on_a_line_of_their_own(tmp_path: Path) -> None:
     migrated = original.replace("torch.cuda.amp.autocast()", "torch.amp.autocast(tp.device_type())")
     out = restyle(original, migrated, tmp_path / "m.py", Style(line_length=64))
     assert out == "ctx = (\n    nullcontext()\n    if flag_is_on\n    else torch.amp.autocast(tp.device_type())\n)\n"
+
+
+def test_added_last_argument_gets_the_formatters_trailing_comma(tmp_path: Path) -> None:
+    original = "x = torch.load(\n    path,\n    weights_only=True\n)\ny = torch.load(\n    path\n)\n"
+    migrated = original.replace("True\n", "True,\n    map_location=tp.map_location()\n").replace(
+        "    path\n)", "    path,\n    map_location=tp.map_location()\n)")
+    expected = migrated.replace("tp.map_location()\n", "tp.map_location(),\n")
+    assert restyle(original, migrated, tmp_path / "m.py", Style(line_length=88, formatter=True)) == expected
+    # without a formatter, or for the project's own last element, nothing is added
+    assert restyle(original, migrated, tmp_path / "m.py", Style(line_length=88)) == migrated
+    assert restyle(original, original.replace("path", "p"), tmp_path / "m.py",
+                   Style(line_length=88, formatter=True)) == original.replace("path", "p")

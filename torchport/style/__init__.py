@@ -16,7 +16,7 @@ from pathlib import Path
 
 from torchport.style._config import NO_STYLE, Style, style_for
 from torchport.style._imports import place_added, remove_unused
-from torchport.style._wrap import wrap
+from torchport.style._wrap import _tokens, wrap
 
 
 def _rows(code: str) -> tuple[set[int], dict[int, int]]:
@@ -39,9 +39,25 @@ def _rows(code: str) -> tuple[set[int], dict[int, int]]:
     return unsafe, depth_at
 
 
-def wrap_changed(original: str, migrated: str, limit: int) -> str:
+def _last_element(lines: list[str], row: int) -> bool:
+    """Whether ``lines[row]`` is a whole last element of brackets exploded one element a line, without
+    the trailing comma: the row above ends with a comma at the same indentation, the row below closes."""
+    if not 0 < row < len(lines) - 1:
+        return False
+    text, above, below = lines[row].rstrip(), lines[row - 1].rstrip(), lines[row + 1].strip()
+    indent = len(text) - len(text.lstrip())
+    return (
+        not text.endswith((",", "(", "[", "{")) and "#" not in text and above.endswith(",")
+        and len(above) - len(above.lstrip()) == indent and below[:1] in (")", "]", "}")
+        and len(lines[row + 1]) - len(lines[row + 1].lstrip()) == indent - 4
+        and _tokens(text.strip()) is not None
+    )
+
+
+def wrap_changed(original: str, migrated: str, limit: int, commas: bool = False) -> str:
     """``migrated`` with each line the port changed that is longer than ``limit`` wrapped; a line whose
-    original was already over the limit is left as the project had it."""
+    original was already over the limit is left as the project had it. ``commas``: a last element the
+    port added to brackets exploded one element a line gets the trailing comma black would give it."""
     old, new = original.splitlines(keepends=True), migrated.splitlines(keepends=True)
     rows: tuple[set[int], dict[int, int]] | None = None
     out: list[str] = []
@@ -53,6 +69,11 @@ def wrap_changed(original: str, migrated: str, limit: int) -> str:
             tolerated = any(len(line.rstrip("\r\n")) > limit for line in pair)
             line = new[row]
             text = line.rstrip("\r\n")
+            if op != "equal" and commas and _last_element(new, row):
+                rows = _rows(migrated) if rows is None else rows
+                if row + 1 not in rows[0] and rows[1].get(row + 1, 0) > 0:
+                    line = text + "," + line[len(text):]  # black's trailing comma after a last element added
+                    text += ","
             if op == "equal" or tolerated or len(text) <= limit:
                 out.append(line)
                 continue
@@ -84,7 +105,7 @@ def restyle(original: str, migrated: str, path: Path, style: Style | None = None
         if style.sort_imports:
             code = place_added(original, code, style, path)
         if style.line_length:
-            code = wrap_changed(original, code, style.line_length)
+            code = wrap_changed(original, code, style.line_length, commas=style.formatter)
         ast.parse(code)
     except Exception:  # noqa: BLE001 - see the docstring
         return migrated

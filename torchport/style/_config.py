@@ -39,6 +39,7 @@ class Style:
         case_sensitive: module names compared case-sensitively.
         from_first: ``from`` imports before plain ones within a section.
         no_sections: one section for everything but ``__future__``.
+        formatter: black or ``ruff format`` formats the project (magic trailing commas are expected).
     """
 
     sort_imports: bool = False
@@ -51,6 +52,7 @@ class Style:
     case_sensitive: bool = False
     from_first: bool = False
     no_sections: bool = False
+    formatter: bool = False
 
 
 NO_STYLE = Style()
@@ -187,10 +189,11 @@ def _from_ruff(root: Path, ruff: dict[str, Any]) -> Style:
         case_sensitive=_bool(isort.get("case-sensitive", False)),
         from_first=_bool(isort.get("from-first", False)),
         no_sections=_bool(isort.get("no-sections", False)),
+        formatter=True,
     )
 
 
-def _from_isort(root: Path, isort: dict[str, Any], length: int | None) -> Style:
+def _from_isort(root: Path, isort: dict[str, Any], length: int | None, formatter: bool) -> Style:
     google = str(isort.get("profile", "")).strip() == "google"
     src = isort.get("src_paths", [".", "src"])
     return Style(
@@ -204,6 +207,7 @@ def _from_isort(root: Path, isort: dict[str, Any], length: int | None) -> Style:
         case_sensitive=_bool(isort.get("case_sensitive", False)),
         from_first=_bool(isort.get("from_first", False)),
         no_sections=_bool(isort.get("no_sections", False)),
+        formatter=formatter,
     )
 
 
@@ -211,10 +215,11 @@ def _from_isort(root: Path, isort: dict[str, Any], length: int | None) -> Style:
 def _style_in(folder: Path) -> Style:
     if (ruff := _ruff(folder)) is not None:
         return _from_ruff(*ruff)
-    length = _black_length(folder) or _flake8_length(folder)
+    black = _black_length(folder)
+    length = black or _flake8_length(folder)
     if (isort := _isort(folder)) is not None:
-        return _from_isort(*isort, length)
-    return Style(line_length=length) if length else NO_STYLE
+        return _from_isort(*isort, length, black is not None)
+    return Style(line_length=length, formatter=black is not None) if length else NO_STYLE
 
 
 def style_for(path: Path) -> Style:

@@ -46,8 +46,9 @@ def fingerprint() -> str:
             digest.update(b"libcst " + version.read_bytes())
     package = Path(__file__).parent
     # An editable install changes rules without changing the version: hash their source too.
-    for source in sorted([*package.glob("codemods/*.py"), package / "engine.py", package / "config.py",
-                          package / "notebooks.py"]):
+    sources = [*package.glob("codemods/*.py"), *package.glob("style/*.py"), package / "engine.py",
+               package / "config.py", package / "notebooks.py"]
+    for source in sorted(sources):
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()
 
@@ -58,10 +59,12 @@ def settings_key(settings: Settings) -> str:
     return repr(fields)
 
 
-def key(data: bytes, settings: Settings) -> str:
-    """The cache key for a file with content ``data`` migrated with ``settings`` (already per file)."""
+def key(data: bytes, settings: Settings, style: object = None) -> str:
+    """The cache key for a file with content ``data`` migrated with ``settings`` (already per file) and the
+    project's lint ``style`` (`torchport.style.style_for`; its repr is part of the key)."""
     digest = hashlib.sha256()
-    for part in (fingerprint().encode(), settings_key(settings).encode(), hashlib.sha256(data).digest()):
+    for part in (fingerprint().encode(), settings_key(settings).encode(), repr(style).encode(),
+                 hashlib.sha256(data).digest()):
         digest.update(len(part).to_bytes(8, "little") + part)
     return digest.hexdigest()
 

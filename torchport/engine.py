@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchport.config import DEFAULT, Settings
+from torchport.style import restyle
 
 if TYPE_CHECKING:  # LibCST and the rules load only when a file is parsed (a warm-cache run needs neither)
     import libcst as cst
@@ -207,6 +208,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
             result.error = ("LibCST does not reproduce this file exactly, so a rewrite could change "
                             "lines it does not touch; left unchanged (please report this file)")
             return result
+        migration.code = restyle(text, migration.code, result.path)
         broken = _parses(migration.code, result.path, syntax is not None)
         if broken is not None:
             result.migrated = None

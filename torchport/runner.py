@@ -22,6 +22,7 @@ from torchport import cache as cache_module
 from torchport import project
 from torchport.config import DEFAULT, Settings
 from torchport.engine import FileResult, migrate_source, needs_parse, read_file, read_source
+from torchport.style import style_for
 from torchport.files import Found
 from torchport.notebooks import is_notebook, read_notebook
 
@@ -103,7 +104,9 @@ def run(
         results.append(result)
         if data is None:
             continue
-        entry = cache_module.key(data, settings.for_file(item.path)) if cache is not None else None
+        entry = None
+        if cache is not None:
+            entry = cache_module.key(data, settings.for_file(item.path), style_for(item.path))
         if cache is not None and entry is not None and cache.get(entry, result):
             continue
         if not needs_parse(data):
@@ -124,8 +127,8 @@ def run(
         keys = {}
         for index, reason in holds.items():
             result = results[index]
-            entry = (cache_module.key(f"{reason}\0{result.original}".encode(), settings.for_file(result.path))
-                     if cache is not None else None)
+            entry = (cache_module.key(f"{reason}\0{result.original}".encode(), settings.for_file(result.path),
+                                      style_for(result.path)) if cache is not None else None)
             if cache is not None and entry is not None and cache.get(entry, result):
                 result.hold = reason
                 continue

@@ -1,0 +1,384 @@
+"""The style pass: a port keeps the project's own import order, unused-import and line-length checks clean.
+
+Each case is a small project in a temporary folder (its lint configuration plus one module), migrated
+through the engine and checked for exact output, idempotency and compilation.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchport.codemods import migrate_code
+from torchport.engine import migrate_file
+from torchport.style import NO_STYLE, restyle, style_for, wrap
+from torchport.style._config import Style
+from torchport.style._imports import place_added
+
+
+def _project(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+def _migrated(path: Path) -> str:
+    result = migrate_file(path)
+    assert result.error is None, result.error
+    assert result.migrated is not None
+    compile(result.migrated, str(path), "exec")
+    # idempotent: the output migrates to itself
+    path_again = path.with_name("again_" + path.name)
+    path_again.write_text(result.migrated)
+    again = migrate_file(path_again)
+    assert again.migrated == result.migrated
+    path_again.unlink()
+    return result.migrated
+
+
+RUFF = """
+[tool.ruff]
+line-length = 60
+
+[tool.ruff.lint.isort]
+known-first-party = ["mypkg"]
+"""
+
+TRAIN = '''
+"""Train."""
+
+import os
+
+import numpy as np
+import torch
+
+from mypkg import data
+
+
+def sync():
+    torch.cuda.synchronize()
+
+
+def run(model):
+    return model(np.ones(3), os.sep, data)
+'''
+
+
+def test_ruff_project_import_sorted_and_unused_torch_removed(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"pyproject.toml": RUFF, "mypkg/__init__.py": "", "mypkg/train.py": TRAIN})
+    assert _migrated(root / "mypkg" / "train.py") == textwrap.dedent('''\
+        """Train."""
+
+        import os
+
+        import numpy as np
+        from torchport import runtime as tp
+
+        from mypkg import data
+
+
+        def sync():
+            tp.synchronize()
+
+
+        def run(model):
+            return model(np.ones(3), os.sep, data)
+        ''')
+
+
+def test_new_section_gets_its_own_blank_lines(tmp_path: Path) -> None:
+    module = """
+    import os
+
+    from mypkg import data
+
+
+    def place(model):
+        return model.cuda(), data, os.sep
+    """
+    root = _project(tmp_path, {"pyproject.toml": RUFF, "mypkg/__init__.py": "", "mypkg/train.py": module})
+    out = _migrated(root / "mypkg" / "train.py")
+    assert out.startswith("import os\n\nfrom torchport import runtime as tp\n\nfrom mypkg import data\n\n\ndef place")
+
+
+def test_src_folder_makes_a_module_first_party(tmp_path: Path) -> None:
+    module = '''
+    import torch
+
+    import zzlocal
+
+
+    def sync():
+        torch.cuda.synchronize()
+        return zzlocal, torch.ones(1)
+    '''
+    files = {"ruff.toml": "line-length = 88\n", "src/zzlocal.py": "", "src/app.py": module}
+    root = _project(tmp_path, files)
+    out = _migrated(root / "src" / "app.py")
+    assert out.startswith("import torch\nfrom torchport import runtime as tp\n\nimport zzlocal\n")
+
+
+@pytest.mark.parametrize(("config", "expected"), [
+    ("[isort]\nprofile = black\n", "import torch\nimport yaml\nfrom torchport import runtime as tp\n"),
+    ("[isort]\nforce_sort_within_sections = true\n",
+     "import torch\nfrom torchport import runtime as tp\nimport yaml\n"),
+])
+def test_isort_setup_cfg_order_within_section(tmp_path: Path, config: str, expected: str) -> None:
+    module = '''
+    import torch
+    import yaml
+
+
+    def sync():
+        torch.cuda.synchronize()
+        return yaml, torch.ones(1)
+    '''
+    root = _project(tmp_path, {"setup.cfg": config, "app.py": module})
+    assert _migrated(root / "app.py").startswith(expected + "\n\ndef sync")
+
+
+def test_no_configuration_keeps_the_codemods_output(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"mypkg/__init__.py": "", "mypkg/train.py": TRAIN})
+    out = _migrated(root / "mypkg" / "train.py")
+    assert style_for(root / "mypkg" / "train.py") == NO_STYLE
+    assert out == migrate_code(TRAIN.lstrip("\n")).code
+    assert "import torch\n" in out  # left for the project: nothing says it lints
+
+
+def test_import_already_in_place_is_a_no_op(tmp_path: Path) -> None:
+    module = '''
+    import torch
+    from torchport import runtime as tp
+
+    from mypkg import data
+
+
+    def sync():
+        torch.cuda.synchronize()
+        return tp, data, torch.ones(1)
+    '''
+    root = _project(tmp_path, {"pyproject.toml": RUFF, "mypkg/__init__.py": "", "mypkg/train.py": module})
+    out = _migrated(root / "mypkg" / "train.py")
+    assert out == textwrap.dedent(module).lstrip("\n").replace("torch.cuda.synchronize()", "tp.synchronize()")
+
+
+def test_unused_imports_kept_when_in_doubt(tmp_path: Path) -> None:
+    style = Style(sort_imports=True)
+    original = textwrap.dedent('''\
+        import torch
+        import torch as th  # noqa: F401
+        import torch as tt
+        import torch as unused_before
+        import torch as annotated
+        import torch as exported
+
+        __all__ = ["exported"]
+
+
+        def f(x: "annotated.Tensor"):
+            th.cuda.synchronize()
+            tt.cuda.synchronize()
+            exported.cuda.synchronize()
+            torch.cuda.synchronize()
+        ''')
+    migrated = original.replace("th.cuda", "tp").replace("tt.cuda", "tp").replace("exported.cuda", "tp")
+    migrated = migrated.replace("torch.cuda", "tp")
+    out = restyle(original, migrated, tmp_path / "m.py", style)
+    lines = out.splitlines()
+    assert "import torch" not in lines and "import torch as tt" not in lines  # the port made these unused
+    for kept in ("import torch as th  # noqa: F401", "import torch as unused_before", "import torch as annotated",
+                 "import torch as exported"):
+        assert kept in lines
+    # re-exports: an __init__.py keeps every import
+    assert restyle(original, migrated, tmp_path / "__init__.py", style) == migrated
+
+
+def test_removal_keeps_one_blank_line_between_sections(tmp_path: Path) -> None:
+    original = "import os\n\nimport torch\n\nimport mypkg\n\nos.sep, mypkg, torch.cuda.synchronize()\n"
+    migrated = "import os\n\nimport torch\n\nimport mypkg\n\nos.sep, mypkg, tp.synchronize()\n"
+    out = restyle(original, migrated, tmp_path / "m.py", Style(line_length=88))
+    assert out == "import os\n\nimport mypkg\n\nos.sep, mypkg, tp.synchronize()\n"
+
+
+@pytest.mark.parametrize(("added", "expected"), [
+    ("from mypkg import _torchport_runtime as tp",
+     "import numpy\n\nimport mypkg\nfrom mypkg import _torchport_runtime as tp\n"),
+    ("import _torchport_runtime as tp", "import numpy\n\nimport _torchport_runtime as tp\nimport mypkg\n"),
+])
+def test_vendored_runtime_import_is_first_party(tmp_path: Path, added: str, expected: str) -> None:
+    _project(tmp_path, {"mypkg/__init__.py": "", "_torchport_runtime.py": ""})
+    original = "import numpy\n\nimport mypkg\n\nx = 1\n"
+    migrated = f"{added}\nimport numpy\n\nimport mypkg\n\nx = 1\n"
+    style = Style(sort_imports=True, src=(tmp_path,))
+    assert place_added(original, migrated, style, tmp_path / "m.py") == expected + "\nx = 1\n"
+
+
+FLAKE8 = "[flake8]\nmax-line-length = 60\n"
+
+
+def test_flake8_length_wraps_changed_lines_black_style(tmp_path: Path) -> None:
+    module = '''
+    import torch
+
+
+    def run(model, inputs, extra):
+        result = model(inputs.cuda(), extra.cuda(), scale=2)
+        out = torch.zeros(3).cuda().float().sum().item()
+        if out > torch.ones(3).cuda().sum().item() + 10:
+            pass
+        long_already = model(inputs.cuda(), extra.cuda(), scale=2, k=3)
+        return result, long_already
+    '''
+    root = _project(tmp_path, {"setup.cfg": FLAKE8, "app.py": module})
+    out = _migrated(root / "app.py")
+    assert out.split("\n\n\n")[1] == textwrap.dedent('''\
+        def run(model, inputs, extra):
+            result = model(
+                inputs.to(tp.device()),
+                extra.to(tp.device()),
+                scale=2,
+            )
+            out = (
+                torch.zeros(3).to(tp.device()).float().sum().item()
+            )
+            if (
+                out
+                > torch.ones(3).to(tp.device()).sum().item() + 10
+            ):
+                pass
+            long_already = model(inputs.to(tp.device()), extra.to(tp.device()), scale=2, k=3)
+            return result, long_already
+        ''')
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    # fits once broken inside its last brackets
+    ("x = model.to(tp.device(), non_blocking=True)", ["x = model.to(", "    tp.device(), non_blocking=True", ")"]),
+    # a lone element (a generator, a subscript) takes no trailing comma
+    ("y = sum(t.to(tp.device()) for t in tensors)", ["y = sum(", "    t.to(tp.device()) for t in tensors", ")"]),
+    ("y = table[tp.device_index_of(current_tensor)]", ["y = table[", "    tp.device_index_of(current_tensor)", "]"]),
+    # an element still too long is split in turn
+    ("f(aaaaaaaaaa, g(bbbbbbbbbbbbbb, cccccccccccccc, dddddddddddddd))",
+     ["f(", "    aaaaaaaaaa,", "    g(", "        bbbbbbbbbbbbbb,", "        cccccccccccccc,",
+      "        dddddddddddddd,", "    ),", ")"]),
+])
+def test_wrap(line: str, expected: list[str]) -> None:
+    assert wrap(line, 40) == expected
+    compile("\n".join(expected), "<wrap>", "exec")
+
+
+# What `ruff format --line-length 40` makes of each line (checked by hand with ruff 0.17.6).
+RUFF_FORMAT_40 = [
+    ('sizes = {"cuda": 1, "mps": 2, "cpu": 3, "xpu": 4}',
+     'sizes = {\n    "cuda": 1,\n    "mps": 2,\n    "cpu": 3,\n    "xpu": 4,\n}'),
+    ("keys = [k for k in table.keys() if k.startswith(prefix)]",
+     "keys = [\n    k\n    for k in table.keys()\n    if k.startswith(prefix)\n]"),
+    ("h[:, :n] = h[:, :n] * tp.device_count() + 1", "h[:, :n] = (\n    h[:, :n] * tp.device_count() + 1\n)"),
+    ("embeddings = self.classifier_embeddings.to(tp.device())",
+     "embeddings = (\n    self.classifier_embeddings.to(\n        tp.device()\n    )\n)"),
+    ("return first.to(tp.device()), second.to(tp.device())",
+     "return first.to(tp.device()), second.to(\n    tp.device()\n)"),
+]
+
+
+@pytest.mark.parametrize(("line", "expected"), RUFF_FORMAT_40)
+def test_wrap_as_ruff_format(line: str, expected: str) -> None:
+    assert "\n".join(wrap(line, 40) or [line]) == expected
+
+
+def test_wrap_refuses_what_it_cannot_split() -> None:
+    assert wrap("x = 'a very long string that no formatter can split'", 20) is None
+    assert wrap("a = b; c = d(eeeeeeeeeeeeeeeeeeee, ffffffffffff)", 20) is None
+    assert wrap("x = f(  # comment", 10) is None
+    assert wrap("x = torch.load(path_name, map_location=tp.map_location())  # noqa: F841", 40) is None
+
+
+def test_config_discovery(tmp_path: Path) -> None:
+    _project(tmp_path, {
+        "pyproject.toml": "[tool.black]\nline-length = 100\n[tool.isort]\nknown_first_party = ['a', 'b']\n",
+        "sub/.ruff.toml": "extend = '../base.toml'\n[lint.isort]\nforce-sort-within-sections = true\n",
+        "base.toml": "line-length = 77\n[lint.isort]\nknown-first-party = ['c']\n",
+        "tox/tox.ini": "[flake8]\nmax_line_length = 99\n",
+    })
+    top = style_for(tmp_path / "m.py")
+    assert (top.sort_imports, top.line_length, top.known_first_party) == (True, 100, frozenset({"a", "b"}))
+    sub = style_for(tmp_path / "sub" / "m.py")
+    assert (sub.line_length, sub.known_first_party, sub.force_sort_within_sections) == (77, frozenset({"c"}), True)
+    assert style_for(tmp_path / "sub" / "other.py") is sub  # cached per folder
+    # flake8's nearest file sets the length; isort above still sorts
+    assert style_for(tmp_path / "tox" / "m.py").line_length == 100  # black's pyproject is nearer to the formatter
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not installed")
+def test_ruff_finds_nothing_new(tmp_path: Path) -> None:
+    config = RUFF + '\n[tool.ruff.lint]\nselect = ["I", "F401", "E501"]\n'
+    module = TRAIN + '''
+
+def place(model, inputs, extra):
+    result = model(inputs.cuda(), extra.cuda(), scale=2)
+    return result
+'''
+    root = _project(tmp_path, {"pyproject.toml": config, "mypkg/__init__.py": "", "mypkg/train.py": module})
+    check = ["ruff", "check", "--no-cache", "mypkg/train.py"]
+    assert subprocess.run(check, cwd=root, capture_output=True).returncode == 0
+    path = root / "mypkg" / "train.py"
+    path.write_text(_migrated(path))
+    after = subprocess.run(check, cwd=root, capture_output=True, text=True)
+    assert after.returncode == 0, after.stdout
+
+
+def test_added_import_never_moves_past_a_use(tmp_path: Path) -> None:
+    original = 'import os\nDEVICE = os.sep\nimport torch\n'
+    migrated = 'import os\nfrom torchport import runtime as tp\nDEVICE = tp.device()\nimport torch\n'
+    assert place_added(original, migrated, Style(sort_imports=True), tmp_path / "m.py") == migrated
+    # with the use gone, it joins the third-party block
+    migrated = migrated.replace("tp.device()", "os.sep")
+    expected = 'import os\nDEVICE = os.sep\nimport torch\nfrom torchport import runtime as tp\n'
+    assert place_added(original, migrated, Style(sort_imports=True), tmp_path / "m.py") == expected
+
+
+def test_cache_key_depends_on_the_projects_style() -> None:
+    from torchport import cache
+    from torchport.config import Settings
+
+    base = cache.key(b"x.cuda()", Settings(), Style(line_length=88))
+    assert base == cache.key(b"x.cuda()", Settings(), Style(line_length=88))
+    assert base != cache.key(b"x.cuda()", Settings(), Style(line_length=79))
+    assert base != cache.key(b"x.cuda()", Settings(), NO_STYLE)
+
+
+def test_wrap_arguments_on_a_line_of_their_own(tmp_path: Path) -> None:
+    original = "m = DDP(\n    model, device_ids=[0], pin_memory=True, search_range_mb=64\n)\n"
+    migrated = original.replace("pin_memory=True", "pin_memory=tp.pin_memory_available()")
+    out = restyle(original, migrated, tmp_path / "m.py", Style(line_length=64))
+    assert out == (
+        "m = DDP(\n    model,\n    device_ids=[0],\n    pin_memory=tp.pin_memory_available(),\n"
+        "    search_range_mb=64,\n)\n"
+    )
+    # an operator continuation is left to the project
+    original = "x = (\n    aaaaaaaaaa + bbbbbbbbbbbbbb * f(cccccccccccc)\n    + ddd\n)\n"
+    migrated = original.replace("f(cccccccccccc)", "f(cccccccccccc.to(tp.device()))")
+    assert restyle(original, migrated, tmp_path / "m.py", Style(line_length=60)) == migrated
+    # the whole contents of parentheses split at their top delimiter (here a conditional expression)
+    original = "ctx = (\n    nullcontext() if flag_is_on else torch.cuda.amp.autocast()\n)\n"
+    migrated = original.replace("torch.cuda.amp.autocast()", "torch.amp.autocast(tp.device_type())")
+    out = restyle(original, migrated, tmp_path / "m.py", Style(line_length=64))
+    assert out == "ctx = (\n    nullcontext()\n    if flag_is_on\n    else torch.amp.autocast(tp.device_type())\n)\n"
+
+
+def test_added_last_argument_gets_the_formatters_trailing_comma(tmp_path: Path) -> None:
+    original = "x = torch.load(\n    path,\n    weights_only=True\n)\ny = torch.load(\n    path\n)\n"
+    migrated = original.replace("True\n", "True,\n    map_location=tp.map_location()\n").replace(
+        "    path\n)", "    path,\n    map_location=tp.map_location()\n)")
+    expected = migrated.replace("tp.map_location()\n", "tp.map_location(),\n")
+    assert restyle(original, migrated, tmp_path / "m.py", Style(line_length=88, formatter=True)) == expected
+    # without a formatter, or for the project's own last element, nothing is added
+    assert restyle(original, migrated, tmp_path / "m.py", Style(line_length=88)) == migrated
+    assert restyle(original, original.replace("path", "p"), tmp_path / "m.py",
+                   Style(line_length=88, formatter=True)) == original.replace("path", "p")

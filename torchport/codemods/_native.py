@@ -195,6 +195,14 @@ class _Rewriter(cst.CSTTransformer):
         self._called: set[int] = set()
 
         self._bare: set[int] = set()  # values that need no parentheses around a conditional expression
+        self._quotes: list[str] = []  # the quote of each f-string around the node being visited
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self._quotes.append(node.start[-1])
+
+    def leave_FormattedString(self, original: cst.FormattedString, updated: cst.FormattedString) -> cst.FormattedString:
+        self._quotes.pop()
+        return updated
 
     def visit_Call(self, node: cst.Call) -> None:
         self._called.add(id(node.func))
@@ -224,6 +232,11 @@ class _Rewriter(cst.CSTTransformer):
                 and func.value.value == _PLACEHOLDER):
             return updated
         code, reason = self.r.native_call(func.attr.value, updated.args, self.torch_name)
+        if code is not None and self._quotes:  # inside an f-string: before 3.12 its own quote ends it
+            if len(set(self._quotes)) > 1:
+                code, reason = None, "inside nested f-strings that use both quotes"
+            elif self._quotes[0] == '"':
+                code = code.replace('"', "'")
         if code is None:
             return updated.with_changes(func=self._fallback(original.func, reason))  # type: ignore[arg-type]
         self.native += 1

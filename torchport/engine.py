@@ -9,7 +9,9 @@ from __future__ import annotations
 import ast
 import io
 import os
+import signal
 import tempfile
+import threading
 import tokenize
 import warnings
 from dataclasses import dataclass, field
@@ -250,6 +252,19 @@ def write_atomic(path: Path, text: str, encoding: str) -> None:
     data = text.encode(encoding)
     path = Path(os.path.realpath(path))  # through a symlink to its file: the link stays a link
     info = path.stat() if path.exists() else None  # None: a new file (the vendored runtime)
+    # Ctrl-C and SIGTERM wait until the file is written: one landing between creating the temporary
+    # file and the `try` below would leave it behind. They are delivered when the mask is restored.
+    blocked = {signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM)}
+    masked = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked) if masked else None
+    try:
+        _replace(path, data, info)
+    finally:
+        if masked:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _replace(path: Path, data: bytes, info: os.stat_result | None) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:

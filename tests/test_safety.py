@@ -441,14 +441,15 @@ def test_cache_folder_env_var_and_no_cache(cli: CliRunner, tmp_path: Path) -> No
 _SLOW_CLI = """
 import os, signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell may start us with SIGINT ignored
-real = os.replace
+from torchport import writes
+real = writes.write_atomic
 calls = []
 def slow(*args, **kwargs):
     calls.append(1)
     if len(calls) > 1:
         time.sleep(30)  # the test signals once the first file is written: it lands here, mid-run
     return real(*args, **kwargs)
-os.replace = slow
+writes.write_atomic = slow
 from torchport.cli import main
 sys.argv = ["torchport", "migrate", sys.argv[1], "--apply", "--no-cache", "-j", "2"]
 main()
@@ -562,3 +563,29 @@ def test_ctrl_c_while_migrating_stops_the_workers_at_once_and_writes_nothing(tmp
     assert time.monotonic() - sent < 6, "the workers are stopped, not waited for (8 files x 2 s on 2 workers: 8 s)"
     assert _snapshot(root) == before
     assert "Traceback" not in stderr
+
+
+_SIGNAL_IN_WRITE = """
+import os, signal, sys
+from pathlib import Path
+from torchport import engine
+signal.signal(signal.SIGINT, signal.default_int_handler)
+real = os.replace
+def replace(a, b):
+    os.kill(os.getpid(), signal.SIGINT)  # lands while the temporary file exists
+    return real(a, b)
+os.replace = replace
+try:
+    engine.write_atomic(Path(sys.argv[1]), "new\\n", "utf-8")
+except KeyboardInterrupt:
+    print("interrupted after the write")
+"""
+
+
+def test_a_signal_during_one_write_is_delivered_once_the_file_is_written(tmp_path: Path) -> None:
+    target = tmp_path / "f.py"
+    target.write_text("old\n")
+    done = subprocess.run([sys.executable, "-c", _SIGNAL_IN_WRITE, str(target)], capture_output=True, text=True)
+    assert done.stdout.strip() == "interrupted after the write", done.stderr
+    assert target.read_text() == "new\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.py"]  # no temporary file left behind

@@ -255,13 +255,14 @@ def write_atomic(path: Path, text: str, encoding: str) -> None:
     # Ctrl-C and SIGTERM wait until the file is written: one landing between creating the temporary
     # file and the `try` below would leave it behind. They are delivered when the mask is restored.
     blocked = {signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM)}
-    masked = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked) if masked else None
+    if not (hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()):
+        _replace(path, data, info)
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
     try:
         _replace(path, data, info)
     finally:
-        if masked:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _replace(path: Path, data: bytes, info: os.stat_result | None) -> None:

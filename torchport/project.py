@@ -167,10 +167,10 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
             if index in reasons:
                 continue
             mine = project.reach(index)
-            other = next((k for k in sorted(sources) if k in mine or index in reached[k]), None)
-            if other is not None:
-                where = "this file" if other == index else results[other].display
-                reasons[index] = (f"{where}:{sources[other]} keeps its device choice CUDA-or-CPU, so this one does "
+            linked = next((k for k in sorted(sources) if k in mine or index in reached[k]), None)
+            if linked is not None:
+                where = "this file" if linked == index else results[linked].display
+                reasons[index] = (f"{where}:{sources[linked]} keeps its device choice CUDA-or-CPU, so this one does "
                                   "too (on MPS their tensors would be on different devices)")
                 changed = True
     return reasons

@@ -441,7 +441,7 @@ class CudaGuard(Rule):
         if calls and message is not None and not m.in_skipped_region:
             m.report(self.code, where, message)
 
-    def _skip_rest_of_block(self, m: Migrator, node: cst.If) -> None:
+    def _skip_rest_of_block(self, m: Migrator, node: cst.BaseStatement) -> None:
         parent = m.ancestors[-2] if len(m.ancestors) > 1 else None
         body = parent.body if isinstance(parent, (cst.IndentedBlock, cst.Module)) else None
         if body is None:
@@ -554,7 +554,7 @@ class CudaGuard(Rule):
             self._keep(m, [it.args[-1].value], node, None)
             m.skip_region(node.body)
 
-    def visit_FunctionDef(self, m: Migrator, node: cst.FunctionDef) -> None:
+    def visit_FunctionDef(self, m: Migrator, node: cst.FunctionDef | cst.ClassDef) -> None:
         if _CUDA_FUNCTION.search(node.name.value) or _imports_cuda_only(node):  # a class's own `cuda()`, CUDA-graph
             m.skip_region(node.body)  # capture, a function that imports triton kernels
             return
@@ -576,7 +576,7 @@ class CudaGuard(Rule):
         if self._skipped_in_setup(m, node):
             m.skip_region(node.body)
             return
-        self.visit_FunctionDef(m, node)  # type: ignore[arg-type]  (decorators: skipped test classes)
+        self.visit_FunctionDef(m, node)  # decorators: skipped test classes
 
     def _skipped_in_setup(self, m: Migrator, node: cst.ClassDef) -> bool:
         """A test class whose ``setUp``/``setUpClass`` skips unless CUDA is there runs only on CUDA."""

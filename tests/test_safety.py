@@ -499,8 +499,9 @@ def test_interrupted_output_dir_leaves_no_partial_copy(tmp_path: Path) -> None:
     for i in range(30):
         (root / f"m{i:02d}.py").write_text(CUDA_CODE + f"y = {i}\n")
     out = tmp_path / "out"
-    script = _SLOW_CLI.replace("real = os.replace", "import shutil\nreal = shutil.copymode").replace(
-        "os.replace = slow", "shutil.copymode = slow").replace('"--apply", ', f'"--output-dir", {str(out)!r}, ')
+    script = _SLOW_CLI.replace("from torchport import writes\nreal = writes.write_atomic",
+                               "import shutil\nreal = shutil.copymode").replace(
+        "writes.write_atomic = slow", "shutil.copymode = slow").replace('"--apply", ', f'"--output-dir", {str(out)!r}, ')
     proc = subprocess.Popen([sys.executable, "-c", script, str(root)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120

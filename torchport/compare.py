@@ -135,13 +135,13 @@ def _compare_record(a: dict[str, Any], b: dict[str, Any], rtol: float, atol: flo
         if va.is_complex() or vb.is_complex():
             fa, fb = va.to(torch.complex128).abs(), vb.to(torch.complex128).abs()
         same = (fa == fb) | (fa.isnan() & fb.isnan())
-        diff = torch.where(same, torch.zeros_like(fa), (fb - fa).abs().nan_to_num(math.inf))
-        ratio = diff / (atol + rtol * fa.abs().nan_to_num(0.0))
-        if diff.numel():
-            i = int(ratio.flatten().argmax())
-            row.max_abs = max(row.max_abs, float(diff.max()))
-            if float(ratio.flatten()[i]) > row.ratio:
-                row.ratio = float(ratio.flatten()[i])
+        gap = torch.where(same, torch.zeros_like(fa), (fb - fa).abs().nan_to_num(math.inf))
+        share = gap / (atol + rtol * fa.abs().nan_to_num(0.0))
+        if gap.numel():
+            i = int(share.flatten().argmax())
+            row.max_abs = max(row.max_abs, float(gap.max()))
+            if float(share.flatten()[i]) > row.ratio:
+                row.ratio = float(share.flatten()[i])
                 row.worst = f"value[{i}] {float(fa.flatten()[i]):.6g} vs {float(fb.flatten()[i]):.6g}"
     if row.status != "ok":
         return row

@@ -39,7 +39,7 @@ _sink = None  # the open results file, or None (the script was run without RESUL
 def test_id(test):
     """The id under which ``test`` is reported: ``module.Class::method``, or unittest's own id."""
     if isinstance(test, getattr(unittest.case, "_SubTest", ())):
-        test = test.test_case
+        test = test.test_case  # type: ignore[union-attr]  # a _SubTest, by the isinstance above
     if type(test).__name__ == "_FailedTest" and type(test).__module__ == "unittest.loader":
         return test._testMethodName  # the module (or name) that could not be imported
     test_id_ = test.id()
@@ -89,7 +89,7 @@ class RecordingResult(unittest.TextTestResult):
 
 
 class RecordingRunner(unittest.TextTestRunner):
-    resultclass = RecordingResult
+    resultclass = RecordingResult  # type: ignore[assignment]  # typeshed's Callable type for a result class
 
 
 def main():

@@ -110,17 +110,19 @@ class _AuditedModule(ModuleType):
             code = frame.f_code
             if code.co_name not in _DYNAMO_NAMES or code not in _dynamo_getattr_codes():
                 return _getattr(self, name)
-            frame = None  # Dynamo reads it for the code it traces: recorded at the traced line
+            where: Optional[FrameType] = None  # Dynamo reads it for the code it traces: recorded at the traced line
         elif _generated(frame):  # by torch.compile (fx modules, guard sources, rewritten bytecode)
             return _getattr(self, name)
+        else:
+            where = frame
         api = f"{_NAMES.get(id(self), 'torch.cuda')}.{name}"
         try:
             value = _getattr(self, name)
         except AttributeError:
-            _record_access(api, frame)
+            _record_access(api, where)
             raise
         if type(value) is not _AuditedModule:  # a hooked submodule records the full name itself
-            _record_access(api, frame)
+            _record_access(api, where)
         return value
 
 

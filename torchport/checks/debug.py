@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import enum
 import fnmatch
+import functools
 import itertools
 import math
 import os
@@ -96,6 +97,10 @@ class Level(enum.IntEnum):
     SAVE = 1
     PRINT = 2
     NAMES = 3
+
+
+def _searches(pattern: re.Pattern[str], name: str) -> bool:
+    return pattern.search(name) is not None
 
 
 def level_from_env(default: Level = Level.OFF) -> Level:
@@ -160,7 +165,7 @@ def name_filter(names: NameFilter) -> Optional[Callable[[str], bool]]:
     or any callable ``name -> bool``. Raises ``ValueError`` on a bad regular expression.
     """
     if names is None or callable(names) and not isinstance(names, re.Pattern):
-        return names  # type: ignore[return-value]
+        return names
     specs: list[Any] = []
     for item in ([names] if isinstance(names, (str, re.Pattern)) else list(names)):
         if isinstance(item, str) and not item.startswith("re:"):
@@ -175,9 +180,9 @@ def name_filter(names: NameFilter) -> Optional[Callable[[str], bool]]:
             except re.error as exc:
                 raise ValueError(f"bad name filter {spec!r}: {exc}") from None
         if isinstance(spec, re.Pattern):
-            tests.append(lambda n, _p=spec: _p.search(n) is not None)
+            tests.append(functools.partial(_searches, spec))
         elif isinstance(spec, str):
-            tests.append(lambda n, _g=spec: fnmatch.fnmatchcase(n, _g))
+            tests.append(functools.partial(fnmatch.fnmatchcase, pat=spec))
         else:
             raise ValueError(f"bad name filter item {spec!r}: expected a glob, 're:PATTERN' or re.Pattern")
     return lambda name: any(test(name) for test in tests)
@@ -501,7 +506,7 @@ class Watch:
         # A torch.compile'd module (OptimizedModule) wraps the model as `_orig_mod`: hook the model itself
         # so that names do not depend on whether it was compiled.
         if type(model).__name__ == "OptimizedModule":  # by name: importing torch._dynamo costs ~1 s
-            model = model._orig_mod
+            model = model._orig_mod  # type: ignore[assignment]  # a Module, by OptimizedModule's contract
         for qualname, module in model.named_modules():
             name = qualname or ROOT_NAME
             if match is None or match(name):

@@ -59,4 +59,4 @@ def _ranges(module: cst.Module, node: cst.CSTNode, indent: tuple[str, ...]) -> M
     )
     state.indent_tokens.extend(indent)
     node._codegen(state)
-    return provider._computed
+    return provider._computed  # type: ignore[return-value]  # the provider computed CodeRange values

@@ -80,8 +80,8 @@ def confirmed_matches(data: AnyStr, exact: re.Pattern[AnyStr], loose: re.Pattern
     for candidate in loose.finditer(data):
         if candidate.start() < done:
             continue
-        begin = data.rfind(newline, 0, candidate.start()) + 1  # type: ignore[arg-type]
-        end = data.find(newline, max(candidate.start(), candidate.end() - 1))  # type: ignore[arg-type]
+        begin = data.rfind(newline, 0, candidate.start()) + 1
+        end = data.find(newline, max(candidate.start(), candidate.end() - 1))
         end = len(data) if end < 0 else end + 1
         yield from exact.finditer(data, max(begin, done), end)
         done = end

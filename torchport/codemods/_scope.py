@@ -393,7 +393,7 @@ def _binding(path: list[ast.AST], head: str) -> tuple[str, int] | None:
     if isinstance(node, ast.Name):
         if node.id != head or type(node.ctx) is ast.Load:
             return None
-        walrus = len(path) > 1 and isinstance(path[-2], ast.NamedExpr) and path[-2].target is node  # type: ignore[attr-defined]
+        walrus = len(path) > 1 and isinstance(path[-2], ast.NamedExpr) and path[-2].target is node
         return _expression_scope(path[:-1], walrus=walrus), _OTHER  # type: ignore[return-value]
     if isinstance(node, ast.arg):
         if node.arg != head:
@@ -413,11 +413,11 @@ def _binding(path: list[ast.AST], head: str) -> tuple[str, int] | None:
     if isinstance(node, ast.ExceptHandler):
         return ("here", _OTHER) if node.name == head else None
     if isinstance(node, _NAMED_NODES):
-        return ("here", _OTHER) if node.name == head else None  # type: ignore[attr-defined]
+        return ("here", _OTHER) if node.name == head else None
     if isinstance(node, ast.MatchMapping):
         return ("here", _OTHER) if node.rest == head else None
     if isinstance(node, _TYPE_PARAMS):
-        return ("own", _OTHER) if node.name == head else None  # type: ignore[attr-defined]
+        return ("own", _OTHER) if node.name == head else None
     return None  # a keyword argument's name, an attribute, a literal's text, a comment
 
 

@@ -350,7 +350,7 @@ class Migrator(cst.CSTTransformer):
 
     # ---- building fixes ----------------------------------------------------------------------
 
-    def runtime_attr(self, name: str) -> cst.Attribute:
+    def runtime_attr(self, name: str) -> cst.BaseExpression:
         """The runtime's ``name`` (``tp.device``), as the renderer writes it."""
         return self.renderer.attr(self, name)
 
@@ -382,7 +382,7 @@ class Migrator(cst.CSTTransformer):
 
     def _note_import(self, node: cst.Import | cst.ImportFrom) -> None:
         """Imports that bind torch.cuda names, to drop them once no longer used."""
-        if isinstance(node, cst.Import) or node.relative or isinstance(node.names, cst.ImportStar):
+        if isinstance(node, cst.Import) or node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
             return
         module = dotted_name(node.module)
         if not module:
@@ -436,7 +436,8 @@ def _add_imports(context: CodemodContext, tree: cst.Module) -> cst.Module:
     for statement in added.body:
         small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Name) and small.value.value in originals:
-            statement = originals[small.value.value].with_changes(leading_lines=statement.leading_lines)
-        body.append(statement)
+            body.append(originals[small.value.value].with_changes(leading_lines=statement.leading_lines))
+        else:
+            body.append(statement)
     return added.with_changes(body=body)
 

@@ -107,7 +107,8 @@ class GpuRequiredAssert(Rule):
                 changed = True
                 continue
             if carried:
-                statement = statement.with_changes(leading_lines=[*carried, *statement.leading_lines])
+                statement = statement.with_changes(  # every concrete statement node has leading_lines
+                    leading_lines=[*carried, *statement.leading_lines])  # type: ignore[attr-defined]
                 carried = []
             out.append(statement)
         return out, carried, changed

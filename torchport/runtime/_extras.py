@@ -58,7 +58,7 @@ def on_accelerator(tensor: torch.Tensor | torch.nn.Module) -> bool:
     if kind == "cpu":
         return False
     if isinstance(tensor, torch.nn.Module):
-        first = next(iter(tensor.parameters()), None)
+        first: torch.Tensor | None = next(iter(tensor.parameters()), None)
         first = first if first is not None else next(iter(tensor.buffers()), None)
         return first is not None and first.device.type == kind
     return tensor.device.type == kind

@@ -31,7 +31,7 @@ class LocationMap(dict):
     ``"mps"``, ``"xpu:N"``). Tags of other devices are left as saved.
     """
 
-    def get(self, key: Any, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: Any, default: Any = None) -> Any:
         value = dict.get(self, key, _MISSING)
         return _mapped(default if value is _MISSING else value)
 

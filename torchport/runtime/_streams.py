@@ -78,6 +78,7 @@ class CpuEvent(_HostEvent):
             ValueError: either event has not been recorded.
         """
         self._check_pair(end_event)
+        assert self._stamp is not None and end_event._stamp is not None  # _check_pair raised otherwise
         return (end_event._stamp - self._stamp) * 1000.0
 
     def query(self) -> bool:

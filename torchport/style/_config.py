@@ -12,13 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-try:
-    import tomllib
-except ImportError:  # Python 3.10
-    try:
-        import tomli as tomllib  # type: ignore[no-redef]
-    except ImportError:
-        tomllib = None  # type: ignore[assignment]
+import tomllib
 
 # isort's and ruff's default section order.
 SECTIONS = ("future", "stdlib", "third-party", "first-party", "local-folder")
@@ -59,7 +53,7 @@ NO_STYLE = Style()
 
 
 def _toml(path: Path) -> dict[str, Any] | None:
-    if tomllib is None or not path.is_file():
+    if not path.is_file():
         return None
     try:
         with path.open("rb") as handle:

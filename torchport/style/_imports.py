@@ -34,12 +34,17 @@ def _top_imports(tree: ast.Module) -> list[Import]:
     return [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
 
 
+def _end(stmt: ast.stmt) -> int:
+    """The last line of ``stmt`` (CPython always sets it on a parsed statement)."""
+    return stmt.end_lineno or stmt.lineno
+
+
 def _alone(stmt: ast.stmt, lines: list[str]) -> bool:
     """Whether ``stmt`` is the only statement on its lines (no ``;``, nothing before it)."""
     first, last = lines[stmt.lineno - 1], lines[stmt.end_lineno - 1]  # type: ignore[operator]
     if first[: stmt.col_offset].strip():
         return False
-    rest = last[stmt.end_col_offset:].strip()  # type: ignore[misc]
+    rest = last[stmt.end_col_offset:].strip()
     return not rest or rest.startswith("#")
 
 
@@ -159,7 +164,7 @@ def remove_unused(original: str, migrated: str, path: Path) -> str:
     lines = _lines(migrated)
     candidates: list[Import] = []
     for stmt in _top_imports(after):
-        if ast.dump(stmt) not in kept_before or not _alone(stmt, lines) or "noqa" in lines[stmt.end_lineno - 1]:
+        if ast.dump(stmt) not in kept_before or not _alone(stmt, lines) or "noqa" in lines[_end(stmt) - 1]:
             continue
         if isinstance(stmt, ast.ImportFrom) and (stmt.module == "__future__" or stmt.names[0].name == "*"):
             continue
@@ -172,7 +177,7 @@ def remove_unused(original: str, migrated: str, path: Path) -> str:
         if not gone:
             continue
         kept = [a for a in stmt.names if a not in gone]
-        first, last = stmt.lineno - 1, stmt.end_lineno  # type: ignore[operator]
+        first, last = stmt.lineno - 1, _end(stmt)
         if not kept:
             lines = _delete(lines, first, last)
         elif first + 1 == last and "#" not in lines[first]:
@@ -276,17 +281,17 @@ def _move(code: str, added: Import, style: Style, path: Path) -> str | None:
         if after is not None:
             at, chunk = _leading_comments(rest, tree, after), [text + newline]
         else:
-            at, chunk = same[-1].end_lineno, [text + newline]
+            at, chunk = _end(same[-1]), [text + newline]
     else:
         earlier = [s for s in target if section(s, style, path) < kind]
         later = [s for s in target if section(s, style, path) > kind]
         if earlier:
-            at, chunk = earlier[-1].end_lineno, [newline, text + newline]
+            at, chunk = _end(earlier[-1]), [newline, text + newline]
         else:
             at, chunk = _leading_comments(rest, tree, later[0]), [text + newline, newline]
     if any(at >= use for use in _uses(tree, {_bound(a, added) for a in added.names})):
         return None  # a move past a use would leave the name undefined there
-    moved = rest[:at] + chunk + rest[at:]  # type: ignore[misc]
+    moved = rest[:at] + chunk + rest[at:]
     return "".join(moved)
 
 

@@ -238,10 +238,10 @@ def wrap(line: str, limit: int, inside: bool = False, elements: bool = False) ->
             continue
         inner = indent + _INDENT
         body = fragment[code[start].end[1]: code[end].start[1]].strip()
-        elements, trailing = _elements(code, start, end, fragment)
+        parts, trailing = _elements(code, start, end, fragment)
         literal = start == 0 or not _operand_end(code[start - 1])  # a display, not a call or subscript
-        if trailing or (literal and len(elements) > 1):
-            lines = [head, *(inner + e + "," for e in elements), tail]  # black explodes these
+        if trailing or (literal and len(parts) > 1):
+            lines = [head, *(inner + e + "," for e in parts), tail]  # black explodes these
         else:
             lines = [head, inner + body, tail]
         return [head, *_again(lines[1:-1], limit, inside=True), tail]

@@ -201,6 +201,7 @@ class _OtherBackends(cst.CSTVisitor):
 
 
 _OTHER_TEXT = re.compile(r"\b(?:mps|xpu|npu|hpu|mlu|musa)\b|accelerator")
+_OWN_MPS_PATH = re.compile(r"torch\.backends\.mps\.is_available|\.to\(\s*['\"]mps['\"]|device\(\s*['\"]mps['\"]")
 _CUDA_FUNCTION = re.compile(r"^cuda$|cuda_?graph|cudagraph", re.I)
 _CUDA_ONLY_IMPORT = re.compile(r"^(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda|"
                                r"numba\.cuda|tensorrt|polygraphy|cuda)(?:\.|$)")
@@ -420,6 +421,9 @@ class CudaGuard(Rule):
                 "        print(f'Requires at least 8 GPUs, got {n_gpus}')\n    else:\n        demo(0)\n"),
         Example("import torch\n\n\ndef main():\n    x = torch.ones(2).cuda()\n\n\nif __name__ == '__main__':\n"
                 "    assert torch.cuda.is_available(), 'needs CUDA'\n    main()\n"),
+        # A module with its own MPS path keeps its CUDA guards (on XPU a runtime guard would split devices).
+        Example("import torch\nif torch.cuda.is_available():\n    x = x.cuda()\nif torch.backends.mps.is_available():\n"
+                "    x = x.to('mps')\n"),
         # A function that imports triton kernels runs only on CUDA.
         Example("import torch\n\n\ndef autotune(n):\n    from pkg.ops.triton.matmul_ext import matmul\n"
                 "    a = torch.randn(n, n, device='cuda')\n    matmul(a, a)\n"),
@@ -467,6 +471,8 @@ class CudaGuard(Rule):
         return known[id(function)]
 
     def visit_Module(self, m: Migrator, node: cst.Module) -> None:
+        if m.hold is None and _OWN_MPS_PATH.search(m.source):
+            m.hold = "this module already moves data to MPS itself; a runtime guard would add a second choice"
         if _portable_or_cuda_only_module(m, node):
             m.skip_region(node)
         elif m.syntax is not None and (line := cuda_only_program(m.syntax)) is not None:

@@ -140,7 +140,7 @@ def test_import_initialises_no_backend_and_picks_on_first_use():
     assert out["cuda_initialized"] is False
     assert out["device"] == "cpu"
     assert out["first_use_calls"] == [
-        "torch.cuda.is_available", "torch.backends.mps.is_available", "torch.xpu.is_available"
+        "torch.cuda.device_count", "torch.backends.mps.is_available", "torch.xpu.is_available"
     ]
     assert out["later_calls"] == out["first_use_calls"]  # picked once
     assert out["classes"] == ["HostStream", "CpuEvent"] and out["dir_has_lazy"]

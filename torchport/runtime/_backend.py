@@ -1,9 +1,14 @@
 """Pick the device lazily, on first use: ``TORCHPORT_DEVICE``, else CUDA > MPS > XPU > CPU.
 
 Importing the runtime touches no device backend: no ``torch.cuda.is_available()``,
-no CUDA context, so ``import torchport.runtime`` is fork safe and honours
-``PYTORCH_NVML_BASED_CUDA_CHECK`` (the pick itself uses
-``torch.cuda.is_available()``, which does).
+no CUDA context, so ``import torchport.runtime`` is fork safe. The pick itself is
+fork safe too: it asks ``torch.cuda.device_count() > 0``, which counts through NVML
+(no ``cuInit``) and is what ``torch.cuda.is_available()`` means under
+``PYTORCH_NVML_BASED_CUDA_CHECK=1``. A migrated ``def f(device="cuda")`` becomes
+``device=tp.device_str()``, evaluated at import, so a pick that initialised the
+CUDA driver would break a later ``fork`` whose child uses CUDA; the original did
+not touch CUDA at import. Where NVML cannot count, torch falls back to
+``cudaGetDeviceCount``, exactly as ``torch.cuda.is_available()`` does.
 
 The rest of the runtime reads the state below as attributes of this module
 (``_b._TYPE``). Until the pick they do not exist, so the first read goes through
@@ -46,12 +51,15 @@ _resets: list[Callable[[], None]] = []  # other modules' caches of picked values
 def _available(kind: str) -> bool:
     """Return whether backend ``kind`` is usable, never raising.
 
+    CUDA is probed by ``torch.cuda.device_count() > 0`` (fork safe, see the
+    module docstring); a machine whose NVML sees a GPU that the CUDA runtime
+    cannot use picks CUDA and fails there, as the unmigrated ``"cuda"`` did.
     A CPU-only build raises ``AssertionError`` ("Torch not compiled with CUDA
     enabled") and a GPU-less CUDA build ``RuntimeError`` from some probes.
     """
     try:
         if kind == "cuda":
-            return torch.cuda.is_available()
+            return torch.cuda.device_count() > 0
         if kind == "mps":
             return torch.backends.mps.is_available()
         if kind == "xpu":

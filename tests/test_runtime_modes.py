@@ -143,7 +143,7 @@ DDP_SCRIPT = textwrap.dedent('''\
 def test_native_ddp_trains_with_gloo_on_two_processes(tmp_path: Path) -> None:
     migrated = migrate_code(DDP_SCRIPT, Settings(runtime="native", torch_version=(2, 9)))
     assert "torchport" not in migrated.code and "cuda" not in migrated.code.replace('"cuda"', "")
-    assert "DEVICE = torch.accelerator.current_accelerator(check_available=True)" in migrated.code
+    assert "DEVICE = torch.accelerator.current_accelerator() if torch.accelerator.device_count()" in migrated.code
     (tmp_path / "ddp.py").write_text(migrated.code)
     done = subprocess.run([sys.executable, "ddp.py", str(tmp_path / "store")], cwd=tmp_path, env=ENV,
                           capture_output=True, text=True, timeout=120)
@@ -173,7 +173,7 @@ def test_native_fallback_in_a_package_imports_the_package_copy() -> None:
     migrated = migrate_code(source, Settings(runtime="native", torch_version=(2, 9),
                                              vendor_module=f"pkg.{MODULE_NAME}"))
     assert migrated.code == (f"import torch\nfrom pkg import {MODULE_NAME} as tp\n\n"
-                             'DEVICE = torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")\n'
+                             'DEVICE = torch.accelerator.current_accelerator() if torch.accelerator.device_count() else torch.device("cpu")\n'
                              "print(tp.get_device_name(0))\nx = torch.zeros(2).to(DEVICE)\n")
     assert [d.code for d in migrated.diagnostics if "vendored runtime" in d.message] == ["TP010"]
 

@@ -5,12 +5,13 @@ then replaces each call by its native form (`native_call`), or, where there is n
 version, by a call of the vendored runtime (`PackageRuntime` of the vendored module) and a diagnostic
 that says why. The device is chosen once, in a module-level constant after the imports::
 
-    DEVICE = torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")
+    DEVICE = torch.accelerator.current_accelerator() if torch.accelerator.device_count() else torch.device("cpu")
 
-which asks, as ``torch.cuda.is_available()`` does, whether a device exists: no CUDA context is created
-(``torch.cuda.is_initialized()`` stays false), but the device count (``cuInit``) makes torch refuse CUDA
-work in a *forked* child unless ``PYTORCH_NVML_BASED_CUDA_CHECK=1``, as any availability check at
-import does. Chosen for a readable constant; the package and vendored runtimes pick lazily instead. Every form is, on CUDA, the ``torch.cuda`` call it
+which counts devices as ``torch.cuda.device_count()`` does, through NVML on CUDA: no CUDA context and no
+``cuInit``, so a later ``fork`` whose child uses CUDA still works, as it did before the port (the unmigrated
+module touched no backend at import). ``torch.accelerator.is_available()`` (and ``current_accelerator(
+check_available=True)``) would call ``cudaGetDeviceCount`` and break that unless
+``PYTORCH_NVML_BASED_CUDA_CHECK=1``. Every form is, on CUDA, the ``torch.cuda`` call it
 replaces (``torch.get_device_module(DEVICE)`` is ``torch.cuda`` there), and right on MPS, XPU and CPU.
 """
 
@@ -69,11 +70,9 @@ _FORMS: dict[str, tuple[tuple[int, int], Callable[[int], bool], str]] = {
 _REPEATS = {"pin_memory": "{0}.pin_memory() if {D}.type in " + _INDEXED + " else {0}"}
 
 
-def _device_line(torch_name: str, version: tuple[int, int], name: str) -> str:
-    if version >= (2, 7):
-        return f'{name} = {torch_name}.accelerator.current_accelerator(check_available=True) or {torch_name}.device("cpu")\n'
-    return (f"{name} = {torch_name}.accelerator.current_accelerator() if {torch_name}.accelerator.is_available() "
-            f'else {torch_name}.device("cpu")\n')
+def _device_line(torch_name: str, name: str) -> str:
+    t = torch_name
+    return f'{name} = {t}.accelerator.current_accelerator() if {t}.accelerator.device_count() else {t}.device("cpu")\n'
 
 
 def _indexed_cuda_string(node: cst.BaseExpression) -> bool:
@@ -166,7 +165,7 @@ class NativeRuntime:
         while at < len(body) and _smalls(body[at]) and all(isinstance(s, (cst.Import, cst.ImportFrom))
                                                            for s in _smalls(body[at])):
             at += 1
-        line = cst.parse_statement(_device_line(torch_name, self.version, self.device_name))
+        line = cst.parse_statement(_device_line(torch_name, self.device_name))
         if at < len(body):
             line = line.with_changes(leading_lines=body[at].leading_lines)
             body[at] = body[at].with_changes(leading_lines=[])

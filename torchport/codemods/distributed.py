@@ -22,12 +22,11 @@ from torchport.codemods.device import is_current_device_call, is_index
 if TYPE_CHECKING:
     from torchport.codemods._transformer import Migrator
 
+# Not DataParallel: without CUDA it ignores `device_ids` (CPU, MPS: the module is returned as is) or uses
+# them as given (XPU), so wrapping them would change nothing anywhere.
 _PARALLEL = frozenset({
     "torch.nn.parallel.DistributedDataParallel",
     "torch.nn.parallel.distributed.DistributedDataParallel",
-    "torch.nn.DataParallel",
-    "torch.nn.parallel.DataParallel",
-    "torch.nn.parallel.data_parallel.DataParallel",
 })
 _INIT = frozenset({"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"})
 _DEVICE_KEYWORDS = ("device_ids", "output_device")
@@ -118,9 +117,9 @@ class NcclBackend(Rule):
 class DdpDeviceIds(Rule):
     code = "TP031"
     name = "ddp-device-ids"
-    summary = "DDP/DataParallel `device_ids` and `output_device` are dropped off CUDA/XPU at run time."
+    summary = "DDP `device_ids` and `output_device` are dropped off CUDA/XPU at run time (DataParallel already ignores them)."
     before, after = "DDP(model, device_ids=[rank])", "DDP(model, device_ids=tp.ddp_device_ids([rank]))"
-    triggers = (r"\b(?:device_ids|output_device)\b", r"DataParallel")
+    triggers = (r"\b(?:device_ids|output_device)\b", r"DistributedDataParallel")
     names = _PARALLEL
     replaces = False
     examples = (
@@ -129,6 +128,7 @@ class DdpDeviceIds(Rule):
         Example("# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, [rank])\n",
                 "# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, tp.ddp_device_ids([rank]))\n"),
         Example('# runs on CUDA\nkwargs["device_ids"] = [rank]\n', '# runs on CUDA\nkwargs["device_ids"] = tp.ddp_device_ids([rank])\n'),
+        Example("# runs on CUDA\nimport torch\nm = torch.nn.DataParallel(model, device_ids=[0, 1])\n"),
     )
 
     def _wrap(self, m: Migrator, old: cst.BaseExpression, value: cst.BaseExpression) -> cst.BaseExpression | None:

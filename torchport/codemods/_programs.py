@@ -90,7 +90,8 @@ def _exits(body: list[ast.stmt]) -> bool:
     return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and _call_name(last.value) in _EXIT_CALLS
 
 
-def _is_main(test: ast.AST) -> bool:
+def is_main(test: ast.AST) -> bool:
+    """``__name__ == "__main__"``."""
     return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
             and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
             and test.comparators[0].value == "__main__")
@@ -110,7 +111,7 @@ def cuda_only_program(module: ast.Module) -> int | None:
     for statement in module.body:
         if isinstance(statement, ast.If) and top.negated(statement.test) and _exits(statement.body):
             return statement.lineno
-        if not (isinstance(statement, ast.If) and _is_main(statement.test)):
+        if not (isinstance(statement, ast.If) and is_main(statement.test)):
             continue
         flags = _Flags(statement.body)
         for inner in statement.body:

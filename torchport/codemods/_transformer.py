@@ -127,7 +127,8 @@ class Migrator(cst.CSTTransformer):
         self._quiet: set[int] = set()
         self._store: dict[str, dict[Any, Any]] = {}
         self._skip_depth = 0  # > 0 inside a region no rewrite may touch (see `skip_region`)
-        self._skip_roots: set[int] = set()
+        self._skip_roots: dict[int, str] = {}  # root -> why its rewrites change nothing (the TP110 note)
+        self._skip_reasons: list[str] = []  # of the regions being visited, innermost last
         self._entered: set[int] = set()
 
     # ---- the pass ---------------------------------------------------------------------------
@@ -184,6 +185,7 @@ class Migrator(cst.CSTTransformer):
                 descend = False
         if key in self._skip_roots:
             self._skip_depth += 1
+            self._skip_reasons.append(self._skip_roots[key])
             self._entered.add(key)
         if kind in (cst.Import, cst.ImportFrom):
             descend = False
@@ -207,6 +209,7 @@ class Migrator(cst.CSTTransformer):
         if id(original_node) in self._entered:  # after its own rules: apply() refused them
             self._entered.discard(id(original_node))
             self._skip_depth -= 1
+            self._skip_reasons.pop()
         if isinstance(updated_node, cst.Module):
             return self.leave_Module(original_node, updated_node)  # type: ignore[arg-type]
         return updated_node
@@ -285,10 +288,12 @@ class Migrator(cst.CSTTransformer):
         if isinstance(node, cst.Call):
             self.handled.add(id(node.func))
 
-    def skip_region(self, node: cst.CSTNode) -> None:
+    def skip_region(self, node: cst.CSTNode,
+                    reason: str = "this code runs only on CUDA, or already supports several backends") -> None:
         """No rewrite inside ``node`` (a region that runs only on CUDA, or code already written for
-        several backends): rewriting it would change nothing anywhere. Diagnostics still run."""
-        self._skip_roots.add(id(node))  # entered when visited (now, if it is the node being visited)
+        several backends): rewriting it would change nothing anywhere. Diagnostics still run; a rewrite
+        refused there is noted as TP110 with ``reason``."""
+        self._skip_roots.setdefault(id(node), reason)  # entered when visited (now, if it is the node being visited)
 
     @property
     def in_skipped_region(self) -> bool:
@@ -313,8 +318,7 @@ class Migrator(cst.CSTTransformer):
             return False
         rule = RULES_BY_CODE[code]
         if self._skip_depth and not (rule.safety == "unsafe" and not self.unsafe_fixes):
-            self.report("TP110", node, f"left as written ({code} would apply): this code runs only on CUDA, or "
-                        "already supports several backends")
+            self.report("TP110", node, f"left as written ({code} would apply): {self._skip_reasons[-1]}")
             return False
         if not self.mentions_cuda:
             self.diagnostics.append(Diagnostic(code, start.line, start.column, f"{rule.summary} (left unchanged: "

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchport.codemods._base import CUDA_DEVICE_RE, call_name, cuda_literal_index, is_cuda_literal, keyword_arg, string_value
+from torchport.codemods._defaults import dispatching_parameters, script_device_option, unreachable_defaults
 from torchport.codemods._rule import Example, Rule
 
 if TYPE_CHECKING:
@@ -301,6 +302,10 @@ class DeviceString(_StringRule):
     examples = (
         Example('device = "cuda"\n', "device = tp.device_str()\n"),
         Example('def build(device="cuda:0"):\n    pass\n', "def build(device=tp.device_str(0)):\n    pass\n"),
+        # A default no call can reach: a private function whose every call passes the device.
+        Example('def _fill(n, device="cuda"):\n    return n\n\n\nx = _fill(2, device=d)\n'),
+        # A function that dispatches on the string itself.
+        Example('def dtype(device="cuda"):\n    if device == "cpu":\n        return 1\n    assert device == "cuda"\n    return 2\n'),
         Example('config = {"device": "cuda", "lr": 1e-3}\n', 'config = {"device": tp.device_str(), "lr": 1e-3}\n'),
         # Labels are not devices.
         Example('import enum\n\n\nclass Backend(enum.Enum):\n    CUDA = "cuda"\n'),
@@ -319,6 +324,35 @@ class DeviceString(_StringRule):
         name = _target_name(node.target)
         if node.value is not None and not name.endswith("type") and DEVICE_WORD.search(name):
             m.set_context(node.value, "str", self.code)
+
+    def visit_FunctionDef(self, m: Migrator, node: cst.FunctionDef) -> None:
+        """A default whose rewrite would change nothing (see `_defaults`) stays as written, whatever rule
+        would rewrite it; the TP110 note says why."""
+        defaults = [p for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)
+                    if p.default is not None and "cuda" in _EMPTY.code_for_node(p.default)]
+        if not defaults or m.syntax is None:
+            return
+        store = m.store(self)
+        if "unreachable" not in store:
+            store["unreachable"] = unreachable_defaults(m.syntax)
+            store["option"] = script_device_option(m.syntax, _is_device_name)
+        kinds = [type(a) for a in m.ancestors[-4:-1]]
+        top = kinds[-1:] == [cst.Module]
+        method = kinds == [cst.Module, cst.ClassDef, cst.IndentedBlock]
+        unreachable = store["unreachable"].get(node.name.value, ()) if top else ()
+        dispatching = dispatching_parameters(_function_tree(node))
+        what = "private function" if node.name.value.startswith("_") else "script function"
+        for param in defaults:
+            name = param.name.value
+            if name in unreachable:
+                why = f"a default no call reaches: every call of this {what} passes `{name}`"
+            elif store["option"] and (top or method) and _is_device_name(name):
+                why = "this script passes its own --device option along; its defaults are fallbacks it does not use"
+            elif name in dispatching:
+                why = f'this function compares `{name}` with "cuda" and another device type itself'
+            else:
+                continue
+            m.skip_region(param.default, why)
 
     def visit_Param(self, m: Migrator, node: cst.Param) -> None:
         if node.default is not None and DEVICE_WORD.search(node.name.value) and not node.name.value.endswith("type"):
@@ -362,6 +396,21 @@ class DeviceString(_StringRule):
                     for small in statement.body:
                         if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
                             m.mark_handled(small.value)  # an enum member's value is a label
+
+
+_EMPTY = cst.Module([])
+
+
+def _is_device_name(name: str) -> bool:
+    return bool(DEVICE_WORD.search(name)) and not name.endswith("type")
+
+
+def _function_tree(node: cst.FunctionDef) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    """CPython's tree of one function (decorators dropped: they may not parse on their own)."""
+    parsed = ast.parse(_EMPTY.code_for_node(node.with_changes(decorators=())))
+    function = parsed.body[0]
+    assert isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+    return function
 
 
 def _names_a_device(call: cst.Call) -> bool:

@@ -1,0 +1,126 @@
+"""Parameter defaults whose rewrite would change nothing, read from CPython's tree before the rules visit.
+
+A default is evaluated at ``def`` time but used only by a call that leaves the parameter out. When nothing
+outside the module can call the function (a private ``_helper``, or a function of a script: a module with
+a ``__main__`` block) and every call inside the module passes the parameter, the default never reaches a
+tensor; rewriting ``device="cuda"`` there changes nothing anywhere::
+
+    def validate(model, loader, device=torch.device("cuda")):   # stays as written
+        ...
+    if __name__ == "__main__":
+        validate(model, loader, device=args.device)
+
+Two more cases are left as written and reported, not proven: a script with its own ``--device`` option
+passes that device along, so its functions' and classes' device defaults are fallbacks it does not use;
+and a function that compares its ``device`` parameter with ``"cuda"`` (``assert device == "cuda"``)
+dispatches on the string itself, so its default names a branch, not where tensors go.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+
+from torchport.codemods._programs import is_main
+
+# Decorators that return the function unchanged for callers (others may register it to be called elsewhere).
+_PLAIN_DECORATORS = frozenset({"no_grad", "inference_mode", "enable_grad", "wraps", "lru_cache", "cache"})
+
+
+def _decorator_name(node: ast.expr) -> str:
+    node = node.func if isinstance(node, ast.Call) else node
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+def _defaulted(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int | None]:
+    """Parameters with a default: name -> positional index (None for keyword-only)."""
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    first = len(positional) - len(args.defaults)
+    found: dict[str, int | None] = {a.arg: i for i, a in enumerate(positional) if i >= first}
+    found.update({a.arg: None for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return found
+
+
+def _passed(call: ast.Call, name: str, index: int | None) -> bool | None:
+    """Whether ``call`` passes parameter ``name``; None when it cannot be told (``*args``, ``**kwargs``)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    return any(k.arg == name for k in call.keywords) or (index is not None and len(call.args) > index)
+
+
+def unreachable_defaults(module: ast.Module) -> dict[str, frozenset[str]]:
+    """Module-level functions whose named parameter defaults no call can reach.
+
+    Args:
+        module: the module's CPython tree.
+
+    Returns:
+        function name -> the names of its parameters whose default is never used: the function is
+        private or the module is a script, it has only plain decorators, each reference to its name in
+        the module is a call, and each call passes those parameters.
+    """
+    script = any(isinstance(s, ast.If) and is_main(s.test) for s in module.body)
+    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for statement in module.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.setdefault(statement.name, []).append(statement)
+    candidates = {
+        name: _defaulted(defs[0]) for name, defs in functions.items()
+        if len(defs) == 1 and (script or (name.startswith("_") and not name.endswith("__")))
+        and all(_decorator_name(d) in _PLAIN_DECORATORS for d in defs[0].decorator_list)
+    }
+    candidates = {name: params for name, params in candidates.items() if params}
+    if not candidates:
+        return {}
+    calls: dict[int, ast.Call] = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            calls[id(node.func)] = node
+    unused = {name: set(params) for name, params in candidates.items()}
+    for node in ast.walk(module):
+        if isinstance(node, ast.Name) and node.id in unused:
+            call = calls.get(id(node))
+            params = candidates[node.id]
+            for param in list(unused[node.id]):
+                if call is None or not _passed(call, param, params[param]):
+                    unused[node.id].discard(param)
+    return {name: frozenset(params) for name, params in unused.items() if params}
+
+
+def _option_names(call: ast.Call) -> list[str]:
+    names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    names += [k.value.value for k in call.keywords
+              if k.arg == "dest" and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)]
+    return [n.lstrip("-").replace("-", "_") for n in names]
+
+
+def script_device_option(module: ast.Module, is_device_name: Callable[[str], bool]) -> bool:
+    """Whether ``module`` is a script (a ``__main__`` block) with a device command-line option
+    (``parser.add_argument("--device", ...)``, any name ``is_device_name`` accepts)."""
+    if not any(isinstance(s, ast.If) and is_main(s.test) for s in module.body):
+        return False
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+               and node.func.attr == "add_argument" and any(map(is_device_name, _option_names(node)))
+               for node in ast.walk(module))
+
+
+_CUDA_TEXT = re.compile(r"cuda(?::\d+)?")
+_OTHER_TEXT = frozenset({"cpu", "mps", "xpu"})
+
+
+def dispatching_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """Parameters that ``function`` itself compares with ``"cuda"`` and with another device type
+    (``if device == "cpu": ... else: assert device == "cuda"``): code already written for several
+    backends, whose default names one of its own branches."""
+    seen: dict[str, set[str]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name):
+            for comparator in node.comparators:
+                items = comparator.elts if isinstance(comparator, (ast.Tuple, ast.List, ast.Set)) else [comparator]
+                for item in items:
+                    if isinstance(item, ast.Constant) and isinstance(item.value, str):
+                        kind = "cuda" if _CUDA_TEXT.fullmatch(item.value) else item.value
+                        seen.setdefault(node.left.id, set()).add(kind)
+    return frozenset(name for name, kinds in seen.items() if "cuda" in kinds and kinds & _OTHER_TEXT)

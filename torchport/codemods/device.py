@@ -328,7 +328,8 @@ class DeviceString(_StringRule):
     def visit_FunctionDef(self, m: Migrator, node: cst.FunctionDef) -> None:
         """A default whose rewrite would change nothing (see `_defaults`) stays as written, whatever rule
         would rewrite it; the TP110 note says why."""
-        defaults = [p for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)
+        defaults = [(p.name.value, p.default) for p in (*node.params.posonly_params, *node.params.params,
+                                                         *node.params.kwonly_params)
                     if p.default is not None and "cuda" in _EMPTY.code_for_node(p.default)]
         if not defaults or m.syntax is None:
             return
@@ -342,8 +343,7 @@ class DeviceString(_StringRule):
         unreachable = store["unreachable"].get(node.name.value, ()) if top else ()
         dispatching = dispatching_parameters(_function_tree(node))
         what = "private function" if node.name.value.startswith("_") else "script function"
-        for param in defaults:
-            name = param.name.value
+        for name, default in defaults:
             if name in unreachable:
                 why = f"a default no call reaches: every call of this {what} passes `{name}`"
             elif store["option"] and (top or method) and _is_device_name(name):
@@ -352,7 +352,7 @@ class DeviceString(_StringRule):
                 why = f'this function compares `{name}` with "cuda" and another device type itself'
             else:
                 continue
-            m.skip_region(param.default, why)
+            m.skip_region(default, why)
 
     def visit_Param(self, m: Migrator, node: cst.Param) -> None:
         if node.default is not None and DEVICE_WORD.search(node.name.value) and not node.name.value.endswith("type"):

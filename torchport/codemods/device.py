@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from libcst import matchers
 
 from torchport.codemods._base import CUDA_DEVICE_RE, call_name, cuda_literal_index, is_cuda_literal, keyword_arg, string_value
 from torchport.codemods._defaults import dispatching_parameters, script_device_option, unreachable_defaults
@@ -354,6 +356,12 @@ class DeviceString(_StringRule):
                 continue
             m.skip_region(default, why)
 
+    def visit_IndentedBlock(self, m: Migrator, node: cst.IndentedBlock) -> None:
+        _skip_dead_stores(m, node.body)
+
+    def visit_Module(self, m: Migrator, node: cst.Module) -> None:
+        _skip_dead_stores(m, node.body)
+
     def visit_Param(self, m: Migrator, node: cst.Param) -> None:
         if node.default is not None and DEVICE_WORD.search(node.name.value) and not node.name.value.endswith("type"):
             m.set_context(node.default, "str", self.code)
@@ -399,6 +407,33 @@ class DeviceString(_StringRule):
 
 
 _EMPTY = cst.Module([])
+
+
+def _single_store(statement: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
+    """``name = value`` alone on its line: (name, value)."""
+    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+        small = statement.body[0]
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            return small.targets[0].target.value, small.value
+    return None
+
+
+def _reads(node: cst.CSTNode, name: str) -> bool:
+    """Whether ``node`` reads variable ``name`` (an attribute or keyword of that name is not a read)."""
+    found = matchers.findall(node, matchers.Attribute() | matchers.Arg())
+    attrs = {id(a.attr) for a in found if isinstance(a, cst.Attribute)}
+    keywords = {id(a.keyword) for a in found if isinstance(a, cst.Arg) and a.keyword}
+    return any(id(n) not in attrs | keywords for n in matchers.findall(node, matchers.Name(name)))
+
+
+def _skip_dead_stores(m: Migrator, body: Sequence[cst.BaseStatement]) -> None:
+    """``device = torch.device("cuda" if a else "cpu")`` right before ``device = ...`` that does not read it:
+    the first value is never used, so rewriting it would change nothing."""
+    for first, second in zip(body, body[1:]):
+        store, again = _single_store(first), _single_store(second)
+        if store is not None and again is not None and store[0] == again[0] and "cuda" in _EMPTY.code_for_node(store[1]) \
+                and not _reads(again[1], store[0]):
+            m.skip_region(store[1], f"a dead store: the next line assigns `{store[0]}` again")
 
 
 def _is_device_name(name: str) -> bool:

@@ -88,6 +88,8 @@ class CudaDeviceApi(_Rename):
                 "import torch\nif tp.is_available():\n    model.cuda()\n"),
         Example("import torch.multiprocessing as mp\nimport torch\nmp.spawn(main, nprocs=torch.cuda.device_count())\n",
                 "import torch.multiprocessing as mp\nimport torch\nmp.spawn(main, nprocs=tp.process_count())\n"),
+        Example("import torch\nn = torch.cuda.device_count() // local_world_size\n",
+                "import torch\nn = tp.process_count() // local_world_size\n"),
         # A scope-correct name: this `synchronize` is a parameter, not torch's.
         Example("from torch.cuda import synchronize\n\n\ndef timer(fn, synchronize=True):\n    return synchronize\n"),
         # A guard of CUDA-only code stays a CUDA guard.

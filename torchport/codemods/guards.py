@@ -635,9 +635,12 @@ class CudaGuard(Rule):
                 self._rewrite(m, call, "process_count")
 
     def visit_BinaryOperation(self, m: Migrator, node: cst.BinaryOperation) -> None:
-        """``rank % torch.cuda.device_count()``: a local rank from the number of devices, one process each."""
+        """``rank % torch.cuda.device_count()``: a local rank from the number of devices, one process each;
+        ``torch.cuda.device_count() // local_world_size``: the devices of each process, one off CUDA."""
         if isinstance(node.operator, (cst.Modulo, cst.FloorDivide)) and isinstance(node.right, cst.Call):
             self._count(m, node.right)
+        if isinstance(node.operator, cst.FloorDivide) and isinstance(node.left, cst.Call):
+            self._count(m, node.left)
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> None:
         """A guard call that no rule decided on stays as written, with a note."""

@@ -418,6 +418,25 @@ def _single_store(statement: cst.BaseStatement) -> tuple[str, cst.BaseExpression
     return None
 
 
+def _only_device_uses(function: cst.FunctionDef, name: str, store: cst.Assign) -> bool:
+    """Whether every read of ``name`` in ``function`` (nested functions too), apart from ``store``, is a
+    device argument: ``.to(name)`` or ``device=name``; and there is one."""
+    allowed, inside = set(), {id(n) for n in matchers.findall(store, matchers.Name(name))}
+    for call in matchers.findall(function, matchers.Call()):
+        assert isinstance(call, cst.Call)
+        for index, arg in enumerate(call.args):
+            if (arg.keyword is not None and arg.keyword.value == "device") or (
+                    index == 0 and arg.keyword is None and isinstance(call.func, cst.Attribute)
+                    and call.func.attr.value == "to"):
+                allowed.add(id(arg.value))
+    names = [n for n in matchers.findall(function.body, matchers.Name(name)) if id(n) not in inside]
+    found = matchers.findall(function.body, matchers.Attribute() | matchers.Arg())
+    skipped = {id(a.attr) for a in found if isinstance(a, cst.Attribute)}
+    skipped |= {id(a.keyword) for a in found if isinstance(a, cst.Arg) and a.keyword}
+    reads = [n for n in names if id(n) not in skipped]
+    return bool(reads) and all(id(n) in allowed for n in reads)
+
+
 def _reads(node: cst.CSTNode, name: str) -> bool:
     """Whether ``node`` reads variable ``name`` (an attribute or keyword of that name is not a read)."""
     found = matchers.findall(node, matchers.Attribute() | matchers.Arg())
@@ -612,9 +631,40 @@ class IntegerDeviceId(Rule):
         Example("x.to(dtype)\n"),
         # Kept as an int: on CUDA a stored index must stay the int it was (`str(device)`, arithmetic).
         Example("import torch\ndevice = device or torch.cuda.current_device()\n"),
+        # ... unless the function uses it only as a device.
+        Example("import torch\n\n\ndef move(x, device=None):\n    device = device or torch.cuda.current_device()\n"
+                "    return x.to(device=device)\n",
+                "import torch\n\n\ndef move(x, device=None):\n    device = device or tp.device(torch.cuda.current_device())\n"
+                "    return x.to(device=device)\n"),
         # A file that never mentions CUDA or NCCL is left as it is (the id is reported).
         Example("model.to(args.local_rank)\n"),
     )
+
+    def visit_Assign(self, m: Migrator, node: cst.Assign) -> None:
+        """``device = device or torch.cuda.current_device()`` in a function that uses ``device`` only as a
+        device (``.to(device)``, ``device=device``): the stored index may become the device itself."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+            return
+        value = node.value  # the call itself, or `device or torch.cuda.current_device()`
+        operands = [value.left, value.right] if isinstance(value, cst.BooleanOperation) else [value]
+        if not any(is_current_device_call(m, c) for c in operands):
+            return
+        function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
+        if function is not None and _only_device_uses(function, node.targets[0].target.value, node):
+            m.store(self).setdefault("stored", set()).add(id(node))
+
+    def leave_Assign(self, m: Migrator, original: cst.Assign, updated: cst.Assign) -> cst.Assign | None:
+        if id(original) not in m.store(self).get("stored", ()) or not m.apply(self.code, original.value):
+            return None
+
+        def wrap(new: cst.BaseExpression) -> cst.BaseExpression:
+            current = m.runtime_call_name(new) == "current_device" or is_current_device_call(m, new)
+            return m.runtime_call("device", [new]) if current else new
+
+        value = updated.value
+        if isinstance(value, cst.BooleanOperation):
+            return updated.with_changes(value=value.with_changes(left=wrap(value.left), right=wrap(value.right)))
+        return updated.with_changes(value=wrap(value))
 
     def _wrap(self, m: Migrator, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression | None:
         if not (is_index(original) or is_current_device_call(m, original)):

@@ -431,6 +431,9 @@ class CudaGuard(Rule):
         Example("import unittest\nimport torch\n\n\nclass T(unittest.TestCase):\n    def setUp(self):\n"
                 "        if not torch.cuda.is_available():\n            self.skipTest('needs CUDA')\n\n"
                 "    def test_x(self):\n        x = torch.ones(2).cuda()\n"),
+        Example("import unittest\nimport torch\n\n\nclass Base(unittest.TestCase):\n    def setUp(self):\n"
+                "        if not torch.cuda.is_available():\n            raise unittest.SkipTest('needs CUDA')\n\n\n"
+                "class T(Base):\n    def test_x(self):\n        x = torch.ones(2).cuda()\n"),
         Example("import pytest\nimport torch\n\npytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='CUDA')\n"
                 "\n\ndef test_x():\n    x = torch.ones(2).cuda()\n"),
     )
@@ -579,7 +582,9 @@ class CudaGuard(Rule):
         if _ACCELERATOR_CLASS.match(node.name.value) or any(b.endswith("Accelerator") for b in bases):
             m.skip_region(node)  # an accelerator backend of its own
             return
-        if self._skipped_in_setup(m, node):
+        skipping = m.store(self).setdefault("skipping", set())  # test classes that skip without CUDA
+        if self._skipped_in_setup(m, node) or any(b in skipping for b in bases):
+            skipping.add(node.name.value)  # subclasses inherit the skipping setUp
             m.skip_region(node.body)
             return
         self.visit_FunctionDef(m, node)  # decorators: skipped test classes

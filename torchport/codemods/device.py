@@ -313,6 +313,7 @@ class DeviceString(_StringRule):
         # Labels are not devices.
         Example('import enum\n\n\nclass Backend(enum.Enum):\n    CUDA = "cuda"\n'),
         Example('KERNELS = {"cuda": 1, "cpu": 2}\n'),
+        Example('CONFIG = {"cuda": {"backend": "nccl", "device": "cuda"}, "xpu": {"backend": "xccl"}}\n'),
         Example('from typing import Literal\n\nDevice = Literal["cpu", "cuda"]\n'),
     )
 
@@ -381,6 +382,7 @@ class DeviceString(_StringRule):
             m.mark_handled(node.value)  # `assert f(args) == {"device": "cuda"}`: data a test expects back
         if is_cuda_literal(node.key):
             m.mark_handled(node.key)  # a key naming a backend is a label
+            m.skip_region(node.value, 'the value under a "cuda" key is the setting for CUDA alone')
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         torch_call = m.qname_startswith(node.func, "torch.")

@@ -253,6 +253,22 @@ def _negated_detection(m: Migrator, test: cst.BaseExpression) -> bool:
         return _cuda_detection(m, test.expression)
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
         return _negated_detection(m, test.left) or _negated_detection(m, test.right)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:  # `x.device.type != "cuda"`
+        target = test.comparisons[0]
+        if isinstance(target.operator, (cst.NotEqual, cst.NotIn)) and "cuda" in (
+                string_value(test.left), string_value(target.comparator)):
+            return tensor_type_check(test) is None or not (m.unsafe_fixes and m.enabled("TP008"))
+    return False
+
+
+def _asserts_cuda(m: Migrator, function: cst.FunctionDef) -> bool:
+    """A function that raises (or returns) first unless CUDA is there: ``if x.device.type != "cuda": raise``."""
+    for statement in function.body.body if isinstance(function.body, cst.IndentedBlock) else ():
+        if isinstance(statement, cst.If) and _negated_detection(m, statement.test) and _exits(statement.body):
+            return True
+        if isinstance(statement, cst.SimpleStatementLine) and not (m.unsafe_fixes and m.enabled("TP009")) and any(
+                isinstance(s, cst.Assert) and _cuda_detection(m, s.test) for s in statement.body):
+            return True  # (TP009 removes such asserts with --unsafe-fixes)
     return False
 
 
@@ -403,6 +419,9 @@ class CudaGuard(Rule):
     examples = (
         Example("import torch\nif torch.cuda.is_available():\n    import pynvml\n    pynvml.nvmlInit()\n"),
         Example("import torch\nif x.is_cuda:\n    y = x.cuda()\n"),
+        Example('generator_device = "cpu" if not device.startswith("cuda") else "cuda"\n'),
+        Example("import torch\n\n\ndef _check_cuda(q):\n    if q.device.type != 'cuda':\n        raise ValueError('CUDA only')\n\n\n"
+                "def check_capability(q):\n    _check_cuda(q)\n    return torch.cuda.get_device_capability(q.device)\n"),
         Example("import torch\nif torch.cuda.is_available():\n    d = 'cuda'\nelif torch.backends.mps.is_available():\n"
                 "    d = 'mps'\nelse:\n    d = 'cpu'\n"),
         Example("import unittest\nimport torch\n\n\n@unittest.skipIf(not torch.cuda.is_available(), 'needs CUDA')\n"
@@ -483,6 +502,9 @@ class CudaGuard(Rule):
             m.report_at(self.code, line, 0, "this program runs only where CUDA GPUs are (it checks here); "
                         "left as written")
         m.store(self)["others"] = bool(_OTHER_TEXT.search(m.source))
+        if "cuda" in m.source:  # module functions that raise unless CUDA is there
+            m.store(self)["asserting"] = {s.name.value for s in node.body
+                                          if isinstance(s, cst.FunctionDef) and _asserts_cuda(m, s)}
         if "is_available" in m.source:
             m.store(self)["flags"] = _flags(m)
 
@@ -500,6 +522,10 @@ class CudaGuard(Rule):
             if _availability_based(m, node.test) and _scan(m, node.body).chooses:
                 m.fact("kept", node)
             m.skip_region(node.body)
+        elif (id(node) not in m.store("TP005") and isinstance(node.test, cst.UnaryOperation)
+              and isinstance(node.test.operator, cst.Not) and _cuda_detection(m, node.test.expression)
+              and not _availability_based(m, node.test.expression)):
+            m.skip_region(node.orelse)  # `"cpu" if not device.startswith("cuda") else "cuda"`
 
     def visit_If(self, m: Migrator, node: cst.If) -> None:
         parent = m.ancestors[-2] if len(m.ancestors) > 1 else None
@@ -545,6 +571,10 @@ class CudaGuard(Rule):
             if isinstance(small, cst.Assert) and _cuda_detection(m, small.test) and not (
                     m.unsafe_fixes and m.enabled("TP009")):
                 self._skip_rest_of_block(m, node)
+            elif (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                  and isinstance(small.value.func, cst.Name)
+                  and small.value.func.value in m.store(self).get("asserting", ())):
+                self._skip_rest_of_block(m, node)  # `_check_device_cuda(q, k, v)`: it raises off CUDA
                 return
 
     def visit_ExceptHandler(self, m: Migrator, node: cst.ExceptHandler) -> None:

@@ -27,7 +27,7 @@ import libcst as cst
 
 from torchport.codemods import amp, cuda_api
 from torchport.codemods._base import call_name, dotted_name, is_cuda_literal, string_value
-from torchport.codemods._programs import cuda_only_program
+from torchport.codemods._programs import cuda_only_program, is_main
 from torchport.codemods._rule import Example, Rule
 from torchport.codemods.device import tensor_type_check
 
@@ -391,7 +391,41 @@ def _flags(m: Migrator) -> set[tuple[str, str]]:
                         elif isinstance(target, ast.Attribute):  # `args.cuda`, `self.use_cuda`: anywhere
                             flags.add(("*", ast.unparse(target)))
                     break
-    return flags
+    return flags | _flag_parameters(m.syntax, flags) if flags else flags
+
+
+def _flag_parameters(module: ast.Module, flags: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Parameters of module functions that every call in the module fills with a flag:
+    ``optimize(args, use_cuda, models)`` after ``use_cuda = torch.cuda.is_available() and not args.cpu``.
+    Only functions nothing outside the module calls: private ones, or those of a script."""
+    script = any(isinstance(s, ast.If) and is_main(s.test) for s in module.body)
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef | None] = {}
+    for statement in module.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                script or (statement.name.startswith("_") and not statement.name.endswith("__"))):
+            functions[statement.name] = None if statement.name in functions else statement
+    passed: dict[tuple[str, str], bool] = {}
+    scopes: list[tuple[ast.AST, str]] = [(module, "")]
+    while scopes:
+        scope, owner = scopes.pop()
+        for node in ast.iter_child_nodes(scope):
+            scopes.append((node, node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else owner))
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and functions.get(node.func.id)):
+                continue
+            function = functions[node.func.id]
+            assert function is not None
+            params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+            given = dict(zip(params, node.args))
+            given.update({k.arg: k.value for k in node.keywords if k.arg})
+            unknown = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
+            for param in (*params, *(a.arg for a in function.args.kwonlyargs)):
+                value = given.get(param)
+                flag = not unknown and value is not None and (
+                    (isinstance(value, ast.Name) and ((owner, value.id) in flags or ("", value.id) in flags))
+                    or (isinstance(value, ast.Attribute) and ("*", ast.unparse(value)) in flags))
+                key = (function.name, param)
+                passed[key] = passed.get(key, True) and flag
+    return {key for key, always in passed.items() if always}
 
 
 def _is_flag(m: Migrator, dotted: str) -> bool:
@@ -420,6 +454,9 @@ class CudaGuard(Rule):
         Example("import torch\nif torch.cuda.is_available():\n    import pynvml\n    pynvml.nvmlInit()\n"),
         Example("import torch\nif x.is_cuda:\n    y = x.cuda()\n"),
         Example('generator_device = "cpu" if not device.startswith("cuda") else "cuda"\n'),
+        # A private function whose every call passes a CUDA flag (also: a function of a script).
+        Example("import torch\n\n\ndef _setup(model, is_cuda):\n    if is_cuda:\n        model = model.cuda()\n    return model\n\n\n"
+                "def main():\n    use_cuda = torch.cuda.is_available()\n    return _setup(torch.nn.Linear(2, 2), use_cuda)\n"),
         Example("import torch\n\n\ndef _check_cuda(q):\n    if q.device.type != 'cuda':\n        raise ValueError('CUDA only')\n\n\n"
                 "def check_capability(q):\n    _check_cuda(q)\n    return torch.cuda.get_device_capability(q.device)\n"),
         Example("import torch\nif torch.cuda.is_available():\n    d = 'cuda'\nelif torch.backends.mps.is_available():\n"

@@ -89,6 +89,45 @@ def unreachable_defaults(module: ast.Module) -> dict[str, frozenset[str]]:
     return {name: frozenset(params) for name, params in unused.items() if params}
 
 
+def unreachable_method_defaults(module: ast.Module) -> dict[tuple[str, str], frozenset[str]]:
+    """Private methods (``_name``) of module-level classes whose named parameter defaults no call reaches.
+
+    Returns:
+        (class name, method name) -> parameters with an unused default: every reference to
+        ``.<method name>`` in the module is a call (``self._check(device=d)``) that passes them.
+    """
+    methods: dict[tuple[str, str], dict[str, int | None]] = {}
+    for statement in module.body:
+        if isinstance(statement, ast.ClassDef):
+            for item in statement.body:
+                if (isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("_")
+                        and not item.name.endswith("__") and not item.decorator_list):
+                    params = {name: (None if index is None else index - 1)  # `self` is not passed
+                              for name, index in _defaulted(item).items()}
+                    if params:
+                        methods[(statement.name, item.name)] = params
+    if not methods:
+        return {}
+    names = {method for _, method in methods}
+    calls = {id(n.func): n for n in ast.walk(module) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
+    unused = {key: set(params) for key, params in methods.items()}
+    owners = {}  # `self._check` inside class C means C's method; any other reference may mean any of them
+    for statement in module.body:
+        if isinstance(statement, ast.ClassDef):
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                    owners[id(node)] = statement.name
+    for node in ast.walk(module):
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            call = calls.get(id(node))
+            for key, params in methods.items():
+                if key[1] == node.attr and owners.get(id(node), key[0]) == key[0]:
+                    for param in list(unused[key]):
+                        if call is None or not _passed(call, param, params[param]):
+                            unused[key].discard(param)
+    return {key: frozenset(params) for key, params in unused.items() if params}
+
+
 def _option_names(call: ast.Call) -> list[str]:
     names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     names += [k.value.value for k in call.keywords

@@ -30,7 +30,12 @@ import libcst as cst
 from libcst import matchers
 
 from torchport.codemods._base import CUDA_DEVICE_RE, call_name, cuda_literal_index, is_cuda_literal, keyword_arg, string_value
-from torchport.codemods._defaults import dispatching_parameters, script_device_option, unreachable_defaults
+from torchport.codemods._defaults import (
+    dispatching_parameters,
+    script_device_option,
+    unreachable_defaults,
+    unreachable_method_defaults,
+)
 from torchport.codemods._rule import Example, Rule
 
 if TYPE_CHECKING:
@@ -310,6 +315,7 @@ class DeviceString(_StringRule):
         Example('def dtype(device="cuda"):\n    if device == "cpu":\n        return 1\n    assert device == "cuda"\n    return 2\n'),
         Example('config = {"device": "cuda", "lr": 1e-3}\n', 'config = {"device": tp.device_str(), "lr": 1e-3}\n'),
         Example('def test_kwargs():\n    assert build(args) == {"device_map": "cuda"}\n'),
+        Example('def test_offload_id(pipe):\n    pipe.enable_model_cpu_offload(gpu_id=5, device="cuda")\n'),
         # Labels are not devices.
         Example('import enum\n\n\nclass Backend(enum.Enum):\n    CUDA = "cuda"\n'),
         Example('KERNELS = {"cuda": 1, "cpu": 2}\n'),
@@ -340,13 +346,18 @@ class DeviceString(_StringRule):
         store = m.store(self)
         if "unreachable" not in store:
             store["unreachable"] = unreachable_defaults(m.syntax)
+            store["methods"] = unreachable_method_defaults(m.syntax)
             store["option"] = script_device_option(m.syntax, _is_device_name)
         kinds = [type(a) for a in m.ancestors[-4:-1]]
         top = kinds[-1:] == [cst.Module]
         method = kinds == [cst.Module, cst.ClassDef, cst.IndentedBlock]
         unreachable = store["unreachable"].get(node.name.value, ()) if top else ()
+        if method:
+            owner = m.ancestors[-3]
+            assert isinstance(owner, cst.ClassDef)
+            unreachable = store["methods"].get((owner.name.value, node.name.value), ())
         dispatching = dispatching_parameters(_function_tree(node))
-        what = "private function" if node.name.value.startswith("_") else "script function"
+        what = "private method" if method else "private function" if node.name.value.startswith("_") else "script function"
         for name, default in defaults:
             if name in unreachable:
                 why = f"a default no call reaches: every call of this {what} passes `{name}`"
@@ -391,7 +402,8 @@ class DeviceString(_StringRule):
             if keyword == "default" and not _names_a_device(node):
                 continue
             if keyword in _STRING_KEYWORDS and not (keyword in ("device", "map_location") and torch_call):
-                if (id(arg.value) not in m.contexts) and not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "to"):
+                if (id(arg.value) not in m.contexts) and not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "to") \
+                        and not (not torch_call and _in_test(m)):
                     m.set_context(arg.value, "str", self.code)
             elif keyword == "choices":
                 m.keep_literals(arg.value)
@@ -441,6 +453,12 @@ def _only_device_uses(function: cst.FunctionDef, name: str, store: cst.Assign) -
     skipped |= {id(a.keyword) for a in found if isinstance(a, cst.Arg) and a.keyword}
     reads = [n for n in names if id(n) not in skipped]
     return bool(reads) and all(id(n) in allowed for n in reads)
+
+
+def _in_test(m: Migrator) -> bool:
+    """Inside a test function (``def test_...``): a device string it gives a library call (not torch's) is
+    what the test checks, e.g. ``enable_model_cpu_offload(gpu_id=5, device="cuda")`` that runs on CPU."""
+    return any(isinstance(a, cst.FunctionDef) and a.name.value.startswith("test") for a in m.ancestors)
 
 
 def _reads(node: cst.CSTNode, name: str) -> bool:

@@ -201,6 +201,8 @@ class _OtherBackends(cst.CSTVisitor):
 
 
 _OTHER_TEXT = re.compile(r"\b(?:mps|xpu|npu|hpu|mlu|musa)\b|accelerator")
+# A module that fakes `torch.cuda` (a test patching `torch.cuda.mem_get_info`) uses "cuda:0" as a descriptor.
+_FAKES_CUDA = re.compile(r"""patch(?:\.object)?\(\s*(?:torch\.cuda\s*,|["']torch\.cuda\.)""")
 _OWN_MPS_PATH = re.compile(r"torch\.backends\.mps\.is_available|\.to\(\s*['\"]mps['\"]|device\(\s*['\"]mps['\"]")
 _CUDA_FUNCTION = re.compile(r"^cuda$|cuda_?graph|cudagraph", re.I)
 _CUDA_ONLY_IMPORT = re.compile(r"^(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda|"
@@ -480,6 +482,9 @@ class CudaGuard(Rule):
         # A module with its own MPS path keeps its CUDA guards (on XPU a runtime guard would split devices).
         Example("import torch\nif torch.cuda.is_available():\n    x = x.cuda()\nif torch.backends.mps.is_available():\n"
                 "    x = x.to('mps')\n"),
+        # A test module that fakes torch.cuda: its "cuda:0" is a descriptor that needs no GPU.
+        Example("import torch\nfrom unittest import mock\n\nDEVICE = torch.device('cuda:0')\n\n\n"
+                "def fake_memory():\n    return mock.patch.object(torch.cuda, 'mem_get_info', return_value=(1, 2))\n"),
         # A function that imports triton kernels runs only on CUDA.
         Example("import torch\n\n\ndef autotune(n):\n    from pkg.ops.triton.matmul_ext import matmul\n"
                 "    a = torch.randn(n, n, device='cuda')\n    matmul(a, a)\n"),
@@ -534,6 +539,9 @@ class CudaGuard(Rule):
             m.hold = "this module already moves data to MPS itself; a runtime guard would add a second choice"
         if _portable_or_cuda_only_module(m, node):
             m.skip_region(node)
+        elif _FAKES_CUDA.search(m.source):
+            m.skip_region(node, "this module fakes torch.cuda (mock.patch), so its CUDA devices are descriptors "
+                          "that need no GPU")
         elif m.syntax is not None and (line := cuda_only_program(m.syntax)) is not None:
             m.skip_region(node)
             m.report_at(self.code, line, 0, "this program runs only where CUDA GPUs are (it checks here); "

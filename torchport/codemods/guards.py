@@ -263,6 +263,25 @@ def _negated_detection(m: Migrator, test: cst.BaseExpression) -> bool:
     return False
 
 
+def _unset_attribute(m: Migrator, test: cst.BaseExpression) -> str | None:
+    """``hasattr(self, "name")`` in ``test`` (alone or and-ed) for an attribute this module never sets: the
+    name. (A base class of another module may set it; then the code under the guard is a miss, reported.)"""
+    parts = [test]
+    while isinstance(parts[-1], cst.BooleanOperation) and isinstance(parts[-1].operator, cst.And):
+        last = parts.pop()
+        assert isinstance(last, cst.BooleanOperation)
+        parts += [last.left, last.right]
+    for part in parts:
+        if (isinstance(part, cst.Call) and isinstance(part.func, cst.Name) and part.func.value == "hasattr"
+                and len(part.args) == 2 and isinstance(part.args[0].value, cst.Name)
+                and part.args[0].value.value == "self"):
+            name = string_value(part.args[1].value)
+            if name and name.isidentifier() and not re.search(
+                    rf"\b{name}\s*(?::[^=\n]*)?=(?!=)|setattr\([^)]*[\"']{name}[\"']", m.source):
+                return name
+    return None
+
+
 def _asserts_cuda(m: Migrator, function: cst.FunctionDef) -> bool:
     """A function that raises (or returns) first unless CUDA is there: ``if x.device.type != "cuda": raise``."""
     for statement in function.body.body if isinstance(function.body, cst.IndentedBlock) else ():
@@ -482,6 +501,10 @@ class CudaGuard(Rule):
         # A module with its own MPS path keeps its CUDA guards (on XPU a runtime guard would split devices).
         Example("import torch\nif torch.cuda.is_available():\n    x = x.cuda()\nif torch.backends.mps.is_available():\n"
                 "    x = x.to('mps')\n"),
+        # Code under a guard for an attribute nothing in the module sets.
+        Example("import torch\n\n\nclass P(Base):\n    def run(self):\n"
+                "        if hasattr(self, 'final_offload_hook') and self.final_offload_hook is not None:\n"
+                "            torch.cuda.empty_cache()\n"),
         # A test module that fakes torch.cuda: its "cuda:0" is a descriptor that needs no GPU.
         Example("import torch\nfrom unittest import mock\n\nDEVICE = torch.device('cuda:0')\n\n\n"
                 "def fake_memory():\n    return mock.patch.object(torch.cuda, 'mem_get_info', return_value=(1, 2))\n"),
@@ -575,6 +598,9 @@ class CudaGuard(Rule):
     def visit_If(self, m: Migrator, node: cst.If) -> None:
         parent = m.ancestors[-2] if len(m.ancestors) > 1 else None
         chain = _if_chain(node)
+        unset = _unset_attribute(m, node.test)
+        if unset is not None:  # `if hasattr(self, "final_offload_hook") and ...` where nothing sets it
+            m.skip_region(node.body, f"its guard asks for `self.{unset}`, which nothing in this module sets")
         if not (isinstance(parent, cst.If) and parent.orelse is node):  # the head of an if/elif chain
             if m.store(self).get("others") and any(
                     _mentions_other_backend(m, branch.test) or _mentions_other_backend(m, branch.body) for branch in chain):

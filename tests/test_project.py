@@ -117,3 +117,17 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
 ])
 def test_blocker(text: str, expected: tuple[int, str] | None) -> None:
     assert blocker(text) == expected
+
+
+def test_a_held_module_keeps_its_unconditional_moves(tmp_path: Path) -> None:
+    """On a Mac the held guard keeps the model on the CPU; moving the input to the picked device (MPS)
+    would split them, so data moves in a held module stay as written, reported."""
+    _tree(tmp_path, {
+        "timing.py": "import torch\n\n\ndef dtw(x):\n    return x.double()\n",
+        "run.py": "import timing\nimport torch\n\nif torch.cuda.is_available():\n    model = model.cuda()\n"
+                  "x = torch.ones(2).cuda()\ntorch.cuda.synchronize()\n",
+    })
+    run = _run(tmp_path)["run.py"]
+    assert run.hold is not None
+    assert "x = torch.ones(2).cuda()" in run.migrated and "tp.synchronize()" in run.migrated
+    assert any(d.code == "TP110" and "TP001 would apply" in d.message for d in run.diagnostics)

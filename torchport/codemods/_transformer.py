@@ -48,6 +48,7 @@ def _tables(rules: Sequence[Rule]) -> tuple[dict[str, list], dict[str, list], di
 
 _VISITS, _ARGUMENTS, _REPLACING = _tables(RULES_IN_ORDER)
 _CUDA_TEXT = re.compile(r"cuda|nccl", re.I)
+_DEVICE_MOVES = frozenset({"TP001", "TP002", "TP003", "TP006"})  # rewrites that choose where tensors go
 # Nodes that name nothing by themselves: an attribute's name, a keyword argument's name, a parameter's.
 _NAME_FIELDS = {cst.Attribute: "attr", cst.Arg: "keyword", cst.Param: "name", cst.FunctionDef: "name",
                 cst.ClassDef: "name"}
@@ -317,6 +318,11 @@ class Migrator(cst.CSTTransformer):
         if not self.enabled(code) or self._is_suppressed(code, start.line):
             return False
         rule = RULES_BY_CODE[code]
+        if self.hold is not None and code in _DEVICE_MOVES and not self._skip_depth:
+            # The project keeps this module's device choices CUDA-or-CPU: a move to the picked device would
+            # put tensors on MPS beside the CPU ones there. Left for the author, with the reason.
+            self.report("TP110", node, f"left as written ({code} would apply): {self.hold}")
+            return False
         if self._skip_depth and not (rule.safety == "unsafe" and not self.unsafe_fixes):
             self.report("TP110", node, f"left as written ({code} would apply): {self._skip_reasons[-1]}")
             return False

@@ -518,6 +518,35 @@ def test_simulated_xpu():
     ]
 
 
+script("sim_mps_group", enabled=NO_ACCELERATOR)(
+    """
+    import json, os, tempfile, torch
+    import torch.distributed as dist
+    torch.backends.mps.is_available = lambda: True
+    from torchport import runtime as tp
+    before = [str(tp.device()), tp.device_str(), tp.device_type(), str(tp.device(0))]
+    store = os.path.join(tempfile.mkdtemp(), "store")
+    dist.init_process_group(tp.distributed_backend(), init_method="file://" + store, rank=0, world_size=1)
+    after = [tp.device_type(), str(tp.device()), tp.device_str(), str(tp.device(0))]
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).to(tp.device()),
+                                                      device_ids=tp.ddp_device_ids([0]))
+    loss = torch.zeros(2).to(tp.device(0))
+    dist.all_reduce(loss)
+    print(json.dumps({"before": before, "after": after, "ddp": type(model).__name__}))
+    dist.destroy_process_group()
+    """
+)
+
+
+@needs_no_accelerator
+def test_simulated_mps_moves_to_the_cpu_in_a_process_group():
+    """gloo carries no MPS tensors: once a group exists, DDP and collectives run on the CPU."""
+    out = run_json("sim_mps_group")
+    assert out["before"] == ["mps", "mps", "mps", "mps"]
+    assert out["after"] == ["cpu", "cpu", "cpu", "cpu"]
+    assert out["ddp"] == "DistributedDataParallel"
+
+
 @needs_no_accelerator
 def test_simulated_mps():
     out = run_json("sim_mps")

@@ -136,27 +136,42 @@ def _specs(kind: str, dev: torch.device) -> dict[str, torch.device]:
     return table
 
 
-def _select() -> None:
-    """Pick the device once and publish the state globals (thread safe, idempotent).
-
-    ``_TYPE`` is stored last: its presence means the state is complete.
-    """
+def _publish(dev: torch.device) -> None:
+    """Store the state globals for ``dev`` (``_TYPE`` last: its presence means the state is complete)."""
+    kind = dev.type
     g = globals()
+    g.update(
+        _DEVICE=dev,
+        _DEVICE_STR=str(dev),
+        _MODULE=getattr(torch, kind) if kind != "cpu" else None,
+        _CUDA=kind == "cuda",
+        _INDEXED=kind in ("cuda", "xpu"),
+        _ACCEL=kind != "cpu",
+        _SPECS=_specs(kind, dev),
+    )
+    g["_TYPE"] = kind
+
+
+def _select() -> None:
+    """Pick the device once and publish the state globals (thread safe, idempotent)."""
     with _lock:
-        if "_TYPE" in g:
+        if "_TYPE" in globals():
             return
-        dev = _pick()  # raises before anything is stored
-        kind = dev.type
-        g.update(
-            _DEVICE=dev,
-            _DEVICE_STR=str(dev),
-            _MODULE=getattr(torch, kind) if kind != "cpu" else None,
-            _CUDA=kind == "cuda",
-            _INDEXED=kind in ("cuda", "xpu"),
-            _ACCEL=kind != "cpu",
-            _SPECS=_specs(kind, dev),
-        )
-        g["_TYPE"] = kind
+        _publish(_pick())  # raises before anything is stored
+
+
+def _leave_mps() -> None:
+    """Move the pick from MPS to the CPU, once a process group exists.
+
+    torch.distributed has no MPS backend: gloo carries CPU (and CUDA) tensors only, so DDP, FSDP and
+    collectives over MPS tensors raise "No backend type associated with device type mps". A process that
+    joined a group computes on the CPU instead (as ``fsdp_device_id`` already arranges for FSDP). Called by
+    `_device.device`, `device_str` and `device_type` while MPS is picked; never on CUDA.
+    """
+    with _lock:
+        if globals().get("_TYPE") == "mps":
+            _forget()
+            _publish(torch.device("cpu"))
 
 
 def _forget() -> None:

@@ -24,6 +24,12 @@ def _is_cuda_str(spec: str) -> bool:
     return spec == "cuda" or spec.startswith("cuda:")
 
 
+def _off_mps_in_a_group() -> None:
+    """On MPS, once ``torch.distributed`` is initialized, the pick becomes the CPU (see `_backend._leave_mps`)."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        _b._leave_mps()
+
+
 def device(spec: Any = None) -> Any:
     """Return the device to use for ``spec``; mirrors ``torch.device("cuda", ...)``.
 
@@ -43,12 +49,16 @@ def device(spec: Any = None) -> Any:
         str/device (the same object for a ``torch.device``), and
         ``torch.device("cuda", i)`` for an int. On XPU: the same index on the
         XPU (``"cuda"`` and an index-less device give the picked device). On
-        MPS and CPU: the picked device (never ``cpu:0``). Other specs: ``spec``.
+        MPS and CPU: the picked device (never ``cpu:0``); on MPS the CPU once a
+        ``torch.distributed`` process group exists (gloo carries no MPS tensors).
+        Other specs: ``spec``.
 
     Raises:
         RuntimeError: from ``torch.device`` for a malformed ``"cuda..."`` string,
             or a negative index on CUDA/XPU.
     """
+    if _b._TYPE == "mps":
+        _off_mps_in_a_group()
     if spec is None:
         return _b._DEVICE
     kind = type(spec)  # exact types: cheaper than isinstance, and excludes bool
@@ -86,6 +96,8 @@ def device_str(spec: str | int | torch.device | None = None) -> str:
         TypeError: ``spec`` is not ``None``, an int, a str or a ``torch.device``.
         RuntimeError: as :func:`device`.
     """
+    if _b._TYPE == "mps":
+        _off_mps_in_a_group()
     if spec is None:
         return _b._DEVICE_STR
     if isinstance(spec, str) and not _is_cuda_str(spec):
@@ -116,8 +128,11 @@ def device_type() -> str:
 
     Replaces the literal ``"cuda"`` where torch wants a device *type*, e.g.
     ``torch.amp.autocast(device_type())``, ``torch.amp.GradScaler(device_type())``.
-    On CUDA: exactly ``"cuda"``.
+    On CUDA: exactly ``"cuda"``. On MPS: ``"cpu"`` once a ``torch.distributed``
+    process group exists, as :func:`device`.
     """
+    if _b._TYPE == "mps":
+        _off_mps_in_a_group()
     return _b._TYPE
 
 

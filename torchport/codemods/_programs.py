@@ -105,7 +105,8 @@ def _calls_any(body: list[ast.stmt], names: set[str]) -> bool:
 def cuda_only_program(module: ast.Module) -> int | None:
     """The line of the requirement that makes ``module`` (CPython's tree) a program that runs only on CUDA:
     a top-level ``if not <CUDA found>: exit``, or a ``__main__`` block that asserts CUDA, exits without it,
-    or calls the module's functions only where CUDA GPUs were found. None for any other module."""
+    or calls the module's functions only where CUDA GPUs were found, or whose main function builds faiss GPU
+    resources unconditionally. None for any other module."""
     defined = {s.name for s in module.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     top = _Flags(module.body)
     for statement in module.body:
@@ -121,5 +122,24 @@ def cuda_only_program(module: ast.Module) -> int | None:
                     _exits(inner.body) or (inner.orelse and not _calls_any(inner.body, defined))):
                 return inner.lineno
             if _calls_any([inner], defined):
-                return None  # the program's work starts before any requirement
+                return _gpu_only_work(module, inner)  # the program's work starts here
+    return None
+
+
+# Calls that need a CUDA GPU whatever torch picks: faiss's GPU index resources.
+_GPU_ONLY_CALLS = frozenset({"StandardGpuResources", "index_cpu_to_gpu", "index_cpu_to_all_gpus"})
+
+
+def _gpu_only_work(module: ast.Module, call_site: ast.stmt) -> int | None:
+    """The line of a GPU-only call (``faiss.StandardGpuResources()``) made unconditionally, at the top level of
+    a function that the ``__main__`` statement ``call_site`` calls; None if there is none."""
+    called = {n.func.id for n in ast.walk(call_site) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    for function in module.body:
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and function.name in called:
+            for statement in function.body:
+                if isinstance(statement, (ast.Assign, ast.Expr)):
+                    for node in ast.walk(statement):
+                        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                                and node.func.attr in _GPU_ONLY_CALLS):
+                            return node.lineno
     return None

@@ -21,6 +21,7 @@ Every runtime function a rename lands on is, on CUDA, the `torch.cuda` call it r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -43,6 +44,18 @@ def cuda_tail(qualified_name: str) -> str | None:
     name = qualified_name[len("torch.cuda."):]
     head, _, tail = name.partition(".")
     return tail if head in _SUBMODULES and tail else name
+
+
+_EMPTY = cst.Module([])
+
+
+def _lone_call(statement: cst.BaseStatement) -> cst.Call | None:
+    """The call that makes up a whole statement line (``torch.manual_seed(0)``), if it is one."""
+    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+        small = statement.body[0]
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            return small.value
+    return None
 
 
 class _Rename(Rule):
@@ -155,7 +168,31 @@ class CudaRngApi(_Rename):
     table = {**{n: n for n in ("manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state",
                                "set_rng_state")}, "seed_all": "seed"}
     names = frozenset(f"torch.cuda.{n}" for n in table)
-    examples = (Example("import torch\ntorch.cuda.manual_seed_all(0)\n", "import torch\ntp.manual_seed_all(0)\n"),)
+    examples = (
+        Example("import torch\ntorch.cuda.manual_seed_all(0)\n", "import torch\ntp.manual_seed_all(0)\n"),
+        # `torch.manual_seed(seed)` already seeds every device, the picked one included.
+        Example("import torch\ntorch.manual_seed(seed)\ntorch.cuda.manual_seed_all(seed)\n"),
+    )
+
+    def visit_IndentedBlock(self, m: Migrator, node: cst.IndentedBlock) -> None:
+        self._after_global_seed(m, node.body)
+
+    def visit_Module(self, m: Migrator, node: cst.Module) -> None:
+        self._after_global_seed(m, node.body)
+
+    def _after_global_seed(self, m: Migrator, body: Sequence[cst.BaseStatement]) -> None:
+        """``torch.cuda.manual_seed[_all](x)`` after ``torch.manual_seed(x)`` in the same block changes nothing."""
+        seeded: set[str] = set()
+        for statement in body:
+            call = _lone_call(statement)
+            if call is None or len(call.args) != 1:
+                continue
+            arg = _EMPTY.code_for_node(call.args[0].value)
+            if m.has_qname(call.func, "torch.manual_seed"):
+                seeded.add(arg)
+            elif arg in seeded and (m.has_qname(call.func, "torch.cuda.manual_seed_all")
+                                    or m.has_qname(call.func, "torch.cuda.manual_seed")):
+                m.skip_region(statement, f"torch.manual_seed({arg}) above already seeds every device")
 
 
 class CudaOomError(_Rename):

@@ -498,6 +498,8 @@ class CudaGuard(Rule):
                 "        print(f'Requires at least 8 GPUs, got {n_gpus}')\n    else:\n        demo(0)\n"),
         Example("import torch\n\n\ndef main():\n    x = torch.ones(2).cuda()\n\n\nif __name__ == '__main__':\n"
                 "    assert torch.cuda.is_available(), 'needs CUDA'\n    main()\n"),
+        Example("import faiss\nimport torch\n\n\ndef main():\n    x = torch.ones(2).cuda()\n"
+                "    res = faiss.StandardGpuResources()\n\n\nif __name__ == '__main__':\n    main()\n"),
         # A module with its own MPS path keeps its CUDA guards (on XPU a runtime guard would split devices).
         Example("import torch\nif torch.cuda.is_available():\n    x = x.cuda()\nif torch.backends.mps.is_available():\n"
                 "    x = x.to('mps')\n"),

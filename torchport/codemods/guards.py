@@ -206,7 +206,7 @@ _FAKES_CUDA = re.compile(r"""patch(?:\.object)?\(\s*(?:torch\.cuda\s*,|["']torch
 _OWN_MPS_PATH = re.compile(r"torch\.backends\.mps\.is_available|\.to\(\s*['\"]mps['\"]|device\(\s*['\"]mps['\"]")
 _CUDA_FUNCTION = re.compile(r"^cuda$|cuda_?graph|cudagraph", re.I)
 _CUDA_ONLY_IMPORT = re.compile(r"^(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda|"
-                               r"numba\.cuda|tensorrt|polygraphy|cuda)(?:\.|$)")
+                               r"numba\.cuda|tensorrt|polygraphy|cuda|\w+_cuda)(?:\.|$)")  # `fused_adam_cuda`: a kernel
 _PORTABLE_IMPORT = re.compile(r"^(?:torch_npu|habana_frameworks|intel_extension_for_pytorch|torch_mlu)(?:\.|$)|"
                               r"(?:^|\.)accelerator(?:\.|$)")
 
@@ -228,6 +228,29 @@ def _portable_or_cuda_only_module(m: Migrator, module: cst.Module) -> bool:
             elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
                 names = [dotted_name(small.module) or ""]
             if any(_CUDA_ONLY_IMPORT.match(n) or _PORTABLE_IMPORT.search(n) for n in names):
+                return True
+    return False
+
+
+def _cuda_only_class(m: Migrator, node: cst.ClassDef, bases: list[str]) -> bool:
+    """A class built on a CUDA-only library: a base imported from one (``class FusedAdamV2(FusedAdam)`` after
+    ``from apex.optimizers import FusedAdam``), or an ``__init__`` that imports one
+    (``importlib.import_module("fused_adam_cuda")``)."""
+    if m.syntax is None:
+        return False
+    store = m.store("TP110-classes")
+    if "names" not in store:
+        names = set()
+        for statement in ast.walk(m.syntax):
+            if isinstance(statement, ast.ImportFrom) and statement.module and _CUDA_ONLY_IMPORT.match(statement.module):
+                names |= {a.asname or a.name for a in statement.names}
+        store["names"] = names
+    if any(b in store["names"] for b in bases):
+        return True
+    for item in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
+        if isinstance(item, cst.FunctionDef) and item.name.value == "__init__":
+            text = cst.Module([]).code_for_node(item)
+            if _imports_cuda_only(item) or re.search(r"import_module\(\s*[\"']\w+_cuda[\"']", text):
                 return True
     return False
 
@@ -500,6 +523,9 @@ class CudaGuard(Rule):
                 "    assert torch.cuda.is_available(), 'needs CUDA'\n    main()\n"),
         Example("import faiss\nimport torch\n\n\ndef main():\n    x = torch.ones(2).cuda()\n"
                 "    res = faiss.StandardGpuResources()\n\n\nif __name__ == '__main__':\n    main()\n"),
+        # Classes built on CUDA-only libraries.
+        Example("import torch\nfrom apex.optimizers import FusedAdam\n\n\nclass Adam2(FusedAdam):\n"
+                "    def step(self):\n        torch.cuda.synchronize()\n"),
         # A module with its own MPS path keeps its CUDA guards (on XPU a runtime guard would split devices).
         Example("import torch\nif torch.cuda.is_available():\n    x = x.cuda()\nif torch.backends.mps.is_available():\n"
                 "    x = x.to('mps')\n"),
@@ -682,6 +708,9 @@ class CudaGuard(Rule):
 
     def visit_ClassDef(self, m: Migrator, node: cst.ClassDef) -> None:
         bases = [dotted_name(b.value) or "" for b in node.bases]
+        if _cuda_only_class(m, node, bases):
+            m.skip_region(node.body, "this class needs a CUDA-only library (its base, or an import in __init__)")
+            return
         if _ACCELERATOR_CLASS.match(node.name.value) or any(b.endswith("Accelerator") for b in bases):
             m.skip_region(node)  # an accelerator backend of its own
             return

@@ -22,7 +22,7 @@ import ast
 import re
 from collections.abc import Callable
 
-from torchport.codemods._programs import is_main
+from torchport.codemods._programs import closed_functions, is_script
 
 # Decorators that return the function unchanged for callers (others may register it to be called elsewhere).
 _PLAIN_DECORATORS = frozenset({"no_grad", "inference_mode", "enable_grad", "wraps", "lru_cache", "cache"})
@@ -61,15 +61,9 @@ def unreachable_defaults(module: ast.Module) -> dict[str, frozenset[str]]:
         private or the module is a script, it has only plain decorators, each reference to its name in
         the module is a call, and each call passes those parameters.
     """
-    script = any(isinstance(s, ast.If) and is_main(s.test) for s in module.body)
-    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-    for statement in module.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions.setdefault(statement.name, []).append(statement)
     candidates = {
-        name: _defaulted(defs[0]) for name, defs in functions.items()
-        if len(defs) == 1 and (script or (name.startswith("_") and not name.endswith("__")))
-        and all(_decorator_name(d) in _PLAIN_DECORATORS for d in defs[0].decorator_list)
+        name: _defaulted(function) for name, function in closed_functions(module).items()
+        if all(_decorator_name(d) in _PLAIN_DECORATORS for d in function.decorator_list)
     }
     candidates = {name: params for name, params in candidates.items() if params}
     if not candidates:
@@ -138,7 +132,7 @@ def _option_names(call: ast.Call) -> list[str]:
 def script_device_option(module: ast.Module, is_device_name: Callable[[str], bool]) -> bool:
     """Whether ``module`` is a script (a ``__main__`` block) with a device command-line option
     (``parser.add_argument("--device", ...)``, any name ``is_device_name`` accepts)."""
-    if not any(isinstance(s, ast.If) and is_main(s.test) for s in module.body):
+    if not is_script(module):
         return False
     return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                and node.func.attr == "add_argument" and any(map(is_device_name, _option_names(node)))

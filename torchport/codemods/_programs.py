@@ -97,6 +97,23 @@ def is_main(test: ast.AST) -> bool:
             and test.comparators[0].value == "__main__")
 
 
+def is_script(module: ast.Module) -> bool:
+    """Whether ``module`` has a top-level ``if __name__ == "__main__":`` block."""
+    return any(isinstance(s, ast.If) and is_main(s.test) for s in module.body)
+
+
+def closed_functions(module: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Module-level functions that nothing outside the module calls, by name: the private ones (``_name``),
+    or every function of a script. A name defined twice is left out."""
+    script = is_script(module)
+    found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef | None] = {}
+    for statement in module.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                script or (statement.name.startswith("_") and not statement.name.endswith("__"))):
+            found[statement.name] = None if statement.name in found else statement
+    return {name: function for name, function in found.items() if function is not None}
+
+
 def _calls_any(body: list[ast.stmt], names: set[str]) -> bool:
     return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
                for statement in body for node in ast.walk(statement))

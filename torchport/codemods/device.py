@@ -447,11 +447,7 @@ def _only_device_uses(function: cst.FunctionDef, name: str, store: cst.Assign) -
                     index == 0 and arg.keyword is None and isinstance(call.func, cst.Attribute)
                     and call.func.attr.value == "to"):
                 allowed.add(id(arg.value))
-    names = [n for n in matchers.findall(function.body, matchers.Name(name)) if id(n) not in inside]
-    found = matchers.findall(function.body, matchers.Attribute() | matchers.Arg())
-    skipped = {id(a.attr) for a in found if isinstance(a, cst.Attribute)}
-    skipped |= {id(a.keyword) for a in found if isinstance(a, cst.Arg) and a.keyword}
-    reads = [n for n in names if id(n) not in skipped]
+    reads = [n for n in _name_reads(function.body, name) if id(n) not in inside]
     return bool(reads) and all(id(n) in allowed for n in reads)
 
 
@@ -461,12 +457,12 @@ def _in_test(m: Migrator) -> bool:
     return any(isinstance(a, cst.FunctionDef) and a.name.value.startswith("test") for a in m.ancestors)
 
 
-def _reads(node: cst.CSTNode, name: str) -> bool:
-    """Whether ``node`` reads variable ``name`` (an attribute or keyword of that name is not a read)."""
+def _name_reads(node: cst.CSTNode, name: str) -> list[cst.CSTNode]:
+    """The reads of variable ``name`` in ``node`` (an attribute or keyword of that name is not a read)."""
     found = matchers.findall(node, matchers.Attribute() | matchers.Arg())
-    attrs = {id(a.attr) for a in found if isinstance(a, cst.Attribute)}
-    keywords = {id(a.keyword) for a in found if isinstance(a, cst.Arg) and a.keyword}
-    return any(id(n) not in attrs | keywords for n in matchers.findall(node, matchers.Name(name)))
+    names = {id(a.attr) for a in found if isinstance(a, cst.Attribute)}
+    names |= {id(a.keyword) for a in found if isinstance(a, cst.Arg) and a.keyword}
+    return [n for n in matchers.findall(node, matchers.Name(name)) if id(n) not in names]
 
 
 def _skip_dead_stores(m: Migrator, body: Sequence[cst.BaseStatement]) -> None:
@@ -475,7 +471,7 @@ def _skip_dead_stores(m: Migrator, body: Sequence[cst.BaseStatement]) -> None:
     for first, second in zip(body, body[1:]):
         store, again = _single_store(first), _single_store(second)
         if store is not None and again is not None and store[0] == again[0] and "cuda" in _EMPTY.code_for_node(store[1]) \
-                and not _reads(again[1], store[0]):
+                and not _name_reads(again[1], store[0]):
             m.skip_region(store[1], f"a dead store: the next line assigns `{store[0]}` again")
 
 

@@ -27,7 +27,7 @@ import libcst as cst
 
 from torchport.codemods import amp, cuda_api
 from torchport.codemods._base import call_name, dotted_name, is_cuda_literal, string_value
-from torchport.codemods._programs import cuda_only_program, is_main
+from torchport.codemods._programs import closed_functions, cuda_only_program
 from torchport.codemods._rule import Example, Rule
 from torchport.codemods.device import tensor_type_check
 
@@ -442,22 +442,16 @@ def _flag_parameters(module: ast.Module, flags: set[tuple[str, str]]) -> set[tup
     """Parameters of module functions that every call in the module fills with a flag:
     ``optimize(args, use_cuda, models)`` after ``use_cuda = torch.cuda.is_available() and not args.cpu``.
     Only functions nothing outside the module calls: private ones, or those of a script."""
-    script = any(isinstance(s, ast.If) and is_main(s.test) for s in module.body)
-    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef | None] = {}
-    for statement in module.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
-                script or (statement.name.startswith("_") and not statement.name.endswith("__"))):
-            functions[statement.name] = None if statement.name in functions else statement
+    functions = closed_functions(module)
     passed: dict[tuple[str, str], bool] = {}
     scopes: list[tuple[ast.AST, str]] = [(module, "")]
     while scopes:
         scope, owner = scopes.pop()
         for node in ast.iter_child_nodes(scope):
             scopes.append((node, node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else owner))
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and functions.get(node.func.id)):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions):
                 continue
             function = functions[node.func.id]
-            assert function is not None
             params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
             given = dict(zip(params, node.args))
             given.update({k.arg: k.value for k in node.keywords if k.arg})

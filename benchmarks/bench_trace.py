@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import timeit
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode

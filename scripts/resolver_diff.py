@@ -26,13 +26,14 @@ sys.path.insert(0, str(ROOT))
 
 import libcst as cst  # noqa: E402
 
-from torchport.codemods._scope import Resolver  # noqa: E402
+from torchport.codemods.analysis.scope import Resolver  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
-from test_scope import _facts_mismatches  # noqa: E402 - the symbol-table oracle of the scope facts
-from test_scope import _exact_static  # noqa: E402 - the symbol-table rule for `static`
+from test_scope import (
+    _exact_static,  # noqa: E402 - the symbol-table rule for `static`
+    _facts_mismatches,  # noqa: E402 - the symbol-table oracle of the scope facts
+)
 from test_scope import _qnp_reads as qnp_reads  # noqa: E402 - QualifiedNameProvider's answer for every Name read
-
 
 
 def check_static(source: str) -> tuple[list[str], list[str]]:

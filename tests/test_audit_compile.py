@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from torchport.engine import migrate_file
 from torchport.checks import audit as audit_module
 from torchport.checks.audit import Audit
+from torchport.pipeline.engine import migrate_file
 
 HERE = os.path.abspath(__file__)
 ROOT = str(Path(__file__).resolve().parent.parent)

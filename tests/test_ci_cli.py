@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from torchport.cli import app
-from torchport.formats import github_lines
+from torchport.report.formats import github_lines
 
 CUDA = "import torch\n\nx = torch.zeros(2).cuda()\ntorch.cuda.get_arch_list()\n"
 # The SARIF 2.1.0 schema (OASIS, sarif-spec Schemata/sarif-schema-2.1.0.json), vendored: tests run offline.
@@ -60,8 +60,7 @@ def test_github_annotations_one_per_finding_with_escaping(cli: CliRunner, repo: 
     lines = result.stdout.splitlines()
     assert len(lines) == 3 and all(line.startswith("::warning file=") for line in lines)
     assert lines[0].startswith("::warning file=a.py,line=3,col=5,title=TP001::TP001 ")
-    from torchport.engine import FileResult
-    from torchport.diagnostic import Diagnostic
+    from torchport.results import Diagnostic, FileResult
 
     odd = FileResult(path=repo / "x,y:z%.py", display="x", original="a", migrated="a",
                      diagnostics=[Diagnostic("TP101", 2, 0, "50% off\nnext line: a, b")])

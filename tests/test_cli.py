@@ -160,7 +160,7 @@ def test_progress_bar_only_on_a_terminal() -> None:
 
     from rich.console import Console
 
-    from torchport.report import PROGRESS_MIN_FILES, progress_bar
+    from torchport.report.console import PROGRESS_MIN_FILES, progress_bar
 
     shown = io.StringIO()
     terminal = Console(file=shown, force_terminal=True, width=100)

@@ -10,9 +10,9 @@ import torch
 from torch import nn
 from typer.testing import CliRunner
 
-from torchport.cli import app
-from torchport.compare import compare_runs
 from torchport.checks import debug
+from torchport.checks.compare import compare_runs
+from torchport.cli import app
 
 
 class Net(nn.Module):

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from torchport.codemods._programs import cuda_only_program
+from torchport.codemods.analysis.programs import cuda_only_program
 
 MAIN = "import torch\n\n\ndef main():\n    pass\n\n\nif __name__ == '__main__':\n"
 

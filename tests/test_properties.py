@@ -26,7 +26,9 @@ set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "torchport-hypothesis")
 
 from torchport.codemods import RULES  # noqa: E402
 from torchport.config import ALL_TARGETS, Settings  # noqa: E402
-from torchport.engine import FileResult, migrate_source, read_source, write_atomic  # noqa: E402
+from torchport.pipeline.engine import migrate_source, read_source  # noqa: E402
+from torchport.pipeline.writes import write_atomic  # noqa: E402
+from torchport.results import FileResult  # noqa: E402
 
 try:
     import hypothesmith
@@ -267,7 +269,7 @@ def rule_example_programs(draw: st.DrawFn) -> str:
 @examples(60)
 @given(st.one_of(cuda_programs(), rule_example_programs()), run_settings())
 def test_skipping_quiet_statements_changes_nothing(source: str, run: Settings) -> None:
-    import torchport.codemods._transformer as transformer
+    import torchport.codemods.core.transformer as transformer
     from torchport.codemods import migrate_code
 
     try:
@@ -280,9 +282,8 @@ def test_skipping_quiet_statements_changes_nothing(source: str, run: Settings) -
 
 
 def _migrate_without_skipping(source: str, run: Settings, transformer: object) -> object:
-    from torchport.codemods import migrate_code
-
     import torchport.codemods as codemods
+    from torchport.codemods import migrate_code
 
     real_lines, real_map = codemods.code_trigger_lines, transformer.map_statements  # type: ignore[attr-defined]
     codemods.code_trigger_lines = lambda source, *args: list(range(1, source.count("\n") + 2))

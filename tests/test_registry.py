@@ -9,7 +9,7 @@ import pytest
 
 import torchport.runtime as runtime
 from torchport.codemods import FAMILIES, RULES
-from torchport.codemods._registry import family_rules
+from torchport.codemods.core.registry import family_rules
 
 ROOT = Path(__file__).parent.parent
 

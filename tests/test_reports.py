@@ -9,9 +9,9 @@ import pytest
 
 from torchport.codemods import RULES, migrate_code
 from torchport.config import ConfigError, Settings, find_pyproject, load, parse_targets
-from torchport.engine import migrate_file
-from torchport.formats import to_json, to_sarif
-from torchport.statistics import file_statistics, leftover_sites
+from torchport.pipeline.engine import migrate_file
+from torchport.report.formats import to_json, to_sarif
+from torchport.report.statistics import file_statistics, leftover_sites
 
 SOURCE = """import torch
 
@@ -137,7 +137,7 @@ def test_sarif_fixes_rebuild_the_migrated_file(tmp_path: Path) -> None:
 
 
 def test_prefilter_skips_only_files_no_rule_can_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import torchport.engine as engine
+    import torchport.pipeline.engine as engine
 
     calls: list[str] = []
     real = engine.migrate_code

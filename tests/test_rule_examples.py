@@ -9,7 +9,7 @@ import re
 import pytest
 
 import torchport.codemods as codemods
-import torchport.codemods._transformer as transformer
+import torchport.codemods.core.transformer as transformer
 from torchport.codemods import PREFILTER, RULES, migrate_code
 from torchport.config import Settings
 

@@ -16,7 +16,7 @@ class Batch:
     def __init__(self) -> None:
         self.pinned = False
 
-    def pin_memory(self) -> "Batch":
+    def pin_memory(self) -> Batch:
         self.pinned = True
         return self
 

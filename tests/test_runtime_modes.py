@@ -15,8 +15,8 @@ from torchport import __version__
 from torchport.cli import app
 from torchport.codemods import migrate_code
 from torchport.config import Settings
-from torchport.torch_version import project_torch_version
-from torchport.vendor import MODULE_NAME, vendor_location, vendored_source
+from torchport.emit.torch_version import project_torch_version
+from torchport.emit.vendor import MODULE_NAME, vendor_location, vendored_source
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 # Runs with torchport unimportable: what a project that never installed it sees.

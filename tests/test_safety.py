@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import torchport.engine as engine
-from torchport import cache as cache_module
-from torchport import runner
+import torchport.pipeline.engine as engine
 from torchport.cli import app
-from torchport.writes import write_in_place
 from torchport.config import Settings
-from torchport.engine import TEMP_SUFFIX, migrate_file, read_file
-from torchport.files import discover
+from torchport.pipeline import cache as cache_module
+from torchport.pipeline import runner
+from torchport.pipeline.engine import migrate_file, read_file
+from torchport.pipeline.files import discover
+from torchport.pipeline.writes import TEMP_SUFFIX, write_in_place
 
 CUDA_CODE = "import torch\n\nx = torch.zeros(2).cuda()\ntorch.cuda.synchronize()\n"
 MIGRATED_MARK = "tp.synchronize()"
@@ -398,7 +398,7 @@ def test_cache_key_covers_content_settings_and_version(monkeypatch: pytest.Monke
         monkeypatch.undo()
         cache_module.fingerprint.cache_clear()
     # the same in another process (no per-process hash randomisation in the key)
-    code = "from torchport import cache; from torchport.config import Settings; print(cache.key(b'x.cuda()', Settings()))"
+    code = "from torchport.pipeline import cache; from torchport.config import Settings; print(cache.key(b'x.cuda()', Settings()))"
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": "123"})
     assert other.stdout.strip() == base
@@ -441,7 +441,7 @@ def test_cache_folder_env_var_and_no_cache(cli: CliRunner, tmp_path: Path) -> No
 _SLOW_CLI = """
 import os, signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell may start us with SIGINT ignored
-from torchport import writes
+from torchport.pipeline import writes
 real = writes.write_atomic
 calls = []
 def slow(*args, **kwargs):
@@ -499,7 +499,7 @@ def test_interrupted_output_dir_leaves_no_partial_copy(tmp_path: Path) -> None:
     for i in range(30):
         (root / f"m{i:02d}.py").write_text(CUDA_CODE + f"y = {i}\n")
     out = tmp_path / "out"
-    script = _SLOW_CLI.replace("from torchport import writes\nreal = writes.write_atomic",
+    script = _SLOW_CLI.replace("from torchport.pipeline import writes\nreal = writes.write_atomic",
                                "import shutil\nreal = shutil.copymode").replace(
         "writes.write_atomic = slow", "shutil.copymode = slow").replace('"--apply", ', f'"--output-dir", {str(out)!r}, ')
     proc = subprocess.Popen([sys.executable, "-c", script, str(root)], stdout=subprocess.DEVNULL,
@@ -529,7 +529,7 @@ _SLOW_MIGRATION = """
 import os, signal, sys, time
 from pathlib import Path
 signal.signal(signal.SIGINT, signal.default_int_handler)
-import torchport.engine as engine
+import torchport.pipeline.engine as engine
 real = engine.migrate_code
 marker = Path(sys.argv[2])
 def slow(source, settings, **kwargs):
@@ -569,7 +569,7 @@ def test_ctrl_c_while_migrating_stops_the_workers_at_once_and_writes_nothing(tmp
 _SIGNAL_IN_WRITE = """
 import os, signal, sys
 from pathlib import Path
-from torchport import engine
+from torchport.pipeline import writes
 signal.signal(signal.SIGINT, signal.default_int_handler)
 real = os.replace
 def replace(a, b):
@@ -577,7 +577,7 @@ def replace(a, b):
     return real(a, b)
 os.replace = replace
 try:
-    engine.write_atomic(Path(sys.argv[1]), "new\\n", "utf-8")
+    writes.write_atomic(Path(sys.argv[1]), "new\\n", "utf-8")
 except KeyboardInterrupt:
     print("interrupted after the write")
 """

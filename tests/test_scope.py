@@ -1,4 +1,4 @@
-"""The scope resolver (`torchport.codemods._scope.Resolver`): Python's scoping rules, positions in
+"""The scope resolver (`torchport.codemods.analysis.scope.Resolver`): Python's scoping rules, positions in
 characters, the fast path, the fallback, and a differential check against LibCST's
 QualifiedNameProvider on tricky snippets and on every fixture input."""
 
@@ -22,8 +22,8 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-from torchport.codemods import _scope
-from torchport.codemods._scope import Resolver
+from torchport.codemods.analysis import scope as _scope
+from torchport.codemods.analysis.scope import Resolver
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE_INPUTS = sorted(p for p in FIXTURES.rglob("*.py") if not p.name.endswith(".expected.py"))

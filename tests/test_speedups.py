@@ -11,10 +11,10 @@ import libcst as cst
 import pytest
 
 import torchport.codemods as codemods
-import torchport.codemods._transformer as transformer
+import torchport.codemods.core.transformer as transformer
 from torchport.codemods import migrate_code
-from torchport.codemods._names import import_map, qualify
-from torchport.codemods._quiet import map_statements, trigger_lines
+from torchport.codemods.analysis.names import import_map, qualify
+from torchport.codemods.core.triggers import map_statements, trigger_lines
 from torchport.config import Settings
 
 FIXTURES = sorted(p for p in (Path(__file__).parent / "fixtures").rglob("*.py") if not p.name.endswith(".expected.py"))

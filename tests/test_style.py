@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from torchport.codemods import migrate_code
-from torchport.engine import migrate_file
+from torchport.pipeline.engine import migrate_file
 from torchport.style import NO_STYLE, restyle, style_for, wrap
 from torchport.style._config import Style
 from torchport.style._imports import place_added
@@ -344,8 +344,8 @@ def test_added_import_never_moves_past_a_use(tmp_path: Path) -> None:
 
 
 def test_cache_key_depends_on_the_projects_style() -> None:
-    from torchport import cache
     from torchport.config import Settings
+    from torchport.pipeline import cache
 
     base = cache.key(b"x.cuda()", Settings(), Style(line_length=88))
     assert base == cache.key(b"x.cuda()", Settings(), Style(line_length=88))

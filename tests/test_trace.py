@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from torchport import trace_cli
 from torchport.checks import trace as trace_module
+from torchport.checks import trace_cli
 from torchport.checks.trace import DeviceOpTrace, TraceSummary, op_names
 
 HERE = os.path.abspath(__file__)

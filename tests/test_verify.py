@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -12,12 +14,18 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from torchport.checks.verify import (
+    UNITTEST_RESULTS_ENV,
+    UNITTEST_RUNNER,
+    classify,
+    detect_test_runner,
+    parse_junit,
+    parse_unittest_results,
+    pytest_index,
+    with_junit,
+    with_unittest_runner,
+)
 from torchport.cli import app
-import re
-import subprocess
-
-from torchport.verify import (UNITTEST_RESULTS_ENV, UNITTEST_RUNNER, classify, detect_test_runner, parse_junit,
-                              parse_unittest_results, pytest_index, with_junit, with_unittest_runner)
 
 CUDA_MODULE = """\
 import torch
@@ -403,7 +411,7 @@ def test_unittest_runner_output_and_exit_code_match_python_m_unittest(tmp_path: 
 
 
 def test_unittest_detection_and_results_parsing(tmp_path: Path) -> None:
-    from torchport import verify_unittest
+    from torchport.checks import verify_unittest
 
     assert verify_unittest.RESULTS_ENV == UNITTEST_RESULTS_ENV and Path(verify_unittest.__file__) == UNITTEST_RUNNER
     runner = str(UNITTEST_RUNNER)

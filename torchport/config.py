@@ -56,8 +56,8 @@ class Settings:
         runtime: how runtime calls are written: ``package`` (``from torchport import runtime as tp``),
             ``vendor`` (a generated copy in the project) or ``native`` (plain PyTorch).
         torch_version: ``(major, minor)``, the oldest torch native output must run on; ``(0, 0)``: not set
-            (the command line then reads the project's requirement, see `torchport.torch_version`).
-        vendor_path: ``--vendor-path`` (empty: the default placement, see `torchport.vendor`).
+            (the command line then reads the project's requirement, see `torchport.emit.torch_version`).
+        vendor_path: ``--vendor-path`` (empty: the default placement, see `torchport.emit.vendor`).
         vendor_module: the vendored module's import name for one file (set by `for_file`).
     """
 
@@ -76,7 +76,7 @@ class Settings:
     def for_file(self, path: Path) -> Settings:
         """These settings with the per-file ignores that match ``path`` added (and its vendored module)."""
         if self.runtime != "package":
-            from torchport.vendor import vendor_location
+            from torchport.emit.vendor import vendor_location
 
             self = replace(self, vendor_module=vendor_location(path, self.vendor_path)[1])
         if not self.per_file_ignores:

@@ -11,8 +11,22 @@ The same objects as :mod:`torchport.checks.debug` (which this imports, and with 
 ``torchport compare RUN_A RUN_B`` compares two saved runs.
 """
 
-from torchport.checks.debug import (ENV_DIR, ENV_LEVEL, ENV_NAMES, FORMAT, MAX_VALUES, Level, Watch, flush,
-                                     inspect, level_from_env, load, name_filter, tensor_stats, watch)
+from torchport.checks.debug import (
+                                     ENV_DIR,
+                                     ENV_LEVEL,
+                                     ENV_NAMES,
+                                     FORMAT,
+                                     MAX_VALUES,
+                                     Level,
+                                     Watch,
+                                     flush,
+                                     inspect,
+                                     level_from_env,
+                                     load,
+                                     name_filter,
+                                     tensor_stats,
+                                     watch,
+)
 
 __all__ = ["ENV_DIR", "ENV_LEVEL", "ENV_NAMES", "FORMAT", "Level", "MAX_VALUES", "Watch", "flush", "inspect",
            "level_from_env", "load", "name_filter", "tensor_stats", "watch"]

@@ -34,13 +34,13 @@ import atexit
 import sys
 from dataclasses import asdict, dataclass
 from types import FrameType, ModuleType
-from typing import IO, Any, Optional
+from typing import IO, Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from torchport.runtime._backend import _TYPE
 from torchport.checks.trace import TORCHPORT_DIRS, _short_path, is_internal
+from torchport.runtime._backend import _TYPE
 
 __all__ = ["CODES", "Audit", "Finding", "start_process_audit"]
 
@@ -88,7 +88,7 @@ class Finding:
 
 
 # -- the torch.cuda attribute hook (shared by all enabled audits) ---------------
-_ACTIVE: list["Audit"] = []
+_ACTIVE: list[Audit] = []
 _SWAPPED: list[tuple[ModuleType, type]] = []
 _NAMES: dict[int, str] = {}
 
@@ -110,7 +110,7 @@ class _AuditedModule(ModuleType):
             code = frame.f_code
             if code.co_name not in _DYNAMO_NAMES or code not in _dynamo_getattr_codes():
                 return _getattr(self, name)
-            where: Optional[FrameType] = None  # Dynamo reads it for the code it traces: recorded at the traced line
+            where: FrameType | None = None  # Dynamo reads it for the code it traces: recorded at the traced line
         elif _generated(frame):  # by torch.compile (fx modules, guard sources, rewritten bytecode)
             return _getattr(self, name)
         else:
@@ -143,7 +143,7 @@ def _remove_hooks() -> None:
         _NAMES.pop(id(module), None)
 
 
-def _record_access(api: str, frame: Optional[FrameType]) -> None:
+def _record_access(api: str, frame: FrameType | None) -> None:
     if frame is None:
         _record_traced_access(api)
     else:
@@ -196,7 +196,7 @@ def _generated(frame: FrameType) -> bool:
     """Whether ``frame`` runs code that torch generated: a ``<...>`` file (an FX module's
     ``<eval_with_key>``, a guard source's ``<string>``) called from torch, or bytecode that
     Dynamo rewrote (its line numbers are not the user's)."""
-    probe: Optional[FrameType] = frame
+    probe: FrameType | None = frame
     while probe is not None and probe.f_code.co_filename.startswith("<"):
         probe = probe.f_back
     if probe is not frame:  # `python -c` code (no caller) and `torchport trace -- python -c` stay the user's
@@ -292,7 +292,7 @@ _TENSOR_TO = torch._C.TensorBase.to
 _is_compiling = torch.compiler.is_compiling
 
 
-def _requested(func: Any, args: tuple, kwargs: dict, strict: bool) -> Optional[str]:
+def _requested(func: Any, args: tuple, kwargs: dict, strict: bool) -> str | None:
     """``repr`` of the CUDA device a call asks for (``device=``, or ``Tensor.to``'s first argument), else None."""
     spec = kwargs.get("device")
     if func is _TENSOR_TO and spec is None and len(args) > 1:
@@ -305,7 +305,7 @@ def _request_api(name: str, shown: str, positional: bool) -> str:
     return f"{name}({shown})" if positional else f"{name}(device={shown})"
 
 
-def _cuda_spec(spec: Any, strict: bool) -> Optional[str]:
+def _cuda_spec(spec: Any, strict: bool) -> str | None:
     """``repr`` of ``spec`` if it asks for CUDA, else None.
 
     Strings ``"cuda"``/``"cuda:N"`` and integer indices (the accelerator, i.e. CUDA in code
@@ -330,7 +330,7 @@ def _api_name(func: Any) -> str:
     return f"{module}.{getattr(func, '__name__', func)}"
 
 
-def _origin(frame: Optional[FrameType]) -> Optional[FrameType]:
+def _origin(frame: FrameType | None) -> FrameType | None:
     """The first frame outside torch, or None if the call comes from torchport.runtime or
     from code torch.compile generated (the site was recorded when it was traced)."""
     while frame is not None:
@@ -346,7 +346,7 @@ def _origin(frame: Optional[FrameType]) -> Optional[FrameType]:
 class _DeviceUseMode(TorchFunctionMode):
     """Records ``.cuda()``, ``.to(<cuda>)`` and ``device=<cuda>`` before running the call unchanged."""
 
-    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Optional[dict] = None) -> Any:
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         if func is _TENSOR_CUDA or func is _TENSOR_TO or "device" in kwargs:
             if _is_compiling():  # Dynamo traces this call: it is a constant there
@@ -388,14 +388,14 @@ class Audit:
     what the static pass saw, ``TPA0x`` what only a run shows).
     """
 
-    def __init__(self, report: bool = True, file: Optional[IO[str]] = None) -> None:
+    def __init__(self, report: bool = True, file: IO[str] | None = None) -> None:
         self.report_on_exit = report
         self.file = file
         self.enabled = False
-        self._mode: Optional[_DeviceUseMode] = None
+        self._mode: _DeviceUseMode | None = None
         self._counts: dict[tuple[str, str, str, int], int] = {}
 
-    def enable(self) -> "Audit":
+    def enable(self) -> Audit:
         """Start recording (install the hooks if no other audit has). Idempotent."""
         if self.enabled:
             return self
@@ -424,7 +424,7 @@ class Audit:
         if not _ACTIVE:
             _remove_hooks()
 
-    def __enter__(self) -> "Audit":
+    def __enter__(self) -> Audit:
         return self.enable()
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -449,12 +449,12 @@ class Audit:
         )
         return "\n".join(lines)
 
-    def report(self, file: Optional[IO[str]] = None) -> None:
+    def report(self, file: IO[str] | None = None) -> None:
         """Print :meth:`format` to ``file`` (default: the audit's file, else stderr)."""
         print(self.format(), file=file or self.file or sys.stderr, flush=True)
 
 
-_PROCESS_AUDIT: Optional[Audit] = None
+_PROCESS_AUDIT: Audit | None = None
 
 
 def start_process_audit() -> Audit:
@@ -475,7 +475,7 @@ def _finish_process_audit() -> None:
 USAGE = "usage: python -m torchport.checks.audit (script.py | -m module | -c code) [args...]"
 
 
-def main(argv: Optional[list[str]] = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     """``python -m torchport.checks.audit script.py ARGS``: run a program under the process audit.
 
     The program sees its own ``sys.argv`` (and, for a script, its folder first on

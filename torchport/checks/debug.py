@@ -68,7 +68,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Optional, TextIO, Union
+from typing import Any, TextIO, Union
 
 import torch
 from torch import nn
@@ -117,7 +117,7 @@ def level_from_env(default: Level = Level.OFF) -> Level:
         raise ValueError(f"{ENV_LEVEL}={raw!r}: expected 0-3 or off/save/print/names") from None
 
 
-def tensor_stats(t: torch.Tensor, max_values: Optional[int] = MAX_VALUES) -> dict[str, Any]:
+def tensor_stats(t: torch.Tensor, max_values: int | None = MAX_VALUES) -> dict[str, Any]:
     """Stats of one tensor as plain Python values (eager; no autograd; breaks a compiled graph: use
     :func:`inspect` there).
 
@@ -155,7 +155,7 @@ def tensor_stats(t: torch.Tensor, max_values: Optional[int] = MAX_VALUES) -> dic
 NameFilter = Union[str, "re.Pattern[str]", Sequence[Union[str, "re.Pattern[str]"]], Callable[[str], bool], None]
 
 
-def name_filter(names: NameFilter) -> Optional[Callable[[str], bool]]:
+def name_filter(names: NameFilter) -> Callable[[str], bool] | None:
     """A predicate on names from a filter spec, like Inductor's kernel-name filter; ``None``: no filter.
 
     ``names`` is a glob (``fnmatch``, case-sensitive, matched against the whole name: ``"encoder.*.attn"``;
@@ -191,7 +191,7 @@ def name_filter(names: NameFilter) -> Optional[Callable[[str], bool]]:
 # ---------------------------------------------------------------- run-time state (outside any graph)
 
 _LOCK = threading.Lock()
-_WATCHES: dict[int, "Watch"] = {}
+_WATCHES: dict[int, Watch] = {}
 _IDS = itertools.count(1)
 
 
@@ -213,7 +213,7 @@ def _format(rec: dict[str, Any], prefix: str = "[torchport]") -> str:
     return text
 
 
-def _record_into(w: "Watch", t: torch.Tensor, name: str, kind: str) -> None:
+def _record_into(w: Watch, t: torch.Tensor, name: str, kind: str) -> None:
     with _LOCK:
         counter = w._calls.setdefault((kind, name), 0)
         w._calls[(kind, name)] = counter + 1
@@ -235,7 +235,7 @@ def _record(t: torch.Tensor, name: str, watch_id: int, kind: str) -> None:
     _record_into(w, t, name, kind)
 
 
-def _rank() -> Optional[int]:
+def _rank() -> int | None:
     dist = torch.distributed
     return dist.get_rank() if dist.is_available() and dist.is_initialized() else None
 
@@ -254,7 +254,7 @@ def _report(t: torch.Tensor, name: str, kind: str) -> None:
 
 
 # Callbacks of inspect() calls traced by Dynamo, by the integer id baked into the graph.
-_HOOKS: dict[int, tuple[str, Optional[Callable[..., Any]], Optional[Callable[..., Any]]]] = {}
+_HOOKS: dict[int, tuple[str, Callable[..., Any] | None, Callable[..., Any] | None]] = {}
 _HOOK_KEYS: dict[tuple[Any, ...], int] = {}
 _HOOK_IDS = itertools.count(1)
 _EFFECTS_REGISTERED = False
@@ -279,7 +279,7 @@ def _register_effects() -> None:
         pass
 
 
-def _hook_id(tag: str, fwd: Optional[Callable[..., Any]], bwd: Optional[Callable[..., Any]]) -> int:
+def _hook_id(tag: str, fwd: Callable[..., Any] | None, bwd: Callable[..., Any] | None) -> int:
     """Id of the (tag, fwd, bwd) triple; called by Dynamo while tracing, its result is a graph constant."""
     _register_effects()
     key = (tag, fwd, bwd)
@@ -307,7 +307,7 @@ def _run_fwd(hook: int, xs: list[torch.Tensor]) -> None:
         fwd(*xs)
 
 
-def _run_bwd(tag: str, fwd: Any, bwd: Any, grads: list[Optional[torch.Tensor]]) -> None:
+def _run_bwd(tag: str, fwd: Any, bwd: Any, grads: list[torch.Tensor | None]) -> None:
     if fwd is None and bwd is None:
         for g, name in zip(grads, _names(tag, len(grads))):
             if g is not None:
@@ -389,15 +389,15 @@ def _define_ops() -> None:
 _define_ops()
 
 
-def _rank_selected(ranks: Union[int, Sequence[int], None]) -> bool:
+def _rank_selected(ranks: int | Sequence[int] | None) -> bool:
     if ranks is None:
         return True
     rank = _rank()
     return (0 if rank is None else rank) in ((ranks,) if isinstance(ranks, int) else ranks)
 
 
-def inspect(*tensors: torch.Tensor, tag: str = "inspect", ranks: Union[int, Sequence[int], None] = None,
-            fwd: Optional[Callable[..., Any]] = None, bwd: Optional[Callable[..., Any]] = None) -> Any:
+def inspect(*tensors: torch.Tensor, tag: str = "inspect", ranks: int | Sequence[int] | None = None,
+            fwd: Callable[..., Any] | None = None, bwd: Callable[..., Any] | None = None) -> Any:
     """Look at tensors anywhere -- eager, or compiled with ``fullgraph=True`` -- and pass them on unchanged.
 
     Without callbacks, each tensor's stats (as :func:`tensor_stats`) go into every active
@@ -451,7 +451,7 @@ def inspect(*tensors: torch.Tensor, tag: str = "inspect", ranks: Union[int, Sequ
     if any(rg) and torch.is_grad_enabled() and (default or bwd is not None):
         outs = [t.view_as(t) if t.requires_grad and t.is_leaf else t for t in tensors]
 
-        def hook(grads: Sequence[Optional[torch.Tensor]]) -> None:
+        def hook(grads: Sequence[torch.Tensor | None]) -> None:
             it = iter(grads)
             _run_bwd(tag, fwd, bwd, [next(it) if r else None for r in rg])
 
@@ -486,9 +486,9 @@ class Watch:
         max_values: the largest tensor whose values are kept (``None``: all).
     """
 
-    def __init__(self, model: Optional[nn.Module], level: Level, run_dir: Optional[Path], grads: bool,
-                 stream: Optional[TextIO] = None, match: Optional[Callable[[str], bool]] = None,
-                 max_values: Optional[int] = MAX_VALUES) -> None:
+    def __init__(self, model: nn.Module | None, level: Level, run_dir: Path | None, grads: bool,
+                 stream: TextIO | None = None, match: Callable[[str], bool] | None = None,
+                 max_values: int | None = MAX_VALUES) -> None:
         self.level, self.run_dir, self.grads, self.stream = level, run_dir, grads, stream
         self.match, self.max_values = match, max_values
         self.records: list[dict[str, Any]] = []
@@ -530,7 +530,7 @@ class Watch:
         self._step += 1
         self._calls.clear()
 
-    def flush(self) -> Optional[Path]:
+    def flush(self) -> Path | None:
         """Write ``run_dir/stats.pt`` (all records so far, atomically); return its path or ``None``.
 
         Raises ``OSError`` if the folder cannot be created or written.
@@ -556,16 +556,16 @@ class Watch:
         if was_active:
             self.flush()
 
-    def __enter__(self) -> "Watch":
+    def __enter__(self) -> Watch:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.remove()
 
 
-def watch(model: Optional[nn.Module], level: Union[Level, int, None] = None,
-          run_dir: Union[str, os.PathLike, None] = None, grads: bool = False, stream: Optional[TextIO] = None,
-          names: NameFilter = None, max_values: Optional[int] = MAX_VALUES) -> Watch:
+def watch(model: nn.Module | None, level: Level | int | None = None,
+          run_dir: str | os.PathLike | None = None, grads: bool = False, stream: TextIO | None = None,
+          names: NameFilter = None, max_values: int | None = MAX_VALUES) -> Watch:
     """Record the output (and, with ``grads=True``, the output gradient) of every module of ``model``.
 
     Args:
@@ -610,7 +610,7 @@ def flush() -> list[Path]:
     return [p for w in list(_WATCHES.values()) if (p := w.flush()) is not None]
 
 
-def load(path: Union[str, os.PathLike]) -> dict[str, Any]:
+def load(path: str | os.PathLike) -> dict[str, Any]:
     """Load a run: ``path`` is a run folder or its ``stats.pt``; ``torch.load(weights_only=True)``.
 
     Raises ``FileNotFoundError`` if there is no such file and ``ValueError`` if it is not a

@@ -18,9 +18,10 @@ import json
 import linecache
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from types import FrameType
-from typing import IO, Any, Iterable, Optional, Union
+from typing import IO, Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -52,7 +53,7 @@ def is_internal(filename: str) -> bool:
     return internal
 
 
-def user_frame(frame: Optional[FrameType]) -> Optional[FrameType]:
+def user_frame(frame: FrameType | None) -> FrameType | None:
     """The innermost frame at or above ``frame`` that is not internal (see :func:`is_internal`).
 
     Args:
@@ -88,7 +89,7 @@ def op_names(func: Any) -> frozenset[str]:
     return frozenset(names)
 
 
-def _normalise_ops(ops: Optional[Iterable[str]]) -> Optional[frozenset[str]]:
+def _normalise_ops(ops: Iterable[str] | None) -> frozenset[str] | None:
     if ops is None:
         return None
     if isinstance(ops, str):
@@ -155,7 +156,7 @@ class TraceSummary:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TraceSummary":
+    def from_dict(cls, data: dict[str, Any]) -> TraceSummary:
         """Rebuild from :meth:`to_dict` output; unknown keys are ignored."""
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         return cls(**known)
@@ -217,17 +218,17 @@ class DeviceOpTrace(TorchDispatchMode):
 
     def __init__(
         self,
-        device: Union[str, torch.device] = "cpu",
-        include_ops: Optional[Iterable[str]] = None,
-        exclude_ops: Optional[Iterable[str]] = None,
+        device: str | torch.device = "cpu",
+        include_ops: Iterable[str] | None = None,
+        exclude_ops: Iterable[str] | None = None,
         print_once: bool = False,
         enabled: bool = True,
         *,
-        once: Optional[str] = None,
+        once: str | None = None,
         quiet: bool = False,
         summary: bool = True,
-        stack_limit: Optional[int] = None,
-        file: Optional[IO[str]] = None,
+        stack_limit: int | None = None,
+        file: IO[str] | None = None,
         top: int = 10,
     ) -> None:
         super().__init__()
@@ -258,7 +259,7 @@ class DeviceOpTrace(TorchDispatchMode):
         self._printed: set = set()
 
     # -- context manager -------------------------------------------------
-    def __enter__(self) -> "DeviceOpTrace":
+    def __enter__(self) -> DeviceOpTrace:
         if not self.enabled:
             return self
         self._reset()
@@ -286,7 +287,7 @@ class DeviceOpTrace(TorchDispatchMode):
             entry = self._filter[func] = (str(func), ok)
         return entry
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: Optional[dict] = None) -> Any:
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         devices: set = set()
         for a in args:
@@ -337,7 +338,7 @@ class DeviceOpTrace(TorchDispatchMode):
             self._printed.add(key)
         self._report(str(hit), name, frame)
 
-    def _report(self, device: str, name: str, frame: Optional[FrameType]) -> None:
+    def _report(self, device: str, name: str, frame: FrameType | None) -> None:
         lines = [HEADER.format(device=device, op=name)]
         limit = self.stack_limit
         while frame is not None and (limit is None or limit > 0):

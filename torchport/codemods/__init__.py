@@ -16,14 +16,21 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from torchport.codemods._base import Diagnostic
-from torchport.codemods._rule import Example, Rule
-from torchport.codemods._names import import_map, parse_ast
-from torchport.codemods._quiet import code_trigger_lines, confirmed_matches
-from torchport.codemods._registry import FAMILIES, LOOSE_TRIGGERS, RULES_BY_CODE, TRIGGERS, check_patterns, matches
-from torchport.codemods._transformer import Migrator
-from torchport.codemods._render import PackageRuntime, Renderer
+from torchport.codemods.analysis.names import import_map, parse_ast
+from torchport.codemods.core.base import Diagnostic
+from torchport.codemods.core.registry import (
+    FAMILIES,
+    LOOSE_TRIGGERS,
+    RULES_BY_CODE,
+    TRIGGERS,
+    check_patterns,
+    matches,
+)
+from torchport.codemods.core.rule import Example, Rule
+from torchport.codemods.core.transformer import Migrator
+from torchport.codemods.core.triggers import code_trigger_lines, confirmed_matches
 from torchport.config import DEFAULT, Settings
+from torchport.emit.package import PackageRuntime, Renderer
 
 RULES = RULES_BY_CODE
 
@@ -60,7 +67,7 @@ class Migration:
         exact: whether LibCST regenerates the unchanged source byte for byte (when it does not, a
             rewrite could change lines it does not touch).
         facts: lines where the module chooses a device from CUDA's availability (``choices``: rewritten;
-            ``kept``: left CUDA-or-CPU), read by the project-level pass (`torchport.project`).
+            ``kept``: left CUDA-or-CPU), read by the project-level pass (`torchport.pipeline.project`).
     """
 
     code: str
@@ -95,12 +102,12 @@ def _renderer(settings: Settings) -> Renderer:
     """The renderer of runtime calls that ``settings.runtime`` asks for."""
     if settings.runtime == "package":
         return PackageRuntime()
-    from torchport.vendor import MODULE_NAME
+    from torchport.emit.vendor import MODULE_NAME
 
     module = settings.vendor_module or MODULE_NAME
     if settings.runtime == "vendor":
         return PackageRuntime(module)
-    from torchport.codemods._native import NativeRuntime
+    from torchport.emit.native import NativeRuntime
 
     return NativeRuntime(settings.torch_version, module)
 
@@ -110,7 +117,7 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
     """Run the rules ``settings`` selects over ``source`` (a whole module).
 
     ``hold`` says why the module's device choices must stay CUDA-or-CPU (the project-level pass,
-    `torchport.project`, decides it); None lets the rules choose the runtime's device.
+    `torchport.pipeline.project`, decides it); None lets the rules choose the runtime's device.
 
     ``syntax`` is CPython's tree of ``source`` when the caller has it already (it is parsed
     otherwise): the rules read imports and statement lines from it, as it is faster than LibCST's.
@@ -133,12 +140,14 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
         if not lines:  # what matched the prefilter is only comments and strings: no LibCST parse
             return Migration(source)
 
-    from libcst.codemod import CodemodContext  # here: it imports libcst.matchers (0.3 s)
+    from libcst.codemod import (
+        CodemodContext,  # here: it imports libcst.matchers (0.3 s)
+    )
 
     module = cst.parse_module(source)
     resolver = None
     if syntax is not None:
-        from torchport.codemods._scope import Resolver
+        from torchport.codemods.analysis.scope import Resolver
 
         resolver = Resolver(syntax, source)
     codemod = Migrator(

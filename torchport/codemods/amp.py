@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import keyword_arg
+from torchport.codemods.core.base import keyword_arg
+from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import rewrite_string
-from torchport.codemods._rule import Example, Rule
 
 if TYPE_CHECKING:
-    from torchport.codemods._transformer import Migrator
+    from torchport.codemods.core.transformer import Migrator
 
 _AUTOCAST = frozenset({"torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"})
 _GRADSCALER = frozenset({"torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"})

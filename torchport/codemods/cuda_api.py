@@ -26,12 +26,17 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import append_arg, dotted_name, keyword_arg, string_value
-from torchport.codemods._rule import Example, Rule
+from torchport.codemods.core.base import (
+    append_arg,
+    dotted_name,
+    keyword_arg,
+    string_value,
+)
+from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.unported import cuda_api_rule
 
 if TYPE_CHECKING:
-    from torchport.codemods._transformer import Migrator
+    from torchport.codemods.core.transformer import Migrator
 
 _SUBMODULES = ("memory", "random", "streams")
 GUARDS = "TP110"

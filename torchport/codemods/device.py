@@ -29,17 +29,24 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst import matchers
 
-from torchport.codemods._base import CUDA_DEVICE_RE, call_name, cuda_literal_index, is_cuda_literal, keyword_arg, string_value
-from torchport.codemods._defaults import (
+from torchport.codemods.analysis.defaults import (
     dispatching_parameters,
     script_device_option,
     unreachable_defaults,
     unreachable_method_defaults,
 )
-from torchport.codemods._rule import Example, Rule
+from torchport.codemods.core.base import (
+    CUDA_DEVICE_RE,
+    call_name,
+    cuda_literal_index,
+    is_cuda_literal,
+    keyword_arg,
+    string_value,
+)
+from torchport.codemods.core.rule import Example, Rule
 
 if TYPE_CHECKING:
-    from torchport.codemods._transformer import Migrator
+    from torchport.codemods.core.transformer import Migrator
 
 # Names that hold an integer device index in real code (`model.to(self.gpu_id)`, `torch.device(local_rank)`).
 INDEX_NAMES = ("rank", "local_rank", "gpu", "gpu_id", "gpu_idx", "gpu_index", "local_gpu", "device_id", "device_idx",

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import string_value
-from torchport.codemods._rule import Example, Rule
+from torchport.codemods.core.base import string_value
+from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import is_current_device_call, is_index
 
 if TYPE_CHECKING:
-    from torchport.codemods._transformer import Migrator
+    from torchport.codemods.core.transformer import Migrator
 
 # Not DataParallel: without CUDA it ignores `device_ids` (CPU, MPS: the module is returned as is) or uses
 # them as given (XPU), so wrapping them would change nothing anywhere.

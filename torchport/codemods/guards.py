@@ -26,13 +26,18 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchport.codemods import amp, cuda_api
-from torchport.codemods._base import call_name, dotted_name, is_cuda_literal, string_value
-from torchport.codemods._programs import closed_functions, cuda_only_program
-from torchport.codemods._rule import Example, Rule
+from torchport.codemods.analysis.programs import closed_functions, cuda_only_program
+from torchport.codemods.core.base import (
+    call_name,
+    dotted_name,
+    is_cuda_literal,
+    string_value,
+)
+from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import tensor_type_check
 
 if TYPE_CHECKING:
-    from torchport.codemods._transformer import Migrator
+    from torchport.codemods.core.transformer import Migrator
 
 _AVAILABLE = "torch.cuda.is_available"
 _COUNT = "torch.cuda.device_count"

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._rule import Example, Rule
+from torchport.codemods.core.rule import Example, Rule
 
 if TYPE_CHECKING:
-    from torchport.codemods._transformer import Migrator
+    from torchport.codemods.core.transformer import Migrator
 
 class PinMemoryFlag(Rule):
     code = "TP040"

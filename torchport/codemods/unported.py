@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import dotted_name, string_value
-from torchport.codemods._rule import Example, Rule
+from torchport.codemods.core.base import dotted_name, string_value
+from torchport.codemods.core.rule import Example, Rule
 
 if TYPE_CHECKING:
-    from torchport.codemods._transformer import Migrator
+    from torchport.codemods.core.transformer import Migrator
 
 # torch.cuda names (after "torch.cuda.") that need a person, by rule.
 CUDA_ONLY_APIS = {

@@ -147,13 +147,21 @@ _resets.append(_forget_lazy)
 del _resets
 
 
-# TORCHPORT_AUDIT=1: report run-time CUDA uses the static pass missed (torchport.checks.audit).
-# Unset, this costs one environment lookup; the audit module is imported only when asked for
-# (it picks the device at import).
-import os as _os
+# TORCHPORT_AUDIT=1: report run-time CUDA uses the static pass missed. The runtime imports no checking
+# tool: it calls each "torchport.audit" entry point (torchport's pyproject.toml registers
+# torchport.checks.audit:start_process_audit). Unset, this costs one environment lookup.
+import os as _os  # noqa: E402 - after the public names, as the vendored copy cuts here
 
 if _os.environ.get("TORCHPORT_AUDIT", "").strip().lower() not in ("", "0", "false", "no", "off"):
-    from torchport.checks.audit import start_process_audit as _start_process_audit
+    from importlib.metadata import entry_points as _entry_points
 
-    _start_process_audit()
+    _audits = _entry_points(group="torchport.audit")
+    if not _audits:
+        import warnings as _warnings
+
+        _warnings.warn("TORCHPORT_AUDIT is set but no audit is installed (pip install torchport)", stacklevel=2)
+    for _audit in _audits:
+        _audit.load()()
+    del _entry_points, _audits
+    globals().pop("_audit", None)
 del _os

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import configparser
 import functools
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 # isort's and ruff's default section order.
 SECTIONS = ("future", "stdlib", "third-party", "first-party", "local-folder")

@@ -8,61 +8,19 @@ from __future__ import annotations
 
 import ast
 import io
-import os
-import signal
-import tempfile
-import threading
 import tokenize
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchport.config import DEFAULT, Settings
+from torchport.results import FileResult
 from torchport.style import restyle
 
 if TYPE_CHECKING:  # LibCST and the rules load only when a file is parsed (a warm-cache run needs neither)
     import libcst as cst
 
     from torchport.codemods import Migration
-    from torchport.diagnostic import Diagnostic
-
-# Suffix of the temporary file `write_atomic` writes next to the file it replaces.
-TEMP_SUFFIX = ".torchport-tmp"
-
-@dataclass
-class FileResult:
-    """What migrating one file gave.
-
-    Args:
-        path: the file on disk.
-        display: the path as shown to the user (relative to where the run started).
-        original: the decoded source, or None if it could not be read.
-        migrated: the new source (equal to ``original`` when nothing changed), or None on error.
-        encoding: the codec the file was read with (``utf-8-sig`` keeps a BOM).
-        rewrites: rewrite counts per rule code.
-        diagnostics: sites left unchanged, with their rule codes.
-        sites: one entry per rewrite made (code, line, column, rule summary), for reports.
-        error: why the file could not be migrated, as ``line:col: reason`` where a line is known.
-        facts: where the module chooses a device from CUDA's availability (`Migration.facts`).
-        hold: why the project-level pass kept this module's device choices CUDA-or-CPU, or None.
-    """
-
-    path: Path
-    display: str
-    original: str | None = None
-    migrated: str | None = None
-    encoding: str = "utf-8"
-    rewrites: dict[str, int] = field(default_factory=dict)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    sites: list[Diagnostic] = field(default_factory=list)
-    error: str | None = None
-    facts: dict[str, list[int]] = field(default_factory=dict)
-    hold: str | None = None
-
-    @property
-    def changed(self) -> bool:
-        return self.error is None and self.migrated is not None and self.migrated != self.original
 
 
 def read_source(data: bytes) -> tuple[str, str]:
@@ -178,7 +136,7 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
 def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str | None = None) -> FileResult:
     """Run the rules over ``result.original`` (as read by `read_file`), filling in the rest of ``result``.
 
-    ``hold``: why the module's device choices stay CUDA-or-CPU (see `torchport.project`), or None.
+    ``hold``: why the module's device choices stay CUDA-or-CPU (see `torchport.pipeline.project`), or None.
 
     Never raises for a problem with the file: it becomes ``result.error`` and ``result.migrated``
     is None. The output is re-parsed; a rewrite that does not parse is an internal error.
@@ -236,54 +194,3 @@ def migrate_file(path: Path, display: str | None = None, settings: Settings = DE
     if data is None or not needs_parse(data):  # nothing any rule could match: not parsed at all
         return result
     return migrate_source(result, settings)
-
-
-def write_atomic(path: Path, text: str, encoding: str) -> None:
-    """Replace ``path`` with ``text`` so that it is always either wholly old or wholly new.
-
-    Writes a temporary file in the same folder, keeps the original file mode (and owner, where it
-    may), then ``os.replace``-s it over the original. A symlink is written through: its target
-    changes and the link stays.
-
-    Raises:
-        OSError: when the folder is not writable or the disk is full; the original is untouched.
-        UnicodeEncodeError: when ``text`` cannot be encoded in ``encoding``.
-    """
-    data = text.encode(encoding)
-    path = Path(os.path.realpath(path))  # through a symlink to its file: the link stays a link
-    info = path.stat() if path.exists() else None  # None: a new file (the vendored runtime)
-    # Ctrl-C and SIGTERM wait until the file is written: one landing between creating the temporary
-    # file and the `try` below would leave it behind. They are delivered when the mask is restored.
-    blocked = {signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM)}
-    if not (hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()):
-        _replace(path, data, info)
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
-    try:
-        _replace(path, data, info)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def _replace(path: Path, data: bytes, info: os.stat_result | None) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if info is None:  # the mode a new file gets
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-        else:
-            os.chmod(tmp, info.st_mode & 0o7777)
-        if info is not None and hasattr(os, "chown") and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
-            try:  # keep the owner when root migrates someone else's tree
-                os.chown(tmp, info.st_uid, info.st_gid)
-            except OSError:
-                pass
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

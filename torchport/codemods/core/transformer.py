@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 from libcst.metadata import CodePosition
 
-from torchport.codemods._base import Diagnostic, attribute_chain, dotted_name
-from torchport.codemods._names import Imports, chain, cst_import_map, qualify
-from torchport.codemods._positions import Positions
-from torchport.codemods._quiet import Anchors, map_statements
-from torchport.codemods._registry import RULES_BY_CODE, RULES_IN_ORDER
-from torchport.codemods._render import PackageRuntime, Renderer
+from torchport.codemods.analysis.names import Imports, chain, cst_import_map, qualify
+from torchport.codemods.core.base import Diagnostic, attribute_chain, dotted_name
+from torchport.codemods.core.positions import Positions
+from torchport.codemods.core.registry import RULES_BY_CODE, RULES_IN_ORDER
+from torchport.codemods.core.triggers import Anchors, map_statements
+from torchport.emit.package import PackageRuntime, Renderer
 
 if TYPE_CHECKING:
     from libcst.codemod import CodemodContext
 
-    from torchport.codemods._rule import Rule
-    from torchport.codemods._scope import Resolver
+    from torchport.codemods.analysis.scope import Resolver
+    from torchport.codemods.core.rule import Rule
 
 
 def _tables(rules: Sequence[Rule]) -> tuple[dict[str, list], dict[str, list], dict[str, list]]:
@@ -70,7 +70,7 @@ class Migrator(cst.CSTTransformer):
         resolver: the scope resolver of ``syntax``.
         trigger_lines: lines where some rule's trigger matches: statements spanning none are skipped.
         renderer: how a fix that calls the runtime is written (``tp.device()`` by default).
-        hold: why this module's device choices must stay CUDA-or-CPU (`torchport.project`), or None.
+        hold: why this module's device choices must stay CUDA-or-CPU (`torchport.pipeline.project`), or None.
 
     After ``transform_module``: ``rewrites`` (counts per code), ``sites`` (one per rewrite) and
     ``diagnostics`` (sorted by line); ``facts``: lines where the module chooses a device from CUDA's

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from torchport import cache as cache_module
-from torchport.engine import FileResult, write_atomic
 from torchport.errors import UsageError
-from torchport.notebooks import NotebookResult, render
+from torchport.pipeline import cache as cache_module
+from torchport.pipeline.notebooks import NotebookResult, render
+from torchport.results import FileResult
 
 
 def output_text(result: FileResult) -> str:
@@ -139,3 +141,58 @@ def write_tree(source: Path, output_dir: Path, results: Sequence[FileResult]) ->
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return problems
+
+
+# Suffix of the temporary file `write_atomic` writes next to the file it replaces.
+TEMP_SUFFIX = ".torchport-tmp"
+
+
+def write_atomic(path: Path, text: str, encoding: str) -> None:
+    """Replace ``path`` with ``text`` so that it is always either wholly old or wholly new.
+
+    Writes a temporary file in the same folder, keeps the original file mode (and owner, where it
+    may), then ``os.replace``-s it over the original. A symlink is written through: its target
+    changes and the link stays.
+
+    Raises:
+        OSError: when the folder is not writable or the disk is full; the original is untouched.
+        UnicodeEncodeError: when ``text`` cannot be encoded in ``encoding``.
+    """
+    data = text.encode(encoding)
+    path = Path(os.path.realpath(path))  # through a symlink to its file: the link stays a link
+    info = path.stat() if path.exists() else None  # None: a new file (the vendored runtime)
+    # Ctrl-C and SIGTERM wait until the file is written: one landing between creating the temporary
+    # file and the `try` below would leave it behind. They are delivered when the mask is restored.
+    blocked = {signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM)}
+    if not (hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()):
+        _replace(path, data, info)
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        _replace(path, data, info)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _replace(path: Path, data: bytes, info: os.stat_result | None) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if info is None:  # the mode a new file gets
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        else:
+            os.chmod(tmp, info.st_mode & 0o7777)
+        if info is not None and hasattr(os, "chown") and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+            try:  # keep the owner when root migrates someone else's tree
+                os.chown(tmp, info.st_uid, info.st_gid)
+            except OSError:
+                pass
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

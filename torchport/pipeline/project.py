@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from torchport.engine import FileResult
+from torchport.results import FileResult
 
 # What MPS lacks, as (pattern, description); a file that mentions MPS handles it itself.
 _BLOCKERS = (

@@ -21,7 +21,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -73,7 +73,7 @@ class Comparison:
     rows: list[Row] = field(default_factory=list)
 
     @property
-    def first_divergent(self) -> Optional[Row]:
+    def first_divergent(self) -> Row | None:
         """First row in call order whose values differ (missing records are reported apart)."""
         return next((r for r in self.rows if not r.ok and not r.status.startswith("missing")), None)
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 if TYPE_CHECKING:
     import libcst as cst
 
-    from torchport.codemods._transformer import Migrator
+    from torchport.codemods.core.transformer import Migrator
 
 Kind = Literal["rewrite", "diagnostic"]
 Safety = Literal["safe", "unsafe", "manual"]

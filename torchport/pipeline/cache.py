@@ -16,17 +16,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import sys
 import tempfile
-import importlib.util
 from pathlib import Path
 
 from torchport import __version__
 from torchport.config import Settings
-from torchport.diagnostic import Diagnostic
-from torchport.engine import FileResult
+from torchport.results import Diagnostic, FileResult
 
 ENV_VAR = "TORCHPORT_CACHE_DIR"
 FOLDER_NAME = ".torchport_cache"
@@ -44,12 +43,12 @@ def fingerprint() -> str:
         version = Path(folder) / "_version.py"
         if version.is_file():
             digest.update(b"libcst " + version.read_bytes())
-    package = Path(__file__).parent
+    package = Path(__file__).parent.parent
     # An editable install changes rules without changing the version: hash their source too.
-    sources = [*package.glob("codemods/*.py"), *package.glob("style/*.py"), package / "engine.py",
-               package / "config.py", package / "notebooks.py"]
+    sources = [*package.rglob("codemods/**/*.py"), *package.glob("style/*.py"), *package.glob("emit/*.py"),
+               package / "pipeline" / "engine.py", package / "config.py", package / "pipeline" / "notebooks.py"]
     for source in sorted(sources):
-        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+        digest.update(source.relative_to(package).as_posix().encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()
 
 

@@ -6,8 +6,16 @@ import inspect
 import re
 from types import ModuleType
 
-from torchport.codemods import amp, cuda_api, device, distributed, guards, pinned, unported
-from torchport.codemods._rule import Rule
+from torchport.codemods import (
+    amp,
+    cuda_api,
+    device,
+    distributed,
+    guards,
+    pinned,
+    unported,
+)
+from torchport.codemods.core.rule import Rule
 
 FAMILIES = (device, cuda_api, amp, distributed, pinned, unported, guards)
 

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods._base import Diagnostic
-from torchport.codemods._render import PackageRuntime
+from torchport.emit.package import PackageRuntime
+from torchport.results import Diagnostic
 
 if TYPE_CHECKING:
-    from torchport.codemods._transformer import Migrator
+    from torchport.codemods.core.transformer import Migrator
 
 _PLACEHOLDER = "__torchport_native__"
 _NAMES = ("DEVICE", "ACCELERATOR", "TORCH_DEVICE", "PORTED_DEVICE")

@@ -22,7 +22,7 @@ import ast
 import re
 from collections.abc import Callable
 
-from torchport.codemods._programs import closed_functions, is_script
+from torchport.codemods.analysis.programs import closed_functions, is_script
 
 # Decorators that return the function unchanged for callers (others may register it to be called elsewhere).
 _PLAIN_DECORATORS = frozenset({"no_grad", "inference_mode", "enable_grad", "wraps", "lru_cache", "cache"})

@@ -18,8 +18,8 @@ from typing import AnyStr
 
 import libcst as cst
 
-from torchport.codemods._names import Imports, blocks
-from torchport.codemods._registry import LOOSE_TRIGGERS, TRIGGERS
+from torchport.codemods.analysis.names import Imports, blocks
+from torchport.codemods.core.registry import LOOSE_TRIGGERS, TRIGGERS
 
 TRIGGER_PATTERN = re.compile(TRIGGERS)
 LOOSE_PATTERN = re.compile(LOOSE_TRIGGERS)

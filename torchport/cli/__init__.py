@@ -11,21 +11,28 @@ from dataclasses import replace
 from enum import Enum
 from functools import partial
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from torchport import __version__
-from torchport import cache as cache_module
-from torchport import config, formats, gitstate, runner, writes
-from torchport.engine import FileResult
+from torchport import __version__, config
+from torchport.emit.torch_version import project_torch_version
+from torchport.emit.vendor import MODULE_NAME, vendored_results
 from torchport.errors import TorchportError, UsageError
-from torchport.files import discover
-from torchport.report import print_diff, print_statistics, print_summary, progress_bar, unified_diff
-from torchport.torch_version import project_torch_version
-from torchport.vendor import MODULE_NAME, vendored_results
+from torchport.pipeline import cache as cache_module
+from torchport.pipeline import gitstate, runner, writes
+from torchport.pipeline.files import discover
+from torchport.report import formats
+from torchport.report.console import (
+    print_diff,
+    print_statistics,
+    print_summary,
+    progress_bar,
+    unified_diff,
+)
+from torchport.results import FileResult
 
 VENDORED_FILE = f"{MODULE_NAME}.py"
 
@@ -48,7 +55,7 @@ def _version(value: bool) -> None:
 
 @_app.callback()
 def _main(
-    version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True,
+    version: Annotated[bool | None, typer.Option("--version", callback=_version, is_eager=True,
                                                     help="Show the version and exit.")] = None,
 ) -> None:
     """Port CUDA-only PyTorch code so it runs on CUDA, MPS, XPU or CPU."""
@@ -72,18 +79,18 @@ def migrate(
     apply: Annotated[bool, typer.Option("--apply", help="Write the changes.")] = False,
     check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if any file would change.")] = False,
     diff: Annotated[bool, typer.Option("--diff", help="Also print the diff with --check or --apply.")] = False,
-    exclude: Annotated[Optional[list[str]], typer.Option("--exclude", metavar="GLOB",
+    exclude: Annotated[list[str] | None, typer.Option("--exclude", metavar="GLOB",
                                                          help="Skip paths matching this gitignore-style glob (repeatable).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, help="Worker processes; 0 means one per core.")] = 0,
-    select: Annotated[Optional[list[str]], typer.Option("--select", metavar="CODES",
+    select: Annotated[list[str] | None, typer.Option("--select", metavar="CODES",
                                                         help="Only these rule codes or prefixes (TP0,TP101; ALL); "
                                                              "replaces the config's select and ignore.")] = None,
-    ignore: Annotated[Optional[list[str]], typer.Option("--ignore", metavar="CODES",
+    ignore: Annotated[list[str] | None, typer.Option("--ignore", metavar="CODES",
                                                         help="Skip these rule codes or prefixes.")] = None,
     unsafe_fixes: Annotated[bool, typer.Option("--unsafe-fixes", help="Also apply unsafe rewrites.")] = False,
-    target: Annotated[Optional[str], typer.Option("--target", metavar="mps,xpu,cpu",
+    target: Annotated[str | None, typer.Option("--target", metavar="mps,xpu,cpu",
                                                   help="Backends to report per-target problems for (or none).")] = None,
-    output_format: Annotated[Optional[OutputFormat], typer.Option(
+    output_format: Annotated[OutputFormat | None, typer.Option(
         "--output-format", "--format", help="full (rich; the default on a terminal), concise (one "
         "path:line:col: TPnnn line per finding; the default elsewhere), json, sarif or github (workflow "
         "annotations).", show_default=False)] = None,
@@ -92,26 +99,26 @@ def migrate(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print findings, diffs and errors, nothing else.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when changes are pending "
                                                                 "(failures still exit 2).")] = False,
-    stdin_filename: Annotated[Optional[str], typer.Option("--stdin-filename", metavar="PATH",
+    stdin_filename: Annotated[str | None, typer.Option("--stdin-filename", metavar="PATH",
                                                           help="The name of the file read from standard input "
                                                                "(for the config, per-file ignores, reports, .ipynb).")] = None,
-    config_file: Annotated[Optional[Path], typer.Option("--config", help="A pyproject.toml to read "
+    config_file: Annotated[Path | None, typer.Option("--config", help="A pyproject.toml to read "
                                                         "[tool.torchport] from (default: the nearest one).")] = None,
     allow_dirty: Annotated[bool, typer.Option("--allow-dirty", help="With --apply, also rewrite files that have "
                                                                     "uncommitted changes in git.")] = False,
-    output_dir: Annotated[Optional[Path], typer.Option("--output-dir", metavar="DIR",
+    output_dir: Annotated[Path | None, typer.Option("--output-dir", metavar="DIR",
                                                        help="Write a migrated copy of the whole folder to DIR (which "
                                                             "must not exist or be empty); the source is left untouched.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache "
                                                               "(.torchport_cache/, or $TORCHPORT_CACHE_DIR).")] = False,
-    runtime: Annotated[Optional[str], typer.Option("--runtime", metavar="package|vendor|native",
+    runtime: Annotated[str | None, typer.Option("--runtime", metavar="package|vendor|native",
                                                    help="How runtime calls are written: the torchport package "
                                                         "(default), a generated copy vendored into the project, "
                                                         "or plain PyTorch.")] = None,
-    vendor_path: Annotated[Optional[Path], typer.Option("--vendor-path", metavar="PATH",
+    vendor_path: Annotated[Path | None, typer.Option("--vendor-path", metavar="PATH",
                                                         help="Where the vendored runtime goes (a .py file or a "
                                                              "folder); default: beside scripts, inside packages.")] = None,
-    torch_version: Annotated[Optional[str], typer.Option("--torch-version", metavar="X.Y",
+    torch_version: Annotated[str | None, typer.Option("--torch-version", metavar="X.Y",
                                                          help="Oldest torch native output must run on (default: "
                                                               "the project's torch requirement, else the installed torch).")] = None,
 ) -> None:
@@ -261,7 +268,7 @@ def _migrate_stdin(err: Console, named: Path | None, settings: config.Settings, 
 def _runtime_settings(settings: config.Settings, root: Path, runtime: str | None, vendor_path: Path | None,
                       torch_version: str | None) -> config.Settings:
     """``--runtime``, ``--vendor-path`` and ``--torch-version`` over the config; the torch version
-    defaults to the project's requirement (`torchport.torch_version`)."""
+    defaults to the project's requirement (`torchport.emit.torch_version`)."""
     if runtime is not None and runtime not in config.RUNTIMES:
         raise UsageError(f"--runtime must be one of {', '.join(config.RUNTIMES)}")
     version = config.parse_version(torch_version) if torch_version else settings.torch_version
@@ -346,7 +353,9 @@ def _settings(start: Path, config_file: Path | None, select: list[str] | None,
     settings = config.with_command_line(settings, _codes(select), _codes(ignore), unsafe_fixes,
                                         config.parse_targets(target) if target is not None else None)
     if settings.select or settings.ignore or settings.per_file_ignores:
-        from torchport.codemods._registry import check_patterns  # loads the rules: only when codes are named
+        from torchport.codemods.core.registry import (
+            check_patterns,  # loads the rules: only when codes are named
+        )
 
         try:
             check_patterns(settings.select + settings.ignore
@@ -410,7 +419,7 @@ def main() -> None:
 def _full_app() -> typer.Typer:
     """The command line with the commands that check a port (trace, compare, verify) added, once."""
     if "verify" not in {c.name or c.callback.__name__ for c in _app.registered_commands if c.callback}:
-        from torchport.tools_cli import register
+        from torchport.checks.commands import register
 
         register(_app)
     return _app

@@ -6,7 +6,8 @@ import re
 
 import libcst as cst
 
-from torchport.diagnostic import Diagnostic  # noqa: F401 - defined without LibCST, for the cache
+from torchport.emit.names import dotted_name  # noqa: F401 - shared with the renderers
+from torchport.results import Diagnostic  # noqa: F401 - defined without LibCST, for the cache
 
 # "cuda", "cuda:0", and the same for the other spellings of a CUDA device type.
 CUDA_DEVICE_RE = re.compile(r"^cuda(?::(\d+))?$")
@@ -61,16 +62,6 @@ def call_name(func: cst.BaseExpression) -> str:
     if isinstance(func, cst.Attribute):
         return func.attr.value
     return func.value if isinstance(func, cst.Name) else ""
-
-
-def dotted_name(node: cst.CSTNode) -> str | None:
-    """``a.b.c`` for a chain of Name/Attribute nodes, else None."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = dotted_name(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None
 
 
 def attribute_chain(dotted: str) -> cst.BaseExpression:

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from torchport.engine import FileResult
+from torchport.results import FileResult
 
 _STRING = re.compile(r"""^[rRuU]?(['"])(cuda(:\d+)?|nccl)\1$|^[fF][rR]?(['"])cuda:""")
 # Reports about a whole file or a backend, not about one CUDA-specific site.

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
-from torchport.codemods._base import dotted_name
+from torchport.emit.names import dotted_name
 
 if TYPE_CHECKING:
-    from torchport.codemods._transformer import Migrator
+    from torchport.codemods.core.transformer import Migrator
 
 RUNTIME_MODULE = "torchport.runtime"
 _ALIASES = ("tp", "tp_runtime", "torchport_runtime")

@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 
 from torchport import __version__
-from torchport.engine import FileResult
+from torchport.results import FileResult
 
 MODULE_NAME = "_torchport_runtime"
 # The private modules, in an order where each one's imports come before it.
@@ -59,7 +59,7 @@ _run("__init__", globals())
 
 def _part_text(name: str) -> str:
     # read as files: importing torchport.runtime would import torch
-    text = (Path(__file__).parent / "runtime" / f"{name}.py").read_text(encoding="utf-8")
+    text = (Path(__file__).parent.parent / "runtime" / f"{name}.py").read_text(encoding="utf-8")
     if name == "__init__":
         text = text.split(_AUDIT_HOOK)[0].rstrip() + "\n"
     return text

@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.markup import escape
 
-from torchport.engine import FileResult
-from torchport.formats import findings
-from torchport.notebooks import NotebookResult, cell_diffs
-from torchport.statistics import file_statistics, rule_counts
+from torchport.pipeline.notebooks import NotebookResult, cell_diffs
+from torchport.report.formats import findings
+from torchport.report.statistics import file_statistics, rule_counts
+from torchport.results import FileResult
 
 
 def unified_diff(result: FileResult) -> str:
@@ -140,8 +140,14 @@ def progress_bar(err: Console, total: int) -> Iterator[Callable[[], None]]:
     if not err.is_terminal or total < PROGRESS_MIN_FILES:
         yield lambda: None
         return
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     columns = (TextColumn("migrating"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from torchport.engine import FileResult
+from torchport.results import FileResult
 
 SUFFIX = ".ipynb"
 _MARKER = "# torchport-notebook-cell {}"

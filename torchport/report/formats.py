@@ -14,16 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from torchport import __version__
-from torchport.engine import FileResult
-from torchport.notebooks import NotebookResult, locate
-from torchport.statistics import file_statistics, rule_counts
+from torchport.pipeline.notebooks import NotebookResult, locate
+from torchport.report.statistics import file_statistics, rule_counts
+from torchport.results import FileResult
 
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"info": "note", "low": "warning", "medium": "warning", "high": "error"}
 
 
 def _rules() -> dict[str, Any]:
-    from torchport.codemods import RULES  # the rules' names and summaries: loaded only for reports that show them
+    from torchport.codemods import (
+        RULES,  # the rules' names and summaries: loaded only for reports that show them
+    )
 
     return RULES
 

@@ -15,7 +15,7 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
-from torchport.codemods._quiet import Anchors
+from torchport.codemods.core.triggers import Anchors
 
 
 class Positions:

@@ -24,7 +24,7 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -68,13 +68,13 @@ class RunResult:
     """
 
     command: list[str]
-    exit_code: Optional[int]
+    exit_code: int | None
     timed_out: bool
     duration_s: float
     stdout_tail: str
     stderr_tail: str
-    junit_xml: Optional[str] = None
-    unittest_results: Optional[str] = None
+    junit_xml: str | None = None
+    unittest_results: str | None = None
 
 
 @dataclass
@@ -84,8 +84,8 @@ class TestChange:
     __test__ = False  # not a pytest test class, despite its name
 
     id: str
-    original: Optional[str]
-    migrated: Optional[str]
+    original: str | None
+    migrated: str | None
     change: str
 
 
@@ -99,7 +99,7 @@ class Verification:
     kept: bool
     timeout_s: float
     is_pytest: bool
-    test_runner: Optional[str]  # "pytest", "unittest" or None (CMD is neither: exit codes only)
+    test_runner: str | None  # "pytest", "unittest" or None (CMD is neither: exit codes only)
     original: RunResult
     migration: RunResult
     migrated: RunResult
@@ -253,7 +253,7 @@ def resolve_command(cmd: list[str], root: Path) -> None:
 _PYTHON = re.compile(r"python[0-9.]*(\.exe)?$")
 
 
-def _python_module(cmd: list[str]) -> tuple[Optional[str], int, int]:
+def _python_module(cmd: list[str]) -> tuple[str | None, int, int]:
     """For ``python [-X opt ...] -m MODULE ARGS...``: MODULE, where ``-m`` is and where ARGS start.
 
     (None, 0, 0) when ``cmd`` is not a Python interpreter running a module.
@@ -273,7 +273,7 @@ def _python_module(cmd: list[str]) -> tuple[Optional[str], int, int]:
     return None, 0, 0
 
 
-def pytest_index(cmd: list[str]) -> Optional[int]:
+def pytest_index(cmd: list[str]) -> int | None:
     """Where pytest's own arguments start in ``cmd``, or None when CMD is not pytest.
 
     Recognises ``pytest ...``, ``py.test ...`` and ``python [-X opt ...] -m pytest ...``.
@@ -285,7 +285,7 @@ def pytest_index(cmd: list[str]) -> Optional[int]:
     return args if module == "pytest" else None
 
 
-def detect_test_runner(cmd: list[str]) -> Optional[str]:
+def detect_test_runner(cmd: list[str]) -> str | None:
     """``"pytest"``, ``"unittest"`` (``python [-X opt ...] -m unittest ...``) or None (exit codes only)."""
     if pytest_index(cmd) is not None:
         return "pytest"
@@ -589,7 +589,7 @@ def _usage(err: Console, message: str) -> typer.Exit:
 def verify_command(
     path: Annotated[Path, typer.Argument(metavar="PATH", help="The project root to verify (it is copied, never changed).",
                                          show_default=False)],
-    cmd: Annotated[Optional[list[str]], typer.Argument(metavar="-- CMD...", show_default=False,
+    cmd: Annotated[list[str] | None, typer.Argument(metavar="-- CMD...", show_default=False,
                                                        help="The command to run in each copy, after `--`.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", min=0.001,
                                            help="Limit for each run of CMD (and for the migration).")] = 600.0,

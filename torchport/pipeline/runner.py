@@ -18,13 +18,19 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
-from torchport import cache as cache_module
-from torchport import project
 from torchport.config import DEFAULT, Settings
-from torchport.engine import FileResult, migrate_source, needs_parse, read_file, read_source
+from torchport.pipeline import cache as cache_module
+from torchport.pipeline import project
+from torchport.pipeline.engine import (
+    migrate_source,
+    needs_parse,
+    read_file,
+    read_source,
+)
+from torchport.pipeline.files import Found
+from torchport.pipeline.notebooks import is_notebook, read_notebook
+from torchport.results import FileResult
 from torchport.style import style_for
-from torchport.files import Found
-from torchport.notebooks import is_notebook, read_notebook
 
 # progress(total) -> a context manager giving advance(); see report.progress_bar.
 Progress = Callable[[int], AbstractContextManager[Callable[[], None]]]
@@ -84,7 +90,7 @@ def run(
     """Migrate every file of ``found`` in memory; one result each, in the same order.
 
     Args:
-        found: the files, as `torchport.files.discover` yields them.
+        found: the files, as `torchport.pipeline.files.discover` yields them.
         settings: the run's settings; per-file ignores are applied per file.
         jobs: worker processes (0: one per core).
         cache: results to reuse and to fill; None for no cache.
@@ -123,7 +129,7 @@ def run(
 
     _migrate(keys, results, settings, jobs, done, progress)
     holds = project.holds(results)
-    if holds:  # again, for the files whose device choices other files decide (`torchport.project`)
+    if holds:  # again, for the files whose device choices other files decide (`torchport.pipeline.project`)
         keys = {}
         for index, reason in holds.items():
             result = results[index]

@@ -7,7 +7,7 @@ import typer
 
 def register(app: typer.Typer) -> None:
     """Add the trace, compare and verify commands to ``app``."""
-    from torchport import compare, trace_cli, verify
+    from torchport.checks import compare, trace_cli, verify
 
     trace_cli.register(app)
     compare.register(app)

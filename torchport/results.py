@@ -1,0 +1,59 @@
+"""What a run produces: `Diagnostic` (one finding) and `FileResult` (one file); free of LibCST so that reading
+results back from the cache loads no rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A CUDA-specific site that was left unchanged (or, in ``FileResult.sites``, rewritten), with the reason.
+
+    Args:
+        code: the rule code, e.g. ``TP101``.
+        line: 1-based line number in the original source.
+        column: 0-based column in the original source.
+        message: one-line reason.
+    """
+
+    code: str
+    line: int
+    column: int
+    message: str
+
+
+@dataclass
+class FileResult:
+    """What migrating one file gave.
+
+    Args:
+        path: the file on disk.
+        display: the path as shown to the user (relative to where the run started).
+        original: the decoded source, or None if it could not be read.
+        migrated: the new source (equal to ``original`` when nothing changed), or None on error.
+        encoding: the codec the file was read with (``utf-8-sig`` keeps a BOM).
+        rewrites: rewrite counts per rule code.
+        diagnostics: sites left unchanged, with their rule codes.
+        sites: one entry per rewrite made (code, line, column, rule summary), for reports.
+        error: why the file could not be migrated, as ``line:col: reason`` where a line is known.
+        facts: where the module chooses a device from CUDA's availability (`Migration.facts`).
+        hold: why the project-level pass kept this module's device choices CUDA-or-CPU, or None.
+    """
+
+    path: Path
+    display: str
+    original: str | None = None
+    migrated: str | None = None
+    encoding: str = "utf-8"
+    rewrites: dict[str, int] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    sites: list[Diagnostic] = field(default_factory=list)
+    error: str | None = None
+    facts: dict[str, list[int]] = field(default_factory=dict)
+    hold: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.error is None and self.migrated is not None and self.migrated != self.original

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+import types
 from pathlib import Path
 
 import pytest
 
 import torchport.runtime as runtime
-from torchport.codemods import FAMILIES, RULES
-from torchport.codemods.core.registry import family_rules
+from torchport.codemods import FAMILIES, RULES, guards
+from torchport.codemods.core.registry import DATA_MOVES, RENAMED, family_rules
+from torchport.codemods.core.rule import Rule
 
 ROOT = Path(__file__).parent.parent
 
@@ -48,3 +50,33 @@ def test_every_runtime_name_the_rewrites_emit_exists() -> None:
     assert emitted, "the fixtures emit runtime calls"
     missing = sorted(name for name in emitted if name not in runtime.__all__)
     assert missing == []
+
+
+def test_a_rule_without_its_declarations_is_refused() -> None:
+    family = types.ModuleType("torchport.codemods.example_family")
+
+    class Undeclared(Rule):
+        code = "TP099"
+        name = "undeclared"
+        summary, before = "x", "y"
+
+    Undeclared.__module__ = family.__name__
+    family.Undeclared = Undeclared  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="moves_data"):
+        family_rules(family)
+
+
+def test_every_rule_declares_whether_it_moves_data() -> None:
+    for rule in RULES.values():
+        assert any("moves_data" in vars(cls) for cls in type(rule).__mro__ if cls is not Rule), rule
+    assert DATA_MOVES == {code for code, rule in RULES.items() if rule.moves_data} and DATA_MOVES
+
+
+@pytest.mark.parametrize("name", sorted(RENAMED))
+def test_guards_treat_every_renamed_cuda_call_as_portable(name: str) -> None:
+    # the guards read the renames from the registry: a rule's new rename is portable code under a guard
+    assert guards._portable_cuda(f"torch.cuda.{name}")
+
+
+def test_a_cuda_only_call_under_a_guard_is_not_portable() -> None:
+    assert not guards._portable_cuda("torch.cuda.CUDAGraph")

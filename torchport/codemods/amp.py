@@ -29,7 +29,6 @@ _CUSTOM = {
     "torch.cuda.amp.custom_bwd": "custom_bwd",
     "torch.cuda.amp.autocast_mode.custom_bwd": "custom_bwd",
 }
-CUDA_AMP_NAMES = _AUTOCAST | _GRADSCALER | frozenset(_CUSTOM)
 
 # Generic APIs whose first argument (or device_type=/device=) names the device type.
 _GENERIC_TYPED = frozenset({
@@ -45,10 +44,12 @@ _AUTOCAST_POSITIONALS = ("enabled", "dtype", "cache_enabled")
 
 class CudaAmpAutocast(Rule):
     code = "TP020"
+    moves_data = False
     name = "cuda-amp-autocast"
     summary = "`torch.cuda.amp.autocast` becomes `torch.amp.autocast` on the runtime's device type."
     before, after = "torch.cuda.amp.autocast(dtype=torch.float16)", "torch.amp.autocast(tp.device_type(), dtype=torch.float16)"
     names = _AUTOCAST
+    renames = {n.removeprefix("torch.cuda."): "torch.amp.autocast" for n in _AUTOCAST}
     examples = (Example("import torch\nwith torch.cuda.amp.autocast(True):\n    pass\n",
                         "import torch\nwith torch.amp.autocast(tp.device_type(), enabled=True):\n    pass\n"),)
 
@@ -68,10 +69,12 @@ class CudaAmpAutocast(Rule):
 
 class CudaAmpGradScaler(Rule):
     code = "TP021"
+    moves_data = False
     name = "cuda-amp-gradscaler"
     summary = "`torch.cuda.amp.GradScaler` becomes `torch.amp.GradScaler` on the runtime's device type."
     before, after = "torch.cuda.amp.GradScaler()", "torch.amp.GradScaler(tp.device_type())"
     names = _GRADSCALER
+    renames = {n.removeprefix("torch.cuda."): "torch.amp.GradScaler" for n in _GRADSCALER}
     examples = (Example("import torch\ns = torch.cuda.amp.GradScaler(enabled=amp)\n",
                         "import torch\ns = torch.amp.GradScaler(tp.device_type(), enabled=amp)\n"),)
 
@@ -84,10 +87,12 @@ class CudaAmpGradScaler(Rule):
 
 class CudaAmpCustomFwdBwd(Rule):
     code = "TP022"
+    moves_data = False
     name = "cuda-amp-custom-fwd-bwd"
     summary = "`torch.cuda.amp.custom_fwd/custom_bwd` become `torch.amp`'s with `device_type=`."
     before, after = "@torch.cuda.amp.custom_fwd", "@torch.amp.custom_fwd(device_type=tp.device_type())"
     names = frozenset(_CUSTOM)
+    renames = {n.removeprefix("torch.cuda."): f"torch.amp.{new}" for n, new in _CUSTOM.items()}
     examples = (Example("import torch\n\n\n@torch.cuda.amp.custom_fwd\ndef f(x):\n    return x\n",
                         "import torch\n\n\n@torch.amp.custom_fwd(device_type=tp.device_type())\ndef f(x):\n    return x\n"),)
 
@@ -116,6 +121,7 @@ class CudaAmpCustomFwdBwd(Rule):
 
 class AmpDeviceType(Rule):
     code = "TP023"
+    moves_data = False
     name = "amp-device-type"
     summary = '`"cuda"` given to `torch.autocast` or `torch.amp.GradScaler` becomes the runtime type.'
     before, after = 'torch.autocast("cuda")', "torch.autocast(tp.device_type())"

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
 
 _SUBMODULES = ("memory", "random", "streams")
-GUARDS = "TP110"
 
 
 def cuda_tail(qualified_name: str) -> str | None:
@@ -64,16 +63,15 @@ def _lone_call(statement: cst.BaseStatement) -> cst.Call | None:
 
 
 class _Rename(Rule):
-    """Renames ``torch.cuda.<name>`` to the runtime's (or torch's) name, by its ``table``."""
+    """Renames ``torch.cuda.<name>`` to the runtime's (or torch's) name, by its ``renames``."""
 
-    table: dict[str, str] = {}
     to_torch = False  # the new name is under torch, not the runtime
 
     def _lookup(self, m: Migrator, original: cst.CSTNode) -> str | None:
         for name in m.qnames(original):
             tail = cuda_tail(name)
-            if tail is not None and tail in self.table:
-                return self.table[tail]
+            if tail is not None and tail in self.renames:
+                return self.renames[tail]
         return None
 
     def _rename(self, m: Migrator, original: cst.CSTNode) -> cst.BaseExpression | None:
@@ -95,11 +93,12 @@ _DEVICE = ("current_device", "set_device", "get_device_name", "get_device_proper
 
 class CudaDeviceApi(_Rename):
     code = "TP010"
+    moves_data = False
     name = "cuda-device-api"
     summary = "`torch.cuda` device management becomes the runtime's."
     before, after = "torch.cuda.synchronize()", "tp.synchronize()"
-    table = {**{n: n for n in _DEVICE}, "device": "device_index"}  # `device` is the runtime's selector
-    names = frozenset(f"torch.cuda.{n}" for n in (*table, "is_available", "device_count"))
+    renames = {**{n: n for n in _DEVICE}, "device": "device_index"}  # `device` is the runtime's selector
+    names = frozenset(f"torch.cuda.{n}" for n in (*renames, "is_available", "device_count"))
     examples = (
         Example("import torch\ntorch.cuda.synchronize()\n", "import torch\ntp.synchronize()\n"),
         Example("import torch\nif torch.cuda.is_available():\n    model.cuda()\n",
@@ -118,7 +117,7 @@ class CudaDeviceApi(_Rename):
     def _rename(self, m: Migrator, original: cst.CSTNode) -> cst.BaseExpression | None:
         names = m.qnames(original)
         if names & {"torch.cuda.is_available", "torch.cuda.device_count"}:
-            new = m.store(GUARDS).get("rewrite", {}).get(id(original))
+            new = m.shared.guard_renames.get(id(original))
             if new is None:
                 return None
             return m.runtime_attr(new) if m.apply(self.code, original) else None
@@ -127,11 +126,12 @@ class CudaDeviceApi(_Rename):
 
 class CudaStreamApi(_Rename):
     code = "TP011"
+    moves_data = False
     name = "cuda-stream-api"
     summary = "`torch.cuda` streams and events become the runtime's; `x.record_stream(s)` too."
     before, after = "torch.cuda.Event(enable_timing=True)", "tp.Event(enable_timing=True)"
-    table = {n: n for n in ("Stream", "stream", "current_stream", "default_stream", "set_stream", "Event")}
-    names = frozenset(f"torch.cuda.{n}" for n in table)
+    renames = {n: n for n in ("Stream", "stream", "current_stream", "default_stream", "set_stream", "Event")}
+    names = frozenset(f"torch.cuda.{n}" for n in renames)
     triggers = (r"cuda", r"\brecord_stream\b")
     examples = (
         Example("import torch\ne = torch.cuda.Event(enable_timing=True)\n", "import torch\ne = tp.Event(enable_timing=True)\n"),
@@ -156,23 +156,25 @@ _MEMORY = ("empty_cache", "ipc_collect", "memory_allocated", "max_memory_allocat
 
 class CudaMemoryApi(_Rename):
     code = "TP012"
+    moves_data = False
     name = "cuda-memory-api"
     summary = "`torch.cuda` memory queries become the runtime's."
     before, after = "torch.cuda.max_memory_allocated()", "tp.max_memory_allocated()"
-    table = {**{n: n for n in _MEMORY}, "memory_cached": "memory_reserved", "max_memory_cached": "max_memory_reserved",
+    renames = {**{n: n for n in _MEMORY}, "memory_cached": "memory_reserved", "max_memory_cached": "max_memory_reserved",
              "reset_max_memory_cached": "reset_peak_memory_stats"}
-    names = frozenset(f"torch.cuda.{n}" for n in table)
+    names = frozenset(f"torch.cuda.{n}" for n in renames)
     examples = (Example("import torch\ntorch.cuda.empty_cache()\n", "import torch\ntp.empty_cache()\n"),)
 
 
 class CudaRngApi(_Rename):
     code = "TP013"
+    moves_data = False
     name = "cuda-rng-api"
     summary = "`torch.cuda` seeds and RNG state become the runtime's."
     before, after = "torch.cuda.manual_seed_all(0)", "tp.manual_seed_all(0)"
-    table = {**{n: n for n in ("manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state",
+    renames = {**{n: n for n in ("manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state",
                                "set_rng_state")}, "seed_all": "seed"}
-    names = frozenset(f"torch.cuda.{n}" for n in table)
+    names = frozenset(f"torch.cuda.{n}" for n in renames)
     examples = (
         Example("import torch\ntorch.cuda.manual_seed_all(0)\n", "import torch\ntp.manual_seed_all(0)\n"),
         # `torch.manual_seed(seed)` already seeds every device, the picked one included.
@@ -202,10 +204,11 @@ class CudaRngApi(_Rename):
 
 class CudaOomError(_Rename):
     code = "TP014"
+    moves_data = False
     name = "cuda-oom-error"
     summary = "`torch.cuda.OutOfMemoryError` is `torch.OutOfMemoryError`."
     before, after = "except torch.cuda.OutOfMemoryError:", "except torch.OutOfMemoryError:"
-    table = {"OutOfMemoryError": "OutOfMemoryError"}
+    renames = {"OutOfMemoryError": "OutOfMemoryError"}
     names = frozenset({"torch.cuda.OutOfMemoryError"})
     to_torch = True
     examples = (Example("import torch\ntry:\n    f()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n",
@@ -232,6 +235,7 @@ def legacy_dtype(m: Migrator, node: cst.CSTNode) -> str | None:
 
 class CudaLegacyTensorType(Rule):
     code = "TP015"
+    moves_data = False
     name = "cuda-legacy-tensor-type"
     summary = "Legacy `torch.cuda.FloatTensor` and friends become a dtype on the runtime device."
     before, after = "x.type(torch.cuda.FloatTensor)", "x.to(tp.device(), torch.float32)"
@@ -270,11 +274,12 @@ class CudaLegacyTensorType(Rule):
 
 class CudaNvtx(_Rename):
     code = "TP016"
+    moves_data = False
     name = "cuda-nvtx"
     summary = "NVTX ranges stay NVTX ranges on CUDA and become profiler ranges (`record_function`) elsewhere."
     before, after = 'torch.cuda.nvtx.range_push("step")', 'tp.range_push("step")'
-    table = {"nvtx.range_push": "range_push", "nvtx.range_pop": "range_pop", "nvtx.range": "range", "nvtx.mark": "mark"}
-    names = frozenset(f"torch.cuda.{n}" for n in table)
+    renames = {"nvtx.range_push": "range_push", "nvtx.range_pop": "range_pop", "nvtx.range": "range", "nvtx.mark": "mark"}
+    names = frozenset(f"torch.cuda.{n}" for n in renames)
     examples = (
         Example('import torch\ntorch.cuda.nvtx.range_push("step")\n', 'import torch\ntp.range_push("step")\n'),
         Example('import torch\nwith torch.cuda.nvtx.range("fwd"):\n    pass\n', 'import torch\nwith tp.range("fwd"):\n    pass\n'),
@@ -283,6 +288,7 @@ class CudaNvtx(_Rename):
 
 class DefaultTensorType(Rule):
     code = "TP017"
+    moves_data = False
     name = "default-tensor-type"
     summary = ("`torch.set_default_tensor_type` with a CUDA type sets the dtype and the runtime device; the CPU "
                "types that undo it go through the runtime too.")
@@ -313,6 +319,7 @@ class DefaultTensorType(Rule):
 
 class LoadMapLocation(Rule):
     code = "TP018"
+    moves_data = False
     name = "load-map-location"
     summary = ("`torch.load` of a checkpoint saved on a GPU restores it where it was saved on CUDA and on the "
                "runtime device elsewhere.")
@@ -407,6 +414,7 @@ def _names_cuda_mapping(node: cst.BaseExpression) -> bool:
 
 class CudaApiUnported(Rule):
     code = "TP101"
+    moves_data = False
     name = "cuda-api-unported"
     summary = "A `torch.cuda` API with no portable equivalent; left unchanged."
     before = "torch.cuda.get_arch_list()"
@@ -452,6 +460,7 @@ class CudaApiUnported(Rule):
 
 class IsAvailableNotCalled(Rule):
     code = "TP109"
+    moves_data = False
     name = "is-available-not-called"
     summary = "`torch.cuda.is_available` without a call is always true: a bug."
     before = "if torch.cuda.is_available:"

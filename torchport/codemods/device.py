@@ -124,7 +124,7 @@ def is_device_string(node: cst.BaseExpression) -> bool:
 
 def _multi_device(m: Migrator) -> bool:
     """Whether the module names two or more fixed CUDA indices (``"cuda:0"`` and ``"cuda:1"``)."""
-    found = m.store("TP002").get("multi")
+    found = m.shared.multi_device
     if found is None:
         indices: set[str] = set()
         if m.syntax is not None and re.search(r"cuda:\d", m.source):
@@ -133,7 +133,7 @@ def _multi_device(m: Migrator) -> bool:
                     match = CUDA_DEVICE_RE.match(node.value)
                     if match and match.group(1) is not None:
                         indices.add(match.group(1))
-        found = m.store("TP002")["multi"] = len(indices) > 1
+        found = m.shared.multi_device = len(indices) > 1
     return found
 
 
@@ -185,6 +185,7 @@ class _StringRule(Rule):
 
 class CudaMethod(Rule):
     code = "TP001"
+    moves_data = True
     name = "cuda-method"
     summary = "`.cuda(...)` on a tensor or module becomes `.to(<runtime device>, ...)`."
     before, after = "x.cuda(non_blocking=True)", "x.to(tp.device(), non_blocking=True)"
@@ -254,6 +255,7 @@ def _defines_own_cuda(module: cst.Module) -> bool:
 
 class DeviceLiteral(_StringRule):
     code = "TP002"
+    moves_data = True
     name = "device-literal"
     summary = "A CUDA device spec where torch expects a device becomes the runtime device."
     before, after = 'torch.zeros(2, device="cuda:1")', "torch.zeros(2, device=tp.device(1))"
@@ -309,6 +311,7 @@ class DeviceLiteral(_StringRule):
 
 class DeviceString(_StringRule):
     code = "TP003"
+    moves_data = True
     name = "device-string"
     summary = "A CUDA device spec kept as a str (a device setting, default or argument) stays a str."
     before, after = 'device = "cuda"', "device = tp.device_str()"
@@ -516,6 +519,7 @@ def _target_name(target: cst.BaseExpression) -> str:
 
 class DeviceTypeString(_StringRule):
     code = "TP004"
+    moves_data = False
     name = "device-type-string"
     summary = 'The device type "cuda" given as device_type= or assigned to a *type name.'
     before, after = 'device_type = "cuda"', "device_type = tp.device_type()"
@@ -589,6 +593,7 @@ def _idiom_shape(m: Migrator, node: cst.IfExp) -> tuple[bool, cst.BaseExpression
 
 class AvailabilityIdiom(Rule):
     code = "TP005"
+    moves_data = False
     name = "availability-idiom"
     summary = '`"cuda" if torch.cuda.is_available() else "cpu"` becomes one runtime call.'
     before, after = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")', "tp.device()"
@@ -619,13 +624,13 @@ class AvailabilityIdiom(Rule):
             m.skip_region(node)
             return True
         if m.hold is not None:  # the project needs CUDA-or-CPU here; TP110 keeps it, with the reason
-            m.store(self).setdefault("held", set()).add(id(node))
+            m.shared.held_idioms.add(id(node))
             return True
-        m.store(self)[id(node)] = (shape[0], shape[1])
+        m.shared.idioms[id(node)] = (shape[0], shape[1])
         return False  # the whole expression is replaced; its parts need no visit
 
     def leave_IfExp(self, m: Migrator, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression | None:
-        idiom = m.store(self).get(id(original))
+        idiom = m.shared.idioms.get(id(original))
         if idiom is None:
             return None
         wants_object, index = idiom
@@ -641,6 +646,7 @@ class AvailabilityIdiom(Rule):
 
 class IntegerDeviceId(Rule):
     code = "TP006"
+    moves_data = True
     name = "integer-device-id"
     summary = ("An integer device id (a literal, a name like `local_rank`, `device_ids[0]`, "
                "`torch.cuda.current_device()`) where a device is expected becomes the runtime device with that index.")
@@ -721,6 +727,7 @@ class IntegerDeviceId(Rule):
 
 class IsCuda(Rule):
     code = "TP007"
+    moves_data = False
     name = "is-cuda"
     summary = ("`.is_cuda` becomes \"on the picked accelerator\"; unsafe because it may enable CUDA-only code "
                "on MPS or XPU.")
@@ -765,6 +772,7 @@ def cuda_compared(node: cst.Comparison) -> list[cst.SimpleString]:
 
 class DeviceTypeCheck(Rule):
     code = "TP008"
+    moves_data = False
     name = "device-type-check"
     summary = '`x.device.type == "cuda"` becomes "on the picked accelerator"; unsafe for the same reason as TP007.'
     before, after = 'if x.device.type == "cuda":', "if tp.on_accelerator(x):"
@@ -792,6 +800,7 @@ class DeviceTypeCheck(Rule):
 
 class UnclassifiedString(Rule):
     code = "TP102"
+    moves_data = False
     name = "unclassified-device-string"
     summary = "A CUDA device string where torchport cannot tell a device from text."
     before = 'foo("cuda:0")'
@@ -829,6 +838,7 @@ class UnclassifiedString(Rule):
 
 class DeviceTypeComparison(Rule):
     code = "TP104"
+    moves_data = False
     name = "device-type-comparison"
     summary = 'A comparison with "cuda" may guard CUDA-only code; left unchanged.'
     before = 'use_fused = device_type == "cuda"'
@@ -857,6 +867,7 @@ class DeviceTypeComparison(Rule):
 
 class CudaAttribute(Rule):
     code = "TP106"
+    moves_data = False
     name = "cuda-attribute"
     summary = "`.cuda` referenced without a call, or called with unpacked arguments; left unchanged."
     before = "fn = x.cuda"

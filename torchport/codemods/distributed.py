@@ -51,6 +51,7 @@ def _mentions_nccl(node: cst.BaseExpression) -> bool:
 
 class NcclBackend(Rule):
     code = "TP030"
+    moves_data = False
     name = "nccl-backend"
     summary = '`"nccl"` as a process-group backend becomes the runtime\'s backend for its device.'
     before, after = 'init_process_group(backend="nccl")', "init_process_group(backend=tp.distributed_backend())"
@@ -116,6 +117,7 @@ class NcclBackend(Rule):
 
 class DdpDeviceIds(Rule):
     code = "TP031"
+    moves_data = False
     name = "ddp-device-ids"
     summary = "DDP `device_ids` and `output_device` are dropped off CUDA/XPU at run time (DataParallel already ignores them)."
     before, after = "DDP(model, device_ids=[rank])", "DDP(model, device_ids=tp.ddp_device_ids([rank]))"
@@ -164,6 +166,7 @@ class DdpDeviceIds(Rule):
 
 class ProcessGroupDeviceId(Rule):
     code = "TP032"
+    moves_data = False
     name = "process-group-device-id"
     summary = ("`init_process_group(device_id=...)` with a backend torchport rewrote, and FSDP's CUDA `device_id`: "
                "gloo takes no CUDA device; FSDP on the CPU takes the CPU device.")
@@ -214,6 +217,7 @@ class ProcessGroupDeviceId(Rule):
 
 class NcclString(Rule):
     code = "TP105"
+    moves_data = False
     name = "nccl-string"
     summary = '`"nccl"` outside a backend setting (a comparison, a list); left unchanged.'
     before = 'if backend == "nccl":'

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods import amp, cuda_api
+from torchport.codemods import cuda_api
 from torchport.codemods.analysis.programs import closed_functions, cuda_only_program
 from torchport.codemods.core.base import (
     call_name,
@@ -53,21 +53,14 @@ _SPAWN = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_
                     "torch.multiprocessing.spawn.spawn", "torch.multiprocessing.spawn.start_processes"})
 _CUDA_TEST_DECORATOR = re.compile(r"(?i)(?:requires?_?(?:torch_)?(?:cuda|gpu)|skip_?(?:if_?)?(?:no|without)_?(?:cuda|gpu)|"
                                   r"cuda_only|gpu_only|only_cuda|onlycuda)")
-# torch.cuda names the runtime has; anything else under a guard is CUDA-only.
+# torch.cuda names some rule ports (the registry's RENAMED); anything else under a guard is CUDA-only.
 def _portable_cuda(name: str) -> bool:
-    """Whether a ``torch.cuda`` name has a portable rewrite (a rule's table or the AMP names)."""
+    """Whether a ``torch.cuda`` name has a portable rewrite (a rule's ``renames``, or the idioms guards port)."""
+    from torchport.codemods.core.registry import RENAMED  # the registry imports this module
+
     tail = cuda_api.cuda_tail(name)
-    return tail is not None and (tail in _PORTABLE_TAILS or name in amp.CUDA_AMP_NAMES
-                                 or tail in ("is_available", "device_count") or tail in cuda_api.LEGACY_TYPES)
-
-
-def _tails() -> frozenset[str]:
-    rules = (cuda_api.CudaDeviceApi, cuda_api.CudaStreamApi, cuda_api.CudaMemoryApi, cuda_api.CudaRngApi,
-             cuda_api.CudaOomError, cuda_api.CudaNvtx)
-    return frozenset(tail for rule in rules for tail in rule.table)
-
-
-_PORTABLE_TAILS = _tails()
+    return tail is not None and (tail in RENAMED or tail in ("is_available", "device_count")
+                                 or tail in cuda_api.LEGACY_TYPES)
 _CUDA_ONLY_MODULES = re.compile(r"^(?:apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|numba|pycuda|"
                                 r"triton|torch\._C|torch\.utils\.cpp_extension)\b")
 
@@ -243,14 +236,13 @@ def _cuda_only_class(m: Migrator, node: cst.ClassDef, bases: list[str]) -> bool:
     (``importlib.import_module("fused_adam_cuda")``)."""
     if m.syntax is None:
         return False
-    store = m.store("TP110-classes")
-    if "names" not in store:
+    if m.shared.cuda_only_imports is None:
         names = set()
         for statement in ast.walk(m.syntax):
             if isinstance(statement, ast.ImportFrom) and statement.module and _CUDA_ONLY_IMPORT.match(statement.module):
                 names |= {a.asname or a.name for a in statement.names}
-        store["names"] = names
-    if any(b in store["names"] for b in bases):
+        m.shared.cuda_only_imports = names
+    if any(b in m.shared.cuda_only_imports for b in bases):
         return True
     for item in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
         if isinstance(item, cst.FunctionDef) and item.name.value == "__init__":
@@ -374,7 +366,7 @@ def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
     if dotted is not None and (_is_flag(m, dotted) or "torch.version.cuda" in m.qnames(test)):
         return True
     if isinstance(test, cst.Call) and not test.args and m.has_qname(test.func, _AVAILABLE):
-        return id(test.func) not in m.store(GUARD_CODE).get("rewrite", {})
+        return id(test.func) not in m.shared.guard_renames
     if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Call)
             and m.has_qname(test.left.func, _COUNT)):
         return True
@@ -395,9 +387,6 @@ def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
             return not (unsafe and m.enabled("TP008"))
         return True
     return False
-
-
-GUARD_CODE = "TP110"
 
 
 def _availability_based(m: Migrator, test: cst.BaseExpression) -> bool:
@@ -472,7 +461,7 @@ def _flag_parameters(module: ast.Module, flags: set[tuple[str, str]]) -> set[tup
 
 
 def _is_flag(m: Migrator, dotted: str) -> bool:
-    flags = m.store(GUARD_CODE).get("flags", ())
+    flags = m.shared.cuda_flags
     if ("*", dotted) in flags:
         return True
     function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
@@ -487,6 +476,7 @@ def _is_flag(m: Migrator, dotted: str) -> bool:
 
 class CudaGuard(Rule):
     code = "TP110"
+    moves_data = False
     name = "cuda-guard"
     summary = "A CUDA guard of CUDA-only code stays a CUDA guard; the code under it runs only on CUDA and is left as is."
     before = "if torch.cuda.is_available(): import apex"
@@ -550,7 +540,7 @@ class CudaGuard(Rule):
     )
 
     def _rewrite(self, m: Migrator, call: cst.Call, name: str) -> None:
-        m.store(self).setdefault("rewrite", {})[id(call.func)] = name
+        m.shared.guard_renames[id(call.func)] = name
 
     def _keep(self, m: Migrator, calls: list[cst.Call], where: cst.CSTNode, message: str | None) -> None:
         calls = [call for call in calls if id(call.func) not in m.handled]
@@ -601,7 +591,7 @@ class CudaGuard(Rule):
             m.store(self)["asserting"] = {s.name.value for s in node.body
                                           if isinstance(s, cst.FunctionDef) and _asserts_cuda(m, s)}
         if "is_available" in m.source:
-            m.store(self)["flags"] = _flags(m)
+            m.shared.cuda_flags = _flags(m)
 
     def visit_BooleanOperation(self, m: Migrator, node: cst.BooleanOperation) -> None:
         """``torch.version.cuda and torch.cuda.is_bf16_supported()``: the right side runs only on CUDA."""
@@ -610,14 +600,14 @@ class CudaGuard(Rule):
 
     def visit_IfExp(self, m: Migrator, node: cst.IfExp) -> None:
         """``"cuda:0" if torch.cuda.is_available() and n > 0 else "cpu"``: the first branch runs only on CUDA."""
-        if id(node) not in m.store("TP005") and _cuda_detection(m, node.test):
+        if id(node) not in m.shared.idioms and _cuda_detection(m, node.test):
             positive, other = _guard_calls(m, node.test)
-            held = m.hold is not None and id(node) in m.store("TP005").get("held", ())
+            held = m.hold is not None and id(node) in m.shared.held_idioms
             self._keep(m, positive + other, node.test, f"availability idiom kept as written: {m.hold}" if held else None)
             if _availability_based(m, node.test) and _scan(m, node.body).chooses:
                 m.fact("kept", node)
             m.skip_region(node.body)
-        elif (id(node) not in m.store("TP005") and isinstance(node.test, cst.UnaryOperation)
+        elif (id(node) not in m.shared.idioms and isinstance(node.test, cst.UnaryOperation)
               and isinstance(node.test.operator, cst.Not) and _cuda_detection(m, node.test.expression)
               and not _availability_based(m, node.test.expression)):
             m.skip_region(node.orelse)  # `"cpu" if not device.startswith("cuda") else "cuda"`
@@ -780,7 +770,7 @@ class CudaGuard(Rule):
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> None:
         """A guard call that no rule decided on stays as written, with a note."""
-        if id(original.func) in m.handled or id(original.func) in m.store(self).get("rewrite", {}):
+        if id(original.func) in m.handled or id(original.func) in m.shared.guard_renames:
             return None
         if not original.args and m.qnames(original.func) & {_AVAILABLE, _COUNT}:
             self._keep(m, [original], original, "CUDA query kept as written: it answers for CUDA alone")

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 class PinMemoryFlag(Rule):
     code = "TP040"
+    moves_data = False
     name = "pin-memory-flag"
     summary = "`pin_memory=True` in a torch tensor factory, which raises on a CPU-only machine, pins only where it can."
     before, after = "torch.empty(n, pin_memory=True)", "torch.empty(n, pin_memory=tp.pin_memory_available())"
@@ -58,6 +59,7 @@ class PinMemoryFlag(Rule):
 
 class PinMemoryCall(Rule):
     code = "TP041"
+    moves_data = False
     name = "pin-memory-call"
     summary = "`x.pin_memory()`, which raises on a CPU-only machine, pins only where it can."
     before, after = "batch = batch.pin_memory()", "batch = tp.pin_memory(batch)"

@@ -74,6 +74,7 @@ def _mentions_gpu_test(m: Migrator, node: cst.BaseExpression) -> cst.Call | None
 
 class GpuRequiredAssert(Rule):
     code = "TP009"
+    moves_data = False
     name = "gpu-required-assert"
     summary = "`assert torch.cuda.is_available()` stops the port on any other device; the fix removes it."
     before, after = "assert torch.cuda.is_available()", "(removed)"
@@ -142,6 +143,7 @@ class GpuRequiredAssert(Rule):
 
 class BackendFlags(Rule):
     code = "TP107"
+    moves_data = False
     name = "backend-flags"
     summary = "`torch.backends.cudnn`/`cuda` flags are left as they are: harmless elsewhere (one note per file)."
     before = "torch.backends.cudnn.benchmark = True"
@@ -197,6 +199,7 @@ class _CudaOnlyApi(Rule):
 
 class CudaGraphs(_CudaOnlyApi):
     code = "TP201"
+    moves_data = False
     name = "cuda-graphs"
     summary = "CUDA graph capture and replay has no portable equivalent."
     before = "g = torch.cuda.CUDAGraph()"
@@ -207,6 +210,7 @@ class CudaGraphs(_CudaOnlyApi):
 
 class CudaMemoryPool(_CudaOnlyApi):
     code = "TP202"
+    moves_data = False
     name = "cuda-memory-pool"
     summary = "CUDA memory pools and custom allocators have no portable equivalent."
     before = "pool = torch.cuda.MemPool()"
@@ -217,6 +221,7 @@ class CudaMemoryPool(_CudaOnlyApi):
 
 class CudaInterop(_CudaOnlyApi):
     code = "TP203"
+    moves_data = False
     name = "cuda-interop"
     summary = "cudart, external streams and CUDA IPC have no portable equivalent."
     before = "s = torch.cuda.ExternalStream(ptr)"
@@ -227,6 +232,7 @@ class CudaInterop(_CudaOnlyApi):
 
 class CudaMemoryHistory(_CudaOnlyApi):
     code = "TP204"
+    moves_data = False
     name = "cuda-memory-history"
     summary = "The CUDA memory-history recorder is CUDA-only (a debugging aid)."
     before = "torch.cuda.memory._record_memory_history()"
@@ -237,6 +243,7 @@ class CudaMemoryHistory(_CudaOnlyApi):
 
 class CudaVisibleDevices(Rule):
     code = "TP205"
+    moves_data = False
     name = "cuda-visible-devices"
     summary = "Setting `CUDA_VISIBLE_DEVICES` picks GPUs only on CUDA."
     before = 'os.environ["CUDA_VISIBLE_DEVICES"] = "0"'
@@ -261,6 +268,7 @@ class CudaVisibleDevices(Rule):
 
 class CudaExtension(Rule):
     code = "TP206"
+    moves_data = False
     name = "cuda-extension"
     summary = "A C++/CUDA extension with `.cu` sources builds only with nvcc."
     before = 'CUDAExtension("ops", ["ops.cu"])'
@@ -311,6 +319,7 @@ def _catches_import_error(node: cst.Try) -> bool:
 
 class TritonKernel(Rule):
     code = "TP207"
+    moves_data = False
     name = "triton-kernel"
     summary = "Triton kernels need a GPU backend Triton supports."
     before = "import triton"
@@ -332,6 +341,7 @@ class TritonKernel(Rule):
 
 class CudaOnlyImport(Rule):
     code = "TP208"
+    moves_data = False
     name = "cuda-only-import"
     summary = ("A CUDA-only library (apex, flash_attn, xformers, bitsandbytes, transformer_engine, pynvml, cupy, "
                "numba.cuda).")
@@ -363,6 +373,7 @@ class CudaOnlyImport(Rule):
 
 class GpuRequired(Rule):
     code = "TP209"
+    moves_data = False
     name = "gpu-required"
     summary = "Code that raises when CUDA is missing."
     before = "if not torch.cuda.is_available(): raise RuntimeError()"
@@ -388,6 +399,7 @@ class GpuRequired(Rule):
 
 class MpsFloat64(Rule):
     code = "TP301"
+    moves_data = False
     name = "mps-float64"
     summary = "[mps] float64 tensors are not supported on MPS."
     before = "x = x.double()"
@@ -408,6 +420,7 @@ class MpsFloat64(Rule):
 
 class MpsComplex128(Rule):
     code = "TP302"
+    moves_data = False
     name = "mps-complex128"
     summary = "[mps] complex128 tensors are not supported on MPS."
     before = "z = torch.zeros(2, dtype=torch.complex128)"
@@ -422,6 +435,7 @@ class MpsComplex128(Rule):
 
 class CpuFloat16Autocast(Rule):
     code = "TP321"
+    moves_data = False
     name = "cpu-float16-autocast"
     summary = "[cpu] float16 autocast on CPU is slow and lacks ops; bfloat16 is CPU autocast's type."
     before = "torch.autocast(tp.device_type(), dtype=torch.float16)"

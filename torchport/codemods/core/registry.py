@@ -20,18 +20,31 @@ from torchport.codemods.core.rule import Rule
 FAMILIES = (device, cuda_api, amp, distributed, pinned, unported, guards)
 
 
+# Declarations other parts derive their lists from; a rule class without one is refused.
+REQUIRED = ("moves_data",)
+
+
 def family_rules(family: ModuleType) -> tuple[Rule, ...]:
     """One instance of each rule class defined in ``family``, in source order."""
     classes = [
         cls for cls in vars(family).values()
         if inspect.isclass(cls) and issubclass(cls, Rule) and cls.__module__ == family.__name__ and "code" in vars(cls)
     ]
+    for cls in classes:
+        missing = [name for name in REQUIRED if not hasattr(cls, name)]
+        if missing:
+            raise TypeError(f"rule {cls.__name__} ({cls.code}) does not declare {', '.join(missing)}: "
+                            "the engine and the guards derive their lists from it")
     classes.sort(key=lambda cls: inspect.getsourcelines(cls)[1])
     return tuple(cls() for cls in classes)
 
 
 RULES_IN_ORDER: tuple[Rule, ...] = tuple(rule for family in FAMILIES for rule in family_rules(family))
 RULES_BY_CODE: dict[str, Rule] = dict(sorted((rule.code, rule) for rule in RULES_IN_ORDER))
+# Rewrites that choose where tensors go: a module the project pass holds keeps them as written.
+DATA_MOVES = frozenset(rule.code for rule in RULES_IN_ORDER if rule.moves_data)
+# The torch.cuda names (after "torch.cuda.") some rule renames into a portable call.
+RENAMED = frozenset(name for rule in RULES_IN_ORDER for name in rule.renames)
 
 # What any rule can match, as one regular expression: text that matches none of it needs no parse.
 TRIGGERS = "|".join(dict.fromkeys(t for rule in RULES_IN_ORDER for t in rule.trigger_patterns()))

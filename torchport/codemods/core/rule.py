@@ -18,6 +18,7 @@ code must stay as it is). The test suite runs each with only this rule selected.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
@@ -63,6 +64,10 @@ class Rule:
             Without them, they are derived from ``names`` (see `trigger_patterns`).
         names: the qualified names the rule matches.
         replaces: whether ``leave_`` methods replace the node (True) or only its children (False).
+        moves_data: required: whether its rewrite chooses where tensors go (``.cuda()``, a device literal or
+            string, an integer device id). A module the project pass holds keeps these as written.
+        renames: the ``torch.cuda`` names it renames into portable calls, after ``torch.cuda.`` (``synchronize``,
+            ``amp.autocast``), with the new name. Code under a CUDA guard that calls only these is portable.
         examples: inline tests (see `Example`).
     """
 
@@ -76,6 +81,8 @@ class Rule:
     triggers: ClassVar[tuple[str, ...]] = ()
     names: ClassVar[frozenset[str]] = frozenset()
     replaces: ClassVar[bool] = True
+    moves_data: ClassVar[bool]  # no default: every rule says (the registry checks)
+    renames: ClassVar[Mapping[str, str]] = {}
     examples: ClassVar[tuple[Example, ...]] = ()
 
     @property

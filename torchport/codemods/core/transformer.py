@@ -21,7 +21,8 @@ from libcst.metadata import CodePosition
 from torchport.codemods.analysis.names import Imports, chain, cst_import_map, qualify
 from torchport.codemods.core.base import Diagnostic, attribute_chain, dotted_name
 from torchport.codemods.core.positions import Positions
-from torchport.codemods.core.registry import RULES_BY_CODE, RULES_IN_ORDER
+from torchport.codemods.core.registry import DATA_MOVES, RULES_BY_CODE, RULES_IN_ORDER
+from torchport.codemods.core.shared import Shared
 from torchport.codemods.core.triggers import Anchors, map_statements
 from torchport.emit.package import PackageRuntime, Renderer
 
@@ -48,7 +49,6 @@ def _tables(rules: Sequence[Rule]) -> tuple[dict[str, list], dict[str, list], di
 
 _VISITS, _ARGUMENTS, _REPLACING = _tables(RULES_IN_ORDER)
 _CUDA_TEXT = re.compile(r"cuda|nccl", re.I)
-_DEVICE_MOVES = frozenset({"TP001", "TP002", "TP003", "TP006"})  # rewrites that choose where tensors go
 # Nodes that name nothing by themselves: an attribute's name, a keyword argument's name, a parameter's.
 _NAME_FIELDS = {cst.Attribute: "attr", cst.Arg: "keyword", cst.Param: "name", cst.FunctionDef: "name",
                 cst.ClassDef: "name"}
@@ -127,6 +127,7 @@ class Migrator(cst.CSTTransformer):
         self._statement_of: dict[int, cst.CSTNode | None] = {}  # for sites reported at the end
         self._quiet: set[int] = set()
         self._store: dict[str, dict[Any, Any]] = {}
+        self.shared = Shared()  # facts rules record for each other
         self._skip_depth = 0  # > 0 inside a region no rewrite may touch (see `skip_region`)
         self._skip_roots: dict[int, str] = {}  # root -> why its rewrites change nothing (the TP110 note)
         self._skip_reasons: list[str] = []  # of the regions being visited, innermost last
@@ -223,9 +224,10 @@ class Migrator(cst.CSTTransformer):
 
     # ---- facts the rules share ---------------------------------------------------------------
 
-    def store(self, rule: Rule | str) -> dict[Any, Any]:
-        """A dict private to ``rule`` (or the rule of that code) for this module; rules are stateless."""
-        return self._store.setdefault(rule if isinstance(rule, str) else rule.code, {})
+    def store(self, rule: Rule) -> dict[Any, Any]:
+        """A dict private to ``rule`` for this module (rules are stateless); what other rules read is in
+        `shared`."""
+        return self._store.setdefault(rule.code, {})
 
     def is_name(self, node: cst.CSTNode) -> bool:
         """Whether ``node`` can name something (not an attribute's, a keyword's or a parameter's name)."""
@@ -318,7 +320,7 @@ class Migrator(cst.CSTTransformer):
         if not self.enabled(code) or self._is_suppressed(code, start.line):
             return False
         rule = RULES_BY_CODE[code]
-        if self.hold is not None and code in _DEVICE_MOVES and not self._skip_depth:
+        if self.hold is not None and code in DATA_MOVES and not self._skip_depth:
             # The project keeps this module's device choices CUDA-or-CPU: a move to the picked device would
             # put tensors on MPS beside the CPU ones there. Left for the author, with the reason.
             self.report("TP110", node, f"left as written ({code} would apply): {self.hold}")

@@ -1,0 +1,38 @@
+"""`Shared`: the facts one rule records for others while migrating one module, as typed fields.
+
+A rule's private state stays in ``m.store(self)``; what another rule or a family's helper reads lives here,
+so that the writer and every reader name the same field. Keys are ``id()`` of original CST nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+
+@dataclass
+class Shared:
+    """Facts shared between rules for one module.
+
+    Args:
+        idioms: availability idioms TP005 replaces (``"cuda" if torch.cuda.is_available() else "cpu"``),
+            each with whether a ``torch.device`` is wanted and the device index expression (or None).
+        held_idioms: idioms TP005 leaves because the project pass holds the module CUDA-or-CPU.
+        guard_renames: ``torch.cuda.is_available``/``device_count`` references (the called expression) that
+            TP110 turns into the runtime's name (``tp.is_available``...).
+        cuda_flags: names assigned from a CUDA check (``use_cuda = torch.cuda.is_available()``), as
+            ``(function, dotted name)`` with ``""`` for module level and ``"*"`` for everywhere (TP110).
+        multi_device: whether the module names two or more fixed CUDA indices (TP002); None until asked.
+        cuda_only_imports: names imported from a CUDA-only library (``from apex.optimizers import FusedAdam``);
+            None until asked.
+    """
+
+    idioms: dict[int, tuple[bool, cst.BaseExpression | None]] = field(default_factory=dict)
+    held_idioms: set[int] = field(default_factory=set)
+    guard_renames: dict[int, str] = field(default_factory=dict)
+    cuda_flags: set[tuple[str, str]] = field(default_factory=set)
+    multi_device: bool | None = None
+    cuda_only_imports: set[str] | None = None

@@ -1,0 +1,52 @@
+"""`torchport rules` and `torchport explain`: the rule registry, for people."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from torchport.cli.common import EXIT_FAILED
+
+
+def rules() -> None:
+    """List every rule: its code, name, safety class and what it does."""
+    from rich.table import Table
+
+    table = Table(show_edge=False)
+    table.add_column("code", no_wrap=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("safety", no_wrap=True)
+    table.add_column("summary")
+    from torchport.codemods import RULES
+
+    for rule in RULES.values():
+        table.add_row(rule.code, escape(rule.name), rule.safety + (f" ({rule.effort})" if rule.effort else ""),
+                      escape(rule.summary))
+    Console().print(table)
+
+
+def explain(code: Annotated[str, typer.Argument(help="A rule code or name, e.g. TP007 or is-cuda.")]) -> None:
+    """Show one rule: what it does, its safety class, and an example."""
+    from torchport.codemods import RULES
+
+    wanted = code.strip().lower().replace("_", "-")
+    rule = RULES.get(code.strip().upper()) or next(
+        (r for r in RULES.values() if r.name.lower().replace("_", "-") == wanted), None)
+    if rule is None:
+        Console(stderr=True).print(f"[red]error:[/] unknown rule {escape(repr(code))}; `torchport rules` lists them",
+                                   highlight=False)
+        raise typer.Exit(EXIT_FAILED)
+    console = Console()
+    console.print(f"[bold]{rule.code}[/] {escape(rule.name)}  ({rule.kind}, {rule.safety}"
+                  + (f", effort {rule.effort}" if rule.effort else "") + ")", highlight=False)
+    console.print(escape(rule.summary), highlight=False)
+    console.print("\n[dim]before:[/]")
+    console.print(f"    {rule.before}", highlight=False, markup=False)
+    if rule.after:
+        console.print("[dim]after:[/]")
+        console.print(f"    {rule.after}", highlight=False, markup=False)
+    if rule.safety == "unsafe":
+        console.print("\nApplied only with --unsafe-fixes; otherwise the site is reported.")

@@ -22,11 +22,10 @@ from rich.markup import escape
 
 from torchport import config
 from torchport.cli.common import EXIT_FAILED, EXIT_PENDING, lines, usage
-from torchport.emit.torch_version import project_torch_version
 from torchport.emit.vendor import MODULE_NAME, vendored_results
 from torchport.errors import TorchportError, UsageError
 from torchport.pipeline import cache as cache_module
-from torchport.pipeline import gitstate, runner, writes
+from torchport.pipeline import runner, writes
 from torchport.pipeline.files import Found, discover
 from torchport.report import formats
 from torchport.report.console import print_diff, print_statistics, print_summary, progress_bar, unified_diff
@@ -100,12 +99,13 @@ def migrate(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders to migrate; - reads one file from standard "
                                                      "input and writes the result to standard output.",
                                                 show_default=False)],
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the diff and summary; write nothing (default).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run",
+                                          help="Show the diff and summary; write nothing (default).")] = False,
     apply: Annotated[bool, typer.Option("--apply", help="Write the changes.")] = False,
     check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if any file would change.")] = False,
     diff: Annotated[bool, typer.Option("--diff", help="Also print the diff with --check or --apply.")] = False,
-    exclude: Annotated[list[str] | None, typer.Option("--exclude", metavar="GLOB",
-                                                         help="Skip paths matching this gitignore-style glob (repeatable).")] = None,
+    exclude: Annotated[list[str] | None, typer.Option(
+        "--exclude", metavar="GLOB", help="Skip paths matching this gitignore-style glob (repeatable).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, help="Worker processes; 0 means one per core.")] = 0,
     select: Annotated[list[str] | None, typer.Option("--select", metavar="CODES",
                                                         help="Only these rule codes or prefixes (TP0,TP101; ALL); "
@@ -119,33 +119,34 @@ def migrate(
         "--output-format", "--format", help="full (rich; the default on a terminal), concise (one "
         "path:line:col: TPnnn line per finding; the default elsewhere), json, sarif or github (workflow "
         "annotations).", show_default=False)] = None,
-    show_statistics: Annotated[bool, typer.Option("--statistics",
-                                                  help="Print only counts per rule and the share of sites accounted for.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print findings, diffs and errors, nothing else.")] = False,
+    show_statistics: Annotated[bool, typer.Option(
+        "--statistics", help="Print only counts per rule and the share of sites accounted for.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q",
+                                        help="Print findings, diffs and errors, nothing else.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when changes are pending "
                                                                 "(failures still exit 2).")] = False,
-    stdin_filename: Annotated[str | None, typer.Option("--stdin-filename", metavar="PATH",
-                                                          help="The name of the file read from standard input "
-                                                               "(for the config, per-file ignores, reports, .ipynb).")] = None,
+    stdin_filename: Annotated[str | None, typer.Option(
+        "--stdin-filename", metavar="PATH", help="The name of the file read from standard input "
+        "(for the config, per-file ignores, reports, .ipynb).")] = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="A pyproject.toml to read "
                                                         "[tool.torchport] from (default: the nearest one).")] = None,
     allow_dirty: Annotated[bool, typer.Option("--allow-dirty", help="With --apply, also rewrite files that have "
                                                                     "uncommitted changes in git.")] = False,
-    output_dir: Annotated[Path | None, typer.Option("--output-dir", metavar="DIR",
-                                                       help="Write a migrated copy of the whole folder to DIR (which "
-                                                            "must not exist or be empty); the source is left untouched.")] = None,
+    output_dir: Annotated[Path | None, typer.Option(
+        "--output-dir", metavar="DIR", help="Write a migrated copy of the whole folder to DIR (which "
+        "must not exist or be empty); the source is left untouched.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache "
                                                               "(.torchport_cache/, or $TORCHPORT_CACHE_DIR).")] = False,
     runtime: Annotated[str | None, typer.Option("--runtime", metavar="package|vendor|native",
                                                    help="How runtime calls are written: the torchport package "
                                                         "(default), a generated copy vendored into the project, "
                                                         "or plain PyTorch.")] = None,
-    vendor_path: Annotated[Path | None, typer.Option("--vendor-path", metavar="PATH",
-                                                        help="Where the vendored runtime goes (a .py file or a "
-                                                             "folder); default: beside scripts, inside packages.")] = None,
-    torch_version: Annotated[str | None, typer.Option("--torch-version", metavar="X.Y",
-                                                         help="Oldest torch native output must run on (default: "
-                                                              "the project's torch requirement, else the installed torch).")] = None,
+    vendor_path: Annotated[Path | None, typer.Option(
+        "--vendor-path", metavar="PATH", help="Where the vendored runtime goes (a .py file or a "
+        "folder); default: beside scripts, inside packages.")] = None,
+    torch_version: Annotated[str | None, typer.Option(
+        "--torch-version", metavar="X.Y", help="Oldest torch native output must run on (default: "
+        "the project's torch requirement, else the installed torch).")] = None,
 ) -> None:
     """Rewrite CUDA-specific code into calls of [bold]torchport.runtime[/].
 
@@ -304,9 +305,13 @@ def _runtime_settings(settings: config.Settings, root: Path, runtime: str | None
         raise UsageError(f"--runtime must be one of {', '.join(config.RUNTIMES)}")
     version = config.parse_version(torch_version) if torch_version else settings.torch_version
     runtime = runtime or settings.runtime
+    if version == (0, 0) and runtime == "native":
+        from torchport.emit.torch_version import project_torch_version  # importlib.metadata: only when asked
+
+        version = project_torch_version(root)
     settings = replace(settings, runtime=runtime,
                        vendor_path=str(vendor_path.absolute()) if vendor_path else settings.vendor_path,
-                       torch_version=version if version != (0, 0) or runtime != "native" else project_torch_version(root))
+                       torch_version=version)
     return settings
 
 
@@ -347,6 +352,8 @@ def _signals_interrupt() -> Iterator[list[int]]:
 
 def _refuse_dirty(err: Console, changed: Sequence[FileResult]) -> None:
     """Stop before writing anything when a file to rewrite has uncommitted changes (as ``cargo fix`` does)."""
+    from torchport.pipeline import gitstate  # only when --apply writes in place
+
     try:
         dirty = gitstate.dirty_files([r.path for r in changed])
     except gitstate.GitError as exc:

@@ -1,0 +1,67 @@
+"""A run the cache answers imports only what it uses: the modules a warm `migrate --check` loads, checked in a
+fresh interpreter. A new import on that path fails here; move it into the function that needs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROBE = """import json, sys
+from torchport.cli import main
+sys.argv = ["torchport", "migrate", sys.argv[1], "--check", "--exit-zero", "-q"]
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+# What a warm --check needs: the command line, the settings, discovery, the cache and the concise report.
+WARM_CHECK = {
+    "torchport", "torchport.cli", "torchport.cli.common", "torchport.cli.migrate", "torchport.cli.rules",
+    "torchport.config", "torchport.emit", "torchport.emit.vendor", "torchport.errors",
+    "torchport.pipeline", "torchport.pipeline.cache", "torchport.pipeline.engine", "torchport.pipeline.files",
+    "torchport.pipeline.notebooks", "torchport.pipeline.project", "torchport.pipeline.runner",
+    "torchport.pipeline.writes", "torchport.report", "torchport.report.console", "torchport.report.formats",
+    "torchport.report.statistics", "torchport.results", "torchport.style", "torchport.style._config",
+    "torchport.style._imports", "torchport.style._wrap",
+}
+# Never on that path: the parser and the rules, torch, notebook validation, the checking tools.
+HEAVY = ("libcst", "torch", "nbformat", "jsonschema", "torchport.codemods", "torchport.checks", "torchport.runtime",
+         "rich.syntax", "rich.table")
+
+NOTEBOOK = {"cells": [{"cell_type": "code", "metadata": {}, "source": ["import torch\n", "x = torch.zeros(2).cuda()"],
+                       "outputs": [], "execution_count": None}],
+            "metadata": {"kernelspec": {"language": "python", "name": "python3", "display_name": "Python 3"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def _modules(folder: Path, cache: Path) -> set[str]:
+    env = {**os.environ, "TORCHPORT_CACHE_DIR": str(cache)}
+    done = subprocess.run([sys.executable, "-c", PROBE, str(folder)], capture_output=True, text=True, env=env,
+                          check=True)
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    (folder / "train.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n")
+    (folder / "plain.py").write_text("x = 1\n")
+    (folder / "nb.ipynb").write_text(json.dumps(NOTEBOOK))
+    return folder
+
+
+def test_a_warm_check_imports_only_what_it_uses(project: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cold = _modules(project, cache)
+    assert "libcst" in cold and "torchport.codemods" in cold  # the first run parses: the probe sees imports
+    warm = _modules(project, cache)
+    assert {m for m in warm if m == "torchport" or m.startswith("torchport.")} == WARM_CHECK
+    assert [m for m in HEAVY if m in warm] == []

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -118,7 +119,7 @@ def _is_virtualenv(path: Path) -> bool:
     return (path / "pyvenv.cfg").is_file() or (path / "conda-meta").is_dir()
 
 
-def _copy_ignore(skip: set[Path]):
+def _copy_ignore(skip: set[Path]) -> Callable[[str, list[str]], set[str]]:
     """A ``shutil.copytree`` ignore function: skips caches, VCS data, virtualenvs, ``skip`` and special files."""
 
     def ignore(folder: str, names: list[str]) -> set[str]:

@@ -25,7 +25,8 @@ try:
     main()
 except SystemExit:
     pass
-print("loaded:", ",".join(m for m in ("torch", "libcst", "torchport.codemods", "rich.table", "rich.syntax") if m in sys.modules))
+print("loaded:", ",".join(m for m in ("torch", "libcst", "torchport.codemods", "rich.table", "rich.syntax") \
+if m in sys.modules))
 """
 
 

@@ -27,7 +27,8 @@ def test_codes_are_unique_and_well_formed() -> None:
 
 
 def test_readme_table_matches_the_registry() -> None:
-    rows = re.findall(r"^\| (TP\d{3}) \| ([a-z0-9-]+) \| (\w+)[^|]* \| (.*?) \| ", (ROOT / "README.md").read_text(), re.M)
+    rows = re.findall(r"^\| (TP\d{3}) \| ([a-z0-9-]+) \| (\w+)[^|]* \| (.*?) \| ", (ROOT / "README.md").read_text(),
+                      re.M)
     assert {code: (name, safety, summary) for code, name, safety, summary in rows} == {
         code: (rule.name, rule.safety, rule.summary) for code, rule in RULES.items()
     }

@@ -51,7 +51,8 @@ def check_static(source: str) -> tuple[list[str], list[str]]:
     return sorted(fast - exact), sorted(exact - fast)
 
 
-def compare(source: str, only_torch: bool = True) -> tuple[int, list[tuple[str, int, int, frozenset[str], frozenset[str]]]]:
+def compare(source: str,
+            only_torch: bool = True) -> tuple[int, list[tuple[str, int, int, frozenset[str], frozenset[str]]]]:
     """(reads compared, disagreements as (head, line, column, qnp, resolver))."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -131,7 +132,8 @@ def main() -> None:
         print(f"Resolver build + static() of every imported name {build:.3f}s vs ast.parse {parse:.3f}s"
               f" over {len(slowest)} files ({build / parse:.0%})")
         big = max(slowest, key=lambda s: s[2])
-        print(f"largest file {big[3]} ({big[2]} chars): build + static {big[0] * 1000:.2f} ms, parse {big[1] * 1000:.1f} ms")
+        print(f"largest file {big[3]} ({big[2]} chars): build + static {big[0] * 1000:.2f} ms,"
+              f" parse {big[1] * 1000:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,8 @@ def test_pyproject_config_applies_and_cli_overrides(tmp_path: Path) -> None:
     added = CliRunner().invoke(app, ["migrate", str(repo), "--format", "json", "--ignore", "TP007"])
     (entry,) = json.loads(added.stdout)["files"]
     assert entry["rewrites"] == []  # as in ruff, --ignore adds to the file's ignores
-    override = CliRunner().invoke(app, ["migrate", str(repo), "--format", "json", "--select", "TP0", "--ignore", "TP007"])
+    override = CliRunner().invoke(app, ["migrate", str(repo), "--format", "json", "--select", "TP0",
+                                        "--ignore", "TP007"])
     (entry,) = json.loads(override.stdout)["files"]
     assert [r["code"] for r in entry["rewrites"]] == ["TP001"]  # --select starts afresh: the file's ignore is gone
     (repo / "pyproject.toml").write_text('[tool.torchport]\nselect = "TP0"\nbogus = 1\n')

@@ -90,7 +90,8 @@ def test_shape_dtype_and_nan_mismatches_diverge(tmp_path):
     half = debug.tensor_stats(torch.ones(2, 2, dtype=torch.float16)) | {"step": 0, "kind": "output", "key": "m"}
     assert compare_runs([rec], [half]).rows[0].status == "dtype"
     assert compare_runs([rec], [half], ignore_dtype=True).ok
-    nan = debug.tensor_stats(torch.tensor([[1.0, float("nan")], [1.0, 1.0]])) | {"step": 0, "kind": "output", "key": "m"}
+    nan = debug.tensor_stats(torch.tensor([[1.0, float("nan")], [1.0, 1.0]])) | {"step": 0, "kind": "output",
+                                                                                "key": "m"}
     row = compare_runs([rec], [nan]).rows[0]
     assert row.status == "nan/inf" and not row.ok
     # Saved values are compared element-wise even when the stats agree.

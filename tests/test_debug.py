@@ -65,7 +65,8 @@ def test_print_level_prints_stats_and_small_values(capsys):
         out = model(x)
     text = capsys.readouterr().out
     fc1 = model.fc1(x)
-    assert f"[torchport] fc1 output: shape=(2, 16) dtype=float32 device=cpu numel=32 mean={fc1.mean().item():.6g}" in text
+    assert (f"[torchport] fc1 output: shape=(2, 16) dtype=float32 device=cpu numel=32 "
+            f"mean={fc1.mean().item():.6g}") in text
     assert f"std={fc1.std(correction=0).item():.6g} nan=0 inf=0" in text
     assert text.count("values=") == 4  # 32 and 6 elements: all printed
     assert torch.equal(out, model(x))  # the hooks do not change the result

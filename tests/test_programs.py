@@ -38,6 +38,7 @@ def test_main_blocks_that_do_not(body: str) -> None:
 
 
 def test_a_top_level_requirement() -> None:
-    source = "import sys\nfrom log_utils import verify_min_gpu_count\n\nif not verify_min_gpu_count(min_gpus=2):\n    sys.exit()\n"
+    source = ("import sys\nfrom log_utils import verify_min_gpu_count\n\n"
+              "if not verify_min_gpu_count(min_gpus=2):\n    sys.exit()\n")
     assert cuda_only_program(ast.parse(source)) == 4
     assert cuda_only_program(ast.parse(source.replace("verify_min_gpu_count(min_gpus=2)", "check_inputs()"))) is None

@@ -45,7 +45,8 @@ def test_float64_in_an_imported_module_keeps_the_idiom(tmp_path: Path, dtype: st
 
 @pytest.mark.parametrize("helper", [
     "import torch\n\n\ndef dtw(x):\n    return x.cpu().double()\n",  # on the CPU: no blocker
-    "import torch\n\n\ndef dtw(x):\n    d = torch.float32 if x.device.type == 'mps' else torch.float64\n    return x.to(d)\n",
+    "import torch\n\n\ndef dtw(x):\n    d = torch.float32 if x.device.type == 'mps' else torch.float64\n"
+    "    return x.to(d)\n",
     "def dtw(x):\n    return x  # not .double()\n",
 ])
 def test_what_is_not_a_blocker(tmp_path: Path, helper: str) -> None:

@@ -115,7 +115,8 @@ def cuda_programs(draw: st.DrawFn) -> str:
 
     def fill(template: str) -> str:
         return template.format(t=torch_name, x=draw(st.sampled_from(NAMES)), n=draw(st.sampled_from(NAMES)),
-                               e=draw(st.sampled_from(EXPRESSIONS)).format(t=torch_name, x=draw(st.sampled_from(NAMES))))
+                               e=draw(st.sampled_from(EXPRESSIONS)).format(t=torch_name,
+                                                                           x=draw(st.sampled_from(NAMES))))
 
     def block(depth: int) -> list[str]:
         lines: list[str] = []

@@ -363,7 +363,8 @@ script("sim_cuda", enabled=NO_ACCELERATOR)(
             wrong.append(f"tp.{fn}{args}{kwargs}: calls={calls!r} result={result!r}")
     calls.clear()
     result = tp.range("step {} {k}", 1, k=2)
-    if calls != [("torch.cuda.nvtx.range", ("step {} {k}", 1), {"k": 2})] or result != ("result of", "torch.cuda.nvtx.range"):
+    if calls != [("torch.cuda.nvtx.range", ("step {} {k}", 1), {"k": 2})] \
+or result != ("result of", "torch.cuda.nvtx.range"):
         wrong.append(f"tp.range: {calls!r}")
     out["wrong"] = wrong
 

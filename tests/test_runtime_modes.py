@@ -40,7 +40,8 @@ def test_vendored_module_imports_with_torch_alone(tmp_path: Path) -> None:
                           f"from pkg import {MODULE_NAME} as pkg_tp\n"
                           "print(sorted(tp.__all__)); print(tp.device(), tp.distributed_backend(), tp.Event.__name__)\n"
                           "print(pkg_tp.device_type(), pkg_tp.pin_memory_available(), pkg_tp is not tp)\n"
-                          "print(any(m == 'torchport' or m.startswith('torchport.') for m in sys.modules if sys.modules[m]))")
+                          "print(any(m == 'torchport' or m.startswith('torchport.') for m in sys.modules "
+                          "if sys.modules[m]))")
     assert done.returncode == 0, done.stderr
     names, picked, package, loaded = done.stdout.splitlines()
     assert names == str(sorted(runtime.__all__))  # the same runtime, not a drifting copy
@@ -85,7 +86,8 @@ def test_placement(tmp_path: Path) -> None:
 def test_cli_vendor_writes_the_module_once(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
     runner = CliRunner()
-    first = runner.invoke(app, ["migrate", str(tmp_path), "--runtime", "vendor", "--apply", "--allow-dirty", "--no-cache"])
+    first = runner.invoke(app, ["migrate", str(tmp_path), "--runtime", "vendor", "--apply", "--allow-dirty",
+                                "--no-cache"])
     assert first.exit_code == 0, first.output
     vendored = tmp_path / f"{MODULE_NAME}.py"
     assert vendored.read_text() == vendored_source()
@@ -173,7 +175,8 @@ def test_native_fallback_in_a_package_imports_the_package_copy() -> None:
     migrated = migrate_code(source, Settings(runtime="native", torch_version=(2, 9),
                                              vendor_module=f"pkg.{MODULE_NAME}"))
     assert migrated.code == (f"import torch\nfrom pkg import {MODULE_NAME} as tp\n\n"
-                             'DEVICE = torch.accelerator.current_accelerator() if torch.accelerator.device_count() else torch.device("cpu")\n'
+                             'DEVICE = torch.accelerator.current_accelerator() if torch.accelerator.device_count() '
+                             'else torch.device("cpu")\n'
                              "print(tp.get_device_name(0))\nx = torch.zeros(2).to(DEVICE)\n")
     assert [d.code for d in migrated.diagnostics if "vendored runtime" in d.message] == ["TP010"]
 

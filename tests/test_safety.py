@@ -398,7 +398,8 @@ def test_cache_key_covers_content_settings_and_version(monkeypatch: pytest.Monke
         monkeypatch.undo()
         cache_module.fingerprint.cache_clear()
     # the same in another process (no per-process hash randomisation in the key)
-    code = "from torchport.pipeline import cache; from torchport.config import Settings; print(cache.key(b'x.cuda()', Settings()))"
+    code = ("from torchport.pipeline import cache; from torchport.config import Settings; "
+            "print(cache.key(b'x.cuda()', Settings()))")
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": "123"})
     assert other.stdout.strip() == base
@@ -501,7 +502,8 @@ def test_interrupted_output_dir_leaves_no_partial_copy(tmp_path: Path) -> None:
     out = tmp_path / "out"
     script = _SLOW_CLI.replace("from torchport.pipeline import writes\nreal = writes.write_atomic",
                                "import shutil\nreal = shutil.copymode").replace(
-        "writes.write_atomic = slow", "shutil.copymode = slow").replace('"--apply", ', f'"--output-dir", {str(out)!r}, ')
+        "writes.write_atomic = slow", "shutil.copymode = slow").replace('"--apply", ',
+                                                                        f'"--output-dir", {str(out)!r}, ')
     proc = subprocess.Popen([sys.executable, "-c", script, str(root)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120

@@ -468,7 +468,8 @@ def test_match_captures_and_module_level_targets() -> None:
 
 def test_code_the_symbol_table_refuses_resolves_the_same() -> None:
     # the parser accepts it, `symtable` raises: the resolver needs no symbol table
-    source = "from torch.cuda import synchronize\ndef f(synchronize):\n    return synchronize\nnonlocal x\nsynchronize()\n"
+    source = ("from torch.cuda import synchronize\ndef f(synchronize):\n    return synchronize\n"
+              "nonlocal x\nsynchronize()\n")
     with pytest.raises(SyntaxError):
         symtable.symtable(source, "<module>", "exec")
     resolver = _resolver(source)
@@ -560,7 +561,8 @@ def _qnp_reads(source: str) -> list[tuple[str, int, int, frozenset[str]]]:
             if not isinstance(found, (set, frozenset)):
                 found = found()  # LibCST >= 1.8 resolves lazily
             by_head.setdefault(id(head), set()).update(
-                q.name.rsplit(".", depth)[0] if depth else q.name for q in found if q.source == QualifiedNameSource.IMPORT
+                q.name.rsplit(".", depth)[0] if depth else q.name
+                for q in found if q.source == QualifiedNameSource.IMPORT
             )
     not_reads = _NotReads()
     wrapper.module.visit(not_reads)
@@ -799,7 +801,8 @@ def _exact_static(source: str, names: set[str]) -> set[str]:
     return exact
 
 
-STDLIB = [Path(__import__(name).__file__) for name in ("ast", "argparse", "dataclasses", "typing", "textwrap", "inspect")]
+STDLIB = [Path(__import__(name).__file__)
+          for name in ("ast", "argparse", "dataclasses", "typing", "textwrap", "inspect")]
 
 
 @pytest.mark.parametrize(
@@ -891,7 +894,8 @@ def _facts_mismatches(source: str) -> list[str]:
         if table.get_name() in ("lambda", "listcomp", "setcomp", "dictcomp", "genexpr"):
             expression_bound.update(s.get_name() for s in table.get_symbols() if s.is_local() and s.get_name() in names)
     if expression_bound != names & resolver._in_expressions:  # noqa: SLF001
-        mismatches.append(f"lambda/comprehension bindings: {sorted(expression_bound)} != {sorted(resolver._in_expressions)}")
+        mismatches.append(f"lambda/comprehension bindings: {sorted(expression_bound)}"
+                          f" != {sorted(resolver._in_expressions)}")
     return mismatches
 
 
@@ -902,11 +906,13 @@ def _scope_of(resolver: Resolver, node: ast.AST) -> ast.AST:
     return found[1].node
 
 
-MORE_STDLIB = [Path(__import__(name, fromlist=["_"]).__file__) for name in ("asyncio.tasks", "email._header_value_parser", "unittest.mock", "json.decoder")]
+MORE_STDLIB = [Path(__import__(name, fromlist=["_"]).__file__)
+               for name in ("asyncio.tasks", "email._header_value_parser", "unittest.mock", "json.decoder")]
 
 
 @pytest.mark.parametrize(
-    "path", [*FIXTURE_INPUTS, *STDLIB, *MORE_STDLIB], ids=lambda p: p.name if p.parent.name != "fixtures" and "fixtures" not in p.parts else f"{p.parent.name}/{p.stem}"
+    "path", [*FIXTURE_INPUTS, *STDLIB, *MORE_STDLIB],
+    ids=lambda p: p.name if p.parent.name != "fixtures" and "fixtures" not in p.parts else f"{p.parent.name}/{p.stem}"
 )
 def test_facts_are_the_symbol_tables(path: Path) -> None:
     assert _facts_mismatches(path.read_text(encoding="utf-8")) == []

@@ -192,7 +192,8 @@ def _print_table(result: Comparison, run_a: Path, run_b: Path, diverged_only: bo
     from rich.table import Table
 
     steps = any(r.step for r in result.rows)
-    table = Table(title=f"{escape(str(run_a))} (A) vs {escape(str(run_b))} (B)   rtol={result.rtol:g} atol={result.atol:g}")
+    table = Table(title=f"{escape(str(run_a))} (A) vs {escape(str(run_b))} (B)   "
+                        f"rtol={result.rtol:g} atol={result.atol:g}")
     for col, justify in (("#", "right"), ("module", "left"), ("shape", "left"), ("dtype", "left"),
                          ("max |B-A|", "right"), ("/tol", "right"), ("worst", "left"), ("status", "left")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]

@@ -327,7 +327,7 @@ def _define_ops() -> None:
         return grad.clone()
 
     @debug_record_grad.register_fake
-    def _(grad, name, watch_id):
+    def _(grad: torch.Tensor, name: str, watch_id: int) -> torch.Tensor:
         return torch.empty_like(grad)
 
     @torch.library.custom_op("torchport::debug_record", mutates_args=())
@@ -336,13 +336,13 @@ def _define_ops() -> None:
         return x.clone()
 
     @debug_record.register_fake
-    def _(x, name, watch_id, grads):
+    def _(x: torch.Tensor, name: str, watch_id: int, grads: bool) -> torch.Tensor:
         return torch.empty_like(x)
 
-    def setup_context(ctx, inputs, output):
+    def setup_context(ctx: Any, inputs: tuple[torch.Tensor, str, int, bool], output: torch.Tensor) -> None:
         ctx.name, ctx.watch_id, ctx.grads = inputs[1], inputs[2], inputs[3]
 
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor | None) -> tuple[torch.Tensor | None, None, None, None]:
         if ctx.grads and grad is not None:
             grad = torch.ops.torchport.debug_record_grad(grad, ctx.name, ctx.watch_id)
         return grad, None, None, None
@@ -358,7 +358,7 @@ def _define_ops() -> None:
         return [g.clone() for g in grads]
 
     @inspect_grad.register_fake
-    def _(grads, hook, mask):
+    def _(grads: list[torch.Tensor], hook: int, mask: list[bool]) -> list[torch.Tensor]:
         return [torch.empty_like(g) for g in grads]
 
     @torch.library.custom_op("torchport::inspect", mutates_args=())
@@ -367,14 +367,14 @@ def _define_ops() -> None:
         return [x.clone() for x in xs]
 
     @inspect_op.register_fake
-    def _(xs, hook):
+    def _(xs: list[torch.Tensor], hook: int) -> list[torch.Tensor]:
         return [torch.empty_like(x) for x in xs]
 
-    def inspect_setup(ctx, inputs, output):
+    def inspect_setup(ctx: Any, inputs: tuple[list[torch.Tensor], int], output: list[torch.Tensor]) -> None:
         ctx.hook, ctx.rg = inputs[1], [x.requires_grad for x in inputs[0]]
         ctx.mark_non_differentiable(*[o for o, rg in zip(output, ctx.rg) if not rg])
 
-    def inspect_backward(ctx, grads):
+    def inspect_backward(ctx: Any, grads: list[torch.Tensor | None]) -> tuple[list[torch.Tensor | None], None]:
         tag, fwd, bwd = _HOOKS[ctx.hook]
         mask = [rg and g is not None for rg, g in zip(ctx.rg, grads)]
         if (fwd is None and bwd is None) or bwd is not None:
@@ -512,7 +512,7 @@ class Watch:
             if match is None or match(name):
                 self._handles.append(module.register_forward_hook(self._hook(name)))
 
-    def _hook(self, name: str):
+    def _hook(self, name: str) -> Callable[[nn.Module, Any, Any], Any]:
         watch_id, grads = self.id, self.grads  # plain constants: Dynamo bakes them into the graph
 
         def hook(module: nn.Module, args: Any, output: Any) -> Any:

@@ -132,17 +132,23 @@ def register(app: typer.Typer) -> None:
     )
     def trace(
         ctx: typer.Context,
-        device: Annotated[str, typer.Option("--device", help="Device to watch: cpu, cuda (any index), cuda:0, mps...")] = "cpu",
+        device: Annotated[str, typer.Option("--device",
+                                            help="Device to watch: cpu, cuda (any index), cuda:0, mps...")] = "cpu",
         include: Annotated[list[str] | None, typer.Option("--include", metavar="OP",
-                                                             help="Only these ops (aten.randn.default, aten::randn, randn.default, randn); repeatable.")] = None,
+                                                             help="Only these ops (aten.randn.default, aten::randn, "
+                                                                  "randn.default, randn); repeatable.")] = None,
         exclude: Annotated[list[str] | None, typer.Option("--exclude", metavar="OP",
                                                              help="Never these ops; repeatable.")] = None,
-        audit: Annotated[bool, typer.Option("--audit", help="Also report run-time torch.cuda and CUDA-device uses (TPA0x).")] = False,
-        stacks: Annotated[bool, typer.Option("--stacks/--no-stacks", help="Print a report and stack per hit (see --once).")] = True,
+        audit: Annotated[bool, typer.Option("--audit", help="Also report run-time torch.cuda and CUDA-device uses "
+                                                            "(TPA0x).")] = False,
+        stacks: Annotated[bool, typer.Option("--stacks/--no-stacks",
+                                             help="Print a report and stack per hit (see --once).")] = True,
         once: Annotated[str, typer.Option("--once", metavar="op|site|all|none",
-                                          help="Print a stack once per op, per op and call site, once overall, or for every hit.")] = "site",
+                                          help="Print a stack once per op, per op and call site, once overall, "
+                                               "or for every hit.")] = "site",
         top: Annotated[int, typer.Option("--top", min=1, help="Rows in the top-ops and call-site tables.")] = 10,
-        json_out: Annotated[Path | None, typer.Option("--json", metavar="FILE", help="Also write the summary as JSON.")] = None,
+        json_out: Annotated[Path | None, typer.Option("--json", metavar="FILE",
+                                                      help="Also write the summary as JSON.")] = None,
     ) -> None:
         """Run [bold]-- python script.py ARGS[/] and report the PyTorch ops that touch a device.
 

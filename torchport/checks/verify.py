@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -118,7 +119,7 @@ def _is_virtualenv(path: Path) -> bool:
     return (path / "pyvenv.cfg").is_file() or (path / "conda-meta").is_dir()
 
 
-def _copy_ignore(skip: set[Path]):
+def _copy_ignore(skip: set[Path]) -> Callable[[str, list[str]], set[str]]:
     """A ``shutil.copytree`` ignore function: skips caches, VCS data, virtualenvs, ``skip`` and special files."""
 
     def ignore(folder: str, names: list[str]) -> set[str]:
@@ -587,15 +588,18 @@ def _usage(err: Console, message: str) -> typer.Exit:
 
 
 def verify_command(
-    path: Annotated[Path, typer.Argument(metavar="PATH", help="The project root to verify (it is copied, never changed).",
+    path: Annotated[Path, typer.Argument(metavar="PATH",
+                                         help="The project root to verify (it is copied, never changed).",
                                          show_default=False)],
     cmd: Annotated[list[str] | None, typer.Argument(metavar="-- CMD...", show_default=False,
                                                        help="The command to run in each copy, after `--`.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", min=0.001,
                                            help="Limit for each run of CMD (and for the migration).")] = 600.0,
     report_dir: Annotated[Path, typer.Option("--report-dir", metavar="DIR",
-                                             help="Where verify.json and verify.md are written.")] = Path("torchport-verify"),
-    keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary copies (their path is in the report).")] = False,
+                                             help="Where verify.json and verify.md "
+                                                  "are written.")] = Path("torchport-verify"),
+    keep: Annotated[bool, typer.Option("--keep",
+                                       help="Keep the temporary copies (their path is in the report).")] = False,
 ) -> None:
     """Run CMD on a copy of PATH before and after migrating it, and compare exit codes and test outcomes.
 

@@ -30,16 +30,20 @@ if __name__ == "__main__" and sys.path and os.path.abspath(sys.path[0] or ".") =
 import json  # noqa: E402
 import unittest  # noqa: E402
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing into the tests' process
+if TYPE_CHECKING:
+    from _typeshed import OptExcInfo
+
 RESULTS_ENV = "TORCHPORT_VERIFY_UNITTEST_RESULTS"
 __unittest = True  # as in unittest's own modules: tracebacks leave out this module's frames
 
 _sink = None  # the open results file, or None (the script was run without RESULTS_ENV)
 
 
-def test_id(test):
+def test_id(test: unittest.TestCase) -> str:
     """The id under which ``test`` is reported: ``module.Class::method``, or unittest's own id."""
     if isinstance(test, getattr(unittest.case, "_SubTest", ())):
-        test = test.test_case  # type: ignore[union-attr]  # a _SubTest, by the isinstance above
+        test = test.test_case  # type: ignore[attr-defined]  # a _SubTest, by the isinstance above
     if type(test).__name__ == "_FailedTest" and type(test).__module__ == "unittest.loader":
         return test._testMethodName  # the module (or name) that could not be imported
     test_id_ = test.id()
@@ -49,7 +53,7 @@ def test_id(test):
     return test_id_
 
 
-def _record(test, outcome):
+def _record(test: unittest.TestCase, outcome: str) -> None:
     if _sink is not None:
         _sink.write(json.dumps({"id": test_id(test), "outcome": outcome}) + "\n")
         _sink.flush()
@@ -58,41 +62,41 @@ def _record(test, outcome):
 class RecordingResult(unittest.TextTestResult):
     """unittest's text result (same output), recording each outcome in the results file too."""
 
-    def addSuccess(self, test):
+    def addSuccess(self, test: unittest.TestCase) -> None:
         super().addSuccess(test)
         _record(test, "passed")
 
-    def addFailure(self, test, err):
+    def addFailure(self, test: unittest.TestCase, err: "OptExcInfo") -> None:
         super().addFailure(test, err)
         _record(test, "failed")
 
-    def addError(self, test, err):
+    def addError(self, test: unittest.TestCase, err: "OptExcInfo") -> None:
         super().addError(test, err)
         _record(test, "error")
 
-    def addSkip(self, test, reason):
+    def addSkip(self, test: unittest.TestCase, reason: str) -> None:
         super().addSkip(test, reason)
         _record(test, "skipped")  # a skipped subtest skips its test (unittest then reports no success for it)
 
-    def addExpectedFailure(self, test, err):
+    def addExpectedFailure(self, test: unittest.TestCase, err: "OptExcInfo") -> None:
         super().addExpectedFailure(test, err)
         _record(test, "skipped")
 
-    def addUnexpectedSuccess(self, test):
+    def addUnexpectedSuccess(self, test: unittest.TestCase) -> None:
         super().addUnexpectedSuccess(test)
         _record(test, "failed")
 
-    def addSubTest(self, test, subtest, err):
+    def addSubTest(self, test: unittest.TestCase, subtest: unittest.TestCase, err: "OptExcInfo | None") -> None:
         super().addSubTest(test, subtest, err)
-        if err is not None:
-            _record(test, "failed" if issubclass(err[0], test.failureException) else "error")
+        if err is not None:  # the exc_info of a failure or error: err[0] is an exception class
+            _record(test, "failed" if issubclass(err[0], test.failureException) else "error")  # type: ignore[arg-type]
 
 
 class RecordingRunner(unittest.TextTestRunner):
     resultclass = RecordingResult  # type: ignore[assignment]  # typeshed's Callable type for a result class
 
 
-def main():
+def main() -> None:
     """Run unittest's command line on ``sys.argv[1:]``; exits as ``python -m unittest`` would."""
     global _sink
     path = os.environ.pop(RESULTS_ENV, None)

@@ -165,4 +165,5 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
                      facts=codemod.facts)
 
 
-__all__ = ["FAMILIES", "PREFILTER", "RULES", "Diagnostic", "Example", "Migration", "Rule", "migrate_code", "suppressions"]
+__all__ = ["FAMILIES", "PREFILTER", "RULES", "Diagnostic", "Example", "Migration", "Rule", "migrate_code",
+           "suppressions"]

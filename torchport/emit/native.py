@@ -44,13 +44,17 @@ _FORMS: dict[str, tuple[tuple[int, int], Callable[[int], bool], str]] = {
     "process_count": ((2, 6), lambda n: n == 0, "max({t}.accelerator.device_count(), 1)"),
     "current_device": ((2, 7), lambda n: n == 0,
                        '{t}.accelerator.current_device_index() if {D}.type != "cpu" else 0'),
-    "set_device": ((2, 6), lambda n: n == 1, '{t}.get_device_module({D}).set_device({0}) if {D}.type != "mps" else None'),
+    "set_device": ((2, 6), lambda n: n == 1,
+                   '{t}.get_device_module({D}).set_device({0}) if {D}.type != "mps" else None'),
     "synchronize": ((2, 6), lambda n: n == 0, "{t}.get_device_module({D}).synchronize()"),
-    "empty_cache": ((2, 6), lambda n: n == 0, '{t}.get_device_module({D}).empty_cache() if {D}.type != "cpu" else None'),
-    "memory_allocated": ((2, 9), lambda n: n <= 1, '{t}.accelerator.memory_allocated({args}) if {D}.type != "cpu" else 0'),
+    "empty_cache": ((2, 6), lambda n: n == 0,
+                    '{t}.get_device_module({D}).empty_cache() if {D}.type != "cpu" else None'),
+    "memory_allocated": ((2, 9), lambda n: n <= 1,
+                         '{t}.accelerator.memory_allocated({args}) if {D}.type != "cpu" else 0'),
     "max_memory_allocated": ((2, 9), lambda n: n <= 1,
                              '{t}.accelerator.max_memory_allocated({args}) if {D}.type != "cpu" else 0'),
-    "memory_reserved": ((2, 9), lambda n: n <= 1, '{t}.accelerator.memory_reserved({args}) if {D}.type != "cpu" else 0'),
+    "memory_reserved": ((2, 9), lambda n: n <= 1,
+                        '{t}.accelerator.memory_reserved({args}) if {D}.type != "cpu" else 0'),
     "max_memory_reserved": ((2, 9), lambda n: n <= 1,
                             '{t}.accelerator.max_memory_reserved({args}) if {D}.type != "cpu" else 0'),
     "reset_peak_memory_stats": ((2, 9), lambda n: n <= 1,
@@ -160,7 +164,8 @@ class NativeRuntime:
                 break
             at = index + 1
         for index, statement in enumerate(body):  # and after torch's own import (and its neighbours)
-            if any(isinstance(s, cst.Import) and any(_binds(a, torch_name) for a in s.names) for s in _smalls(statement)):
+            if any(isinstance(s, cst.Import) and any(_binds(a, torch_name) for a in s.names)
+                   for s in _smalls(statement)):
                 at = max(at, index + 1)
         while at < len(body) and _smalls(body[at]) and all(isinstance(s, (cst.Import, cst.ImportFrom))
                                                            for s in _smalls(body[at])):
@@ -178,7 +183,8 @@ def _smalls(statement: cst.BaseStatement) -> Sequence[cst.BaseSmallStatement]:
 
 
 def _binds(alias: cst.ImportAlias, torch_name: str) -> bool:
-    """Whether ``import ...`` binds ``torch_name`` to torch (``import torch``, ``import torch.nn``, ``import torch as th``)."""
+    """Whether ``import ...`` binds ``torch_name`` to torch (``import torch``, ``import torch.nn``,
+    ``import torch as th``)."""
     if alias.asname is not None:
         return alias.evaluated_alias == torch_name and alias.evaluated_name == "torch"
     return alias.evaluated_name.split(".")[0] == torch_name

@@ -75,7 +75,8 @@ def print_summary(err: Console, results: Sequence[FileResult], mode: str, quiet:
         err.print(table)
     for result in failed:  # one clickable `path:line:col: reason` line each, like a compiler
         separator = ":" if (result.error or "")[:1].isdigit() else ": "
-        err.print(f"[red]error:[/] {escape(result.display)}{separator}{escape(result.error or '')} [dim](file left untouched)[/]",
+        err.print(f"[red]error:[/] {escape(result.display)}{separator}{escape(result.error or '')} "
+                  "[dim](file left untouched)[/]",
                   highlight=False, soft_wrap=True)
     if quiet:
         return

@@ -238,10 +238,12 @@ def to_sarif(results: Sequence[FileResult], root: Path, mode: str) -> str:
         if result.changed and file_results and not isinstance(result, NotebookResult):
             for start, end, text in _hunks(result):
                 owner = next((r for r in file_results
-                              if start <= r["locations"][0]["physicalLocation"]["region"]["startLine"] < max(end, start + 1)),
+                              if start <= r["locations"][0]["physicalLocation"]["region"]["startLine"]
+                                 < max(end, start + 1)),
                              file_results[0])
                 fix = owner.setdefault("fixes", [{"description": {"text": "torchport migrate --apply"},
-                                                  "artifactChanges": [{"artifactLocation": {"uri": uri, "uriBaseId": "ROOT"},
+                                                  "artifactChanges": [{"artifactLocation": {"uri": uri,
+                                                                                            "uriBaseId": "ROOT"},
                                                                        "replacements": []}]}])
                 fix[0]["artifactChanges"][0]["replacements"].append({
                     "deletedRegion": {"startLine": start, "startColumn": 1, "endLine": end, "endColumn": 1},

@@ -9,6 +9,7 @@ from __future__ import annotations
 import configparser
 import functools
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,7 @@ def _ini(path: Path) -> configparser.ConfigParser | None:
     return parser
 
 
-def _up(folder: Path):
+def _up(folder: Path) -> Iterator[Path]:
     yield folder
     yield from folder.parents
 

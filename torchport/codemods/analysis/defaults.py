@@ -109,7 +109,8 @@ def unreachable_method_defaults(module: ast.Module) -> dict[tuple[str, str], fro
     for statement in module.body:
         if isinstance(statement, ast.ClassDef):
             for node in ast.walk(statement):
-                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                        and node.value.id in ("self", "cls")):
                     owners[id(node)] = statement.name
     for node in ast.walk(module):
         if isinstance(node, ast.Attribute) and node.attr in names:

@@ -29,7 +29,7 @@ import libcst as cst  # noqa: E402
 from torchport.codemods.analysis.scope import Resolver  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
-from test_scope import (
+from test_scope import (  # noqa: E402 - tests/ is on sys.path only from the line above
     _exact_static,  # noqa: E402 - the symbol-table rule for `static`
     _facts_mismatches,  # noqa: E402 - the symbol-table oracle of the scope facts
 )

@@ -47,7 +47,8 @@ class CudaAmpAutocast(Rule):
     moves_data = False
     name = "cuda-amp-autocast"
     summary = "`torch.cuda.amp.autocast` becomes `torch.amp.autocast` on the runtime's device type."
-    before, after = "torch.cuda.amp.autocast(dtype=torch.float16)", "torch.amp.autocast(tp.device_type(), dtype=torch.float16)"
+    before, after = ("torch.cuda.amp.autocast(dtype=torch.float16)",
+                     "torch.amp.autocast(tp.device_type(), dtype=torch.float16)")
     names = _AUTOCAST
     renames = {n.removeprefix("torch.cuda."): "torch.amp.autocast" for n in _AUTOCAST}
     examples = (Example("import torch\nwith torch.cuda.amp.autocast(True):\n    pass\n",
@@ -94,7 +95,8 @@ class CudaAmpCustomFwdBwd(Rule):
     names = frozenset(_CUSTOM)
     renames = {n.removeprefix("torch.cuda."): f"torch.amp.{new}" for n, new in _CUSTOM.items()}
     examples = (Example("import torch\n\n\n@torch.cuda.amp.custom_fwd\ndef f(x):\n    return x\n",
-                        "import torch\n\n\n@torch.amp.custom_fwd(device_type=tp.device_type())\ndef f(x):\n    return x\n"),)
+                        "import torch\n\n\n@torch.amp.custom_fwd(device_type=tp.device_type())\n"
+                        "def f(x):\n    return x\n"),)
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         for name in m.qnames(original.func):
@@ -140,7 +142,8 @@ class AmpDeviceType(Rule):
             if (keyword is None and index == 0) or keyword in ("device_type", "device"):
                 m.set_context(arg.value, "type", self.code)
 
-    def leave_SimpleString(self, m: Migrator, original: cst.SimpleString, updated: cst.SimpleString):
+    def leave_SimpleString(self, m: Migrator, original: cst.SimpleString,
+                           updated: cst.SimpleString) -> cst.BaseExpression | None:
         return rewrite_string(m, self.code, original, updated)
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:

@@ -80,10 +80,11 @@ class _Rename(Rule):
             return None
         return m.torch_attr(new) if self.to_torch else m.runtime_attr(new)
 
-    def leave_Attribute(self, m: Migrator, original: cst.Attribute, updated: cst.Attribute):
+    def leave_Attribute(self, m: Migrator, original: cst.Attribute,
+                        updated: cst.Attribute) -> cst.BaseExpression | None:
         return self._rename(m, original)
 
-    def leave_Name(self, m: Migrator, original: cst.Name, updated: cst.Name):
+    def leave_Name(self, m: Migrator, original: cst.Name, updated: cst.Name) -> cst.BaseExpression | None:
         return self._rename(m, original) if m.is_name(original) else None
 
 
@@ -134,7 +135,8 @@ class CudaStreamApi(_Rename):
     names = frozenset(f"torch.cuda.{n}" for n in renames)
     triggers = (r"cuda", r"\brecord_stream\b")
     examples = (
-        Example("import torch\ne = torch.cuda.Event(enable_timing=True)\n", "import torch\ne = tp.Event(enable_timing=True)\n"),
+        Example("import torch\ne = torch.cuda.Event(enable_timing=True)\n",
+                "import torch\ne = tp.Event(enable_timing=True)\n"),
         Example("import torch\nx.record_stream(torch.cuda.current_stream())\n",
                 "import torch\ntp.record_stream(x, tp.current_stream())\n"),
         Example("from torch.cuda import Event\n\n\ndef f(events):\n    for Event in events:\n        print(Event)\n"),
@@ -150,8 +152,9 @@ class CudaStreamApi(_Rename):
         return None
 
 
-_MEMORY = ("empty_cache", "ipc_collect", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
-           "reset_peak_memory_stats", "reset_max_memory_allocated", "memory_stats", "memory_summary", "mem_get_info")
+_MEMORY = ("empty_cache", "ipc_collect", "memory_allocated", "max_memory_allocated", "memory_reserved",
+           "max_memory_reserved", "reset_peak_memory_stats", "reset_max_memory_allocated", "memory_stats",
+           "memory_summary", "mem_get_info")
 
 
 class CudaMemoryApi(_Rename):
@@ -160,8 +163,8 @@ class CudaMemoryApi(_Rename):
     name = "cuda-memory-api"
     summary = "`torch.cuda` memory queries become the runtime's."
     before, after = "torch.cuda.max_memory_allocated()", "tp.max_memory_allocated()"
-    renames = {**{n: n for n in _MEMORY}, "memory_cached": "memory_reserved", "max_memory_cached": "max_memory_reserved",
-             "reset_max_memory_cached": "reset_peak_memory_stats"}
+    renames = {**{n: n for n in _MEMORY}, "memory_cached": "memory_reserved",
+               "max_memory_cached": "max_memory_reserved", "reset_max_memory_cached": "reset_peak_memory_stats"}
     names = frozenset(f"torch.cuda.{n}" for n in renames)
     examples = (Example("import torch\ntorch.cuda.empty_cache()\n", "import torch\ntp.empty_cache()\n"),)
 
@@ -241,13 +244,15 @@ class CudaLegacyTensorType(Rule):
     before, after = "x.type(torch.cuda.FloatTensor)", "x.to(tp.device(), torch.float32)"
     names = frozenset(f"torch.cuda.{n}" for n in LEGACY_TYPES)
     examples = (
-        Example("import torch\ny = x.type(torch.cuda.FloatTensor)\n", "import torch\ny = x.to(tp.device(), torch.float32)\n"),
+        Example("import torch\ny = x.type(torch.cuda.FloatTensor)\n",
+                "import torch\ny = x.to(tp.device(), torch.float32)\n"),
         Example("import torch\nt = torch.cuda.LongTensor([1, 2])\n",
                 "import torch\nt = torch.tensor([1, 2], dtype=torch.int64, device=tp.device())\n"),
     )
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
-        """``torch.cuda.FloatTensor([1, 2])`` -> ``torch.tensor(...)``; ``x.type(torch.cuda.FloatTensor)`` -> ``x.to(...)``."""
+        ("""``torch.cuda.FloatTensor([1, 2])`` -> ``torch.tensor(...)``; """
+         """``x.type(torch.cuda.FloatTensor)`` -> ``x.to(...)``.""")
         func = updated.func
         if isinstance(func, cst.Attribute) and func.attr.value == "type" and len(original.args) == 1:
             dtype = legacy_dtype(m, original.args[0].value)
@@ -278,11 +283,13 @@ class CudaNvtx(_Rename):
     name = "cuda-nvtx"
     summary = "NVTX ranges stay NVTX ranges on CUDA and become profiler ranges (`record_function`) elsewhere."
     before, after = 'torch.cuda.nvtx.range_push("step")', 'tp.range_push("step")'
-    renames = {"nvtx.range_push": "range_push", "nvtx.range_pop": "range_pop", "nvtx.range": "range", "nvtx.mark": "mark"}
+    renames = {"nvtx.range_push": "range_push", "nvtx.range_pop": "range_pop", "nvtx.range": "range",
+               "nvtx.mark": "mark"}
     names = frozenset(f"torch.cuda.{n}" for n in renames)
     examples = (
         Example('import torch\ntorch.cuda.nvtx.range_push("step")\n', 'import torch\ntp.range_push("step")\n'),
-        Example('import torch\nwith torch.cuda.nvtx.range("fwd"):\n    pass\n', 'import torch\nwith tp.range("fwd"):\n    pass\n'),
+        Example('import torch\nwith torch.cuda.nvtx.range("fwd"):\n    pass\n',
+                'import torch\nwith tp.range("fwd"):\n    pass\n'),
     )
 
 
@@ -327,20 +334,24 @@ class LoadMapLocation(Rule):
     names = frozenset({"torch.load"})
     triggers = (r"\.load\b",)
     examples = (
-        Example("# runs on CUDA\nimport torch\nstate = torch.load(path)\n", "# runs on CUDA\nimport torch\nstate = torch.load(path, map_location=tp.map_location())\n"),
+        Example("# runs on CUDA\nimport torch\nstate = torch.load(path)\n",
+                "# runs on CUDA\nimport torch\nstate = torch.load(path, map_location=tp.map_location())\n"),
         Example("import torch\nstate = torch.load(path, map_location={'cuda:1': 'cuda:0'})\n",
                 "import torch\nstate = torch.load(path, map_location=tp.map_location({'cuda:1': 'cuda:0'}))\n"),
         Example("import torch\nstate = torch.load(path, map_location='cpu')\n"),
         Example("import torch\nstate = torch.load(path, map_location=lambda s, loc: s.cuda(rank))\n",
                 "import torch\nstate = torch.load(path, map_location=tp.map_location(lambda s, loc: s.cuda(rank)))\n"),
-        Example("import torch\nmap_location = {'cuda:%d' % 0: 'cuda:%d' % rank}\nstate = torch.load(path, map_location=map_location)\n",
+        Example("import torch\nmap_location = {'cuda:%d' % 0: 'cuda:%d' % rank}\n"
+                "state = torch.load(path, map_location=map_location)\n",
                 "import torch\nmap_location = tp.map_location({'cuda:%d' % 0: 'cuda:%d' % rank})\n"
                 "state = torch.load(path, map_location=map_location)\n"),
         Example("import torch\nstate = torch.load(path, map_location=device)\n"),
         Example("# runs on CUDA\nimport torch\nstate = torch.load(\n    path\n)\n",
-                "# runs on CUDA\nimport torch\nstate = torch.load(\n    path,\n    map_location=tp.map_location()\n)\n"),
+                "# runs on CUDA\nimport torch\n"
+                "state = torch.load(\n    path,\n    map_location=tp.map_location()\n)\n"),
         Example("# runs on CUDA\nimport torch\nstate = torch.load(\n    path,\n)\n",
-                "# runs on CUDA\nimport torch\nstate = torch.load(\n    path,\n    map_location=tp.map_location(),\n)\n"),
+                "# runs on CUDA\nimport torch\n"
+                "state = torch.load(\n    path,\n    map_location=tp.map_location(),\n)\n"),
     )
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
@@ -426,7 +437,8 @@ class CudaApiUnported(Rule):
         if id(node) not in m.inner:
             self._collect(m, node)
         names = m.qnames(node)
-        if any(n == "torch.version.cuda" or n.startswith("torch.version.cuda.") for n in names) and id(node) not in m.inner:
+        if any(n == "torch.version.cuda" or n.startswith("torch.version.cuda.") for n in names) \
+                and id(node) not in m.inner:
             m.report(self.code, node, "`torch.version.cuda` is None on builds without CUDA; left unchanged")
 
     def visit_Name(self, m: Migrator, node: cst.Name) -> None:

@@ -86,7 +86,8 @@ def is_index(node: cst.BaseExpression) -> bool:
         base = node.value
         last = base.attr.value if isinstance(base, cst.Attribute) else getattr(base, "value", None)
         return isinstance(last, str) and bool(_INDEX_LISTS.match(last))
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "int" and len(node.args) == 1:
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "int" \
+            and len(node.args) == 1:
         inner = node.args[0].value
         text = cst.Module([]).code_for_node(inner)
         return is_index(inner) or "LOCAL_RANK" in text or bool(re.search(r"\brank\b", text, re.I))
@@ -170,16 +171,19 @@ def rewrite_string(m: Migrator, code: str, original: cst.BaseExpression,
 class _StringRule(Rule):
     """Rewrites the CUDA strings that carry its code as their context (set by its visit methods)."""
 
-    def leave_SimpleString(self, m: Migrator, original: cst.SimpleString, updated: cst.SimpleString):
+    def leave_SimpleString(self, m: Migrator, original: cst.SimpleString,
+                           updated: cst.SimpleString) -> cst.BaseExpression | None:
         return rewrite_string(m, self.code, original, updated)
 
-    def leave_FormattedString(self, m: Migrator, original: cst.FormattedString, updated: cst.FormattedString):
+    def leave_FormattedString(self, m: Migrator, original: cst.FormattedString,
+                              updated: cst.FormattedString) -> cst.BaseExpression | None:
         return rewrite_string(m, self.code, original, updated)
 
-    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call):
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         return rewrite_string(m, self.code, original, updated) if runtime_string(original) else None
 
-    def leave_BinaryOperation(self, m: Migrator, original: cst.BinaryOperation, updated: cst.BinaryOperation):
+    def leave_BinaryOperation(self, m: Migrator, original: cst.BinaryOperation,
+                              updated: cst.BinaryOperation) -> cst.BaseExpression | None:
         return rewrite_string(m, self.code, original, updated) if runtime_string(original) else None
 
 
@@ -266,7 +270,8 @@ class DeviceLiteral(_StringRule):
         Example('import os\nimport torch\nd = torch.device(f"cuda:{os.environ[\'LOCAL_RANK\']}")\n',
                 'import os\nimport torch\nd = tp.device(f"cuda:{os.environ[\'LOCAL_RANK\']}")\n'),
         Example('import torch\ny = x.to("cuda:" + str(i))\n', 'import torch\ny = x.to(tp.device("cuda:" + str(i)))\n'),
-        Example('import torch\ntorch.set_default_device("cuda")\n', "import torch\ntorch.set_default_device(tp.device())\n"),
+        Example('import torch\ntorch.set_default_device("cuda")\n',
+                "import torch\ntorch.set_default_device(tp.device())\n"),
         Example('import torch\nstate = torch.load(path, map_location="cuda")\n',
                 "import torch\nstate = torch.load(path, map_location=tp.device())\n"),
     )
@@ -277,7 +282,8 @@ class DeviceLiteral(_StringRule):
         names = m.qnames(func)
         if names & _DEVICE_FIRST:
             args = node.args
-            if names & {"torch.device"} and len(args) == 2 and args[0].keyword is None and string_value(args[0].value) == "cuda":
+            if names & {"torch.device"} and len(args) == 2 and args[0].keyword is None \
+                    and string_value(args[0].value) == "cuda":
                 m.store(self).setdefault("pairs", set()).add(id(node))
             elif args and args[0].keyword is None and not is_index(args[0].value):
                 m.set_context(args[0].value, "device", self.code)
@@ -286,7 +292,8 @@ class DeviceLiteral(_StringRule):
         torch_call = any(n.startswith("torch.") for n in names)
         for index, arg in enumerate(node.args):
             keyword = arg.keyword.value if arg.keyword else None
-            if ((keyword is None and is_to and index == 0) or (keyword in ("device", "map_location") and (torch_call or is_to))
+            if ((keyword is None and is_to and index == 0)
+                    or (keyword in ("device", "map_location") and (torch_call or is_to))
                     or (keyword is None and index == 1 and "torch.load" in names)):
                 m.set_context(arg.value, "device", self.code)
 
@@ -303,7 +310,8 @@ class DeviceLiteral(_StringRule):
             return m.runtime_call("device", [updated.args[1].value])
         if len(updated.args) == 1 and updated.args[0].keyword is None:
             inner = updated.args[0].value
-            if m.runtime_call_name(inner) in ("device", "device_str") and m.runtime_call_name(original.args[0].value) is None:
+            if m.runtime_call_name(inner) in ("device", "device_str") \
+                    and m.runtime_call_name(original.args[0].value) is None:
                 assert isinstance(inner, cst.Call)
                 return m.runtime_call("device", [a.value for a in inner.args])
         return None
@@ -322,7 +330,8 @@ class DeviceString(_StringRule):
         # A default no call can reach: a private function whose every call passes the device.
         Example('def _fill(n, device="cuda"):\n    return n\n\n\nx = _fill(2, device=d)\n'),
         # A function that dispatches on the string itself.
-        Example('def dtype(device="cuda"):\n    if device == "cpu":\n        return 1\n    assert device == "cuda"\n    return 2\n'),
+        Example('def dtype(device="cuda"):\n    if device == "cpu":\n        return 1\n'
+                '    assert device == "cuda"\n    return 2\n'),
         Example('config = {"device": "cuda", "lr": 1e-3}\n', 'config = {"device": tp.device_str(), "lr": 1e-3}\n'),
         Example('def test_kwargs():\n    assert build(args) == {"device_map": "cuda"}\n'),
         Example('def test_offload_id(pipe):\n    pipe.enable_model_cpu_offload(gpu_id=5, device="cuda")\n'),
@@ -367,7 +376,8 @@ class DeviceString(_StringRule):
             assert isinstance(owner, cst.ClassDef)
             unreachable = store["methods"].get((owner.name.value, node.name.value), ())
         dispatching = dispatching_parameters(_function_tree(node))
-        what = "private method" if method else "private function" if node.name.value.startswith("_") else "script function"
+        what = ("private method" if method else "private function" if node.name.value.startswith("_")
+                else "script function")
         for name, default in defaults:
             if name in unreachable:
                 why = f"a default no call reaches: every call of this {what} passes `{name}`"
@@ -412,7 +422,8 @@ class DeviceString(_StringRule):
             if keyword == "default" and not _names_a_device(node):
                 continue
             if keyword in _STRING_KEYWORDS and not (keyword in ("device", "map_location") and torch_call):
-                if (id(arg.value) not in m.contexts) and not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "to") \
+                if (id(arg.value) not in m.contexts) \
+                        and not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "to") \
                         and not (not torch_call and _in_test(m)):
                     m.set_context(arg.value, "str", self.code)
             elif keyword == "choices":
@@ -480,7 +491,8 @@ def _skip_dead_stores(m: Migrator, body: Sequence[cst.BaseStatement]) -> None:
     the first value is never used, so rewriting it would change nothing."""
     for first, second in zip(body, body[1:]):
         store, again = _single_store(first), _single_store(second)
-        if store is not None and again is not None and store[0] == again[0] and "cuda" in _EMPTY.code_for_node(store[1]) \
+        if store is not None and again is not None and store[0] == again[0] \
+                and "cuda" in _EMPTY.code_for_node(store[1]) \
                 and not _name_reads(again[1], store[0]):
             m.skip_region(store[1], f"a dead store: the next line assigns `{store[0]}` again")
 
@@ -654,20 +666,24 @@ class IntegerDeviceId(Rule):
     triggers = (_INDEX_TRIGGER, r"current_device", r"\.to\(\s*\d", r"device\s*=\s*\d")
     replaces = False
     examples = (
-        Example("# runs on CUDA\nmodel.to(args.local_rank)\n", "# runs on CUDA\nmodel.to(tp.device(args.local_rank))\n"),
+        Example("# runs on CUDA\nmodel.to(args.local_rank)\n",
+                "# runs on CUDA\nmodel.to(tp.device(args.local_rank))\n"),
         Example("# runs on CUDA\nimport torch\nx = torch.zeros(4, device=local_rank)\n",
                 "# runs on CUDA\nimport torch\nx = torch.zeros(4, device=tp.device(local_rank))\n"),
         Example("import torch\nx = torch.ones(2, device=torch.cuda.current_device())\n",
                 "import torch\nx = torch.ones(2, device=tp.device(torch.cuda.current_device()))\n"),
-        Example("# runs on CUDA\nbatch = batch.to(device_ids[0])\n", "# runs on CUDA\nbatch = batch.to(tp.device(device_ids[0]))\n"),
-        Example("# runs on CUDA\nimport torch\nd = torch.device(rank)\n", "# runs on CUDA\nimport torch\nd = tp.device(rank)\n"),
+        Example("# runs on CUDA\nbatch = batch.to(device_ids[0])\n",
+                "# runs on CUDA\nbatch = batch.to(tp.device(device_ids[0]))\n"),
+        Example("# runs on CUDA\nimport torch\nd = torch.device(rank)\n",
+                "# runs on CUDA\nimport torch\nd = tp.device(rank)\n"),
         Example("x.to(dtype)\n"),
         # Kept as an int: on CUDA a stored index must stay the int it was (`str(device)`, arithmetic).
         Example("import torch\ndevice = device or torch.cuda.current_device()\n"),
         # ... unless the function uses it only as a device.
         Example("import torch\n\n\ndef move(x, device=None):\n    device = device or torch.cuda.current_device()\n"
                 "    return x.to(device=device)\n",
-                "import torch\n\n\ndef move(x, device=None):\n    device = device or tp.device(torch.cuda.current_device())\n"
+                "import torch\n\n\ndef move(x, device=None):\n"
+                "    device = device or tp.device(torch.cuda.current_device())\n"
                 "    return x.to(device=device)\n"),
         # A file that never mentions CUDA or NCCL is left as it is (the id is reported).
         Example("model.to(args.local_rank)\n"),
@@ -699,7 +715,8 @@ class IntegerDeviceId(Rule):
             return updated.with_changes(value=value.with_changes(left=wrap(value.left), right=wrap(value.right)))
         return updated.with_changes(value=wrap(value))
 
-    def _wrap(self, m: Migrator, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression | None:
+    def _wrap(self, m: Migrator, original: cst.BaseExpression,
+              updated: cst.BaseExpression) -> cst.BaseExpression | None:
         if not (is_index(original) or is_current_device_call(m, original)):
             return None
         if m.runtime_call_name(updated) == "device" or not m.apply(self.code, original):
@@ -736,7 +753,8 @@ class IsCuda(Rule):
     triggers = (r"\bis_cuda\b",)
     examples = (Example("y = x.is_cuda\n", "y = tp.on_accelerator(x)\n", unsafe=True),)
 
-    def leave_Attribute(self, m: Migrator, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression | None:
+    def leave_Attribute(self, m: Migrator, original: cst.Attribute,
+                        updated: cst.Attribute) -> cst.BaseExpression | None:
         if original.attr.value != "is_cuda" or not m.apply(self.code, original):
             return None
         return m.runtime_call("on_accelerator", [updated.value])
@@ -765,7 +783,8 @@ def cuda_compared(node: cst.Comparison) -> list[cst.SimpleString]:
     left = node.left
     for target in node.comparisons:
         if isinstance(target.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
-            found += [s for s in (left, target.comparator) if isinstance(s, cst.SimpleString) and s.evaluated_value == "cuda"]
+            found += [s for s in (left, target.comparator)
+                      if isinstance(s, cst.SimpleString) and s.evaluated_value == "cuda"]
         left = target.comparator
     return found
 
@@ -787,7 +806,8 @@ class DeviceTypeCheck(Rule):
             for side in cuda_compared(node):
                 m.handled.add(id(side))
 
-    def leave_Comparison(self, m: Migrator, original: cst.Comparison, updated: cst.Comparison):
+    def leave_Comparison(self, m: Migrator, original: cst.Comparison,
+                         updated: cst.Comparison) -> cst.BaseExpression | None:
         if id(original) not in m.store(self):
             return None
         found = tensor_type_check(updated)

@@ -4,7 +4,8 @@
 |-------|---------------------------------------------------|---------------------------------------------------------|
 | TP030 | init_process_group(backend="nccl")                | init_process_group(backend=tp.distributed_backend())    |
 | TP031 | DDP(model, device_ids=[rank])                     | DDP(model, device_ids=tp.ddp_device_ids([rank]))        |
-| TP032 | init_process_group("nccl", device_id=dev)         | init_process_group(tp.distributed_backend(), device_id=tp.process_group_device_id(dev)) |
+| TP032 | init_process_group("nccl", device_id=dev)         | init_process_group(tp.distributed_backend(), \
+device_id=tp.process_group_device_id(dev)) |
 | TP105 | if backend == "nccl":                             | (reported)                                              |
 """
 
@@ -62,7 +63,8 @@ class NcclBackend(Rule):
         Example('import torch.distributed as dist\ndist.init_process_group("NCCL")\n',
                 'import torch.distributed as dist\ndist.init_process_group(tp.distributed_backend("NCCL"))\n'),
         Example('import torch.distributed as dist\ndist.init_process_group(backend="cuda:nccl,cpu:gloo")\n',
-                'import torch.distributed as dist\ndist.init_process_group(backend=tp.distributed_backend("cuda:nccl,cpu:gloo"))\n'),
+                'import torch.distributed as dist\n'
+                'dist.init_process_group(backend=tp.distributed_backend("cuda:nccl,cpu:gloo"))\n'),
         Example('import torch.distributed as dist\ndist.init_process_group(backend="nccl" if cuda else "gloo")\n',
                 'import torch.distributed as dist\n'
                 'dist.init_process_group(backend=tp.distributed_backend("nccl" if cuda else "gloo"))\n'),
@@ -74,7 +76,8 @@ class NcclBackend(Rule):
             keyword = arg.keyword.value if arg.keyword else None
             names_option = keyword == "default" and any(
                 "backend" in (string_value(a.value) or "") for a in node.args if a.keyword is None)
-            if (keyword == "backend" or names_option or (init and keyword is None and index == 0)) and _mentions_nccl(arg.value):
+            if (keyword == "backend" or names_option or (init and keyword is None and index == 0)) \
+                    and _mentions_nccl(arg.value):
                 self._mark(m, arg.value)
                 return
 
@@ -101,17 +104,17 @@ class NcclBackend(Rule):
     def visit_DictElement(self, m: Migrator, node: cst.DictElement) -> None:
         self._setting(m, string_value(node.key) or "", node.value)
 
-    def _rewrite(self, m: Migrator, original: cst.BaseExpression, updated: cst.BaseExpression):
+    def _rewrite(self, m: Migrator, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.Call | None:
         if id(original) not in m.store(self) or not m.apply(self.code, original):
             return None
         if string_value(original) == "nccl":
             return m.runtime_call("distributed_backend", [])
         return m.runtime_call("distributed_backend", [updated])
 
-    def leave_SimpleString(self, m: Migrator, original: cst.SimpleString, updated: cst.SimpleString):
+    def leave_SimpleString(self, m: Migrator, original: cst.SimpleString, updated: cst.SimpleString) -> cst.Call | None:
         return self._rewrite(m, original, updated)
 
-    def leave_IfExp(self, m: Migrator, original: cst.IfExp, updated: cst.IfExp):
+    def leave_IfExp(self, m: Migrator, original: cst.IfExp, updated: cst.IfExp) -> cst.Call | None:
         return self._rewrite(m, original, updated)
 
 
@@ -119,17 +122,23 @@ class DdpDeviceIds(Rule):
     code = "TP031"
     moves_data = False
     name = "ddp-device-ids"
-    summary = "DDP `device_ids` and `output_device` are dropped off CUDA/XPU at run time (DataParallel already ignores them)."
+    summary = ("DDP `device_ids` and `output_device` are dropped off CUDA/XPU at run time "
+               "(DataParallel already ignores them).")
     before, after = "DDP(model, device_ids=[rank])", "DDP(model, device_ids=tp.ddp_device_ids([rank]))"
     triggers = (r"\b(?:device_ids|output_device)\b", r"DistributedDataParallel")
     names = _PARALLEL
     replaces = False
     examples = (
-        Example("# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, device_ids=[rank])\n",
-                "# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, device_ids=tp.ddp_device_ids([rank]))\n"),
-        Example("# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, [rank])\n",
-                "# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, tp.ddp_device_ids([rank]))\n"),
-        Example('# runs on CUDA\nkwargs["device_ids"] = [rank]\n', '# runs on CUDA\nkwargs["device_ids"] = tp.ddp_device_ids([rank])\n'),
+        Example("# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+                "m = DDP(model, device_ids=[rank])\n",
+                "# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+                "m = DDP(model, device_ids=tp.ddp_device_ids([rank]))\n"),
+        Example("# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+                "m = DDP(model, [rank])\n",
+                "# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+                "m = DDP(model, tp.ddp_device_ids([rank]))\n"),
+        Example('# runs on CUDA\nkwargs["device_ids"] = [rank]\n',
+                '# runs on CUDA\nkwargs["device_ids"] = tp.ddp_device_ids([rank])\n'),
         Example("# runs on CUDA\nimport torch\nm = torch.nn.DataParallel(model, device_ids=[0, 1])\n"),
     )
 
@@ -178,7 +187,8 @@ class ProcessGroupDeviceId(Rule):
         Example("import torch\nimport torch.distributed as dist\n"
                 "dist.init_process_group(backend='nccl', device_id=torch.device('cuda', rank))\n",
                 "import torch\nimport torch.distributed as dist\n"
-                "dist.init_process_group(backend='nccl', device_id=tp.process_group_device_id(torch.device('cuda', rank)))\n"),
+                "dist.init_process_group(backend='nccl', "
+                "device_id=tp.process_group_device_id(torch.device('cuda', rank)))\n"),
         Example("import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
                 "model = FSDP(model, device_id=torch.cuda.current_device())\n",
                 "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"

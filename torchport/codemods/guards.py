@@ -41,8 +41,8 @@ if TYPE_CHECKING:
 
 _AVAILABLE = "torch.cuda.is_available"
 _COUNT = "torch.cuda.device_count"
-_OTHER_BACKENDS = re.compile(r"^torch\.(?:backends\.mps|mps|xpu|accelerator|npu|hpu|mlu|musa)\b|^(?:torch_npu|habana_frameworks|"
-                             r"intel_extension_for_pytorch|torch_mlu)\b")
+_OTHER_BACKENDS = re.compile(r"^torch\.(?:backends\.mps|mps|xpu|accelerator|npu|hpu|mlu|musa)\b|"
+                             r"^(?:torch_npu|habana_frameworks|intel_extension_for_pytorch|torch_mlu)\b")
 _OTHER_DEVICE_STRINGS = frozenset({"mps", "xpu", "npu", "hpu", "mlu", "musa"})
 _ACCELERATOR_CLASS = re.compile(r"(?i)^(?:cuda|npu|mlu|hpu|xpu|mps|cpu|gaudi|ascend|musa)_?accelerator$")
 _PROCESS_COUNT = re.compile(r"(?i)^(?:world_size|nprocs|n_?procs|num_?processes|nproc_per_node|ngpus_per_node)$")
@@ -51,7 +51,8 @@ _COLLECTIVES = frozenset({"all_reduce", "all_gather", "all_gather_into_tensor", 
                           "isend", "irecv", "all_gather_list", "all_reduce_dict"})
 _SPAWN = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
                     "torch.multiprocessing.spawn.spawn", "torch.multiprocessing.spawn.start_processes"})
-_CUDA_TEST_DECORATOR = re.compile(r"(?i)(?:requires?_?(?:torch_)?(?:cuda|gpu)|skip_?(?:if_?)?(?:no|without)_?(?:cuda|gpu)|"
+_CUDA_TEST_DECORATOR = re.compile(r"(?i)(?:requires?_?(?:torch_)?(?:cuda|gpu)|"
+                                  r"skip_?(?:if_?)?(?:no|without)_?(?:cuda|gpu)|"
                                   r"cuda_only|gpu_only|only_cuda|onlycuda)")
 # torch.cuda names some rule ports (the registry's RENAMED); anything else under a guard is CUDA-only.
 def _portable_cuda(name: str) -> bool:
@@ -61,8 +62,8 @@ def _portable_cuda(name: str) -> bool:
     tail = cuda_api.cuda_tail(name)
     return tail is not None and (tail in RENAMED or tail in ("is_available", "device_count")
                                  or tail in cuda_api.LEGACY_TYPES)
-_CUDA_ONLY_MODULES = re.compile(r"^(?:apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|numba|pycuda|"
-                                r"triton|torch\._C|torch\.utils\.cpp_extension)\b")
+_CUDA_ONLY_MODULES = re.compile(r"^(?:apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|"
+                                r"numba|pycuda|triton|torch\._C|torch\.utils\.cpp_extension)\b")
 
 
 class _Scan(cst.CSTVisitor):
@@ -153,7 +154,8 @@ def _guard_calls(m: Migrator, test: cst.BaseExpression) -> tuple[list[cst.Call],
 def _means_any(target: cst.ComparisonTarget) -> bool:
     value = target.comparator.value if isinstance(target.comparator, cst.Integer) else None
     op = target.operator
-    return (isinstance(op, cst.GreaterThan) and value == "0") or (isinstance(op, cst.GreaterThanEqual) and value == "1") or (
+    return (isinstance(op, cst.GreaterThan) and value == "0") or (
+        isinstance(op, cst.GreaterThanEqual) and value == "1") or (
         isinstance(op, cst.NotEqual) and value == "0")
 
 
@@ -203,7 +205,8 @@ _OTHER_TEXT = re.compile(r"\b(?:mps|xpu|npu|hpu|mlu|musa)\b|accelerator")
 _FAKES_CUDA = re.compile(r"""patch(?:\.object)?\(\s*(?:torch\.cuda\s*,|["']torch\.cuda\.)""")
 _OWN_MPS_PATH = re.compile(r"torch\.backends\.mps\.is_available|\.to\(\s*['\"]mps['\"]|device\(\s*['\"]mps['\"]")
 _CUDA_FUNCTION = re.compile(r"^cuda$|cuda_?graph|cudagraph", re.I)
-_CUDA_ONLY_IMPORT = re.compile(r"^(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda|"
+_CUDA_ONLY_IMPORT = re.compile(r"^(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|"
+                               r"pynvml|cupy|pycuda|"
                                r"numba\.cuda|tensorrt|polygraphy|cuda|\w+_cuda)(?:\.|$)")  # `fused_adam_cuda`: a kernel
 _PORTABLE_IMPORT = re.compile(r"^(?:torch_npu|habana_frameworks|intel_extension_for_pytorch|torch_mlu)(?:\.|$)|"
                               r"(?:^|\.)accelerator(?:\.|$)")
@@ -478,7 +481,8 @@ class CudaGuard(Rule):
     code = "TP110"
     moves_data = False
     name = "cuda-guard"
-    summary = "A CUDA guard of CUDA-only code stays a CUDA guard; the code under it runs only on CUDA and is left as is."
+    summary = ("A CUDA guard of CUDA-only code stays a CUDA guard; "
+               "the code under it runs only on CUDA and is left as is.")
     before = "if torch.cuda.is_available(): import apex"
     safety, effort = "manual", "info"
     names = frozenset({_AVAILABLE, _COUNT})
@@ -488,20 +492,26 @@ class CudaGuard(Rule):
         Example("import torch\nif x.is_cuda:\n    y = x.cuda()\n"),
         Example('generator_device = "cpu" if not device.startswith("cuda") else "cuda"\n'),
         # A private function whose every call passes a CUDA flag (also: a function of a script).
-        Example("import torch\n\n\ndef _setup(model, is_cuda):\n    if is_cuda:\n        model = model.cuda()\n    return model\n\n\n"
-                "def main():\n    use_cuda = torch.cuda.is_available()\n    return _setup(torch.nn.Linear(2, 2), use_cuda)\n"),
-        Example("import torch\n\n\ndef _check_cuda(q):\n    if q.device.type != 'cuda':\n        raise ValueError('CUDA only')\n\n\n"
-                "def check_capability(q):\n    _check_cuda(q)\n    return torch.cuda.get_device_capability(q.device)\n"),
+        Example("import torch\n\n\ndef _setup(model, is_cuda):\n"
+                "    if is_cuda:\n        model = model.cuda()\n    return model\n\n\n"
+                "def main():\n    use_cuda = torch.cuda.is_available()\n"
+                "    return _setup(torch.nn.Linear(2, 2), use_cuda)\n"),
+        Example("import torch\n\n\ndef _check_cuda(q):\n"
+                "    if q.device.type != 'cuda':\n        raise ValueError('CUDA only')\n\n\n"
+                "def check_capability(q):\n    _check_cuda(q)\n"
+                "    return torch.cuda.get_device_capability(q.device)\n"),
         Example("import torch\nif torch.cuda.is_available():\n    d = 'cuda'\nelif torch.backends.mps.is_available():\n"
                 "    d = 'mps'\nelse:\n    d = 'cpu'\n"),
         Example("import unittest\nimport torch\n\n\n@unittest.skipIf(not torch.cuda.is_available(), 'needs CUDA')\n"
                 "def test_gpu():\n    x = torch.ones(2).cuda()\n"),
         Example("class CUDA_Accelerator(DeepSpeedAccelerator):\n    def device_name(self):\n        return 'cuda'\n"),
-        Example("import torch\n\n\ndef setup(flash):\n    if not torch.cuda.is_available() or not flash:\n        return\n"
+        Example("import torch\n\n\ndef setup(flash):\n"
+                "    if not torch.cuda.is_available() or not flash:\n        return\n"
                 "    props = torch.cuda.get_device_properties(torch.device('cuda'))\n"),
         Example("import torch\ntry:\n    scaler = make_scaler()\nexcept AttributeError:  # an older torch\n"
                 "    scaler = torch.cuda.amp.GradScaler()\n"),
-        Example("import torch\nassert torch.cuda.device_count() > rank, 'insufficient CUDA devices'\ntorch.cuda.set_device(rank)\n"),
+        Example("import torch\nassert torch.cuda.device_count() > rank, 'insufficient CUDA devices'\n"
+                "torch.cuda.set_device(rank)\n"),
         # Programs that run only where CUDA GPUs are.
         Example("import sys\nimport torch\nfrom log_utils import verify_min_gpu_count\n\n"
                 "if not verify_min_gpu_count(min_gpus=2):\n    sys.exit()\nmodel = torch.nn.Linear(2, 2).cuda()\n"),
@@ -535,7 +545,8 @@ class CudaGuard(Rule):
         Example("import unittest\nimport torch\n\n\nclass Base(unittest.TestCase):\n    def setUp(self):\n"
                 "        if not torch.cuda.is_available():\n            raise unittest.SkipTest('needs CUDA')\n\n\n"
                 "class T(Base):\n    def test_x(self):\n        x = torch.ones(2).cuda()\n"),
-        Example("import pytest\nimport torch\n\npytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='CUDA')\n"
+        Example("import pytest\nimport torch\n\n"
+                "pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='CUDA')\n"
                 "\n\ndef test_x():\n    x = torch.ones(2).cuda()\n"),
     )
 
@@ -603,7 +614,8 @@ class CudaGuard(Rule):
         if id(node) not in m.shared.idioms and _cuda_detection(m, node.test):
             positive, other = _guard_calls(m, node.test)
             held = m.hold is not None and id(node) in m.shared.held_idioms
-            self._keep(m, positive + other, node.test, f"availability idiom kept as written: {m.hold}" if held else None)
+            self._keep(m, positive + other, node.test,
+                       f"availability idiom kept as written: {m.hold}" if held else None)
             if _availability_based(m, node.test) and _scan(m, node.body).chooses:
                 m.fact("kept", node)
             m.skip_region(node.body)
@@ -620,7 +632,8 @@ class CudaGuard(Rule):
             m.skip_region(node.body, f"its guard asks for `self.{unset}`, which nothing in this module sets")
         if not (isinstance(parent, cst.If) and parent.orelse is node):  # the head of an if/elif chain
             if m.store(self).get("others") and any(
-                    _mentions_other_backend(m, branch.test) or _mentions_other_backend(m, branch.body) for branch in chain):
+                    _mentions_other_backend(m, branch.test) or _mentions_other_backend(m, branch.body)
+                    for branch in chain):
                 for branch in chain:
                     positive, other = _guard_calls(m, branch.test)
                     self._keep(m, positive + other, branch, None)
@@ -735,7 +748,8 @@ class CudaGuard(Rule):
                     m.skip_region(later)
                 return
         for target in node.targets:
-            name = target.target.attr.value if isinstance(target.target, cst.Attribute) else getattr(target.target, "value", "")
+            name = (target.target.attr.value if isinstance(target.target, cst.Attribute)
+                    else getattr(target.target, "value", ""))
             if isinstance(name, str) and _PROCESS_COUNT.match(name):
                 self._count(m, node.value)
 

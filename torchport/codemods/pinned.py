@@ -64,7 +64,8 @@ class PinMemoryCall(Rule):
     summary = "`x.pin_memory()`, which raises on a CPU-only machine, pins only where it can."
     before, after = "batch = batch.pin_memory()", "batch = tp.pin_memory(batch)"
     triggers = (r"\bpin_memory\b",)
-    examples = (Example("# runs on CUDA\nbatch = batch.pin_memory()\n", "# runs on CUDA\nbatch = tp.pin_memory(batch)\n"),)
+    examples = (Example("# runs on CUDA\nbatch = batch.pin_memory()\n",
+                        "# runs on CUDA\nbatch = tp.pin_memory(batch)\n"),)
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         """``x.pin_memory()`` -> ``tp.pin_memory(x)``."""

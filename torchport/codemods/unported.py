@@ -114,19 +114,20 @@ class GpuRequiredAssert(Rule):
             out.append(statement)
         return out, carried, changed
 
-    def leave_Assert(self, m: Migrator, original: cst.Assert, updated: cst.Assert):
+    def leave_Assert(self, m: Migrator, original: cst.Assert, updated: cst.Assert) -> cst.Pass | None:
         if id(original) in m.store(self) and m.apply(self.code, original):
             m.store(self)["pending"] = True
             return cst.Pass()  # marks the line; the block below removes it, keeping its comments
         return None
 
     def leave_SimpleStatementLine(self, m: Migrator, original: cst.SimpleStatementLine,
-                                  updated: cst.SimpleStatementLine):
+                                  updated: cst.SimpleStatementLine) -> None:
         if m.store(self).pop("pending", False) and len(updated.body) == 1 and isinstance(updated.body[0], cst.Pass):
             m.store(self)[("removed", id(updated))] = True
         return None
 
-    def leave_IndentedBlock(self, m: Migrator, original: cst.IndentedBlock, updated: cst.IndentedBlock):
+    def leave_IndentedBlock(self, m: Migrator, original: cst.IndentedBlock,
+                            updated: cst.IndentedBlock) -> cst.IndentedBlock | None:
         body, carried, changed = self._strip(m, list(updated.body))
         if not changed:
             return None
@@ -134,7 +135,7 @@ class GpuRequiredAssert(Rule):
             return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()], leading_lines=carried)])
         return updated.with_changes(body=body, footer=[*carried, *updated.footer])
 
-    def leave_Module(self, m: Migrator, original: cst.Module, updated: cst.Module):
+    def leave_Module(self, m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Module | None:
         body, carried, changed = self._strip(m, list(updated.body))
         if not changed:
             return None
@@ -160,7 +161,8 @@ class BackendFlags(Rule):
     def finish(self, m: Migrator, module: cst.Module) -> None:
         site = m.store(self).get("site")
         if site is not None:
-            m.report(self.code, site, "torch.backends.cudnn/cuda flags left unchanged: they are harmless on other backends")
+            m.report(self.code, site, "torch.backends.cudnn/cuda flags left unchanged: "
+                     "they are harmless on other backends")
 
 
 class _CudaOnlyApi(Rule):
@@ -275,7 +277,8 @@ class CudaExtension(Rule):
     safety, effort = "manual", "high"
     names = _EXTENSIONS | _EXTENSION_LOADERS
     triggers = (r"\.cuh?\b", r"cuda_sources|with_cuda|CUDAExtension|cpp_extension")
-    examples = (Example('from torch.utils.cpp_extension import CUDAExtension\next = CUDAExtension("ops", ["ops.cu"])\n'),)
+    examples = (Example('from torch.utils.cpp_extension import CUDAExtension\n'
+                        'ext = CUDAExtension("ops", ["ops.cu"])\n'),)
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         names = m.qnames(node.func)

@@ -213,7 +213,7 @@ def wrap(line: str, limit: int, inside: bool = False, elements: bool = False) ->
     indent = line[: len(line) - len(fragment)]
     code = _tokens(fragment)
     if not code or code[-1].type == tokenize.COMMENT:
-        return None  # a comment (`# noqa`, `# type: ignore`) speaks about its line: that line stays whole
+        return None  # a comment (a noqa directive, `# type: ignore`) speaks about its line: that line stays whole
     if elements:
         found = _delimiters(code, 0, len(code))
         if found and max(p for p, _ in found) != _COMMA:

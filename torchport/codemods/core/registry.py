@@ -59,7 +59,8 @@ def loosen(pattern: str) -> list[str]:
     return (inner.group(1) if inner else pattern).split("|") if "(" not in pattern or inner else [pattern]
 
 
-LOOSE_TRIGGERS = "|".join(dict.fromkeys(a for rule in RULES_IN_ORDER for t in rule.trigger_patterns() for a in loosen(t)))
+LOOSE_TRIGGERS = "|".join(dict.fromkeys(a for rule in RULES_IN_ORDER for t in rule.trigger_patterns()
+                                        for a in loosen(t)))
 
 
 def matches(code: str, patterns: tuple[str, ...]) -> bool:

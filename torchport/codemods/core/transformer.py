@@ -394,7 +394,8 @@ class Migrator(cst.CSTTransformer):
 
     def _note_import(self, node: cst.Import | cst.ImportFrom) -> None:
         """Imports that bind torch.cuda names, to drop them once no longer used."""
-        if isinstance(node, cst.Import) or node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        if isinstance(node, cst.Import) or node.relative or node.module is None \
+                or isinstance(node.names, cst.ImportStar):
             return
         module = dotted_name(node.module)
         if not module:

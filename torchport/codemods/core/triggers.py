@@ -69,7 +69,8 @@ def trigger_lines(source: str, pattern: re.Pattern[str], tree: ast.Module | None
     return sorted(lines)
 
 
-def confirmed_matches(data: AnyStr, exact: re.Pattern[AnyStr], loose: re.Pattern[AnyStr] | None) -> Iterator[re.Match[AnyStr]]:
+def confirmed_matches(data: AnyStr, exact: re.Pattern[AnyStr],
+                      loose: re.Pattern[AnyStr] | None) -> Iterator[re.Match[AnyStr]]:
     """The matches of ``exact`` in ``data`` (text or bytes), each looked for only on the lines where ``loose``,
     whose matches include every match of ``exact``, finds a candidate: the loose scan is several times faster."""
     if loose is None:

@@ -33,7 +33,8 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parent + ([base] if base else []))
             found |= {f"{base}.{a.name}" for a in node.names} | {base}
     return {name for name in found if name == "torchport" or name.startswith("torchport.")}
 

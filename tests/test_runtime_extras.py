@@ -29,6 +29,13 @@ def test_pin_memory_matches_the_backend() -> None:
     assert tp.pin_memory_available() is pinnable
     tensor = torch.ones(2)
     assert tp.pin_memory(tensor).is_pinned() is pinnable
+    # a new tensor wherever torch's pin_memory() gives one: freeing the original keeps the copy
+    copy = tp.pin_memory(tensor)
+    assert copy is not tensor and copy.data_ptr() != tensor.data_ptr()
+    tensor.untyped_storage().resize_(0)
+    assert copy.tolist() == [1.0, 1.0]
+    strided = tp.pin_memory(torch.arange(6.0).reshape(2, 3).t())
+    assert strided.is_contiguous() and strided.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
     assert tp.pin_memory(Batch()).pinned is pinnable
     # the flag form is accepted where torch takes pin_memory=
     assert torch.empty(2, pin_memory=tp.pin_memory_available()).shape == (2,)

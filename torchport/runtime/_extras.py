@@ -36,15 +36,22 @@ def pin_memory_available() -> bool:
 
 
 def pin_memory(obj: T) -> T:
-    """``obj.pin_memory()`` where pinned memory exists, else ``obj`` itself; mirrors ``Tensor.pin_memory``.
+    """``obj.pin_memory()`` where pinned memory exists, else an unpinned copy; mirrors ``Tensor.pin_memory``.
 
     Args:
         obj: a tensor, or any object with a ``pin_memory()`` method (a custom batch).
 
-    On CUDA/XPU: exactly ``obj.pin_memory()``. On a CPU-only machine
-    ``Tensor.pin_memory()`` raises; here it returns the tensor unchanged.
+    Returns:
+        On CUDA/XPU: exactly ``obj.pin_memory()``. Elsewhere (where ``Tensor.pin_memory()`` raises or pins
+        nothing) a tensor gives a new contiguous copy, as ``pin_memory()`` of an unpinned tensor does, so code
+        that frees the original's storage afterwards (``t.storage().resize_(0)``) keeps its copy; any other
+        object is returned as it is.
     """
-    return obj.pin_memory() if _b._INDEXED else obj  # type: ignore[attr-defined]
+    if _b._INDEXED:
+        return obj.pin_memory()  # type: ignore[attr-defined]
+    if isinstance(obj, torch.Tensor):
+        return obj.clone(memory_format=torch.contiguous_format)  # type: ignore[return-value]
+    return obj
 
 
 def on_accelerator(tensor: torch.Tensor | torch.nn.Module) -> bool:

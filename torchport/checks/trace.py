@@ -26,6 +26,9 @@ from typing import IO, Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from torchport.checks.names import BOOTSTRAP as BOOTSTRAP  # the command that runs _child_main below
+from torchport.checks.names import CHILD_ENV
+
 __all__ = ["DeviceOpTrace", "TraceSummary", "op_names", "user_frame"]
 
 HEADER = "[DeviceOpTrace] PyTorch op on {device}: {op}"
@@ -371,9 +374,7 @@ class DeviceOpTrace(TorchDispatchMode):
 
 # -- `torchport trace` child bootstrap -----------------------------------------
 # The CLI runs `python [opts] -c BOOTSTRAP KIND TARGET ARGS...` with the settings in
-# this environment variable, so the user's command sees its own argv and exit code.
-CHILD_ENV = "TORCHPORT_TRACE_CHILD"
-BOOTSTRAP = "from torchport.checks.trace import _child_main; _child_main()"
+# CHILD_ENV (`torchport.checks.names`), so the user's command sees its own argv and exit code.
 
 
 def _child_main() -> None:

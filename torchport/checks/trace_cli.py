@@ -22,12 +22,9 @@ from rich.markup import escape
 from rich.table import Table
 
 import torchport
+from torchport.checks.names import BOOTSTRAP, CHILD_ENV  # torch-free: the child traces, this process prints
 
 _PY_OPTS_WITH_VALUE = {"-W", "-X", "-Q"}
-# Kept equal to torchport.checks.trace's CHILD_ENV and BOOTSTRAP (a test checks), so this
-# process never imports torch: the child does the tracing, the parent only prints.
-CHILD_ENV = "TORCHPORT_TRACE_CHILD"
-BOOTSTRAP = "from torchport.checks.trace import _child_main; _child_main()"
 _ONCE = ("op", "site", "all", "none")
 
 

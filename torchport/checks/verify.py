@@ -33,6 +33,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from torchport import __version__
+from torchport.checks.names import UNITTEST_RESULTS_ENV  # verify_unittest.py keeps a copy (no torchport there)
 
 EXIT_OK, EXIT_BROKEN, EXIT_USAGE = 0, 1, 2
 
@@ -294,8 +295,6 @@ def detect_test_runner(cmd: list[str]) -> str | None:
 
 
 UNITTEST_RUNNER = Path(__file__).with_name("verify_unittest.py")
-# verify_unittest.RESULTS_ENV, not imported: that would import unittest into every torchport command.
-UNITTEST_RESULTS_ENV = "TORCHPORT_VERIFY_UNITTEST_RESULTS"
 
 
 def with_unittest_runner(cmd: list[str]) -> list[str]:

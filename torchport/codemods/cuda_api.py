@@ -21,11 +21,14 @@ Every runtime function a rename lands on is, on CUDA, the `torch.cuda` call it r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import ast
+import re
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from torchport.codemods.analysis.names import qualify
 from torchport.codemods.core.base import (
     append_arg,
     dotted_name,
@@ -169,6 +172,54 @@ class CudaMemoryApi(_Rename):
     examples = (Example("import torch\ntorch.cuda.empty_cache()\n", "import torch\ntp.empty_cache()\n"),)
 
 
+# CUDA generator state set or read where the runtime has no equivalent: a module using one keeps every CUDA RNG call
+# (reading, seeding and setting state move together, or a tracker draws from the wrong generator off CUDA).
+_UNPORTABLE_RNG = frozenset({
+    "torch.cuda.default_generators", "torch.cuda.random.default_generators", "torch.cuda.get_rng_state_all",
+    "torch.cuda.set_rng_state_all", "torch.cuda.random.get_rng_state_all", "torch.cuda.random.set_rng_state_all",
+    "torch._C._cuda_setRNGState", "torch._C._cuda_getRNGState",
+})
+
+
+def _unportable_rng_state(m: Migrator, rule: Rule) -> str | None:
+    """Why the module's CUDA RNG calls stay as written (an RNG API with no portable equivalent, and its line),
+    else None. Read once per module from CPython's tree."""
+    store = m.store(rule)
+    if "blocker" not in store:
+        store["blocker"] = None
+        if m.syntax is not None and re.search(r"default_generators|rng_state_all|_cuda_[sg]etRNGState", m.source):
+            for node in ast.walk(m.syntax):
+                dotted = _ast_chain(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
+                found = sorted(qualify(dotted, m.imports) & _UNPORTABLE_RNG) if dotted else []
+                if found:
+                    line = getattr(node, "lineno", 0)
+                    store["blocker"] = (f"the module also handles CUDA RNG state through `{found[0]}` (line "
+                                        f"{line}), which has no portable equivalent; its reads, seeds and "
+                                        "sets of that state stay together, on CUDA")
+                    break
+    blocker: str | None = store["blocker"]
+    return blocker
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and every node below it."""
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def _ast_chain(node: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of ``ast.Name``/``ast.Attribute`` nodes, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
 class CudaRngApi(_Rename):
     code = "TP013"
     moves_data = False
@@ -182,7 +233,30 @@ class CudaRngApi(_Rename):
         Example("import torch\ntorch.cuda.manual_seed_all(0)\n", "import torch\ntp.manual_seed_all(0)\n"),
         # `torch.manual_seed(seed)` already seeds every device, the picked one included.
         Example("import torch\ntorch.manual_seed(seed)\ntorch.cuda.manual_seed_all(seed)\n"),
+        # The state is also set where the runtime cannot follow: reading and seeding stay with it.
+        Example("import torch\nstate = torch.cuda.get_rng_state()\ntorch.cuda.manual_seed(seed)\n"
+                "torch.cuda.default_generators[0].set_state(state)\n"),
     )
+
+    def _rename(self, m: Migrator, original: cst.CSTNode) -> cst.BaseExpression | None:
+        blocker = _unportable_rng_state(m, self)
+        if blocker is not None and self._lookup(m, original) is not None:
+            m.mark_handled(original)  # portable by itself: not a TP101
+            if not m.in_skipped_region:
+                m.report("TP110", original, f"left as written (TP013 would apply): {blocker}")
+            return None
+        return super()._rename(m, original)
+
+    def visit_FunctionDef(self, m: Migrator, node: cst.FunctionDef) -> None:
+        """A function that sets or reads generator state through such an API runs only on CUDA: left whole."""
+        if _unportable_rng_state(m, self) is None or m.in_skipped_region:
+            return
+        for found in _walk(node):
+            names = m.qnames(found) & _UNPORTABLE_RNG if isinstance(found, (cst.Attribute, cst.Name)) else set()
+            if names:
+                m.skip_region(node, f"this function handles CUDA generator state through `{min(names)}`, which has "
+                                    "no portable equivalent: it runs only on CUDA")
+                return
 
     def visit_IndentedBlock(self, m: Migrator, node: cst.IndentedBlock) -> None:
         self._after_global_seed(m, node.body)

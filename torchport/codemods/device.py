@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -457,19 +457,60 @@ def _single_store(statement: cst.BaseStatement) -> tuple[str, cst.BaseExpression
     return None
 
 
-def _only_device_uses(function: cst.FunctionDef, name: str, store: cst.Assign) -> bool:
+def _only_device_uses(function: cst.FunctionDef, name: str, store: cst.Assign | None,
+                      module: Mapping[str, cst.FunctionDef] | None = None) -> bool:
     """Whether every read of ``name`` in ``function`` (nested functions too), apart from ``store``, is a
-    device argument: ``.to(name)`` or ``device=name``; and there is one."""
-    allowed, inside = set(), {id(n) for n in matchers.findall(store, matchers.Name(name))}
+    device argument: ``.to(name)`` or ``device=name``, or, with ``module`` (its functions by name), an argument
+    of a call of one of them whose parameter is used only so (``build(3, name)`` with ``def build(n, device)``
+    that reads ``device`` only in ``device=device``); and there is one."""
+    reads, device_reads = _device_uses(function, name, store, module)
+    return reads > 0 and reads == device_reads
+
+
+def _device_uses(function: cst.FunctionDef, name: str, store: cst.Assign | None,
+                 module: Mapping[str, cst.FunctionDef] | None = None) -> tuple[int, int]:
+    """``(reads of name, those that are device arguments)`` in ``function``, as `_only_device_uses` counts."""
+    allowed = set()
+    inside = {id(n) for n in matchers.findall(store, matchers.Name(name))} if store is not None else set()
     for call in matchers.findall(function, matchers.Call()):
         assert isinstance(call, cst.Call)
+        callee = module.get(call.func.value) if module and isinstance(call.func, cst.Name) else None
         for index, arg in enumerate(call.args):
-            if (arg.keyword is not None and arg.keyword.value == "device") or (
+            if callee is not None:  # a function of this module: how it uses the parameter decides
+                parameter = _parameter(callee, index, arg) if callee is not function and not arg.star else None
+                if isinstance(arg.value, cst.Name) and arg.value.value == name and parameter is not None \
+                        and _only_device_uses(callee, parameter, None):
+                    allowed.add(id(arg.value))
+            elif (arg.keyword is not None and arg.keyword.value == "device") or (
                     index == 0 and arg.keyword is None and isinstance(call.func, cst.Attribute)
                     and call.func.attr.value == "to"):
                 allowed.add(id(arg.value))
     reads = [n for n in _name_reads(function.body, name) if id(n) not in inside]
-    return bool(reads) and all(id(n) in allowed for n in reads)
+    return len(reads), sum(id(n) in allowed for n in reads)
+
+
+def _parameter(function: cst.FunctionDef, index: int, arg: cst.Arg) -> str | None:
+    """The name of the parameter of ``function`` that argument ``arg`` (the ``index``-th) binds, else None."""
+    if arg.keyword is not None:
+        names = [p.name.value for p in (*function.params.params, *function.params.kwonly_params)]
+        return arg.keyword.value if arg.keyword.value in names else None
+    positional = [*function.params.posonly_params, *function.params.params]
+    return positional[index].name.value if index < len(positional) else None
+
+
+def _module_functions(m: Migrator) -> dict[str, cst.FunctionDef]:
+    """The module's top-level functions by name; a name defined twice, or a decorated function (its decorator
+    may change what it is called with), is left out."""
+    module = m.ancestors[0] if m.ancestors and isinstance(m.ancestors[0], cst.Module) else None
+    found: dict[str, cst.FunctionDef] = {}
+    twice: set[str] = set()
+    for statement in module.body if module is not None else ():
+        if isinstance(statement, cst.FunctionDef):
+            name = statement.name.value
+            if name in found:
+                twice.add(name)
+            found[name] = statement
+    return {name: f for name, f in found.items() if name not in twice and not f.decorators}
 
 
 def _in_test(m: Migrator) -> bool:
@@ -685,6 +726,18 @@ class IntegerDeviceId(Rule):
                 "import torch\n\n\ndef move(x, device=None):\n"
                 "    device = device or tp.device(torch.cuda.current_device())\n"
                 "    return x.to(device=device)\n"),
+        # ... or only as a device, and as an argument of a module function that uses it only as a device.
+        Example("import torch\n\n\ndef build(n, device):\n    return torch.zeros(n, device=device)\n\n\n"
+                "def main():\n    dev = torch.cuda.current_device()\n"
+                "    return torch.ones(2, device=dev), build(3, dev)\n",
+                "import torch\n\n\ndef build(n, device):\n    return torch.zeros(n, device=device)\n\n\n"
+                "def main():\n    dev = tp.device(torch.cuda.current_device())\n"
+                "    return torch.ones(2, device=dev), build(3, dev)\n"),
+        # That function also reads it as a number: it stays the index it was.
+        Example("import torch\n\n\ndef build(n, device):\n    print(device + 1)\n"
+                "    return torch.zeros(n, device=device)\n\n\n"
+                "def main():\n    dev = torch.cuda.current_device()\n"
+                "    return torch.ones(2, device=dev), build(3, dev)\n"),
         # A file that never mentions CUDA or NCCL is left as it is (the id is reported).
         Example("model.to(args.local_rank)\n"),
     )
@@ -699,8 +752,16 @@ class IntegerDeviceId(Rule):
         if not any(is_current_device_call(m, c) for c in operands):
             return
         function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
-        if function is not None and _only_device_uses(function, node.targets[0].target.value, node):
+        name = node.targets[0].target.value
+        if function is None:
+            return
+        reads, device_reads = _device_uses(function, name, node, _module_functions(m))
+        if reads and reads == device_reads:
             m.store(self).setdefault("stored", set()).add(id(node))
+        elif device_reads and not m.in_skipped_region:
+            m.report(self.code, node.value, f"`{name}` stays the index `torch.cuda.current_device()` gives: it is also "
+                     f"used as a number, and as a device (`device={name}` means cuda:N off CUDA too); pass "
+                     f"`tp.device({name})` where a device is meant")
 
     def leave_Assign(self, m: Migrator, original: cst.Assign, updated: cst.Assign) -> cst.Assign | None:
         if id(original) not in m.store(self).get("stored", ()) or not m.apply(self.code, original.value):

@@ -308,12 +308,12 @@ def _request_api(name: str, shown: str, positional: bool) -> str:
 def _cuda_spec(spec: Any, strict: bool) -> str | None:
     """``repr`` of ``spec`` if it asks for CUDA, else None.
 
-    Strings ``"cuda"``/``"cuda:N"`` and integer indices (the accelerator, i.e. CUDA in code
-    written for it) always do; a ``torch.device`` of type cuda only when ``strict`` (it may
-    be ``tp.device()`` on a CUDA machine otherwise).
+    Integer indices (the accelerator, i.e. CUDA in code written for it) always do; strings
+    ``"cuda"``/``"cuda:N"`` and a ``torch.device`` of type cuda only when ``strict``: on a CUDA
+    machine they may be the runtime's own answer (``tp.device_str()``, ``tp.device()``).
     """
     if isinstance(spec, str):
-        return repr(spec) if spec.strip().startswith("cuda") else None
+        return repr(spec) if strict and spec.strip().startswith("cuda") else None
     if isinstance(spec, int) and not isinstance(spec, bool):
         return repr(spec)
     if isinstance(spec, torch.device) and spec.type == "cuda" and strict:

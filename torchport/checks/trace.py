@@ -14,6 +14,7 @@ Not imported by ``torchport.runtime``; import it explicitly (torch and stdlib on
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import linecache
 import os
@@ -35,25 +36,40 @@ HEADER = "[DeviceOpTrace] PyTorch op on {device}: {op}"
 ONCE_MODES = (None, "op", "site", "all")
 
 # Frames from these files are "not the user's": torch, torchport's runtime and these checks (the
-# mode itself, the audit, the CLI bootstrap), runpy and frozen importlib.
+# mode itself, the audit, the CLI bootstrap), runpy and frozen importlib, triton.
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCHPORT_DIRS = (os.path.join(_PACKAGE_DIR, "checks") + os.sep, os.path.join(_PACKAGE_DIR, "runtime") + os.sep)
-_INTERNAL_PREFIXES = (os.path.dirname(torch.__file__) + os.sep, *TORCHPORT_DIRS, "<frozen ")
+_TRITON = importlib.util.find_spec("triton")  # found, not imported: compiled GPU kernels launch through it
+_INTERNAL_PREFIXES = (os.path.dirname(torch.__file__) + os.sep, *TORCHPORT_DIRS, "<frozen ",
+                      *(os.path.join(d, "") for d in ((_TRITON.submodule_search_locations or ()) if _TRITON else ())))
 _INTERNAL_FILES = {os.path.join(os.path.dirname(os.__file__), "runpy.py")}
 _internal_cache: dict[str, bool] = {}
 _STOP_CODES: set = set()  # stacks end here: the `python -c` frame of the CLI bootstrap
 
 
 def is_internal(filename: str) -> bool:
-    """Whether a frame's ``co_filename`` belongs to torch, torchport.runtime or .checks, runpy or importlib.
+    """Whether a frame's ``co_filename`` belongs to torch, torchport.runtime or .checks, runpy or importlib,
+    or to what torch.compile runs on a GPU: triton and the modules Inductor generates.
 
     Cached per file name, so a stack walk costs one dict lookup per frame.
     """
     internal = _internal_cache.get(filename)
     if internal is None:
-        internal = filename.startswith(_INTERNAL_PREFIXES) or filename in _INTERNAL_FILES
+        internal = filename.startswith(_INTERNAL_PREFIXES) or filename in _INTERNAL_FILES or _inductor_code(filename)
         _internal_cache[filename] = internal
     return internal
+
+
+def _inductor_code(filename: str) -> bool:
+    """Whether ``filename`` is code Inductor generated (a module in its cache folder, which launches the kernels)."""
+    utils = sys.modules.get("torch._inductor.runtime.cache_dir_utils")
+    if utils is None:
+        return False
+    try:
+        folder = os.path.abspath(utils.cache_dir())
+    except Exception:  # noqa: BLE001 - an internal helper; without it such frames count as the user's
+        return False
+    return os.path.abspath(filename).startswith(os.path.join(folder, ""))
 
 
 def user_frame(frame: FrameType | None) -> FrameType | None:

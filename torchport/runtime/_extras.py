@@ -43,9 +43,9 @@ def pin_memory(obj: T) -> T:
 
     Returns:
         On CUDA/XPU: exactly ``obj.pin_memory()``. Elsewhere (where ``Tensor.pin_memory()`` raises or pins
-        nothing) a tensor gives a new copy with the same strides, as ``pin_memory()`` of an unpinned tensor does, so code
-        that frees the original's storage afterwards (``t.storage().resize_(0)``) keeps its copy; any other
-        object is returned as it is.
+        nothing) a tensor gives a new copy with the same strides, as ``pin_memory()`` of an unpinned tensor
+        does, so code that frees the original's storage afterwards (``t.storage().resize_(0)``) keeps its copy;
+        any other object is returned as it is.
     """
     if _b._INDEXED:
         return obj.pin_memory()  # type: ignore[attr-defined]

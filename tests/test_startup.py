@@ -21,9 +21,11 @@ except SystemExit:
 print(json.dumps(sorted(sys.modules)))
 """
 
-# What a warm --check needs: the command line, the settings, discovery, the cache and the concise report.
+# What a warm --check needs: the command line (each command module is small: what it runs loads on use), the
+# settings, discovery, the cache and the concise report.
 WARM_CHECK = {
-    "torchport", "torchport.cli", "torchport.cli.common", "torchport.cli.migrate", "torchport.cli.rules",
+    "torchport", "torchport.cli", "torchport.cli.common", "torchport.cli.migrate", "torchport.cli.programs",
+    "torchport.cli.rules",
     "torchport.config", "torchport.emit", "torchport.emit.vendor", "torchport.errors",
     "torchport.pipeline", "torchport.pipeline.cache", "torchport.pipeline.engine", "torchport.pipeline.files",
     "torchport.pipeline.notebooks", "torchport.pipeline.project", "torchport.pipeline.runner",

@@ -12,6 +12,7 @@ import typer
 
 from torchport import __version__
 from torchport.cli.migrate import migrate
+from torchport.cli.programs import programs
 from torchport.cli.rules import explain, rules
 
 _app = typer.Typer(  # migrate, rules, explain; `app` adds the checking tools
@@ -38,13 +39,14 @@ def _main(
 
 
 _app.command()(migrate)
+_app.command()(programs)
 _app.command()(rules)
 _app.command()(explain)
 
 
 def main() -> None:
     """Console-script entry point."""
-    if sys.argv[1:2] in (["migrate"], ["rules"], ["explain"]):
+    if sys.argv[1:2] in (["migrate"], ["programs"], ["rules"], ["explain"]):
         _app()  # the checking tools (trace, compare, verify) and their imports are not needed: start faster
     else:
         _full_app()()

@@ -170,7 +170,7 @@ def migrate(
         found = list(discover(paths, exclude or (), (settings.root, settings.exclude)))
     except TorchportError as exc:
         usage(err, str(exc))
-    cache = _open_cache(paths, no_cache, mode.output_dir is not None)
+    cache = open_cache(paths, no_cache, mode.output_dir is not None)
     results, copy_problems = _run(out, err, paths, found, settings, mode, output, jobs, cache)
 
     root = paths[0] if len(paths) == 1 and paths[0].is_dir() else Path.cwd()
@@ -315,7 +315,7 @@ def _runtime_settings(settings: config.Settings, root: Path, runtime: str | None
     return settings
 
 
-def _open_cache(paths: Sequence[Path], no_cache: bool, copy: bool) -> cache_module.Cache | None:
+def open_cache(paths: Sequence[Path], no_cache: bool, copy: bool) -> cache_module.Cache | None:
     """The run's cache; a migrated copy leaves the source untouched, so it has one only in $TORCHPORT_CACHE_DIR."""
     if no_cache or (copy and not os.environ.get(cache_module.ENV_VAR)):
         return None

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods.analysis.names import qualify
+from torchport.codemods.analysis.names import ast_chain, qualify
 from torchport.codemods.core.base import (
     append_arg,
     dotted_name,
@@ -189,7 +189,7 @@ def _unportable_rng_state(m: Migrator, rule: Rule) -> str | None:
         store["blocker"] = None
         if m.syntax is not None and re.search(r"default_generators|rng_state_all|_cuda_[sg]etRNGState", m.source):
             for node in ast.walk(m.syntax):
-                dotted = _ast_chain(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
+                dotted = ast_chain(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
                 found = sorted(qualify(dotted, m.imports) & _UNPORTABLE_RNG) if dotted else []
                 if found:
                     line = getattr(node, "lineno", 0)
@@ -206,18 +206,6 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     yield node
     for child in node.children:
         yield from _walk(child)
-
-
-def _ast_chain(node: ast.expr) -> str | None:
-    """``a.b.c`` for a chain of ``ast.Name``/``ast.Attribute`` nodes, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 class CudaRngApi(_Rename):

@@ -24,26 +24,13 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from torchport.codemods.analysis.requirements import CUDA_ONLY_APIS, CUDA_ONLY_MODULES
 from torchport.codemods.core.base import dotted_name, string_value
 from torchport.codemods.core.rule import Example, Rule
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
 
-# torch.cuda names (after "torch.cuda.") that need a person, by rule.
-CUDA_ONLY_APIS = {
-    "TP201": ("CUDAGraph", "graph", "graphs", "make_graphed_callables", "graph_pool_handle",
-              "is_current_stream_capturing"),
-    "TP202": ("MemPool", "use_mem_pool", "CUDAPluggableAllocator", "change_current_allocator",
-              "memory.CUDAPluggableAllocator", "memory.change_current_allocator", "set_per_process_memory_fraction",
-              "caching_allocator_alloc", "caching_allocator_delete"),
-    "TP203": ("cudart", "ExternalStream", "get_stream_from_external", "can_device_access_peer",
-              "comm", "nccl"),
-    "TP204": ("memory._record_memory_history", "memory._dump_snapshot", "memory._snapshot", "memory_snapshot",
-              "_record_memory_history", "_dump_snapshot"),
-}
-CUDA_ONLY_MODULES = ("apex", "flash_attn", "xformers", "bitsandbytes", "transformer_engine", "pynvml", "cupy",
-                     "numba.cuda", "pycuda")
 _GPU_TESTS = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
 _EXTENSIONS = frozenset({"torch.utils.cpp_extension.CUDAExtension"})
 _EXTENSION_LOADERS = frozenset({"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"})

@@ -143,3 +143,15 @@ def qualify(dotted: str, imports: Imports) -> set[str]:
     if not bound:
         return set()
     return {f"{name}.{rest}" if rest else name for name in bound}
+
+
+def ast_chain(node: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of ``ast.Name``/``ast.Attribute`` nodes, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))

@@ -1,0 +1,79 @@
+"""`torchport programs`: which programs of a project run where once ported, on a fixture project of several
+programs sharing a library (tests/fixtures/projects/mixed)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from torchport.cli import app
+from torchport.codemods.analysis.requirements import OFF_CUDA, requirements
+
+MIXED = Path(__file__).parent / "fixtures" / "projects" / "mixed"
+
+
+def _programs(*args: str) -> dict[str, dict]:
+    done = CliRunner().invoke(app, ["programs", str(MIXED), "--no-cache", "--format", "json", *args])
+    assert done.exit_code == 0, done.output
+    return {p["path"]: p for p in json.loads(done.stdout)["programs"]}
+
+
+def test_each_entry_point_is_a_program_of_its_kind() -> None:
+    found = _programs()
+    assert {path: p["kind"] for path, p in found.items()} == {
+        "fast.py": "script", "gated.py": "script", "sample.py": "script", "train.py": "script",
+        "lib/evaluate.py": "console-script",  # named by [project.scripts]
+        "tests/test_model.py": "test",
+        "lib/unused.py": "library",  # no entry point reaches it
+    }
+
+
+def test_where_each_program_runs_and_why_not() -> None:
+    found = _programs()
+    assert found["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"] and found["train.py"]["blockers"] == []
+    assert found["fast.py"]["runs_on"] == ["cuda"]
+    assert found["fast.py"]["blockers"] == [
+        {"target": target, "reason": "imports triton (GPU kernels)", "path": "kernels/fused.py", "line": 1}
+        for target in OFF_CUDA]
+    assert found["gated.py"]["runs_on"] == ["cuda"]
+    assert {(b["path"], b["line"]) for b in found["gated.py"]["blockers"]} == {("gated.py", 7)}
+    # float64 numpy arrays made into tensors: MPS lacks float64, so on a Mac it keeps the CPU
+    assert found["sample.py"]["runs_on"] == ["cuda", "xpu", "cpu"]
+    assert [(b["target"], b["path"], b["line"]) for b in found["sample.py"]["blockers"]] == [
+        ("mps", "lib/schedule.py", 8)]
+
+
+def test_rewrites_are_counted_over_what_a_program_reaches() -> None:
+    found = _programs()
+    assert found["train.py"]["rewrites"] == 2 and found["train.py"]["modules"] == 2  # train.py, lib/model.py
+    assert found["sample.py"]["rewrites"] == 0  # its device choice is kept CUDA-or-CPU (the float64 schedule)
+
+
+def test_concise_is_one_line_per_program() -> None:
+    done = CliRunner().invoke(app, ["programs", str(MIXED), "--no-cache", "--format", "concise"])
+    assert done.exit_code == 0
+    lines = done.stdout.splitlines()
+    assert len(lines) == 7
+    assert "fast.py: script: runs on cuda; not mps, xpu, cpu: imports triton (GPU kernels) (kernels/fused.py:1); " \
+           "1 rewrite(s)" in lines
+
+
+def test_a_guarded_import_blocks_nothing() -> None:
+    source = "try:\n    import apex\nexcept ImportError:\n    apex = None\nimport flash_attn\n"
+    assert [(r.reason, r.line) for r in requirements(ast.parse(source), source)] == [
+        ("imports flash_attn, a CUDA-only library", 5)]
+
+
+def test_a_cuda_gate_counts_only_in_the_entry_point() -> None:
+    source = "import sys\nimport torch\nif not torch.cuda.is_available():\n    sys.exit(1)\n"
+    tree = ast.parse(source)
+    assert requirements(tree, source) == []
+    assert [r.line for r in requirements(tree, source, entry=True)] == [3]
+
+
+def test_standard_input_is_refused() -> None:
+    done = CliRunner().invoke(app, ["programs", "-"])
+    assert done.exit_code == 2 and "holds no project" in done.output

@@ -1,0 +1,187 @@
+"""The programs of a project and where each can run once ported: the model behind `torchport programs`.
+
+An entry point is a module a person runs: a script (a ``__main__`` block, or calls and loops at its top level), a
+module named by
+``[project.scripts]``, a test module (``test_*.py``, ``*_test.py``), a notebook. A library module that no
+entry point reaches is an entry point too (its users' programs start there), as ``library``. A program is
+its entry point and every module of the project it imports, transitively (`Project.reach`).
+
+Each module's requirements (`torchport.codemods.analysis.requirements`) give the program's blockers per
+target: a CUDA-only requirement keeps it off MPS, XPU and the CPU; what MPS lacks (float64, sparse tensors,
+a process group over gloo) keeps it on the CPU of a Mac, as the original ran there. A program runs on every
+target without a blocker.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchport.codemods.analysis.programs import is_script
+from torchport.codemods.analysis.requirements import OFF_CUDA, Requirement, requirements
+from torchport.pipeline.project import Project
+from torchport.results import FileResult
+
+KINDS = ("script", "console-script", "test", "notebook", "library")
+_TEST_FILE = re.compile(r"^(?:test_.*|.*_test)\.py$")
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """What keeps a program off ``target``: ``reason`` at ``path:line`` (``path`` relative to the folder given)."""
+
+    target: str
+    reason: str
+    path: str
+    line: int
+
+
+@dataclass
+class Program:
+    """One entry point and what it reaches.
+
+    Args:
+        path: the entry point's file, relative to the folder given.
+        kind: one of `KINDS`.
+        runs_on: the targets it runs on once ported (``cuda`` always; ``cpu`` without a CUDA-only requirement).
+        blockers: what keeps it off the other targets, per target.
+        rewrites: the rewrites ``torchport migrate`` makes in the modules it reaches.
+        modules: how many modules of the project it reaches, itself included.
+    """
+
+    path: str
+    kind: str
+    runs_on: list[str] = field(default_factory=list)
+    blockers: list[Blocker] = field(default_factory=list)
+    rewrites: int = 0
+    modules: int = 1
+
+    def reasons(self) -> list[str]:
+        """The first blocker of each target it cannot use, targets with the same one together:
+        ``"mps, xpu, cpu: imports triton (GPU kernels) (kernels/fused.py:1)"``."""
+        why: dict[tuple[str, str, int], list[str]] = {}
+        for target in OFF_CUDA:
+            first = next((b for b in self.blockers if b.target == target), None)
+            if first is not None:
+                why.setdefault((first.reason, first.path, first.line), []).append(target)
+        return [f"{', '.join(targets)}: {reason} ({path}:{line})" for (reason, path, line), targets in why.items()]
+
+    def verdict(self) -> str:
+        """One line: where it runs, and why not elsewhere."""
+        return "; ".join([f"runs on {', '.join(self.runs_on)}", *(f"not {reason}" for reason in self.reasons())])
+
+    def as_json(self) -> dict[str, object]:
+        return {"path": self.path, "kind": self.kind, "runs_on": self.runs_on,
+                "blockers": [{"target": b.target, "reason": b.reason, "path": b.path, "line": b.line}
+                             for b in self.blockers],
+                "rewrites": self.rewrites, "modules": self.modules}
+
+
+def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
+    """Every program of the files in ``results`` (one per file of a run, ``original`` read), sorted by path.
+
+    Args:
+        results: the run's results (a file that could not be read or parsed has no requirements and reaches
+            nothing).
+        root: the folder given; paths are shown relative to it, and its ``pyproject.toml`` names the console
+            scripts.
+    """
+    project = Project(results)
+    trees: dict[int, ast.Module | None] = {i: _parse(r.original) for i, r in enumerate(results)}
+    scripts = _console_scripts(root)
+    kinds: dict[int, str] = {}
+    for index, result in enumerate(results):
+        kind = _kind(result, trees[index], project.names[index], scripts)
+        if kind is not None:
+            kinds[index] = kind
+    reached = {index for entry in kinds for index in project.reach(entry)}
+    for index, result in enumerate(results):
+        if index not in kinds and index not in reached and _public_module(_shown(result.path, root), trees[index]):
+            kinds[index] = "library"
+    found: dict[tuple[int, bool], list[Requirement]] = {}
+
+    def needs(index: int, entry: bool) -> list[Requirement]:
+        key = (index, entry)
+        if key not in found:
+            tree = trees[index]
+            found[key] = requirements(tree, results[index].original or "", entry) if tree is not None else []
+        return found[key]
+
+    made = []
+    for entry, kind in kinds.items():
+        reach = sorted(project.reach(entry), key=lambda i: (i != entry, str(results[i].path)))
+        program = Program(_shown(results[entry].path, root), kind, modules=len(reach),
+                          rewrites=sum(sum(results[i].rewrites.values()) for i in reach))
+        for index in reach:
+            shown, seen = _shown(results[index].path, root), set[str]()
+            for need in needs(index, index == entry):  # the first of each module, per target
+                program.blockers.extend(Blocker(target, need.reason, shown, need.line)
+                                        for target in need.targets if target not in seen)
+                seen.update(need.targets)
+        program.blockers.sort(key=lambda b: OFF_CUDA.index(b.target))
+        blocked = {b.target for b in program.blockers}
+        program.runs_on = ["cuda", *(t for t in OFF_CUDA if t not in blocked)]
+        made.append(program)
+    return sorted(made, key=lambda p: p.path)
+
+
+def _kind(result: FileResult, tree: ast.Module | None, module: str | None, scripts: set[str]) -> str | None:
+    if result.path.suffix == ".ipynb":
+        return "notebook"
+    if tree is None:
+        return None
+    if _TEST_FILE.match(result.path.name) and any(
+            isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name.lower().startswith("test")
+            for n in tree.body):
+        return "test"
+    if module is not None and module in scripts:
+        return "console-script"
+    return "script" if is_script(tree) or _works_at_top(tree) else None
+
+
+def _works_at_top(tree: ast.Module) -> bool:
+    """Whether the module does its work when run (a call or a loop at the top level, as a script without a
+    ``__main__`` block does), not only define things."""
+    return any(isinstance(s, (ast.For, ast.While, ast.With))
+               or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)) for s in tree.body)
+
+
+def _public_module(shown: str, tree: ast.Module | None) -> bool:
+    """A module a library's users import (``shown``: its path in the project): not private (``_x.py``, an
+    ``__init__``), not setup or test configuration, not under ``tests/``."""
+    path = Path(shown)
+    return (tree is not None and path.suffix == ".py" and not path.name.startswith("_")
+            and path.name not in ("setup.py", "conftest.py") and not {"test", "tests"} & set(path.parts))
+
+
+def _console_scripts(root: Path) -> set[str]:
+    """The modules ``[project.scripts]`` of ``root/pyproject.toml`` names (``pkg.cli:main`` gives ``pkg.cli``)."""
+    folder = root if root.is_dir() else root.parent
+    try:
+        data = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    scripts = data.get("project", {}).get("scripts", {})
+    return {str(target).split(":", 1)[0].strip() for target in scripts.values()} if isinstance(scripts, dict) else set()
+
+
+def _parse(text: str | None) -> ast.Module | None:
+    if text is None:
+        return None
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _shown(path: Path, root: Path) -> str:
+    base = root if root.is_dir() else root.parent
+    try:
+        return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
+    except ValueError:  # another drive
+        return path.as_posix()

@@ -77,3 +77,16 @@ def test_a_cuda_gate_counts_only_in_the_entry_point() -> None:
 def test_standard_input_is_refused() -> None:
     done = CliRunner().invoke(app, ["programs", "-"])
     assert done.exit_code == 2 and "holds no project" in done.output
+
+
+def test_a_process_group_is_no_blocker() -> None:
+    # on a Mac the runtime picks the CPU once a process group exists (gloo carries no MPS tensors)
+    source = "import torch.distributed as dist\ndist.init_process_group('gloo')\n"
+    assert requirements(ast.parse(source), source) == []
+
+
+def test_float64_numpy_arrays_block_mps_only_where_they_reach_a_device() -> None:
+    table = "import numpy as np\nimport torch\nDTYPES = {6: np.float64}\nitem = torch.from_numpy(a).long()\n"
+    assert requirements(ast.parse(table), table) == []
+    moved = table + "x = torch.from_numpy(b).to(device)\n"
+    assert [(r.targets, r.line) for r in requirements(ast.parse(moved), moved)] == [(("mps",), 3)]

@@ -2,13 +2,15 @@
 
 An entry point is a module a person runs: a script (a ``__main__`` block, or calls and loops at its top level), a
 module named by
-``[project.scripts]``, a test module (``test_*.py``, ``*_test.py``), a notebook. A library module that no
-entry point reaches is an entry point too (its users' programs start there), as ``library``. A program is
+``[project.scripts]``, a test module (``test_*.py``, ``*_test.py``), a notebook. A library module (one that
+defines functions or classes) that no entry point reaches is an entry point too (its users' programs start
+there), as ``library``. A program is
 its entry point and every module of the project it imports, transitively (`Project.reach`).
 
 Each module's requirements (`torchport.codemods.analysis.requirements`) give the program's blockers per
-target: a CUDA-only requirement keeps it off MPS, XPU and the CPU; what MPS lacks (float64, sparse tensors,
-a process group over gloo) keeps it on the CPU of a Mac, as the original ran there. A program runs on every
+target: a CUDA-only requirement keeps it off MPS, XPU and the CPU; what MPS lacks (float64, sparse tensors)
+keeps it on the CPU of a Mac, as the original ran there. A process group is not a blocker: on a Mac the runtime
+picks the CPU once one exists. A program runs on every
 target without a blocker.
 """
 
@@ -156,7 +158,8 @@ def _public_module(shown: str, tree: ast.Module | None) -> bool:
     ``__init__``), not setup or test configuration, not under ``tests/``."""
     path = Path(shown)
     return (tree is not None and path.suffix == ".py" and not path.name.startswith("_")
-            and path.name not in ("setup.py", "conftest.py") and not {"test", "tests"} & set(path.parts))
+            and path.name not in ("setup.py", "conftest.py") and not {"test", "tests"} & set(path.parts)
+            and any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for s in tree.body))
 
 
 def _console_scripts(root: Path) -> set[str]:

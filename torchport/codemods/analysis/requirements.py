@@ -49,11 +49,10 @@ _MPS_BLOCKERS = (
     (re.compile(r"\bforced_align\b"), "torchaudio's forced_align"),
 )
 _MENTIONS_MPS = re.compile(r"\bmps\b", re.IGNORECASE)
-# numpy float64 arrays become float64 tensors where the module turns arrays into tensors.
+# numpy float64 arrays reach a device where the module moves an array made into a tensor there, in one line
+# (``th.from_numpy(arr).to(device=t.device)``).
 _NUMPY_FLOAT64 = re.compile(r"\b(?:np|numpy)\.(?:float64|double)\b")
-_FROM_NUMPY = re.compile(r"\bfrom_numpy\(|\b(?:torch|th)\.(?:as_)?tensor\(")
-_PROCESS_GROUP = frozenset({"torch.distributed.init_process_group",
-                            "torch.distributed.distributed_c10d.init_process_group"})
+_FROM_NUMPY_TO_DEVICE = re.compile(r"(?:\bfrom_numpy\(|\b(?:torch|th)\.(?:as_)?tensor\().*(?:\.to\(|\.cuda\(|device=)")
 
 
 @dataclass(frozen=True)
@@ -62,6 +61,7 @@ class Requirement:
 
     Args:
         targets: the targets it blocks (`OFF_CUDA` for a CUDA-only requirement, ``("mps",)`` for what MPS lacks).
+            A process group is none: on a Mac the runtime picks the CPU once one exists.
         reason: one sentence, e.g. ``"imports triton (GPU kernels)"``.
         line: 1-based line in the module.
     """
@@ -76,7 +76,7 @@ def mps_blocker(text: str) -> tuple[int, str] | None:
     None when there is none, or when the module mentions MPS (it then handles MPS itself)."""
     if _MENTIONS_MPS.search(text):
         return None
-    converts = _FROM_NUMPY.search(text) is not None
+    converts = _FROM_NUMPY_TO_DEVICE.search(text) is not None
     for number, line in enumerate(text.splitlines(), 1):
         code = line.split("#", 1)[0]
         for pattern, what in _MPS_BLOCKERS:
@@ -114,9 +114,6 @@ def requirements(tree: ast.Module, text: str, entry: bool = False) -> list[Requi
             names = qualify(dotted, imports) if dotted else set()
             if names & _EXTENSION_LOADERS:
                 found.append(Requirement(OFF_CUDA, "builds a CUDA extension", node.lineno))
-            elif names & _PROCESS_GROUP:
-                found.append(Requirement(("mps",), "joins a torch.distributed process group (gloo carries no MPS "
-                                                   "tensors): on a Mac it runs on the CPU", node.lineno))
         elif isinstance(node, ast.Attribute):
             dotted = ast_chain(node)
             if dotted and qualify(dotted, imports) & _BLOCKING_APIS:

@@ -58,7 +58,7 @@ def test_concise_is_one_line_per_program() -> None:
     lines = done.stdout.splitlines()
     assert len(lines) == 7
     assert "fast.py: script: runs on cuda; not mps, xpu, cpu: imports triton (GPU kernels) (kernels/fused.py:1); " \
-           "1 rewrite(s)" in lines
+           "0 rewrite(s)" in lines  # a program that runs only on CUDA is left as written (see below)
 
 
 def test_a_guarded_import_blocks_nothing() -> None:
@@ -90,3 +90,26 @@ def test_float64_numpy_arrays_block_mps_only_where_they_reach_a_device() -> None
     assert requirements(ast.parse(table), table) == []
     moved = table + "x = torch.from_numpy(b).to(device)\n"
     assert [(r.targets, r.line) for r in requirements(ast.parse(moved), moved)] == [(("mps",), 3)]
+
+
+def test_migrate_leaves_whole_what_only_cuda_only_programs_reach(tmp_path: Path) -> None:
+    done = CliRunner().invoke(app, ["migrate", str(MIXED), "--no-cache", "--format", "json"])
+    assert done.exit_code == 0, done.output
+    files = {f["path"]: f for f in json.loads(done.stdout)["files"]}  # relative to the folder given
+    fast = files["fast.py"]
+    assert not fast["changed"] and fast["rewrites"] == []
+    assert [(d["code"], d["line"]) for d in fast["diagnostics"]] == [("TP110", 9)]
+    message = fast["diagnostics"][0]["message"]
+    assert message.startswith("1 rewrite(s) not made: only programs that run only on CUDA reach this file (")
+    assert "fast.py: imports triton (GPU kernels) (" in message and "kernels/fused.py:1)); it is left" in message
+    # the portable programs and the library they share are ported
+    assert files["train.py"]["changed"] and files["lib/unused.py"]["changed"]
+
+
+def test_the_cheap_prefilter_sees_every_cuda_only_requirement() -> None:
+    from torchport.codemods.analysis.requirements import CUDA_ONLY_APIS, CUDA_ONLY_MODULES, KERNEL_MODULES
+    from torchport.pipeline.programs import CUDA_ONLY_TEXT
+
+    names = [*CUDA_ONLY_MODULES, *KERNEL_MODULES, "load_inline", "cpp_extension",
+             *(n.rsplit(".", 1)[-1] for code in ("TP201", "TP202") for n in CUDA_ONLY_APIS[code])]
+    assert [n for n in names if not CUDA_ONLY_TEXT.search(f"x = {n}")] == []

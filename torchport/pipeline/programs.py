@@ -23,11 +23,21 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from torchport.codemods.analysis.programs import is_script
-from torchport.codemods.analysis.requirements import OFF_CUDA, Requirement, requirements
 from torchport.pipeline.project import Project
-from torchport.results import FileResult
+from torchport.results import Diagnostic, FileResult
+
+if TYPE_CHECKING:
+    from torchport.codemods.analysis.requirements import Requirement
+
+OFF_CUDA = ("mps", "xpu", "cpu")  # the targets a port adds (`torchport.codemods.analysis.requirements`)
+# Text every CUDA-only requirement's module holds (a test checks it against the lists): a run whose files hold
+# none of it has no program that only CUDA can run, and loads no analysis (a warm run stays light).
+CUDA_ONLY_TEXT = re.compile(r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda|"
+                            r"numba|cpp_extension|load_inline|CUDAGraph|graphs?|make_graphed_callables|graph_pool_handle|"
+                            r"is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
+                            r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+)\b")
 
 KINDS = ("script", "console-script", "test", "notebook", "library")
 _TEST_FILE = re.compile(r"^(?:test_.*|.*_test)\.py$")
@@ -62,6 +72,7 @@ class Program:
     blockers: list[Blocker] = field(default_factory=list)
     rewrites: int = 0
     modules: int = 1
+    reached: set[int] = field(default_factory=set, repr=False)  # indices into the results it reaches
 
     def reasons(self) -> list[str]:
         """The first blocker of each target it cannot use, targets with the same one together:
@@ -78,6 +89,7 @@ class Program:
         return "; ".join([f"runs on {', '.join(self.runs_on)}", *(f"not {reason}" for reason in self.reasons())])
 
     def as_json(self) -> dict[str, object]:
+        """The program as the JSON report gives it (``reached`` left out)."""
         return {"path": self.path, "kind": self.kind, "runs_on": self.runs_on,
                 "blockers": [{"target": b.target, "reason": b.reason, "path": b.path, "line": b.line}
                              for b in self.blockers],
@@ -93,12 +105,15 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         root: the folder given; paths are shown relative to it, and its ``pyproject.toml`` names the console
             scripts.
     """
+    from torchport.codemods.analysis.requirements import requirements
+
     project = Project(results)
     trees: dict[int, ast.Module | None] = {i: _parse(r.original) for i, r in enumerate(results)}
     scripts = _console_scripts(root)
+    imported = {other for index in range(len(results)) for other in project.imports(index)}
     kinds: dict[int, str] = {}
     for index, result in enumerate(results):
-        kind = _kind(result, trees[index], project.names[index], scripts)
+        kind = _kind(result, trees[index], project.names[index], scripts, index in imported)
         if kind is not None:
             kinds[index] = kind
     reached = {index for entry in kinds for index in project.reach(entry)}
@@ -128,11 +143,53 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         program.blockers.sort(key=lambda b: OFF_CUDA.index(b.target))
         blocked = {b.target for b in program.blockers}
         program.runs_on = ["cuda", *(t for t in OFF_CUDA if t not in blocked)]
+        program.reached = set(reach)
         made.append(program)
     return sorted(made, key=lambda p: p.path)
 
 
-def _kind(result: FileResult, tree: ast.Module | None, module: str | None, scripts: set[str]) -> str | None:
+def left_whole(results: list[FileResult]) -> dict[int, str]:
+    """Leave as written every file that only programs that run only on CUDA reach (one with a triton kernel, a
+    CUDA-only library, a CUDA graph, a CUDA gate at its entry point): porting a part of such a program gains
+    nothing and changes what a maintainer must read. Files another program reaches are ported.
+
+    Args:
+        results: the run's results, after the per-file and project passes; changed in place: a left file's
+            rewrites are undone and a TP110 note says why.
+
+    Returns:
+        index into ``results`` -> the reason given.
+    """
+    if not any(CUDA_ONLY_TEXT.search(r.original or "") for r in results if r.changed):
+        return {}
+    made = programs(results, Path.cwd())
+    reaching: dict[int, list[Program]] = {}
+    for program in made:
+        for index in program.reached:
+            reaching.setdefault(index, []).append(program)
+    left: dict[int, str] = {}
+    for index, reached_by in reaching.items():
+        result = results[index]
+        if not result.changed or any(p.runs_on != ["cuda"] for p in reached_by):
+            continue
+        first = reached_by[0]
+        reason = (f"only programs that run only on CUDA reach this file ({first.path}: "
+                  f"{first.reasons()[0].split(': ', 1)[1]}); it is left as written")
+        line = min((site.line for site in result.sites), default=1)
+        count = sum(result.rewrites.values())
+        result.migrated, result.rewrites, result.sites = result.original, {}, []
+        result.diagnostics = sorted([*result.diagnostics, Diagnostic("TP110", line, 0, f"{count} rewrite(s) "
+                                     f"not made: {reason}")], key=lambda d: (d.line, d.column))
+        left[index] = reason
+    return left
+
+
+def _kind(result: FileResult, tree: ast.Module | None, module: str | None, scripts: set[str],
+          imported: bool) -> str | None:
+    """The entry-point kind of a file (None: not one). A module the project imports is an entry point only with a
+    ``__main__`` block; ``setup.py`` is none."""
+    from torchport.codemods.analysis.programs import is_script
+
     if result.path.suffix == ".ipynb":
         return "notebook"
     if tree is None:
@@ -143,7 +200,9 @@ def _kind(result: FileResult, tree: ast.Module | None, module: str | None, scrip
         return "test"
     if module is not None and module in scripts:
         return "console-script"
-    return "script" if is_script(tree) or _works_at_top(tree) else None
+    if result.path.name == "setup.py":
+        return None
+    return "script" if is_script(tree) or (not imported and _works_at_top(tree)) else None
 
 
 def _works_at_top(tree: ast.Module) -> bool:

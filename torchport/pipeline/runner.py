@@ -20,7 +20,7 @@ from pathlib import Path
 
 from torchport.config import DEFAULT, Settings
 from torchport.pipeline import cache as cache_module
-from torchport.pipeline import project
+from torchport.pipeline import programs, project
 from torchport.pipeline.engine import (
     migrate_source,
     needs_parse,
@@ -140,6 +140,7 @@ def run(
                 continue
             keys[index] = entry
         _migrate(keys, results, settings, jobs, done, None, holds)
+    programs.left_whole(results)  # files that only programs running only on CUDA reach stay as written
     return results
 
 

@@ -3,8 +3,8 @@
 An entry point is a module a person runs: a script (a ``__main__`` block, or calls and loops at its top level), a
 module named by
 ``[project.scripts]``, a test module (``test_*.py``, ``*_test.py``), a notebook. A library module (one that
-defines functions or classes) that no entry point reaches is an entry point too (its users' programs start
-there), as ``library``. A program is
+defines functions or classes) that no module of the project imports is an entry point too (its users' programs
+start there), as ``library``. A program is
 its entry point and every module of the project it imports, transitively (`Project.reach`).
 
 Each module's requirements (`torchport.codemods.analysis.requirements`) give the program's blockers per
@@ -118,7 +118,8 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             kinds[index] = kind
     reached = {index for entry in kinds for index in project.reach(entry)}
     for index, result in enumerate(results):
-        if index not in kinds and index not in reached and _public_module(_shown(result.path, root), trees[index]):
+        if index not in kinds and index not in reached and index not in imported \
+                and _public_module(_shown(result.path, root), trees[index]):
             kinds[index] = "library"
     found: dict[tuple[int, bool], list[Requirement]] = {}
 

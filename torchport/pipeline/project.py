@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from torchport.results import FileResult
@@ -43,6 +43,7 @@ class Project:
     def __init__(self, results: Sequence[FileResult]) -> None:
         self.results = results
         paths = {result.path.resolve(): index for index, result in enumerate(results) if result.original is not None}
+        self.paths = paths
         self.package_dirs = {path.parent for path in paths if path.name == "__init__.py"}
         self.names: list[str | None] = [None] * len(results)
         self.by_name: dict[str, list[int]] = {}
@@ -77,16 +78,19 @@ class Project:
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    found.update(self._resolve(alias.name))
+                    found.update(self._resolve(alias.name) or self._beside(path, alias.name, 0))
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
+                relative = base
                 if node.level:
                     anchor = package.split(".") if package else []
                     anchor = anchor[: len(anchor) - (node.level - 1)] if node.level > 1 else anchor
                     base = ".".join([*anchor, *([base] if base else [])])
-                found.update(self._resolve(base))
+                found.update(self._resolve(base) or (self._beside(path, relative, node.level) if relative else ()))
                 for alias in node.names:
-                    found.update(self.by_name.get(f"{base}.{alias.name}" if base else alias.name, ()))
+                    dotted = f"{relative}.{alias.name}" if relative else alias.name
+                    found.update(self.by_name.get(f"{base}.{alias.name}" if base else alias.name, ())
+                                 or self._beside(path, dotted, node.level))
         if path.name == "__init__.py" and _DYNAMIC_IMPORT.search(text):
             folder = path.resolve().parent
             for other, result in enumerate(self.results):
@@ -97,8 +101,23 @@ class Project:
         found.discard(index)
         return found
 
-    def _resolve(self, dotted: str) -> Iterable[int]:
-        return self.by_name.get(dotted, ())
+    def _resolve(self, dotted: str) -> list[int]:
+        return self.by_name.get(dotted, [])
+
+    def _beside(self, importer: Path, dotted: str, level: int) -> list[int]:
+        """A module the package names do not give, found as Python would from where it runs: ``dotted`` as a path
+        from the importer's folder (``level`` folders up for a relative import), else from each folder above it
+        (a script's own folder and the project root are on ``sys.path``; folders without ``__init__.py`` are
+        namespace packages)."""
+        folder = importer.resolve().parent
+        bases = [folder.parents[level - 2] if level > 1 else folder] if level else [folder, *folder.parents]
+        parts = dotted.split(".")
+        for base in bases:
+            target = base.joinpath(*parts)
+            for candidate in (target.with_name(target.name + ".py"), target / "__init__.py"):
+                if candidate in self.paths:
+                    return [self.paths[candidate]]
+        return []
 
     def reach(self, start: int) -> set[int]:
         """``start`` and every file it imports, transitively."""

@@ -68,3 +68,15 @@ def test_a_warm_check_imports_only_what_it_uses(project: Path, tmp_path: Path) -
     warm = _modules(project, cache)
     assert {m for m in warm if m == "torchport" or m.startswith("torchport.")} == WARM_CHECK
     assert [m for m in HEAVY if m in warm] == []
+
+
+def test_the_cache_key_is_the_same_in_every_process(tmp_path: Path) -> None:
+    # lint settings that name packages give sets; their order follows the per-process string hash
+    (tmp_path / "setup.cfg").write_text("[isort]\nknown_third_party = numpy,scipy,yaml,tqdm,pandas,requests\n")
+    (tmp_path / "m.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+    code = ("import sys; from pathlib import Path; from torchport.pipeline import cache; "
+            "from torchport.config import Settings; from torchport.style import style_for; "
+            "p = Path(sys.argv[1]); print(cache.key(p.read_bytes(), Settings(), style_for(p)))")
+    keys = {subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.py")], capture_output=True, text=True,
+                           check=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    assert len(keys) == 1

@@ -62,10 +62,22 @@ def key(data: bytes, settings: Settings, style: object = None) -> str:
     """The cache key for a file with content ``data`` migrated with ``settings`` (already per file) and the
     project's lint ``style`` (`torchport.style.style_for`; its repr is part of the key)."""
     digest = hashlib.sha256()
-    for part in (fingerprint().encode(), settings_key(settings).encode(), repr(style).encode(),
+    for part in (fingerprint().encode(), settings_key(settings).encode(), _stable(style).encode(),
                  hashlib.sha256(data).digest()):
         digest.update(len(part).to_bytes(8, "little") + part)
     return digest.hexdigest()
+
+
+def _stable(value: object) -> str:
+    """``repr(value)`` with sets sorted, through dataclass fields: a set's order follows the per-process string
+    hash, so its repr would give another key in every process (every warm run of a project whose lint settings
+    name packages missed the cache)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = ", ".join(f"{f.name}={_stable(getattr(value, f.name))}" for f in dataclasses.fields(value))
+        return f"{type(value).__name__}({fields})"
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(map(repr, value))) + "}"
+    return repr(value)
 
 
 def default_folder(paths: list[Path]) -> Path:
@@ -130,6 +142,19 @@ class Cache:
         self.hits += 1
         return True
 
+    def get_decisions(self, entry: str) -> dict[str, str] | None:
+        """A project-level decision stored by `put_decisions` (file display path -> reason); None on a miss."""
+        try:
+            data = json.loads(self._path(entry).read_text(encoding="utf-8"))
+            return {str(path): str(reason) for path, reason in data["decisions"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def put_decisions(self, entry: str, decisions: dict[str, str]) -> None:
+        """Store a project-level decision (display path -> reason) under ``entry``; never raises."""
+        if self.enabled:
+            self._write(entry, {"decisions": decisions})
+
     def put(self, entry: str, result: FileResult) -> None:
         """Store ``result`` under ``entry`` (atomically); a cache that cannot be written turns itself off."""
         if not self.enabled or not cacheable(result):
@@ -142,6 +167,9 @@ class Cache:
             "error": result.error,
             "facts": result.facts,
         }
+        self._write(entry, data)
+
+    def _write(self, entry: str, data: object) -> None:
         try:
             fd, tmp = tempfile.mkstemp(dir=self.entries, suffix=".tmp")
             try:

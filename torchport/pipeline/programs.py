@@ -20,7 +20,7 @@ import ast
 import os
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,8 +35,8 @@ OFF_CUDA = ("mps", "xpu", "cpu")  # the targets a port adds (`torchport.codemods
 # Text every CUDA-only requirement's module holds (a test checks it against the lists): a run whose files hold
 # none of it has no program that only CUDA can run, and loads no analysis (a warm run stays light).
 CUDA_ONLY_TEXT = re.compile(r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda|"
-                            r"numba|cpp_extension|load_inline|CUDAGraph|graphs?|make_graphed_callables|graph_pool_handle|"
-                            r"is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
+                            r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
+                            r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
                             r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+)\b")
 
 KINDS = ("script", "console-script", "test", "notebook", "library")
@@ -107,8 +107,8 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
     """
     from torchport.codemods.analysis.requirements import requirements
 
-    project = Project(results)
     trees: dict[int, ast.Module | None] = {i: _parse(r.original) for i, r in enumerate(results)}
+    project = Project(results, trees)
     scripts = _console_scripts(root)
     imported = {other for index in range(len(results)) for other in project.imports(index)}
     kinds: dict[int, str] = {}
@@ -150,39 +150,52 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
 
 
 def left_whole(results: list[FileResult]) -> dict[int, str]:
-    """Leave as written every file that only programs that run only on CUDA reach (one with a triton kernel, a
-    CUDA-only library, a CUDA graph, a CUDA gate at its entry point): porting a part of such a program gains
-    nothing and changes what a maintainer must read. Files another program reaches are ported.
+    """Which files only programs that run only on CUDA reach (one with a triton kernel, a CUDA-only library, a
+    CUDA graph): porting a part of such a program gains nothing and changes what a maintainer must read. Files
+    another program reaches are ported. `leave` applies the answer.
 
     Args:
-        results: the run's results, after the per-file and project passes; changed in place: a left file's
-            rewrites are undone and a TP110 note says why.
+        results: the run's results, after the per-file and project passes.
 
     Returns:
-        index into ``results`` -> the reason given.
+        index into ``results`` -> why its rewrites are not made (the program and its blocker).
     """
-    if not any(CUDA_ONLY_TEXT.search(r.original or "") for r in results if r.changed):
+    if not any(r.changed for r in results):
         return {}
-    made = programs(results, Path.cwd())
+    suspects = [r for r in results if CUDA_ONLY_TEXT.search(r.original or "")]
+    if not suspects:
+        return {}
+    from torchport.codemods.analysis.requirements import requirements
+
+    # Only a module that itself needs CUDA makes a program CUDA-only (an entry point's own gate leaves that
+    # file alone already): without one, the model of every program is not built.
+    if not any(OFF_CUDA == need.targets for r in suspects if (tree := _parse(r.original)) is not None
+               for need in requirements(tree, r.original or "")):
+        return {}
     reaching: dict[int, list[Program]] = {}
-    for program in made:
+    for program in programs(results, Path.cwd()):
         for index in program.reached:
             reaching.setdefault(index, []).append(program)
     left: dict[int, str] = {}
     for index, reached_by in reaching.items():
+        if results[index].changed and all(p.runs_on == ["cuda"] for p in reached_by):
+            first = reached_by[0]
+            left[index] = (f"only programs that run only on CUDA reach this file ({first.path}: "
+                           f"{first.reasons()[0].split(': ', 1)[1]}); it is left as written")
+    return left
+
+
+def leave(results: list[FileResult], left: Mapping[int, str]) -> None:
+    """Undo the rewrites of ``results[i]`` for each ``i`` in ``left``, with a TP110 note giving ``left[i]``."""
+    for index, reason in left.items():
         result = results[index]
-        if not result.changed or any(p.runs_on != ["cuda"] for p in reached_by):
+        if not result.changed:
             continue
-        first = reached_by[0]
-        reason = (f"only programs that run only on CUDA reach this file ({first.path}: "
-                  f"{first.reasons()[0].split(': ', 1)[1]}); it is left as written")
         line = min((site.line for site in result.sites), default=1)
         count = sum(result.rewrites.values())
         result.migrated, result.rewrites, result.sites = result.original, {}, []
-        result.diagnostics = sorted([*result.diagnostics, Diagnostic("TP110", line, 0, f"{count} rewrite(s) "
-                                     f"not made: {reason}")], key=lambda d: (d.line, d.column))
-        left[index] = reason
-    return left
+        note = Diagnostic("TP110", line, 0, f"{count} rewrite(s) not made: {reason}")
+        result.diagnostics = sorted([*result.diagnostics, note], key=lambda d: (d.line, d.column))
 
 
 def _kind(result: FileResult, tree: ast.Module | None, module: str | None, scripts: set[str],

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from torchport.results import FileResult
@@ -40,8 +40,9 @@ class Project:
     ``pkg/sub/`` hold an ``__init__.py`` of the run; a loose script is its own top-level module.
     """
 
-    def __init__(self, results: Sequence[FileResult]) -> None:
+    def __init__(self, results: Sequence[FileResult], trees: Mapping[int, ast.Module | None] | None = None) -> None:
         self.results = results
+        self._trees = trees or {}  # CPython's trees where the caller has them (else each file is parsed here)
         paths = {result.path.resolve(): index for index, result in enumerate(results) if result.original is not None}
         self.paths = paths
         self.package_dirs = {path.parent for path in paths if path.name == "__init__.py"}
@@ -68,14 +69,16 @@ class Project:
         found: set[int] = set()
         self._edges[index] = found
         text = self.results[index].original or ""
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
-            return found
+        tree = self._trees.get(index)
+        if tree is None:
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError):
+                return found
         name = self.names[index] or ""
         path = self.results[index].path
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(tree):
+        for node in _statements(tree.body):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     found.update(self._resolve(alias.name) or self._beside(path, alias.name, 0))
@@ -174,3 +177,17 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
                                   "too (on MPS their tensors would be on different devices)")
                 changed = True
     return reasons
+
+
+def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
+    """Every statement in ``body``, nested ones too (imports are statements: no expression is visited)."""
+    for statement in body:
+        yield statement
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, name, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
+        for handler in getattr(statement, "handlers", ()):
+            yield from _statements(handler.body)
+        for case in getattr(statement, "cases", ()):
+            yield from _statements(case.body)

@@ -8,6 +8,7 @@ files still pending are retried one per process, so the culprit is found and rep
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import os
 import signal
@@ -101,6 +102,7 @@ def run(
     """
     results: list[FileResult] = []
     keys: dict[int, str | None] = {}  # index -> cache key, for the files to parse
+    entries: dict[int, str] = {}  # index -> cache key, for every file read
     for index, item in enumerate(found):
         if item.problem:
             results.append(FileResult(path=item.path, display=item.display, error=item.problem))
@@ -113,6 +115,7 @@ def run(
         entry = None
         if cache is not None:
             entry = cache_module.key(data, settings.for_file(item.path), style_for(item.path))
+            entries[index] = entry
         if cache is not None and entry is not None and cache.get(entry, result):
             continue
         if not needs_parse(data):
@@ -140,8 +143,31 @@ def run(
                 continue
             keys[index] = entry
         _migrate(keys, results, settings, jobs, done, None, holds)
-    programs.left_whole(results)  # files that only programs running only on CUDA reach stay as written
+    _leave_cuda_only_programs(results, cache, entries)
     return results
+
+
+def _leave_cuda_only_programs(results: list[FileResult], cache: cache_module.Cache | None,
+                              entries: dict[int, str]) -> None:
+    """Files that only programs running only on CUDA reach stay as written (`torchport.pipeline.programs`).
+    The decision reads every file of the run: it is cached under the keys of all of them, so a warm run of an
+    unchanged project parses nothing."""
+    if not any(r.changed for r in results) or not any(
+            programs.CUDA_ONLY_TEXT.search(r.original or "") for r in results):
+        return
+    project_key = None
+    if cache is not None and len(entries) == sum(r.original is not None for r in results):
+        joined = "\0".join(f"{results[i].display}\0{entries[i]}" for i in sorted(entries))
+        project_key = hashlib.sha256(f"programs\0{joined}".encode()).hexdigest()
+        cached = cache.get_decisions(project_key)
+        if cached is not None:
+            by_display = {r.display: i for i, r in enumerate(results)}
+            programs.leave(results, {by_display[d]: why for d, why in cached.items() if d in by_display})
+            return
+    left = programs.left_whole(results)
+    if cache is not None and project_key is not None:
+        cache.put_decisions(project_key, {results[i].display: why for i, why in left.items()})
+    programs.leave(results, left)
 
 
 def _migrate(

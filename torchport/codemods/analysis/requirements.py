@@ -40,6 +40,9 @@ CUDA_ONLY_APIS = {
 # The ones a program cannot run without (the others are reported by their rules but only tune or observe).
 _BLOCKING_APIS = frozenset(f"torch.cuda.{name}" for code in ("TP201", "TP202") for name in CUDA_ONLY_APIS[code])
 _EXTENSION_LOADERS = frozenset({"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"})
+# Text those calls need (a bare ``graph`` is too common a word: ``cuda.graph``); a module without it is not walked.
+_API_TEXT = re.compile("|".join(sorted({name.rsplit(".", 1)[-1] for name in (*_BLOCKING_APIS, *_EXTENSION_LOADERS)}
+                                       - {"graph", "graphs", "load"})) + r"|cuda\.graphs?\b|cpp_extension")
 
 # What MPS lacks, as (pattern, description); a module that mentions MPS handles it itself.
 _MPS_BLOCKERS = (
@@ -108,7 +111,7 @@ def requirements(tree: ast.Module, text: str, entry: bool = False) -> list[Requi
                     found.append(Requirement(OFF_CUDA, f"imports {name} (GPU kernels)", statement.lineno))
                 elif _under(name, CUDA_ONLY_MODULES):
                     found.append(Requirement(OFF_CUDA, f"imports {name}, a CUDA-only library", statement.lineno))
-    for node in ast.walk(tree):
+    for node in ast.walk(tree) if _API_TEXT.search(text) else ():  # the walk is the cost: only where it can find
         if isinstance(node, ast.Call):
             dotted = ast_chain(node.func)
             names = qualify(dotted, imports) if dotted else set()

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
+import libcst.matchers as matchers
 
 from torchport.codemods.analysis.names import ast_chain, qualify
 from torchport.codemods.core.base import (
@@ -201,13 +202,6 @@ def _unportable_rng_state(m: Migrator, rule: Rule) -> str | None:
     return blocker
 
 
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """``node`` and every node below it."""
-    yield node
-    for child in node.children:
-        yield from _walk(child)
-
-
 class CudaRngApi(_Rename):
     code = "TP013"
     moves_data = False
@@ -239,8 +233,8 @@ class CudaRngApi(_Rename):
         """A function that sets or reads generator state through such an API runs only on CUDA: left whole."""
         if _unportable_rng_state(m, self) is None or m.in_skipped_region:
             return
-        for found in _walk(node):
-            names = m.qnames(found) & _UNPORTABLE_RNG if isinstance(found, (cst.Attribute, cst.Name)) else set()
+        for found in matchers.findall(node, matchers.Attribute() | matchers.Name()):
+            names = m.qnames(found) & _UNPORTABLE_RNG
             if names:
                 m.skip_region(node, f"this function handles CUDA generator state through `{min(names)}`, which has "
                                     "no portable equivalent: it runs only on CUDA")

@@ -129,7 +129,7 @@ def migrate(
         "--stdin-filename", metavar="PATH", help="The name of the file read from standard input "
         "(for the config, per-file ignores, reports, .ipynb).")] = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="A pyproject.toml to read "
-                                                        "[tool.torchport] from (default: the nearest one).")] = None,
+                                                        "\\[tool.torchport] from (default: the nearest one).")] = None,
     allow_dirty: Annotated[bool, typer.Option("--allow-dirty", help="With --apply, also rewrite files that have "
                                                                     "uncommitted changes in git.")] = False,
     output_dir: Annotated[Path | None, typer.Option(

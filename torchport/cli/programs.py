@@ -37,7 +37,7 @@ def programs(
         "--exclude", metavar="GLOB", help="Skip paths matching this gitignore-style glob (repeatable).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, help="Worker processes; 0 means one per core.")] = 0,
     config_file: Annotated[Path | None, typer.Option("--config", help="A pyproject.toml to read "
-                                                     "[tool.torchport] from (default: the nearest one).")] = None,
+                                                     "\\[tool.torchport] from (default: the nearest one).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache.")] = False,
 ) -> None:
     """Tell which programs can run where once ported: one row per script, test module, notebook or library

@@ -57,6 +57,8 @@ def project(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "train.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n")
     (folder / "plain.py").write_text("x = 1\n")
+    # a device choice: the project pass reads every file again (for what MPS lacks) on each run
+    (folder / "pick.py").write_text('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n')
     (folder / "nb.ipynb").write_text(json.dumps(NOTEBOOK))
     return folder
 

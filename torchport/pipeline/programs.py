@@ -23,13 +23,9 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from torchport.pipeline.project import Project
+from torchport.pipeline.project import Project, blocker
 from torchport.results import Diagnostic, FileResult
-
-if TYPE_CHECKING:
-    from torchport.codemods.analysis.requirements import Requirement
 
 OFF_CUDA = ("mps", "xpu", "cpu")  # the targets a port adds (`torchport.codemods.analysis.requirements`)
 # Text every CUDA-only requirement's module holds (a test checks it against the lists): a run whose files hold
@@ -105,7 +101,7 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         root: the folder given; paths are shown relative to it, and its ``pyproject.toml`` names the console
             scripts.
     """
-    from torchport.codemods.analysis.requirements import requirements
+    from torchport.codemods.analysis.requirements import Requirement, requirements
 
     trees: dict[int, ast.Module | None] = {i: _parse(r.original) for i, r in enumerate(results)}
     project = Project(results, trees)
@@ -137,7 +133,10 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                           rewrites=sum(sum(results[i].rewrites.values()) for i in reach))
         for index in reach:
             shown, seen = _shown(results[index].path, root), set[str]()
-            for need in needs(index, index == entry):  # the first of each module, per target
+            lacking = blocker(results[index].original or "") if trees[index] is not None else None
+            mps = [Requirement(("mps",), f"uses {lacking[1]}, which MPS lacks: on a Mac it runs on the CPU",
+                               lacking[0])] if lacking else []
+            for need in [*needs(index, index == entry), *mps]:  # the first of each module, per target
                 program.blockers.extend(Blocker(target, need.reason, shown, need.line)
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)

@@ -27,7 +27,35 @@ from pathlib import Path
 
 from torchport.results import FileResult
 
+# What MPS lacks, as (pattern, description); a module that mentions MPS handles it itself.
+_MPS_BLOCKERS = (
+    (re.compile(r"(?<!cpu\(\))\.double\(\)|\btorch\.(?:float64|double)\b"), "float64"),
+    (re.compile(r"\btorch\.(?:complex128|cdouble)\b"), "complex128"),
+    (re.compile(r"\bsparse_coo_tensor\b|\.to_sparse\("), "sparse tensors"),
+    (re.compile(r"\bforced_align\b"), "torchaudio's forced_align"),
+)
+_MENTIONS_MPS = re.compile(r"\bmps\b", re.IGNORECASE)
+# numpy float64 arrays reach a device where the module moves an array made into a tensor there, in one line
+# (``th.from_numpy(arr).to(device=t.device)``).
+_NUMPY_FLOAT64 = re.compile(r"\b(?:np|numpy)\.(?:float64|double)\b")
+_FROM_NUMPY_TO_DEVICE = re.compile(r"(?:\bfrom_numpy\(|\b(?:torch|th)\.(?:as_)?tensor\().*(?:\.to\(|\.cuda\(|device=)")
 _DYNAMIC_IMPORT = re.compile(r"\bimport_module\(|\b__import__\(")
+
+
+def blocker(text: str) -> tuple[int, str] | None:
+    """The first line of ``text`` (a module's source) using something MPS lacks, and what: ``(line, what)``;
+    None when there is none, or when the module mentions MPS (it then handles MPS itself)."""
+    if _MENTIONS_MPS.search(text):
+        return None
+    converts = _FROM_NUMPY_TO_DEVICE.search(text) is not None
+    for number, line in enumerate(text.splitlines(), 1):
+        code = line.split("#", 1)[0]
+        for pattern, what in _MPS_BLOCKERS:
+            if pattern.search(code):
+                return number, what
+        if converts and _NUMPY_FLOAT64.search(code):
+            return number, "float64 numpy arrays made into tensors"
+    return None
 
 
 class Project:
@@ -146,15 +174,13 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
     candidates = [i for i, r in enumerate(results) if r.error is None and r.facts.get("choices")]
     if not candidates:
         return {}
-    from torchport.codemods.analysis.requirements import mps_blocker  # the rules are loaded by now
-
     project = Project(results)
     reasons: dict[int, str] = {}
     blockers: dict[int, tuple[int, str] | None] = {}
     for index in candidates:
         for other in sorted(project.reach(index)):
             if other not in blockers:
-                blockers[other] = mps_blocker(results[other].original or "")
+                blockers[other] = blocker(results[other].original or "")
             found = blockers[other]
             if found is not None:
                 reasons[index] = (f"{results[other].display}:{found[0]} uses {found[1]}, which MPS lacks; "

@@ -1,4 +1,4 @@
-"""What keeps a module off a target, read from CPython's tree: CUDA-only requirements and MPS blockers.
+"""What keeps a module on CUDA, read from CPython's tree: CUDA-only libraries, kernels and APIs.
 
 Torch-free and LibCST-free: the program model (`torchport.pipeline.programs`) reads every module of a project
 with it, and the rules share its lists (`CUDA_ONLY_MODULES`, `CUDA_ONLY_APIS`).
@@ -44,20 +44,6 @@ _EXTENSION_LOADERS = frozenset({"torch.utils.cpp_extension.load", "torch.utils.c
 _API_TEXT = re.compile("|".join(sorted({name.rsplit(".", 1)[-1] for name in (*_BLOCKING_APIS, *_EXTENSION_LOADERS)}
                                        - {"graph", "graphs", "load"})) + r"|cuda\.graphs?\b|cpp_extension")
 
-# What MPS lacks, as (pattern, description); a module that mentions MPS handles it itself.
-_MPS_BLOCKERS = (
-    (re.compile(r"(?<!cpu\(\))\.double\(\)|\btorch\.(?:float64|double)\b"), "float64"),
-    (re.compile(r"\btorch\.(?:complex128|cdouble)\b"), "complex128"),
-    (re.compile(r"\bsparse_coo_tensor\b|\.to_sparse\("), "sparse tensors"),
-    (re.compile(r"\bforced_align\b"), "torchaudio's forced_align"),
-)
-_MENTIONS_MPS = re.compile(r"\bmps\b", re.IGNORECASE)
-# numpy float64 arrays reach a device where the module moves an array made into a tensor there, in one line
-# (``th.from_numpy(arr).to(device=t.device)``).
-_NUMPY_FLOAT64 = re.compile(r"\b(?:np|numpy)\.(?:float64|double)\b")
-_FROM_NUMPY_TO_DEVICE = re.compile(r"(?:\bfrom_numpy\(|\b(?:torch|th)\.(?:as_)?tensor\().*(?:\.to\(|\.cuda\(|device=)")
-
-
 @dataclass(frozen=True)
 class Requirement:
     """Something a module does that keeps a program that imports it off some targets.
@@ -74,24 +60,9 @@ class Requirement:
     line: int
 
 
-def mps_blocker(text: str) -> tuple[int, str] | None:
-    """The first line of ``text`` (a module's source) using something MPS lacks, and what: ``(line, what)``;
-    None when there is none, or when the module mentions MPS (it then handles MPS itself)."""
-    if _MENTIONS_MPS.search(text):
-        return None
-    converts = _FROM_NUMPY_TO_DEVICE.search(text) is not None
-    for number, line in enumerate(text.splitlines(), 1):
-        code = line.split("#", 1)[0]
-        for pattern, what in _MPS_BLOCKERS:
-            if pattern.search(code):
-                return number, what
-        if converts and _NUMPY_FLOAT64.search(code):
-            return number, "float64 numpy arrays made into tensors"
-    return None
-
-
 def requirements(tree: ast.Module, text: str, entry: bool = False) -> list[Requirement]:
-    """What keeps a program that imports this module (``tree``, its source ``text``) off CUDA or off MPS.
+    """What keeps a program that imports this module (``tree``, its source ``text``) on CUDA; what MPS lacks is
+    `torchport.pipeline.project.blocker`.
 
     Args:
         tree: CPython's tree of the module.
@@ -123,9 +94,6 @@ def requirements(tree: ast.Module, text: str, entry: bool = False) -> list[Requi
                 found.append(Requirement(OFF_CUDA, f"uses {dotted}, which only CUDA has", node.lineno))
     if entry and (line := cuda_only_program(tree)) is not None:
         found.append(Requirement(OFF_CUDA, "stops unless CUDA GPUs are there", line))
-    if (blocker := mps_blocker(text)) is not None:
-        found.append(Requirement(("mps",), f"uses {blocker[1]}, which MPS lacks: on a Mac it runs on the CPU",
-                                 blocker[0]))
     return sorted(set(found), key=lambda r: (r.line, -len(r.targets), r.reason))
 
 

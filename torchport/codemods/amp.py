@@ -10,10 +10,12 @@
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from torchport.codemods.analysis.names import ast_chain, qualify
 from torchport.codemods.core.base import keyword_arg
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import rewrite_string
@@ -40,6 +42,33 @@ _GENERIC_SCALER = frozenset({"torch.amp.GradScaler", "torch.amp.grad_scaler.Grad
 # torch.amp.autocast takes device_type first.
 _AUTOCAST_POSITIONALS = ("enabled", "dtype", "cache_enabled")
 
+
+
+_GENERIC_AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})
+_SCALER_ALONE = ("no autocast in this module moves to the runtime's device type with it: off CUDA the original "
+                 "scaler disables itself, and one enabled on MPS without autocast there scales fp32 gradients "
+                 "(and fails on torch 2.7)")
+
+
+def _scaler_alone(m: Migrator) -> bool:
+    """Whether the module has no autocast that the port moves to the runtime's device type (a
+    ``torch.cuda.amp.autocast``, or a generic one given ``"cuda"``): its GradScaler then keeps CUDA's (they move
+    together). Read once per module from CPython's tree."""
+    if m.shared.scaler_alone is None:
+        m.shared.scaler_alone = m.syntax is not None and not any(
+            isinstance(node, ast.Call) and _moved_autocast(node, m) for node in ast.walk(m.syntax))
+    return m.shared.scaler_alone
+
+
+def _moved_autocast(call: ast.Call, m: Migrator) -> bool:
+    dotted = ast_chain(call.func)
+    names = qualify(dotted, m.imports) if dotted else set()
+    if names & _AUTOCAST:
+        return True
+    if not names & _GENERIC_AUTOCAST:
+        return False
+    device = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device_type"), None)
+    return isinstance(device, ast.Constant) and isinstance(device.value, str) and device.value.startswith("cuda")
 
 
 class CudaAmpAutocast(Rule):
@@ -76,11 +105,22 @@ class CudaAmpGradScaler(Rule):
     before, after = "torch.cuda.amp.GradScaler()", "torch.amp.GradScaler(tp.device_type())"
     names = _GRADSCALER
     renames = {n.removeprefix("torch.cuda."): "torch.amp.GradScaler" for n in _GRADSCALER}
-    examples = (Example("import torch\ns = torch.cuda.amp.GradScaler(enabled=amp)\n",
-                        "import torch\ns = torch.amp.GradScaler(tp.device_type(), enabled=amp)\n"),)
+    examples = (Example("import torch\ns = torch.cuda.amp.GradScaler(enabled=amp)\n"
+                        "with torch.cuda.amp.autocast():\n    pass\n",
+                        "import torch\ns = torch.amp.GradScaler(tp.device_type(), enabled=amp)\n"
+                        "with torch.cuda.amp.autocast():\n    pass\n"),
+                # The autocast it scales for is not moved with it (elsewhere, or on a device chosen otherwise).
+                Example("import torch\ns = torch.cuda.amp.GradScaler(enabled=amp)\n"))
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
-        if not m.qnames(original.func) & _GRADSCALER or not m.apply(self.code, original):
+        if not m.qnames(original.func) & _GRADSCALER:
+            return None
+        if _scaler_alone(m):
+            m.mark_handled(original)
+            if not m.in_skipped_region:
+                m.report("TP110", original, f"left as written ({self.code} would apply): {_SCALER_ALONE}")
+            return None
+        if not m.apply(self.code, original):
             return None
         return cst.Call(func=m.torch_attr("amp.GradScaler"),
                         args=[cst.Arg(m.runtime_call("device_type", [])), *updated.args])
@@ -130,8 +170,10 @@ class AmpDeviceType(Rule):
     names = _GENERIC_TYPED
     examples = (Example('import torch\nwith torch.autocast("cuda", dtype=torch.bfloat16):\n    pass\n',
                         "import torch\nwith torch.autocast(tp.device_type(), dtype=torch.bfloat16):\n    pass\n"),
-                Example("# runs on CUDA\nimport torch\nscaler = torch.amp.GradScaler()\n",
-                        "# runs on CUDA\nimport torch\nscaler = torch.amp.GradScaler(tp.device_type())\n"))
+                Example("# runs on CUDA\nimport torch\nscaler = torch.amp.GradScaler()\n"
+                        "with torch.autocast('cuda'):\n    pass\n",
+                        "# runs on CUDA\nimport torch\nscaler = torch.amp.GradScaler(tp.device_type())\n"
+                        "with torch.autocast(tp.device_type()):\n    pass\n"))
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         """Mark `"cuda"` given as the device type of a generic AMP call."""
@@ -150,6 +192,10 @@ class AmpDeviceType(Rule):
         """``torch.amp.GradScaler()`` defaults to CUDA: give it the runtime's type."""
         names = m.qnames(original.func)
         if names & _GENERIC_SCALER and not any(a.keyword is None or a.keyword.value == "device" for a in updated.args):
+            if _scaler_alone(m):
+                if not m.in_skipped_region:
+                    m.report("TP110", original, f"left as written ({self.code} would apply): {_SCALER_ALONE}")
+                return None
             if not m.apply(self.code, original):
                 return None
             return updated.with_changes(args=[cst.Arg(m.runtime_call("device_type", [])), *updated.args])

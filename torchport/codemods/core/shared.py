@@ -28,6 +28,8 @@ class Shared:
         multi_device: whether the module names two or more fixed CUDA indices (TP002); None until asked.
         cuda_only_imports: names imported from a CUDA-only library (``from apex.optimizers import FusedAdam``);
             None until asked.
+        scaler_alone: whether no autocast of the module moves to the runtime's device type, so that its
+            GradScaler keeps CUDA's (TP021, TP023); None until asked.
     """
 
     idioms: dict[int, tuple[bool, cst.BaseExpression | None]] = field(default_factory=dict)
@@ -36,3 +38,4 @@ class Shared:
     cuda_flags: set[tuple[str, str]] = field(default_factory=set)
     multi_device: bool | None = None
     cuda_only_imports: set[str] | None = None
+    scaler_alone: bool | None = None

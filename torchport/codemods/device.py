@@ -265,6 +265,9 @@ class DeviceLiteral(_StringRule):
     before, after = 'torch.zeros(2, device="cuda:1")', "torch.zeros(2, device=tp.device(1))"
     triggers = (r"cuda",)
     examples = (
+        # An f-string without fields is its text.
+        Example('# runs on CUDA\nimport torch\nd = torch.device(f"cuda")\n',
+                "# runs on CUDA\nimport torch\nd = tp.device()\n"),
         Example('import torch\nx = torch.zeros(2, device="cuda:1")\n',
                 "import torch\nx = torch.zeros(2, device=tp.device(1))\n"),
         Example('import os\nimport torch\nd = torch.device(f"cuda:{os.environ[\'LOCAL_RANK\']}")\n',

@@ -25,9 +25,14 @@ def cuda_literal_index(node: cst.CSTNode) -> tuple[bool, cst.BaseExpression | No
     """Whether ``node`` spells a CUDA device, and the index expression it names.
 
     ``"cuda"`` gives ``(True, None)``, ``"cuda:1"`` gives ``(True, Integer(1))`` and
-    ``f"cuda:{rank}"`` gives ``(True, Name(rank))``. Anything else gives ``(False, None)``.
+    ``f"cuda:{rank}"`` gives ``(True, Name(rank))``; an f-string without fields is its text (``f"cuda"``).
+    Anything else gives ``(False, None)``.
     """
     value = string_value(node)
+    if isinstance(node, cst.FormattedString) and "b" not in node.prefix.lower() and all(
+            isinstance(part, cst.FormattedStringText) for part in node.parts):
+        value = "".join(part.value for part in node.parts if isinstance(part, cst.FormattedStringText))
+        value = value if "\\" not in value and "{{" not in value and "}}" not in value else None
     if value is not None:
         match = CUDA_DEVICE_RE.match(value)
         if not match:

@@ -120,10 +120,14 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
     found: dict[tuple[int, bool], list[Requirement]] = {}
 
     def needs(index: int, entry: bool) -> list[Requirement]:
+        """What keeps module ``index`` on CUDA (its gate too, as an entry point), then what MPS lacks in it."""
         key = (index, entry)
         if key not in found:
-            tree = trees[index]
-            found[key] = requirements(tree, results[index].original or "", entry) if tree is not None else []
+            tree, text = trees[index], results[index].original or ""
+            lacking = blocker(text) if tree is not None else None
+            found[key] = [*(requirements(tree, text, entry) if tree is not None else []),
+                          *([Requirement(("mps",), f"uses {lacking[1]}, which MPS lacks: on a Mac it runs on the CPU",
+                                         lacking[0])] if lacking else [])]
         return found[key]
 
     made = []
@@ -133,10 +137,7 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                           rewrites=sum(sum(results[i].rewrites.values()) for i in reach))
         for index in reach:
             shown, seen = _shown(results[index].path, root), set[str]()
-            lacking = blocker(results[index].original or "") if trees[index] is not None else None
-            mps = [Requirement(("mps",), f"uses {lacking[1]}, which MPS lacks: on a Mac it runs on the CPU",
-                               lacking[0])] if lacking else []
-            for need in [*needs(index, index == entry), *mps]:  # the first of each module, per target
+            for need in needs(index, index == entry):  # the first of each module, per target
                 program.blockers.extend(Blocker(target, need.reason, shown, need.line)
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
 import sys
+import textwrap
 import threading
 import time
 
@@ -321,42 +323,48 @@ def test_rng_state_roundtrip_and_seed():
 # --- distributed -----------------------------------------------------------
 
 
+# A gloo group is made in a child process that ends with os._exit: tearing one down in this process can deadlock
+# (~ProcessGroupGloo joins its run-loop thread while holding the GIL the thread waits for), hanging the suite.
+def _in_a_child(body: str, tmp_path) -> None:
+    script = ("import os, sys, pytest, torch\nimport torch.distributed as dist\nfrom torchport import runtime as tp\n"
+              f"store = {str(tmp_path / 'store')!r}\n" + textwrap.dedent(body)
+              + "print('ok', flush=True)\nos._exit(0)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
 @cpu_only
 def test_fsdp_device_id_makes_a_working_cpu_fsdp(tmp_path):
-    import torch.distributed as dist
+    _in_a_child("""
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
     assert tp.fsdp_device_id(0) == torch.device("cpu")
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
-    try:
-        with pytest.raises(RuntimeError, match="non-CPU accelerator"):  # what None (or no device_id) gives
-            FSDP(torch.nn.Linear(2, 2), device_id=None)
-        model = FSDP(torch.nn.Linear(2, 2), device_id=tp.fsdp_device_id(torch.device("cuda", 0)))
-        model(torch.ones(1, 2)).sum().backward()
-    finally:
-        dist.destroy_process_group()
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
+    with pytest.raises(RuntimeError, match="non-CPU accelerator"):  # what None (or no device_id) gives
+        FSDP(torch.nn.Linear(2, 2), device_id=None)
+    model = FSDP(torch.nn.Linear(2, 2), device_id=tp.fsdp_device_id(torch.device("cuda", 0)))
+    model(torch.ones(1, 2)).sum().backward()
+    """, tmp_path)
 
 
 @cpu_only
 def test_distributed_choices_make_a_working_cpu_ddp(tmp_path):
-    import torch.distributed as dist
-
+    _in_a_child("""
     assert tp.distributed_backend() == "gloo"
     assert tp.ddp_device_ids([0]) is None
     assert tp.process_group_device_id(0) is None
     dist.init_process_group(
-        tp.distributed_backend("cpu:gloo,cuda:nccl"), init_method=f"file://{tmp_path / 'store'}",
+        tp.distributed_backend("cpu:gloo,cuda:nccl"), init_method=f"file://{store}",
         rank=0, world_size=tp.process_count(), device_id=tp.process_group_device_id(0),
     )
-    try:
-        model = torch.nn.Linear(2, 2).to(tp.device())
-        ddp = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=tp.ddp_device_ids([0]), output_device=tp.ddp_device_ids(0)
-        )
-        ddp(torch.ones(1, 2, device=tp.device())).sum().backward()
-        assert model.weight.grad is not None
-    finally:
-        dist.destroy_process_group()
+    model = torch.nn.Linear(2, 2).to(tp.device())
+    ddp = torch.nn.parallel.DistributedDataParallel(
+        model, device_ids=tp.ddp_device_ids([0]), output_device=tp.ddp_device_ids(0)
+    )
+    ddp(torch.ones(1, 2, device=tp.device())).sum().backward()
+    assert model.weight.grad is not None
+    """, tmp_path)
 
 
 @cpu_only

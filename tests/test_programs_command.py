@@ -115,3 +115,9 @@ def test_the_cheap_prefilter_sees_every_cuda_only_requirement() -> None:
              *(n.rsplit(".", 1)[-1] for code in ("TP201", "TP202") for n in CUDA_ONLY_APIS[code])]
     missed = [n for n in names if not (CUDA_ONLY_TEXT.search(f"x = {n}") or CUDA_ONLY_TEXT.search(f"torch.cuda.{n}"))]
     assert missed == []
+
+
+def test_the_program_model_names_the_targets_as_the_analysis_does() -> None:
+    from torchport.pipeline import programs
+
+    assert programs.OFF_CUDA == OFF_CUDA  # a copy, so that a warm run imports no analysis

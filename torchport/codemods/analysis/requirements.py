@@ -19,7 +19,6 @@ from torchport.codemods.analysis.names import ast_chain, import_map, qualify
 from torchport.codemods.analysis.programs import cuda_only_program
 
 OFF_CUDA = ("mps", "xpu", "cpu")
-TARGETS = ("cuda", *OFF_CUDA)
 
 # Libraries that need an NVIDIA GPU (triton: a GPU backend Triton supports, which here means CUDA).
 CUDA_ONLY_MODULES = ("apex", "flash_attn", "xformers", "bitsandbytes", "transformer_engine", "pynvml", "cupy",

@@ -116,9 +116,7 @@ class CudaAmpGradScaler(Rule):
         if not m.qnames(original.func) & _GRADSCALER:
             return None
         if _scaler_alone(m):
-            m.mark_handled(original)
-            if not m.in_skipped_region:
-                m.report("TP110", original, f"left as written ({self.code} would apply): {_SCALER_ALONE}")
+            m.leave_as_written(self.code, original, _SCALER_ALONE)
             return None
         if not m.apply(self.code, original):
             return None
@@ -193,8 +191,7 @@ class AmpDeviceType(Rule):
         names = m.qnames(original.func)
         if names & _GENERIC_SCALER and not any(a.keyword is None or a.keyword.value == "device" for a in updated.args):
             if _scaler_alone(m):
-                if not m.in_skipped_region:
-                    m.report("TP110", original, f"left as written ({self.code} would apply): {_SCALER_ALONE}")
+                m.leave_as_written(self.code, original, _SCALER_ALONE)
                 return None
             if not m.apply(self.code, original):
                 return None

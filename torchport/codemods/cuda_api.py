@@ -223,9 +223,7 @@ class CudaRngApi(_Rename):
     def _rename(self, m: Migrator, original: cst.CSTNode) -> cst.BaseExpression | None:
         blocker = _unportable_rng_state(m, self)
         if blocker is not None and self._lookup(m, original) is not None:
-            m.mark_handled(original)  # portable by itself: not a TP101
-            if not m.in_skipped_region:
-                m.report("TP110", original, f"left as written (TP013 would apply): {blocker}")
+            m.leave_as_written(self.code, original, blocker)  # portable by itself: not a TP101 either
             return None
         return super()._rename(m, original)
 

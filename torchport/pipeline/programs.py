@@ -59,7 +59,7 @@ class Program:
         runs_on: the targets it runs on once ported (``cuda`` always; ``cpu`` without a CUDA-only requirement).
         blockers: what keeps it off the other targets, per target.
         rewrites: the rewrites ``torchport migrate`` makes in the modules it reaches.
-        modules: how many modules of the project it reaches, itself included.
+        reached: the indices, into the run's results, of the modules it reaches, itself included.
     """
 
     path: str
@@ -67,8 +67,7 @@ class Program:
     runs_on: list[str] = field(default_factory=list)
     blockers: list[Blocker] = field(default_factory=list)
     rewrites: int = 0
-    modules: int = 1
-    reached: set[int] = field(default_factory=set, repr=False)  # indices into the results it reaches
+    reached: set[int] = field(default_factory=set, repr=False)
 
     def reasons(self) -> list[str]:
         """The first blocker of each target it cannot use, targets with the same one together:
@@ -89,7 +88,7 @@ class Program:
         return {"path": self.path, "kind": self.kind, "runs_on": self.runs_on,
                 "blockers": [{"target": b.target, "reason": b.reason, "path": b.path, "line": b.line}
                              for b in self.blockers],
-                "rewrites": self.rewrites, "modules": self.modules}
+                "rewrites": self.rewrites, "modules": len(self.reached)}
 
 
 def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
@@ -133,7 +132,7 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
     made = []
     for entry, kind in kinds.items():
         reach = sorted(project.reach(entry), key=lambda i: (i != entry, str(results[i].path)))
-        program = Program(_shown(results[entry].path, root), kind, modules=len(reach),
+        program = Program(_shown(results[entry].path, root), kind, reached=set(reach),
                           rewrites=sum(sum(results[i].rewrites.values()) for i in reach))
         for index in reach:
             shown, seen = _shown(results[index].path, root), set[str]()
@@ -144,7 +143,6 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         program.blockers.sort(key=lambda b: OFF_CUDA.index(b.target))
         blocked = {b.target for b in program.blockers}
         program.runs_on = ["cuda", *(t for t in OFF_CUDA if t not in blocked)]
-        program.reached = set(reach)
         made.append(program)
     return sorted(made, key=lambda p: p.path)
 
@@ -160,9 +158,7 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
     Returns:
         index into ``results`` -> why its rewrites are not made (the program and its blocker).
     """
-    if not any(r.changed for r in results):
-        return {}
-    suspects = [r for r in results if CUDA_ONLY_TEXT.search(r.original or "")]
+    suspects = may_leave(results)
     if not suspects:
         return {}
     from torchport.codemods.analysis.requirements import requirements
@@ -183,6 +179,14 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
             left[index] = (f"only programs that run only on CUDA reach this file ({first.path}: "
                            f"{first.reasons()[0].split(': ', 1)[1]}); it is left as written")
     return left
+
+
+def may_leave(results: Sequence[FileResult]) -> list[FileResult]:
+    """The files holding CUDA-only text, where some file changed: without one, `left_whole` leaves nothing (a
+    text scan, so that a run needs no analysis to know)."""
+    if not any(r.changed for r in results):
+        return []
+    return [r for r in results if CUDA_ONLY_TEXT.search(r.original or "")]
 
 
 def leave(results: list[FileResult], left: Mapping[int, str]) -> None:

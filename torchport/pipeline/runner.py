@@ -152,8 +152,7 @@ def _leave_cuda_only_programs(results: list[FileResult], cache: cache_module.Cac
     """Files that only programs running only on CUDA reach stay as written (`torchport.pipeline.programs`).
     The decision reads every file of the run: it is cached under the keys of all of them, so a warm run of an
     unchanged project parses nothing."""
-    if not any(r.changed for r in results) or not any(
-            programs.CUDA_ONLY_TEXT.search(r.original or "") for r in results):
+    if not programs.may_leave(results):
         return
     project_key = None
     if cache is not None and len(entries) == sum(r.original is not None for r in results):

@@ -348,6 +348,13 @@ class Migrator(cst.CSTTransformer):
         if line not in lines:
             lines.append(line)
 
+    def leave_as_written(self, code: str, node: cst.CSTNode, reason: str) -> None:
+        """Leave ``node``, which rule ``code`` would rewrite, as written: a TP110 note gives ``reason`` (none inside
+        a region left for a reason of its own), and no other rule reports it as unported."""
+        self.mark_handled(node)
+        if not self.in_skipped_region:
+            self.report("TP110", node, f"left as written ({code} would apply): {reason}")
+
     def report(self, code: str, node: cst.CSTNode, message: str) -> None:
         start = self.start(node)
         self.report_at(code, start.line, start.column, message)

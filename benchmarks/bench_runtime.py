@@ -96,6 +96,14 @@ def main() -> None:
     for name, ns in best.items():
         print(f"{name:40s} {ns:9.1f} ns/call  ({ns / base:4.1f}x plain)")
     print("(rows with an argument are timed through a lambda: compare them with the lambda baseline)")
+    from torchport.runtime import _backend
+
+    _backend._forget()
+    _backend._publish(torch.device("mps"))  # the state of an MPS pick (simulated: no MPS call is made)
+    mps = ns_per_call([("tp.device() on MPS (simulated pick)", tp.device, n)])
+    for name, ns in mps.items():
+        print(f"{name:40s} {ns:9.1f} ns/call  ({ns / base:4.1f}x plain)")
+    _backend._forget()
     floor = import_ms("json")  # already imported by torch: the harness floor
     runtime = import_ms("torchport.runtime")
     print(f"import torchport.runtime after torch: {runtime:.1f} ms median of 7 fresh interpreters "

@@ -571,3 +571,56 @@ def test_simulated_mps():
         ["torch.set_default_device", ["None"]],
         ["torch.set_default_tensor_type", ["<class 'torch.DoubleTensor'>"]],
     ]
+
+
+# --- the availability idiom and programs kept off MPS ---------------------------
+
+script("sim_cuda_unusable", enabled=NO_ACCELERATOR)(
+    """
+    import json, torch
+    torch.cuda.device_count = lambda: 1  # NVML sees a GPU...
+    torch.cuda.is_available = lambda: False  # ...that the CUDA runtime cannot use
+    from torchport import runtime as tp
+    print(json.dumps([tp.device_type(), str(tp.available_device()), tp.available_device_str(),
+                      tp.available_device_type(), str(tp.available_device(0)), tp.available_device_str("cuda:1")]))
+    """
+)
+
+
+@needs_no_accelerator
+def test_availability_idiom_asks_torch_cuda_is_available_on_cuda():
+    """`"cuda" if torch.cuda.is_available() else "cpu"` falls back to the CPU where CUDA is unusable, as before."""
+    assert run_json("sim_cuda_unusable") == ["cuda", "cpu", "cpu", "cpu", "cpu", "cpu"]
+
+
+script("sim_mps_avoided", enabled=NO_ACCELERATOR)(
+    """
+    import json, torch
+    torch.backends.mps.is_available = lambda: True
+    from torchport import runtime as tp
+    from torchport.runtime import _backend
+    picked_first = [tp.device_type(), tp.available_device_str()]
+    tp.avoid_mps("float64 at sampler.py:3")  # after an MPS pick: the pick becomes the CPU
+    after = [tp.device_type(), str(tp.device("cuda:0")), tp.is_available(), tp.avoided_mps()]
+    _backend._forget()
+    again = tp.device_type()  # a new pick skips MPS
+    print(json.dumps({"first": picked_first, "after": after, "again": again}))
+    """
+)
+
+
+@needs_no_accelerator
+def test_avoid_mps_keeps_a_program_on_the_cpu_of_a_mac():
+    out = run_json("sim_mps_avoided")
+    assert out["first"] == ["mps", "mps"]
+    assert out["after"] == ["cpu", "cpu", False, "float64 at sampler.py:3"]
+    assert out["again"] == "cpu"
+
+
+def test_avoid_mps_changes_nothing_off_mps(repick):
+    before = tp.device()
+    tp.avoid_mps("float64")
+    try:
+        assert tp.device() == before and tp.avoided_mps() == "float64"
+    finally:
+        _backend._avoided = None

@@ -6,7 +6,7 @@
 | TP002 | torch.zeros(2, device="cuda:1")                     | torch.zeros(2, device=tp.device(1))    |
 | TP003 | device = "cuda"                                     | device = tp.device_str()               |
 | TP004 | device_type = "cuda"                                | device_type = tp.device_type()         |
-| TP005 | "cuda" if torch.cuda.is_available() else "cpu"      | tp.device_str()                        |
+| TP005 | "cuda" if torch.cuda.is_available() else "cpu"      | tp.available_device_str()              |
 | TP006 | model.to(local_rank)                                | model.to(tp.device(local_rank))        |
 | TP007 | if x.is_cuda:                                       | if tp.on_accelerator(x):  (unsafe)     |
 | TP008 | if x.device.type == "cuda":                         | if tp.on_accelerator(x):  (unsafe)     |
@@ -67,6 +67,9 @@ _OTHER_ACCELERATORS = frozenset({"mps", "xpu"})
 
 # Assignment targets, parameters and keywords whose CUDA string is a device kept as text.
 DEVICE_WORD = re.compile(r"(?:^|_)(?:device|dev|map_location)(?:$|_)|device$", re.I)
+# `torch.device(<runtime call>)` -> the runtime call that returns the device itself
+_AS_DEVICE = {"device": "device", "device_str": "device", "available_device": "available_device",
+              "available_device_str": "available_device"}
 _STRING_KEYWORDS = frozenset({"device", "default", "map_location", "device_name", "device_str"})
 # torch functions whose first positional argument is a device.
 _DEVICE_FIRST = frozenset({"torch.device", "torch.set_default_device", "torch.get_device_module"})
@@ -313,10 +316,10 @@ class DeviceLiteral(_StringRule):
             return m.runtime_call("device", [updated.args[1].value])
         if len(updated.args) == 1 and updated.args[0].keyword is None:
             inner = updated.args[0].value
-            if m.runtime_call_name(inner) in ("device", "device_str") \
-                    and m.runtime_call_name(original.args[0].value) is None:
+            name = m.runtime_call_name(inner)
+            if name in _AS_DEVICE and m.runtime_call_name(original.args[0].value) is None:
                 assert isinstance(inner, cst.Call)
-                return m.runtime_call("device", [a.value for a in inner.args])
+                return m.runtime_call(_AS_DEVICE[name], [a.value for a in inner.args])
         return None
 
 
@@ -652,13 +655,13 @@ class AvailabilityIdiom(Rule):
     moves_data = False
     name = "availability-idiom"
     summary = '`"cuda" if torch.cuda.is_available() else "cpu"` becomes one runtime call.'
-    before, after = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")', "tp.device()"
+    before, after = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")', "tp.available_device()"
     names = frozenset({"torch.cuda.is_available"})
     examples = (
         Example('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
-                "import torch\ndevice = tp.device()\n"),
+                "import torch\ndevice = tp.available_device()\n"),
         Example('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n',
-                "import torch\ndevice = tp.device_str()\n"),
+                "import torch\ndevice = tp.available_device_str()\n"),
         # Already chooses among several backends: left alone.
         Example('import torch\nd = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() '
                 'else "cpu"\n'),
@@ -694,9 +697,10 @@ class AvailabilityIdiom(Rule):
         if not m.apply(self.code, original):
             return None
         m.fact("choices", original)
+        # `available_*`: on CUDA the choice still asks torch.cuda.is_available(), as the original did
         if kind == "type":
-            return m.runtime_call("device_type", [])
-        name = "device" if wants_object or kind == "device" else "device_str"
+            return m.runtime_call("available_device_type", [])
+        name = "available_device" if wants_object or kind == "device" else "available_device_str"
         return m.runtime_call(name, [index] if index is not None else [])
 
 

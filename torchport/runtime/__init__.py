@@ -18,8 +18,11 @@ is patched, and only CUDA-style device specs are remapped.
 
 from typing import Any as _Any
 
-from ._backend import ENV_VAR
+from ._backend import ENV_VAR, avoid_mps, avoided_mps
 from ._device import (
+    available_device,
+    available_device_str,
+    available_device_type,
     current_device,
     device,
     device_count,
@@ -67,6 +70,11 @@ __all__ = [
     "ENV_VAR",
     "Event",
     "Stream",
+    "available_device",
+    "available_device_str",
+    "available_device_type",
+    "avoid_mps",
+    "avoided_mps",
     "current_device",
     "current_stream",
     "ddp_device_ids",

@@ -46,6 +46,7 @@ _STATE = frozenset(
 _SPEC_INDICES = 64  # "cuda:0" .. "cuda:63" are looked up without parsing
 _lock = threading.RLock()
 _resets: list[Callable[[], None]] = []  # other modules' caches of picked values (see _forget)
+_avoided: str | None = None  # why this program keeps off MPS (`avoid_mps`); survives `_forget`
 
 
 def _available(kind: str) -> bool:
@@ -118,6 +119,8 @@ def _pick() -> torch.device:
     if value:
         return _from_env(value)
     for kind in _ACCELERATORS:
+        if kind == "mps" and _avoided is not None:
+            continue
         if _available(kind):
             return torch.device(kind)
     return torch.device("cpu")
@@ -172,6 +175,32 @@ def _leave_mps() -> None:
         if globals().get("_TYPE") == "mps":
             _forget()
             _publish(torch.device("cpu"))
+
+
+def avoid_mps(reason: str) -> None:
+    """Keep this program off MPS: on a Mac it runs on the CPU, as the unmigrated program did.
+
+    Written once at the entry point of a program that uses something MPS lacks (float64 or complex128
+    tensors on the device, sparse tensors...). Before the pick, the pick skips MPS; after an MPS pick, the
+    pick becomes the CPU (values computed from the earlier pick, such as defaults evaluated at import, keep
+    it). ``TORCHPORT_DEVICE=mps`` still wins. On CUDA, XPU and CPU it changes nothing and touches no backend.
+    No ``torch`` counterpart.
+
+    Args:
+        reason: what MPS lacks and where, for readers and ``tp.avoided_mps()`` (e.g. ``"float64 at
+            diffusion.py:870"``).
+    """
+    global _avoided
+    with _lock:
+        _avoided = reason
+        if globals().get("_TYPE") == "mps" and not os.environ.get(ENV_VAR, "").strip():
+            _forget()
+            _publish(torch.device("cpu"))
+
+
+def avoided_mps() -> str | None:
+    """Why this program keeps off MPS (the reason given to `avoid_mps`), or None."""
+    return _avoided
 
 
 def _forget() -> None:

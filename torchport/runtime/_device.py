@@ -24,10 +24,21 @@ def _is_cuda_str(spec: str) -> bool:
     return spec == "cuda" or spec.startswith("cuda:")
 
 
-def _off_mps_in_a_group() -> None:
-    """On MPS, once ``torch.distributed`` is initialized, the pick becomes the CPU (see `_backend._leave_mps`)."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        _b._leave_mps()
+class _Probe:
+    """Stands in for torch's world state where it is missing: ``_default_pg`` asks ``is_initialized()``."""
+
+    @property
+    def _default_pg(self) -> Any:
+        dist = torch.distributed
+        return True if dist.is_available() and dist.is_initialized() else None
+
+
+# torch.distributed's world state: its ``_default_pg`` is the default process group, None before
+# ``init_process_group``. Read directly it costs one attribute read per call on MPS (``is_initialized()``
+# costs two property calls, 3.6 times a plain `device()`); never read on other backends.
+_WORLD: Any = getattr(torch.distributed.distributed_c10d, "_world", None) if torch.distributed.is_available() else None
+if not hasattr(_WORLD, "_default_pg"):
+    _WORLD = _Probe()
 
 
 def device(spec: Any = None) -> Any:
@@ -57,8 +68,8 @@ def device(spec: Any = None) -> Any:
         RuntimeError: from ``torch.device`` for a malformed ``"cuda..."`` string,
             or a negative index on CUDA/XPU.
     """
-    if _b._TYPE == "mps":
-        _off_mps_in_a_group()
+    if _b._TYPE == "mps" and _WORLD._default_pg is not None:  # gloo carries no MPS tensors
+        _b._leave_mps()
     if spec is None:
         return _b._DEVICE
     kind = type(spec)  # exact types: cheaper than isinstance, and excludes bool
@@ -96,8 +107,8 @@ def device_str(spec: str | int | torch.device | None = None) -> str:
         TypeError: ``spec`` is not ``None``, an int, a str or a ``torch.device``.
         RuntimeError: as :func:`device`.
     """
-    if _b._TYPE == "mps":
-        _off_mps_in_a_group()
+    if _b._TYPE == "mps" and _WORLD._default_pg is not None:  # gloo carries no MPS tensors
+        _b._leave_mps()
     if spec is None:
         return _b._DEVICE_STR
     if isinstance(spec, str) and not _is_cuda_str(spec):
@@ -123,6 +134,36 @@ def _arg(dev: Any) -> Any:
     return _b._DEVICE
 
 
+def available_device(spec: Any = None) -> Any:
+    """Return :func:`device` of ``spec`` if :func:`is_available`, else the CPU.
+
+    Mirrors ``torch.device("cuda" if torch.cuda.is_available() else "cpu")`` (also with ``"cuda:i"``):
+    on CUDA it calls ``torch.cuda.is_available()`` each time, as the original did, so a machine whose
+    driver sees a GPU that the CUDA runtime cannot use falls back to the CPU. Elsewhere: :func:`device`.
+
+    Args:
+        spec: as :func:`device` (``None``, an int, ``"cuda:i"``...).
+    """
+    if _b._CUDA and not torch.cuda.is_available():
+        return torch.device("cpu")
+    return device(spec)
+
+
+def available_device_str(spec: str | int | None = None) -> str:
+    """Return ``str(available_device(spec))``; mirrors ``"cuda" if torch.cuda.is_available() else "cpu"``."""
+    if _b._CUDA and not torch.cuda.is_available():
+        return "cpu"
+    return device_str(spec)
+
+
+def available_device_type() -> str:
+    """Return :func:`device_type` if :func:`is_available`, else ``"cpu"``; mirrors
+    ``"cuda" if torch.cuda.is_available() else "cpu"`` where a device type is expected (autocast)."""
+    if _b._CUDA and not torch.cuda.is_available():
+        return "cpu"
+    return device_type()
+
+
 def device_type() -> str:
     """Return the picked backend: ``"cuda"``, ``"mps"``, ``"xpu"`` or ``"cpu"``.
 
@@ -131,8 +172,8 @@ def device_type() -> str:
     On CUDA: exactly ``"cuda"``. On MPS: ``"cpu"`` once a ``torch.distributed``
     process group exists, as :func:`device`.
     """
-    if _b._TYPE == "mps":
-        _off_mps_in_a_group()
+    if _b._TYPE == "mps" and _WORLD._default_pg is not None:  # gloo carries no MPS tensors
+        _b._leave_mps()
     return _b._TYPE
 
 

@@ -109,7 +109,18 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("x = y.double()\n", (1, "float64")),
-    ("\nz = torch.zeros(2, dtype=torch.complex128)\n", (2, "complex128")),
+    ("\nz = torch.zeros(2, dtype=torch.complex128, device=dev)\n", (2, "complex128")),
+    ("z = torch.zeros(2, dtype=torch.float64)\nz = z.to(dev)\n", (1, "float64")),  # a CPU tensor moved later
+    ("x = y.to(torch.double)\n", (1, "float64")),
+    ("torch.set_default_dtype(torch.float64)\n", (1, "float64")),
+    ("def f(dtype=torch.float64):\n    pass\n", (1, "float64")),  # where it goes is not known: it counts
+    # only compared, tested, kept on the CPU, or a table of names
+    ("ok = x.dtype == torch.float64\n", None),
+    ("d = torch.float64 if x.dtype == torch.float64 else torch.float32\n", None),
+    ("w = torch.full((3,), 0.5, dtype=torch.float64)\nw.sum()\n", None),
+    ("s = torch.zeros(1, device='cpu', dtype=torch.float64)\n", None),
+    ("DTYPES = {'float64': torch.float64}\n", None),
+    ("a = np.zeros(3, dtype=np.float64)\n", None),  # numpy's, not moved to a device
     ("s = torch.sparse_coo_tensor(i, v)\n", (1, "sparse tensors")),
     ("a = F.forced_align(e, t)\n", (1, "torchaudio's forced_align")),
     ("x = y.double()  # but MPS is handled elsewhere: mps\n", None),

@@ -123,7 +123,7 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         key = (index, entry)
         if key not in found:
             tree, text = trees[index], results[index].original or ""
-            lacking = blocker(text) if tree is not None else None
+            lacking = blocker(text, tree) if tree is not None else None
             found[key] = [*(requirements(tree, text, entry) if tree is not None else []),
                           *([Requirement(("mps",), f"uses {lacking[1]}, which MPS lacks: on a Mac it runs on the CPU",
                                          lacking[0])] if lacking else [])]

@@ -125,7 +125,7 @@ def test_diagnostics_are_in_the_summary_with_file_and_line(runner: CliRunner, tm
 
 
 def test_rules_lists_every_code(runner: CliRunner) -> None:
-    from torchport.codemods import RULES
+    from torchport.codemods.api import RULES
 
     result = runner.invoke(app, ["rules"], env={"COLUMNS": "200"})
     assert result.exit_code == 0

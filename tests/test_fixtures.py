@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from torchport.codemods import Migration, migrate_code
+from torchport.codemods.api import Migration, migrate_code
 from torchport.config import Settings
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -10,8 +10,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from torchport.cli import app
+from torchport.codemods.analysis.lacks import blocker
 from torchport.codemods.analysis.requirements import OFF_CUDA, requirements
-from torchport.pipeline.project import blocker
 
 MIXED = Path(__file__).parent / "fixtures" / "projects" / "mixed"
 

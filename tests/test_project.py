@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from torchport.codemods.analysis.lacks import blocker
 from torchport.pipeline import cache as cache_module
 from torchport.pipeline import runner
 from torchport.pipeline.files import discover
-from torchport.pipeline.project import blocker
 
 IDIOM = 'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
 GUARD = "import torch\n\n\ndef build(v):\n    if torch.cuda.is_available():\n        v = v.cuda()\n    return v\n"

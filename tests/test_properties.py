@@ -24,7 +24,7 @@ from hypothesis.configuration import set_hypothesis_home_dir  # noqa: E402
 # Hypothesis keeps a cache of constants in ./.hypothesis; keep it out of the work tree.
 set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "torchport-hypothesis")
 
-from torchport.codemods import RULES  # noqa: E402
+from torchport.codemods.api import RULES  # noqa: E402
 from torchport.config import ALL_TARGETS, Settings  # noqa: E402
 from torchport.pipeline.engine import migrate_source, read_source  # noqa: E402
 from torchport.pipeline.writes import write_atomic  # noqa: E402
@@ -271,7 +271,7 @@ def rule_example_programs(draw: st.DrawFn) -> str:
 @given(st.one_of(cuda_programs(), rule_example_programs()), run_settings())
 def test_skipping_quiet_statements_changes_nothing(source: str, run: Settings) -> None:
     import torchport.codemods.core.transformer as transformer
-    from torchport.codemods import migrate_code
+    from torchport.codemods.api import migrate_code
 
     try:
         fast = migrate_code(source, run)
@@ -283,8 +283,8 @@ def test_skipping_quiet_statements_changes_nothing(source: str, run: Settings) -
 
 
 def _migrate_without_skipping(source: str, run: Settings, transformer: object) -> object:
-    import torchport.codemods as codemods
-    from torchport.codemods import migrate_code
+    import torchport.codemods.api as codemods
+    from torchport.codemods.api import migrate_code
 
     real_lines, real_map = codemods.code_trigger_lines, transformer.map_statements  # type: ignore[attr-defined]
     codemods.code_trigger_lines = lambda source, *args: list(range(1, source.count("\n") + 2))

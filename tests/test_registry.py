@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import torchport.runtime as runtime
-from torchport.codemods import FAMILIES, RULES, guards
+from torchport.codemods import guards
+from torchport.codemods.api import FAMILIES, RULES
 from torchport.codemods.core.registry import DATA_MOVES, RENAMED, family_rules
 from torchport.codemods.core.rule import Rule
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from torchport.codemods import RULES, migrate_code
+from torchport.codemods.api import RULES, migrate_code
 from torchport.config import ConfigError, Settings, find_pyproject, load, parse_targets
 from torchport.pipeline.engine import migrate_file
 from torchport.report.formats import to_json, to_sarif

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-import torchport.codemods as codemods
+import torchport.codemods.api as codemods
 import torchport.codemods.core.transformer as transformer
-from torchport.codemods import PREFILTER, RULES, migrate_code
+from torchport.codemods.api import PREFILTER, RULES, migrate_code
 from torchport.config import Settings
 
 IMPORT = "from torchport import runtime as tp\n"

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from torchport import __version__
 from torchport.cli import app
-from torchport.codemods import migrate_code
+from torchport.codemods.api import migrate_code
 from torchport.config import Settings
 from torchport.emit.torch_version import project_torch_version
 from torchport.emit.vendor import MODULE_NAME, vendor_location, vendored_source

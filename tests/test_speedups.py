@@ -10,10 +10,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-import torchport.codemods as codemods
+import torchport.codemods.api as codemods
 import torchport.codemods.core.transformer as transformer
-from torchport.codemods import migrate_code
 from torchport.codemods.analysis.names import import_map, qualify
+from torchport.codemods.api import migrate_code
 from torchport.codemods.core.triggers import map_statements, trigger_lines
 from torchport.config import Settings
 

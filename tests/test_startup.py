@@ -26,6 +26,7 @@ print(json.dumps(sorted(sys.modules)))
 WARM_CHECK = {
     "torchport", "torchport.cli", "torchport.cli.common", "torchport.cli.migrate", "torchport.cli.programs",
     "torchport.cli.rules",
+    "torchport.codemods", "torchport.codemods.analysis", "torchport.codemods.analysis.lacks",
     "torchport.config", "torchport.emit", "torchport.emit.vendor", "torchport.errors",
     "torchport.pipeline", "torchport.pipeline.cache", "torchport.pipeline.engine", "torchport.pipeline.files",
     "torchport.pipeline.notebooks", "torchport.pipeline.programs", "torchport.pipeline.project",
@@ -35,7 +36,8 @@ WARM_CHECK = {
     "torchport.style._imports", "torchport.style._wrap",
 }
 # Never on that path: the parser and the rules, torch, notebook validation, the checking tools.
-HEAVY = ("libcst", "torch", "nbformat", "jsonschema", "torchport.codemods", "torchport.checks", "torchport.runtime",
+HEAVY = ("libcst", "torch", "nbformat", "jsonschema", "torchport.codemods.api", "torchport.codemods.core",
+         "torchport.checks", "torchport.runtime",
          "rich.syntax", "rich.table")
 
 NOTEBOOK = {"cells": [{"cell_type": "code", "metadata": {}, "source": ["import torch\n", "x = torch.zeros(2).cuda()"],

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from torchport.codemods import migrate_code
+from torchport.codemods.api import migrate_code
 from torchport.pipeline.engine import migrate_file
 from torchport.style import NO_STYLE, restyle, style_for, wrap
 from torchport.style._config import Style

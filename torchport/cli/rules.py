@@ -20,7 +20,7 @@ def rules() -> None:
     table.add_column("name", no_wrap=True)
     table.add_column("safety", no_wrap=True)
     table.add_column("summary")
-    from torchport.codemods import RULES
+    from torchport.codemods.api import RULES
 
     for rule in RULES.values():
         table.add_row(rule.code, escape(rule.name), rule.safety + (f" ({rule.effort})" if rule.effort else ""),
@@ -30,7 +30,7 @@ def rules() -> None:
 
 def explain(code: Annotated[str, typer.Argument(help="A rule code or name, e.g. TP007 or is-cuda.")]) -> None:
     """Show one rule: what it does, its safety class, and an example."""
-    from torchport.codemods import RULES
+    from torchport.codemods.api import RULES
 
     wanted = code.strip().lower().replace("_", "-")
     rule = RULES.get(code.strip().upper()) or next(

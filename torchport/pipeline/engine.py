@@ -20,7 +20,7 @@ from torchport.style import restyle
 if TYPE_CHECKING:  # LibCST and the rules load only when a file is parsed (a warm-cache run needs neither)
     import libcst as cst
 
-    from torchport.codemods import Migration
+    from torchport.codemods.api import Migration
 
 
 def read_source(data: bytes) -> tuple[str, str]:
@@ -70,7 +70,7 @@ def read_file(path: Path, display: str | None = None) -> tuple[FileResult, bytes
 
 def needs_parse(data: bytes) -> bool:
     """Whether any rule could match ``data``; a file that fails this is not parsed at all."""
-    from torchport.codemods import PREFILTER
+    from torchport.codemods.api import PREFILTER
 
     return PREFILTER.search(data) is not None
 
@@ -127,8 +127,8 @@ def _parses(code: str, path: Path, cpython: bool) -> str | None:
 
 def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module | None = None,
                  hold: str | None = None) -> Migration:
-    """`torchport.codemods.migrate_code`, loading the rules (and LibCST) on first use."""
-    from torchport.codemods import migrate_code as run
+    """`torchport.codemods.api.migrate_code`, loading the rules (and LibCST) on first use."""
+    from torchport.codemods.api import migrate_code as run
 
     return run(source, settings, syntax=syntax, hold=hold)
 

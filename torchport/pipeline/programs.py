@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchport.pipeline.project import Project, blocker
+from torchport.codemods.analysis.lacks import blocker
+from torchport.pipeline.project import Project
 from torchport.results import Diagnostic, FileResult
 
 OFF_CUDA = ("mps", "xpu", "cpu")  # the targets a port adds (`torchport.codemods.analysis.requirements`)

@@ -55,7 +55,7 @@ def print_summary(err: Console, results: Sequence[FileResult], mode: str, quiet:
     """
     from rich.table import Table
 
-    from torchport.codemods import RULES
+    from torchport.codemods.api import RULES
 
     changed = [r for r in results if r.changed]
     failed = [r for r in results if r.error]
@@ -105,7 +105,7 @@ def print_statistics(err: Console, results: Sequence[FileResult]) -> None:
     """``--statistics``: counts per rule, then rewritten/reported/unreported sites per file and in total."""
     from rich.table import Table
 
-    from torchport.codemods import RULES
+    from torchport.codemods.api import RULES
 
     counts = Table(title="Statistics per rule", title_justify="left", show_edge=False)
     for column in ("code", "rule", "safety", "count"):

@@ -23,7 +23,7 @@ _LEVEL = {"info": "note", "low": "warning", "medium": "warning", "high": "error"
 
 
 def _rules() -> dict[str, Any]:
-    from torchport.codemods import (
+    from torchport.codemods.api import (
         RULES,  # the rules' names and summaries: loaded only for reports that show them
     )
 

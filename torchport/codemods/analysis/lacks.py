@@ -1,0 +1,139 @@
+"""What MPS lacks, read from one module with CPython's `ast` alone: float64 and complex128 tensors on the device,
+sparse tensors, torchaudio's ``forced_align``. A program that reaches such a module keeps running on the CPU of a
+Mac (`torchport.pipeline.project` holds its device choices, the program model gives it an MPS blocker, and its
+entry point gets ``tp.avoid_mps``). No LibCST here: a run the cache answers reads these facts too.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+
+# What MPS lacks that a module's text shows, as (pattern, description); float64 and complex128 are read from
+# the tree (`_wide_dtype_lines`). A module that mentions MPS handles it itself.
+_MPS_BLOCKERS = (
+    (re.compile(r"\bsparse_coo_tensor\b|\.to_sparse\("), "sparse tensors"),
+    (re.compile(r"\bforced_align\b"), "torchaudio's forced_align"),
+)
+_MENTIONS_MPS = re.compile(r"\bmps\b", re.IGNORECASE)
+_WIDE_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble)\b")
+_WIDE = {"float64": "float64", "double": "float64", "complex128": "complex128", "cdouble": "complex128"}
+# numpy float64 arrays reach a device where the module moves an array made into a tensor there, in one line
+# (``th.from_numpy(arr).to(device=t.device)``).
+_NUMPY_FLOAT64 = re.compile(r"\b(?:np|numpy)\.(?:float64|double)\b")
+_FROM_NUMPY_TO_DEVICE = re.compile(r"(?:\bfrom_numpy\(|\b(?:torch|th)\.(?:as_)?tensor\().*(?:\.to\(|\.cuda\(|device=)")
+# Calls that make a tensor on the CPU unless given a device (a float64 tensor made there is not on MPS).
+_FACTORIES = frozenset({"tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange", "linspace", "logspace",
+                        "rand", "randn", "randint", "eye", "from_numpy", "zeros_like", "ones_like", "full_like",
+                        "empty_like", "rand_like", "randn_like"})
+
+def blocker(text: str, tree: ast.Module | None = None) -> tuple[int, str] | None:
+    """The first line of a module (its source ``text``, CPython's ``tree`` of it if the caller has one) using
+    something MPS lacks, and what: ``(line, what)``; None when there is none, or when the module mentions MPS
+    (it then handles MPS itself).
+
+    float64 and complex128 count where a tensor of that dtype can be on the device: made with a ``device=``
+    other than ``"cpu"``, converted by ``.to(...)``/``.type(...)``/``.double()`` (on whatever device the tensor
+    is), the default dtype, or a CPU tensor that the module later moves (``name.to(``, ``name.cuda(``). A dtype
+    that is only compared, tested, or given to a CPU factory is not. A module that does not parse is read as text
+    (every mention counts)."""
+    if _MENTIONS_MPS.search(text):
+        return None
+    found: list[tuple[int, str]] = []
+    lines = text.splitlines()
+    for number, line in enumerate(lines, 1):
+        code = line.split("#", 1)[0]
+        for pattern, what in _MPS_BLOCKERS:
+            if pattern.search(code):
+                found.append((number, what))
+                break
+    if _FROM_NUMPY_TO_DEVICE.search(text):
+        found.extend((number, "float64 numpy arrays made into tensors") for number, line in enumerate(lines, 1)
+                     if _NUMPY_FLOAT64.search(line.split("#", 1)[0]))
+    if _WIDE_TEXT.search(text):
+        if tree is None:
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError):
+                tree = None
+        if tree is None:
+            found.extend((number, _WIDE[m.group(0)]) for number, line in enumerate(lines, 1)
+                         if (m := _WIDE_TEXT.search(line.split("#", 1)[0])))
+        else:
+            found.extend(_wide_dtype_lines(tree, text))
+    return min(found) if found else None
+
+
+def _wide_dtype_lines(tree: ast.Module, text: str) -> list[tuple[int, str]]:
+    """``(line, "float64" | "complex128")`` where a tensor of that dtype can reach the device (see `blocker`)."""
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in _WIDE and isinstance(node.ctx, ast.Load) \
+                and not _numpy_or_self(node.value) and _reaches_device(node, parents, text):
+            found.append((node.lineno, _WIDE[node.attr]))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "double" \
+                and not node.args and not _on_cpu(node.func.value):
+            found.append((node.lineno, "float64"))
+    return found
+
+
+def _numpy_or_self(value: ast.expr) -> bool:
+    """``np.float64``, ``numpy.double`` (numpy's, see `blocker`) or ``self.double``/``x.double`` (a method)."""
+    return not isinstance(value, ast.Name) or value.id in ("np", "numpy", "self")
+
+
+def _on_cpu(value: ast.expr) -> bool:
+    """``x.cpu()`` or ``x.numpy()``: a receiver that is on the CPU."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("cpu", "numpy")
+
+
+def _reaches_device(node: ast.expr, parents: Mapping[int, ast.AST], text: str) -> bool:
+    """Whether the dtype at ``node`` can give a tensor on the device (see `blocker`); cautious where unsure."""
+    child: ast.AST = node
+    parent = parents.get(id(child))
+    while isinstance(parent, (ast.IfExp, ast.Tuple, ast.List, ast.BoolOp)):
+        if isinstance(parent, ast.IfExp) and child is parent.test:
+            return False
+        if isinstance(parent, ast.IfExp) and _WIDE_TEXT.search(ast.unparse(parent.test)):
+            return False  # `torch.float64 if x.dtype == torch.float64 else ...`: only where float64 already is
+        child, parent = parent, parents.get(id(parent))
+    if isinstance(parent, (ast.Compare, ast.Dict)) or parent is None:
+        return False  # compared, or a table of names (`{"float64": torch.float64}`) read elsewhere
+    if isinstance(parent, ast.keyword):
+        call = parents.get(id(parent))
+        if not isinstance(call, ast.Call) or parent.arg != "dtype":
+            return True
+        return _call_reaches_device(call, parents, text)
+    if isinstance(parent, ast.Call) and child in parent.args:
+        name = parent.func.attr if isinstance(parent.func, ast.Attribute) else getattr(parent.func, "id", "")
+        if name in ("to", "type"):
+            return not _on_cpu(parent.func.value) if isinstance(parent.func, ast.Attribute) else True
+        return name in ("set_default_dtype", "set_default_tensor_type") or name in _FACTORIES \
+            and _call_reaches_device(parent, parents, text)
+    return True
+
+
+def _call_reaches_device(call: ast.Call, parents: Mapping[int, ast.AST], text: str) -> bool:
+    """A call given a wide dtype: on the device unless it is a factory without a device (a CPU tensor) that the
+    module does not move later, or a call whose ``device=`` is ``"cpu"``."""
+    device = next((k.value for k in call.keywords if k.arg == "device"), None)
+    if device is not None:
+        return not (isinstance(device, ast.Constant) and device.value == "cpu")
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    if name not in _FACTORIES or name.endswith("_like"):
+        return not (name in ("to", "type") and isinstance(call.func, ast.Attribute) and _on_cpu(call.func.value))
+    statement = parents.get(id(call))
+    while statement is not None and not isinstance(statement, ast.stmt):
+        statement = parents.get(id(statement))
+    targets = statement.targets if isinstance(statement, ast.Assign) else \
+        [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) else []
+    for target in targets:
+        name = ast.unparse(target)
+        if re.search(re.escape(name) + r"\s*\.\s*(?:to|cuda)\(", text):
+            return True
+    return False

@@ -174,10 +174,10 @@ def test_the_command_line_never_imports_torch_and_a_warm_run_loads_no_rule(repo:
             main()
         except SystemExit:
             pass
-        print(sorted(m for m in ("torch", "libcst", "torchport.codemods", "rich.syntax") if m in sys.modules))
+        print(sorted(m for m in ("torch", "libcst", "torchport.codemods.api", "rich.syntax") if m in sys.modules))
     """)
     assert _python("import sys, torchport.cli; print('torch' in sys.modules)", repo).strip() == "False"
     cold = _python(run, repo).splitlines()[-1]
-    assert cold == "['libcst', 'torchport.codemods']"  # parsed: the rules load, torch never does
+    assert cold == "['libcst', 'torchport.codemods.api']"  # parsed: the rules load, torch never does
     warm = _python(run, repo).splitlines()[-1]
     assert warm == "[]"  # every result from the cache

@@ -40,6 +40,7 @@ class FileResult:
         error: why the file could not be migrated, as ``line:col: reason`` where a line is known.
         facts: where the module chooses a device from CUDA's availability (`Migration.facts`).
         hold: why the project-level pass kept this module's device choices CUDA-or-CPU, or None.
+        avoid_mps: what MPS lacks in the program this entry point starts (``tp.avoid_mps`` is written), or None.
     """
 
     path: Path
@@ -53,6 +54,7 @@ class FileResult:
     error: str | None = None
     facts: dict[str, list[int]] = field(default_factory=dict)
     hold: str | None = None
+    avoid_mps: str | None = None
 
     @property
     def changed(self) -> bool:

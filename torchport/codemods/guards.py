@@ -35,6 +35,7 @@ from torchport.codemods.core.base import (
 )
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import tensor_type_check
+from torchport.codemods.unported import removable_assert
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -305,13 +306,19 @@ def _unset_attribute(m: Migrator, test: cst.BaseExpression) -> str | None:
     return None
 
 
+def _assert_goes(m: Migrator, node: cst.Assert) -> bool:
+    """Whether TP009 removes this CUDA assert (so the code after it is not CUDA-only)."""
+    return m.enabled("TP009") and (m.unsafe_fixes or removable_assert(m, node))
+
+
 def _asserts_cuda(m: Migrator, function: cst.FunctionDef) -> bool:
     """A function that raises (or returns) first unless CUDA is there: ``if x.device.type != "cuda": raise``."""
     for statement in function.body.body if isinstance(function.body, cst.IndentedBlock) else ():
         if isinstance(statement, cst.If) and _negated_detection(m, statement.test) and _exits(statement.body):
             return True
-        if isinstance(statement, cst.SimpleStatementLine) and not (m.unsafe_fixes and m.enabled("TP009")) and any(
-                isinstance(s, cst.Assert) and _cuda_detection(m, s.test) for s in statement.body):
+        if isinstance(statement, cst.SimpleStatementLine) and any(
+                isinstance(s, cst.Assert) and _cuda_detection(m, s.test) and not _assert_goes(m, s)
+                for s in statement.body):
             return True  # (TP009 removes such asserts with --unsafe-fixes)
     return False
 
@@ -669,8 +676,7 @@ class CudaGuard(Rule):
         """``assert torch.cuda.device_count() > rank``: what follows in the block runs only on CUDA (unless
         TP009 removes the assert)."""
         for small in node.body:
-            if isinstance(small, cst.Assert) and _cuda_detection(m, small.test) and not (
-                    m.unsafe_fixes and m.enabled("TP009")):
+            if isinstance(small, cst.Assert) and _cuda_detection(m, small.test) and not _assert_goes(m, small):
                 self._skip_rest_of_block(m, node)
             elif (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
                   and isinstance(small.value.func, cst.Name)

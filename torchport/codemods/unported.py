@@ -59,19 +59,42 @@ def _mentions_gpu_test(m: Migrator, node: cst.BaseExpression) -> cst.Call | None
     return node if isinstance(node, cst.Call) and m.qnames(node.func) & _GPU_TESTS else None
 
 
+_TEST_MODULES = frozenset({"pytest", "unittest"})
+
+
+def removable_assert(m: Migrator, node: cst.Assert) -> bool:
+    """``assert torch.cuda.is_available()`` outside tests: it stops the code only where CUDA is not, so removing
+    it is safe (TP009 applies without ``--unsafe-fixes``). A count (``device_count() > rank``) also stops CUDA
+    runs and stays unsafe; a test's assert is what the test checks (a module importing pytest or unittest, a
+    ``test*`` function, a ``Test*`` class)."""
+    test = node.test
+    if not (isinstance(test, cst.Call) and not test.args and m.has_qname(test.func, "torch.cuda.is_available")):
+        return False
+    if any(root in _TEST_MODULES for root in (name.split(".", 1)[0] for name in m.imports)):
+        return False
+    return not any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) and a.name.value.lower().startswith("test")
+                   for a in m.ancestors)
+
+
 class GpuRequiredAssert(Rule):
     code = "TP009"
     moves_data = False
     name = "gpu-required-assert"
-    summary = "`assert torch.cuda.is_available()` stops the port on any other device; the fix removes it."
+    summary = ("`assert torch.cuda.is_available()` stops the port on any other device; the fix removes it (safe "
+               "outside tests; an assert that counts GPUs needs --unsafe-fixes).")
     before, after = "assert torch.cuda.is_available()", "(removed)"
     safety = "unsafe"
     names = _GPU_TESTS
     examples = (
         Example("import torch\n# needs a GPU\nassert torch.cuda.is_available()  # hard requirement\nrun()\n",
-                "import torch\n# needs a GPU\n# hard requirement\nrun()\n", unsafe=True),
+                "import torch\n# needs a GPU\n# hard requirement\nrun()\n"),
         Example("import torch\n\n\ndef f():\n    assert torch.cuda.is_available()\n",
-                "import torch\n\n\ndef f():\n    pass\n", unsafe=True),
+                "import torch\n\n\ndef f():\n    pass\n"),
+        Example("import torch\nassert torch.cuda.device_count() > rank\n",
+                "import torch\n", unsafe=True),
+        # Counting GPUs stops CUDA runs too: only with --unsafe-fixes. A test checks what it asserts.
+        Example("import torch\nassert torch.cuda.device_count() > rank\n"),
+        Example("import pytest\nimport torch\n\n\ndef test_gpu():\n    assert torch.cuda.is_available()\n"),
     )
 
     def visit_Assert(self, m: Migrator, node: cst.Assert) -> None:
@@ -102,7 +125,7 @@ class GpuRequiredAssert(Rule):
         return out, carried, changed
 
     def leave_Assert(self, m: Migrator, original: cst.Assert, updated: cst.Assert) -> cst.Pass | None:
-        if id(original) in m.store(self) and m.apply(self.code, original):
+        if id(original) in m.store(self) and m.apply(self.code, original, safe=removable_assert(m, original)):
             m.store(self)["pending"] = True
             return cst.Pass()  # marks the line; the block below removes it, keeping its comments
         return None

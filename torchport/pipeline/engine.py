@@ -126,17 +126,19 @@ def _parses(code: str, path: Path, cpython: bool) -> str | None:
 
 
 def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module | None = None,
-                 hold: str | None = None) -> Migration:
+                 hold: str | None = None, avoid_mps: str | None = None) -> Migration:
     """`torchport.codemods.api.migrate_code`, loading the rules (and LibCST) on first use."""
     from torchport.codemods.api import migrate_code as run
 
-    return run(source, settings, syntax=syntax, hold=hold)
+    return run(source, settings, syntax=syntax, hold=hold, avoid_mps=avoid_mps)
 
 
-def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str | None = None) -> FileResult:
+def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str | None = None,
+                   avoid_mps: str | None = None) -> FileResult:
     """Run the rules over ``result.original`` (as read by `read_file`), filling in the rest of ``result``.
 
     ``hold``: why the module's device choices stay CUDA-or-CPU (see `torchport.pipeline.project`), or None.
+    ``avoid_mps``: what MPS lacks in the program this entry point starts (see `torchport.pipeline.programs`).
 
     Never raises for a problem with the file: it becomes ``result.error`` and ``result.migrated``
     is None. The output is re-parsed; a rewrite that does not parse is an internal error.
@@ -151,7 +153,8 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
         result.migrated, result.error = None, refused
         return result
     try:
-        migration = migrate_code(text, settings.for_file(result.path), syntax=syntax, hold=hold)
+        migration = migrate_code(text, settings.for_file(result.path), syntax=syntax, hold=hold,
+                                 avoid_mps=avoid_mps)
     except cst.ParserSyntaxError as exc:
         result.migrated = None
         result.error = _syntax_error(text, exc)
@@ -178,7 +181,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
     result.rewrites = migration.rewrites
     result.diagnostics = migration.diagnostics
     result.sites = migration.sites
-    result.facts, result.hold = migration.facts, hold
+    result.facts, result.hold, result.avoid_mps = migration.facts, hold, avoid_mps
     return result
 
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchport.codemods.analysis.lacks import blocker
+from torchport.codemods.analysis.lacks import LACKS_TEXT, blocker
 from torchport.pipeline.project import Project
 from torchport.results import Diagnostic, FileResult
 
@@ -180,6 +180,48 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
             left[index] = (f"only programs that run only on CUDA reach this file ({first.path}: "
                            f"{first.reasons()[0].split(': ', 1)[1]}); it is left as written")
     return left
+
+
+def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
+    """The scripts whose program MPS cannot run while the port sends its data to the runtime's device: each gets
+    ``tp.avoid_mps(...)`` (TP019, `torchport.codemods.entry`), so that on a Mac it keeps running on the CPU.
+
+    Args:
+        results: the run's results, after the per-file and hold passes (``facts["moves"]`` filled in).
+
+    Returns:
+        index into ``results`` -> the reason, ``"<what MPS lacks>, <file>:<line>"``. A script whose own text has
+        the blocker got the call in the per-file pass already and is not listed; nor are tests (one process runs
+        many), libraries (their users' programs decide) and notebooks.
+    """
+    moving = {i for i, r in enumerate(results) if r.changed and r.facts.get("moves")}
+    if not moving or not any(LACKS_TEXT.search(r.original or "") for r in results):
+        return {}
+    trees: dict[int, ast.Module | None] = {i: _parse(r.original) for i, r in enumerate(results)}
+    project = Project(results, trees)
+    scripts = _console_scripts(Path.cwd())
+    imported = {other for index in range(len(results)) for other in project.imports(index)}
+    found: dict[int, tuple[int, str] | None] = {}
+    reasons: dict[int, str] = {}
+    for index, result in enumerate(results):
+        if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019") \
+                or _kind(result, trees[index], project.names[index], scripts, index in imported) \
+                not in ("script", "console-script"):
+            continue
+        reach = project.reach(index)
+        if not reach & moving:
+            continue
+        for other in sorted(reach, key=lambda i: (i != index, results[i].display)):
+            if other not in found:
+                found[other] = blocker(results[other].original or "", trees[other]) if trees[other] else None
+            lacking = found[other]
+            if lacking is not None:
+                where = results[other].display
+                if Path(where).is_absolute():  # the run was given absolute paths: from the entry point's folder
+                    where = Path(os.path.relpath(results[other].path, results[index].path.parent)).as_posix()
+                reasons[index] = f"{lacking[1]}, {where}:{lacking[0]}"
+                break
+    return reasons
 
 
 def may_leave(results: Sequence[FileResult]) -> list[FileResult]:

@@ -13,7 +13,7 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import AbstractContextManager, nullcontext
@@ -35,6 +35,7 @@ from torchport.style import style_for
 
 # progress(total) -> a context manager giving advance(); see report.progress_bar.
 Progress = Callable[[int], AbstractContextManager[Callable[[], None]]]
+Directive = tuple[str | None, str | None]  # what the project pass tells a file: (hold, avoid_mps)
 
 
 def default_jobs() -> int:
@@ -132,19 +133,39 @@ def run(
 
     _migrate(keys, results, settings, jobs, done, progress)
     holds = project.holds(results)
-    if holds:  # again, for the files whose device choices other files decide (`torchport.pipeline.project`)
-        keys = {}
-        for index, reason in holds.items():
-            result = results[index]
-            entry = (cache_module.key(f"{reason}\0{result.original}".encode(), settings.for_file(result.path),
-                                      style_for(result.path)) if cache is not None else None)
-            if cache is not None and entry is not None and cache.get(entry, result):
-                result.hold = reason
-                continue
-            keys[index] = entry
-        _migrate(keys, results, settings, jobs, done, None, holds)
+    # again, for the files whose device choices other files decide (`torchport.pipeline.project`)
+    _again(results, {index: (reason, None) for index, reason in holds.items()}, settings, jobs, cache)
+    avoids = programs.avoid_mps(results)
+    # and for the entry points of programs that MPS cannot run (`torchport.pipeline.programs`)
+    _again(results, {index: (holds.get(index), reason) for index, reason in avoids.items()}, settings, jobs, cache)
     _leave_cuda_only_programs(results, cache, entries)
     return results
+
+
+def _again(results: list[FileResult], directives: Mapping[int, Directive], settings: Settings, jobs: int,
+           cache: cache_module.Cache | None) -> None:
+    """Migrate the files of ``directives`` again, each with what the project pass tells it; cached under a key
+    that holds the directive, so that a warm run parses none of them."""
+    keys: dict[int, str | None] = {}
+    for index, (hold, avoid) in directives.items():
+        result = results[index]
+        entry = None
+        if cache is not None:
+            told = f"{hold}\0{avoid}" if avoid is not None else f"{hold}"  # a hold's key as before
+            entry = cache_module.key(f"{told}\0{result.original}".encode(), settings.for_file(result.path),
+                                     style_for(result.path))
+            if cache.get(entry, result):
+                result.hold, result.avoid_mps = hold, avoid
+                continue
+        keys[index] = entry
+
+    def done(index: int, result: FileResult) -> None:
+        results[index] = result
+        entry = keys[index]
+        if cache is not None and entry is not None:
+            cache.put(entry, result)
+
+    _migrate(keys, results, settings, jobs, done, None, directives)
 
 
 def _leave_cuda_only_programs(results: list[FileResult], cache: cache_module.Cache | None,
@@ -176,7 +197,7 @@ def _migrate(
     jobs: int,
     done: Callable[[int, FileResult], None],
     progress: Progress | None,
-    holds: dict[int, str] | None = None,
+    directives: Mapping[int, Directive] | None = None,
 ) -> None:
     """Migrate ``results[i]`` for each index of ``keys`` in worker processes, one retry each after a crash."""
     if not keys:
@@ -184,9 +205,10 @@ def _migrate(
     # Biggest files first, so that no worker is left with a big one at the end.
     todo = sorted(keys, key=lambda index: -len(results[index].original or ""))
     workers = max(1, min(jobs or default_jobs(), len(todo)))
-    crashed = _in_pool(todo, results, settings, workers, done, progress(len(todo)) if progress else None, holds)
+    crashed = _in_pool(todo, results, settings, workers, done, progress(len(todo)) if progress else None,
+                       directives)
     for index in crashed:  # one file per process: a crash now is that file's own
-        if _in_pool([index], results, settings, 1, done, None, holds):
+        if _in_pool([index], results, settings, 1, done, None, directives):
             done(index, _failed(results[index], "the worker process died while migrating this file"))
 
 
@@ -222,7 +244,7 @@ def _in_pool(
     workers: int,
     done: Callable[[int, FileResult], None],
     bar: AbstractContextManager[Callable[[], None]] | None,
-    holds: dict[int, str] | None = None,
+    directives: Mapping[int, Directive] | None = None,
 ) -> list[int]:
     """Migrate ``results[i]`` for each index in a pool of ``workers``; the indices whose worker died."""
     crashed: list[int] = []
@@ -231,7 +253,8 @@ def _in_pool(
         futures: dict[Future[FileResult], int] = {}
         for index in indices:  # with fork, the workers start here, before the bar's thread does
             try:
-                futures[pool.submit(migrate_source, results[index], settings, (holds or {}).get(index))] = index
+                hold, avoid = (directives or {}).get(index, (None, None))
+                futures[pool.submit(migrate_source, results[index], settings, hold, avoid)] = index
             except BrokenProcessPool:
                 crashed.append(index)
         with bar or nullcontext(lambda: None) as advance:

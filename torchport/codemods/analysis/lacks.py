@@ -16,6 +16,8 @@ _MPS_BLOCKERS = (
     (re.compile(r"\bsparse_coo_tensor\b|\.to_sparse\("), "sparse tensors"),
     (re.compile(r"\bforced_align\b"), "torchaudio's forced_align"),
 )
+# Text every blocker's module holds: a run whose files hold none of it has no program that MPS cannot run.
+LACKS_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble|sparse_coo_tensor|to_sparse|forced_align)\b")
 _MENTIONS_MPS = re.compile(r"\bmps\b", re.IGNORECASE)
 _WIDE_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble)\b")
 _WIDE = {"float64": "float64", "double": "float64", "complex128": "complex128", "cdouble": "complex128"}
@@ -39,7 +41,13 @@ def blocker(text: str, tree: ast.Module | None = None) -> tuple[int, str] | None
     that is only compared, tested, or given to a CPU factory is not. A module that does not parse is read as text
     (every mention counts)."""
     if _MENTIONS_MPS.search(text):
-        return None
+        if tree is None:
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError):
+                return None  # cautious: a mention may be code
+        if _handles_mps(tree):
+            return None
     found: list[tuple[int, str]] = []
     lines = text.splitlines()
     for number, line in enumerate(lines, 1):
@@ -63,6 +71,18 @@ def blocker(text: str, tree: ast.Module | None = None) -> tuple[int, str] | None
         else:
             found.extend(_wide_dtype_lines(tree, text))
     return min(found) if found else None
+
+
+def _handles_mps(tree: ast.Module) -> bool:
+    """Whether the module's code (not its comments or docstrings) names MPS: ``torch.backends.mps``, ``"mps"``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.lower() == "mps" or isinstance(node, ast.Name) \
+                and node.id.lower() == "mps":
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"(?i)mps(?::\d+)?",
+                                                                                             node.value):
+            return True
+    return False
 
 
 def _wide_dtype_lines(tree: ast.Module, text: str) -> list[tuple[int, str]]:
@@ -129,6 +149,8 @@ def _call_reaches_device(call: ast.Call, parents: Mapping[int, ast.AST], text: s
         return not (name in ("to", "type") and isinstance(call.func, ast.Attribute) and _on_cpu(call.func.value))
     statement = parents.get(id(call))
     while statement is not None and not isinstance(statement, ast.stmt):
+        if isinstance(statement, ast.Attribute) and statement.attr in ("to", "cuda"):
+            return True  # moved where it is made: `torch.zeros(3, dtype=torch.float64).cuda()`
         statement = parents.get(id(statement))
     targets = statement.targets if isinstance(statement, ast.Assign) else \
         [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) else []

@@ -119,6 +119,12 @@ def _calls_any(body: list[ast.stmt], names: set[str]) -> bool:
                for statement in body for node in ast.walk(statement))
 
 
+def availability_assert(node: ast.Assert) -> bool:
+    """``assert torch.cuda.is_available()`` (a message allowed): it only stops the program where CUDA is not, so
+    a port removes it (TP009); a count (``device_count() > rank``) stays, as it stops CUDA runs too."""
+    return _cuda_call(node.test, "is_available")
+
+
 def cuda_only_program(module: ast.Module) -> int | None:
     """The line of the requirement that makes ``module`` (CPython's tree) a program that runs only on CUDA:
     a top-level ``if not <CUDA found>: exit``, or a ``__main__`` block that asserts CUDA, exits without it,
@@ -133,7 +139,7 @@ def cuda_only_program(module: ast.Module) -> int | None:
             continue
         flags = _Flags(statement.body)
         for inner in statement.body:
-            if isinstance(inner, ast.Assert) and flags.detects(inner.test):
+            if isinstance(inner, ast.Assert) and flags.detects(inner.test) and not availability_assert(inner):
                 return inner.lineno
             if isinstance(inner, ast.If) and flags.negated(inner.test) and (
                     _exits(inner.body) or (inner.orelse and not _calls_any(inner.body, defined))):

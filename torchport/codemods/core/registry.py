@@ -11,13 +11,14 @@ from torchport.codemods import (
     cuda_api,
     device,
     distributed,
+    entry,
     guards,
     pinned,
     unported,
 )
 from torchport.codemods.core.rule import Rule
 
-FAMILIES = (device, cuda_api, amp, distributed, pinned, unported, guards)
+FAMILIES = (device, cuda_api, amp, distributed, pinned, unported, guards, entry)
 
 
 # Declarations other parts derive their lists from; a rule class without one is refused.

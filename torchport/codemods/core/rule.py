@@ -41,11 +41,13 @@ class Example:
         after: the exact output, leaving out the added ``from torchport import runtime as tp`` line;
             None when the module must come out unchanged.
         unsafe: run with ``--unsafe-fixes``.
+        with_rules: other rule codes selected too (a rule that acts on what other rewrites did).
     """
 
     before: str
     after: str | None = None
     unsafe: bool = False
+    with_rules: tuple[str, ...] = ()
 
 
 class Rule:

@@ -24,6 +24,7 @@ from torchport.codemods.core.positions import Positions
 from torchport.codemods.core.registry import DATA_MOVES, RULES_BY_CODE, RULES_IN_ORDER
 from torchport.codemods.core.shared import Shared
 from torchport.codemods.core.triggers import Anchors, map_statements
+from torchport.codemods.entry import avoid_mps
 from torchport.emit.package import PackageRuntime, Renderer
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class Migrator(cst.CSTTransformer):
         trigger_lines: lines where some rule's trigger matches: statements spanning none are skipped.
         renderer: how a fix that calls the runtime is written (``tp.device()`` by default).
         hold: why this module's device choices must stay CUDA-or-CPU (`torchport.pipeline.project`), or None.
+        avoid_mps: what MPS lacks in the program this module starts (`torchport.pipeline.programs`), or None.
 
     After ``transform_module``: ``rewrites`` (counts per code), ``sites`` (one per rewrite) and
     ``diagnostics`` (sorted by line); ``facts``: lines where the module chooses a device from CUDA's
@@ -91,6 +93,7 @@ class Migrator(cst.CSTTransformer):
         trigger_lines: Sequence[int] = (),
         renderer: Renderer | None = None,
         hold: str | None = None,
+        avoid_mps: str | None = None,
     ) -> None:
         super().__init__()
         self.context = context
@@ -107,6 +110,7 @@ class Migrator(cst.CSTTransformer):
         self.resolver = resolver
         self.renderer: Renderer = renderer or PackageRuntime()
         self.hold = hold
+        self.avoid_mps = avoid_mps
         self.facts: dict[str, list[int]] = {}
         self.sites: list[Diagnostic] = []
         self.rewrites: Counter[str] = Counter()
@@ -308,12 +312,13 @@ class Migrator(cst.CSTTransformer):
         codes = self.suppressed[line]
         return codes is None or any(code.startswith(c) for c in codes)
 
-    def apply(self, code: str, node: cst.CSTNode) -> bool:
+    def apply(self, code: str, node: cst.CSTNode, safe: bool = False) -> bool:
         """Whether rewrite ``code`` may change ``node``; records it when it may.
 
         A rule that is deselected or suppressed on the node's line, or a node in a skipped region,
-        is left alone. An unsafe rule without ``--unsafe-fixes`` reports the site instead. Either way
-        the node counts as handled, so no fallback diagnostic repeats it.
+        is left alone. An unsafe rule without ``--unsafe-fixes`` reports the site instead, unless ``safe``
+        says this site's fix is safe (a per-site safety, as ruff's fix applicability). Either way the node
+        counts as handled, so no fallback diagnostic repeats it.
         """
         self.mark_handled(node)
         start = self.start(node)
@@ -325,24 +330,28 @@ class Migrator(cst.CSTTransformer):
             # put tensors on MPS beside the CPU ones there. Left for the author, with the reason.
             self.report("TP110", node, f"left as written ({code} would apply): {self.hold}")
             return False
-        if self._skip_depth and not (rule.safety == "unsafe" and not self.unsafe_fixes):
+        unsafe = rule.safety == "unsafe" and not safe
+        if self._skip_depth and not (unsafe and not self.unsafe_fixes):
             self.report("TP110", node, f"left as written ({code} would apply): {self._skip_reasons[-1]}")
             return False
         if not self.mentions_cuda:
             self.diagnostics.append(Diagnostic(code, start.line, start.column, f"{rule.summary} (left unchanged: "
                                                "this file never mentions CUDA or NCCL)"))
             return False
-        if rule.safety == "unsafe" and not self.unsafe_fixes:  # reported even where the region is left alone
+        if unsafe and not self.unsafe_fixes:  # reported even where the region is left alone
             self.diagnostics.append(Diagnostic(code, start.line, start.column,
                                                f"{rule.summary} (fix available with --unsafe-fixes)"))
             return False
         self.rewrites[code] += 1
         self.sites.append(Diagnostic(code, start.line, start.column, rule.summary))
+        if code in DATA_MOVES:
+            self.fact("moves", node)
         return True
 
     def fact(self, kind: str, node: cst.CSTNode) -> None:
-        """Record that the module chooses a device from CUDA's availability at ``node``: ``kind`` is
-        ``choices`` (rewritten to the runtime's choice) or ``kept`` (stays CUDA-or-CPU)."""
+        """Record a fact for the project pass at ``node``: ``kind`` is ``choices`` (a device chosen from CUDA's
+        availability, rewritten to the runtime's choice), ``kept`` (such a choice kept CUDA-or-CPU) or ``moves``
+        (a rewrite that sends data to the runtime's device)."""
         lines = self.facts.setdefault(kind, [])
         line = self.start(node).line
         if line not in lines:
@@ -425,6 +434,7 @@ class Migrator(cst.CSTTransformer):
         for rule in RULES_IN_ORDER:
             rule.finish(self, original_node)
         self.diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
+        updated_node = avoid_mps(self, original_node, updated_node)
         if self.rewrites:
             updated_node = self.renderer.finish(self, updated_node)
         if self._needs_torch:

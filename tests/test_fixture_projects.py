@@ -1,0 +1,83 @@
+"""Whole projects ported with a plain `--apply`, then run: a DDP research template that asserts CUDA trains under
+torchrun on the CPU, and a float64 diffusion sampler runs on the CPU and stays there on a (simulated) Mac.
+The projects are under tests/fixtures/projects/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from torchport.cli import app
+
+PROJECTS = Path(__file__).parent / "fixtures" / "projects"
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TORCHPORT_DEVICE": ""}
+# Runs a script as if on a Mac: MPS reported available (nothing on this machine can run MPS kernels, so a tensor
+# sent there fails).
+ON_A_MAC = ("import runpy, sys, torch\ntorch.backends.mps.is_available = lambda: True\n"
+            "sys.argv = sys.argv[1:]\nrunpy.run_path(sys.argv[0], run_name='__main__')\n")
+
+
+def _ported(name: str, tmp_path: Path, *options: str) -> Path:
+    folder = tmp_path / name
+    shutil.copytree(PROJECTS / name, folder)
+    cwd = os.getcwd()
+    os.chdir(folder)  # paths in the report (and in tp.avoid_mps's reason) are relative to where the run starts
+    try:
+        done = CliRunner().invoke(app, ["migrate", ".", "--apply", "--no-cache", *options])
+    finally:
+        os.chdir(cwd)
+    assert done.exit_code == 0, done.output
+    return folder
+
+
+def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], cwd=folder, env=ENV, capture_output=True, text=True, timeout=120)
+
+
+def test_a_ddp_template_that_asserts_cuda_trains_under_torchrun_on_the_cpu(tmp_path: Path) -> None:
+    folder = _ported("ddp_template", tmp_path)
+    train = (folder / "train.py").read_text()
+    assert "assert torch.cuda.is_available()" not in train  # it only stopped the program off CUDA
+    assert 'backend=tp.distributed_backend()' in train and 'tp.set_device(device)' in train
+    assert 'device = tp.device_str(f"cuda:{ddp_local_rank}")' in train
+    done = _run(folder, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "train.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    steps = [line for line in done.stdout.splitlines() if line.startswith("step ")]
+    assert len(steps) == 5 and steps[-1].startswith("step 4: loss")  # rank 0 alone prints
+
+
+def test_a_float64_sampler_runs_on_the_cpu_and_stays_there_on_a_mac(tmp_path: Path) -> None:
+    folder = _ported("sampler", tmp_path)
+    sample = (folder / "sample.py").read_text()
+    assert 'tp.avoid_mps("float64 numpy arrays made into tensors, diffusion/schedule.py:9")' in sample
+    assert (folder / "diffusion" / "schedule.py").read_text() == \
+        (PROJECTS / "sampler" / "diffusion" / "schedule.py").read_text()
+    here = _run(folder, "sample.py")
+    assert here.returncode == 0, here.stderr[-3000:]
+    (folder / "mac.py").write_text(ON_A_MAC)
+    mac = _run(folder, "mac.py", "sample.py")
+    assert mac.returncode == 0, mac.stderr[-3000:]
+    assert mac.stdout.split()[0] == "cpu" and mac.stdout == here.stdout
+
+
+def test_without_the_entry_point_call_the_sampler_goes_to_mps_on_a_mac(tmp_path: Path) -> None:
+    folder = _ported("sampler", tmp_path, "--ignore", "TP019")
+    assert "avoid_mps" not in (folder / "sample.py").read_text()
+    (folder / "mac.py").write_text(ON_A_MAC)
+    mac = _run(folder, "mac.py", "sample.py")
+    assert mac.returncode != 0 and "mps" in mac.stderr.lower()
+
+
+@pytest.mark.parametrize("name", ["ddp_template", "sampler"])
+def test_a_second_run_changes_nothing(name: str, tmp_path: Path) -> None:
+    folder = _ported(name, tmp_path)
+    before = {p: p.read_bytes() for p in folder.rglob("*.py")}
+    _ported_again = CliRunner().invoke(app, ["migrate", str(folder), "--check", "--no-cache"])
+    assert _ported_again.exit_code == 0, _ported_again.output
+    assert {p: p.read_bytes() for p in folder.rglob("*.py")} == before

@@ -1,0 +1,99 @@
+"""TP019: the entry point of a program that MPS cannot run says so to the runtime, once.
+
+| code  | before                                              | after                                  |
+|-------|-----------------------------------------------------|----------------------------------------|
+| TP019 | a script that moves float64 tensors to the device   | tp.avoid_mps("float64, line 3") after its imports |
+
+A program that uses something MPS lacks (float64 or complex128 tensors on the device, sparse tensors) ran on the
+CPU of a Mac before the port, either by its own ``"cuda" if ... else "cpu"`` choice or because it failed over to
+nothing. Once ported, its data goes to the runtime's device, which is MPS there, and it fails. One call after the
+entry point's imports, ``tp.avoid_mps("<what>, <where>")``, keeps the runtime's pick on the CPU of a Mac; on CUDA,
+XPU and the CPU it does nothing. The program model (`torchport.pipeline.programs.avoid_mps`) finds the programs
+whose blocker is in another module; a script whose own text has the blocker is found here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchport.codemods.analysis.lacks import blocker
+from torchport.codemods.analysis.programs import is_script
+from torchport.codemods.core.base import Diagnostic
+from torchport.codemods.core.rule import Example, Rule
+
+if TYPE_CHECKING:
+    from torchport.codemods.core.transformer import Migrator
+
+
+class KeepOffMps(Rule):
+    code = "TP019"
+    moves_data = False
+    name = "keep-off-mps"
+    summary = ("A program that uses what MPS lacks (float64, complex128, sparse tensors) gets `tp.avoid_mps(...)` "
+               "after its entry point's imports: on a Mac it keeps running on the CPU, as before.")
+    before = 'import torch  # a script that moves float64 tensors to "cuda"'
+    after = 'import torch\ntp.avoid_mps("float64, line 3")'
+    triggers = (r"\bfloat64\b|\bcomplex128\b|\.double\(\)|\bsparse_coo_tensor\b|\.to_sparse\(",)
+    examples = (
+        Example('import torch\n\nx = torch.zeros(3, dtype=torch.float64).cuda()\n\nif __name__ == "__main__":\n'
+                "    print(x)\n",
+                'import torch\ntp.avoid_mps("float64, line 3")\n\nx = torch.zeros(3, dtype=torch.float64).to('
+                'tp.device())\n\nif __name__ == "__main__":\n    print(x)\n', with_rules=("TP001",)),
+        # A module that is not run (no `__main__` block): the programs that import it get the call.
+        Example("import torch\n\nx = torch.zeros(3, dtype=torch.float64).cuda()\n", with_rules=("TP001",)),
+        # Nothing goes to the runtime's device: the program runs where it ran.
+        Example('import torch\n\nx = torch.zeros(3, dtype=torch.float64)\n\nif __name__ == "__main__":\n'
+                "    print(x.cuda() if torch.cuda.is_available() else x)\n"),
+    )
+
+
+def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Module:
+    """``updated`` with ``tp.avoid_mps(reason)`` after its leading imports, where the module starts a program
+    that MPS cannot run and the port sends data to the runtime's device (see the module docstring)."""
+    reason = m.avoid_mps
+    if reason is None:
+        if not m.facts.get("moves") or m.syntax is None or not is_script(m.syntax):
+            return updated
+        found = blocker(m.source, m.syntax)
+        if found is None:
+            return updated
+        reason = f"{found[1]}, line {found[0]}"
+    if not m.enabled(KeepOffMps.code) or _has_call(updated):
+        return updated
+    at = _after_imports(updated)
+    line = m.start(original.body[at]).line if at < len(original.body) else 1
+    if m._is_suppressed(KeepOffMps.code, line):
+        return updated
+    m.rewrites[KeepOffMps.code] += 1
+    m.sites.append(Diagnostic(KeepOffMps.code, line, 0, KeepOffMps.summary))
+    call = cst.SimpleStatementLine([cst.Expr(m.runtime_call("avoid_mps", [cst.SimpleString(_quoted(reason))]))])
+    return updated.with_changes(body=[*updated.body[:at], call, *updated.body[at:]])
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _after_imports(module: cst.Module) -> int:
+    """The index of the first statement after the docstring and the imports that open ``module``."""
+    index = 0
+    for index, statement in enumerate(module.body):
+        small = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
+        docstring = index == 0 and len(small) == 1 and isinstance(small[0], cst.Expr) \
+            and isinstance(small[0].value, (cst.SimpleString, cst.ConcatenatedString))
+        if not (docstring or (small and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in small))):
+            return index
+    return len(module.body)
+
+
+def _has_call(module: cst.Module) -> bool:
+    """Whether ``module`` already calls ``avoid_mps`` at its top level (a second run changes nothing)."""
+    for statement in module.body:
+        small = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
+        for s in small:
+            if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) \
+                    and isinstance(s.value.func, cst.Attribute) and s.value.func.attr.value == "avoid_mps":
+                return True
+    return False

@@ -4,6 +4,7 @@ The projects are under tests/fixtures/projects/."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -81,3 +82,14 @@ def test_a_second_run_changes_nothing(name: str, tmp_path: Path) -> None:
     _ported_again = CliRunner().invoke(app, ["migrate", str(folder), "--check", "--no-cache"])
     assert _ported_again.exit_code == 0, _ported_again.output
     assert {p: p.read_bytes() for p in folder.rglob("*.py")} == before
+
+
+def test_a_suite_gated_by_the_projects_own_cuda_gates_is_left_as_it_is(tmp_path: Path) -> None:
+    """`RunIf(min_cuda_gpus=1)`, a skipif mark and a module's `pytestmark`, defined in the project: recognised by
+    what their definitions do (they ask CUDA and skip), whatever their names."""
+    folder = _ported("gated_suite", tmp_path)
+    for path in (PROJECTS / "gated_suite").rglob("*.py"):
+        assert (folder / path.relative_to(PROJECTS / "gated_suite")).read_bytes() == path.read_bytes(), path.name
+    done = CliRunner().invoke(app, ["migrate", str(folder), "--no-cache", "--format", "json"])
+    notes = [d["message"] for f in json.loads(done.stdout)["files"] for d in f["diagnostics"] if d["code"] == "TP110"]
+    assert sum("a CUDA gate of this project" in n for n in notes) == 8, notes

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchport.codemods import cuda_api
+from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
 from torchport.codemods.analysis.programs import closed_functions, cuda_only_program
 from torchport.codemods.core.base import (
     call_name,
@@ -304,6 +305,27 @@ def _unset_attribute(m: Migrator, test: cst.BaseExpression) -> str | None:
                     rf"\b{name}\s*(?::[^=\n]*)?=(?!=)|setattr\([^)]*[\"']{name}[\"']", m.source):
                 return name
     return None
+
+
+def _assigns(node: cst.SimpleStatementLine, names: object) -> bool:
+    """Whether the statement assigns one of ``names`` (a plain name target)."""
+    return any(isinstance(s, (cst.Assign, cst.AnnAssign)) and any(
+        isinstance(t, cst.Name) and t.value in names  # type: ignore[operator]
+        for t in ([x.target for x in s.targets] if isinstance(s, cst.Assign) else [s.target])) for s in node.body)
+
+
+def _marks_module(node: cst.SimpleStatementLine, gates: frozenset[str]) -> bool:
+    """``pytestmark = gate`` or ``pytestmark = [gate, ...]`` (a gate called or not)."""
+    for small in node.body:
+        if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == "pytestmark"
+                                                 for t in small.targets):
+            value = small.value
+            items = [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple)) else [value]
+            for item in items:
+                head = item.func if isinstance(item, cst.Call) else item
+                if (dotted_name(head) or "") in gates:
+                    return True
+    return False
 
 
 def _assert_goes(m: Migrator, node: cst.Assert) -> bool:
@@ -604,6 +626,11 @@ class CudaGuard(Rule):
             m.skip_region(node)
             m.report_at(self.code, line, 0, "this program runs only where CUDA GPUs are (it checks here); "
                         "left as written")
+        own = cuda_gates(m.syntax) if m.syntax is not None and GATE_TEXT.search(m.source) else {}
+        m.store(self)["own_gates"] = own
+        m.gates = m.gates | frozenset(own)
+        if m.gates and any(isinstance(s, cst.SimpleStatementLine) and _marks_module(s, m.gates) for s in node.body):
+            m.skip_region(node, "its pytestmark is a CUDA gate of this project: it runs only on CUDA")
         m.store(self)["others"] = bool(_OTHER_TEXT.search(m.source))
         if "cuda" in m.source:  # module functions that raise unless CUDA is there
             m.store(self)["asserting"] = {s.name.value for s in node.body
@@ -674,7 +701,11 @@ class CudaGuard(Rule):
 
     def visit_SimpleStatementLine(self, m: Migrator, node: cst.SimpleStatementLine) -> None:
         """``assert torch.cuda.device_count() > rank``: what follows in the block runs only on CUDA (unless
-        TP009 removes the assert)."""
+        TP009 removes the assert). A gate assigned at the top level (``requires_cuda = pytest.mark.skipif(...)``)
+        keeps asking CUDA; ``pytestmark = <gate>`` gates the whole module."""
+        if len(m.ancestors) <= 2 and _assigns(node, m.store(self).get("own_gates", ())):
+            m.skip_region(node, "a CUDA gate (it skips or raises unless CUDA is there): it keeps asking CUDA")
+            return
         for small in node.body:
             if isinstance(small, cst.Assert) and _cuda_detection(m, small.test) and not _assert_goes(m, small):
                 self._skip_rest_of_block(m, node)
@@ -704,17 +735,33 @@ class CudaGuard(Rule):
         if _CUDA_FUNCTION.search(node.name.value) or _imports_cuda_only(node):  # a class's own `cuda()`, CUDA-graph
             m.skip_region(node.body)  # capture, a function that imports triton kernels
             return
+        if node.name.value in m.store(self).get("own_gates", ()) and len(m.ancestors) <= 2:
+            m.skip_region(node, "a CUDA gate (it skips or raises unless CUDA is there): it keeps asking CUDA")
+            return
+        self._gated(m, node)
+
+    def _gated(self, m: Migrator, node: cst.FunctionDef | cst.ClassDef) -> bool:
+        """A test decorated by a CUDA query, or by a CUDA gate of the project (`analysis.gates`), is left alone."""
         for decorator in node.decorators:
             calls = _Calls(m)
             decorator.visit(calls)
             text = dotted_name(decorator.decorator.func if isinstance(decorator.decorator, cst.Call)
                                else decorator.decorator) or ""
+            if text in m.gates:
+                m.skip_region(node.body, f"gated by `{text}`, a CUDA gate of this project: it runs only on CUDA")
+                return True
             if calls.found or _CUDA_TEST_DECORATOR.search(text):
                 self._keep(m, calls.found, decorator, "test runs only where CUDA is; left as it is")
                 m.skip_region(node.body)
-                return
+                return True
+        return False
 
     def visit_ClassDef(self, m: Migrator, node: cst.ClassDef) -> None:
+        if node.name.value in m.store(self).get("own_gates", ()) and len(m.ancestors) <= 2:
+            m.skip_region(node, "a CUDA gate (it skips or raises unless CUDA is there): it keeps asking CUDA")
+            return
+        if self._gated(m, node):
+            return
         bases = [dotted_name(b.value) or "" for b in node.bases]
         if _cuda_only_class(m, node, bases):
             m.skip_region(node.body, "this class needs a CUDA-only library (its base, or an import in __init__)")

@@ -126,19 +126,21 @@ def _parses(code: str, path: Path, cpython: bool) -> str | None:
 
 
 def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module | None = None,
-                 hold: str | None = None, avoid_mps: str | None = None) -> Migration:
+                 hold: str | None = None, avoid_mps: str | None = None,
+                 gates: frozenset[str] = frozenset()) -> Migration:
     """`torchport.codemods.api.migrate_code`, loading the rules (and LibCST) on first use."""
     from torchport.codemods.api import migrate_code as run
 
-    return run(source, settings, syntax=syntax, hold=hold, avoid_mps=avoid_mps)
+    return run(source, settings, syntax=syntax, hold=hold, avoid_mps=avoid_mps, gates=gates)
 
 
 def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str | None = None,
-                   avoid_mps: str | None = None) -> FileResult:
+                   avoid_mps: str | None = None, gates: frozenset[str] = frozenset()) -> FileResult:
     """Run the rules over ``result.original`` (as read by `read_file`), filling in the rest of ``result``.
 
     ``hold``: why the module's device choices stay CUDA-or-CPU (see `torchport.pipeline.project`), or None.
     ``avoid_mps``: what MPS lacks in the program this entry point starts (see `torchport.pipeline.programs`).
+    ``gates``: local names of the CUDA gates other modules of the project define.
 
     Never raises for a problem with the file: it becomes ``result.error`` and ``result.migrated``
     is None. The output is re-parsed; a rewrite that does not parse is an internal error.
@@ -154,7 +156,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
         return result
     try:
         migration = migrate_code(text, settings.for_file(result.path), syntax=syntax, hold=hold,
-                                 avoid_mps=avoid_mps)
+                                 avoid_mps=avoid_mps, gates=gates)
     except cst.ParserSyntaxError as exc:
         result.migrated = None
         result.error = _syntax_error(text, exc)

@@ -224,6 +224,42 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
     return reasons
 
 
+def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
+    """The changed files that use CUDA gates another file of the run defines, with the local names of those gates
+    (``RunIf``, ``helpers.requires_gpu``): migrated again with them, what they gate is left as it is.
+
+    Args:
+        results: the run's results after the first pass.
+    """
+    from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
+
+    changed = [i for i, r in enumerate(results) if r.changed]
+    defining = [i for i, r in enumerate(results) if r.original and GATE_TEXT.search(r.original)]
+    if not changed or not defining:
+        return {}
+    defined: dict[int, dict[str, int]] = {}
+    for index in defining:
+        tree = _parse(results[index].original)
+        if tree is not None and (gates := cuda_gates(tree)):
+            defined[index] = gates
+    if not defined:
+        return {}
+    project = Project(results)
+    users: dict[int, frozenset[str]] = {}
+    for index in changed:
+        names: set[str] = set()
+        for local, target, name in project.bindings(index):
+            if target == index or target not in defined:
+                continue
+            if name is None:
+                names.update(f"{local}.{gate}" for gate in defined[target])
+            elif name in defined[target]:
+                names.add(local)
+        if names:
+            users[index] = frozenset(names)
+    return users
+
+
 def may_leave(results: Sequence[FileResult]) -> list[FileResult]:
     """The files holding CUDA-only text, where some file changed: without one, `left_whole` leaves nothing (a
     text scan, so that a run needs no analysis to know)."""

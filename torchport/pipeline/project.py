@@ -105,6 +105,42 @@ class Project:
         found.discard(index)
         return found
 
+    def bindings(self, index: int) -> list[tuple[str, int, str | None]]:
+        """What file ``index`` binds from the files of the run: ``(local name, file, name in it)``, e.g.
+        ``("RunIf", 3, "RunIf")`` for ``from helpers import RunIf`` or ``("h", 3, None)`` for ``import helpers as h``
+        (the module itself). Read statically, as `imports`."""
+        tree = self._trees.get(index)
+        if tree is None:
+            try:
+                tree = ast.parse(self.results[index].original or "")
+            except (SyntaxError, ValueError):
+                return []
+        name = self.names[index] or ""
+        path = self.results[index].path
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: list[tuple[str, int, str | None]] = []
+        for node in _statements(tree.body):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    for target in self._resolve(alias.name) or self._beside(path, alias.name, 0):
+                        found.append((alias.asname or alias.name, target, None))
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                relative = base
+                if node.level:
+                    anchor = package.split(".") if package else []
+                    anchor = anchor[: len(anchor) - (node.level - 1)] if node.level > 1 else anchor
+                    base = ".".join([*anchor, *([base] if base else [])])
+                targets = self._resolve(base) or (self._beside(path, relative, node.level) if relative else [])
+                for alias in node.names:
+                    local = alias.asname or alias.name
+                    dotted = f"{relative}.{alias.name}" if relative else alias.name
+                    modules = self.by_name.get(f"{base}.{alias.name}" if base else alias.name, []) \
+                        or self._beside(path, dotted, node.level)
+                    found.extend((local, target, None) for target in modules)  # a module of a package
+                    found.extend((local, target, alias.name) for target in targets)
+        return found
+
     def _resolve(self, dotted: str) -> list[int]:
         return self.by_name.get(dotted, [])
 

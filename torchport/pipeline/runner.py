@@ -9,6 +9,7 @@ files still pending are retried one per process, so the culprit is found and rep
 from __future__ import annotations
 
 import hashlib
+import json
 import multiprocessing
 import os
 import signal
@@ -18,6 +19,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import NamedTuple
 
 from torchport.config import DEFAULT, Settings
 from torchport.pipeline import cache as cache_module
@@ -35,7 +37,14 @@ from torchport.style import style_for
 
 # progress(total) -> a context manager giving advance(); see report.progress_bar.
 Progress = Callable[[int], AbstractContextManager[Callable[[], None]]]
-Directive = tuple[str | None, str | None]  # what the project pass tells a file: (hold, avoid_mps)
+
+
+class Directive(NamedTuple):
+    """What the project pass tells a file, for its second migration (see `torchport.pipeline.engine.migrate_source`)."""
+
+    hold: str | None = None
+    avoid_mps: str | None = None
+    gates: frozenset[str] = frozenset()
 
 
 def default_jobs() -> int:
@@ -132,14 +141,52 @@ def run(
             cache.put(entry, result)
 
     _migrate(keys, results, settings, jobs, done, progress)
-    holds = project.holds(results)
-    # again, for the files whose device choices other files decide (`torchport.pipeline.project`)
-    _again(results, {index: (reason, None) for index, reason in holds.items()}, settings, jobs, cache)
-    avoids = programs.avoid_mps(results)
-    # and for the entry points of programs that MPS cannot run (`torchport.pipeline.programs`)
-    _again(results, {index: (holds.get(index), reason) for index, reason in avoids.items()}, settings, jobs, cache)
+    _project_pass(results, settings, jobs, cache, entries)
     _leave_cuda_only_programs(results, cache, entries)
     return results
+
+
+def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cache: cache_module.Cache | None,
+                  entries: dict[int, str]) -> None:
+    """Migrate again, each with what the project tells it, the files that use CUDA gates other modules define
+    (`torchport.codemods.analysis.gates`), the files whose device choices other files decide
+    (`torchport.pipeline.project`) and the entry points of programs that MPS cannot run
+    (`torchport.pipeline.programs`); each step reads what the one before made. A file's result depends only on its
+    final directive, so a warm run of an unchanged project reads the directives and every result from the cache."""
+    project_key = _project_key(results, entries, "directives")
+    if cache is not None and project_key is not None:
+        cached = cache.get_decisions(project_key)
+        if cached is not None:
+            by_display = {r.display: i for i, r in enumerate(results)}
+            told = {by_display[d]: _directive(text) for d, text in cached.items() if d in by_display}
+            _again(results, told, settings, jobs, cache)
+            return
+    gates = programs.gate_users(results)
+    _again(results, {index: Directive(gates=names) for index, names in gates.items()}, settings, jobs, cache)
+    holds = project.holds(results)
+    _again(results, {index: Directive(reason, None, gates.get(index, frozenset())) for index, reason in holds.items()},
+           settings, jobs, cache)
+    avoids = programs.avoid_mps(results)
+    _again(results, {index: Directive(holds.get(index), reason, gates.get(index, frozenset()))
+                     for index, reason in avoids.items()}, settings, jobs, cache)
+    if cache is not None and project_key is not None:
+        final = {i: Directive(holds.get(i), avoids.get(i), gates.get(i, frozenset()))
+                 for i in {*gates, *holds, *avoids}}
+        cache.put_decisions(project_key, {results[i].display: json.dumps([d.hold, d.avoid_mps, sorted(d.gates)])
+                                          for i, d in final.items()})
+
+
+def _directive(text: str) -> Directive:
+    hold, avoid, gates = json.loads(text)
+    return Directive(hold, avoid, frozenset(gates))
+
+
+def _project_key(results: list[FileResult], entries: dict[int, str], kind: str) -> str | None:
+    """A key for a decision that reads every file of the run (None when some file has no cache entry)."""
+    if len(entries) != sum(r.original is not None for r in results):
+        return None
+    joined = "\0".join(f"{results[i].display}\0{entries[i]}" for i in sorted(entries))
+    return hashlib.sha256(f"{kind}\0{joined}".encode()).hexdigest()
 
 
 def _again(results: list[FileResult], directives: Mapping[int, Directive], settings: Settings, jobs: int,
@@ -147,11 +194,11 @@ def _again(results: list[FileResult], directives: Mapping[int, Directive], setti
     """Migrate the files of ``directives`` again, each with what the project pass tells it; cached under a key
     that holds the directive, so that a warm run parses none of them."""
     keys: dict[int, str | None] = {}
-    for index, (hold, avoid) in directives.items():
+    for index, (hold, avoid, gates) in directives.items():
         result = results[index]
         entry = None
         if cache is not None:
-            told = f"{hold}\0{avoid}" if avoid is not None else f"{hold}"  # a hold's key as before
+            told = f"{hold}\0{avoid}\0{sorted(gates)}"
             entry = cache_module.key(f"{told}\0{result.original}".encode(), settings.for_file(result.path),
                                      style_for(result.path))
             if cache.get(entry, result):
@@ -175,10 +222,8 @@ def _leave_cuda_only_programs(results: list[FileResult], cache: cache_module.Cac
     unchanged project parses nothing."""
     if not programs.may_leave(results):
         return
-    project_key = None
-    if cache is not None and len(entries) == sum(r.original is not None for r in results):
-        joined = "\0".join(f"{results[i].display}\0{entries[i]}" for i in sorted(entries))
-        project_key = hashlib.sha256(f"programs\0{joined}".encode()).hexdigest()
+    project_key = _project_key(results, entries, "programs") if cache is not None else None
+    if cache is not None and project_key is not None:
         cached = cache.get_decisions(project_key)
         if cached is not None:
             by_display = {r.display: i for i, r in enumerate(results)}
@@ -253,8 +298,8 @@ def _in_pool(
         futures: dict[Future[FileResult], int] = {}
         for index in indices:  # with fork, the workers start here, before the bar's thread does
             try:
-                hold, avoid = (directives or {}).get(index, (None, None))
-                futures[pool.submit(migrate_source, results[index], settings, hold, avoid)] = index
+                told = (directives or {}).get(index, Directive())
+                futures[pool.submit(migrate_source, results[index], settings, *told)] = index
             except BrokenProcessPool:
                 crashed.append(index)
         with bar or nullcontext(lambda: None) as advance:

@@ -73,6 +73,8 @@ class Migrator(cst.CSTTransformer):
         renderer: how a fix that calls the runtime is written (``tp.device()`` by default).
         hold: why this module's device choices must stay CUDA-or-CPU (`torchport.pipeline.project`), or None.
         avoid_mps: what MPS lacks in the program this module starts (`torchport.pipeline.programs`), or None.
+        gates: local names of CUDA gates other modules of the project define (`analysis.gates`); the module's
+            own are added by the guards.
 
     After ``transform_module``: ``rewrites`` (counts per code), ``sites`` (one per rewrite) and
     ``diagnostics`` (sorted by line); ``facts``: lines where the module chooses a device from CUDA's
@@ -94,6 +96,7 @@ class Migrator(cst.CSTTransformer):
         renderer: Renderer | None = None,
         hold: str | None = None,
         avoid_mps: str | None = None,
+        gates: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__()
         self.context = context
@@ -111,6 +114,7 @@ class Migrator(cst.CSTTransformer):
         self.renderer: Renderer = renderer or PackageRuntime()
         self.hold = hold
         self.avoid_mps = avoid_mps
+        self.gates = gates
         self.facts: dict[str, list[int]] = {}
         self.sites: list[Diagnostic] = []
         self.rewrites: Counter[str] = Counter()

@@ -1,0 +1,67 @@
+"""CUDA gates a project defines: decorators, marks and helpers whose own definition skips, raises, exits or
+returns unless CUDA is there or enough GPUs are counted (``RunIf(min_cuda_gpus=1)``, ``requires_cuda =
+pytest.mark.skipif(not torch.cuda.is_available(), ...)``, ``def skip_without_gpu(f): ...``). A test gated by one
+runs only on CUDA and is left as it is. Recognised from what the definition does, never from its name. CPython's
+`ast` alone: the project pass reads every module's gates without LibCST.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+# Text a gate's module holds: a module without it defines none (and is not walked).
+GATE_TEXT = re.compile(r"\b(?:is_available|device_count)\b")
+_QUERIES = frozenset({"is_available", "device_count"})
+_SKIPS = frozenset({"skip", "skipif", "skipIf", "skipUnless", "skipTest", "exit", "fail", "SkipTest"})
+
+
+def cuda_gates(tree: ast.Module) -> dict[str, int]:
+    """The module-level names of ``tree`` that are CUDA gates, with the line of their definition.
+
+    A function (with what it nests) or an assigned value is a gate when it asks CUDA (``torch.cuda.is_available()``,
+    ``torch.cuda.device_count()``) and skips, raises or exits (``pytest.skip``, ``pytest.mark.skipif``,
+    ``unittest.skipIf``/``skipUnless``, ``self.skipTest``, ``sys.exit``, ``raise``).
+    """
+    gates: dict[str, int] = {}
+    grown = True
+    while grown:  # a function that calls a gate is one too (a decorator whose wrapper calls `skip_without_gpus()`)
+        grown = False
+        for statement in tree.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if statement.name not in gates and _gates(statement, gates):
+                    gates[statement.name] = statement.lineno
+                    grown = True
+            elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None \
+                    and _gates(statement, gates):
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id not in gates:
+                        gates[target.id] = statement.lineno
+                        grown = True
+    return gates
+
+
+def _gates(node: ast.AST, known: dict[str, int]) -> bool:
+    asks = skips = False
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Call):
+            name = inner.func.attr if isinstance(inner.func, ast.Attribute) else getattr(inner.func, "id", "")
+            if isinstance(inner.func, ast.Name) and name in known:
+                return True
+            if name in _QUERIES and _on_cuda(inner.func):
+                asks = True
+            elif name in _SKIPS:
+                skips = True
+        elif isinstance(inner, ast.Raise):
+            skips = True
+        if asks and skips:
+            return True
+    return False
+
+
+def _on_cuda(func: ast.expr) -> bool:
+    """``torch.cuda.<query>`` or ``cuda.<query>``."""
+    value = func.value if isinstance(func, ast.Attribute) else None
+    return (isinstance(value, ast.Attribute) and value.attr == "cuda") or (isinstance(value, ast.Name)
+                                                                         and value.id == "cuda")

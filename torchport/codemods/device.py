@@ -201,8 +201,13 @@ class CudaMethod(Rule):
         Example("import torch\nx = torch.ones(2).cuda(non_blocking=True)\n",
                 "import torch\nx = torch.ones(2).to(tp.device(), non_blocking=True)\n"),
         Example("model = build().cuda(1)\n", "model = build().to(tp.device(1))\n"),
-        # A class of the module that defines its own `.cuda()` (and no `.to()`): its calls are not torch's.
+        # A class of the module that defines its own `.cuda()` (and no `.to()`): its calls are not torch's ...
         Example("class Pool:\n    def cuda(self):\n        return self\n\np = Pool().cuda()\n"),
+        # ... but inside it, the tensors it holds move to the runtime's device.
+        Example("class Batch:\n    def cuda(self):\n        self.x = self.x.cuda()\n        return self\n\n"
+                "b = Batch().cuda()\n",
+                "class Batch:\n    def cuda(self):\n        self.x = self.x.to(tp.device())\n        return self\n\n"
+                "b = Batch().cuda()\n"),
     )
 
     def visit_Module(self, m: Migrator, node: cst.Module) -> None:
@@ -219,7 +224,7 @@ class CudaMethod(Rule):
             m.mark_handled(original)
             m.report("TP106", original, "`.cuda(*args)` with unpacked arguments; left unchanged")
             return None
-        if m.store(self).get("own_cuda"):
+        if m.store(self).get("own_cuda") and not _inside_own_cuda(m, func.value):
             m.mark_handled(original)
             m.report("TP106", original, "`.cuda()` left unchanged: a class in this module defines its own `cuda` "
                      "method, so this call may not be torch's")
@@ -245,6 +250,18 @@ class CudaMethod(Rule):
         if rest and rest[-1] is not updated.args[-1]:  # a trailing comma only where the user wrote one
             rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(target), *rest])
+
+
+def _inside_own_cuda(m: Migrator, receiver: cst.BaseExpression) -> bool:
+    """``self.x.cuda()`` inside a class's own ``def cuda(self)``: the container moving its tensors, which a port
+    moves to the runtime's device (``Batch(...).cuda()`` then works off CUDA). ``self.cuda()`` there is its own."""
+    for inner, outer in zip(reversed(m.ancestors), list(reversed(m.ancestors))[1:]):
+        if isinstance(inner, cst.FunctionDef):
+            in_class = isinstance(outer, cst.IndentedBlock) and len(m.ancestors) > 2
+            owner = next((a for a in reversed(m.ancestors) if isinstance(a, cst.ClassDef)), None)
+            return inner.name.value == "cuda" and in_class and owner is not None \
+                and not (isinstance(receiver, cst.Name) and receiver.value == "self")
+    return False
 
 
 def _defines_own_cuda(module: cst.Module) -> bool:

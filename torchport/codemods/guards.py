@@ -44,8 +44,8 @@ if TYPE_CHECKING:
 _AVAILABLE = "torch.cuda.is_available"
 _COUNT = "torch.cuda.device_count"
 _OTHER_BACKENDS = re.compile(r"^torch\.(?:backends\.mps|mps|xpu|accelerator|npu|hpu|mlu|musa)\b|"
-                             r"^(?:torch_npu|habana_frameworks|intel_extension_for_pytorch|torch_mlu)\b")
-_OTHER_DEVICE_STRINGS = frozenset({"mps", "xpu", "npu", "hpu", "mlu", "musa"})
+                             r"^(?:torch_npu|torch_xla|habana_frameworks|intel_extension_for_pytorch|torch_mlu)\b")
+_OTHER_DEVICE_STRINGS = frozenset({"mps", "xpu", "npu", "hpu", "mlu", "musa", "xla"})
 _ACCELERATOR_CLASS = re.compile(r"(?i)^(?:cuda|npu|mlu|hpu|xpu|mps|cpu|gaudi|ascend|musa)_?accelerator$")
 _PROCESS_COUNT = re.compile(r"(?i)^(?:world_size|nprocs|n_?procs|num_?processes|nproc_per_node|ngpus_per_node)$")
 _COLLECTIVES = frozenset({"all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "broadcast",
@@ -201,12 +201,20 @@ class _OtherBackends(cst.CSTVisitor):
         if value is not None and value.split(":")[0] in _OTHER_DEVICE_STRINGS:
             self.found = True
 
+    def visit_Import(self, node: cst.Import) -> None:  # `import torch_xla` in a branch: that branch is XLA's
+        if any(_OTHER_BACKENDS.match(dotted_name(a.name) or "") for a in node.names):
+            self.found = True
 
-_OTHER_TEXT = re.compile(r"\b(?:mps|xpu|npu|hpu|mlu|musa)\b|accelerator")
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.module is not None and _OTHER_BACKENDS.match(dotted_name(node.module) or ""):
+            self.found = True
+
+
+_OTHER_TEXT = re.compile(r"\b(?:mps|xpu|npu|hpu|mlu|musa|xla)\b|accelerator|torch_xla")
 # A module that fakes `torch.cuda` (a test patching `torch.cuda.mem_get_info`) uses "cuda:0" as a descriptor.
 _FAKES_CUDA = re.compile(r"""patch(?:\.object)?\(\s*(?:torch\.cuda\s*,|["']torch\.cuda\.)""")
 _OWN_MPS_PATH = re.compile(r"torch\.backends\.mps\.is_available|\.to\(\s*['\"]mps['\"]|device\(\s*['\"]mps['\"]")
-_CUDA_FUNCTION = re.compile(r"^cuda$|cuda_?graph|cudagraph", re.I)
+_CUDA_FUNCTION = re.compile(r"cuda_?graph|cudagraph", re.I)
 _CUDA_ONLY_IMPORT = re.compile(r"^(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|"
                                r"pynvml|cupy|pycuda|"
                                r"numba\.cuda|tensorrt|polygraphy|cuda|\w+_cuda)(?:\.|$)")  # `fused_adam_cuda`: a kernel

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from torchport.codemods.core.base import dotted_name
 from torchport.codemods.core.rule import Example, Rule
 
 if TYPE_CHECKING:
@@ -65,7 +66,9 @@ class PinMemoryCall(Rule):
     before, after = "batch = batch.pin_memory()", "batch = tp.pin_memory(batch)"
     triggers = (r"\bpin_memory\b",)
     examples = (Example("# runs on CUDA\nbatch = batch.pin_memory()\n",
-                        "# runs on CUDA\nbatch = tp.pin_memory(batch)\n"),)
+                        "# runs on CUDA\nbatch = tp.pin_memory(batch)\n"),
+                Example("# runs on CUDA\nimport torch\nx = torch.empty(4).fill_(1).pin_memory()\n",
+                        "# runs on CUDA\nimport torch\nx = tp.pin_memory(torch.empty(4).fill_(1))\n"))
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         """``x.pin_memory()`` -> ``tp.pin_memory(x)``."""
@@ -74,7 +77,8 @@ class PinMemoryCall(Rule):
             isinstance(func, cst.Attribute)
             and func.attr.value == "pin_memory"
             and not updated.args
-            and not m.qname_startswith(original.func, "torch.")  # torch.Tensor.pin_memory(x) is unbound
+            # torch.Tensor.pin_memory(x) is unbound; `torch.empty(4).fill_(1).pin_memory()` pins a tensor
+            and not (dotted_name(func.value) is not None and m.qname_startswith(original.func, "torch."))
             and m.apply(self.code, original)
         ):
             return m.runtime_call("pin_memory", [func.value])

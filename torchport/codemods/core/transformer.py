@@ -170,7 +170,7 @@ class Migrator(cst.CSTTransformer):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         key = id(node)
-        if key in self._quiet:  # no rule's trigger on its lines
+        if key in self._quiet or type(node) is cst.Annotation:  # no trigger on its lines; a type is not a device
             return False
         if key in self._positions.anchors:  # type: ignore[union-attr]
             self._statement = node

@@ -28,7 +28,7 @@ def cuda_gates(tree: ast.Module) -> dict[str, int]:
     while grown:  # a function that calls a gate is one too (a decorator whose wrapper calls `skip_without_gpus()`)
         grown = False
         for statement in tree.body:
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):  # (a test class's setUp: the guards)
                 if statement.name not in gates and _gates(statement, gates):
                     gates[statement.name] = statement.lineno
                     grown = True
@@ -43,8 +43,10 @@ def cuda_gates(tree: ast.Module) -> dict[str, int]:
 
 
 def _gates(node: ast.AST, known: dict[str, int]) -> bool:
+    """What ``node`` does (a function's body: its decorators gate it, they do not make it a gate)."""
     asks = skips = False
-    for inner in ast.walk(node):
+    body = node.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else [node]
+    for inner in (n for part in body for n in ast.walk(part)):
         if isinstance(inner, ast.Call):
             name = inner.func.attr if isinstance(inner.func, ast.Attribute) else getattr(inner.func, "id", "")
             if isinstance(inner.func, ast.Name) and name in known:

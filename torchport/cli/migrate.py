@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from torchport import config
 from torchport.cli.common import EXIT_FAILED, EXIT_PENDING, lines, usage
-from torchport.emit.vendor import MODULE_NAME, vendored_results
+from torchport.emit.vendor import MODULE_NAME
 from torchport.errors import TorchportError, UsageError
 from torchport.pipeline import cache as cache_module
 from torchport.pipeline import runner, writes
@@ -168,6 +168,10 @@ def migrate(
         if mode.output_dir is not None:
             writes.check_output_dir(paths, mode.output_dir)
         found = list(discover(paths, exclude or (), (settings.root, settings.exclude)))
+        if settings.runtime != "package":
+            from torchport.pipeline import vendoring  # the copy's place: decided from every file
+
+            settings = vendoring.place(settings, [f.path for f in found if f.problem is None])
     except TorchportError as exc:
         usage(err, str(exc))
     cache = open_cache(paths, no_cache, mode.output_dir is not None)
@@ -213,8 +217,9 @@ def _run(out: Console, err: Console, paths: list[Path], found: list[Found], sett
         try:
             bar = partial(progress_bar, err) if err.is_terminal else None
             results = runner.run(found, settings, jobs=jobs, cache=cache, progress=bar)
-            if settings.runtime != "package":
-                results += vendored_results(results, settings.vendor_path)
+            vendored = [] if settings.runtime == "package" else _vendored(results, settings, paths, mode)
+            results += vendored
+            refused = any(r.error for r in vendored)  # then nothing is written: the files would not run
             changed = [r for r in results if r.changed]
             if mode.name == "apply" and mode.output_dir is None and not mode.allow_dirty:
                 _refuse_dirty(err, [r for r in changed if r.path.name != VENDORED_FILE])
@@ -223,13 +228,15 @@ def _run(out: Console, err: Console, paths: list[Path], found: list[Found], sett
                     print_diff(out, result)
                 if mode.name == "check" and output.fmt == OutputFormat.full and not (output.quiet or output.statistics):
                     err.print(f"would migrate {escape(result.display)}", highlight=False)
-            if mode.output_dir is not None:
+            if refused:
+                pass
+            elif mode.output_dir is not None:
                 try:
                     copy_problems = writes.write_tree(paths[0], mode.output_dir, results)
                 except (OSError, ValueError) as exc:
                     usage(err, f"cannot write the migrated copy to {mode.output_dir}: {exc}; nothing was written")
             elif mode.name == "apply":
-                writes.write_in_place(paths, changed, written)
+                writes.write_in_place(paths, changed, written, also=[r.path for r in vendored])
         except KeyboardInterrupt:
             signum = interrupted[0] if interrupted else signal.SIGINT
             done = (f"{len(written)} file(s) had been written, the others are untouched" if written
@@ -238,6 +245,15 @@ def _run(out: Console, err: Console, paths: list[Path], found: list[Found], sett
                       "wholly old or wholly new.", highlight=False)
             raise typer.Exit(128 + signum) from None
     return results, copy_problems
+
+
+def _vendored(results: list[FileResult], settings: config.Settings, paths: list[Path], mode: Mode) -> list[FileResult]:
+    """The vendored runtime the migrated files import (`torchport.pipeline.vendoring`), or why it cannot be
+    written (then nothing is)."""
+    from torchport.pipeline import vendoring
+
+    return vendoring.vendored_results(results, settings.vendor_path,
+                                      paths[0] if mode.output_dir is not None else None)
 
 
 def _report(out: Console, err: Console, results: Sequence[FileResult], mode: str, output: Output, root: Path) -> None:

@@ -146,9 +146,9 @@ class NativeRuntime:
             indexed = f"f{quote}{{{self.device_name}.type}}{body}{quote}"
             return f"{indexed} if {self.device_name}.type in {_INDEXED} else str({self.device_name})", ""
         if name == "device" and len(args) == 1:
-            indexed = self._indexed_device(args[0].value, codes[0], fill, to_argument)
-            if indexed is not None:
-                return indexed, ""
+            device = self._indexed_device(args[0].value, codes[0], fill, to_argument)
+            if device is not None:
+                return device, ""
         if name in _REPEATS and len(args) == 1 and isinstance(args[0].value, cst.Name):
             return _REPEATS[name].format(*codes, **fill), ""
         form = _FORMS.get(name)

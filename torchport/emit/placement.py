@@ -49,9 +49,10 @@ def _blank(count: int) -> list[cst.EmptyLine]:
     return [cst.EmptyLine() for _ in range(count)]
 
 
-def insert(module: cst.Module, at: int, statements: Sequence[cst.BaseStatement]) -> cst.Module:
+def insert(module: cst.Module, at: int,
+           statements: Sequence[cst.SimpleStatementLine | cst.BaseCompoundStatement]) -> cst.Module:
     """``statements`` inserted at ``module.body[at]``, with the blank lines the module docstring describes."""
-    body = list(module.body)
+    body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = list(module.body)
     before = body[at - 1] if at else None
     after = body[at] if at < len(body) else None
     lines = list(after.leading_lines) if after is not None else []
@@ -68,7 +69,10 @@ def insert(module: cst.Module, at: int, statements: Sequence[cst.BaseStatement])
     new = [s.with_changes(leading_lines=[*_blank(lead), *s.leading_lines]) if i == 0 else s
            for i, s in enumerate(statements)]
     if after is not None:
-        follow = 2 if isinstance(after, _DEFINITIONS) else min(gap, 2)
+        # a comment block right under the added line would read as documenting it: one blank line at least
+        follow = 2 if isinstance(after, _DEFINITIONS) else min(max(gap, 1 if comments else 0), 2)
+        if _imports_only(statements[-1]):
+            follow = max(follow, 1)  # isort: a blank line after imports
         body[at] = after.with_changes(leading_lines=_blank(follow) + comments)
     body[at:at] = new
     return module.with_changes(body=body)

@@ -259,7 +259,8 @@ def shake(parts: Mapping[str, str], wanted: Iterable[str]) -> dict[str, str]:
     wanted = sorted(set(wanted))
     shaker = _Shaker(parts)
     init = shaker.parts[_INIT]
-    public = set(ast.literal_eval(next(n.value for n in init.tree.body if _bound(n) == ["__all__"])))
+    public = set(ast.literal_eval(next(n.value for n in init.tree.body
+                                       if isinstance(n, ast.Assign) and _bound(n) == ["__all__"])))
     unknown = [n for n in wanted if n not in public]
     if unknown:
         raise KeyError(f"not in torchport.runtime: {', '.join(unknown)}")

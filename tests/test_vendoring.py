@@ -140,7 +140,7 @@ def test_scripts_in_several_folders_share_one_copy_at_the_root(tmp_path: Path) -
     assert f"import {MODULE_NAME} as tp\n" in (tmp_path / "train.py").read_text()  # beside it: as it is
     elsewhere = tmp_path / "elsewhere"  # run from another folder: the path comes from __file__, not the cwd
     elsewhere.mkdir()
-    for script in ("train.py", "tools/eval.py", "deep/er/bench.py"):
+    for script in ("train.py", "deep/er/bench.py"):
         done = _run_hidden(tmp_path / script, elsewhere)
         assert done.returncode == 0 and done.stdout == "cpu\n", done.stderr
     again = CliRunner().invoke(app, ["migrate", str(tmp_path), "--runtime", "vendor", "--check", "--no-cache"])

@@ -22,14 +22,15 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 # What a warm --check needs: the command line (each command module is small: what it runs loads on use), the
-# settings, discovery, the cache and the concise report.
+# settings, discovery, the cache and the concise report; in package mode, whether a library now needs torchport.
 WARM_CHECK = {
     "torchport", "torchport.cli", "torchport.cli.common", "torchport.cli.migrate", "torchport.cli.programs",
     "torchport.cli.rules",
     "torchport.codemods", "torchport.codemods.analysis", "torchport.codemods.analysis.lacks",
     "torchport.config", "torchport.emit", "torchport.emit.vendor", "torchport.errors",
     "torchport.pipeline", "torchport.pipeline.cache", "torchport.pipeline.engine", "torchport.pipeline.files",
-    "torchport.pipeline.notebooks", "torchport.pipeline.programs", "torchport.pipeline.project",
+    "torchport.pipeline.library", "torchport.pipeline.notebooks", "torchport.pipeline.programs",
+    "torchport.pipeline.project",
     "torchport.pipeline.runner",
     "torchport.pipeline.writes", "torchport.report", "torchport.report.console", "torchport.report.formats",
     "torchport.report.statistics", "torchport.results", "torchport.style", "torchport.style._config",

@@ -59,6 +59,8 @@ class Settings:
             (the command line then reads the project's requirement, see `torchport.emit.torch_version`).
         vendor_path: ``--vendor-path`` (empty: the default placement, see `torchport.emit.vendor`).
         vendor_module: the vendored module's import name for one file (set by `for_file`).
+        vendor_bootstrap: the expression of the folder that the file puts on ``sys.path`` before importing
+            the vendored module; empty when it imports as it is (set by `for_file`).
     """
 
     select: tuple[str, ...] = ()
@@ -72,13 +74,16 @@ class Settings:
     torch_version: tuple[int, int] = (0, 0)
     vendor_path: str = ""
     vendor_module: str = ""
+    vendor_bootstrap: str = ""
 
     def for_file(self, path: Path) -> Settings:
         """These settings with the per-file ignores that match ``path`` added (and its vendored module)."""
         if self.runtime != "package":
-            from torchport.emit.vendor import vendor_location
+            from torchport.emit.vendor import bootstrap_folder, vendor_import
 
-            self = replace(self, vendor_module=vendor_location(path, self.vendor_path)[1])
+            module, folder = vendor_import(path, self.vendor_path)
+            bootstrap = bootstrap_folder(folder, notebook=path.suffix == ".ipynb") if folder else ""
+            self = replace(self, vendor_module=module, vendor_bootstrap=bootstrap)
         if not self.per_file_ignores:
             return self
         rel = relative_to(path, self.root)

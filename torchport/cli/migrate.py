@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from torchport import config
 from torchport.cli.common import EXIT_FAILED, EXIT_PENDING, lines, usage
-from torchport.emit.vendor import MODULE_NAME, vendored_results
+from torchport.emit.vendor import MODULE_NAME
 from torchport.errors import TorchportError, UsageError
 from torchport.pipeline import cache as cache_module
 from torchport.pipeline import runner, writes
@@ -144,6 +144,9 @@ def migrate(
     vendor_path: Annotated[Path | None, typer.Option(
         "--vendor-path", metavar="PATH", help="Where the vendored runtime goes (a .py file or a "
         "folder); default: beside scripts, inside packages.")] = None,
+    add_dependency: Annotated[bool, typer.Option(
+        "--add-dependency", help="When the ported code is an installable package (package mode), add torchport "
+        "to its dependencies in pyproject.toml, setup.py or setup.cfg.")] = False,
     torch_version: Annotated[str | None, typer.Option(
         "--torch-version", metavar="X.Y", help="Oldest torch native output must run on (default: "
         "the project's torch requirement, else the installed torch).")] = None,
@@ -168,13 +171,20 @@ def migrate(
         if mode.output_dir is not None:
             writes.check_output_dir(paths, mode.output_dir)
         found = list(discover(paths, exclude or (), (settings.root, settings.exclude)))
+        if settings.runtime != "package":
+            from torchport.pipeline import vendoring  # the copy's place: decided from every file
+
+            settings = vendoring.place(settings, [f.path for f in found if f.problem is None])
     except TorchportError as exc:
         usage(err, str(exc))
     cache = open_cache(paths, no_cache, mode.output_dir is not None)
-    results, copy_problems = _run(out, err, paths, found, settings, mode, output, jobs, cache)
+    results, copy_problems = _run(out, err, paths, found, settings, mode, output, jobs, cache, add_dependency)
 
     root = paths[0] if len(paths) == 1 and paths[0].is_dir() else Path.cwd()
     _report(out, err, results, mode.name, output, root)
+    for library in (r for r in results if any(d.code == "TP210" for d in r.diagnostics)):
+        if not output.quiet and output.fmt not in (OutputFormat.json, OutputFormat.sarif):
+            err.print(f"note: {escape(library.diagnostics[0].message)}", highlight=False)
     for problem in copy_problems:
         err.print(f"[red]error:[/] {escape(problem)}", highlight=False)
     if mode.output_dir is not None and not output.quiet:
@@ -201,7 +211,8 @@ def _inputs(paths: list[Path], stdin_filename: str | None, mode: Mode) -> tuple[
 
 
 def _run(out: Console, err: Console, paths: list[Path], found: list[Found], settings: config.Settings, mode: Mode,
-         output: Output, jobs: int, cache: cache_module.Cache | None) -> tuple[list[FileResult], list[str]]:
+         output: Output, jobs: int, cache: cache_module.Cache | None,
+         add_dependency: bool = False) -> tuple[list[FileResult], list[str]]:
     """Migrate ``found``, show the diffs, write what ``mode`` asks for: ``(results, problems of the copy)``.
 
     Raises:
@@ -213,8 +224,15 @@ def _run(out: Console, err: Console, paths: list[Path], found: list[Found], sett
         try:
             bar = partial(progress_bar, err) if err.is_terminal else None
             results = runner.run(found, settings, jobs=jobs, cache=cache, progress=bar)
-            if settings.runtime != "package":
-                results += vendored_results(results, settings.vendor_path)
+            generated = [] if settings.runtime == "package" else _vendored(results, settings, paths, mode)
+            results += generated
+            if settings.runtime == "package":
+                from torchport.pipeline.library import dependency_result  # a library needs torchport then
+
+                library = dependency_result(results, add_dependency)
+                generated += [library] if library is not None else []
+                results += [library] if library is not None else []
+            refused = any(r.error for r in generated)  # then nothing is written: the files would not run
             changed = [r for r in results if r.changed]
             if mode.name == "apply" and mode.output_dir is None and not mode.allow_dirty:
                 _refuse_dirty(err, [r for r in changed if r.path.name != VENDORED_FILE])
@@ -223,13 +241,15 @@ def _run(out: Console, err: Console, paths: list[Path], found: list[Found], sett
                     print_diff(out, result)
                 if mode.name == "check" and output.fmt == OutputFormat.full and not (output.quiet or output.statistics):
                     err.print(f"would migrate {escape(result.display)}", highlight=False)
-            if mode.output_dir is not None:
+            if refused:
+                pass
+            elif mode.output_dir is not None:
                 try:
                     copy_problems = writes.write_tree(paths[0], mode.output_dir, results)
                 except (OSError, ValueError) as exc:
                     usage(err, f"cannot write the migrated copy to {mode.output_dir}: {exc}; nothing was written")
             elif mode.name == "apply":
-                writes.write_in_place(paths, changed, written)
+                writes.write_in_place(paths, changed, written, also=[r.path for r in generated])
         except KeyboardInterrupt:
             signum = interrupted[0] if interrupted else signal.SIGINT
             done = (f"{len(written)} file(s) had been written, the others are untouched" if written
@@ -238,6 +258,15 @@ def _run(out: Console, err: Console, paths: list[Path], found: list[Found], sett
                       "wholly old or wholly new.", highlight=False)
             raise typer.Exit(128 + signum) from None
     return results, copy_problems
+
+
+def _vendored(results: list[FileResult], settings: config.Settings, paths: list[Path], mode: Mode) -> list[FileResult]:
+    """The vendored runtime the migrated files import (`torchport.pipeline.vendoring`), or why it cannot be
+    written (then nothing is)."""
+    from torchport.pipeline import vendoring
+
+    return vendoring.vendored_results(results, settings.vendor_path,
+                                      paths[0] if mode.output_dir is not None else None)
 
 
 def _report(out: Console, err: Console, results: Sequence[FileResult], mode: str, output: Output, root: Path) -> None:

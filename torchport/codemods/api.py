@@ -106,10 +106,10 @@ def _renderer(settings: Settings) -> Renderer:
 
     module = settings.vendor_module or MODULE_NAME
     if settings.runtime == "vendor":
-        return PackageRuntime(module)
+        return PackageRuntime(module, settings.vendor_bootstrap)
     from torchport.emit.native import NativeRuntime
 
-    return NativeRuntime(settings.torch_version, module)
+    return NativeRuntime(settings.torch_version, module, settings.vendor_bootstrap)
 
 
 def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module | None = None,

@@ -13,6 +13,7 @@
 | TP207 | import triton                                      | (reported, high effort)             |
 | TP208 | import apex                                        | (reported, medium effort)           |
 | TP209 | if not torch.cuda.is_available(): raise ...        | (reported, low effort)              |
+| TP210 | a library's modules import torchport undeclared    | (reported once per project)         |
 | TP301 | x = x.double()                                     | (reported for --target mps)         |
 | TP302 | z = torch.zeros(2, dtype=torch.complex128)         | (reported for --target mps)         |
 | TP321 | torch.autocast(tp.device_type(), dtype=torch.float16) | (reported for --target cpu)      |
@@ -462,3 +463,16 @@ class CpuFloat16Autocast(Rule):
             dtype = next((a.value for a in node.args if a.keyword and a.keyword.value == "dtype"), None)
             if dtype is not None and m.qnames(dtype) & {"torch.float16", "torch.half"}:
                 m.report(self.code, node, "[cpu] float16 autocast on CPU is slow and lacks ops; bfloat16 is CPU's type")
+
+
+class UndeclaredRuntimeDependency(Rule):
+    """Reported once per project, by the project-level pass (`torchport.pipeline.library`), not per module."""
+
+    code = "TP210"
+    moves_data = False
+    name = "undeclared-runtime-dependency"
+    summary = ("An installable package whose ported modules import torchport.runtime does not depend on torchport "
+               "(--add-dependency adds it; vendor or native mode needs none).")
+    before = 'pyproject.toml: [project] name = "mylib", dependencies = ["torch"]'
+    safety, effort = "manual", "low"
+    examples = (Example("from torchport import runtime as tp\n\nx = tp.device()\n"),)

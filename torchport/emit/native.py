@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from torchport.emit import placement
 from torchport.emit.package import PackageRuntime
 from torchport.results import Diagnostic
 
@@ -72,9 +73,19 @@ _FORMS: dict[str, tuple[tuple[int, int], Callable[[int], bool], str]] = {
     "process_group_device_id": ((2, 6), lambda n: n == 1, '{0} if {D}.type == "cuda" else None'),
     "distributed_backend": ((2, 6), lambda n: n == 0, "{t}.distributed.get_default_backend_for_device({D})"),
     "map_location": ((2, 6), lambda n: n == 0, 'None if {D}.type == "cuda" else {D}'),
+    "fsdp_device_id": ((2, 6), lambda n: n == 1,
+                       '{0} if {D}.type == "cuda" else {D} if {D}.type == "xpu" else {t}.device("cpu")'),
 }
 # Forms whose argument is written twice: only a plain name may be repeated.
 _REPEATS = {"pin_memory": "{0}.pin_memory() if {D}.type in " + _INDEXED + " else {0}"}
+
+
+# A module that makes a process group or wraps a model for one: the runtime's calls there, or the names.
+_GROUP_CALLS = frozenset({"distributed_backend", "ddp_device_ids", "process_group_device_id", "fsdp_device_id"})
+_GROUP_SOURCE = re.compile(r"\b(?:init_process_group|DistributedDataParallel|FullyShardedDataParallel)\b")
+# torch.distributed has no MPS backend (gloo carries CPU tensors): as the runtime does once a group exists.
+_OFF_MPS = ('if {D}.type == "mps":  # torch.distributed has no MPS backend: a process group computes on the CPU\n'
+            '    {D} = {t}.device("cpu")\n')
 
 
 def _device_line(torch_name: str, name: str) -> str:
@@ -94,9 +105,9 @@ class NativeRuntime:
     """Renders runtime calls as plain PyTorch for ``version``; a call with no native form there goes to
     the vendored runtime ``vendor_module`` (see `PackageRuntime`) and is reported."""
 
-    def __init__(self, version: tuple[int, int], vendor_module: str) -> None:
+    def __init__(self, version: tuple[int, int], vendor_module: str, bootstrap: str = "") -> None:
         self.version = version
-        self.vendor = PackageRuntime(vendor_module)
+        self.vendor = PackageRuntime(vendor_module, bootstrap)
         self.device_name = "DEVICE"
         self._sites: dict[int, Diagnostic | None] = {}
 
@@ -117,8 +128,12 @@ class NativeRuntime:
 
     # ---- after the pass ----------------------------------------------------------------------------
 
-    def native_call(self, name: str, args: Sequence[cst.Arg], torch_name: str) -> tuple[str | None, str]:
-        """The native code for ``name(args)`` (None when there is none) and, if None, the reason."""
+    def native_call(self, name: str, args: Sequence[cst.Arg], torch_name: str,
+                    to_argument: bool = False) -> tuple[str | None, str]:
+        """The native code for ``name(args)`` (None when there is none) and, if None, the reason.
+
+        ``to_argument``: the call is the device argument of ``.to(...)``, where an index passes as it is.
+        """
         if name not in _FORMS and name not in _REPEATS and name != "device_str":
             return None, "no plain-PyTorch form keeps its CUDA behaviour and works on every device"
         if self.version < (2, 6):
@@ -133,6 +148,10 @@ class NativeRuntime:
             body = text[text.index(quote) + 1 + len("cuda"):-1]
             indexed = f"f{quote}{{{self.device_name}.type}}{body}{quote}"
             return f"{indexed} if {self.device_name}.type in {_INDEXED} else str({self.device_name})", ""
+        if name == "device" and len(args) == 1:
+            device = self._indexed_device(args[0].value, codes[0], fill, to_argument)
+            if device is not None:
+                return device, ""
         if name in _REPEATS and len(args) == 1 and isinstance(args[0].value, cst.Name):
             return _REPEATS[name].format(*codes, **fill), ""
         form = _FORMS.get(name)
@@ -145,40 +164,55 @@ class NativeRuntime:
             return None, "no native form for these arguments"
         return template.format(*codes, **fill), ""
 
+    def _indexed_device(self, node: cst.BaseExpression, code: str, fill: dict[str, str],
+                        to_argument: bool) -> str | None:
+        """``device(i)``: a CUDA device with an index (``f"cuda:{i}"``, ``1``, ``rank`` given to ``.to``).
+
+        On CUDA each form is what the original passed (``torch.device("cuda:1")``, ``.to(rank)``); on XPU
+        the index on the XPU (or, for ``.to(rank)``, the current XPU: ``set_device`` chose it); on MPS and
+        CPU the one device, as the runtime's ``device(i)``.
+        """
+        d, t, indexed = fill["D"], fill["t"], f"{fill['D']}.type in {_INDEXED}"
+        if _indexed_cuda_string(node):
+            quote = code.lstrip("fFrRuU")[0]
+            body = code[code.index(quote) + 1 + len("cuda"):-1]
+            return f"{t}.device(f{quote}{{{d}.type}}{body}{quote}) if {indexed} else {d}"
+        if isinstance(node, cst.Integer):
+            return f"{t}.device({d}.type, {code}) if {indexed} else {d}"
+        if to_argument and _repeatable(node):
+            return f'{code} if {d}.type == "cuda" else {d}'
+        return None
+
     def finish(self, m: Migrator, module: cst.Module) -> cst.Module:
         torch_name = m.torch_name or "torch"
         rewriter = _Rewriter(self, m, torch_name)
         module = module.visit(rewriter)
         if rewriter.native:
             m.torch_attr("device")  # schedules `import torch` where the module has none
-            module = self._add_device_line(module, torch_name)
+            grouped = bool(rewriter.names & _GROUP_CALLS) or _GROUP_SOURCE.search(m.source) is not None
+            module = self._add_device_line(module, torch_name, grouped)
         return self.vendor.finish(m, module)
 
-    def _add_device_line(self, module: cst.Module, torch_name: str) -> cst.Module:
-        """``DEVICE = ...`` after the module's leading imports (and docstring)."""
-        body = list(module.body)
-        at = 0
-        for index, statement in enumerate(body):
-            small = _smalls(statement)
-            is_import = bool(small) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in small)
-            is_docstring = index == 0 and len(small) == 1 and isinstance(small[0], cst.Expr) and isinstance(
-                small[0].value, (cst.SimpleString, cst.ConcatenatedString))
-            if not (is_import or is_docstring):
-                break
-            at = index + 1
-        for index, statement in enumerate(body):  # and after torch's own import (and its neighbours)
-            if any(isinstance(s, cst.Import) and any(_binds(a, torch_name) for a in s.names)
-                   for s in _smalls(statement)):
-                at = max(at, index + 1)
-        while at < len(body) and _smalls(body[at]) and all(isinstance(s, (cst.Import, cst.ImportFrom))
-                                                           for s in _smalls(body[at])):
-            at += 1
-        line = cst.parse_statement(_device_line(torch_name, self.device_name))
-        if at < len(body):
-            line = line.with_changes(leading_lines=body[at].leading_lines)
-            body[at] = body[at].with_changes(leading_lines=[])
-        body.insert(at, line)
-        return module.with_changes(body=body)
+    def _add_device_line(self, module: cst.Module, torch_name: str, grouped: bool) -> cst.Module:
+        """``DEVICE = ...`` after the module's leading imports (and docstring); see `torchport.emit.placement`."""
+        at = placement.after_imports(module.body, lambda statement: any(
+            isinstance(s, cst.Import) and any(_binds(a, torch_name) for a in s.names) for s in _smalls(statement)))
+        lines = [cst.parse_statement(_device_line(torch_name, self.device_name))]
+        if grouped:
+            lines.append(cst.parse_statement(_OFF_MPS.format(D=self.device_name, t=torch_name)))
+        return placement.insert(module, at, lines)
+
+
+def _repeatable(node: cst.BaseExpression) -> bool:
+    """A name, ``self.rank`` or ``ids[0]``: written twice, it reads the same value twice."""
+    if isinstance(node, cst.Name):
+        return True
+    if isinstance(node, cst.Attribute):
+        return _repeatable(node.value)
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        index = node.slice[0].slice.value
+        return _repeatable(node.value) and isinstance(index, (cst.Integer, cst.SimpleString))
+    return False
 
 
 def _smalls(statement: cst.BaseStatement) -> Sequence[cst.BaseSmallStatement]:
@@ -200,7 +234,9 @@ class _Rewriter(cst.CSTTransformer):
         super().__init__()
         self.r, self.m, self.torch_name = native, m, torch_name
         self.native = 0
+        self.names: set[str] = set()  # the runtime's names this module calls
         self._called: set[int] = set()
+        self._to_arguments: set[int] = set()  # the device argument of each `.to(...)`
 
         self._bare: set[int] = set()  # values that need no parentheses around a conditional expression
         self._quotes: list[str] = []  # the quote of each f-string around the node being visited
@@ -214,6 +250,9 @@ class _Rewriter(cst.CSTTransformer):
 
     def visit_Call(self, node: cst.Call) -> None:
         self._called.add(id(node.func))
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and node.args \
+                and not (node.args[0].keyword or node.args[0].star):
+            self._to_arguments.add(id(node.args[0].value))
 
     def visit_Expr(self, node: cst.Expr) -> None:
         self._bare.add(id(node.value))
@@ -239,7 +278,9 @@ class _Rewriter(cst.CSTTransformer):
         if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
                 and func.value.value == _PLACEHOLDER):
             return updated
-        code, reason = self.r.native_call(func.attr.value, updated.args, self.torch_name)
+        self.names.add(func.attr.value)
+        code, reason = self.r.native_call(func.attr.value, updated.args, self.torch_name,
+                                          to_argument=id(original) in self._to_arguments)
         if code is not None and self._quotes:  # inside an f-string: before 3.12 its own quote ends it
             if len(set(self._quotes)) > 1:
                 code, reason = None, "inside nested f-strings that use both quotes"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
+from torchport.emit import placement
 from torchport.emit.names import dotted_name
 
 if TYPE_CHECKING:
@@ -45,10 +46,14 @@ class PackageRuntime:
         module: the runtime's dotted module name: ``torchport.runtime``, or a vendored copy
             (``pkg._torchport_runtime``, imported as ``from pkg import _torchport_runtime as tp``;
             ``_torchport_runtime`` alone, imported as ``import _torchport_runtime as tp``).
+        bootstrap: for a vendored copy the file cannot import as it is, the expression of the folder it
+            puts on ``sys.path`` first (`torchport.emit.vendor.bootstrap_folder`); not needed when the
+            file imports the copy's top-level package itself.
     """
 
-    def __init__(self, module: str = RUNTIME_MODULE) -> None:
+    def __init__(self, module: str = RUNTIME_MODULE, bootstrap: str = "") -> None:
         self.module = module
+        self.bootstrap = bootstrap
         parent, _, name = module.rpartition(".")
         # `import _torchport_runtime as tp` (no parent) or `from pkg import _torchport_runtime as tp`
         self.import_from: tuple[str, str | None] = (parent, name) if parent else (name, None)
@@ -73,6 +78,9 @@ class PackageRuntime:
                             self._use(alias.evaluated_alias or name)
         if not self.imported:
             self.alias = next(a for a in _ALIASES if not re.search(rf"\b{a}\b", m.source))
+        package = self.module.partition(".")[0] if "." in self.module else ""
+        if package and re.search(rf"^[ \t]*(?:from|import)[ \t]+{package}\b", m.source, re.MULTILINE):
+            self.bootstrap = ""  # the file imports the package: so can it the copy inside
 
     def _use(self, alias: str | None) -> None:
         if alias:
@@ -93,6 +101,16 @@ class PackageRuntime:
         return None
 
     def finish(self, m: Migrator, module: cst.Module) -> cst.Module:
-        if self.used and not self.imported:
+        if not self.used or self.imported:
+            return module
+        if not self.bootstrap:
             m.add_needed_import(*self.import_from, asname=self.alias)
-        return module
+            return module
+        m.add_needed_import("os")
+        m.add_needed_import("sys")
+        parent, name = self.import_from
+        imported = f"from {parent} import {name}" if name else f"import {parent}"
+        lines = [cst.parse_statement(f"sys.path.insert(0, {self.bootstrap})\n").with_changes(
+                     leading_lines=[cst.EmptyLine(comment=cst.Comment("# where torchport's vendored runtime is"))]),
+                 cst.parse_statement(f"{imported} as {self.alias}  # noqa: E402\n")]
+        return placement.insert(module, placement.after_imports(module.body, lambda _: False), lines)

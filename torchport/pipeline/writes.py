@@ -41,14 +41,16 @@ def _inside(path: Path, roots: Sequence[Path]) -> bool:
     return any(real == root or real.is_relative_to(root) for root in roots)
 
 
-def write_in_place(paths: Sequence[Path], changed: Sequence[FileResult], written: list[FileResult]) -> None:
-    """Write each changed file atomically; never outside the paths given, never over a read-only file.
+def write_in_place(paths: Sequence[Path], changed: Sequence[FileResult], written: list[FileResult],
+                   also: Sequence[Path] = ()) -> None:
+    """Write each changed file atomically; never outside the paths given (but for the files ``also``
+    names: the vendored runtime the migrated files import), never over a read-only file.
 
     Appends to ``written`` as it goes; a file not written gets an ``error`` (so it counts as failed).
     """
     roots = [Path(os.path.realpath(p)) for p in paths]
     for result in changed:
-        if not _inside(result.path, roots):
+        if result.path not in also and not _inside(result.path, roots):
             result.error = "not written: it resolves to a path outside the folders given"
             continue
         if read_only(result.path):

@@ -1,0 +1,78 @@
+"""Where a module-level line that torchport adds goes (native's ``DEVICE = ...``, the vendored runtime's
+``sys.path`` line), and the blank lines around it.
+
+It goes after the module's docstring, ``__future__`` imports and leading imports (and after torch's own
+import where that comes later), as a person would put it. The blank lines are those pycodestyle and
+isort (ruff's ``E3`` and ``I001``) want: one after the imports, two before a ``def`` or ``class`` that
+follows (or after one that precedes). A comment above the statement that followed stays with it: it
+documents that statement, not the added line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import libcst as cst
+
+_DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
+
+
+def _smalls(statement: cst.BaseStatement) -> Sequence[cst.BaseSmallStatement]:
+    return statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
+
+
+def _imports_only(statement: cst.BaseStatement) -> bool:
+    small = _smalls(statement)
+    return bool(small) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in small)
+
+
+def after_imports(body: Sequence[cst.BaseStatement], also_after: Callable[[cst.BaseStatement], bool]) -> int:
+    """The index in ``body`` after the docstring and the leading imports, and after the last statement
+    ``also_after`` accepts (torch's own import, when it comes later) and the imports right after it."""
+    at = 0
+    for index, statement in enumerate(body):
+        small = _smalls(statement)
+        docstring = index == 0 and len(small) == 1 and isinstance(small[0], cst.Expr) and isinstance(
+            small[0].value, (cst.SimpleString, cst.ConcatenatedString))
+        if not (docstring or _imports_only(statement)):
+            break
+        at = index + 1
+    for index, statement in enumerate(body):
+        if also_after(statement):
+            at = max(at, index + 1)
+    while at < len(body) and _imports_only(body[at]):
+        at += 1
+    return at
+
+
+def _blank(count: int) -> list[cst.EmptyLine]:
+    return [cst.EmptyLine() for _ in range(count)]
+
+
+def insert(module: cst.Module, at: int,
+           statements: Sequence[cst.SimpleStatementLine | cst.BaseCompoundStatement]) -> cst.Module:
+    """``statements`` inserted at ``module.body[at]``, with the blank lines the module docstring describes."""
+    body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = list(module.body)
+    before = body[at - 1] if at else None
+    after = body[at] if at < len(body) else None
+    lines = list(after.leading_lines) if after is not None else []
+    gap = 0  # blank lines above the statement that followed, before its comments
+    while gap < len(lines) and lines[gap].comment is None:
+        gap += 1
+    comments = lines[gap:]
+    if before is None:
+        lead = 0 if not module.header else 1
+    elif isinstance(before, _DEFINITIONS):
+        lead = 2
+    else:
+        lead = 1 if _imports_only(before) else min(max(gap, 1), 2)
+    new = [s.with_changes(leading_lines=[*_blank(lead), *s.leading_lines]) if i == 0 else s
+           for i, s in enumerate(statements)]
+    if after is not None:
+        # a comment block right under the added line would read as documenting it: one blank line at least
+        follow = 2 if isinstance(after, _DEFINITIONS) else min(max(gap, 1 if comments else 0), 2)
+        if _imports_only(statements[-1]):
+            follow = max(follow, 1)  # isort: a blank line after imports
+        body[at] = after.with_changes(leading_lines=_blank(follow) + comments)
+    body[at:at] = new
+    return module.with_changes(body=body)

@@ -52,7 +52,8 @@ def split_paths(args: list[str], root: Path) -> tuple[list[str], list[str]]:
 
 
 # `-q` lists node ids (`tests/test_x.py::test_y`); `-qq` (the command's own `-q` plus ours) lists `file: count`.
-_NODE = re.compile(r"^([^\s:][^:]*\.py)(?:::|: \d+$)")
+# A file that fails to collect is listed as `ERROR tests/test_x.py ...`: it is run too (and errors on its own).
+_NODE = re.compile(r"^(?:ERROR )?([^\s:][^:\s]*\.py)(?:::|: \d+$| - |$)")
 
 
 def collect_files(cmd: list[str], start: int, folder: Path, env: dict[str, str], timeout_s: float) -> list[str]:

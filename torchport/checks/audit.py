@@ -49,7 +49,7 @@ CODES = {
     "TPA01": "{api} touched at run time",
     "TPA02": "{api}() called at run time",
     "TPA03": "{api}: CUDA device requested at run time",
-    "TPA04": "{api} disabled itself at run time (silent fallback to float32)",
+    "TPA04": "{api} disabled itself at run time (a silent fallback: torch only warns)",
     "TPA05": "{api} (silent fallback to the CPU)",
     "TPA06": "{api} fell back to the CPU on MPS (PYTORCH_ENABLE_MPS_FALLBACK)",
 }

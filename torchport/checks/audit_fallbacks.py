@@ -99,7 +99,14 @@ def remove() -> None:
 def _user_frame(frame: FrameType | None) -> FrameType | None:
     from torchport.checks.audit import _origin
 
-    return _origin(frame)
+    # Decorators between torch and the caller (typing_extensions.deprecated wraps torch.cuda.amp.GradScaler).
+    wrappers = {getattr(sys.modules.get(name), "__file__", None) for name in ("typing_extensions", "functools")}
+    while frame is not None and frame.f_code.co_filename in wrappers:
+        frame = frame.f_back
+    where = _origin(frame)
+    while where is not None and where.f_code.co_filename in wrappers:
+        where = _origin(where.f_back)
+    return where
 
 
 def _report(code: str, api: str, frame: FrameType | None) -> None:
@@ -108,15 +115,27 @@ def _report(code: str, api: str, frame: FrameType | None) -> None:
         _state["record"](code, api, where)
 
 
+def _warning_at_caller(init: Any, *args: Any, **kwargs: Any) -> None:
+    """Call ``init``; its warnings (``stacklevel=2``: the line that built the object) are shown at our caller's
+    line, as without the audit, not at this module's."""
+    caller = sys._getframe(2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        init(*args, **kwargs)
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, caller.f_code.co_filename, caller.f_lineno,
+                               module_globals=caller.f_globals)
+
+
 def _autocast_init(self: Any, device_type: str, dtype: Any = None, enabled: bool = True,
                    cache_enabled: bool | None = None) -> None:
-    _state["inits"][0][1](self, device_type, dtype, enabled, cache_enabled)
+    _warning_at_caller(_state["inits"][0][1], self, device_type, dtype, enabled, cache_enabled)
     if enabled and not self._enabled and not torch.compiler.is_compiling():
         _report("TPA04", f"torch.autocast({device_type!r})", sys._getframe(1))
 
 
 def _scaler_init(self: Any, device: str = "cuda", *args: Any, **kwargs: Any) -> None:
-    _state["inits"][1][1](self, device, *args, **kwargs)
+    _warning_at_caller(_state["inits"][1][1], self, device, *args, **kwargs)
     enabled = kwargs.get("enabled", args[4] if len(args) > 4 else True)
     if enabled and not self._enabled and not torch.compiler.is_compiling():
         _report("TPA04", f"GradScaler({device!r})", sys._getframe(1))

@@ -32,8 +32,8 @@ def found(audit: Audit, code: str) -> list[tuple[str, int, int]]:
 @pytest.mark.skipif(CUDA, reason="autocast('cuda') stays enabled where CUDA is")
 def test_autocast_and_grad_scaler_that_disabled_themselves_are_reported_at_their_line():
     init = torch.amp.autocast_mode.autocast.__init__
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch warns "CUDA is not available. Disabling"
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")  # torch warns "CUDA is not available. Disabling"
         with Audit(report=False) as audit:
             for _ in range(2):
                 with torch.autocast("cuda", dtype=torch.float16):  # marker: autocast cuda
@@ -48,6 +48,8 @@ def test_autocast_and_grad_scaler_that_disabled_themselves_are_reported_at_their
     assert found(audit, "TPA04") == [("torch.autocast('cuda')", line_of("marker: autocast cuda"), 2),
                                      ("GradScaler('cuda')", line_of("marker: scaler"), 1)]
     assert "disabled itself at run time" in audit.format()
+    disabling = [(w.filename, w.lineno) for w in shown if "Disabling" in str(w.message)]
+    assert disabling[0] == (HERE, line_of("marker: autocast cuda"))  # where torch puts it, audit or not
     assert torch.amp.autocast_mode.autocast.__init__ is init  # unhooked on exit
 
 

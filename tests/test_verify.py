@@ -480,7 +480,9 @@ def test_isolated_env_maps_pythonpath_into_the_copy_and_split_paths(tmp_path: Pa
     shutil.copytree(project, copy)
     env = isolated_env(copy, project, {"PYTHONPATH": os.pathsep.join([str(project / "src"), "/elsewhere", ""])})
     assert env["PYTHONPATH"].split(os.pathsep) == [str(copy / "src"), str(copy), "/elsewhere"]
-    assert top_level_names(copy) == ["pkg", "tool"]
+    assert top_level_names(copy) == ["pkg"]  # packages first: scripts beside them are not what tests import
+    (copy / "src" / "pkg" / "__init__.py").unlink()
+    assert top_level_names(copy) == ["tool"]  # no package: the modules
     assert outside({"pkg": str(project / "src/pkg/__init__.py"), "tool": str(copy / "tool.py"), "x": None},
                    copy) == ["pkg"]
     args = ["-q", "-k", "tests", "tests/test_a.py::test_make", "-p", "no:x", "--tb=short", "tests"]

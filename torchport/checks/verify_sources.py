@@ -41,17 +41,20 @@ def source_roots(copy: Path) -> list[Path]:
 
 
 def top_level_names(copy: Path, limit: int = 20) -> list[str]:
-    """The project's own top-level packages and modules (folders with ``__init__.py`` and ``.py`` files in the
-    source roots), without tests, docs, setup scripts and the like; at most ``limit``, sorted."""
+    """The project's own top-level packages (folders with ``__init__.py`` in the source roots) or, when it has
+    none, its top-level modules; without tests, docs, setup scripts and the like; at most ``limit``, sorted."""
+    packages: set[str] = set()
     names: set[str] = set()
     for root in source_roots(copy):
         for entry in root.iterdir():
             stem = entry.name[:-3] if entry.name.endswith(".py") and entry.is_file() else entry.name
             if stem in _NOT_PACKAGES or stem.startswith(("test_", ".", "_")) or not stem.isidentifier():
                 continue
-            if entry.is_dir() and (entry / "__init__.py").is_file() or entry.name.endswith(".py") and entry.is_file():
+            if entry.is_dir() and (entry / "__init__.py").is_file():
+                packages.add(stem)
+            elif entry.name.endswith(".py") and entry.is_file():
                 names.add(stem)
-    return sorted(names)[:limit]
+    return sorted(packages or names)[:limit]
 
 
 def isolated_env(copy: Path, project: Path, environ: dict[str, str] | None = None) -> dict[str, str]:

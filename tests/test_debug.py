@@ -259,7 +259,8 @@ def test_names_filter_globs_regex_callable_and_env(monkeypatch):
     assert _hooked(re.compile(r"\.1")) == ["encoder.1", "decoder.1"]  # a compiled pattern: search
     assert _hooked(["head", re.compile("^<")]) == ["head", "<root>"]
     assert _hooked(lambda name: name.startswith("dec")) == ["decoder.0", "decoder.1", "decoder"]
-    assert _hooked([]) == []
+    with pytest.warns(UserWarning, match="matched no module of Deep"):
+        assert _hooked([]) == []
     monkeypatch.setenv(debug.ENV_NAMES, "decoder.*")
     assert _hooked(None) == ["decoder.0", "decoder.1"]
     with pytest.raises(ValueError, match="bad name filter"):
@@ -290,3 +291,33 @@ def test_names_filter_under_compile_without_graph_break(dynamo):
     assert dict(dynamo["graph_break"]) == {}
     assert [(r["kind"], r["key"]) for r in w.records] == [("output", "fc1"), ("output", "fc2"), ("grad", "fc2"),
                                                           ("grad", "fc1")]
+
+
+def test_names_filter_ignores_case_as_inductors_and_warns_when_nothing_matches(monkeypatch):
+    monkeypatch.delenv(debug.ENV_NAMES, raising=False)
+    assert _hooked("ENCODER.0,Head") == ["encoder.0", "head"]
+    assert _hooked("re:^DEC.*1$") == ["decoder.1"]
+    with pytest.warns(UserWarning, match=r"the name filter 'encodr\.\*' matched no module of Deep"):
+        assert _hooked("encodr.*") == []
+    with pytest.warns(UserWarning):  # a compiled pattern keeps its own flags
+        assert _hooked(re.compile("^HEAD$")) == []
+    assert _hooked(re.compile("^HEAD$", re.IGNORECASE)) == ["head"]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_watch_records_a_model_compiled_and_run_before_it_began(dynamo, backend):
+    model = _mlp()
+    x = torch.randn(2, 4)
+    compiled = torch.compile(model, fullgraph=True, backend=backend)
+    step = torch.compile(lambda t: model(t).sum(), fullgraph=True, backend=backend)  # a compiled caller
+    expected = compiled(x)
+    step(x)  # both compiled with no hook: Dynamo does not guard on hooks by default
+    with debug.watch(compiled, level=debug.Level.SAVE, grads=True) as w:
+        torch.testing.assert_close(compiled(x), expected)
+        step(x.requires_grad_()).backward()
+    assert [(r["kind"], r["key"]) for r in w.records] == [
+        ("output", k) for k in ORDER] + [("output", f"{k}#1") for k in ORDER] + [
+        ("grad", k) for k in ("<root>", "fc2", "act", "fc1")]  # grads count apart
+    assert dict(dynamo["graph_break"]) == {}
+    compiled(x)  # the watch is over: recompiled without its hooks, nothing recorded
+    assert len(w.records) == 12

@@ -24,6 +24,9 @@ ON_A_MAC = ("import runpy, sys, torch\ntorch.backends.mps.is_available = lambda:
             "sys.argv = sys.argv[1:]\nrunpy.run_path(sys.argv[0], run_name='__main__')\n")
 
 
+_TEARDOWN_ABORT = "terminate called without an active exception"
+
+
 def _ported(name: str, tmp_path: Path, *options: str) -> Path:
     folder = tmp_path / name
     shutil.copytree(PROJECTS / name, folder)
@@ -48,9 +51,11 @@ def test_a_ddp_template_that_asserts_cuda_trains_under_torchrun_on_the_cpu(tmp_p
     assert 'backend=tp.distributed_backend()' in train and 'tp.set_device(device)' in train
     assert 'device = tp.device_str(f"cuda:{ddp_local_rank}")' in train
     done = _run(folder, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "train.py")
-    assert done.returncode == 0, done.stderr[-3000:]
     steps = [line for line in done.stdout.splitlines() if line.startswith("step ")]
-    assert len(steps) == 5 and steps[-1].startswith("step 4: loss")  # rank 0 alone prints
+    assert len(steps) == 5 and steps[-1].startswith("step 4: loss"), done.stderr[-3000:]  # rank 0 alone prints
+    # torch 2.13's gloo group sometimes aborts in its own teardown, after the program's last line ran (about 1 run
+    # in 12 here: "terminate called without an active exception"); any other failure fails the test
+    assert done.returncode == 0 or _TEARDOWN_ABORT in done.stderr, done.stderr[-3000:]
 
 
 def test_a_float64_sampler_runs_on_the_cpu_and_stays_there_on_a_mac(tmp_path: Path) -> None:

@@ -234,6 +234,7 @@ def test_cli_end_to_end(tmp_path):
     assert result["trace"]["hits_per_op"] == {"aten.randn.default": 1, "aten.mul.Tensor": 1}
     assert result["trace"]["call_sites"] == {f"{script}:4": 1, f"{script}:5": 1}
     assert [(f["code"], f["api"], f["line"]) for f in result["audit"]] == [("TPA01", "torch.cuda.is_available", 6)]
+    assert result["compiled"] == []
 
 
 def test_cli_usage_error_and_include(tmp_path, monkeypatch):
@@ -264,3 +265,26 @@ def test_cli_usage_error_and_include(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert seen["argv"][-3:] == ["script", "s.py", "--flag"]
     assert seen["cfg"]["include"] == ["randn"] and seen["cfg"]["stacks"] is False and seen["cfg"]["once"] == "op"
+
+
+def test_a_program_that_compiles_is_told_it_is_traced_as_eager_code():
+    import io
+
+    from rich.console import Console
+
+    from torchport.checks import trace
+    from torchport.checks.trace_cli import print_report
+
+    state = trace._watch_compile()
+    try:
+        fn = torch.compile(lambda t: t + 1, backend="eager")  # what the traced program calls
+        model = torch.nn.Linear(2, 2)
+        model.compile(backend="eager")  # Module.compile calls torch.compile
+    finally:
+        torch.compile = state.pop("original")
+    line = sys._getframe().f_lineno
+    assert state["sites"] == [f"{__file__}:{line - 5}", f"{__file__}:{line - 3}"] and callable(fn)
+    out = io.StringIO()
+    summary = trace.TraceSummary("cpu").to_dict()
+    print_report({"trace": summary, "compiled": state["sites"]}, Console(file=out, width=200))
+    assert f"test_trace.py:{line - 5} calls torch.compile: torchport trace runs it as eager code" in out.getvalue()

@@ -429,3 +429,64 @@ def test_unittest_detection_and_results_parsing(tmp_path: Path) -> None:
                      '{"id": "b", "outcome": "passed"}\n{"id": "c", "outcome": "skipped"}\n{"id": "d", "outc')
     assert parse_unittest_results(lines) == {"a": "passed", "b": "failed", "c": "skipped"}
     assert parse_unittest_results(tmp_path / "missing.jsonl") == {}
+
+
+# ------------------------------------------------------------------ each side its own tree; one process per file
+
+# The tests read the package's source instead of running it: no test process imports torch (fast).
+SRC_PACKAGE = {
+    "pyproject.toml": "[project]\nname = \"pkg\"\nversion = \"0\"\n",
+    "src/pkg/__init__.py": "",
+    "src/pkg/gpu.py": CUDA_MODULE,
+    "tests/test_a.py": "from pathlib import Path\n\nimport pkg\n\n\ndef test_make():\n"
+                       "    assert '.cuda()' not in (Path(pkg.__file__).parent / 'gpu.py').read_text()\n",
+    "tests/test_b.py": "import pkg\n\n\ndef test_device():\n    assert pkg.__file__\n\n\n"
+                       "def test_plain():\n    assert pkg.__name__ == 'pkg'\n",
+}
+
+
+def test_src_layout_on_pythonpath_tests_the_migrated_copy_one_process_per_file(tmp_path: Path, monkeypatch) -> None:
+    project = _write(tmp_path / "proj", SRC_PACKAGE)
+    # What `pip install -e .` does for a src layout: the original tree's src/ on the path, ahead of the copies.
+    monkeypatch.setenv("PYTHONPATH", str(project / "src"))
+    reports = tmp_path / "reports"
+    code, output = _verify(str(project), "--report-dir", str(reports), "--per-file", "--",
+                           sys.executable, "-m", "pytest", "-q", "tests")
+    assert code == 0, output
+    data = json.loads((reports / "verify.json").read_text())
+    changes = {t["id"].split("::")[-1]: t["change"] for t in data["tests"]}
+    assert changes == {"test_make": "fixed", "test_device": "unchanged", "test_plain": "unchanged"}
+    workdir = Path(data["workdir"])
+    for side in ("original", "migrated"):  # each side imported its own copy, not the tree on PYTHONPATH
+        assert data["sources"][side]["pkg"] == str(workdir / side / "src" / "pkg" / "__init__.py")
+        assert data["foreign"][side] == []
+    assert [f["file"] for f in data["files"]] == ["tests/test_a.py", "tests/test_b.py"]
+    assert [(f["original_exit"], f["migrated_exit"]) for f in data["files"]] == [(1, 0), (0, 0)]
+    md = (reports / "verify.md").read_text()
+    assert "[original stdout](logs/original/tests__test_a.stdout)" in md and "## Sources imported" in md
+    log = (reports / "logs" / "original" / "tests__test_a.stdout").read_text()
+    assert "1 failed" in log and "test_b" not in log  # its own process, its own log
+    assert "1 passed" in (reports / "logs" / "migrated" / "tests__test_a.stdout").read_text()
+    code, output = _verify(str(project), "--report-dir", str(reports), "--per-file", "--", sys.executable, "x.py")
+    assert code == 2 and "--per-file needs a pytest command" in output
+
+
+def test_isolated_env_maps_pythonpath_into_the_copy_and_split_paths(tmp_path: Path) -> None:
+    from torchport.checks.verify_files import file_command, split_paths
+    from torchport.checks.verify_sources import isolated_env, outside, top_level_names
+
+    project = _write(tmp_path / "proj", {**SRC_PACKAGE, "tool.py": "", "setup.py": "", "src/_private.py": ""})
+    copy = tmp_path / "copy"
+    shutil.copytree(project, copy)
+    env = isolated_env(copy, project, {"PYTHONPATH": os.pathsep.join([str(project / "src"), "/elsewhere", ""])})
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(copy / "src"), str(copy), "/elsewhere"]
+    assert top_level_names(copy) == ["pkg"]  # packages first: scripts beside them are not what tests import
+    (copy / "src" / "pkg" / "__init__.py").unlink()
+    assert top_level_names(copy) == ["tool"]  # no package: the modules
+    assert outside({"pkg": str(project / "src/pkg/__init__.py"), "tool": str(copy / "tool.py"), "x": None},
+                   copy) == ["pkg"]
+    args = ["-q", "-k", "tests", "tests/test_a.py::test_make", "-p", "no:x", "--tb=short", "tests"]
+    assert split_paths(args, project) == (["-q", "-k", "tests", "-p", "no:x", "--tb=short"],
+                                          ["tests/test_a.py::test_make", "tests"])
+    assert file_command(["pytest", *args], 1, "tests/test_b.py", project) == [
+        "pytest", "-q", "-k", "tests", "-p", "no:x", "--tb=short", "tests/test_b.py"]

@@ -39,6 +39,7 @@ from typing import IO, Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from torchport.checks import audit_fallbacks
 from torchport.checks.trace import TORCHPORT_DIRS, _short_path, is_internal
 from torchport.runtime._backend import _TYPE
 
@@ -48,6 +49,9 @@ CODES = {
     "TPA01": "{api} touched at run time",
     "TPA02": "{api}() called at run time",
     "TPA03": "{api}: CUDA device requested at run time",
+    "TPA04": "{api} disabled itself at run time (a silent fallback: torch only warns)",
+    "TPA05": "{api} (silent fallback to the CPU)",
+    "TPA06": "{api} fell back to the CPU on MPS (PYTORCH_ENABLE_MPS_FALLBACK)",
 }
 _getattr = ModuleType.__getattribute__
 
@@ -132,9 +136,11 @@ def _install_hooks() -> None:
             _NAMES[id(module)] = name
             module.__class__ = _AuditedModule
             _SWAPPED.append((module, ModuleType))
+    audit_fallbacks.install(_record)
 
 
 def _remove_hooks() -> None:
+    audit_fallbacks.remove()
     _SEEN_TRACED.clear()
     while _SWAPPED:
         module, cls = _SWAPPED.pop()
@@ -348,6 +354,8 @@ class _DeviceUseMode(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
+        if not _is_compiling() and func in audit_fallbacks.COMPUTE:
+            audit_fallbacks.check_compute(func, args, kwargs)
         if func is _TENSOR_CUDA or func is _TENSOR_TO or "device" in kwargs:
             if _is_compiling():  # Dynamo traces this call: it is a constant there
                 _check_traced(func, args, kwargs)

@@ -46,13 +46,14 @@ Saved format (``RUN_DIR/stats.pt``, readable with ``torch.load(path, weights_onl
 ``tag.1`` for several tensors). ``values`` is kept up to ``watch(max_values=...)`` elements (64 by
 default; ``None``: every tensor whole).
 
-How :func:`inspect` survives compilation: under ``torch.compile`` it calls the custom op
-``torchport::inspect`` (a registered *ordered side effect*, like ``torch._higher_order_ops.print``,
-so AOTAutograd and Inductor keep it even when its result is unused); the callbacks are Python
-objects the op finds in a registry by an integer id, fixed while Dynamo traces (a function marked
-``assume_constant_result``). Its autograd formula calls ``torchport::inspect_grad``, also ordered
-and opaque, so the backward callback runs inside the compiled backward. In eager code no op is
-involved: the callback runs directly and the backward one is a ``register_multi_grad_hook``.
+:func:`inspect` lives in :mod:`torchport.checks.inspect_values` (how it survives compilation is told
+there) and is re-exported here.
+
+A model compiled and run before the watch began: Dynamo does not guard on module hooks
+(``torch._dynamo.config.skip_nnmodule_hook_guards``, on by default), so its compiled code would never
+call hooks added later. So when a watch adds or removes hooks while compiled code exists, it drops
+Dynamo's compiled code (``torch._dynamo.reset_code_caches()``): every compiled function recompiles once
+on its next call, with the hooks in, and once more after the watch ends, without them.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ import os
 import re
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO, Union
@@ -101,6 +103,10 @@ class Level(enum.IntEnum):
 
 def _searches(pattern: re.Pattern[str], name: str) -> bool:
     return pattern.search(name) is not None
+
+
+def _glob(name: str, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(name.lower(), pattern)
 
 
 def level_from_env(default: Level = Level.OFF) -> Level:
@@ -158,11 +164,12 @@ NameFilter = Union[str, "re.Pattern[str]", Sequence[Union[str, "re.Pattern[str]"
 def name_filter(names: NameFilter) -> Callable[[str], bool] | None:
     """A predicate on names from a filter spec, like Inductor's kernel-name filter; ``None``: no filter.
 
-    ``names`` is a glob (``fnmatch``, case-sensitive, matched against the whole name: ``"encoder.*.attn"``;
-    ``*`` also crosses dots), several globs in one string separated by commas (``"fc1,head*"``, the form
-    ``TORCHPORT_DEBUG_NAMES`` takes), a regular expression as ``"re:PATTERN"`` or a compiled
-    ``re.Pattern`` (``search``: anchor it with ``^``/``$`` to match whole names), a list mixing these,
-    or any callable ``name -> bool``. Raises ``ValueError`` on a bad regular expression.
+    ``names`` is a glob (``fnmatch`` against the whole name: ``"encoder.*.attn"``; ``*`` also crosses dots),
+    several globs in one string separated by commas (``"fc1,head*"``, the form ``TORCHPORT_DEBUG_NAMES``
+    takes), a regular expression as ``"re:PATTERN"`` (``search``: anchor it with ``^``/``$`` to match whole
+    names), a compiled ``re.Pattern`` (its own flags), a list mixing these, or any callable ``name -> bool``.
+    Globs and ``"re:"`` patterns ignore case, as Inductor's kernel-name filter does (it lowercases both
+    sides). Raises ``ValueError`` on a bad regular expression.
     """
     if names is None or callable(names) and not isinstance(names, re.Pattern):
         return names
@@ -176,13 +183,13 @@ def name_filter(names: NameFilter) -> Callable[[str], bool] | None:
     for spec in specs:
         if isinstance(spec, str) and spec.startswith("re:"):
             try:
-                spec = re.compile(spec[3:])
+                spec = re.compile(spec[3:], re.IGNORECASE)
             except re.error as exc:
                 raise ValueError(f"bad name filter {spec!r}: {exc}") from None
         if isinstance(spec, re.Pattern):
             tests.append(functools.partial(_searches, spec))
         elif isinstance(spec, str):
-            tests.append(functools.partial(fnmatch.fnmatchcase, pat=spec))
+            tests.append(functools.partial(_glob, pattern=spec.lower()))
         else:
             raise ValueError(f"bad name filter item {spec!r}: expected a glob, 're:PATTERN' or re.Pattern")
     return lambda name: any(test(name) for test in tests)
@@ -253,69 +260,6 @@ def _report(t: torch.Tensor, name: str, kind: str) -> None:
     print(_format(rec, "[torchport]" if rank is None else f"[torchport rank {rank}]"), flush=True)
 
 
-# Callbacks of inspect() calls traced by Dynamo, by the integer id baked into the graph.
-_HOOKS: dict[int, tuple[str, Callable[..., Any] | None, Callable[..., Any] | None]] = {}
-_HOOK_KEYS: dict[tuple[Any, ...], int] = {}
-_HOOK_IDS = itertools.count(1)
-_EFFECTS_REGISTERED = False
-
-
-def _register_effects() -> None:
-    """Mark the inspect ops as ordered side effects, so that AOTAutograd and Inductor never drop them.
-
-    The API is private and has moved between torch releases; without it, an ``inspect`` whose result
-    is unused may be dead-code-eliminated by AOTAutograd-based backends (use the result).
-    """
-    global _EFFECTS_REGISTERED
-    if _EFFECTS_REGISTERED:
-        return
-    _EFFECTS_REGISTERED = True
-    try:
-        from torch._higher_order_ops.effects import _EffectType, _register_effectful_op
-
-        for op in (torch.ops.torchport.inspect.default, torch.ops.torchport.inspect_grad.default):
-            _register_effectful_op(op, _EffectType.ORDERED)
-    except Exception:  # noqa: BLE001 - best effort, see above
-        pass
-
-
-def _hook_id(tag: str, fwd: Callable[..., Any] | None, bwd: Callable[..., Any] | None) -> int:
-    """Id of the (tag, fwd, bwd) triple; called by Dynamo while tracing, its result is a graph constant."""
-    _register_effects()
-    key = (tag, fwd, bwd)
-    with _LOCK:
-        if key not in _HOOK_KEYS:
-            _HOOK_KEYS[key] = hid = next(_HOOK_IDS)
-            _HOOKS[hid] = key
-        return _HOOK_KEYS[key]
-
-
-# What torch.compiler.assume_constant_result sets, without importing torch._dynamo (~1 s) here.
-_hook_id._dynamo_marked_constant = True  # type: ignore[attr-defined]
-
-
-def _names(tag: str, n: int) -> list[str]:
-    return [tag] if n == 1 else [f"{tag}.{i}" for i in range(n)]
-
-
-def _run_fwd(hook: int, xs: list[torch.Tensor]) -> None:
-    tag, fwd, bwd = _HOOKS[hook]
-    if fwd is None and bwd is None:
-        for x, name in zip(xs, _names(tag, len(xs))):
-            _report(x, name, "output")
-    elif fwd is not None:
-        fwd(*xs)
-
-
-def _run_bwd(tag: str, fwd: Any, bwd: Any, grads: list[torch.Tensor | None]) -> None:
-    if fwd is None and bwd is None:
-        for g, name in zip(grads, _names(tag, len(grads))):
-            if g is not None:
-                _report(g, name, "grad")
-    elif bwd is not None:
-        bwd(*grads)
-
-
 def _define_ops() -> None:
     # Guarded so that re-importing this module (importlib.reload) does not register twice.
     if hasattr(torch.ops, "torchport") and hasattr(torch.ops.torchport, "debug_record"):
@@ -349,114 +293,8 @@ def _define_ops() -> None:
 
     debug_record.register_autograd(backward, setup_context=setup_context)
 
-    # ---- inspect(): a list of tensors in, clones out (a custom op may not return its inputs).
-    @torch.library.custom_op("torchport::inspect_grad", mutates_args=())
-    def inspect_grad(grads: list[torch.Tensor], hook: int, mask: list[bool]) -> list[torch.Tensor]:
-        tag, fwd, bwd = _HOOKS[hook]
-        it = iter(grads)
-        _run_bwd(tag, fwd, bwd, [next(it) if m else None for m in mask])
-        return [g.clone() for g in grads]
-
-    @inspect_grad.register_fake
-    def _(grads: list[torch.Tensor], hook: int, mask: list[bool]) -> list[torch.Tensor]:
-        return [torch.empty_like(g) for g in grads]
-
-    @torch.library.custom_op("torchport::inspect", mutates_args=())
-    def inspect_op(xs: list[torch.Tensor], hook: int) -> list[torch.Tensor]:
-        _run_fwd(hook, xs)
-        return [x.clone() for x in xs]
-
-    @inspect_op.register_fake
-    def _(xs: list[torch.Tensor], hook: int) -> list[torch.Tensor]:
-        return [torch.empty_like(x) for x in xs]
-
-    def inspect_setup(ctx: Any, inputs: tuple[list[torch.Tensor], int], output: list[torch.Tensor]) -> None:
-        ctx.hook, ctx.rg = inputs[1], [x.requires_grad for x in inputs[0]]
-        ctx.mark_non_differentiable(*[o for o, rg in zip(output, ctx.rg) if not rg])
-
-    def inspect_backward(ctx: Any, grads: list[torch.Tensor | None]) -> tuple[list[torch.Tensor | None], None]:
-        tag, fwd, bwd = _HOOKS[ctx.hook]
-        mask = [rg and g is not None for rg, g in zip(ctx.rg, grads)]
-        if (fwd is None and bwd is None) or bwd is not None:
-            if any(mask):
-                seen = iter(torch.ops.torchport.inspect_grad([g for g, m in zip(grads, mask) if m], ctx.hook, mask))
-                grads = [next(seen) if m else g for g, m in zip(grads, mask)]
-        return [g if rg else None for g, rg in zip(grads, ctx.rg)], None
-
-    inspect_op.register_autograd(inspect_backward, setup_context=inspect_setup)
-
 
 _define_ops()
-
-
-def _rank_selected(ranks: int | Sequence[int] | None) -> bool:
-    if ranks is None:
-        return True
-    rank = _rank()
-    return (0 if rank is None else rank) in ((ranks,) if isinstance(ranks, int) else ranks)
-
-
-def inspect(*tensors: torch.Tensor, tag: str = "inspect", ranks: int | Sequence[int] | None = None,
-            fwd: Callable[..., Any] | None = None, bwd: Callable[..., Any] | None = None) -> Any:
-    """Look at tensors anywhere -- eager, or compiled with ``fullgraph=True`` -- and pass them on unchanged.
-
-    Without callbacks, each tensor's stats (as :func:`tensor_stats`) go into every active
-    :func:`watch` whose name filter takes the tag (saved, printed or named at its level, keys
-    ``tag``, ``tag#1``, ...), or are printed to stdout when no watch is active (prefixed with the
-    rank in a distributed run); so does the gradient of each tensor that requires grad, in backward
-    (kind ``"grad"``; into watches made with ``grads=True``). With ``fwd`` and/or ``bwd``, only the
-    callbacks run.
-
-    Args:
-        tensors: the tensors to look at (at least one; all tensors).
-        tag: the record name (``tag.0``, ``tag.1``, ... for several tensors) passed to watches.
-        ranks: which distributed ranks act: ``None`` (default) every rank; else an int or a
-            collection of ints, checked against ``torch.distributed.get_rank()`` when the default
-            process group is initialised, a process without one counting as rank 0 (so
-            ``ranks=[0]`` also acts in a single-process run). Other ranks only return their inputs.
-        fwd: called as ``fwd(*tensors)`` with detached tensors (no autograd) when the values exist:
-            at run time, also under ``torch.compile``, where it runs as an opaque op (its result
-            ignored; it must not modify the tensors).
-        bwd: called once per backward pass as ``bwd(*grads)``: one gradient per tensor, ``None``
-            for tensors that do not require grad (and, in eager code, for those that received no
-            gradient; compiled graphs pass zeros). Only when grad mode is on at the call.
-
-    Returns the tensor (one argument) or a tuple of them. In eager code these are the same objects,
-    except that a leaf tensor that requires grad (a parameter) comes back as a view of itself
-    (``t.view_as(t)``), so that the backward hook does not outlive the graph. Under compilation they
-    are copies with the same values; the call stays in the graph even if the result is unused
-    (ordered side effect), but the gradient seen is the one that flows through the result, so use it.
-    Under compilation the callbacks must be objects Dynamo can hold as constants: a function or
-    ``functools.partial`` made outside the compiled code (closures included), or a lambda made
-    inside it over constants only; not a bound method (wrap it: ``lambda *t: obj.check(*t)``, made
-    outside). The rank test is made when Dynamo traces. Raises ``TypeError`` on a non-tensor.
-    """
-    for t in tensors:
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"debug.inspect takes tensors, got {type(t).__name__}")
-    if not tensors or not _rank_selected(ranks):
-        return tensors[0] if len(tensors) == 1 else tuple(tensors)
-    if torch.compiler.is_compiling():
-        outs = torch.ops.torchport.inspect(list(tensors), _hook_id(tag, fwd, bwd))
-        return outs[0] if len(tensors) == 1 else tuple(outs)
-    default = fwd is None and bwd is None
-    with torch.no_grad():
-        if default:
-            for t, name in zip(tensors, _names(tag, len(tensors))):
-                _report(t, name, "output")
-        elif fwd is not None:
-            fwd(*(t.detach() for t in tensors))
-    outs = list(tensors)
-    rg = [t.requires_grad for t in tensors]
-    if any(rg) and torch.is_grad_enabled() and (default or bwd is not None):
-        outs = [t.view_as(t) if t.requires_grad and t.is_leaf else t for t in tensors]
-
-        def hook(grads: Sequence[torch.Tensor | None]) -> None:
-            it = iter(grads)
-            _run_bwd(tag, fwd, bwd, [next(it) if r else None for r in rg])
-
-        torch.autograd.graph.register_multi_grad_hook([o for o, r in zip(outs, rg) if r], hook, mode="all")
-    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _wrap(value: Any, name: str, watch_id: int, grads: bool, depth: int = 0) -> Any:
@@ -511,6 +349,8 @@ class Watch:
             name = qualname or ROOT_NAME
             if match is None or match(name):
                 self._handles.append(module.register_forward_hook(self._hook(name)))
+        if self._handles:
+            _drop_compiled_code()
 
     def _hook(self, name: str) -> Callable[[nn.Module, Any, Any], Any]:
         watch_id, grads = self.id, self.grads  # plain constants: Dynamo bakes them into the graph
@@ -549,6 +389,8 @@ class Watch:
         """Remove the hooks and write the file (as :meth:`flush`). Safe to call twice."""
         for handle in self._handles:
             handle.remove()
+        if self._handles:
+            _drop_compiled_code()
         was_active = self._active
         self._handles.clear()
         self._active = False
@@ -571,10 +413,12 @@ def watch(model: nn.Module | None, level: Level | int | None = None,
     Args:
         model: the ``nn.Module`` to watch; every module of ``named_modules()`` gets a forward hook
             (``register_forward_hook``), the root included (named ``<root>``). Compile the model
-            (``torch.compile(model, fullgraph=True)``) before or after, and pass either the model or
-            the compiled module: the hooks trace without a graph break (adding or removing them
-            triggers a recompile). The root's hook runs outside the compiled forward, as torch runs
-            a compiled module's own hooks, so it is compiled as a second graph. ``None``: no hooks;
+            (``torch.compile(model, fullgraph=True)``) before or after, even compile and run it before
+            the watch begins, and pass either the model or the compiled module: the hooks trace without
+            a graph break. Adding or removing hooks while compiled code exists drops Dynamo's compiled
+            code (``torch._dynamo.reset_code_caches()``): each compiled function recompiles once. The
+            root's hook runs outside the compiled forward, as torch runs a compiled module's own hooks,
+            so it is compiled as a second graph. ``None``: no hooks;
             the watch collects only what :func:`inspect` reports.
         level: a :class:`Level` or int 0-3; ``None`` reads ``TORCHPORT_DEBUG_VALUES`` (default OFF).
             OFF installs no hook at all.
@@ -586,7 +430,9 @@ def watch(model: nn.Module | None, level: Level | int | None = None,
         names: hook only the modules (and take only the :func:`inspect` tags) whose name matches,
             as Inductor's kernel-name filter: globs, ``"re:REGEX"``, a compiled pattern, a list of
             these or a callable (see :func:`name_filter`); ``None`` reads ``TORCHPORT_DEBUG_NAMES``
-            (unset: every module). Filtered-out modules get no hook, so no op in a compiled graph.
+            (unset: every module); globs and ``"re:"`` patterns ignore case. Filtered-out modules get
+            no hook, so no op in a compiled graph. A filter that matches no module warns
+            (``UserWarning``).
         max_values: keep a record's ``values`` (the CPU tensor itself) when it has at most this many
             elements (default 64); ``None`` keeps every tensor whole (memory: one CPU copy of each
             recorded output). PRINT still prints values only up to 64 elements.
@@ -601,8 +447,26 @@ def watch(model: nn.Module | None, level: Level | int | None = None,
         names = os.environ.get(ENV_NAMES, "").strip() or None
     if max_values is not None and max_values < 0:
         raise ValueError(f"max_values must be >= 0 or None, got {max_values}")
-    return Watch(model, lvl, Path(run_dir) if run_dir is not None else None, grads, stream,
-                 name_filter(names), max_values)
+    match = name_filter(names)
+    w = Watch(model, lvl, Path(run_dir) if run_dir is not None else None, grads, stream, match, max_values)
+    if w.active and model is not None and match is not None and not w._handles:
+        warnings.warn(f"torchport.debug.watch: the name filter {names!r} matched no module of "
+                      f"{type(model).__name__} (names as named_modules() gives them, the root is {ROOT_NAME!r})",
+                      UserWarning, stacklevel=2)
+    return w
+
+
+def _drop_compiled_code() -> None:
+    """Make compiled code recompile on its next call, so that it sees hooks added or removed since.
+
+    Dynamo does not guard on module hooks by default (``skip_nnmodule_hook_guards``): code compiled before
+    a watch would never call its hooks. Nothing to do while Dynamo is not loaded (nothing was compiled).
+    """
+    dynamo = sys.modules.get("torch._dynamo")
+    convert = sys.modules.get("torch._dynamo.convert_frame")
+    if dynamo is None or convert is None or not getattr(getattr(convert, "input_codes", None), "seen", None):
+        return
+    dynamo.reset_code_caches()
 
 
 def flush() -> list[Path]:
@@ -625,3 +489,7 @@ def load(path: str | os.PathLike) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("records"), list):
         raise ValueError(f"{p}: not a {FORMAT} file")
     return data
+
+
+# At the end: inspect_values imports the run-time state above from this module.
+from torchport.checks.inspect_values import inspect  # noqa: E402

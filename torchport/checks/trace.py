@@ -416,6 +416,7 @@ def _child_main() -> None:
         summary=False,
     )
     audit = None
+    compiled = _watch_compile()
     try:
         with ExitStack() as stack:
             if cfg.get("audit"):
@@ -434,8 +435,25 @@ def _child_main() -> None:
                 sys.argv = ["-c", *rest]
                 exec(compile(target, "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
     finally:
-        result: dict[str, Any] = {"trace": tracer.summary().to_dict()}
+        torch.compile = compiled.pop("original")
+        result: dict[str, Any] = {"trace": tracer.summary().to_dict(), "compiled": compiled["sites"]}
         if audit is not None:
             result["audit"] = [{**f.to_dict(), "text": f.format()} for f in audit.findings]
         with open(cfg["out"], "w", encoding="utf-8") as fh:
             json.dump(result, fh)
+
+
+def _watch_compile() -> dict[str, Any]:
+    """Record where the traced program calls ``torch.compile`` (``Module.compile`` too): under the trace's dispatch
+    mode Dynamo does not compile, so what runs, and is traced, is the eager code. The CLI says so."""
+    state: dict[str, Any] = {"original": torch.compile, "sites": []}
+
+    def compile(*args: Any, **kwargs: Any) -> Any:  # noqa: A001 - stands in for torch.compile
+        frame = user_frame(sys._getframe(1))
+        site = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "<unknown>"
+        if site not in state["sites"]:
+            state["sites"].append(site)
+        return state["original"](*args, **kwargs)
+
+    torch.compile = compile
+    return state

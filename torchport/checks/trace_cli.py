@@ -108,6 +108,10 @@ def print_report(result: dict[str, Any], console: Console, top: int = 10) -> Non
     if trace["call_sites"]:
         sites = [(_short(site), n) for site, n in _top(trace["call_sites"], top)]
         console.print(_table("top call sites", "file:line", sites))
+    for site in result.get("compiled", []):
+        console.print(f"[yellow]note[/]: {escape(_short(site))} calls torch.compile: torchport trace runs it as eager "
+                      "code (Dynamo does not compile under a dispatch mode), so the ops above are the eager ones; "
+                      "audit compiled code with python -m torchport.checks.audit", highlight=False)
     if "audit" in result:
         findings = result["audit"]
         for finding in findings:

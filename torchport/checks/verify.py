@@ -33,7 +33,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from torchport import __version__
+from torchport.checks import verify_files, verify_sources
 from torchport.checks.names import UNITTEST_RESULTS_ENV  # verify_unittest.py keeps a copy (no torchport there)
+from torchport.checks.verify_files import FileRun
 
 EXIT_OK, EXIT_BROKEN, EXIT_USAGE = 0, 1, 2
 
@@ -111,6 +113,12 @@ class Verification:
     verdict_text: str = ""
     exit_code: int = EXIT_OK
     torchport_version: str = __version__
+    # Where the project's top-level packages resolve on each side ({"original": {name: path}, "migrated": ...}),
+    # and the names a side resolved outside its own copy.
+    sources: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    foreign: dict[str, list[str]] = field(default_factory=dict)
+    per_file: bool = False
+    files: list[FileRun] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------- copying
@@ -436,7 +444,7 @@ def migrate_copy(folder: Path, timeout_s: float, logs: Path) -> RunResult:
 
 
 def verify(project: Path, cmd: list[str], timeout_s: float, workdir: Path, skip: set[Path] | None = None,
-           kept: bool = False) -> Verification:
+           kept: bool = False, per_file_logs: Path | None = None) -> Verification:
     """Copy ``project`` twice under ``workdir``, run CMD on one, migrate the other, run CMD on it, compare.
 
     Args:
@@ -446,9 +454,15 @@ def verify(project: Path, cmd: list[str], timeout_s: float, workdir: Path, skip:
         workdir: an empty folder for the copies, logs and JUnit files.
         skip: absolute resolved paths not to copy.
         kept: whether ``workdir`` is kept afterwards (recorded in the report).
+        per_file_logs: run each test file in its own process (pytest only), with its logs in this folder
+            (``original/<file>.stdout`` ...); None runs CMD once per side.
+
+    Each side runs with its own copy's sources first on ``PYTHONPATH`` (:mod:`verify_sources`), so an editable
+    install or a ``PYTHONPATH`` entry of the original tree cannot stand in for the migrated copy.
 
     Raises:
-        VerifyError: when the command cannot be run.
+        VerifyError: when the command cannot be run, or ``per_file_logs`` is given for a command that is not
+            pytest.
         OSError: when the project cannot be copied.
     """
     logs = workdir / "logs"
@@ -457,27 +471,57 @@ def verify(project: Path, cmd: list[str], timeout_s: float, workdir: Path, skip:
     copy_project(project, original_dir, skip)
     copy_project(project, migrated_dir, skip)
     runner = detect_test_runner(cmd)
+    if per_file_logs is not None and runner != "pytest":
+        raise VerifyError("--per-file needs a pytest command (pytest ... or python -m pytest ...)")
+    envs = {side: verify_sources.isolated_env(folder, project)
+            for side, folder in (("original", original_dir), ("migrated", migrated_dir))}
 
     def run_side(side: str, folder: Path) -> RunResult:
         junit, results = workdir / f"junit-{side}.xml", workdir / f"unittest-{side}.jsonl"
         if runner == "pytest":
-            result = run_command(with_junit(cmd, junit), folder, timeout_s, logs, side)
+            result = run_command(with_junit(cmd, junit), folder, timeout_s, logs, side, env=envs[side])
         elif runner == "unittest":
             result = run_command(with_unittest_runner(cmd), folder, timeout_s, logs, side,
-                                 env={UNITTEST_RESULTS_ENV: str(results)})
+                                 env={**envs[side], UNITTEST_RESULTS_ENV: str(results)})
         else:
-            result = run_command(list(cmd), folder, timeout_s, logs, side)
+            result = run_command(list(cmd), folder, timeout_s, logs, side, env=envs[side])
         result.junit_xml = str(junit) if junit.exists() else None
         result.unittest_results = str(results) if results.exists() else None
         return result
 
-    original = run_side("original", original_dir)
+    files: list[str] = []
+    if per_file_logs is not None:
+        files = verify_files.collect_files(cmd, pytest_index(cmd) or 1, original_dir,
+                                           {**child_env(), **envs["original"]}, timeout_s)
+    runs: dict[str, list[RunResult]] = {}
+    if files:
+        assert per_file_logs is not None
+        original = _run_files("original", original_dir, cmd, files, timeout_s, per_file_logs, workdir,
+                              envs["original"], runs)
+    else:
+        original = run_side("original", original_dir)
     migration = migrate_copy(migrated_dir, timeout_s, logs)
-    migrated = run_side("migrated", migrated_dir)
+    if files:
+        assert per_file_logs is not None
+        migrated = _run_files("migrated", migrated_dir, cmd, files, timeout_s, per_file_logs, workdir,
+                              envs["migrated"], runs)
+    else:
+        migrated = run_side("migrated", migrated_dir)
     v = Verification(command=list(cmd), project=str(project), workdir=str(workdir), kept=kept,
                      timeout_s=timeout_s, is_pytest=runner == "pytest", test_runner=runner, original=original,
-                     migration=migration, migrated=migrated)
-    if runner == "pytest":
+                     migration=migration, migrated=migrated, per_file=bool(files))
+    names = verify_sources.top_level_names(original_dir)
+    for side, folder in (("original", original_dir), ("migrated", migrated_dir)):
+        v.sources[side] = verify_sources.imported_sources(folder, names, {**child_env(), **envs[side]})
+        v.foreign[side] = verify_sources.outside(v.sources[side], folder)
+    if files:
+        v.files = [FileRun(f, _status_code(a), _status_code(b), a.duration_s, b.duration_s,
+                           {kind: f"logs/{side}/{verify_files.slug(f)}.{kind.split('-')[1]}"
+                            for side in ("original", "migrated") for kind in (f"{side}-stdout", f"{side}-stderr")})
+                   for f, a, b in zip(files, runs["original"], runs["migrated"])]
+        v.tests = classify(_merged_junit(workdir, "original", len(files)),
+                           _merged_junit(workdir, "migrated", len(files)))
+    elif runner == "pytest":
         v.tests = classify(parse_junit(workdir / "junit-original.xml"), parse_junit(workdir / "junit-migrated.xml"))
     elif runner == "unittest":
         v.tests = classify(parse_unittest_results(workdir / "unittest-original.jsonl"),
@@ -485,6 +529,38 @@ def verify(project: Path, cmd: list[str], timeout_s: float, workdir: Path, skip:
     v.counts = {kind: sum(t.change == kind for t in v.tests) for kind in _CHANGE_ORDER}
     v.verdict, v.verdict_text, v.exit_code = verdict(v)
     return v
+
+
+def _status_code(run: RunResult) -> int | None:
+    return None if run.timed_out else run.exit_code
+
+
+def _run_files(side: str, folder: Path, cmd: list[str], files: list[str], timeout_s: float, log_root: Path,
+               workdir: Path, env: dict[str, str], runs: dict[str, list[RunResult]]) -> RunResult:
+    """Run ``cmd`` once per test file on one side; return one RunResult for the side as a whole (worst exit
+    code, total duration) and keep each file's in ``runs[side]``."""
+    logs = log_root / side
+    logs.mkdir(parents=True, exist_ok=True)
+    start = pytest_index(cmd) or 1
+    results = []
+    for i, file in enumerate(files):
+        argv = with_junit(verify_files.file_command(cmd, start, file, folder), workdir / f"junit-{side}-{i}.xml")
+        results.append(run_command(argv, folder, timeout_s, logs, verify_files.slug(file), env=env))
+    runs[side] = results
+    codes = [r.exit_code for r in results if r.exit_code is not None]
+    failed = [r for r in results if r.timed_out or r.exit_code]
+    return RunResult(command=[*cmd, "(one process per test file)"], exit_code=max(codes, default=0),
+                     timed_out=any(r.timed_out for r in results),
+                     duration_s=round(sum(r.duration_s for r in results), 3),
+                     stdout_tail=f"{len(results)} test files run, {len(failed)} exited non-zero; logs in {logs}",
+                     stderr_tail=(failed[-1].stderr_tail if failed else ""))
+
+
+def _merged_junit(workdir: Path, side: str, n: int) -> dict[str, str]:
+    merged: dict[str, str] = {}
+    for i in range(n):
+        merged.update(parse_junit(workdir / f"junit-{side}-{i}.xml"))
+    return merged
 
 
 # ---------------------------------------------------------------------------------------------- reports
@@ -528,12 +604,43 @@ def markdown(v: Verification, max_unchanged: int = 500) -> str:
     migrate = " ".join(["torchport", *v.migration.command[3:]])  # without "python -m"
     lines += ["", "## Migration", "", f"`{migrate}` (in the migrated copy) exited {_status(v.migration)}; "
               "the end of its summary:", "", _fence(v.migration.stderr_tail)]
+    lines += _md_sources(v)
+    if v.files:
+        lines += _md_files(v)
     if v.test_runner:
         lines += _md_tests(v, max_unchanged)
     for name, run in (("original", v.original), ("migrated", v.migrated)):
         lines += [f"<details><summary>Output of the {name} run (last lines)</summary>", "", "stdout:", "",
                   _fence(run.stdout_tail), "stderr:", "", _fence(run.stderr_tail), "</details>", ""]
     return "\n".join(lines)
+
+
+def _md_sources(v: Verification) -> list[str]:
+    """Which file each of the project's top-level packages resolved to, per side."""
+    if not any(v.sources.values()):
+        return []
+    lines = ["## Sources imported", "",
+             "Each side runs with its own copy first on `PYTHONPATH`; where the project's packages resolved:", "",
+             "| package | original | migrated |", "|---|---|---|"]
+    names = sorted(set().union(*(s.keys() for s in v.sources.values())))
+    for name in names:
+        lines.append(f"| `{name}` | `{_md_cell(v.sources.get('original', {}).get(name))}` "
+                     f"| `{_md_cell(v.sources.get('migrated', {}).get(name))}` |")
+    for side, bad in v.foreign.items():
+        if bad:
+            lines.append(f"\n**Warning:** the {side} run imports {', '.join(bad)} from outside its copy: "
+                         "its results are not those of its own tree.")
+    return [*lines, ""]
+
+
+def _md_files(v: Verification) -> list[str]:
+    """One row per test file run in its own process, with links to its logs."""
+    lines = ["## Test files (one process each)", "", "| file | original | migrated | logs |", "|---|---|---|---|"]
+    for f in v.files:
+        logs = " ".join(f"[{k.replace('-', ' ')}]({path})" for k, path in f.logs.items())
+        lines.append(f"| `{_md_cell(f.file)}` | {_md_cell('timeout' if f.original_exit is None else f.original_exit)}"
+                     f" | {_md_cell('timeout' if f.migrated_exit is None else f.migrated_exit)} | {logs} |")
+    return [*lines, ""]
 
 
 def _md_tests(v: Verification, max_unchanged: int) -> list[str]:
@@ -575,6 +682,10 @@ def print_summary(err: Console, v: Verification, paths: tuple[Path, Path]) -> No
             table.add_row(escape(t.id), t.original or "—", t.migrated or "—",
                           f"[{_STYLE.get(t.change, '')}]{t.change}[/]")
         err.print(table)
+    for side, bad in v.foreign.items():
+        if bad:
+            err.print(f"[yellow]warning[/]: the {side} run imports {escape(', '.join(bad))} from outside its copy",
+                      highlight=False)
     err.print(f"reports: {escape(str(paths[0]))}, {escape(str(paths[1]))}", highlight=False)
 
 
@@ -599,6 +710,9 @@ def verify_command(
                                                   "are written.")] = Path("torchport-verify"),
     keep: Annotated[bool, typer.Option("--keep",
                                        help="Keep the temporary copies (their path is in the report).")] = False,
+    per_file: Annotated[bool, typer.Option("--per-file",
+                                           help="pytest only: run each test file in its own process, with a log "
+                                                "per file under REPORT_DIR/logs/ linked from verify.md.")] = False,
 ) -> None:
     """Run CMD on a copy of PATH before and after migrating it, and compare exit codes and test outcomes.
 
@@ -621,7 +735,8 @@ def verify_command(
     workdir = Path(tempfile.mkdtemp(prefix="torchport-verify-"))
     try:
         err.print(f"verify: copying {escape(str(project))} to {escape(str(workdir))}", highlight=False)
-        v = verify(project, cmd, timeout, workdir, skip={report_dir.resolve()}, kept=keep)
+        v = verify(project, cmd, timeout, workdir, skip={report_dir.resolve()}, kept=keep,
+                   per_file_logs=report_dir / "logs" if per_file else None)
     except VerifyError as exc:
         raise _usage(err, str(exc)) from None
     except OSError as exc:

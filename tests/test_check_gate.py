@@ -58,15 +58,17 @@ def test_info_notes_never_fail_the_check(cli: CliRunner, tmp_path: Path) -> None
 def project(tmp_path: Path) -> Path:
     (tmp_path / "train.py").write_text(TRAIN)
     (tmp_path / "graphs.py").write_text(CUDA_GRAPH)
+    (tmp_path / "flags.py").write_text(ONLY_NOTES)
     return tmp_path
 
 
 def test_a_baseline_passes_today_and_fails_on_exactly_the_new_finding(cli: CliRunner, project: Path) -> None:
     baseline = project / "torchport-baseline.json"
     written = cli.invoke(app, ["migrate", str(project), "--write-baseline", str(baseline), "--no-cache"])
-    assert written.exit_code == 0 and "3 finding(s) recorded" in written.stderr
+    assert written.exit_code == 0 and "4 finding(s) recorded" in written.stderr
     entries = json.loads(baseline.read_text())["findings"]
     assert {(e["path"], e["code"], e["text"]) for e in entries} == {
+        ("flags.py", "TP107", "torch.backends.cudnn.benchmark = True"),  # a note: shown no more, never failing
         ("graphs.py", "TP201", "g = torch.cuda.CUDAGraph()"),
         ("train.py", "TP001", "model = torch.nn.Linear(2, 2).cuda()"),
         ("train.py", "TP101", "arch = torch.cuda.get_arch_list()")}
@@ -95,7 +97,9 @@ def test_a_fixed_finding_is_a_stale_entry_until_the_baseline_shrinks(cli: CliRun
     # a run on some files only (a pre-commit hook) says nothing of the others' entries
     assert _check(cli, str(project / "train.py"), "--baseline", str(baseline))[0] == 0
     cli.invoke(app, ["migrate", str(project), "--write-baseline", str(baseline), "--no-cache"])
-    assert len(json.loads(baseline.read_text())["findings"]) == 2
+    assert len(json.loads(baseline.read_text())["findings"]) == 3
+    (project / "flags.py").write_text("import torch\n")  # a note gone: no stale entry
+    assert _check(cli, str(project), "--baseline", str(baseline))[0] == 0
     assert _check(cli, str(project), "--baseline", str(baseline))[0] == 0
 
 
@@ -131,8 +135,8 @@ def _notebook(path: Path, *cells: str) -> None:
 
 
 def test_notebook_cells_that_do_not_parse_are_errors(cli: CliRunner, tmp_path: Path) -> None:
-    _notebook(tmp_path / "nb.ipynb", "import torch\n?torch.cuda\ntorch.cuda.memory_summary??",
-              "x = torch.zeros(2).cuda()", "y = torch.ones(2).cuda(\nz = 1")
+    _notebook(tmp_path / "nb.ipynb", "import torch\n?torch.cuda\ntorch.cuda.memory_summary??\n! apt-get install \\\n"
+              "    libsndfile1-dev", "x = torch.zeros(2).cuda()", "y = torch.ones(2).cuda(\nz = 1")
     code, lines, err = _check(cli, str(tmp_path))
     assert code == 2  # a cell went unseen: not a pass, whatever else is found
     assert lines == [f"{tmp_path / 'nb.ipynb'}:cell_2:1:5: TP001 [*] `.cuda(...)` on a tensor or module becomes "

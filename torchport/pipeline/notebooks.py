@@ -74,13 +74,14 @@ def _mask(source: str, magics: list[str]) -> str | SyntaxError | None:
         if name not in _PYTHON_CELL_MAGICS:
             return None
     out = []
-    continued = False
+    continued, indent = False, ""
     for line in lines:
         if continued or _IPYTHON_LINE.match(line):
             body = line.rstrip("\r\n")
             ending = line[len(body):]
+            if not continued:  # a continuation line (`!cmd \`) keeps the placeholder at its first line's indent
+                indent = body[:len(body) - len(body.lstrip())]
             continued = body.endswith("\\")
-            indent = body[:len(body) - len(body.lstrip())]
             out.append(f"{indent}pass  # torchport-magic {len(magics)}{ending}")
             magics.append(body)
         else:

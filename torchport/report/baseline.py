@@ -1,6 +1,7 @@
 """`--write-baseline FILE` and `--baseline FILE`: turn `--check` on in a project that has findings today.
 
-A baseline is a JSON file of today's findings, each as its file (relative to the baseline's folder), its rule
+A baseline is a JSON file of today's findings (info notes too, so that a check against it shows only what is
+new; a note never fails it), each as its file (relative to the baseline's folder), its rule
 and the text of its line of code (stripped). A finding matches an entry with the same file, rule and text, so an
 entry survives the line moving; each entry matches as many findings as its ``count``. An entry that matches
 nothing in a file the run scanned (or whose file is gone) was fixed since: it is *stale*, and `--check` fails
@@ -16,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from torchport.errors import TorchportError
-from torchport.results import Diagnostic, FileResult, open_findings
+from torchport.results import INFO_CODES, Diagnostic, FileResult, open_findings
 
 FORMAT = 1
 
@@ -44,9 +45,15 @@ def _entry(result: FileResult, finding: Diagnostic, folder: Path) -> Entry:
     return Entry(_relative(result.path, folder), finding.code, text)
 
 
+def _recorded(result: FileResult) -> list[Diagnostic]:
+    """What a baseline holds of a file: the findings that fail ``--check`` and the info notes (so that a check
+    against it shows only what is new; a note never fails it)."""
+    return [*open_findings(result), *(d for d in result.diagnostics if d.code in INFO_CODES and not result.error)]
+
+
 def entries(results: list[FileResult], folder: Path) -> Counter[Entry]:
-    """The findings that fail ``--check`` (`torchport.results.open_findings`), keyed as the baseline keys them."""
-    return Counter(_entry(r, f, folder) for r in results for f in open_findings(r))
+    """The findings of ``results`` (`_recorded`), keyed as the baseline keys them."""
+    return Counter(_entry(r, f, folder) for r in results for f in _recorded(r))
 
 
 def write(path: Path, results: list[FileResult]) -> int:
@@ -108,7 +115,7 @@ def apply(baseline: Counter[Entry], path: Path, results: list[FileResult]) -> Ap
     out = []
     for result in results:
         held: set[int] = set()  # the findings of this file the baseline holds, by id
-        for finding in open_findings(result):
+        for finding in _recorded(result):
             entry = _entry(result, finding, folder)
             if left[entry] > 0:
                 left[entry] -= 1
@@ -117,6 +124,6 @@ def apply(baseline: Counter[Entry], path: Path, results: list[FileResult]) -> Ap
         out.append(replace(result, sites=[s for s in result.sites if id(s) not in held],
                            diagnostics=[d for d in result.diagnostics if id(d) not in held]))
     scanned = {_relative(r.path, folder) for r in results}
-    stale = sorted((e, n) for e, n in left.items()
-                   if n > 0 and (e.path in scanned or not (folder / e.path).exists()))
+    stale = sorted((e, n) for e, n in left.items()  # a note gone is a decision changed, not debt paid: not stale
+                   if n > 0 and e.code not in INFO_CODES and (e.path in scanned or not (folder / e.path).exists()))
     return Applied(out, known, stale)

@@ -2,8 +2,8 @@
 
     OMP_NUM_THREADS=1 python benchmarks/bench_migrate.py PATH [--jobs N] [--repeat 1]
 
-Prints, for the ``.py`` files under PATH (fetch a real repo, e.g. diffusers at the commit in
-shared/corpus.md; never commit it):
+Prints, for the ``.py`` files under PATH (a checkout of a big public repository, e.g. huggingface/diffusers;
+never commit it):
 
 * naive: one process that parses every file with LibCST and regenerates its code
   (``libcst.parse_module(text).code``) - the floor any LibCST-based tool starts from;

@@ -21,8 +21,10 @@ def _repo(tmp_path: Path) -> Path:
 def test_select_and_ignore(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     runner = CliRunner()
-    assert runner.invoke(app, ["migrate", str(repo), "--check", "--select", "TP1"]).exit_code == 0
-    assert runner.invoke(app, ["migrate", str(repo), "--check", "--ignore", "TP001,TP007"]).exit_code == 0
+    # --check fails on any finding that is not an info note: TP101 (get_arch_list) is one
+    assert runner.invoke(app, ["migrate", str(repo), "--check", "--select", "TP1"]).exit_code == 1
+    assert runner.invoke(app, ["migrate", str(repo), "--check", "--select", "TP0,TP110"]).exit_code == 1
+    assert runner.invoke(app, ["migrate", str(repo), "--check", "--ignore", "TP001,TP007,TP101"]).exit_code == 0
     assert runner.invoke(app, ["migrate", str(repo), "--check"]).exit_code == 1
     unknown = runner.invoke(app, ["migrate", str(repo), "--select", "TP999"])
     assert unknown.exit_code == 2 and "unknown rule code" in unknown.stderr
@@ -72,7 +74,9 @@ def test_statistics_table(tmp_path: Path) -> None:
     assert result.stderr == "" and "---" not in result.stdout  # the statistics alone: no diff, no summary
     plain = CliRunner().invoke(app, ["migrate", str(_repo(tmp_path)), "--statistics"])
     lines = plain.stdout.splitlines()
-    assert plain.stderr == "" and lines[-1].startswith("total\t") and "100.0%" in lines[-1]
+    assert plain.stderr == "" and lines[-1] == "1\t2\t0\t100.0%\ttotal (1 files)"
+    header = lines.index("rewritten\treported\tunreported\taccounted\tfile")
+    assert lines[header + 1:-1] == [f"1\t2\t0\t100.0%\t{tmp_path / 'm.py'}"]  # the path last, 100.0% as the total
     assert any(line.split("\t")[1:3] == ["TP001", "[*] cuda-method"] for line in lines)
 
 

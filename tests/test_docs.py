@@ -95,3 +95,27 @@ def test_the_readme_starts_with_the_two_commands() -> None:
     assert first_block.group(1) == "bash"
     assert first_block.group(2) == TWO_COMMANDS
     assert text.startswith("# torchport\n\n```bash\n" + TWO_COMMANDS + "```\n")
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    texts = [README, *DOCS.glob("*.md"), *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "scripts").glob("*.py")]
+    assert [p.name for p in texts if "shared/" in p.read_text()] == []
+
+
+def test_the_pre_commit_snippet_runs_the_published_hook() -> None:
+    """The snippet in docs/usage.md works as written (a local hook: no release tag to pin) and runs the same
+    command as the repository's own .pre-commit-hooks.yaml."""
+    usage = (DOCS / "usage.md").read_text()
+    snippet = re.search(r"```yaml\n(repos:.*?)```", usage, re.S)
+    assert snippet is not None
+    text = snippet.group(1)
+    assert "rev:" not in text and "repo: local" in text
+    hooks = (ROOT / ".pre-commit-hooks.yaml").read_text()
+
+    def field(name: str, source: str) -> str:
+        found = re.search(rf"^\s*-?\s*{name}: (.*)$", source, re.M)
+        assert found is not None, name
+        return found.group(1).split("  #")[0].strip()
+
+    for name in ("id", "entry", "types_or", "require_serial"):
+        assert field(name, text) == field(name, hooks), name

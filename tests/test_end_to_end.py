@@ -34,6 +34,7 @@ def test_migrated_example_runs_here(tmp_path: Path) -> None:
     run = _run("train.py", "--steps", "5", cwd=target)
     assert run.returncode == 0, run.stderr
     assert "step   4 loss" in run.stdout and "accuracy" in run.stdout
+    assert "(0 device(s))" not in run.stdout and run.stdout.startswith("training on ")  # consistent after the port
     # the migrated script still accepts an explicit device, as the original did
     run_cpu = _run("train.py", "--steps", "5", "--device", "cpu", "--amp", cwd=target)
     assert run_cpu.returncode == 0, run_cpu.stderr

@@ -77,7 +77,7 @@ def test_notebook_is_migrated_cell_by_cell_and_everything_else_is_kept(tmp_path:
 def test_notebooks_count_in_statistics_and_json(tmp_path: Path) -> None:
     _notebook(tmp_path / "train.ipynb")
     stats = CliRunner().invoke(app, ["migrate", str(tmp_path), "--statistics", "--no-cache"])
-    assert any(line.startswith("sites\t3\t0\t0\t100%") and line.endswith("train.ipynb")
+    assert any(line.startswith("3\t0\t0\t100.0%\t") and line.endswith("train.ipynb")
                for line in stats.stdout.splitlines())
     report = json.loads(CliRunner().invoke(app, ["migrate", str(tmp_path), "--format", "json", "--no-cache"]).stdout)
     (entry,) = report["files"]

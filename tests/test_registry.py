@@ -29,6 +29,12 @@ def test_codes_are_unique_and_well_formed() -> None:
         assert bool(rule.after) == (rule.kind == "rewrite"), code
 
 
+def test_the_info_notes_that_never_fail_a_check_are_the_info_rules() -> None:
+    from torchport.results import INFO_CODES  # kept beside the results so that a cached check loads no rule
+
+    assert INFO_CODES == {code for code, rule in RULES.items() if rule.effort == "info"}
+
+
 def test_readme_table_matches_the_registry() -> None:
     rules_page = (ROOT / "docs" / "rules.md").read_text()
     rows = re.findall(r"^\| (TP\d{3}) \| ([a-z0-9-]+) \| (\w+)[^|]* \| (.*?) \| ", rules_page, re.M)

@@ -117,23 +117,51 @@ def test_sarif_has_rules_results_relative_uris_and_fixes(tmp_path: Path) -> None
     rewrite = next(r for r in results if r["ruleId"] == "TP001")
     replacements = rewrite["fixes"][0]["artifactChanges"][0]["replacements"]
     texts = "".join(r["insertedContent"]["text"] for r in replacements)
-    assert "from torchport import runtime as tp" in texts and ".to(tp.device())" in texts
+    assert "from torchport import runtime as tp" in texts and "to(tp.device())" in texts
     assert run["invocations"][0]["executionSuccessful"] is False  # broken.py is a notification
 
 
-def test_sarif_fixes_rebuild_the_migrated_file(tmp_path: Path) -> None:
+def _apply_sarif(source: str, replacements: list[dict]) -> str:
+    """Apply SARIF replacements (1-based lines and columns, end exclusive) to ``source``, last first."""
+    lines = source.splitlines(keepends=True) + [""]
+    offsets = [sum(map(len, lines[:i])) for i in range(len(lines))]
+
+    def at(line: int, column: int) -> int:
+        return offsets[line - 1] + column - 1
+
+    text = source
+    for rep in sorted(replacements, key=lambda r: (r["deletedRegion"]["startLine"],
+                                                   r["deletedRegion"]["startColumn"]), reverse=True):
+        region = rep["deletedRegion"]
+        start, end = at(region["startLine"], region["startColumn"]), at(region["endLine"], region["endColumn"])
+        text = text[:start] + rep["insertedContent"]["text"] + text[end:]
+    return text
+
+
+TWO_ON_A_LINE = 'import torch\n\nx = torch.zeros(2).cuda()\ny = torch.ones(2, device="cuda").cuda(non_blocking=True)\n'
+
+
+def test_each_sarif_fix_applies_its_own_rewrite_only(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
-    path.write_text(SOURCE)
+    path.write_text(TWO_ON_A_LINE)
     result = migrate_file(path)
     log = json.loads(to_sarif([result], tmp_path, "dry-run"))
-    replacements = [rep for r in log["runs"][0]["results"] for fix in r.get("fixes", [])
-                    for change in fix["artifactChanges"] for rep in change["replacements"]]
-    lines = SOURCE.splitlines(keepends=True)
-    for rep in sorted(replacements, key=lambda r: r["deletedRegion"]["startLine"], reverse=True):
-        region = rep["deletedRegion"]
-        lines[region["startLine"] - 1:region["endLine"] - 1] = [rep["insertedContent"]["text"]]
-    assert "".join(lines) == result.migrated
-
+    fixed = [r for r in log["runs"][0]["results"] if r.get("fixes")]
+    assert sorted(r["ruleId"] for r in fixed) == ["TP001", "TP001", "TP002"]  # two rewrites on line 4
+    everything: dict[str, dict] = {}
+    for r in fixed:
+        (change,) = r["fixes"][0]["artifactChanges"]
+        alone = _apply_sarif(TWO_ON_A_LINE, change["replacements"])
+        compile(alone, "m.py", "exec")  # one fix alone gives code that runs: its import comes with it
+        changed = [line for line in alone.splitlines() if line not in TWO_ON_A_LINE.splitlines()]
+        assert len(changed) == 2 and "from torchport import runtime as tp" in changed  # its line and the import
+        everything.update((json.dumps(rep, sort_keys=True), rep) for rep in change["replacements"])
+    assert _apply_sarif(TWO_ON_A_LINE, list(everything.values())) == result.migrated  # all of them: the port
+    line4 = [r for r in fixed if r["locations"][0]["physicalLocation"]["region"]["startLine"] == 4]
+    texts = {r["ruleId"]: _apply_sarif(TWO_ON_A_LINE, r["fixes"][0]["artifactChanges"][0]["replacements"])
+             for r in line4}
+    assert 'torch.ones(2, device=tp.device()).cuda(non_blocking=True)' in texts["TP002"]
+    assert 'torch.ones(2, device="cuda").to(tp.device(), non_blocking=True)' in texts["TP001"]
 
 
 def test_prefilter_skips_only_files_no_rule_can_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,8 +3,13 @@ results back from the cache loads no rule."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+# Rules whose findings only explain a decision (effort "info"): they never fail `--check`.
+# Kept here, not read from the rules, so that a cached check loads no rule; tests/test_registry.py ties them.
+INFO_CODES = frozenset({"TP107", "TP110"})
 
 
 @dataclass(frozen=True)
@@ -59,3 +64,16 @@ class FileResult:
     @property
     def changed(self) -> bool:
         return self.error is None and self.migrated is not None and self.migrated != self.original
+
+
+def open_findings(result: FileResult) -> list[Diagnostic]:
+    """The findings that fail ``--check``: pending rewrites and diagnostics that are not info notes."""
+    if result.error:
+        return []
+    return [*(result.sites if result.changed else []),
+            *(d for d in result.diagnostics if d.code not in INFO_CODES)]
+
+
+def check_fails(results: Iterable[FileResult]) -> bool:
+    """Whether ``--check`` fails (exit 1): a rewrite is pending or a finding other than an info note remains."""
+    return any(open_findings(r) for r in results)

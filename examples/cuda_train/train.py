@@ -22,7 +22,7 @@ torch.manual_seed(0)
 torch.cuda.manual_seed_all(0)
 torch.backends.cudnn.benchmark = True
 
-print(f"training on {torch.cuda.get_device_name()} ({torch.cuda.device_count()} device(s))")
+print(f"training on {torch.cuda.get_device_name()}")
 
 model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 4)).cuda()
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -26,10 +26,14 @@ from torchport.emit.vendor import MODULE_NAME
 from torchport.errors import TorchportError, UsageError
 from torchport.pipeline import cache as cache_module
 from torchport.pipeline import runner, writes
-from torchport.pipeline.files import Found, discover
+from torchport.pipeline.files import Found, check_paths, discover
+from torchport.pipeline.notebooks import not_migrated
 from torchport.report import formats
 from torchport.report.console import print_diff, print_statistics, print_summary, progress_bar, unified_diff
-from torchport.results import FileResult
+from torchport.results import FileResult, check_fails
+
+if TYPE_CHECKING:
+    from torchport.report import baseline as baselines
 
 VENDORED_FILE = f"{MODULE_NAME}.py"
 
@@ -53,6 +57,8 @@ class Mode:
         exit_zero: ``--exit-zero``: exit 0 with changes pending.
         allow_dirty: ``--allow-dirty``: rewrite files with uncommitted changes.
         output_dir: ``--output-dir``: write a migrated copy there instead.
+        baseline: ``--baseline``: report and fail only on findings this baseline file does not hold.
+        write_baseline: ``--write-baseline``: record today's findings in this file (and write nothing else).
     """
 
     name: str
@@ -60,17 +66,24 @@ class Mode:
     exit_zero: bool
     allow_dirty: bool
     output_dir: Path | None
+    baseline: Path | None = None
+    write_baseline: Path | None = None
 
     @classmethod
     def read(cls, err: Console, *, dry_run: bool, apply: bool, check: bool, diff: bool, output_dir: Path | None,
-             allow_dirty: bool, exit_zero: bool) -> Mode:
+             allow_dirty: bool, exit_zero: bool, baseline: Path | None = None,
+             write_baseline: Path | None = None) -> Mode:
         """The mode the options ask for; a usage error (exit 2) when they exclude each other."""
         if sum((dry_run, apply, check)) > 1:
             usage(err, "--dry-run, --apply and --check exclude each other")
         if output_dir is not None and (dry_run or check):
             usage(err, "--output-dir writes a migrated copy: it excludes --dry-run and --check")
+        if (baseline or write_baseline) and (apply or output_dir is not None):
+            usage(err, "--baseline and --write-baseline read the findings: they exclude --apply and --output-dir")
+        if baseline and write_baseline:
+            usage(err, "--baseline and --write-baseline exclude each other (--write-baseline starts it afresh)")
         name = "apply" if apply or output_dir is not None else "check" if check else "dry-run"
-        return cls(name, diff, exit_zero, allow_dirty, output_dir)
+        return cls(name, diff, exit_zero, allow_dirty, output_dir, baseline, write_baseline)
 
 
 @dataclass(frozen=True)
@@ -102,7 +115,8 @@ def migrate(
     dry_run: Annotated[bool, typer.Option("--dry-run",
                                           help="Show the diff and summary; write nothing (default).")] = False,
     apply: Annotated[bool, typer.Option("--apply", help="Write the changes.")] = False,
-    check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if any file would change.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if a rewrite is pending or a "
+                                                         "finding other than an info note remains.")] = False,
     diff: Annotated[bool, typer.Option("--diff", help="Also print the diff with --check or --apply.")] = False,
     exclude: Annotated[list[str] | None, typer.Option(
         "--exclude", metavar="GLOB", help="Skip paths matching this gitignore-style glob (repeatable).")] = None,
@@ -123,8 +137,14 @@ def migrate(
         "--statistics", help="Print only counts per rule and the share of sites accounted for.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q",
                                         help="Print findings, diffs and errors, nothing else.")] = False,
-    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when changes are pending "
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when --check finds something "
                                                                 "(failures still exit 2).")] = False,
+    baseline: Annotated[Path | None, typer.Option(
+        "--baseline", metavar="FILE", help="Report and fail only on findings this baseline does not hold; "
+        "its entries that match nothing any more (fixed) fail too, until it is written again.")] = None,
+    write_baseline: Annotated[Path | None, typer.Option(
+        "--write-baseline", metavar="FILE", help="Record today's findings in FILE (a JSON baseline for "
+        "--baseline) and exit; writes nothing else.")] = None,
     stdin_filename: Annotated[str | None, typer.Option(
         "--stdin-filename", metavar="PATH", help="The name of the file read from standard input "
         "(for the config, per-file ignores, reports, .ipynb).")] = None,
@@ -153,15 +173,18 @@ def migrate(
 ) -> None:
     """Rewrite CUDA-specific code into calls of [bold]torchport.runtime[/].
 
-    Exit codes: 0 nothing left to do or changes applied; 1 changes pending under --check;
-    2 a file failed or the usage was wrong; 128+N when interrupted by signal N (130 for Ctrl-C).
+    Exit codes: 0 nothing left to do or changes applied; 1 under --check, a rewrite pending or a finding that
+    is not an info note; 2 a file (or notebook cell) failed, a path is bad, or the usage was wrong; 128+N when
+    interrupted by signal N (130 for Ctrl-C).
     """
     err, out = Console(stderr=True), Console()
     mode = Mode.read(err, dry_run=dry_run, apply=apply, check=check, diff=diff, output_dir=output_dir,
-                     allow_dirty=allow_dirty, exit_zero=exit_zero)
+                     allow_dirty=allow_dirty, exit_zero=exit_zero, baseline=baseline, write_baseline=write_baseline)
     output = Output.read(out, output_format, statistics=show_statistics, quiet=quiet, mode=mode)
     try:
         stdin, named = _inputs(paths, stdin_filename, mode)
+        if not stdin:
+            check_paths(paths)
         start = named or (Path.cwd() if stdin else paths[0])
         settings = read_settings(start, config_file, select, ignore, unsafe_fixes, target)
         settings = _runtime_settings(settings, start, runtime, vendor_path, torch_version)
@@ -179,9 +202,17 @@ def migrate(
         usage(err, str(exc))
     cache = open_cache(paths, no_cache, mode.output_dir is not None)
     results, copy_problems = _run(out, err, paths, found, settings, mode, output, jobs, cache, add_dependency)
+    results.sort(key=lambda r: r.display)  # as ruff: findings by path, then position
+    if mode.write_baseline is not None:
+        _write_baseline(err, mode.write_baseline, results, output.quiet)
+    applied = _read_baseline(err, mode.baseline, results) if mode.baseline is not None else None
+    if applied is not None:
+        results = applied.results
 
     root = paths[0] if len(paths) == 1 and paths[0].is_dir() else Path.cwd()
     _report(out, err, results, mode.name, output, root)
+    if applied is not None:
+        _report_baseline(err, mode.baseline, applied, output.quiet)
     for library in (r for r in results if any(d.code == "TP210" for d in r.diagnostics)):
         if not output.quiet and output.fmt not in (OutputFormat.json, OutputFormat.sarif):
             err.print(f"note: {escape(library.diagnostics[0].message)}", highlight=False)
@@ -190,10 +221,48 @@ def migrate(
     if mode.output_dir is not None and not output.quiet:
         err.print(f"migrated copy written to {escape(str(mode.output_dir))}; {escape(str(paths[0]))} is untouched",
                   highlight=False)
-    if copy_problems or any(r.error for r in results):
+    if copy_problems or any(r.error or not_migrated(r) for r in results):
         raise typer.Exit(EXIT_FAILED)
-    if mode.name == "check" and any(r.changed for r in results) and not mode.exit_zero:
+    if mode.name == "check" and not mode.exit_zero and (check_fails(results) or (applied and applied.stale)):
         raise typer.Exit(EXIT_PENDING)
+
+
+def _write_baseline(err: Console, path: Path, results: list[FileResult], quiet: bool) -> None:
+    """``--write-baseline``: record the findings, say how many, and stop (exit 2 if a file failed)."""
+    from torchport.report import baseline as baselines  # only with --write-baseline
+
+    try:
+        count = baselines.write(path, results)
+    except baselines.BaselineError as exc:
+        usage(err, str(exc))
+    lines(err, formats.error_lines(results))
+    if not quiet:
+        err.print(f"torchport: {count} finding(s) recorded in {escape(str(path))}; "
+                  f"check against it with --check --baseline {escape(str(path))}", highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_FAILED if any(r.error or not_migrated(r) for r in results) else 0)
+
+
+def _read_baseline(err: Console, path: Path, results: list[FileResult]) -> baselines.Applied:
+    """``--baseline``: the run less the findings the baseline holds (a usage error when it cannot be read)."""
+    from torchport.report import baseline as baselines  # only with --baseline
+
+    try:
+        return baselines.apply(baselines.read(path), path, results)
+    except baselines.BaselineError as exc:
+        usage(err, str(exc))
+
+
+def _report_baseline(err: Console, path: Path | None, applied: baselines.Applied, quiet: bool) -> None:
+    """The stale entries, one line each, and a count of the findings the baseline held (unless quiet)."""
+    for entry, count in applied.stale:
+        times = f" ({count}x)" if count > 1 else ""
+        err.file.write(f"{entry.path}: stale baseline entry{times}: {entry.code} `{entry.text}` is fixed\n")
+    if applied.stale:
+        err.file.write(f"torchport: {len(applied.stale)} baseline entry(ies) match nothing any more: "
+                       f"run with --write-baseline {path} to drop them\n")
+    elif not quiet:
+        err.file.write(f"torchport: {applied.known} finding(s) are in the baseline {path}.\n")
+    err.file.flush()
 
 
 def _inputs(paths: list[Path], stdin_filename: str | None, mode: Mode) -> tuple[bool, Path | None]:
@@ -250,6 +319,7 @@ def _run(out: Console, err: Console, paths: list[Path], found: list[Found], sett
                     usage(err, f"cannot write the migrated copy to {mode.output_dir}: {exc}; nothing was written")
             elif mode.name == "apply":
                 writes.write_in_place(paths, changed, written, also=[r.path for r in generated])
+                _note_outside_git(err, written, output.quiet)
         except KeyboardInterrupt:
             signum = interrupted[0] if interrupted else signal.SIGINT
             done = (f"{len(written)} file(s) had been written, the others are untouched" if written
@@ -322,7 +392,9 @@ def _migrate_stdin(err: Console, named: Path | None, settings: config.Settings, 
     stdout.flush()
     if result.error:
         raise typer.Exit(EXIT_FAILED)
-    if mode.name == "check" and result.changed and not exit_zero:
+    if not_migrated(result):
+        raise typer.Exit(EXIT_FAILED)
+    if mode.name == "check" and check_fails([result]) and not exit_zero:
         raise typer.Exit(EXIT_PENDING)
 
 
@@ -377,6 +449,16 @@ def _signals_interrupt() -> Iterator[list[int]]:
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)  # type: ignore[arg-type]
+
+
+def _note_outside_git(err: Console, written: Sequence[FileResult], quiet: bool) -> None:
+    """One line when files were rewritten that no git work tree holds (``cargo fix`` asks for --allow-no-vcs)."""
+    from torchport.pipeline import gitstate  # only when --apply wrote something
+
+    outside = gitstate.outside_git([r.path for r in written]) if written and not quiet else []
+    if outside:
+        err.print(f"note: {len(outside)} file(s) written are not under version control (git); there is no "
+                  "committed copy to go back to", highlight=False, soft_wrap=True)
 
 
 def _refuse_dirty(err: Console, changed: Sequence[FileResult]) -> None:

@@ -19,7 +19,7 @@ from torchport.cli.common import lines, usage
 from torchport.cli.migrate import open_cache, read_settings
 from torchport.errors import TorchportError
 from torchport.pipeline import runner
-from torchport.pipeline.files import discover
+from torchport.pipeline.files import check_paths, discover
 
 
 class ProgramsFormat(str, Enum):
@@ -51,6 +51,7 @@ def programs(
     try:
         if any(str(p) == "-" for p in paths):
             raise TorchportError("- (standard input) holds no project: give files or folders")
+        check_paths(paths)
         settings = read_settings(paths[0], config_file, None, None, False, None)
         found = list(discover(paths, exclude or (), (settings.root, settings.exclude)))
     except TorchportError as exc:

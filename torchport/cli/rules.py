@@ -2,17 +2,43 @@
 
 from __future__ import annotations
 
+import json
+from enum import Enum
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from torchport.cli.common import EXIT_FAILED
+from torchport.cli.common import EXIT_FAILED, lines
 
 
-def rules() -> None:
+class RulesFormat(str, Enum):
+    full = "full"
+    concise = "concise"
+    json = "json"
+
+
+def rules(
+    output_format: Annotated[RulesFormat | None, typer.Option(
+        "--output-format", "--format", help="full (a table; the default on a terminal), concise (one "
+        "tab-separated line per rule: code, name, safety, summary; the default elsewhere) or json.",
+        show_default=False)] = None,
+) -> None:
     """List every rule: its code, name, safety class and what it does."""
+    from torchport.codemods.api import RULES
+
+    console = Console()
+    fmt = output_format or (RulesFormat.full if console.is_terminal else RulesFormat.concise)
+    if fmt == RulesFormat.json:
+        rows = [{"code": r.code, "name": r.name, "kind": r.kind, "safety": r.safety, "effort": r.effort,
+                 "summary": r.summary, "before": r.before, "after": r.after or None} for r in RULES.values()]
+        console.file.write(json.dumps(rows, indent=2) + "\n")
+        return
+    if fmt == RulesFormat.concise:  # one line per rule, never wrapped: for grep, cut and less
+        lines(console, (f"{r.code}\t{r.name}\t{r.safety}{f' ({r.effort})' if r.effort else ''}\t{r.summary}"
+                        for r in RULES.values()))
+        return
     from rich.table import Table
 
     table = Table(show_edge=False)
@@ -20,12 +46,10 @@ def rules() -> None:
     table.add_column("name", no_wrap=True)
     table.add_column("safety", no_wrap=True)
     table.add_column("summary")
-    from torchport.codemods.api import RULES
-
     for rule in RULES.values():
         table.add_row(rule.code, escape(rule.name), rule.safety + (f" ({rule.effort})" if rule.effort else ""),
                       escape(rule.summary))
-    Console().print(table)
+    console.print(table)
 
 
 def explain(code: Annotated[str, typer.Argument(help="A rule code or name, e.g. TP007 or is-cuda.")]) -> None:

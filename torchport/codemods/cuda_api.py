@@ -365,7 +365,9 @@ class DefaultTensorType(Rule):
     )
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
-        if m.has_qname(node.func, "torch.set_default_tensor_type") and len(node.args) == 1:
+        # tp.set_default_tensor_type(torch.cuda.HalfTensor) is this rule's own output: its type is no finding.
+        ours = m.runtime_call_name(node) == "set_default_tensor_type"
+        if (ours or m.has_qname(node.func, "torch.set_default_tensor_type")) and len(node.args) == 1:
             if legacy_dtype(m, node.args[0].value) is not None:
                 m.store(self)["cuda"] = True
                 m.mark_handled(node.args[0].value)

@@ -344,7 +344,8 @@ class DeviceString(_StringRule):
     code = "TP003"
     moves_data = True
     name = "device-string"
-    summary = "A CUDA device spec kept as a str (a device setting, default or argument) stays a str."
+    summary = ("A CUDA device spec kept as a str (a device setting, default or argument) becomes the runtime "
+               "device's str.")
     before, after = 'device = "cuda"', "device = tp.device_str()"
     triggers = (r"cuda",)
     examples = (
@@ -915,6 +916,8 @@ class UnclassifiedString(Rule):
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         """Text given to ``print``, a logger, ``warnings.warn`` or an exception is a message, not a device."""
+        if m.runtime_call_name(node) is not None:  # the port's own tp.device(f"cuda:{rank}"): no finding next run
+            m.handled.update(id(arg.value) for arg in node.args)
         func = node.func
         name = call_name(func)
         if name in _MESSAGE_CALLS or name.endswith(("Error", "Exception", "Warning")):

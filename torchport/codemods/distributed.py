@@ -15,6 +15,7 @@ import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
+import libcst.matchers as cst_matchers
 
 from torchport.codemods.core.base import string_value
 from torchport.codemods.core.rule import Example, Rule
@@ -234,6 +235,10 @@ class NcclString(Rule):
     safety, effort = "manual", "low"
     triggers = (r"(?i:nccl)",)
     examples = (Example('if backend == "nccl":\n    pass\n'),)
+
+    def visit_Call(self, m: Migrator, node: cst.Call) -> None:
+        if m.runtime_call_name(node) == "distributed_backend":  # the port's own output: no finding next run
+            m.handled.update(id(s) for s in cst_matchers.findall(node, cst_matchers.SimpleString()))
 
     def visit_SimpleString(self, m: Migrator, node: cst.SimpleString) -> None:
         if string_value(node) == "nccl" and not m.in_skipped_region:

@@ -461,6 +461,8 @@ class CpuFloat16Autocast(Rule):
         names = m.qnames(node.func)
         if "cpu" in m.targets and names & {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast"}:
             dtype = next((a.value for a in node.args if a.keyword and a.keyword.value == "dtype"), None)
+            if dtype is None and len(node.args) > 1 and not (node.args[1].keyword or node.args[1].star):
+                dtype = node.args[1].value  # dtype is the second parameter of every autocast
             if dtype is not None and m.qnames(dtype) & {"torch.float16", "torch.half"}:
                 m.report(self.code, node, "[cpu] float16 autocast on CPU is slow and lacks ops; bfloat16 is CPU's type")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,7 +21,27 @@ SKIP_DIRS = frozenset({
 
 
 class PathError(TorchportError):
-    """A path given on the command line does not exist."""
+    """A path given on the command line does not exist, is a symlink loop, or cannot be read."""
+
+
+def check_paths(paths: Iterable[Path]) -> None:
+    """Refuse, before anything runs, a path given that is missing, a symlink loop, or unreadable.
+
+    Raises:
+        PathError: naming the first such path and why (the command line prints it as one ``error:`` line).
+    """
+    for given in paths:
+        try:
+            mode = os.stat(given).st_mode
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise PathError(f"{given}: a symlink loop (too many levels of symbolic links)") from None
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                raise PathError(f"{given}: no such file or folder") from None
+            raise PathError(f"{given}: cannot read: {exc.strerror or exc}") from None
+        wanted = os.R_OK | (os.X_OK if stat.S_ISDIR(mode) else 0)
+        if not os.access(given, wanted):
+            raise PathError(f"{given}: cannot read: permission denied")
 
 
 @dataclass(frozen=True)
@@ -105,7 +126,11 @@ def _walk(root: Path, excluded: pathspec.PathSpec, config: tuple[str, pathspec.P
         from_config = "" if from_config == "./" else from_config
     # (folder relative to root, its .gitignore rules)
     ignores: list[tuple[str, pathspec.PathSpec]] = []
-    for folder, dirs, files in os.walk(root):
+    unreadable: list[OSError] = []
+    for folder, dirs, files in os.walk(root, onerror=unreadable.append):
+        while unreadable:  # a folder os.walk could not list: reported, not silently skipped
+            exc = unreadable.pop()
+            yield Found(Path(exc.filename), str(exc.filename), f"cannot read this folder: {exc.strerror or exc}")
         here = Path(folder)
         rel_here = here.relative_to(root).as_posix()
         rel_here = "" if rel_here == "." else rel_here + "/"
@@ -130,7 +155,11 @@ def _walk(root: Path, excluded: pathspec.PathSpec, config: tuple[str, pathspec.P
             path = here / name
             display = str(root / (rel_here + name))
             if path.is_symlink():
-                target = path.resolve()
+                try:
+                    target = path.resolve()
+                except (OSError, RuntimeError):  # Python 3.11 raises RuntimeError on a loop
+                    yield Found(path, display, "cannot read: a symlink loop")
+                    continue
                 if not target.is_relative_to(real_root):
                     yield Found(path, display, "symlink points outside the tree; not followed")
                 elif not target.exists():
@@ -138,3 +167,5 @@ def _walk(root: Path, excluded: pathspec.PathSpec, config: tuple[str, pathspec.P
                 # else: a link within the tree is skipped; its target is migrated where the walk meets it
                 continue
             yield Found(path, display, _not_regular(path))
+    for exc in unreadable:  # the last folder listed may have failed too
+        yield Found(Path(exc.filename), str(exc.filename), f"cannot read this folder: {exc.strerror or exc}")

@@ -67,3 +67,20 @@ def dirty_files(paths: Iterable[Path]) -> list[Path]:
                 if len(record) > 3:  # "XY path"
                     dirty.add(top / os.fsdecode(record[3:]))
     return [p for p, real in zip(given, wanted) if real in dirty]
+
+
+def outside_git(paths: Iterable[Path]) -> list[Path]:
+    """Those of ``paths`` in no git work tree (all of them when git is not installed), as given: rewriting them
+    leaves no committed copy to go back to. A folder git refuses to read counts as outside."""
+    given = list(paths)
+    if shutil.which("git") is None:
+        return given
+    tops: dict[Path, bool] = {}
+    for path in given:
+        folder = Path(os.path.realpath(path)).parent
+        if folder not in tops:
+            try:
+                tops[folder] = _toplevel(folder) is not None
+            except GitError:
+                tops[folder] = False
+    return [p for p in given if not tops[Path(os.path.realpath(p)).parent]]

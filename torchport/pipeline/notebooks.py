@@ -3,8 +3,9 @@
 The code cells of a notebook are joined into one Python module (so that ``import torch`` in the
 first cell names ``torch`` in the others), each cell after a marker comment. IPython syntax that
 is not Python (``%magic``, ``!shell``, ``x = !cmd``, ``obj?``) is masked with a ``pass``
-placeholder so that LibCST can parse the cell, and restored afterwards; a cell that still does not
-parse, or whose cell magic runs another language (``%%bash``), is left out. After migration the
+placeholder so that LibCST can parse the cell, and restored afterwards; a cell whose cell magic runs another
+language (``%%bash``) is left out, and one that still does not parse is left out and reported (`not_migrated`):
+its CUDA code is neither rewritten nor reported, so the notebook counts as not migrated. After migration the
 module is split at the markers and each cell's new source replaces its old one in the notebook's
 JSON: outputs, execution counts and metadata are not touched, and the file keeps its JSON layout
 (indent, key order, escaping) wherever it can be read back exactly. Notebooks are read and checked
@@ -28,8 +29,8 @@ SUFFIX = ".ipynb"
 _MARKER = "# torchport-notebook-cell {}"
 _MARKER_RE = re.compile(r"^# torchport-notebook-cell (\d+)$", re.MULTILINE)
 _MAGIC_RE = re.compile(r"^# torchport-magic (\d+)$")
-# Lines IPython reads that Python cannot: %magic, !shell, x = !cmd / %magic, obj? / obj??
-_IPYTHON_LINE = re.compile(r"^\s*(?:[%!]|[\w.,\[\]\s]+=\s*[%!]|[\w.]+\?\??\s*$)")
+# Lines IPython reads that Python cannot: %magic, !shell, x = !cmd / %magic, help: obj? / obj?? / ?obj / ??obj
+_IPYTHON_LINE = re.compile(r"^\s*(?:[%!]|[\w.,\[\]\s]+=\s*[%!]|[\w.*]+\?\??\s*$|\?\??[\w.*]+\s*$)")
 # Cell magics whose body is Python, run by IPython (timed, captured, profiled).
 _PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 
@@ -41,10 +42,21 @@ class NotebookResult(FileResult):
     Args:
         raw: the notebook file's text, as read (the JSON written back is built from it).
         magics: the IPython lines masked in ``original``, by placeholder number.
+        unparsed: the code cells left out because they do not parse: ``(cell index, line in the cell,
+            column from 1, reason)``.
     """
 
     raw: str = ""
     magics: tuple[str, ...] = ()
+    unparsed: tuple[tuple[int, int, int, str], ...] = ()
+
+
+def not_migrated(result: FileResult) -> list[tuple[str, int, int, str]]:
+    """The cells of a notebook left unmigrated because they do not parse, as ``("cell_N:", line, column,
+    reason)``; empty for a Python file. Such a notebook counts as failed: its CUDA code there went unseen."""
+    if not isinstance(result, NotebookResult):
+        return []
+    return [(f"cell_{index + 1}:", line, column, reason) for index, line, column, reason in result.unparsed]
 
 
 def is_notebook(path: Path) -> bool:
@@ -52,9 +64,9 @@ def is_notebook(path: Path) -> bool:
     return path.suffix == SUFFIX
 
 
-def _mask(source: str, magics: list[str]) -> str | None:
-    """``source`` with its IPython lines masked (appending them to ``magics``), or None when the cell
-    cannot be migrated (a non-Python cell magic, or code that still does not parse)."""
+def _mask(source: str, magics: list[str]) -> str | SyntaxError | None:
+    """``source`` with its IPython lines masked (appending them to ``magics``); None for a cell in another
+    language (a non-Python cell magic); the error when the masked code still does not parse."""
     lines = source.splitlines(keepends=True)
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is not None and lines[first].lstrip().startswith("%%"):
@@ -62,13 +74,14 @@ def _mask(source: str, magics: list[str]) -> str | None:
         if name not in _PYTHON_CELL_MAGICS:
             return None
     out = []
-    continued = False
+    continued, indent = False, ""
     for line in lines:
         if continued or _IPYTHON_LINE.match(line):
             body = line.rstrip("\r\n")
             ending = line[len(body):]
+            if not continued:  # a continuation line (`!cmd \`) keeps the placeholder at its first line's indent
+                indent = body[:len(body) - len(body.lstrip())]
             continued = body.endswith("\\")
-            indent = body[:len(body) - len(body.lstrip())]
             out.append(f"{indent}pass  # torchport-magic {len(magics)}{ending}")
             magics.append(body)
         else:
@@ -78,8 +91,10 @@ def _mask(source: str, magics: list[str]) -> str | None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ast.parse(masked)
-    except (SyntaxError, ValueError):
-        return None
+    except SyntaxError as exc:
+        return exc
+    except ValueError as exc:  # a null byte
+        return SyntaxError(str(exc), ("<cell>", 1, 1, ""))
     return masked
 
 
@@ -136,15 +151,21 @@ def read_notebook(path: Path, display: str | None = None, data: bytes | None = N
         return result, None
     parts: list[str] = []
     magics: list[str] = []
+    unparsed: list[tuple[int, int, int, str]] = []
     if _is_python(notebook):
         for index, cell in enumerate(notebook.get("cells", [])):
             if not isinstance(cell, dict) or cell.get("cell_type") != "code":
                 continue
             masked = _mask(_cell_source(cell), magics)
+            if isinstance(masked, SyntaxError):
+                reason = f"cell not migrated: it does not parse ({masked.msg})"
+                unparsed.append((index, masked.lineno or 1, masked.offset or 1, reason))
+                continue
             if masked is None:
                 continue
             parts.append(_MARKER.format(index) + "\n" + masked + ("" if masked.endswith("\n") or not masked else "\n"))
     result.magics = tuple(magics)
+    result.unparsed = tuple(unparsed)
     result.original = result.migrated = "".join(parts)
     return result, result.original.encode("utf-8")
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.markup import escape
 
-from torchport.pipeline.notebooks import NotebookResult, cell_diffs
+from torchport.pipeline.notebooks import NotebookResult, cell_diffs, not_migrated
 from torchport.report.formats import findings
 from torchport.report.statistics import file_statistics, rule_counts
 from torchport.results import FileResult
@@ -58,7 +58,7 @@ def print_summary(err: Console, results: Sequence[FileResult], mode: str, quiet:
     from torchport.codemods.api import RULES
 
     changed = [r for r in results if r.changed]
-    failed = [r for r in results if r.error]
+    failed = [r for r in results if r.error or not_migrated(r)]
     rewrites: Counter[str] = Counter()
     for result in results:
         if not result.error:  # a file not written (read-only, say) counts no rewrite
@@ -74,10 +74,13 @@ def print_summary(err: Console, results: Sequence[FileResult], mode: str, quiet:
             table.add_row(diag.code, escape(f"{diag.path}:{diag.cell}{diag.line}:{diag.column}"), escape(diag.message))
         err.print(table)
     for result in failed:  # one clickable `path:line:col: reason` line each, like a compiler
-        separator = ":" if (result.error or "")[:1].isdigit() else ": "
-        err.print(f"[red]error:[/] {escape(result.display)}{separator}{escape(result.error or '')} "
-                  "[dim](file left untouched)[/]",
-                  highlight=False, soft_wrap=True)
+        if result.error:
+            separator = ":" if result.error[:1].isdigit() else ": "
+            err.print(f"[red]error:[/] {escape(result.display)}{separator}{escape(result.error)} "
+                      "[dim](file left untouched)[/]", highlight=False, soft_wrap=True)
+        for cell, line, column, reason in not_migrated(result):
+            err.print(f"[red]error:[/] {escape(f'{result.display}:{cell}{line}:{column}: {reason}')}",
+                      highlight=False, soft_wrap=True)
     if quiet:
         return
     if rewrites:
@@ -120,7 +123,7 @@ def print_statistics(err: Console, results: Sequence[FileResult]) -> None:
     for stats in map(file_statistics, results):
         if stats.total:
             files.add_row(escape(stats.display), str(stats.rewritten), str(stats.reported),
-                          str(stats.unreported), f"{stats.accounted:.0%}")
+                          str(stats.unreported), f"{stats.accounted:.1%}")
         totals = [totals[0] + stats.rewritten, totals[1] + stats.reported, totals[2] + stats.unreported]
     total = sum(totals)
     share = 1.0 if total == 0 else (totals[0] + totals[1]) / total

@@ -121,3 +121,15 @@ def test_the_program_model_names_the_targets_as_the_analysis_does() -> None:
     from torchport.pipeline import programs
 
     assert programs.OFF_CUDA == OFF_CUDA  # a copy, so that a warm run imports no analysis
+
+
+def test_migrate_says_where_each_program_it_changes_runs() -> None:
+    done = CliRunner().invoke(app, ["migrate", str(MIXED), "--no-cache"])
+    assert done.exit_code == 0, done.output
+    lines = done.stderr.splitlines() if done.stderr_bytes is not None else done.output.splitlines()
+    start = lines.index("programs changed: 3")
+    assert lines[start + 1:start + 4] == [
+        "  lib/evaluate.py (console-script): runs on cuda, mps, xpu, cpu; 1 rewrite(s)",
+        "  tests/test_model.py (test): runs on cuda, mps, xpu, cpu; 2 rewrite(s)",
+        "  train.py (script): runs on cuda, mps, xpu, cpu; 2 rewrite(s)",
+    ]

@@ -362,6 +362,28 @@ def _report(out: Console, err: Console, results: Sequence[FileResult], mode: str
         print_summary(err, results, mode, quiet=quiet)
     elif not quiet:
         err.file.write(formats.summary_line(results, mode) + "\n")
+    if not quiet and fmt in (OutputFormat.full, OutputFormat.concise):
+        _print_programs(err, results, root)
+
+
+_PROGRAMS_SHOWN = 12
+
+
+def _print_programs(err: Console, results: Sequence[FileResult], root: Path) -> None:
+    """One line per program whose files the run changes: where it runs once ported (`torchport programs`)."""
+    if not any(r.changed for r in results):
+        return
+    from torchport.pipeline.programs import programs
+
+    changed = [p for p in programs(results, root)
+               if p.kind != "library" and any(results[i].changed for i in p.reached)]
+    if not changed:
+        return
+    shown = [f"programs changed: {len(changed)}"]  # plain lines, never wrapped (as the summary line)
+    shown += [f"  {p.path} ({p.kind}): {p.verdict()}; {p.rewrites} rewrite(s)" for p in changed[:_PROGRAMS_SHOWN]]
+    if len(changed) > _PROGRAMS_SHOWN:
+        shown.append(f"  ... and {len(changed) - _PROGRAMS_SHOWN} more: `torchport programs` lists them all")
+    err.file.write("\n".join(shown) + "\n")
 
 
 def _migrate_stdin(err: Console, named: Path | None, settings: config.Settings, mode: Mode,

@@ -944,6 +944,18 @@ class UnclassifiedString(Rule):
                          "left unchanged")
 
 
+_NATIVE_DEVICE_LINE = re.compile(r"^(\w+) = \w+\.accelerator\.current_accelerator\(\)", re.M)
+
+
+def _native_device_type(m: Migrator, node: cst.BaseExpression, store: dict) -> bool:
+    """``DEVICE.type`` of the device constant that native output writes (``DEVICE = torch.accelerator.
+    current_accelerator() if ...``): torchport's own comparison, which is exactly the original on CUDA."""
+    if not (isinstance(node, cst.Attribute) and node.attr.value == "type" and isinstance(node.value, cst.Name)):
+        return False
+    names = store.setdefault("native", set(_NATIVE_DEVICE_LINE.findall(m.source)))
+    return node.value.value in names
+
+
 class DeviceTypeComparison(Rule):
     code = "TP104"
     moves_data = False
@@ -957,7 +969,7 @@ class DeviceTypeComparison(Rule):
     def visit_Comparison(self, m: Migrator, node: cst.Comparison) -> None:
         # `x == "cuda"` may mean "on the accelerator" or guard a CUDA-only path (fused kernels, CUDA
         # extensions): torchport cannot tell which, so it reports and leaves it.
-        if tensor_type_check(node) is not None:
+        if tensor_type_check(node) is not None or _native_device_type(m, node.left, m.store(self)):
             return
         for side in cuda_compared(node):
             m.handled.add(id(side))

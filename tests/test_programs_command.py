@@ -101,7 +101,8 @@ def test_migrate_leaves_whole_what_only_cuda_only_programs_reach(tmp_path: Path)
     assert not fast["changed"] and fast["rewrites"] == []
     assert [(d["code"], d["line"]) for d in fast["diagnostics"]] == [("TP110", 9)]
     message = fast["diagnostics"][0]["message"]
-    assert message.startswith("1 rewrite(s) not made: only programs that run only on CUDA reach this file (")
+    assert message.startswith("1 rewrite(s) not made: [R07 cuda-only-library] only programs that run only on CUDA "
+                              "reach this file (")
     assert "fast.py: imports triton (GPU kernels) (" in message and "kernels/fused.py:1)); it is left" in message
     # the portable programs and the library they share are ported
     assert files["train.py"]["changed"] and files["lib/unused.py"]["changed"]

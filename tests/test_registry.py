@@ -88,3 +88,32 @@ def test_guards_treat_every_renamed_cuda_call_as_portable(name: str) -> None:
 
 def test_a_cuda_only_call_under_a_guard_is_not_portable() -> None:
     assert not guards._portable_cuda("torch.cuda.CUDAGraph")
+
+
+def test_every_reason_example_stays_as_written_and_cites_its_reason(tmp_path: Path) -> None:
+    """Each example as a project of one file, through the project pass too (R13 is decided there)."""
+    from torchport.codemods.core.reasons import REASONS
+    from torchport.pipeline import files, runner
+
+    assert [r.id for r in REASONS] == [f"R{i:02d}" for i in range(1, len(REASONS) + 1)]
+    for reason in REASONS:
+        folder = tmp_path / reason.id
+        folder.mkdir()
+        (folder / "example.py").write_text(reason.example)
+        [result] = runner.run(list(files.discover([folder])), jobs=1)
+        assert result.migrated == reason.example, reason.id
+        assert any(reason.tag in d.message for d in result.diagnostics), (reason.id, result.diagnostics)
+
+
+def test_the_reasons_page_lists_the_catalogue() -> None:
+    from torchport.codemods.core.reasons import REASONS, page
+
+    assert (ROOT / "docs" / "reasons.md").read_text() == page()
+    assert len(re.findall(r"^\| R\d\d \|", page(), re.M)) == len(REASONS)
+
+
+def test_the_program_models_tag_is_the_catalogues() -> None:
+    from torchport.codemods.core.reasons import CUDA_ONLY_LIBRARY
+    from torchport.pipeline import programs
+
+    assert programs._CUDA_ONLY_LIBRARY_TAG == CUDA_ONLY_LIBRARY.tag

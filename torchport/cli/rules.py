@@ -52,9 +52,23 @@ def rules(
     console.print(table)
 
 
-def explain(code: Annotated[str, typer.Argument(help="A rule code or name, e.g. TP007 or is-cuda.")]) -> None:
-    """Show one rule: what it does, its safety class, and an example."""
+def explain(code: Annotated[str, typer.Argument(help="A rule code or name (TP007, is-cuda), or a reason id (R03)")]
+            ) -> None:
+    """Show one rule (what it does, its safety class, an example) or one reason code is left as written."""
     from torchport.codemods.api import RULES
+    from torchport.codemods.core.reasons import BY_ID
+
+    reason = BY_ID.get(code.strip().upper()) or next((r for r in BY_ID.values() if r.slug == code.strip().lower()),
+                                                     None)
+    if reason is not None:
+        console = Console()
+        console.print(f"[bold]{reason.id}[/] {escape(reason.slug)}  (a reason code is left as written; TP110)",
+                      highlight=False)
+        console.print(escape(reason.sentence), highlight=False)
+        console.print("\n[dim]left as written:[/]")
+        for line in reason.example.splitlines():
+            console.print(f"    {line}", highlight=False, markup=False)
+        return
 
     wanted = code.strip().lower().replace("_", "-")
     rule = RULES.get(code.strip().upper()) or next(

@@ -17,6 +17,7 @@ import libcst as cst
 
 from torchport.codemods.analysis.names import ast_chain, qualify
 from torchport.codemods.core.base import keyword_arg
+from torchport.codemods.core.reasons import MOVES_TOGETHER
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import rewrite_string
 
@@ -116,7 +117,7 @@ class CudaAmpGradScaler(Rule):
         if not m.qnames(original.func) & _GRADSCALER:
             return None
         if _scaler_alone(m):
-            m.leave_as_written(self.code, original, _SCALER_ALONE)
+            m.leave_as_written(self.code, original, MOVES_TOGETHER, _SCALER_ALONE)
             return None
         if not m.apply(self.code, original):
             return None
@@ -191,7 +192,7 @@ class AmpDeviceType(Rule):
         names = m.qnames(original.func)
         if names & _GENERIC_SCALER and not any(a.keyword is None or a.keyword.value == "device" for a in updated.args):
             if _scaler_alone(m):
-                m.leave_as_written(self.code, original, _SCALER_ALONE)
+                m.leave_as_written(self.code, original, MOVES_TOGETHER, _SCALER_ALONE)
                 return None
             if not m.apply(self.code, original):
                 return None

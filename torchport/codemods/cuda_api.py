@@ -36,6 +36,7 @@ from torchport.codemods.core.base import (
     keyword_arg,
     string_value,
 )
+from torchport.codemods.core.reasons import CUDA_SETTING, MOVES_TOGETHER, SEEDED
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.unported import cuda_api_rule
 
@@ -223,7 +224,7 @@ class CudaRngApi(_Rename):
     def _rename(self, m: Migrator, original: cst.CSTNode) -> cst.BaseExpression | None:
         blocker = _unportable_rng_state(m, self)
         if blocker is not None and self._lookup(m, original) is not None:
-            m.leave_as_written(self.code, original, blocker)  # portable by itself: not a TP101 either
+            m.leave_as_written(self.code, original, MOVES_TOGETHER, blocker)  # portable by itself: not a TP101 either
             return None
         return super()._rename(m, original)
 
@@ -234,8 +235,8 @@ class CudaRngApi(_Rename):
         for found in matchers.findall(node, matchers.Attribute() | matchers.Name()):
             names = m.qnames(found) & _UNPORTABLE_RNG
             if names:
-                m.skip_region(node, f"this function handles CUDA generator state through `{min(names)}`, which has "
-                                    "no portable equivalent: it runs only on CUDA")
+                m.skip_region(node, MOVES_TOGETHER, f"this function handles CUDA generator state through "
+                              f"`{min(names)}`, which has no portable equivalent: it runs only on CUDA")
                 return
 
     def visit_IndentedBlock(self, m: Migrator, node: cst.IndentedBlock) -> None:
@@ -256,7 +257,7 @@ class CudaRngApi(_Rename):
                 seeded.add(arg)
             elif arg in seeded and (m.has_qname(call.func, "torch.cuda.manual_seed_all")
                                     or m.has_qname(call.func, "torch.cuda.manual_seed")):
-                m.skip_region(statement, f"torch.manual_seed({arg}) above already seeds every device")
+                m.skip_region(statement, SEEDED, f"torch.manual_seed({arg}) above already seeds every device")
 
 
 class CudaOomError(_Rename):
@@ -422,7 +423,7 @@ class LoadMapLocation(Rule):
                     self._leave_alone(m, arg.value)  # the second form: a port's own output
 
     def _leave_alone(self, m: Migrator, node: cst.BaseExpression) -> None:
-        m.skip_region(node)
+        m.skip_region(node, CUDA_SETTING)
         strings = _Strings()
         node.visit(strings)
         for string in strings.found:
@@ -506,7 +507,7 @@ class CudaApiUnported(Rule):
             return
         for name in m.qnames(node):
             if name == "torch.cuda" or name.startswith("torch.cuda."):
-                m.store(self).setdefault("refs", []).append((node, name, m.in_skipped_region))
+                m.store(self).setdefault("refs", []).append((node, name, m.region_reason))
                 m.remember_statement(node)
                 return
 
@@ -517,9 +518,8 @@ class CudaApiUnported(Rule):
             code = cuda_api_rule(name) if name != "torch.cuda" else None
             if code is not None:
                 m.report(code, node, f"`{name}`: {m.rule_summary(code)}")
-            elif skipped:
-                m.report("TP110", node, f"`{name}` left as written: this code runs only on CUDA, or already "
-                         "supports several backends")
+            elif skipped is not None:
+                m.report("TP110", node, f"`{name}` left as written: {skipped}")
             elif name == "torch.cuda":
                 m.report(self.code, node, "`torch.cuda` used as an object has no portable equivalent; left unchanged")
             else:

@@ -43,6 +43,7 @@ from torchport.codemods.core.base import (
     keyword_arg,
     string_value,
 )
+from torchport.codemods.core.reasons import CUDA_ONLY, CUDA_SETTING, DEAD_STORE, SEVERAL_BACKENDS
 from torchport.codemods.core.rule import Example, Rule
 
 if TYPE_CHECKING:
@@ -411,7 +412,7 @@ class DeviceString(_StringRule):
                 why = f'this function compares `{name}` with "cuda" and another device type itself'
             else:
                 continue
-            m.skip_region(default, why)
+            m.skip_region(default, CUDA_SETTING, why)
 
     def visit_IndentedBlock(self, m: Migrator, node: cst.IndentedBlock) -> None:
         _skip_dead_stores(m, node.body)
@@ -437,7 +438,7 @@ class DeviceString(_StringRule):
             m.mark_handled(node.value)  # `assert f(args) == {"device": "cuda"}`: data a test expects back
         if is_cuda_literal(node.key):
             m.mark_handled(node.key)  # a key naming a backend is a label
-            m.skip_region(node.value, 'the value under a "cuda" key is the setting for CUDA alone')
+            m.skip_region(node.value, CUDA_SETTING, 'the value under a "cuda" key is the setting for CUDA alone')
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         torch_call = m.qname_startswith(node.func, "torch.")
@@ -559,7 +560,7 @@ def _skip_dead_stores(m: Migrator, body: Sequence[cst.BaseStatement]) -> None:
         if store is not None and again is not None and store[0] == again[0] \
                 and "cuda" in _EMPTY.code_for_node(store[1]) \
                 and not _name_reads(again[1], store[0]):
-            m.skip_region(store[1], f"a dead store: the next line assigns `{store[0]}` again")
+            m.skip_region(store[1], DEAD_STORE, f"a dead store: the next line assigns `{store[0]}` again")
 
 
 def _is_device_name(name: str) -> bool:
@@ -692,7 +693,7 @@ class AvailabilityIdiom(Rule):
         if not shape[2] or shape[3]:  # no CUDA branch, or already picks MPS/XPU too
             for branch in (node.body, node.orelse):
                 m.mark_handled(branch)
-            m.skip_region(node)
+            m.skip_region(node, SEVERAL_BACKENDS if shape[3] else CUDA_ONLY)
             return True
         if shape[1] is not None and _multi_device(m):
             m.mark_handled(node)

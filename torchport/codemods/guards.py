@@ -34,6 +34,22 @@ from torchport.codemods.core.base import (
     is_cuda_literal,
     string_value,
 )
+from torchport.codemods.core.reasons import (
+    CUDA_GATE,
+    CUDA_ONLY,
+    CUDA_ONLY_LIBRARY,
+    CUDA_ONLY_PROGRAM,
+    CUDA_QUERY,
+    CUDA_TEST,
+    FAKES_CUDA,
+    GATE_DEFINITION,
+    HELD_CHOICE,
+    OLDER_TORCH,
+    SEVERAL_BACKENDS,
+    UNSET_ATTRIBUTE,
+    Reason,
+    note,
+)
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import tensor_type_check
 from torchport.codemods.unported import removable_assert
@@ -590,12 +606,14 @@ class CudaGuard(Rule):
     def _rewrite(self, m: Migrator, call: cst.Call, name: str) -> None:
         m.shared.guard_renames[id(call.func)] = name
 
-    def _keep(self, m: Migrator, calls: list[cst.Call], where: cst.CSTNode, message: str | None) -> None:
+    def _keep(self, m: Migrator, calls: list[cst.Call], where: cst.CSTNode, reason: Reason | None,
+              detail: str | None = None) -> None:
+        """Keep CUDA queries ``calls`` as written; a TP110 note at ``where`` gives ``reason`` (None: no note)."""
         calls = [call for call in calls if id(call.func) not in m.handled]
         for call in calls:
             m.mark_handled(call)
-        if calls and message is not None and not m.in_skipped_region:
-            m.report(self.code, where, message)
+        if calls and reason is not None and not m.in_skipped_region:
+            m.report(self.code, where, note(reason, detail))
 
     def _skip_rest_of_block(self, m: Migrator, node: cst.BaseStatement) -> None:
         parent = m.ancestors[-2] if len(m.ancestors) > 1 else None
@@ -628,17 +646,19 @@ class CudaGuard(Rule):
         if _portable_or_cuda_only_module(m, node):
             m.skip_region(node)
         elif _FAKES_CUDA.search(m.source):
-            m.skip_region(node, "this module fakes torch.cuda (mock.patch), so its CUDA devices are descriptors "
+            m.skip_region(node, FAKES_CUDA, "this module fakes torch.cuda (mock.patch), so its CUDA devices are "
+                          "descriptors "
                           "that need no GPU")
         elif m.syntax is not None and (line := cuda_only_program(m.syntax)) is not None:
             m.skip_region(node)
-            m.report_at(self.code, line, 0, "this program runs only where CUDA GPUs are (it checks here); "
+            m.report_at(self.code, line, 0, f"{CUDA_ONLY_PROGRAM.tag} this program runs only where CUDA GPUs are "
+                        "(it checks here); "
                         "left as written")
         own = cuda_gates(m.syntax) if m.syntax is not None and GATE_TEXT.search(m.source) else {}
         m.store(self)["own_gates"] = own
         m.gates = m.gates | frozenset(own)
         if m.gates and any(isinstance(s, cst.SimpleStatementLine) and _marks_module(s, m.gates) for s in node.body):
-            m.skip_region(node, "its pytestmark is a CUDA gate of this project: it runs only on CUDA")
+            m.skip_region(node, CUDA_GATE, "its pytestmark is a CUDA gate of this project: it runs only on CUDA")
         m.store(self)["others"] = bool(_OTHER_TEXT.search(m.source))
         if "cuda" in m.source:  # module functions that raise unless CUDA is there
             m.store(self)["asserting"] = {s.name.value for s in node.body
@@ -656,8 +676,8 @@ class CudaGuard(Rule):
         if id(node) not in m.shared.idioms and _cuda_detection(m, node.test):
             positive, other = _guard_calls(m, node.test)
             held = m.hold is not None and id(node) in m.shared.held_idioms
-            self._keep(m, positive + other, node.test,
-                       f"availability idiom kept as written: {m.hold}" if held else None)
+            self._keep(m, positive + other, node.test, HELD_CHOICE if held else None,
+                       f"availability idiom kept as written: {m.hold}")
             if _availability_based(m, node.test) and _scan(m, node.body).chooses:
                 m.fact("kept", node)
             m.skip_region(node.body)
@@ -671,7 +691,8 @@ class CudaGuard(Rule):
         chain = _if_chain(node)
         unset = _unset_attribute(m, node.test)
         if unset is not None:  # `if hasattr(self, "final_offload_hook") and ...` where nothing sets it
-            m.skip_region(node.body, f"its guard asks for `self.{unset}`, which nothing in this module sets")
+            m.skip_region(node.body, UNSET_ATTRIBUTE,
+                          f"its guard asks for `self.{unset}`, which nothing in this module sets")
         if not (isinstance(parent, cst.If) and parent.orelse is node):  # the head of an if/elif chain
             if m.store(self).get("others") and any(
                     _mentions_other_backend(m, branch.test) or _mentions_other_backend(m, branch.body)
@@ -679,10 +700,11 @@ class CudaGuard(Rule):
                 for branch in chain:
                     positive, other = _guard_calls(m, branch.test)
                     self._keep(m, positive + other, branch, None)
-                m.skip_region(node)  # already chooses among several backends
+                m.skip_region(node, SEVERAL_BACKENDS)  # already chooses among several backends
                 return
         positive, other = _guard_calls(m, node.test)
-        self._keep(m, other, node.test, "CUDA guard kept as written (it is true only where CUDA is)" if other else None)
+        self._keep(m, other, node.test, CUDA_QUERY if other else None,
+                   "CUDA guard kept as written (it is true only where CUDA is)")
         if positive:
             scan = _scan(m, node.body)
             function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
@@ -694,7 +716,8 @@ class CudaGuard(Rule):
                 return
             if scan.chooses:
                 m.fact("kept", node)
-            self._keep(m, positive, node.test, f"CUDA guard kept as written: {m.hold}" if portable else
+            self._keep(m, positive, node.test, HELD_CHOICE if portable else CUDA_ONLY,
+                       f"CUDA guard kept as written: {m.hold}" if portable else
                        "CUDA guard kept: the code under it runs only on CUDA, as before")
             m.skip_region(node.body)
         elif _cuda_detection(m, node.test):
@@ -712,7 +735,7 @@ class CudaGuard(Rule):
         TP009 removes the assert). A gate assigned at the top level (``requires_cuda = pytest.mark.skipif(...)``)
         keeps asking CUDA; ``pytestmark = <gate>`` gates the whole module."""
         if len(m.ancestors) <= 2 and _assigns(node, m.store(self).get("own_gates", ())):
-            m.skip_region(node, "a CUDA gate (it skips or raises unless CUDA is there): it keeps asking CUDA")
+            m.skip_region(node, GATE_DEFINITION)
             return
         for small in node.body:
             if isinstance(small, cst.Assert) and _cuda_detection(m, small.test) and not _assert_goes(m, small):
@@ -728,7 +751,7 @@ class CudaGuard(Rule):
         API is missing, which the port's torch always has; rewriting it would change nothing."""
         text = cst.Module([]).code_for_node(node.type) if node.type is not None else ""
         if re.search(r"\b(?:AttributeError|ImportError|ModuleNotFoundError)\b", text):
-            m.skip_region(node.body)
+            m.skip_region(node.body, OLDER_TORCH)
 
     def visit_For(self, m: Migrator, node: cst.For) -> None:
         """``for i in range(torch.cuda.device_count()):`` runs its body only where CUDA devices are."""
@@ -741,10 +764,10 @@ class CudaGuard(Rule):
 
     def visit_FunctionDef(self, m: Migrator, node: cst.FunctionDef | cst.ClassDef) -> None:
         if _CUDA_FUNCTION.search(node.name.value) or _imports_cuda_only(node):  # a class's own `cuda()`, CUDA-graph
-            m.skip_region(node.body)  # capture, a function that imports triton kernels
+            m.skip_region(node.body, CUDA_ONLY_LIBRARY)  # capture, a function that imports triton kernels
             return
         if node.name.value in m.store(self).get("own_gates", ()) and len(m.ancestors) <= 2:
-            m.skip_region(node, "a CUDA gate (it skips or raises unless CUDA is there): it keeps asking CUDA")
+            m.skip_region(node, GATE_DEFINITION)
             return
         self._gated(m, node)
 
@@ -756,31 +779,33 @@ class CudaGuard(Rule):
             text = dotted_name(decorator.decorator.func if isinstance(decorator.decorator, cst.Call)
                                else decorator.decorator) or ""
             if text in m.gates:
-                m.skip_region(node.body, f"gated by `{text}`, a CUDA gate of this project: it runs only on CUDA")
+                m.skip_region(node.body, CUDA_GATE, f"gated by `{text}`, a CUDA gate of this project: it runs only "
+                              "on CUDA")
                 return True
             if calls.found or _CUDA_TEST_DECORATOR.search(text):
-                self._keep(m, calls.found, decorator, "test runs only where CUDA is; left as it is")
-                m.skip_region(node.body)
+                self._keep(m, calls.found, decorator, CUDA_TEST, "test runs only where CUDA is; left as it is")
+                m.skip_region(node.body, CUDA_TEST)
                 return True
         return False
 
     def visit_ClassDef(self, m: Migrator, node: cst.ClassDef) -> None:
         if node.name.value in m.store(self).get("own_gates", ()) and len(m.ancestors) <= 2:
-            m.skip_region(node, "a CUDA gate (it skips or raises unless CUDA is there): it keeps asking CUDA")
+            m.skip_region(node, GATE_DEFINITION)
             return
         if self._gated(m, node):
             return
         bases = [dotted_name(b.value) or "" for b in node.bases]
         if _cuda_only_class(m, node, bases):
-            m.skip_region(node.body, "this class needs a CUDA-only library (its base, or an import in __init__)")
+            m.skip_region(node.body, CUDA_ONLY_LIBRARY, "this class needs a CUDA-only library (its base, or an import "
+                          "in __init__)")
             return
         if _ACCELERATOR_CLASS.match(node.name.value) or any(b.endswith("Accelerator") for b in bases):
-            m.skip_region(node)  # an accelerator backend of its own
+            m.skip_region(node, SEVERAL_BACKENDS)  # an accelerator backend of its own
             return
         skipping = m.store(self).setdefault("skipping", set())  # test classes that skip without CUDA
         if self._skipped_in_setup(m, node) or any(b in skipping for b in bases):
             skipping.add(node.name.value)  # subclasses inherit the skipping setUp
-            m.skip_region(node.body)
+            m.skip_region(node.body, CUDA_TEST)
             return
         self.visit_FunctionDef(m, node)  # decorators: skipped test classes
 
@@ -803,10 +828,10 @@ class CudaGuard(Rule):
             calls = _Calls(m)  # `pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)`
             node.value.visit(calls)
             if calls.found and "skipif" in cst.Module([]).code_for_node(node.value):
-                self._keep(m, calls.found, node, "tests run only where CUDA is; left as they are")
+                self._keep(m, calls.found, node, CUDA_TEST, "tests run only where CUDA is; left as they are")
                 statement = m.ancestors[-2]
                 for later in module.body[[id(s) for s in module.body].index(id(statement)) + 1:]:
-                    m.skip_region(later)
+                    m.skip_region(later, CUDA_TEST)
                 return
         for target in node.targets:
             name = (target.target.attr.value if isinstance(target.target, cst.Attribute)
@@ -848,5 +873,5 @@ class CudaGuard(Rule):
         if id(original.func) in m.handled or id(original.func) in m.shared.guard_renames:
             return None
         if not original.args and m.qnames(original.func) & {_AVAILABLE, _COUNT}:
-            self._keep(m, [original], original, "CUDA query kept as written: it answers for CUDA alone")
+            self._keep(m, [original], original, CUDA_QUERY, "CUDA query kept as written: it answers for CUDA alone")
         return None

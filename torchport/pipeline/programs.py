@@ -36,6 +36,7 @@ CUDA_ONLY_TEXT = re.compile(r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|
                             r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
                             r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+)\b")
 
+_CUDA_ONLY_LIBRARY_TAG = "[R07 cuda-only-library]"  # `codemods.core.reasons.CUDA_ONLY_LIBRARY` (a test ties them)
 KINDS = ("script", "console-script", "test", "notebook", "library")
 _TEST_FILE = re.compile(r"^(?:test_.*|.*_test)\.py$")
 
@@ -277,7 +278,7 @@ def leave(results: list[FileResult], left: Mapping[int, str]) -> None:
         line = min((site.line for site in result.sites), default=1)
         count = sum(result.rewrites.values())
         result.migrated, result.rewrites, result.sites = result.original, {}, []
-        note = Diagnostic("TP110", line, 0, f"{count} rewrite(s) not made: {reason}")
+        note = Diagnostic("TP110", line, 0, f"{count} rewrite(s) not made: {_CUDA_ONLY_LIBRARY_TAG} {reason}")
         result.diagnostics = sorted([*result.diagnostics, note], key=lambda d: (d.line, d.column))
 
 

@@ -74,7 +74,7 @@ class Project:
         if tree is None:
             try:
                 tree = ast.parse(text)
-            except (SyntaxError, ValueError):
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return found
         name = self.names[index] or ""
         path = self.results[index].path
@@ -113,7 +113,7 @@ class Project:
         if tree is None:
             try:
                 tree = ast.parse(self.results[index].original or "")
-            except (SyntaxError, ValueError):
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return []
         name = self.names[index] or ""
         path = self.results[index].path

@@ -44,7 +44,7 @@ def blocker(text: str, tree: ast.Module | None = None) -> tuple[int, str] | None
         if tree is None:
             try:
                 tree = ast.parse(text)
-            except (SyntaxError, ValueError):
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return None  # cautious: a mention may be code
         if _handles_mps(tree):
             return None
@@ -63,7 +63,7 @@ def blocker(text: str, tree: ast.Module | None = None) -> tuple[int, str] | None
         if tree is None:
             try:
                 tree = ast.parse(text)
-            except (SyntaxError, ValueError):
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = None
         if tree is None:
             found.extend((number, _WIDE[m.group(0)]) for number, line in enumerate(lines, 1)

@@ -21,6 +21,7 @@ from libcst.metadata import CodePosition
 from torchport.codemods.analysis.names import Imports, chain, cst_import_map, qualify
 from torchport.codemods.core.base import Diagnostic, attribute_chain, dotted_name
 from torchport.codemods.core.positions import Positions
+from torchport.codemods.core.reasons import CUDA_ONLY, HELD_CHOICE, Reason, note
 from torchport.codemods.core.registry import DATA_MOVES, RULES_BY_CODE, RULES_IN_ORDER
 from torchport.codemods.core.shared import Shared
 from torchport.codemods.core.triggers import Anchors, map_statements
@@ -299,16 +300,22 @@ class Migrator(cst.CSTTransformer):
         if isinstance(node, cst.Call):
             self.handled.add(id(node.func))
 
-    def skip_region(self, node: cst.CSTNode,
-                    reason: str = "this code runs only on CUDA, or already supports several backends") -> None:
+    def skip_region(self, node: cst.CSTNode, reason: Reason = CUDA_ONLY, detail: str | None = None) -> None:
         """No rewrite inside ``node`` (a region that runs only on CUDA, or code already written for
         several backends): rewriting it would change nothing anywhere. Diagnostics still run; a rewrite
-        refused there is noted as TP110 with ``reason``."""
-        self._skip_roots.setdefault(id(node), reason)  # entered when visited (now, if it is the node being visited)
+        refused there is noted as TP110 with ``reason`` (from the catalogue, `core.reasons`) and ``detail``, the
+        site's own words."""
+        # entered when visited (now, if it is the node being visited)
+        self._skip_roots.setdefault(id(node), note(reason, detail))
 
     @property
     def in_skipped_region(self) -> bool:
         return self._skip_depth > 0
+
+    @property
+    def region_reason(self) -> str | None:
+        """The TP110 text of the innermost skipped region being visited (None outside one)."""
+        return self._skip_reasons[-1] if self._skip_depth else None
 
     def _is_suppressed(self, code: str, line: int) -> bool:
         if line not in self.suppressed:
@@ -332,7 +339,7 @@ class Migrator(cst.CSTTransformer):
         if self.hold is not None and code in DATA_MOVES and not self._skip_depth:
             # The project keeps this module's device choices CUDA-or-CPU: a move to the picked device would
             # put tensors on MPS beside the CPU ones there. Left for the author, with the reason.
-            self.report("TP110", node, f"left as written ({code} would apply): {self.hold}")
+            self.report("TP110", node, f"left as written ({code} would apply): {note(HELD_CHOICE, self.hold)}")
             return False
         unsafe = rule.safety == "unsafe" and not safe
         if self._skip_depth and not (unsafe and not self.unsafe_fixes):
@@ -361,12 +368,12 @@ class Migrator(cst.CSTTransformer):
         if line not in lines:
             lines.append(line)
 
-    def leave_as_written(self, code: str, node: cst.CSTNode, reason: str) -> None:
-        """Leave ``node``, which rule ``code`` would rewrite, as written: a TP110 note gives ``reason`` (none inside
-        a region left for a reason of its own), and no other rule reports it as unported."""
+    def leave_as_written(self, code: str, node: cst.CSTNode, reason: Reason, detail: str | None = None) -> None:
+        """Leave ``node``, which rule ``code`` would rewrite, as written: a TP110 note gives ``reason`` and
+        ``detail`` (none inside a region left for a reason of its own), and no other rule reports it as unported."""
         self.mark_handled(node)
         if not self.in_skipped_region:
-            self.report("TP110", node, f"left as written ({code} would apply): {reason}")
+            self.report("TP110", node, f"left as written ({code} would apply): {note(reason, detail)}")
 
     def report(self, code: str, node: cst.CSTNode, message: str) -> None:
         start = self.start(node)

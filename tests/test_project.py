@@ -144,3 +144,19 @@ def test_a_held_module_keeps_its_unconditional_moves(tmp_path: Path) -> None:
     assert run.hold is not None
     assert "x = torch.ones(2).cuda()" in run.migrated and "tp.synchronize()" in run.migrated
     assert any(d.code == "TP110" and "TP001 would apply" in d.message for d in run.diagnostics)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("x = torch.zeros(2, dtype=torch.float64, device=dev)\n", (1, "float64")),
+    ("x = torch.zeros(2, dtype=torch.float64).cuda()\n", (1, "float64")),
+    ("a = np.zeros(3, dtype=np.float64)\nt = th.from_numpy(a).to(device=d)\n",
+     (1, "float64 numpy arrays made into tensors")),
+    ("s = torch.sparse_coo_tensor(i, v)\n", (1, "sparse tensors")),
+    # a conversion whose tensor may be on the CPU, or float64 in a function that runs collectives: not certain
+    ("x = y.double()\n", None),
+    ("x = y.to(torch.float64)\n", None),
+    ("def sync(d):\n    t = torch.tensor([1.0], dtype=torch.float64, device=d)\n    dist.all_reduce(t)\n", None),
+])
+def test_a_certain_blocker_surely_reaches_the_device(text: str, expected: tuple[int, str] | None) -> None:
+    """What TP019 acts on (`tp.avoid_mps`): a cautious blocker keeps a program's verdict, not its device."""
+    assert blocker(text, certain=True) == expected

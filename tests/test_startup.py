@@ -27,6 +27,7 @@ WARM_CHECK = {
     "torchport", "torchport.cli", "torchport.cli.common", "torchport.cli.migrate", "torchport.cli.programs",
     "torchport.cli.rules",
     "torchport.codemods", "torchport.codemods.analysis", "torchport.codemods.analysis.lacks",
+    "torchport.codemods.analysis.programs",
     "torchport.config", "torchport.emit", "torchport.emit.vendor", "torchport.errors",
     "torchport.pipeline", "torchport.pipeline.cache", "torchport.pipeline.engine", "torchport.pipeline.files",
     "torchport.pipeline.library", "torchport.pipeline.notebooks", "torchport.pipeline.programs",

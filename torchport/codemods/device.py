@@ -348,7 +348,7 @@ class DeviceString(_StringRule):
     summary = ("A CUDA device spec kept as a str (a device setting, default or argument) becomes the runtime "
                "device's str.")
     before, after = 'device = "cuda"', "device = tp.device_str()"
-    triggers = (r"cuda",)
+    triggers = (r"cuda", r"\bdevice\(\s*\w+\.\w+\s*\)")  # the second: `torch.device(args.device)`
     examples = (
         Example('device = "cuda"\n', "device = tp.device_str()\n"),
         Example('def build(device="cuda:0"):\n    pass\n', "def build(device=tp.device_str(0)):\n    pass\n"),
@@ -358,6 +358,13 @@ class DeviceString(_StringRule):
         Example('def dtype(device="cuda"):\n    if device == "cpu":\n        return 1\n'
                 '    assert device == "cuda"\n    return 2\n'),
         Example('config = {"device": "cuda", "lr": 1e-3}\n', 'config = {"device": tp.device_str(), "lr": 1e-3}\n'),
+        # A --device option that the module makes a device: the option stays its setting, mapped where used.
+        Example("import argparse\nimport torch\n\n\ndef get_args_parser():\n    parser = argparse.ArgumentParser()\n"
+                "    parser.add_argument('--device', default='cuda')\n    return parser\n\n\ndef main(args):\n"
+                "    return torch.device(args.device)\n",
+                "import argparse\nimport torch\n\n\ndef get_args_parser():\n    parser = argparse.ArgumentParser()\n"
+                "    parser.add_argument('--device', default='cuda')\n    return parser\n\n\ndef main(args):\n"
+                "    return torch.device(tp.device(args.device))\n"),
         Example('def test_kwargs():\n    assert build(args) == {"device_map": "cuda"}\n'),
         Example('def test_offload_id(pipe):\n    pipe.enable_model_cpu_offload(gpu_id=5, device="cuda")\n'),
         # Labels are not devices.
@@ -366,6 +373,31 @@ class DeviceString(_StringRule):
         Example('CONFIG = {"cuda": {"backend": "nccl", "device": "cuda"}, "xpu": {"backend": "xccl"}}\n'),
         Example('from typing import Literal\n\nDevice = Literal["cpu", "cuda"]\n'),
     )
+
+    def _maps_where_used(self, m: Migrator, call: cst.Call) -> bool:
+        """``parser.add_argument("--device", default="cuda")`` whose value the module turns into a device with
+        ``torch.device(args.device)``: parsed arguments travel (a launcher pickles them to GPU nodes, a config
+        file keeps them), so the default stays the setting it was and the port maps it where it is used."""
+        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument") or m.syntax is None:
+            return False
+        names = [string_value(a.value) for a in call.args if a.keyword is None or a.keyword.value == "dest"]
+        dests = {n.lstrip("-").replace("-", "_") for n in names if n and n.startswith("--")} | {
+            string_value(a.value) for a in call.args if a.keyword is not None and a.keyword.value == "dest"}
+        store = m.store(self)
+        if "consumed" not in store:
+            store["consumed"] = _options_made_devices(m)
+        found = dests & store["consumed"]
+        store.setdefault("mapped", set()).update(found)
+        return bool(found)
+
+    def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        mapped = m.store(self).get("mapped")
+        if mapped and m.has_qname(original.func, "torch.device") and len(updated.args) == 1 \
+                and updated.args[0].keyword is None and isinstance(updated.args[0].value, cst.Attribute) \
+                and updated.args[0].value.attr.value in mapped and m.apply(self.code, original):
+            return updated.with_changes(args=[updated.args[0].with_changes(
+                value=m.runtime_call("device", [updated.args[0].value]))])
+        return super().leave_Call(m, original, updated)
 
     def visit_Assign(self, m: Migrator, node: cst.Assign) -> None:
         names = [_target_name(t.target) for t in node.targets]
@@ -445,6 +477,9 @@ class DeviceString(_StringRule):
         for arg in node.args:
             keyword = arg.keyword.value if arg.keyword else None
             if keyword == "default" and not _names_a_device(node):
+                continue
+            if keyword == "default" and is_cuda_literal(arg.value) and self._maps_where_used(m, node):
+                m.mark_handled(arg.value)  # the option stays "cuda"; `torch.device(args.device)` maps it
                 continue
             if keyword in _STRING_KEYWORDS and not (keyword in ("device", "map_location") and torch_call):
                 if (id(arg.value) not in m.contexts) \
@@ -573,6 +608,25 @@ def _function_tree(node: cst.FunctionDef) -> ast.FunctionDef | ast.AsyncFunction
     function = parsed.body[0]
     assert isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
     return function
+
+
+def _options_made_devices(m: Migrator) -> set[str]:
+    """The attribute names ``x`` of every ``torch.device(<something>.x)`` in the module (CPython's tree), also as
+    the port writes it, ``torch.device(tp.device(<something>.x))``."""
+    assert m.syntax is not None
+    torch_names = {name for name, full in m.imports.items() if "torch" in full} | {"torch"}
+    found = set()
+    for node in ast.walk(m.syntax):
+        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords \
+                and isinstance(node.func, ast.Attribute) and node.func.attr == "device" \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in torch_names:
+            arg = node.args[0]
+            if isinstance(arg, ast.Call) and len(arg.args) == 1 and isinstance(arg.func, ast.Attribute) \
+                    and arg.func.attr == "device":
+                arg = arg.args[0]
+            if isinstance(arg, ast.Attribute):
+                found.add(arg.attr)
+    return found
 
 
 def _names_a_device(call: cst.Call) -> bool:

@@ -56,7 +56,7 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
     if reason is None:
         if not m.facts.get("moves") or m.syntax is None or not is_script(m.syntax):
             return updated
-        found = blocker(m.source, m.syntax)
+        found = blocker(m.source, m.syntax, certain=True)
         if found is None:
             return updated
         reason = f"{found[1]}, line {found[0]}"

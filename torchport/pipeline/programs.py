@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchport.codemods.analysis.lacks import LACKS_TEXT, blocker
+from torchport.codemods.analysis.programs import is_script
 from torchport.pipeline.project import Project
 from torchport.results import Diagnostic, FileResult
 
@@ -37,6 +38,8 @@ CUDA_ONLY_TEXT = re.compile(r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|
                             r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+)\b")
 
 _CUDA_ONLY_LIBRARY_TAG = "[R07 cuda-only-library]"  # `codemods.core.reasons.CUDA_ONLY_LIBRARY` (a test ties them)
+# Text of a module that places data on a device itself.
+_PLACES_DATA = re.compile(r"\.to\(|\.cuda\(|\bdevice\b|\bdev\(\)")
 KINDS = ("script", "console-script", "test", "notebook", "library")
 _TEST_FILE = re.compile(r"^(?:test_.*|.*_test)\.py$")
 
@@ -193,7 +196,9 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
     Returns:
         index into ``results`` -> the reason, ``"<what MPS lacks>, <file>:<line>"``. A script whose own text has
         the blocker got the call in the per-file pass already and is not listed; nor are tests (one process runs
-        many), libraries (their users' programs decide) and notebooks.
+        many), libraries (their users' programs decide) and notebooks; nor a script that places no data itself
+        (no ``.to(``, ``.cuda(``, device: a data-preparation script that imports the library), nor one that
+        imports another script that gets the call (a launcher: the call runs when it imports that script).
     """
     moving = {i for i, r in enumerate(results) if r.changed and r.facts.get("moves")}
     if not moving or not any(LACKS_TEXT.search(r.original or "") for r in results):
@@ -205,16 +210,18 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
     found: dict[int, tuple[int, str] | None] = {}
     reasons: dict[int, str] = {}
     for index, result in enumerate(results):
+        tree = trees[index]
         if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019") \
-                or _kind(result, trees[index], project.names[index], scripts, index in imported) \
-                not in ("script", "console-script"):
-            continue
+                or not _PLACES_DATA.search(result.original or "") or tree is None or not (is_script(tree) or _kind(
+                    result, tree, project.names[index], scripts, index in imported) == "console-script"):
+            continue  # a `__main__` block or a console script: a module that merely does work at import is not
         reach = project.reach(index)
         if not reach & moving:
             continue
         for other in sorted(reach, key=lambda i: (i != index, results[i].display)):
             if other not in found:
-                found[other] = blocker(results[other].original or "", trees[other]) if trees[other] else None
+                found[other] = blocker(results[other].original or "", trees[other], certain=True) \
+                    if trees[other] else None
             lacking = found[other]
             if lacking is not None:
                 where = results[other].display
@@ -222,7 +229,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
                     where = Path(os.path.relpath(results[other].path, results[index].path.parent)).as_posix()
                 reasons[index] = f"{lacking[1]}, {where}:{lacking[0]}"
                 break
-    return reasons
+    has_call = {i for i in reasons} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")}
+    return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
 
 
 def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:

@@ -18,6 +18,7 @@ _MPS_BLOCKERS = (
 )
 # Text every blocker's module holds: a run whose files hold none of it has no program that MPS cannot run.
 LACKS_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble|sparse_coo_tensor|to_sparse|forced_align)\b")
+_COLLECTIVES = re.compile(r"\b(?:all_reduce|all_gather|all_gather_object|reduce_scatter|broadcast|all_to_all)\(")
 _MENTIONS_MPS = re.compile(r"\bmps\b", re.IGNORECASE)
 _WIDE_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble)\b")
 _WIDE = {"float64": "float64", "double": "float64", "complex128": "complex128", "cdouble": "complex128"}
@@ -30,7 +31,7 @@ _FACTORIES = frozenset({"tensor", "as_tensor", "zeros", "ones", "full", "empty",
                         "rand", "randn", "randint", "eye", "from_numpy", "zeros_like", "ones_like", "full_like",
                         "empty_like", "rand_like", "randn_like"})
 
-def blocker(text: str, tree: ast.Module | None = None) -> tuple[int, str] | None:
+def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) -> tuple[int, str] | None:
     """The first line of a module (its source ``text``, CPython's ``tree`` of it if the caller has one) using
     something MPS lacks, and what: ``(line, what)``; None when there is none, or when the module mentions MPS
     (it then handles MPS itself).
@@ -39,7 +40,12 @@ def blocker(text: str, tree: ast.Module | None = None) -> tuple[int, str] | None
     other than ``"cpu"``, converted by ``.to(...)``/``.type(...)``/``.double()`` (on whatever device the tensor
     is), the default dtype, or a CPU tensor that the module later moves (``name.to(``, ``name.cuda(``). A dtype
     that is only compared, tested, or given to a CPU factory is not. A module that does not parse is read as text
-    (every mention counts)."""
+    (every mention counts).
+
+    ``certain``: only what surely reaches the device, for writing ``tp.avoid_mps`` (TP019): a float64 or complex128
+    tensor made with a device other than the CPU, float64 numpy arrays made into tensors and moved, sparse tensors;
+    not a conversion whose tensor may be on the CPU (``.double()``, ``.to(torch.float64)``), and nothing in a
+    function that runs collectives (it runs in a process group, where a Mac's pick is the CPU already)."""
     if _MENTIONS_MPS.search(text):
         if tree is None:
             try:
@@ -56,7 +62,7 @@ def blocker(text: str, tree: ast.Module | None = None) -> tuple[int, str] | None
             if pattern.search(code):
                 found.append((number, what))
                 break
-    if _FROM_NUMPY_TO_DEVICE.search(text):
+    if _FROM_NUMPY_TO_DEVICE.search(text) and not (certain and _COLLECTIVES.search(text)):
         found.extend((number, "float64 numpy arrays made into tensors") for number, line in enumerate(lines, 1)
                      if _NUMPY_FLOAT64.search(line.split("#", 1)[0]))
     if _WIDE_TEXT.search(text):
@@ -65,11 +71,11 @@ def blocker(text: str, tree: ast.Module | None = None) -> tuple[int, str] | None
                 tree = ast.parse(text)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = None
-        if tree is None:
+        if tree is None and not certain:
             found.extend((number, _WIDE[m.group(0)]) for number, line in enumerate(lines, 1)
                          if (m := _WIDE_TEXT.search(line.split("#", 1)[0])))
-        else:
-            found.extend(_wide_dtype_lines(tree, text))
+        elif tree is not None:
+            found.extend(_wide_dtype_lines(tree, text, certain))
     return min(found) if found else None
 
 
@@ -85,8 +91,9 @@ def _handles_mps(tree: ast.Module) -> bool:
     return False
 
 
-def _wide_dtype_lines(tree: ast.Module, text: str) -> list[tuple[int, str]]:
-    """``(line, "float64" | "complex128")`` where a tensor of that dtype can reach the device (see `blocker`)."""
+def _wide_dtype_lines(tree: ast.Module, text: str, certain: bool = False) -> list[tuple[int, str]]:
+    """``(line, "float64" | "complex128")`` where a tensor of that dtype can reach the device (``certain``: surely
+    does; see `blocker`)."""
     parents: dict[int, ast.AST] = {}
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
@@ -94,12 +101,36 @@ def _wide_dtype_lines(tree: ast.Module, text: str) -> list[tuple[int, str]]:
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in _WIDE and isinstance(node.ctx, ast.Load) \
-                and not _numpy_or_self(node.value) and _reaches_device(node, parents, text):
-            found.append((node.lineno, _WIDE[node.attr]))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "double" \
-                and not node.args and not _on_cpu(node.func.value):
+                and not _numpy_or_self(node.value):
+            if (_made_on_device(node, parents) and not _in_collective_function(node, parents)) if certain \
+                    else _reaches_device(node, parents, text):
+                found.append((node.lineno, _WIDE[node.attr]))
+        elif not certain and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "double" and not node.args and not _on_cpu(node.func.value):
             found.append((node.lineno, "float64"))
     return found
+
+
+def _made_on_device(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:
+    """``torch.zeros(n, dtype=torch.float64, device=d)``: a wide dtype given to a call with a device not the CPU."""
+    keyword = parents.get(id(node))
+    call = parents.get(id(keyword)) if isinstance(keyword, ast.keyword) and keyword.arg == "dtype" else None
+    if not isinstance(call, ast.Call):
+        return False
+    device = next((k.value for k in call.keywords if k.arg == "device"), None)
+    if device is not None:
+        return not (isinstance(device, ast.Constant) and device.value == "cpu")
+    moved = parents.get(id(call))  # `torch.zeros(3, dtype=torch.float64).cuda()`: moved where it is made
+    return isinstance(moved, ast.Attribute) and moved.attr in ("cuda", "to") and isinstance(
+        parents.get(id(moved)), ast.Call)
+
+
+def _in_collective_function(node: ast.AST, parents: Mapping[int, ast.AST]) -> bool:
+    """Whether the function around ``node`` runs collectives (``all_reduce``...): it runs in a process group."""
+    function = parents.get(id(node))
+    while function is not None and not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        function = parents.get(id(function))
+    return function is not None and _COLLECTIVES.search(ast.unparse(function)) is not None
 
 
 def _numpy_or_self(value: ast.expr) -> bool:

@@ -36,7 +36,7 @@ from torchport.codemods.core.base import (
     keyword_arg,
     string_value,
 )
-from torchport.codemods.core.reasons import CUDA_SETTING, MOVES_TOGETHER, SEEDED
+from torchport.codemods.core.reasons import CUDA_SETTING, INDEX_BOOKKEEPING, MOVES_TOGETHER, SEEDED
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.unported import cuda_api_rule
 
@@ -118,6 +118,9 @@ class CudaDeviceApi(_Rename):
         # A guard of CUDA-only code stays a CUDA guard.
         Example("import torch\nif torch.cuda.is_available():\n    import pynvml\n"),
         Example("import torch\nif torch.cuda.device_count() > 0:\n    torch.cuda.synchronize()\n"),
+        # Device indices as keys: off CUDA a tensor's index is None, never the 0 `current_device()` gives there.
+        Example("import torch\ndevices = {torch.cuda.current_device(): []}\nfor p in params:\n"
+                "    devices[p.device.index].append(p)\n"),
     )
 
     def _rename(self, m: Migrator, original: cst.CSTNode) -> cst.BaseExpression | None:
@@ -127,7 +130,14 @@ class CudaDeviceApi(_Rename):
             if new is None:
                 return None
             return m.runtime_attr(new) if m.apply(self.code, original) else None
+        if "torch.cuda.current_device" in names and _INDEX_BOOKKEEPING.search(m.source):
+            m.leave_as_written(self.code, original, INDEX_BOOKKEEPING)
+            return None
         return super()._rename(m, original)
+
+
+# A module that reads tensors' device indices (`p.device.index`) keys data by them: off CUDA they are None.
+_INDEX_BOOKKEEPING = re.compile(r"\.device\.index\b|\.get_device\(\)")
 
 
 class CudaStreamApi(_Rename):

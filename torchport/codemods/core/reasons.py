@@ -108,9 +108,15 @@ OLDER_TORCH = Reason(
     "import torch\ntry:\n    from torch.amp import GradScaler\nexcept ImportError:\n"
     "    GradScaler = torch.cuda.amp.GradScaler\n    x = torch.ones(1).cuda()\n")
 
+INDEX_BOOKKEEPING = Reason(
+    "R17", "index-bookkeeping", "Code that keys data by tensors' device indices keeps "
+    "`torch.cuda.current_device()`: off CUDA a tensor's index is None, never the 0 the runtime answers there.",
+    "import torch\ndevices = {torch.cuda.current_device(): []}\nfor p in params:\n"
+    "    devices[p.device.index].append(p)\n")
+
 REASONS: tuple[Reason, ...] = (CUDA_ONLY, SEVERAL_BACKENDS, CUDA_GATE, GATE_DEFINITION, CUDA_TEST, CUDA_ONLY_PROGRAM,
                                CUDA_ONLY_LIBRARY, FAKES_CUDA, CUDA_SETTING, DEAD_STORE, SEEDED, MOVES_TOGETHER,
-                               HELD_CHOICE, CUDA_QUERY, UNSET_ATTRIBUTE, OLDER_TORCH)
+                               HELD_CHOICE, CUDA_QUERY, UNSET_ATTRIBUTE, OLDER_TORCH, INDEX_BOOKKEEPING)
 BY_ID = {reason.id: reason for reason in REASONS}
 
 

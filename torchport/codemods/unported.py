@@ -21,11 +21,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods.analysis.requirements import CUDA_ONLY_APIS, CUDA_ONLY_MODULES
+from torchport.codemods.analysis.requirements import CUDA_ONLY_APIS, CUDA_ONLY_MODULES, KERNEL_MODULES
 from torchport.codemods.core.base import dotted_name, string_value
 from torchport.codemods.core.rule import Example, Rule
 
@@ -73,8 +74,25 @@ def removable_assert(m: Migrator, node: cst.Assert) -> bool:
         return False
     if any(root in _TEST_MODULES for root in (name.split(".", 1)[0] for name in m.imports)):
         return False
-    return not any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) and a.name.value.lower().startswith("test")
-                   for a in m.ancestors)
+    if any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) and a.name.value.lower().startswith("test")
+           for a in m.ancestors):
+        return False
+    return not _guards_cuda_only_code(m)
+
+
+_CUDA_ONLY_NAMES = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in (*CUDA_ONLY_MODULES, *KERNEL_MODULES)) + r")\b")
+
+
+def _guards_cuda_only_code(m: Migrator) -> bool:
+    """Whether the statements after the assert being visited, in its block, name a CUDA-only library (``assert
+    torch.cuda.is_available(), 'CUDA required for APEX'`` then apex): the assert is that code's clear error."""
+    statement = next((a for a in reversed(m.ancestors) if isinstance(a, cst.SimpleStatementLine)), None)
+    block = next((a for a in reversed(m.ancestors) if isinstance(a, (cst.IndentedBlock, cst.Module))), None)
+    if statement is None or block is None:
+        return False
+    body = list(block.body)
+    after = body[body.index(statement) + 1:] if statement in body else []
+    return any(_CUDA_ONLY_NAMES.search(cst.Module([]).code_for_node(s)) for s in after)
 
 
 class GpuRequiredAssert(Rule):
@@ -96,6 +114,9 @@ class GpuRequiredAssert(Rule):
         # Counting GPUs stops CUDA runs too: only with --unsafe-fixes. A test checks what it asserts.
         Example("import torch\nassert torch.cuda.device_count() > rank\n"),
         Example("import pytest\nimport torch\n\n\ndef test_gpu():\n    assert torch.cuda.is_available()\n"),
+        # The clear error of CUDA-only code that follows it.
+        Example("import torch\n\n\ndef fused(name):\n    assert torch.cuda.is_available(), 'CUDA required for APEX'\n"
+                "    import apex\n    return apex.optimizers.FusedAdam\n"),
     )
 
     def visit_Assert(self, m: Migrator, node: cst.Assert) -> None:

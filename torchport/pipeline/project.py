@@ -84,12 +84,8 @@ class Project:
                 for alias in node.names:
                     found.update(self._resolve(alias.name) or self._beside(path, alias.name, 0))
             elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                relative = base
-                if node.level:
-                    anchor = package.split(".") if package else []
-                    anchor = anchor[: len(anchor) - (node.level - 1)] if node.level > 1 else anchor
-                    base = ".".join([*anchor, *([base] if base else [])])
+                relative = node.module or ""
+                base = _absolute(node, package)
                 found.update(self._resolve(base) or (self._beside(path, relative, node.level) if relative else ()))
                 for alias in node.names:
                     dotted = f"{relative}.{alias.name}" if relative else alias.name
@@ -125,12 +121,8 @@ class Project:
                     for target in self._resolve(alias.name) or self._beside(path, alias.name, 0):
                         found.append((alias.asname or alias.name, target, None))
             elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                relative = base
-                if node.level:
-                    anchor = package.split(".") if package else []
-                    anchor = anchor[: len(anchor) - (node.level - 1)] if node.level > 1 else anchor
-                    base = ".".join([*anchor, *([base] if base else [])])
+                relative = node.module or ""
+                base = _absolute(node, package)
                 targets = self._resolve(base) or (self._beside(path, relative, node.level) if relative else [])
                 for alias in node.names:
                     local = alias.asname or alias.name
@@ -212,6 +204,17 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
                                   "too (on MPS their tensors would be on different devices)")
                 changed = True
     return reasons
+
+
+def _absolute(node: ast.ImportFrom, package: str) -> str:
+    """The module ``from <module> import ...`` names, made absolute from ``package`` (the importer's) for a relative
+    import: ``from ..a import b`` in ``p.q.m`` names ``p.a``."""
+    base = node.module or ""
+    if not node.level:
+        return base
+    anchor = package.split(".") if package else []
+    anchor = anchor[: len(anchor) - (node.level - 1)] if node.level > 1 else anchor
+    return ".".join([*anchor, *([base] if base else [])])
 
 
 def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:

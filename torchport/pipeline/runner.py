@@ -134,13 +134,7 @@ def run(
             continue
         keys[index] = entry
 
-    def done(index: int, result: FileResult) -> None:
-        results[index] = result
-        entry = keys[index]
-        if cache is not None and entry is not None:
-            cache.put(entry, result)
-
-    _migrate(keys, results, settings, jobs, done, progress)
+    _migrate(keys, results, settings, jobs, _storing(results, keys, cache), progress)
     _project_pass(results, settings, jobs, cache, entries)
     _leave_cuda_only_programs(results, cache, entries)
     return results
@@ -206,13 +200,19 @@ def _again(results: list[FileResult], directives: Mapping[int, Directive], setti
                 continue
         keys[index] = entry
 
+    _migrate(keys, results, settings, jobs, _storing(results, keys, cache), None, directives)
+
+
+def _storing(results: list[FileResult], keys: Mapping[int, str | None],
+             cache: cache_module.Cache | None) -> Callable[[int, FileResult], None]:
+    """What to do with each migrated file: put it in ``results``, and in the cache under its key."""
     def done(index: int, result: FileResult) -> None:
         results[index] = result
         entry = keys[index]
         if cache is not None and entry is not None:
             cache.put(entry, result)
 
-    _migrate(keys, results, settings, jobs, done, None, directives)
+    return done
 
 
 def _leave_cuda_only_programs(results: list[FileResult], cache: cache_module.Cache | None,

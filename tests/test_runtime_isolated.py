@@ -624,3 +624,29 @@ def test_avoid_mps_changes_nothing_off_mps(repick):
         assert tp.device() == before and tp.avoided_mps() == "float64"
     finally:
         _backend._avoided = None
+
+
+script("sim_xpu_gloo_group", enabled=NO_ACCELERATOR)(
+    """
+    import json, os, tempfile, torch
+    import torch.distributed as dist
+    torch.xpu.is_available = lambda: True
+    torch.xpu.device_count = lambda: 1
+    from torchport import runtime as tp
+    before = tp.device_type()
+    store = os.path.join(tempfile.mkdtemp(), "store")
+    dist.init_process_group("gloo", init_method="file://" + store, rank=0, world_size=1)
+    after = [tp.device_type(), str(tp.device()), tp.device_str()]
+    t = torch.ones(2).to(tp.device())
+    dist.all_reduce(t)
+    print(json.dumps({"before": before, "after": after}), flush=True)
+    os._exit(0)  # no teardown: destroying a gloo group can deadlock (see tests/test_runtime.py)
+    """
+)
+
+
+@needs_no_accelerator
+def test_simulated_xpu_in_a_gloo_group_computes_on_the_cpu():
+    """Code that chose gloo (because CUDA was missing) ran on the CPU; gloo carries no XPU tensors."""
+    out = run_json("sim_xpu_gloo_group")
+    assert out == {"before": "xpu", "after": ["cpu", "cpu", "cpu"]}

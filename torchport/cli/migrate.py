@@ -5,6 +5,8 @@ Exit codes: `EXIT_OK`, `EXIT_PENDING` (``--check`` with changes pending), `EXIT_
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import sys
@@ -210,7 +212,7 @@ def migrate(
         results = applied.results
 
     root = paths[0] if len(paths) == 1 and paths[0].is_dir() else Path.cwd()
-    _report(out, err, results, mode.name, output, root)
+    _report(out, err, results, mode.name, output, root, cache)
     if applied is not None:
         _report_baseline(err, mode.baseline, applied, output.quiet)
     for library in (r for r in results if any(d.code == "TP210" for d in r.diagnostics)):
@@ -339,7 +341,8 @@ def _vendored(results: list[FileResult], settings: config.Settings, paths: list[
                                       paths[0] if mode.output_dir is not None else None)
 
 
-def _report(out: Console, err: Console, results: Sequence[FileResult], mode: str, output: Output, root: Path) -> None:
+def _report(out: Console, err: Console, results: Sequence[FileResult], mode: str, output: Output, root: Path,
+            cache: cache_module.Cache | None = None) -> None:
     """Print the run's report in ``fmt``: machine formats and ``--statistics`` alone on stdout; the concise
     findings on stdout, or on stderr when stdout carries the diff; summaries on stderr."""
     fmt, quiet, shows_diff = output.fmt, output.quiet, output.shows_diff
@@ -363,27 +366,38 @@ def _report(out: Console, err: Console, results: Sequence[FileResult], mode: str
     elif not quiet:
         err.file.write(formats.summary_line(results, mode) + "\n")
     if not quiet and fmt in (OutputFormat.full, OutputFormat.concise):
-        _print_programs(err, results, root)
+        _print_programs(err, results, root, cache)
 
 
 _PROGRAMS_SHOWN = 12
 
 
-def _print_programs(err: Console, results: Sequence[FileResult], root: Path) -> None:
-    """One line per program whose files the run changes: where it runs once ported (`torchport programs`)."""
+def _print_programs(err: Console, results: Sequence[FileResult], root: Path,
+                    cache: cache_module.Cache | None = None) -> None:
+    """One line per program whose files the run changes: where it runs once ported (`torchport programs`). The
+    model reads every file of the run (seconds on a big project): the lines are cached under all files' text."""
     if not any(r.changed for r in results):
         return
-    from torchport.pipeline.programs import programs
+    digest = hashlib.sha256(str(root.resolve()).encode())
+    for result in results:
+        digest.update(f"\0{result.display}\0{result.changed}\0".encode() + (result.original or "").encode())
+    key = digest.hexdigest()
+    cached = cache.get_decisions(key) if cache is not None else None
+    if cached is not None:
+        shown = json.loads(cached.get("lines", "[]"))
+    else:
+        from torchport.pipeline.programs import programs
 
-    changed = [p for p in programs(results, root)
-               if p.kind != "library" and any(results[i].changed for i in p.reached)]
-    if not changed:
-        return
-    shown = [f"programs changed: {len(changed)}"]  # plain lines, never wrapped (as the summary line)
-    shown += [f"  {p.path} ({p.kind}): {p.verdict()}; {p.rewrites} rewrite(s)" for p in changed[:_PROGRAMS_SHOWN]]
-    if len(changed) > _PROGRAMS_SHOWN:
-        shown.append(f"  ... and {len(changed) - _PROGRAMS_SHOWN} more: `torchport programs` lists them all")
-    err.file.write("\n".join(shown) + "\n")
+        changed = [p for p in programs(results, root)
+                   if p.kind != "library" and any(results[i].changed for i in p.reached)]
+        shown = [f"programs changed: {len(changed)}"] if changed else []  # plain lines, never wrapped
+        shown += [f"  {p.path} ({p.kind}): {p.verdict()}; {p.rewrites} rewrite(s)" for p in changed[:_PROGRAMS_SHOWN]]
+        if len(changed) > _PROGRAMS_SHOWN:
+            shown.append(f"  ... and {len(changed) - _PROGRAMS_SHOWN} more: `torchport programs` lists them all")
+        if cache is not None:
+            cache.put_decisions(key, {"lines": json.dumps(shown)})
+    if shown:
+        err.file.write("\n".join(shown) + "\n")
 
 
 def _migrate_stdin(err: Console, named: Path | None, settings: config.Settings, mode: Mode,

@@ -61,6 +61,43 @@ def _scaler_alone(m: Migrator) -> bool:
     return m.shared.scaler_alone
 
 
+_AUTOCAST_ALONE = ("this step hands its loss to a scaler it was given (`loss_scaler(loss, optimizer)`), made "
+                   "elsewhere and kept for CUDA there: an fp16 autocast moved without it would train unscaled on MPS")
+
+
+class _GivenCallables(cst.CSTVisitor):
+    """Calls of a function's own parameters with two or more positional arguments (``loss_scaler(loss, opt)``)."""
+
+    def __init__(self, params: set[str]) -> None:
+        super().__init__()
+        self.params = params
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value in self.params \
+                and sum(a.keyword is None and not a.star for a in node.args) >= 2:
+            self.found = True
+
+
+def _autocast_alone(m: Migrator, call: cst.Call) -> bool:
+    """An fp16 autocast (no dtype, or float16) in a module that makes no GradScaler, inside a function that hands
+    its loss to a callable it was given: its scaler is made elsewhere, where the port may keep it for CUDA."""
+    if any(a.keyword is not None and a.keyword.value == "dtype" and "bfloat16" in cst.Module([]).code_for_node(a.value)
+           for a in call.args):
+        return False
+    scalers = _GRADSCALER | _GENERIC_SCALER | {"torch.GradScaler"}
+    if m.syntax is None or any(isinstance(n, ast.Call) and qualify(ast_chain(n.func) or "", m.imports) & scalers
+                               for n in ast.walk(m.syntax)):
+        return False
+    function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
+    if function is None:
+        return False
+    params = {p.name.value for p in (*function.params.params, *function.params.kwonly_params)}
+    finder = _GivenCallables(params)
+    function.body.visit(finder)
+    return finder.found
+
+
 def _moved_autocast(call: ast.Call, m: Migrator) -> bool:
     dotted = ast_chain(call.func)
     names = qualify(dotted, m.imports) if dotted else set()
@@ -82,7 +119,11 @@ class CudaAmpAutocast(Rule):
     names = _AUTOCAST
     renames = {n.removeprefix("torch.cuda."): "torch.amp.autocast" for n in _AUTOCAST}
     examples = (Example("import torch\nwith torch.cuda.amp.autocast(True):\n    pass\n",
-                        "import torch\nwith torch.amp.autocast(tp.device_type(), enabled=True):\n    pass\n"),)
+                        "import torch\nwith torch.amp.autocast(tp.device_type(), enabled=True):\n    pass\n"),
+                # Its GradScaler is made elsewhere and given to the training step (it may stay CUDA's there).
+                Example("import torch\n\n\ndef step(model, x, optimizer, loss_scaler):\n"
+                        "    with torch.cuda.amp.autocast():\n        loss = model(x)\n"
+                        "    loss_scaler(loss, optimizer)\n"))
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         if not m.qnames(original.func) & _AUTOCAST:
@@ -92,6 +133,9 @@ class CudaAmpAutocast(Rule):
         if len(positional) > len(_AUTOCAST_POSITIONALS) or any(a.star for a in args):
             return None
         keywords = [keyword_arg(name, a.value) for name, a in zip(_AUTOCAST_POSITIONALS, positional)]
+        if _autocast_alone(m, original):
+            m.leave_as_written(self.code, original, MOVES_TOGETHER, _AUTOCAST_ALONE)
+            return None
         if not m.apply(self.code, original):
             return None
         return cst.Call(func=m.torch_attr("amp.autocast"),
@@ -185,6 +229,11 @@ class AmpDeviceType(Rule):
 
     def leave_SimpleString(self, m: Migrator, original: cst.SimpleString,
                            updated: cst.SimpleString) -> cst.BaseExpression | None:
+        call = next((a for a in reversed(m.ancestors) if isinstance(a, cst.Call)), None)
+        if call is not None and m.qnames(call.func) & _GENERIC_AUTOCAST and id(original) in m.contexts \
+                and _autocast_alone(m, call):
+            m.leave_as_written(self.code, original, MOVES_TOGETHER, _AUTOCAST_ALONE)
+            return None
         return rewrite_string(m, self.code, original, updated)
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:

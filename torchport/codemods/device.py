@@ -357,7 +357,8 @@ class DeviceString(_StringRule):
         # A function that dispatches on the string itself.
         Example('def dtype(device="cuda"):\n    if device == "cpu":\n        return 1\n'
                 '    assert device == "cuda"\n    return 2\n'),
-        Example('config = {"device": "cuda", "lr": 1e-3}\n', 'config = {"device": tp.device_str(), "lr": 1e-3}\n'),
+        Example('import torch\nconfig = {"device": "cuda", "lr": 1e-3}\n',
+                'import torch\nconfig = {"device": tp.device_str(), "lr": 1e-3}\n'),
         # A --device option that the module makes a device: the option stays its setting, mapped where used.
         Example("import argparse\nimport torch\n\n\ndef get_args_parser():\n    parser = argparse.ArgumentParser()\n"
                 "    parser.add_argument('--device', default='cuda')\n    return parser\n\n\ndef main(args):\n"

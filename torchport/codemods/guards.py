@@ -35,6 +35,7 @@ from torchport.codemods.core.base import (
     string_value,
 )
 from torchport.codemods.core.reasons import (
+    CONFIG_DATA,
     CUDA_GATE,
     CUDA_ONLY,
     CUDA_ONLY_LIBRARY,
@@ -329,6 +330,41 @@ def _unset_attribute(m: Migrator, test: cst.BaseExpression) -> str | None:
                     rf"\b{name}\s*(?::[^=\n]*)?=(?!=)|setattr\([^)]*[\"']{name}[\"']", m.source):
                 return name
     return None
+
+
+def _only_data(module: cst.Module) -> bool:
+    """A module of assignments alone (and a docstring), importing nothing: a config file a loader reads."""
+    if not module.body:
+        return False
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return False
+        for small in statement.body:
+            if isinstance(small, (cst.Assign, cst.AnnAssign)):
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                if small.value is None or not _is_data(small.value) or not all(
+                        isinstance(t, cst.Name) for t in targets):
+                    return False
+            elif not (isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString,
+                                                                                 cst.ConcatenatedString))):
+                return False
+    return True
+
+
+def _is_data(node: cst.BaseExpression) -> bool:
+    """Literal data: strings, numbers, names (``True``, another setting), containers and ``dict(...)`` of data."""
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer, cst.Float,
+                         cst.Name)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _is_data(node.expression)
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        return all(isinstance(e, cst.Element) and _is_data(e.value) for e in node.elements)
+    if isinstance(node, cst.Dict):
+        return all(isinstance(e, cst.DictElement) and _is_data(e.key) and _is_data(e.value) for e in node.elements)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "dict":
+        return all(_is_data(a.value) for a in node.args)
+    return False
 
 
 def _assigns(node: cst.SimpleStatementLine, names: object) -> bool:
@@ -645,6 +681,12 @@ class CudaGuard(Rule):
             m.hold = "this module already moves data to MPS itself; a runtime guard would add a second choice"
         if _portable_or_cuda_only_module(m, node):
             m.skip_region(node)
+        elif _only_data(node):  # its tables stay data (a lone `device = "cuda"` is still a setting to port)
+            for statement in node.body:
+                for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+                    if isinstance(small, (cst.Assign, cst.AnnAssign)) and not isinstance(
+                            small.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+                        m.skip_region(small, CONFIG_DATA)
         elif _FAKES_CUDA.search(m.source):
             m.skip_region(node, FAKES_CUDA, "this module fakes torch.cuda (mock.patch), so its CUDA devices are "
                           "descriptors "

@@ -177,6 +177,28 @@ def _leave_mps() -> None:
             _publish(torch.device("cpu"))
 
 
+_checked_group: object = None  # the XPU process group whose backend was read (`_in_a_group`)
+
+
+def _in_a_group() -> None:
+    """A process group exists and MPS or XPU is picked: on MPS, `_leave_mps`; on XPU, the CPU too when the group's
+    backend is gloo (gloo carries no XPU tensors: code that chose gloo because CUDA was missing ran on the CPU).
+    The XPU backend is read once per group."""
+    global _checked_group
+    if globals().get("_TYPE") == "mps":
+        _leave_mps()
+        return
+    group = torch.distributed.distributed_c10d._get_default_group()
+    if group is _checked_group:
+        return
+    _checked_group = group
+    if torch.distributed.get_backend(group) == "gloo":
+        with _lock:
+            if globals().get("_TYPE") == "xpu":
+                _forget()
+                _publish(torch.device("cpu"))
+
+
 def avoid_mps(reason: str) -> None:
     """Keep this program off MPS: on a Mac it runs on the CPU, as the unmigrated program did.
 

@@ -24,6 +24,9 @@ def _is_cuda_str(spec: str) -> bool:
     return spec == "cuda" or spec.startswith("cuda:")
 
 
+_IN_A_GROUP = frozenset({"mps", "xpu"})  # picks that a process group may move to the CPU (`_backend._in_a_group`)
+
+
 class _Probe:
     """Stands in for torch's world state where it is missing: ``_default_pg`` asks ``is_initialized()``."""
 
@@ -68,8 +71,8 @@ def device(spec: Any = None) -> Any:
         RuntimeError: from ``torch.device`` for a malformed ``"cuda..."`` string,
             or a negative index on CUDA/XPU.
     """
-    if _b._TYPE == "mps" and _WORLD._default_pg is not None:  # gloo carries no MPS tensors
-        _b._leave_mps()
+    if _b._TYPE in _IN_A_GROUP and _WORLD._default_pg is not None:  # gloo carries no MPS or XPU tensors
+        _b._in_a_group()
     if spec is None:
         return _b._DEVICE
     kind = type(spec)  # exact types: cheaper than isinstance, and excludes bool
@@ -107,8 +110,8 @@ def device_str(spec: str | int | torch.device | None = None) -> str:
         TypeError: ``spec`` is not ``None``, an int, a str or a ``torch.device``.
         RuntimeError: as :func:`device`.
     """
-    if _b._TYPE == "mps" and _WORLD._default_pg is not None:  # gloo carries no MPS tensors
-        _b._leave_mps()
+    if _b._TYPE in _IN_A_GROUP and _WORLD._default_pg is not None:  # gloo carries no MPS or XPU tensors
+        _b._in_a_group()
     if spec is None:
         return _b._DEVICE_STR
     if isinstance(spec, str) and not _is_cuda_str(spec):
@@ -172,8 +175,8 @@ def device_type() -> str:
     On CUDA: exactly ``"cuda"``. On MPS: ``"cpu"`` once a ``torch.distributed``
     process group exists, as :func:`device`.
     """
-    if _b._TYPE == "mps" and _WORLD._default_pg is not None:  # gloo carries no MPS tensors
-        _b._leave_mps()
+    if _b._TYPE in _IN_A_GROUP and _WORLD._default_pg is not None:  # gloo carries no MPS or XPU tensors
+        _b._in_a_group()
     return _b._TYPE
 
 

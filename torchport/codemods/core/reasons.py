@@ -114,9 +114,15 @@ INDEX_BOOKKEEPING = Reason(
     "import torch\ndevices = {torch.cuda.current_device(): []}\nfor p in params:\n"
     "    devices[p.device.index].append(p)\n")
 
+CONFIG_DATA = Reason(
+    "R18", "config-data", "The tables of a module that holds only assignments of data and imports nothing (a config "
+    "file a loader reads) stay data: a runtime import would make it code its loader may not accept.",
+    "_base_ = ['./default.py']\ndist_params = dict(backend='nccl')\nlog_level = 'INFO'\n")
+
 REASONS: tuple[Reason, ...] = (CUDA_ONLY, SEVERAL_BACKENDS, CUDA_GATE, GATE_DEFINITION, CUDA_TEST, CUDA_ONLY_PROGRAM,
                                CUDA_ONLY_LIBRARY, FAKES_CUDA, CUDA_SETTING, DEAD_STORE, SEEDED, MOVES_TOGETHER,
-                               HELD_CHOICE, CUDA_QUERY, UNSET_ATTRIBUTE, OLDER_TORCH, INDEX_BOOKKEEPING)
+                               HELD_CHOICE, CUDA_QUERY, UNSET_ATTRIBUTE, OLDER_TORCH, INDEX_BOOKKEEPING,
+                               CONFIG_DATA)
 BY_ID = {reason.id: reason for reason in REASONS}
 
 

@@ -134,3 +134,23 @@ def test_migrate_says_where_each_program_it_changes_runs() -> None:
         "  tests/test_model.py (test): runs on cuda, mps, xpu, cpu; 2 rewrite(s)",
         "  train.py (script): runs on cuda, mps, xpu, cpu; 2 rewrite(s)",
     ]
+
+
+def test_a_program_that_calls_a_projects_cuda_gate_runs_only_on_cuda(tmp_path: Path) -> None:
+    """dino's `utils.init_distributed_mode(args)` exits without a GPU: every program that calls it runs only on CUDA
+    and is left whole; recognised from what the gate does, not from its name."""
+    (tmp_path / "helpers.py").write_text(
+        "import sys\nimport torch\n\n\ndef setup(args):\n    if torch.cuda.is_available():\n"
+        "        args.gpu = 0\n    else:\n        print('no GPU')\n        sys.exit(1)\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nimport helpers\n\n\ndef main(args):\n    helpers.setup(args)\n"
+        "    return torch.ones(2).cuda()\n\n\nif __name__ == '__main__':\n    main(None)\n")
+    done = CliRunner().invoke(app, ["programs", str(tmp_path), "--no-cache", "--format", "json"])
+    [train] = [p for p in json.loads(done.stdout)["programs"] if p["path"] == "train.py"]
+    assert train["runs_on"] == ["cuda"]
+    assert train["blockers"][0]["reason"] == "calls `helpers.setup`, which stops unless CUDA is there (helpers.py:5)"
+    migrated = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--format", "json"])
+    files = {f["path"]: f for f in json.loads(migrated.stdout)["files"]}
+    assert not files["train.py"]["changed"]
+    assert "[R07 cuda-only-library] only programs that run only on CUDA reach" in \
+        files["train.py"]["diagnostics"][0]["message"]

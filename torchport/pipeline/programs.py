@@ -37,6 +37,9 @@ CUDA_ONLY_TEXT = re.compile(r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|
                             r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
                             r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+)\b")
 
+# Text of a module that may define a CUDA gate that exits (`_calls_a_gate`): it asks CUDA and stops.
+_GATE_EXIT = re.compile(r"\b(?:is_available|device_count)\b.*\b(?:sys\.exit|exit\(|raise\b)|"
+                        r"\b(?:sys\.exit|exit\(|raise\b).*\b(?:is_available|device_count)\b", re.S)
 _CUDA_ONLY_LIBRARY_TAG = "[R07 cuda-only-library]"  # `codemods.core.reasons.CUDA_ONLY_LIBRARY` (a test ties them)
 # Text of a module that places data on a device itself.
 _PLACES_DATA = re.compile(r"\.to\(|\.cuda\(|\bdevice\b|\bdev\(\)")
@@ -134,11 +137,17 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                                          lacking[0])] if lacking else [])]
         return found[key]
 
+    gates = _project_gates(results, trees)
     made = []
     for entry, kind in kinds.items():
         reach = sorted(project.reach(entry), key=lambda i: (i != entry, str(results[i].path)))
         program = Program(_shown(results[entry].path, root), kind, reached=set(reach),
                           rewrites=sum(sum(results[i].rewrites.values()) for i in reach))
+        if kind in ("script", "console-script") and (gated := _calls_a_gate(entry, trees, project, gates)):
+            line, name, where = gated
+            program.blockers.extend(Blocker(target, f"calls `{name}`, which stops unless CUDA is there "
+                                                    f"({_shown(results[where[0]].path, root)}:{where[1]})",
+                                            program.path, line) for target in OFF_CUDA)
         for index in reach:
             shown, seen = _shown(results[index].path, root), set[str]()
             for need in needs(index, index == entry):  # the first of each module, per target
@@ -150,6 +159,40 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         program.runs_on = ["cuda", *(t for t in OFF_CUDA if t not in blocked)]
         made.append(program)
     return sorted(made, key=lambda p: p.path)
+
+
+def _project_gates(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None]) -> dict[int, dict[str, int]]:
+    """The CUDA gates each module defines (`torchport.codemods.analysis.gates`): index -> name -> line."""
+    from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
+
+    found = {}
+    for index, result in enumerate(results):
+        tree = trees.get(index)
+        if tree is not None and GATE_TEXT.search(result.original or "") and (gates := cuda_gates(tree)):
+            found[index] = gates
+    return found
+
+
+def _calls_a_gate(entry: int, trees: Mapping[int, ast.Module | None], project: Project,
+                  gates: Mapping[int, Mapping[str, int]]) -> tuple[int, str, tuple[int, int]] | None:
+    """Where the entry point calls, as a statement of its own, a CUDA gate of the project (dino's
+    ``utils.init_distributed_mode(args)``, which exits without a GPU): ``(line, name, (module, line there))``."""
+    tree = trees.get(entry)
+    if tree is None or not gates:
+        return None
+    bound: dict[str, tuple[int, int]] = {name: (entry, line) for name, line in gates.get(entry, {}).items()}
+    for local, target, name in project.bindings(entry):
+        if target in gates:
+            if name is None:
+                bound.update({f"{local}.{g}": (target, line) for g, line in gates[target].items()})
+            elif name in gates[target]:
+                bound[local] = (target, gates[target][name])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            called = ast.unparse(node.value.func)
+            if called in bound:
+                return node.lineno, called, bound[called]
+    return None
 
 
 def left_whole(results: list[FileResult]) -> dict[int, str]:
@@ -166,12 +209,13 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
     suspects = may_leave(results)
     if not suspects:
         return {}
+    from torchport.codemods.analysis.gates import cuda_gates
     from torchport.codemods.analysis.requirements import requirements
 
-    # Only a module that itself needs CUDA makes a program CUDA-only (an entry point's own gate leaves that
-    # file alone already): without one, the model of every program is not built.
-    if not any(OFF_CUDA == need.targets for r in suspects if (tree := _parse(r.original)) is not None
-               for need in requirements(tree, r.original or "")):
+    # Only a module that itself needs CUDA, or defines a CUDA gate, makes a program CUDA-only (an entry point's
+    # own check leaves that file alone already): without one, the model of every program is not built.
+    if not any(any(OFF_CUDA == need.targets for need in requirements(tree, r.original or "")) or cuda_gates(tree)
+               for r in suspects if (tree := _parse(r.original)) is not None):
         return {}
     reaching: dict[int, list[Program]] = {}
     for program in programs(results, Path.cwd()):
@@ -274,7 +318,7 @@ def may_leave(results: Sequence[FileResult]) -> list[FileResult]:
     text scan, so that a run needs no analysis to know)."""
     if not any(r.changed for r in results):
         return []
-    return [r for r in results if CUDA_ONLY_TEXT.search(r.original or "")]
+    return [r for r in results if CUDA_ONLY_TEXT.search(r.original or "") or _GATE_EXIT.search(r.original or "")]
 
 
 def leave(results: list[FileResult], left: Mapping[int, str]) -> None:

@@ -25,7 +25,7 @@ try:
     main()
 except SystemExit:
     pass
-heavy = ("torch", "libcst", "torchport.codemods", "nbformat", "jsonschema", "rich.table", "rich.syntax")
+heavy = ("torch", "libcst", "torchport.codemods.api", "nbformat", "jsonschema", "rich.table", "rich.syntax")
 print("loaded:", ",".join(m for m in heavy if m in sys.modules))
 """
 

@@ -29,3 +29,22 @@ from torchport.codemods.analysis.gates import cuda_gates
 ])
 def test_cuda_gates(source: str, expected: dict[str, int]) -> None:
     assert cuda_gates(ast.parse(source)) == expected
+
+
+@pytest.mark.parametrize(("source", "stops"), [
+    # dino's init_distributed_mode: an if/elif chain on the environment and CUDA whose else exits
+    ("import os, sys, torch\ndef init(args):\n    if 'RANK' in os.environ:\n        args.rank = 0\n"
+     "    elif torch.cuda.is_available():\n        args.rank = 0\n    else:\n        sys.exit(1)\n", True),
+    ("import torch\ndef need():\n    if not torch.cuda.is_available():\n        raise RuntimeError('GPU')\n", True),
+    ("import sys, torch\ndef need():\n    if torch.cuda.device_count() < 2:\n        sys.exit(0)\n", True),
+    # stops only when asked for CUDA (a flag), or never
+    ("import sys, torch\ndef main(args):\n    if args.cuda and not torch.cuda.is_available():\n        sys.exit(1)\n",
+     False),
+    ("import torch\ndef pick():\n    return 'cuda' if torch.cuda.is_available() else 'cpu'\n", False),
+])
+def test_a_function_that_stops_whenever_cuda_is_missing(source: str, stops: bool) -> None:
+    from torchport.codemods.analysis.gates import exits_without_cuda
+
+    function = ast.parse(source).body[-1]
+    assert isinstance(function, ast.FunctionDef)
+    assert exits_without_cuda(function) is stops

@@ -162,14 +162,18 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
 
 
 def _project_gates(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None]) -> dict[int, dict[str, int]]:
-    """The CUDA gates each module defines (`torchport.codemods.analysis.gates`): index -> name -> line."""
-    from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
+    """The functions each module defines that stop whenever CUDA is missing (`analysis.gates.exits_without_cuda`):
+    index -> name -> line."""
+    from torchport.codemods.analysis.gates import GATE_TEXT, exits_without_cuda
 
-    found = {}
+    found: dict[int, dict[str, int]] = {}
     for index, result in enumerate(results):
         tree = trees.get(index)
-        if tree is not None and GATE_TEXT.search(result.original or "") and (gates := cuda_gates(tree)):
-            found[index] = gates
+        if tree is not None and GATE_TEXT.search(result.original or ""):
+            gates = {s.name: s.lineno for s in tree.body
+                     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and exits_without_cuda(s)}
+            if gates:
+                found[index] = gates
     return found
 
 
@@ -209,12 +213,13 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
     suspects = may_leave(results)
     if not suspects:
         return {}
-    from torchport.codemods.analysis.gates import cuda_gates
+    from torchport.codemods.analysis.gates import exits_without_cuda
     from torchport.codemods.analysis.requirements import requirements
 
     # Only a module that itself needs CUDA, or defines a CUDA gate, makes a program CUDA-only (an entry point's
     # own check leaves that file alone already): without one, the model of every program is not built.
-    if not any(any(OFF_CUDA == need.targets for need in requirements(tree, r.original or "")) or cuda_gates(tree)
+    if not any(any(OFF_CUDA == need.targets for need in requirements(tree, r.original or "")) or any(
+            isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and exits_without_cuda(s) for s in tree.body)
                for r in suspects if (tree := _parse(r.original)) is not None):
         return {}
     reaching: dict[int, list[Program]] = {}

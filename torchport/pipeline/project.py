@@ -173,8 +173,13 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
         index into ``results`` -> the reason, naming the file and line that decided it.
     """
     candidates = [i for i, r in enumerate(results) if r.error is None and r.facts.get("choices")]
+    # A file that keeps its own choice CUDA-or-CPU and moves other data to the runtime's device (fairseq's trainer:
+    # `self.cuda = torch.cuda.is_available()`, then `torch.tensor(0.0).cuda()`): on MPS its tensors would split.
+    own = {i: r.facts["kept"][0] for i, r in enumerate(results)
+           if r.error is None and r.facts.get("moves") and r.facts.get("kept") and not r.facts.get("choices")}
     if not candidates:
-        return {}
+        return {i: f"this file:{line} keeps its device choice CUDA-or-CPU, so its other moves do too (on MPS their "
+                   "tensors would be on different devices)" for i, line in own.items()}
     project = Project(results)
     reasons: dict[int, str] = {}
     blockers: dict[int, tuple[int, str] | None] = {}
@@ -203,6 +208,9 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
                 reasons[index] = (f"{where}:{sources[linked]} keeps its device choice CUDA-or-CPU, so this one does "
                                   "too (on MPS their tensors would be on different devices)")
                 changed = True
+    for index, line in own.items():
+        reasons.setdefault(index, f"this file:{line} keeps its device choice CUDA-or-CPU, so its other moves do too "
+                                  "(on MPS their tensors would be on different devices)")
     return reasons
 
 

@@ -67,3 +67,47 @@ def _on_cuda(func: ast.expr) -> bool:
     value = func.value if isinstance(func, ast.Attribute) else None
     return (isinstance(value, ast.Attribute) and value.attr == "cuda") or (isinstance(value, ast.Name)
                                                                          and value.id == "cuda")
+
+
+def exits_without_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``function`` stops (exit, raise) whenever CUDA is missing, whatever else holds: an ``if not
+    torch.cuda.is_available():`` (or a count below a bound) that exits, or an ``if``/``elif`` chain on CUDA whose
+    ``else`` exits (dino's ``init_distributed_mode``). A check joined with a flag (``if args.cuda and not ...``)
+    stops only when asked for CUDA: no."""
+    for node in ast.walk(function):
+        if not isinstance(node, ast.If):
+            continue
+        if _negated_query(node.test) and _stops(node.body):
+            return True
+        branch: ast.If = node
+        while branch.orelse and len(branch.orelse) == 1 and isinstance(branch.orelse[0], ast.If):
+            branch = branch.orelse[0]
+        if _plain_query(branch.test) and branch.orelse and _stops(branch.orelse):
+            return True
+    return False
+
+
+def _plain_query(test: ast.expr) -> bool:
+    return isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr == "is_available" \
+        and _on_cuda(test.func)
+
+
+def _negated_query(test: ast.expr) -> bool:
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _plain_query(test.operand)
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Call) and isinstance(test.left.func,
+                                                                                          ast.Attribute) \
+        and test.left.func.attr == "device_count" and _on_cuda(test.left.func) \
+        and isinstance(test.ops[0], (ast.Lt, ast.Eq, ast.LtE))
+
+
+def _stops(body: list[ast.stmt]) -> bool:
+    for statement in body:
+        if isinstance(statement, ast.Raise):
+            return True
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            func = statement.value.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in ("exit", "_exit", "skip", "fail"):
+                return True
+    return False

@@ -110,8 +110,7 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
     """
     from torchport.codemods.analysis.requirements import Requirement, requirements
 
-    trees: dict[int, ast.Module | None] = {i: _parse(r.original) for i, r in enumerate(results)}
-    project = Project(results, trees)
+    trees, project = _model(results)
     scripts = _console_scripts(root)
     imported = {other for index in range(len(results)) for other in project.imports(index)}
     kinds: dict[int, str] = {}
@@ -252,8 +251,7 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
     moving = {i for i, r in enumerate(results) if r.changed and r.facts.get("moves")}
     if not moving or not any(LACKS_TEXT.search(r.original or "") for r in results):
         return {}
-    trees: dict[int, ast.Module | None] = {i: _parse(r.original) for i, r in enumerate(results)}
-    project = Project(results, trees)
+    trees, project = _model(results)
     scripts = _console_scripts(Path.cwd())
     imported = {other for index in range(len(results)) for other in project.imports(index)}
     found: dict[int, tuple[int, str] | None] = {}
@@ -302,7 +300,7 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
             defined[index] = gates
     if not defined:
         return {}
-    project = Project(results)
+    project = _model(results)[1]
     users: dict[int, frozenset[str]] = {}
     for index in changed:
         names: set[str] = set()
@@ -385,6 +383,24 @@ def _console_scripts(root: Path) -> set[str]:
         return set()
     scripts = data.get("project", {}).get("scripts", {})
     return {str(target).split(":", 1)[0].strip() for target in scripts.values()} if isinstance(scripts, dict) else set()
+
+
+_last: tuple[tuple[tuple[str, str, int], ...], dict[int, ast.Module | None], Project] | None = None
+
+
+def _model(results: Sequence[FileResult]) -> tuple[dict[int, ast.Module | None], Project]:
+    """Every file's tree and the project's imports, for ``results``: read once per set of sources (a run asks
+    for them in several steps: gates, MPS blockers, the programs left whole, the summary)."""
+    global _last
+    key = tuple((str(r.path), r.display, hash(r.original)) for r in results)  # the same sources, whatever objects
+    if _last is not None and _last[0] == key:
+        return _last[1], _last[2]
+    known = {k: _last[1][i] for i, k in enumerate(_last[0])} if _last is not None else {}  # the same, reordered
+    trees: dict[int, ast.Module | None] = {i: known[k] if k in known else _parse(r.original)
+                                           for i, (k, r) in enumerate(zip(key, results))}
+    project = Project(results, trees)
+    _last = (key, trees, project)
+    return trees, project
 
 
 def _parse(text: str | None) -> ast.Module | None:

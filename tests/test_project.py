@@ -160,3 +160,12 @@ def test_a_held_module_keeps_its_unconditional_moves(tmp_path: Path) -> None:
 def test_a_certain_blocker_surely_reaches_the_device(text: str, expected: tuple[int, str] | None) -> None:
     """What TP019 acts on (`tp.avoid_mps`): a cautious blocker keeps a program's verdict, not its device."""
     assert blocker(text, certain=True) == expected
+
+
+def test_float64_in_a_function_that_runs_collectives_is_no_blocker() -> None:
+    """MetricLogger's `synchronize_between_processes` (mae, deit, detr, dino...): it runs in a process group, where a
+    Mac's pick is the CPU already."""
+    text = ("def sync(self):\n    if not is_dist_avail_and_initialized():\n        return\n"
+            "    t = torch.tensor([self.count, self.total], dtype=torch.float64, device='cuda')\n"
+            "    dist.barrier()\n    dist.all_reduce(t)\n")
+    assert blocker(text) is None

@@ -102,11 +102,13 @@ def _wide_dtype_lines(tree: ast.Module, text: str, certain: bool = False) -> lis
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in _WIDE and isinstance(node.ctx, ast.Load) \
                 and not _numpy_or_self(node.value):
-            if (_made_on_device(node, parents) and not _in_collective_function(node, parents)) if certain \
-                    else _reaches_device(node, parents, text):
+            if _in_collective_function(node, parents):
+                continue  # it runs in a process group, where a Mac's pick is the CPU already
+            if _made_on_device(node, parents) if certain else _reaches_device(node, parents, text):
                 found.append((node.lineno, _WIDE[node.attr]))
         elif not certain and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == "double" and not node.args and not _on_cpu(node.func.value):
+                and node.func.attr == "double" and not node.args and not _on_cpu(node.func.value) \
+                and not _in_collective_function(node, parents):
             found.append((node.lineno, "float64"))
     return found
 

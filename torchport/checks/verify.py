@@ -494,19 +494,17 @@ def verify(project: Path, cmd: list[str], timeout_s: float, workdir: Path, skip:
         files = verify_files.collect_files(cmd, pytest_index(cmd) or 1, original_dir,
                                            {**child_env(), **envs["original"]}, timeout_s)
     runs: dict[str, list[RunResult]] = {}
-    if files:
+
+    def run_one_side(name: str, folder: Path) -> RunResult:
+        """One side's run: each test file in its own process with ``--per-file``, else the command once."""
+        if not files:
+            return run_side(name, folder)
         assert per_file_logs is not None
-        original = _run_files("original", original_dir, cmd, files, timeout_s, per_file_logs, workdir,
-                              envs["original"], runs)
-    else:
-        original = run_side("original", original_dir)
+        return _run_files(name, folder, cmd, files, timeout_s, per_file_logs, workdir, envs[name], runs)
+
+    original = run_one_side("original", original_dir)
     migration = migrate_copy(migrated_dir, timeout_s, logs)
-    if files:
-        assert per_file_logs is not None
-        migrated = _run_files("migrated", migrated_dir, cmd, files, timeout_s, per_file_logs, workdir,
-                              envs["migrated"], runs)
-    else:
-        migrated = run_side("migrated", migrated_dir)
+    migrated = run_one_side("migrated", migrated_dir)
     v = Verification(command=list(cmd), project=str(project), workdir=str(workdir), kept=kept,
                      timeout_s=timeout_s, is_pytest=runner == "pytest", test_runner=runner, original=original,
                      migration=migration, migrated=migrated, per_file=bool(files))

@@ -154,3 +154,18 @@ def test_a_program_that_calls_a_projects_cuda_gate_runs_only_on_cuda(tmp_path: P
     assert not files["train.py"]["changed"]
     assert "[R07 cuda-only-library] only programs that run only on CUDA reach" in \
         files["train.py"]["diagnostics"][0]["message"]
+
+
+def test_kinds_follow_what_a_module_does(tmp_path: Path) -> None:
+    """A deprecated re-export that only warns does no work; torch.hub's hubconf.py is loaded into its caller (a
+    library); an imported `engine_test.py` is an engine, not a test module."""
+    (tmp_path / "shim.py").write_text("import warnings\nfrom impl import *  # noqa\n"
+                                      "warnings.warn('moved to impl', DeprecationWarning)\n")
+    (tmp_path / "impl.py").write_text("import torch\n\n\ndef build():\n    return torch.ones(2).cuda()\n")
+    (tmp_path / "hubconf.py").write_text("dependencies = ['torch']\nfrom impl import build\n")
+    (tmp_path / "engine_test.py").write_text("import torch\n\n\ndef test_loop(model):\n    return model.cuda()\n")
+    (tmp_path / "main_test.py").write_text("from engine_test import test_loop\n\nif __name__ == '__main__':\n"
+                                           "    test_loop(None)\n")
+    done = CliRunner().invoke(app, ["programs", str(tmp_path), "--no-cache", "--format", "json"])
+    kinds = {p["path"]: p["kind"] for p in json.loads(done.stdout)["programs"]}
+    assert kinds == {"hubconf.py": "library", "main_test.py": "script"}

@@ -340,14 +340,15 @@ def leave(results: list[FileResult], left: Mapping[int, str]) -> None:
 def _kind(result: FileResult, tree: ast.Module | None, module: str | None, scripts: set[str],
           imported: bool) -> str | None:
     """The entry-point kind of a file (None: not one). A module the project imports is an entry point only with a
-    ``__main__`` block; ``setup.py`` is none."""
+    ``__main__`` block (an imported ``engine_test.py`` is an engine, not a test module); ``setup.py`` is none, and
+    torch.hub's ``hubconf.py``, which hub loads into its caller's process, is a library."""
     from torchport.codemods.analysis.programs import is_script
 
     if result.path.suffix == ".ipynb":
         return "notebook"
     if tree is None:
         return None
-    if _TEST_FILE.match(result.path.name) and any(
+    if _TEST_FILE.match(result.path.name) and not imported and any(
             isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name.lower().startswith("test")
             for n in tree.body):
         return "test"
@@ -355,6 +356,8 @@ def _kind(result: FileResult, tree: ast.Module | None, module: str | None, scrip
         return "console-script"
     if result.path.name == "setup.py":
         return None
+    if result.path.name == "hubconf.py" and not is_script(tree):
+        return "library"
     return "script" if is_script(tree) or (not imported and _works_at_top(tree)) else None
 
 
@@ -362,7 +365,17 @@ def _works_at_top(tree: ast.Module) -> bool:
     """Whether the module does its work when run (a call or a loop at the top level, as a script without a
     ``__main__`` block does), not only define things."""
     return any(isinstance(s, (ast.For, ast.While, ast.With))
-               or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)) for s in tree.body)
+               or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and not _reports(s.value))
+               for s in tree.body)
+
+
+def _reports(call: ast.Call) -> bool:
+    """``warnings.warn(...)``, ``logging.basicConfig(...)``: a module that only says something
+    when imported (a deprecated re-export) does no work."""
+    head = call.func
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    return isinstance(head, ast.Name) and head.id in ("warnings", "logging")
 
 
 def _public_module(shown: str, tree: ast.Module | None) -> bool:

@@ -22,6 +22,7 @@ from torchport.codemods.analysis.lacks import blocker
 from torchport.codemods.analysis.programs import is_script
 from torchport.codemods.core.base import Diagnostic
 from torchport.codemods.core.rule import Example, Rule
+from torchport.emit.placement import after_imports
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -62,7 +63,7 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
         reason = f"{found[1]}, line {found[0]}"
     if not m.enabled(KeepOffMps.code) or _has_call(updated):
         return updated
-    at = _after_imports(updated)
+    at = after_imports(updated.body, lambda statement: False)
     line = m.start(original.body[at]).line if at < len(original.body) else 1
     if m._is_suppressed(KeepOffMps.code, line):
         return updated
@@ -74,18 +75,6 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
 
 def _quoted(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _after_imports(module: cst.Module) -> int:
-    """The index of the first statement after the docstring and the imports that open ``module``."""
-    index = 0
-    for index, statement in enumerate(module.body):
-        small = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
-        docstring = index == 0 and len(small) == 1 and isinstance(small[0], cst.Expr) \
-            and isinstance(small[0].value, (cst.SimpleString, cst.ConcatenatedString))
-        if not (docstring or (small and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in small))):
-            return index
-    return len(module.body)
 
 
 def _has_call(module: cst.Module) -> bool:

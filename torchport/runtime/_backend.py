@@ -163,16 +163,10 @@ def _select() -> None:
         _publish(_pick())  # raises before anything is stored
 
 
-def _leave_mps() -> None:
-    """Move the pick from MPS to the CPU, once a process group exists.
-
-    torch.distributed has no MPS backend: gloo carries CPU (and CUDA) tensors only, so DDP, FSDP and
-    collectives over MPS tensors raise "No backend type associated with device type mps". A process that
-    joined a group computes on the CPU instead (as ``fsdp_device_id`` already arranges for FSDP). Called by
-    `_device.device`, `device_str` and `device_type` while MPS is picked; never on CUDA.
-    """
+def _cpu_instead_of(kind: str) -> None:
+    """Make the pick the CPU if it is ``kind`` (thread safe; a pick of anything else stays)."""
     with _lock:
-        if globals().get("_TYPE") == "mps":
+        if globals().get("_TYPE") == kind:
             _forget()
             _publish(torch.device("cpu"))
 
@@ -181,22 +175,23 @@ _checked_group: object = None  # the XPU process group whose backend was read (`
 
 
 def _in_a_group() -> None:
-    """A process group exists and MPS or XPU is picked: on MPS, `_leave_mps`; on XPU, the CPU too when the group's
-    backend is gloo (gloo carries no XPU tensors: code that chose gloo because CUDA was missing ran on the CPU).
-    The XPU backend is read once per group."""
+    """A process group exists and MPS or XPU is picked: the pick becomes the CPU on MPS, and on XPU when the group's
+    backend is gloo. Called by `_device.device`, `device_str` and `device_type`; never on CUDA.
+
+    torch.distributed has no MPS backend: gloo carries CPU (and CUDA) tensors only, so DDP, FSDP and collectives
+    over MPS tensors raise "No backend type associated with device type mps"; a process that joined a group
+    computes on the CPU instead (as ``fsdp_device_id`` already arranges for FSDP). gloo carries no XPU tensors
+    either: code that chose gloo because CUDA was missing ran on the CPU. The XPU backend is read once per group."""
     global _checked_group
     if globals().get("_TYPE") == "mps":
-        _leave_mps()
+        _cpu_instead_of("mps")
         return
     group = torch.distributed.distributed_c10d._get_default_group()
     if group is _checked_group:
         return
     _checked_group = group
     if torch.distributed.get_backend(group) == "gloo":
-        with _lock:
-            if globals().get("_TYPE") == "xpu":
-                _forget()
-                _publish(torch.device("cpu"))
+        _cpu_instead_of("xpu")
 
 
 def avoid_mps(reason: str) -> None:
@@ -215,9 +210,8 @@ def avoid_mps(reason: str) -> None:
     global _avoided
     with _lock:
         _avoided = reason
-        if globals().get("_TYPE") == "mps" and not os.environ.get(ENV_VAR, "").strip():
-            _forget()
-            _publish(torch.device("cpu"))
+        if not os.environ.get(ENV_VAR, "").strip():
+            _cpu_instead_of("mps")
 
 
 def avoided_mps() -> str | None:

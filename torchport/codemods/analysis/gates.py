@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import re
 
+from torchport.codemods.analysis.programs import call_name, cuda_call
+
 # Text a gate's module holds: a module without it defines none (and is not walked).
 GATE_TEXT = re.compile(r"\b(?:is_available|device_count)\b")
 _QUERIES = frozenset({"is_available", "device_count"})
@@ -48,10 +50,10 @@ def _gates(node: ast.AST, known: dict[str, int]) -> bool:
     body = node.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else [node]
     for inner in (n for part in body for n in ast.walk(part)):
         if isinstance(inner, ast.Call):
-            name = inner.func.attr if isinstance(inner.func, ast.Attribute) else getattr(inner.func, "id", "")
+            name = call_name(inner)
             if isinstance(inner.func, ast.Name) and name in known:
                 return True
-            if name in _QUERIES and _on_cuda(inner.func):
+            if name in _QUERIES and cuda_call(inner, name):
                 asks = True
             elif name in _SKIPS:
                 skips = True
@@ -60,13 +62,6 @@ def _gates(node: ast.AST, known: dict[str, int]) -> bool:
         if asks and skips:
             return True
     return False
-
-
-def _on_cuda(func: ast.expr) -> bool:
-    """``torch.cuda.<query>`` or ``cuda.<query>``."""
-    value = func.value if isinstance(func, ast.Attribute) else None
-    return (isinstance(value, ast.Attribute) and value.attr == "cuda") or (isinstance(value, ast.Name)
-                                                                         and value.id == "cuda")
 
 
 def exits_without_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -82,22 +77,15 @@ def exits_without_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool
         branch: ast.If = node
         while branch.orelse and len(branch.orelse) == 1 and isinstance(branch.orelse[0], ast.If):
             branch = branch.orelse[0]
-        if _plain_query(branch.test) and branch.orelse and _stops(branch.orelse):
+        if cuda_call(branch.test, "is_available") and branch.orelse and _stops(branch.orelse):
             return True
     return False
 
 
-def _plain_query(test: ast.expr) -> bool:
-    return isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr == "is_available" \
-        and _on_cuda(test.func)
-
-
 def _negated_query(test: ast.expr) -> bool:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _plain_query(test.operand)
-    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Call) and isinstance(test.left.func,
-                                                                                          ast.Attribute) \
-        and test.left.func.attr == "device_count" and _on_cuda(test.left.func) \
+        return cuda_call(test.operand, "is_available")
+    return isinstance(test, ast.Compare) and cuda_call(test.left, "device_count") \
         and isinstance(test.ops[0], (ast.Lt, ast.Eq, ast.LtE))
 
 
@@ -106,8 +94,6 @@ def _stops(body: list[ast.stmt]) -> bool:
         if isinstance(statement, ast.Raise):
             return True
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-            func = statement.value.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if name in ("exit", "_exit", "skip", "fail"):
+            if call_name(statement.value) in ("exit", "_exit", "skip", "fail"):
                 return True
     return False

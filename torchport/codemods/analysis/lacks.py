@@ -98,17 +98,18 @@ def _wide_dtype_lines(tree: ast.Module, text: str, certain: bool = False) -> lis
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
             parents[id(child)] = node
+    collective: dict[int, bool] = {}  # per function: each is read once, however many dtypes it names
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in _WIDE and isinstance(node.ctx, ast.Load) \
                 and not _numpy_or_self(node.value):
-            if _in_collective_function(node, parents):
+            if _in_collective_function(node, parents, collective):
                 continue  # it runs in a process group, where a Mac's pick is the CPU already
             if _made_on_device(node, parents) if certain else _reaches_device(node, parents, text):
                 found.append((node.lineno, _WIDE[node.attr]))
         elif not certain and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "double" and not node.args and not _on_cpu(node.func.value) \
-                and not _in_collective_function(node, parents):
+                and not _in_collective_function(node, parents, collective):
             found.append((node.lineno, "float64"))
     return found
 
@@ -119,20 +120,33 @@ def _made_on_device(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:
     call = parents.get(id(keyword)) if isinstance(keyword, ast.keyword) and keyword.arg == "dtype" else None
     if not isinstance(call, ast.Call):
         return False
-    device = next((k.value for k in call.keywords if k.arg == "device"), None)
-    if device is not None:
-        return not (isinstance(device, ast.Constant) and device.value == "cpu")
+    given = _given_device(call)
+    if given is not None:
+        return given
     moved = parents.get(id(call))  # `torch.zeros(3, dtype=torch.float64).cuda()`: moved where it is made
     return isinstance(moved, ast.Attribute) and moved.attr in ("cuda", "to") and isinstance(
         parents.get(id(moved)), ast.Call)
 
 
-def _in_collective_function(node: ast.AST, parents: Mapping[int, ast.AST]) -> bool:
-    """Whether the function around ``node`` runs collectives (``all_reduce``...): it runs in a process group."""
+def _given_device(call: ast.Call) -> bool | None:
+    """Whether ``call``'s ``device=`` is a device other than the CPU; None when it has none."""
+    device = next((k.value for k in call.keywords if k.arg == "device"), None)
+    if device is None:
+        return None
+    return not (isinstance(device, ast.Constant) and device.value == "cpu")
+
+
+def _in_collective_function(node: ast.AST, parents: Mapping[int, ast.AST], seen: dict[int, bool]) -> bool:
+    """Whether the function around ``node`` runs collectives (``all_reduce``...): it runs in a process group.
+    ``seen`` keeps the answer per function."""
     function = parents.get(id(node))
     while function is not None and not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         function = parents.get(id(function))
-    return function is not None and _COLLECTIVES.search(ast.unparse(function)) is not None
+    if function is None:
+        return False
+    if id(function) not in seen:
+        seen[id(function)] = _COLLECTIVES.search(ast.unparse(function)) is not None
+    return seen[id(function)]
 
 
 def _numpy_or_self(value: ast.expr) -> bool:
@@ -174,9 +188,9 @@ def _reaches_device(node: ast.expr, parents: Mapping[int, ast.AST], text: str) -
 def _call_reaches_device(call: ast.Call, parents: Mapping[int, ast.AST], text: str) -> bool:
     """A call given a wide dtype: on the device unless it is a factory without a device (a CPU tensor) that the
     module does not move later, or a call whose ``device=`` is ``"cpu"``."""
-    device = next((k.value for k in call.keywords if k.arg == "device"), None)
-    if device is not None:
-        return not (isinstance(device, ast.Constant) and device.value == "cpu")
+    given = _given_device(call)
+    if given is not None:
+        return given
     name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
     if name not in _FACTORIES or name.endswith("_like"):
         return not (name in ("to", "type") and isinstance(call.func, ast.Attribute) and _on_cpu(call.func.value))

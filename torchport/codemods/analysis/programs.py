@@ -23,14 +23,15 @@ _GPU_FUNCTION = re.compile(r"(?i)^(?:verify|check|has|is|requires?|ensure|assert
 _EXIT_CALLS = frozenset({"exit", "_exit", "skip", "fail", "skipTest"})
 
 
-def _cuda_call(node: ast.AST, name: str) -> bool:
+def cuda_call(node: ast.AST, name: str) -> bool:
     """``torch.cuda.<name>()`` (or ``cuda.<name>()``) with no arguments."""
     return (isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Attribute)
             and node.func.attr == name and isinstance(node.func.value, (ast.Attribute, ast.Name))
             and (getattr(node.func.value, "attr", None) or getattr(node.func.value, "id", None)) == "cuda")
 
 
-def _call_name(node: ast.Call) -> str:
+def call_name(node: ast.Call) -> str:
+    """The called name: ``f`` of ``f(...)``, ``g`` of ``x.g(...)``, else ``""``."""
     func = node.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
@@ -45,20 +46,20 @@ class _Flags:
             if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(
                     statement.targets[0], ast.Name):
                 name, value = statement.targets[0].id, statement.value
-                if _cuda_call(value, "device_count"):
+                if cuda_call(value, "device_count"):
                     self.count.add(name)
-                elif any(_cuda_call(inner, "is_available") for inner in ast.walk(value)):
+                elif any(cuda_call(inner, "is_available") for inner in ast.walk(value)):
                     self.available.add(name)
 
     def is_count(self, node: ast.AST) -> bool:
-        return _cuda_call(node, "device_count") or (isinstance(node, ast.Name) and node.id in self.count)
+        return cuda_call(node, "device_count") or (isinstance(node, ast.Name) and node.id in self.count)
 
     def detects(self, test: ast.AST) -> bool:
         """True only where CUDA is."""
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             return any(self.detects(value) for value in test.values)
         if isinstance(test, ast.Call):
-            return _cuda_call(test, "is_available") or bool(_GPU_FUNCTION.match(_call_name(test)))
+            return cuda_call(test, "is_available") or bool(_GPU_FUNCTION.match(call_name(test)))
         if isinstance(test, ast.Name):
             return test.id in self.available
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and self.is_count(test.left):
@@ -87,7 +88,7 @@ def _exits(body: list[ast.stmt]) -> bool:
     last = body[-1]
     if isinstance(last, (ast.Return, ast.Raise)):
         return True
-    return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and _call_name(last.value) in _EXIT_CALLS
+    return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and call_name(last.value) in _EXIT_CALLS
 
 
 def is_main(test: ast.AST) -> bool:
@@ -122,7 +123,7 @@ def _calls_any(body: list[ast.stmt], names: set[str]) -> bool:
 def availability_assert(node: ast.Assert) -> bool:
     """``assert torch.cuda.is_available()`` (a message allowed): it only stops the program where CUDA is not, so
     a port removes it (TP009); a count (``device_count() > rank``) stays, as it stops CUDA runs too."""
-    return _cuda_call(node.test, "is_available")
+    return cuda_call(node.test, "is_available")
 
 
 def cuda_only_program(module: ast.Module) -> int | None:

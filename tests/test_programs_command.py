@@ -109,13 +109,19 @@ def test_migrate_leaves_whole_what_only_cuda_only_programs_reach(tmp_path: Path)
 
 
 def test_the_cheap_prefilter_sees_every_cuda_only_requirement() -> None:
-    from torchport.codemods.analysis.requirements import CUDA_ONLY_APIS, CUDA_ONLY_MODULES, KERNEL_MODULES
+    from torchport.codemods.analysis.requirements import (
+        CUDA_ONLY_APIS,
+        CUDA_ONLY_MODULES,
+        KERNEL_MODULES,
+        cuda_only_import,
+    )
     from torchport.pipeline.programs import CUDA_ONLY_TEXT
 
-    names = [*CUDA_ONLY_MODULES, *KERNEL_MODULES, "load_inline", "cpp_extension",
-             *(n.rsplit(".", 1)[-1] for code in ("TP201", "TP202") for n in CUDA_ONLY_APIS[code])]
-    missed = [n for n in names if not (CUDA_ONLY_TEXT.search(f"x = {n}") or CUDA_ONLY_TEXT.search(f"torch.cuda.{n}"))]
-    assert missed == []
+    imports = [f"import {n}" for n in (*CUDA_ONLY_MODULES, *KERNEL_MODULES, "fused_adam_cuda")]
+    uses = ["load_inline", "cpp_extension", 'importlib.import_module("fused_adam_cuda")',
+            *(f"torch.cuda.{n.rsplit('.', 1)[-1]}" for code in ("TP201", "TP202") for n in CUDA_ONLY_APIS[code])]
+    assert [text for text in (*imports, *uses) if not CUDA_ONLY_TEXT.search(text)] == []
+    assert all(cuda_only_import(text.split()[1]) for text in imports)  # what the text finds, the analysis names
 
 
 def test_the_program_model_names_the_targets_as_the_analysis_does() -> None:
@@ -152,8 +158,8 @@ def test_a_program_that_calls_a_projects_cuda_gate_runs_only_on_cuda(tmp_path: P
     migrated = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--format", "json"])
     files = {f["path"]: f for f in json.loads(migrated.stdout)["files"]}
     assert not files["train.py"]["changed"]
-    assert "[R07 cuda-only-library] only programs that run only on CUDA reach" in \
-        files["train.py"]["diagnostics"][0]["message"]
+    assert "[R03 cuda-gate] `main` calls helpers.setup(), which stops or fails without CUDA" in \
+        files["train.py"]["diagnostics"][0]["message"]  # the function that calls it, as the rules see it
 
 
 def test_kinds_follow_what_a_module_does(tmp_path: Path) -> None:

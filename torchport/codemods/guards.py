@@ -27,7 +27,9 @@ import libcst as cst
 
 from torchport.codemods import cuda_api
 from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
-from torchport.codemods.analysis.programs import closed_functions, cuda_only_program
+from torchport.codemods.analysis.lacks import handles_mps
+from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, closed_functions, cuda_only_program
+from torchport.codemods.analysis.requirements import cuda_only_functions, cuda_only_import
 from torchport.codemods.core.base import (
     call_name,
     dotted_name,
@@ -63,16 +65,12 @@ _COUNT = "torch.cuda.device_count"
 _OTHER_BACKENDS = re.compile(r"^torch\.(?:backends\.mps|mps|xpu|accelerator|npu|hpu|mlu|musa)\b|"
                              r"^(?:torch_npu|torch_xla|habana_frameworks|intel_extension_for_pytorch|torch_mlu)\b")
 _OTHER_DEVICE_STRINGS = frozenset({"mps", "xpu", "npu", "hpu", "mlu", "musa", "xla"})
-_ACCELERATOR_CLASS = re.compile(r"(?i)^(?:cuda|npu|mlu|hpu|xpu|mps|cpu|gaudi|ascend|musa)_?accelerator$")
 _PROCESS_COUNT = re.compile(r"(?i)^(?:world_size|nprocs|n_?procs|num_?processes|nproc_per_node|ngpus_per_node)$")
 _COLLECTIVES = frozenset({"all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "broadcast",
                           "reduce", "all_to_all", "all_to_all_single", "gather", "scatter", "send", "recv",
                           "isend", "irecv", "all_gather_list", "all_reduce_dict"})
 _SPAWN = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
                     "torch.multiprocessing.spawn.spawn", "torch.multiprocessing.spawn.start_processes"})
-_CUDA_TEST_DECORATOR = re.compile(r"(?i)(?:requires?_?(?:torch_)?(?:cuda|gpu)|"
-                                  r"skip_?(?:if_?)?(?:no|without)_?(?:cuda|gpu)|"
-                                  r"cuda_only|gpu_only|only_cuda|onlycuda)")
 # torch.cuda names some rule ports (the registry's RENAMED); anything else under a guard is CUDA-only.
 def _portable_cuda(name: str) -> bool:
     """Whether a ``torch.cuda`` name has a portable rewrite (a rule's ``renames``, or the idioms guards port)."""
@@ -81,8 +79,7 @@ def _portable_cuda(name: str) -> bool:
     tail = cuda_api.cuda_tail(name)
     return tail is not None and (tail in RENAMED or tail in ("is_available", "device_count")
                                  or tail in cuda_api.LEGACY_TYPES)
-_CUDA_ONLY_MODULES = re.compile(r"^(?:apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|"
-                                r"numba|pycuda|triton|torch\._C|torch\.utils\.cpp_extension)\b")
+_TORCH_CUDA_INTERNALS = ("torch._C.", "torch.utils.cpp_extension.")  # CUDA kernels, compiled or built here
 
 
 class _Scan(cst.CSTVisitor):
@@ -126,7 +123,7 @@ class _Scan(cst.CSTVisitor):
         for name in self.m.qnames(node):
             if name.startswith("torch.cuda.") and not _portable_cuda(name):
                 self.cuda_only = True
-            elif _CUDA_ONLY_MODULES.match(name):
+            elif name.startswith(_TORCH_CUDA_INTERNALS) or cuda_only_import(name.rsplit(".", 1)[0]) is not None:
                 self.cuda_only = True
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
@@ -230,11 +227,6 @@ class _OtherBackends(cst.CSTVisitor):
 _OTHER_TEXT = re.compile(r"\b(?:mps|xpu|npu|hpu|mlu|musa|xla)\b|accelerator|torch_xla")
 # A module that fakes `torch.cuda` (a test patching `torch.cuda.mem_get_info`) uses "cuda:0" as a descriptor.
 _FAKES_CUDA = re.compile(r"""patch(?:\.object)?\(\s*(?:torch\.cuda\s*,|["']torch\.cuda\.)""")
-_OWN_MPS_PATH = re.compile(r"torch\.backends\.mps\.is_available|\.to\(\s*['\"]mps['\"]|device\(\s*['\"]mps['\"]")
-_CUDA_FUNCTION = re.compile(r"cuda_?graph|cudagraph", re.I)
-_CUDA_ONLY_IMPORT = re.compile(r"^(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|"
-                               r"pynvml|cupy|pycuda|"
-                               r"numba\.cuda|tensorrt|polygraphy|cuda|\w+_cuda)(?:\.|$)")  # `fused_adam_cuda`: a kernel
 _PORTABLE_IMPORT = re.compile(r"^(?:torch_npu|habana_frameworks|intel_extension_for_pytorch|torch_mlu)(?:\.|$)|"
                               r"(?:^|\.)accelerator(?:\.|$)")
 
@@ -255,48 +247,24 @@ def _portable_or_cuda_only_module(m: Migrator, module: cst.Module) -> bool:
                 names = [dotted_name(a.name) or "" for a in small.names]
             elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
                 names = [dotted_name(small.module) or ""]
-            if any(_CUDA_ONLY_IMPORT.match(n) or _PORTABLE_IMPORT.search(n) for n in names):
+            if any(cuda_only_import(n) is not None or _PORTABLE_IMPORT.search(n) for n in names):
                 return True
     return False
 
 
-def _cuda_only_class(m: Migrator, node: cst.ClassDef, bases: list[str]) -> bool:
-    """A class built on a CUDA-only library: a base imported from one (``class FusedAdamV2(FusedAdam)`` after
-    ``from apex.optimizers import FusedAdam``), or an ``__init__`` that imports one
-    (``importlib.import_module("fused_adam_cuda")``)."""
-    if m.syntax is None:
-        return False
-    if m.shared.cuda_only_imports is None:
-        names = set()
-        for statement in ast.walk(m.syntax):
-            if isinstance(statement, ast.ImportFrom) and statement.module and _CUDA_ONLY_IMPORT.match(statement.module):
-                names |= {a.asname or a.name for a in statement.names}
-        m.shared.cuda_only_imports = names
-    if any(b in m.shared.cuda_only_imports for b in bases):
-        return True
+def _wraps_cuda(m: Migrator, node: cst.ClassDef) -> bool:
+    """A class that implements a backend over ``torch.cuda`` (DeepSpeed's ``CUDA_Accelerator``): two or more of
+    its methods only return a ``torch.cuda`` call or attribute (``return torch.cuda.device_count()``). Its
+    users pick it for CUDA; on another backend they pick another class."""
+    wrappers = 0
     for item in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
-        if isinstance(item, cst.FunctionDef) and item.name.value == "__init__":
-            text = cst.Module([]).code_for_node(item)
-            if _imports_cuda_only(item) or re.search(r"import_module\(\s*[\"']\w+_cuda[\"']", text):
-                return True
-    return False
-
-
-def _imports_cuda_only(node: cst.FunctionDef | cst.ClassDef) -> bool:
-    """Whether a function's own body imports a CUDA-only library or a module of a ``triton`` package
-    (``from pkg.ops.triton.matmul_ext import matmul``): it cannot run without CUDA."""
-    if not isinstance(node, cst.FunctionDef) or not isinstance(node.body, cst.IndentedBlock):
-        return False
-    for statement in node.body.body:
-        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
-            names: list[str] = []
-            if isinstance(small, cst.Import):
-                names = [dotted_name(a.name) or "" for a in small.names]
-            elif isinstance(small, cst.ImportFrom) and small.module is not None:
-                names = [dotted_name(small.module) or ""]
-            if any(_CUDA_ONLY_IMPORT.match(n) or "triton" in n.split(".") for n in names):
-                return True
-    return False
+        body = item.body.body if isinstance(item, cst.FunctionDef) and isinstance(item.body, cst.IndentedBlock) else ()
+        if len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and isinstance(
+                ret := body[0].body[0], cst.Return) and ret.value is not None:
+            value = ret.value.func if isinstance(ret.value, cst.Call) else ret.value
+            if any(name.startswith("torch.cuda.") for name in m.qnames(value)):
+                wrappers += 1
+    return wrappers >= 2
 
 
 def _negated_detection(m: Migrator, test: cst.BaseExpression) -> bool:
@@ -677,7 +645,7 @@ class CudaGuard(Rule):
         return known[id(function)]
 
     def visit_Module(self, m: Migrator, node: cst.Module) -> None:
-        if m.hold is None and _OWN_MPS_PATH.search(m.source):
+        if m.hold is None and m.syntax is not None and "mps" in m.source and handles_mps(m.syntax):
             m.hold = "this module already moves data to MPS itself; a runtime guard would add a second choice"
         if _portable_or_cuda_only_module(m, node):
             m.skip_region(node)
@@ -699,6 +667,8 @@ class CudaGuard(Rule):
         own = cuda_gates(m.syntax) if m.syntax is not None and GATE_TEXT.search(m.source) else {}
         m.store(self)["own_gates"] = own
         m.gates = m.gates | frozenset(own)
+        m.store(self)["cuda_only"] = cuda_only_functions(m.syntax, stopping=m.gates) if m.syntax is not None and (
+            m.gates or CUDA_ONLY_TEXT.search(m.source)) else {}
         if m.gates and any(isinstance(s, cst.SimpleStatementLine) and _marks_module(s, m.gates) for s in node.body):
             m.skip_region(node, CUDA_GATE, "its pytestmark is a CUDA gate of this project: it runs only on CUDA")
         m.store(self)["others"] = bool(_OTHER_TEXT.search(m.source))
@@ -805,13 +775,28 @@ class CudaGuard(Rule):
             m.skip_region(node.body)
 
     def visit_FunctionDef(self, m: Migrator, node: cst.FunctionDef | cst.ClassDef) -> None:
-        if _CUDA_FUNCTION.search(node.name.value) or _imports_cuda_only(node):  # a class's own `cuda()`, CUDA-graph
-            m.skip_region(node.body, CUDA_ONLY_LIBRARY)  # capture, a function that imports triton kernels
-            return
         if node.name.value in m.store(self).get("own_gates", ()) and len(m.ancestors) <= 2:
             m.skip_region(node, GATE_DEFINITION)
             return
+        if self._cuda_only(m, node):
+            return
         self._gated(m, node)
+
+    def _cuda_only(self, m: Migrator, node: cst.FunctionDef | cst.ClassDef) -> bool:
+        """A function, method or class that cannot run without CUDA (`analysis.requirements.cuda_only_functions`:
+        it always imports a CUDA-only library or kernel, captures a CUDA graph, or calls what does, or a CUDA gate)
+        is left as written."""
+        owner = m.ancestors[-3] if len(m.ancestors) > 3 else None
+        name = node.name.value if len(m.ancestors) <= 2 else (
+            f"{owner.name.value}.{node.name.value}" if isinstance(owner, cst.ClassDef) and len(m.ancestors) <= 4
+            else None)
+        found = m.store(self).get("cuda_only", {}).get(name) if name else None
+        if found is None:
+            return False
+        gate = found[1].endswith("which stops or fails without CUDA")
+        m.skip_region(node.body, CUDA_GATE if gate else CUDA_ONLY_LIBRARY, f"`{name}` {found[1]}: it runs only on "
+                      "CUDA")
+        return True
 
     def _gated(self, m: Migrator, node: cst.FunctionDef | cst.ClassDef) -> bool:
         """A test decorated by a CUDA query, or by a CUDA gate of the project (`analysis.gates`), is left alone."""
@@ -824,7 +809,7 @@ class CudaGuard(Rule):
                 m.skip_region(node.body, CUDA_GATE, f"gated by `{text}`, a CUDA gate of this project: it runs only "
                               "on CUDA")
                 return True
-            if calls.found or _CUDA_TEST_DECORATOR.search(text):
+            if calls.found:
                 self._keep(m, calls.found, decorator, CUDA_TEST, "test runs only where CUDA is; left as it is")
                 m.skip_region(node.body, CUDA_TEST)
                 return True
@@ -836,14 +821,12 @@ class CudaGuard(Rule):
             return
         if self._gated(m, node):
             return
-        bases = [dotted_name(b.value) or "" for b in node.bases]
-        if _cuda_only_class(m, node, bases):
-            m.skip_region(node.body, CUDA_ONLY_LIBRARY, "this class needs a CUDA-only library (its base, or an import "
-                          "in __init__)")
+        if self._cuda_only(m, node):
             return
-        if _ACCELERATOR_CLASS.match(node.name.value) or any(b.endswith("Accelerator") for b in bases):
+        if _wraps_cuda(m, node):
             m.skip_region(node, SEVERAL_BACKENDS)  # an accelerator backend of its own
             return
+        bases = [dotted_name(b.value) or "" for b in node.bases]
         skipping = m.store(self).setdefault("skipping", set())  # test classes that skip without CUDA
         if self._skipped_in_setup(m, node) or any(b in skipping for b in bases):
             skipping.add(node.name.value)  # subclasses inherit the skipping setUp

@@ -80,7 +80,9 @@ def removable_assert(m: Migrator, node: cst.Assert) -> bool:
     return not _guards_cuda_only_code(m)
 
 
-_CUDA_ONLY_NAMES = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in (*CUDA_ONLY_MODULES, *KERNEL_MODULES)) + r")\b")
+# (`cuda`, the cuda-python package, only where imported: `torch.cuda` is no such use)
+_CUDA_ONLY_NAMES = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in (*CUDA_ONLY_MODULES, *KERNEL_MODULES)
+                                                  if n != "cuda") + r")\b|\b(?:from|import)\s+cuda\b")
 
 
 def _guards_cuda_only_code(m: Migrator) -> bool:

@@ -25,18 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchport.codemods.analysis.lacks import LACKS_TEXT, blocker
-from torchport.codemods.analysis.programs import is_script
+from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, is_script
 from torchport.pipeline.project import Project
 from torchport.results import Diagnostic, FileResult
 
 OFF_CUDA = ("mps", "xpu", "cpu")  # the targets a port adds (`torchport.codemods.analysis.requirements`)
-# Text every CUDA-only requirement's module holds (a test checks it against the lists): a run whose files hold
-# none of it has no program that only CUDA can run, and loads no analysis (a warm run stays light).
-CUDA_ONLY_TEXT = re.compile(r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda|"
-                            r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
-                            r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
-                            r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+)\b")
-
 # Text of a module that may define a CUDA gate that exits (`_calls_a_gate`): it asks CUDA and stops.
 _GATE_EXIT = re.compile(r"\b(?:is_available|device_count)\b.*\b(?:sys\.exit|exit\(|raise\b)|"
                         r"\b(?:sys\.exit|exit\(|raise\b).*\b(?:is_available|device_count)\b", re.S)
@@ -147,9 +140,12 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             program.blockers.extend(Blocker(target, f"calls `{name}`, which stops unless CUDA is there "
                                                     f"({_shown(results[where[0]].path, root)}:{where[1]})",
                                             program.path, line) for target in OFF_CUDA)
-        for index in reach:
+        always = project.reach(entry, always=True)  # a CUDA-only module imported in a function or under a guard
+        for index in reach:                          # is a path the program may not take
             shown, seen = _shown(results[index].path, root), set[str]()
             for need in needs(index, index == entry):  # the first of each module, per target
+                if need.targets == OFF_CUDA and index not in always:
+                    continue
                 program.blockers.extend(Blocker(target, need.reason, shown, need.line)
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)
@@ -281,26 +277,39 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
 
 
 def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
-    """The changed files that use CUDA gates another file of the run defines, with the local names of those gates
-    (``RunIf``, ``helpers.requires_gpu``): migrated again with them, what they gate is left as it is.
+    """The changed files that use CUDA gates another file of the run defines, or its functions that always need CUDA
+    (`analysis.requirements.cuda_only_functions`), with the local names of those (``RunIf``,
+    ``helpers.requires_gpu``, ``dtw_cuda``): migrated again with them, what they gate or what always calls them is
+    left as it is.
 
     Args:
         results: the run's results after the first pass.
     """
     from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
+    from torchport.codemods.analysis.requirements import cuda_only_functions, requirements
 
     changed = [i for i, r in enumerate(results) if r.changed]
-    defining = [i for i, r in enumerate(results) if r.original and GATE_TEXT.search(r.original)]
-    if not changed or not defining:
+    gating = {i for i, r in enumerate(results) if r.original and GATE_TEXT.search(r.original)}
+    needing = {i for i, r in enumerate(results) if r.original and CUDA_ONLY_TEXT.search(r.original)}
+    if not changed or not (gating or needing):
         return {}
+    trees, project = _model(results)
+    # The project's modules that need CUDA whenever imported: a function that imports one needs it too.
+    cuda_only = frozenset(name for i in needing if (tree := trees[i]) is not None and (name := project.names[i])
+                          and any(need.targets == OFF_CUDA for need in requirements(tree, results[i].original or "")))
     defined: dict[int, dict[str, int]] = {}
-    for index in defining:
-        tree = _parse(results[index].original)
-        if tree is not None and (gates := cuda_gates(tree)):
+    for index in sorted(gating | needing):
+        tree = trees[index]
+        if tree is None:
+            continue
+        gates = cuda_gates(tree) if index in gating else {}
+        if index in needing:  # functions and classes that always need CUDA stop without it as gates do
+            gates.update({name: line for name, (line, _) in cuda_only_functions(
+                tree, project.names[index], cuda_only).items() if "." not in name})
+        if gates:
             defined[index] = gates
     if not defined:
         return {}
-    project = _model(results)[1]
     users: dict[int, frozenset[str]] = {}
     for index in changed:
         names: set[str] = set()

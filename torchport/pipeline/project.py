@@ -53,7 +53,7 @@ class Project:
             name = self._module_name(path)
             self.names[index] = name
             self.by_name.setdefault(name, []).append(index)
-        self._edges: dict[int, set[int]] = {}
+        self._edges: dict[tuple[int, bool], set[int]] = {}
 
     def _module_name(self, path: Path) -> str:
         parts = [] if path.name == "__init__.py" else [path.stem]
@@ -63,12 +63,15 @@ class Project:
             folder = folder.parent
         return ".".join(parts) or path.parent.name
 
-    def imports(self, index: int) -> set[int]:
-        """The files of the run that file ``index`` imports (statically; a registry ``__init__`` imports its folder)."""
-        if index in self._edges:
-            return self._edges[index]
+    def imports(self, index: int, always: bool = False) -> set[int]:
+        """The files of the run that file ``index`` imports (statically; a registry ``__init__`` imports its folder).
+        ``always``: only the imports it runs whenever it is imported (at its top level, not under ``if``/``try`` nor
+        in a function): what a program cannot avoid."""
+        key = (index, always)
+        if key in self._edges:
+            return self._edges[key]
         found: set[int] = set()
-        self._edges[index] = found
+        self._edges[key] = found
         text = self.results[index].original or ""
         tree = self._trees.get(index)
         if tree is None:
@@ -79,7 +82,7 @@ class Project:
         name = self.names[index] or ""
         path = self.results[index].path
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in _statements(tree.body):
+        for node in _always(tree.body) if always else _statements(tree.body):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     found.update(self._resolve(alias.name) or self._beside(path, alias.name, 0))
@@ -91,7 +94,7 @@ class Project:
                     dotted = f"{relative}.{alias.name}" if relative else alias.name
                     found.update(self.by_name.get(f"{base}.{alias.name}" if base else alias.name, ())
                                  or self._beside(path, dotted, node.level))
-        if path.name == "__init__.py" and _DYNAMIC_IMPORT.search(text):
+        if path.name == "__init__.py" and _DYNAMIC_IMPORT.search(text) and not always:
             folder = path.resolve().parent
             for other, result in enumerate(self.results):
                 other_path = result.path.resolve()
@@ -151,12 +154,12 @@ class Project:
                     return [self.paths[candidate]]
         return []
 
-    def reach(self, start: int) -> set[int]:
-        """``start`` and every file it imports, transitively."""
+    def reach(self, start: int, always: bool = False) -> set[int]:
+        """``start`` and every file it imports, transitively (``always``: through the imports it cannot avoid)."""
         seen = {start}
         todo = [start]
         while todo:
-            for other in self.imports(todo.pop()):
+            for other in self.imports(todo.pop(), always):
                 if other not in seen:
                     seen.add(other)
                     todo.append(other)
@@ -223,6 +226,20 @@ def _absolute(node: ast.ImportFrom, package: str) -> str:
     anchor = package.split(".") if package else []
     anchor = anchor[: len(anchor) - (node.level - 1)] if node.level > 1 else anchor
     return ".".join([*anchor, *([base] if base else [])])
+
+
+def _always(body: list[ast.stmt]) -> Iterable[ast.stmt]:
+    """The statements of a module's ``body`` that run whenever it is imported: not under ``if``/``try``/a loop, nor in
+    a function or class; a ``try`` whose handlers all raise again counts as run."""
+    for statement in body:
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            yield from _always(statement.body)
+        elif isinstance(statement, ast.Try):
+            if statement.handlers and all(h.body and isinstance(h.body[-1], ast.Raise) for h in statement.handlers):
+                yield from _always(statement.body)
+        elif not isinstance(statement, (ast.If, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For,
+                                        ast.While)):
+            yield statement
 
 
 def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:

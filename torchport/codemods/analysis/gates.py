@@ -45,23 +45,38 @@ def cuda_gates(tree: ast.Module) -> dict[str, int]:
 
 
 def _gates(node: ast.AST, known: dict[str, int]) -> bool:
-    """What ``node`` does (a function's body: its decorators gate it, they do not make it a gate)."""
-    asks = skips = False
+    """What ``node`` does (a function's body: its decorators gate it, they do not make it a gate): it calls a known
+    gate, skips with a CUDA query as the condition (``pytest.mark.skipif(not torch.cuda.is_available(), ...)``,
+    through a local or a list of conditions too), or skips, raises or exits under an ``if`` that asks CUDA. A
+    function that only asks CUDA somewhere and raises elsewhere (a default device pick, then ``raise KeyError``) is
+    none; nor is one that asserts CUDA (TP009 removes such an assert where the program can run elsewhere)."""
     body = node.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else [node]
+    flags: set[str] = set()  # locals assigned from a CUDA query: `c = torch.cuda.device_count() < n`
     for inner in (n for part in body for n in ast.walk(part)):
+        if isinstance(inner, ast.Assign) and _asks(inner.value, flags):
+            flags.update(t.id for t in inner.targets if isinstance(t, ast.Name))
+        elif (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)  # `conditions.append(<query>)`
+              and isinstance(inner.func.value, ast.Name) and inner.func.attr in ("append", "extend", "add")
+              and any(_asks(a, flags) for a in inner.args)):
+            flags.add(inner.func.value.id)
         if isinstance(inner, ast.Call):
-            name = call_name(inner)
-            if isinstance(inner.func, ast.Name) and name in known:
+            if isinstance(inner.func, ast.Name) and inner.func.id in known:
                 return True
-            if name in _QUERIES and cuda_call(inner, name):
-                asks = True
-            elif name in _SKIPS:
-                skips = True
-        elif isinstance(inner, ast.Raise):
-            skips = True
-        if asks and skips:
+            if call_name(inner) in _SKIPS and any(_asks(a, flags) for a in (*inner.args,
+                                                                           *(k.value for k in inner.keywords))):
+                return True
+        elif isinstance(inner, ast.If) and _asks(inner.test, flags) and any(
+                isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and call_name(n) in _SKIPS)
+                for branch in (inner.body, inner.orelse) for statement in branch for n in ast.walk(statement)):
             return True
     return False
+
+
+def _asks(test: ast.AST, flags: set[str]) -> bool:
+    """Whether an expression asks CUDA: ``torch.cuda.is_available()``, ``torch.cuda.device_count()``, or a local in
+    ``flags`` that holds the answer."""
+    return any((isinstance(n, ast.Call) and (name := call_name(n)) in _QUERIES and cuda_call(n, name))
+               or (isinstance(n, ast.Name) and n.id in flags) for n in ast.walk(test))
 
 
 def exits_without_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

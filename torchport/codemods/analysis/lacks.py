@@ -52,7 +52,7 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
                 tree = ast.parse(text)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return None  # cautious: a mention may be code
-        if _handles_mps(tree):
+        if handles_mps(tree):
             return None
     found: list[tuple[int, str]] = []
     lines = text.splitlines()
@@ -79,7 +79,7 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
     return min(found) if found else None
 
 
-def _handles_mps(tree: ast.Module) -> bool:
+def handles_mps(tree: ast.Module) -> bool:
     """Whether the module's code (not its comments or docstrings) names MPS: ``torch.backends.mps``, ``"mps"``."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr.lower() == "mps" or isinstance(node, ast.Name) \

@@ -18,6 +18,16 @@ from __future__ import annotations
 import ast
 import re
 
+# Text every CUDA-only requirement's module holds (`requirements.cuda_only_import`, its blocking APIs; a test checks
+# it against the lists): a run whose files hold none of it has no program that only CUDA can run, and loads no
+# analysis (a warm run stays light).
+CUDA_ONLY_TEXT = re.compile(r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda|"
+                            r"tensorrt|polygraphy|from cuda import|import cuda|"
+                            r"import\s+\w+_cuda|import_module\(\s*[\"']\w+_cuda|"
+                            r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
+                            r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
+                            r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+)\b")
+
 # Helper functions named as a CUDA requirement: verify_min_gpu_count(), has_cuda(), is_gpu_available().
 _GPU_FUNCTION = re.compile(r"(?i)^(?:verify|check|has|is|requires?|ensure|assert)_?\w*(?:gpu|cuda)")
 _EXIT_CALLS = frozenset({"exit", "_exit", "skip", "fail", "skipTest"})

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from torchport.codemods.analysis.names import ast_chain, import_map, qualify
@@ -20,10 +21,25 @@ from torchport.codemods.analysis.programs import cuda_only_program
 
 OFF_CUDA = ("mps", "xpu", "cpu")
 
-# Libraries that need an NVIDIA GPU (triton: a GPU backend Triton supports, which here means CUDA).
+# Libraries that need an NVIDIA GPU (triton: a GPU backend Triton supports, which here means CUDA). The one list
+# of them: the rules, the guards and the program model all ask `cuda_only_import`.
 CUDA_ONLY_MODULES = ("apex", "flash_attn", "xformers", "bitsandbytes", "transformer_engine", "pynvml", "cupy",
-                     "numba.cuda", "pycuda")
+                     "numba.cuda", "pycuda", "tensorrt", "polygraphy", "cuda")
 KERNEL_MODULES = ("triton",)
+
+
+def cuda_only_import(name: str) -> str | None:
+    """Why importing module ``name`` needs CUDA, or None: ``"imports triton (GPU kernels)"`` for a kernel package
+    (or a module of a ``triton`` package of the project: ``pkg.ops.triton.matmul``), ``"imports apex, a CUDA-only
+    library"``, ``"imports fused_adam_cuda, a compiled CUDA extension"`` (the ``*_cuda`` name a ``CUDAExtension``
+    gets)."""
+    if _under(name, KERNEL_MODULES) or "triton" in name.split(".")[1:]:
+        return f"imports {name} (GPU kernels)"
+    if _under(name, CUDA_ONLY_MODULES):
+        return f"imports {name}, a CUDA-only library"
+    if name.rsplit(".", 1)[-1].endswith("_cuda"):
+        return f"imports {name}, a compiled CUDA extension"
+    return None
 # torch.cuda names (after "torch.cuda.") with no portable equivalent, by the rule that reports them.
 CUDA_ONLY_APIS = {
     "TP201": ("CUDAGraph", "graph", "graphs", "make_graphed_callables", "graph_pool_handle",
@@ -77,10 +93,8 @@ def requirements(tree: ast.Module, text: str, entry: bool = False) -> list[Requi
     for statement in _unconditional(tree.body):
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             for name in _imported(statement):
-                if _under(name, KERNEL_MODULES):
-                    found.append(Requirement(OFF_CUDA, f"imports {name} (GPU kernels)", statement.lineno))
-                elif _under(name, CUDA_ONLY_MODULES):
-                    found.append(Requirement(OFF_CUDA, f"imports {name}, a CUDA-only library", statement.lineno))
+                if (why := cuda_only_import(name)) is not None:
+                    found.append(Requirement(OFF_CUDA, why, statement.lineno))
     for node in ast.walk(tree) if _API_TEXT.search(text) else ():  # the walk is the cost: only where it can find
         if isinstance(node, ast.Call):
             dotted = ast_chain(node.func)
@@ -97,10 +111,15 @@ def requirements(tree: ast.Module, text: str, entry: bool = False) -> list[Requi
 
 
 def _unconditional(body: list[ast.stmt]) -> list[ast.stmt]:
-    """The statements of ``body`` that run whenever it does: not under ``if``/``try``, nor in a function."""
+    """The statements of ``body`` that run whenever it does: not under ``if``/``try``, nor in a function. A ``try``
+    whose every handler raises again (``except ImportError: raise RuntimeError("needs triton")``) is no way around
+    its body: that body counts."""
     run: list[ast.stmt] = []
     for statement in body:
         if isinstance(statement, (ast.With, ast.AsyncWith)):
+            run.extend(_unconditional(statement.body))
+        elif isinstance(statement, ast.Try) and statement.handlers and all(
+                h.body and isinstance(h.body[-1], ast.Raise) for h in statement.handlers):
             run.extend(_unconditional(statement.body))
         elif not isinstance(statement, (ast.If, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                                         ast.For, ast.While)):
@@ -119,3 +138,109 @@ def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
 def _under(name: str, modules: tuple[str, ...]) -> bool:
     return any(name == module or name.startswith(module + ".") for module in modules)
 
+
+
+def cuda_only_functions(tree: ast.Module, module: str | None = None,
+                        cuda_only_modules: frozenset[str] = frozenset(),
+                        stopping: frozenset[str] = frozenset()) -> dict[str, tuple[int, str]]:
+    """The functions, methods and classes of ``tree`` that cannot run without CUDA, whatever their caller does.
+
+    A function cannot when a statement its body always runs (not under ``if``/``try``/a loop) imports a CUDA-only
+    module (`cuda_only_import`, ``importlib.import_module("fused_adam_cuda")``, or a module of the project in
+    ``cuda_only_modules``), uses a CUDA API with no counterpart (a CUDA graph capture, a CUDA memory pool), or calls
+    such a function of this module (by its name, or ``self.name`` in its class). A class cannot when its
+    ``__init__`` cannot, or its base comes from a CUDA-only module.
+
+    Args:
+        tree: CPython's tree of the module.
+        module: its dotted name in the project, to resolve relative imports (``from .triton_ops import k``).
+        cuda_only_modules: dotted names of the project's modules that need CUDA whenever imported.
+        stopping: names bound here to what stops without CUDA elsewhere (another module's CUDA gate or CUDA-only
+            function, ``helpers.require_gpu``): a function that always calls one cannot run without CUDA either.
+
+    Returns:
+        ``"f"``, ``"Cls.f"`` or ``"Cls"`` -> (line of its ``def``/``class``, why: ``"imports triton (GPU kernels)"``).
+    """
+    imports = import_map(tree)
+    found: dict[str, tuple[int, str]] = {}
+    scopes: list[tuple[str, str | None, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+    bases: dict[str, tuple[int, str]] = {}
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scopes.append((statement.name, None, statement))
+        elif isinstance(statement, ast.ClassDef):
+            for item in statement.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    scopes.append((f"{statement.name}.{item.name}", statement.name, item))
+            for base in statement.bases:
+                for name in qualify(ast_chain(base) or "", imports):
+                    if (why := cuda_only_import(name.rsplit(".", 1)[0])) is not None:
+                        bases[statement.name] = (statement.lineno, f"its base {ast_chain(base)} {why}")
+    grown = True
+    while grown:
+        grown = False
+        for name, owner, function in scopes:
+            if name in found:
+                continue
+            why = _needs_cuda(function, imports, module, cuda_only_modules, found, owner, stopping)
+            if why is not None:
+                found[name] = (function.lineno, why)
+                grown = True
+    for name, (line, why) in list(found.items()):
+        owner, _, method = name.rpartition(".")
+        if owner and method == "__init__" and owner not in found:
+            found[owner] = (line, why)
+    for name, entry in bases.items():
+        found.setdefault(name, entry)
+    return found
+
+
+def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mapping[str, frozenset[str]],
+                module: str | None, cuda_only_modules: frozenset[str], known: Mapping[str, tuple[int, str]],
+                owner: str | None, stopping: frozenset[str]) -> str | None:
+    """Why ``function`` always needs CUDA (see `cuda_only_functions`), or None."""
+    run = _unconditional(function.body)
+    for statement in function.body:  # a `with torch.cuda.graph(g):` item runs too
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            run.extend(ast.Expr(item.context_expr) for item in statement.items)
+    for statement in run:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            for name in _absolute_imports(statement, module):
+                if (why := cuda_only_import(name)) is not None:
+                    return why
+                if name in cuda_only_modules:
+                    return f"imports {name}, which needs CUDA"
+            continue
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Name) and node.func.id in known and "." not in node.func.id:
+                    return f"calls {node.func.id}(), which needs CUDA"
+                if (owner and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                        and node.func.value.id == "self" and f"{owner}.{node.func.attr}" in known):
+                    return f"calls self.{node.func.attr}(), which needs CUDA"
+                dotted = ast_chain(node.func)
+                if dotted in stopping:
+                    return f"calls {dotted}(), which stops or fails without CUDA"
+                if (dotted and "importlib.import_module" in qualify(dotted, imports) and node.args
+                        and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+                        and (why := cuda_only_import(node.args[0].value)) is not None):
+                    return why
+            elif isinstance(node, ast.Attribute):
+                dotted = ast_chain(node)
+                if dotted and qualify(dotted, imports) & _BLOCKING_APIS:
+                    return f"uses {dotted}, which only CUDA has"
+    return None
+
+
+def _absolute_imports(node: ast.Import | ast.ImportFrom, module: str | None) -> list[str]:
+    """The modules an import statement names, relative ones made absolute from ``module`` (when known); for
+    ``from pkg import name`` also ``pkg.name`` (a submodule, perhaps)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = node.module or ""
+    if node.level:
+        if module is None:
+            return []
+        parts = module.split(".")[:-node.level]
+        base = ".".join([*parts, *([base] if base else [])])
+    return [base, *(f"{base}.{alias.name}" for alias in node.names)] if base else []

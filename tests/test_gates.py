@@ -51,3 +51,106 @@ def test_a_function_that_stops_whenever_cuda_is_missing(source: str, stops: bool
     function = ast.parse(source).body[-1]
     assert isinstance(function, ast.FunctionDef)
     assert exits_without_cuda(function) is stops
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    # pytorch/examples' `verify_min_gpu_count`: it answers through locals assigned from CUDA queries
+    ("import torch\ndef enough(min_gpus=2):\n    ok = torch.cuda.is_available()\n"
+     "    n = torch.cuda.device_count()\n    return ok and n >= min_gpus\n", {"enough"}),
+    ("import torch\ndef count():\n    return torch.cuda.device_count()\n", {"count"}),
+    # a device pick answers nothing; neither does a function that returns something else on another path
+    ("import torch\ndef pick():\n    return 'cuda' if torch.cuda.is_available() else 'cpu'\n", set()),
+    ("import torch\ndef f(x):\n    if x:\n        return x\n    return torch.cuda.is_available()\n", set()),
+])
+def test_cuda_predicates(source: str, expected: set[str]) -> None:
+    from torchport.codemods.analysis.programs import cuda_predicates
+
+    assert cuda_predicates(ast.parse(source)) == expected
+
+
+def test_a_script_that_exits_unless_a_predicate_answers_runs_only_on_cuda() -> None:
+    """Recognised from what the predicate returns, whatever it is called."""
+    from torchport.codemods.analysis.programs import cuda_only_program
+
+    source = ("import sys, torch\ndef zebra():\n    return torch.cuda.device_count() >= 4\n"
+              "if not zebra():\n    sys.exit()\n")
+    assert cuda_only_program(ast.parse(source)) == 4
+    imported = "import sys\nfrom helpers import zebra\nif not zebra():\n    sys.exit()\n"
+    assert cuda_only_program(ast.parse(imported)) is None  # unless the project says what it is
+    assert cuda_only_program(ast.parse(imported), frozenset({"zebra"})) == 3
+
+
+CUDA_ONLY = '''
+import importlib
+import torch
+from apex.optimizers import FusedAdam
+
+
+def dtw(x):
+    from .triton_ops import kernel
+    return kernel(x)
+
+
+def uses(x):
+    y = x + 1
+    return dtw(y)
+
+
+def maybe(x):
+    if x.is_cuda:
+        return dtw(x)
+    return x
+
+
+def capture(model):
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        model()
+
+
+class Adam2(FusedAdam):
+    pass
+
+
+class Fused:
+    def __init__(self):
+        self.kernel = importlib.import_module("fused_adam_cuda")
+
+    def plain(self):
+        return 1
+'''
+
+
+def test_functions_that_always_need_cuda_are_read_from_what_they_do() -> None:
+    from torchport.codemods.analysis.requirements import cuda_only_functions
+
+    found = cuda_only_functions(ast.parse(CUDA_ONLY), "pkg.timing", frozenset({"pkg.triton_ops"}))
+    assert {name: why for name, (_, why) in found.items()} == {
+        "dtw": "imports pkg.triton_ops, which needs CUDA",
+        "uses": "calls dtw(), which needs CUDA",  # always; `maybe` calls it only under a check
+        "capture": "uses torch.cuda.CUDAGraph, which only CUDA has",
+        "Adam2": "is built on FusedAdam (imports apex.optimizers, a CUDA-only library)",
+        "Fused.__init__": "imports fused_adam_cuda, a compiled CUDA extension",
+        "Fused": "imports fused_adam_cuda, a compiled CUDA extension",
+    }
+    # without the project, a relative import is not known to need CUDA
+    assert "dtw" not in cuda_only_functions(ast.parse(CUDA_ONLY))
+
+
+def test_a_test_that_calls_another_modules_cuda_only_function_is_left_as_it_is(tmp_path) -> None:  # noqa: ANN001
+    import json
+
+    from typer.testing import CliRunner
+
+    from torchport.cli import app
+
+    (tmp_path / "kernels.py").write_text("try:\n    import triton\nexcept ImportError:\n    raise RuntimeError('no')\n")
+    (tmp_path / "lib.py").write_text("def fused(x):\n    import kernels\n    return x\n")
+    (tmp_path / "test_lib.py").write_text(
+        "import torch\nfrom lib import fused\n\n\ndef test_fused():\n    x = torch.ones(2).cuda()\n"
+        "    assert fused(x) is x\n\n\ndef test_plain():\n    assert torch.ones(2).cuda().sum() == 2\n")
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--format", "json"])
+    [test] = [f for f in json.loads(done.stdout)["files"] if f["path"] == "test_lib.py"]
+    assert [r["line"] for r in test["rewrites"]] == [11]  # test_plain only
+    assert "[R03 cuda-gate] `test_fused` calls fused(), which stops or fails without CUDA" in \
+        test["diagnostics"][0]["message"]

@@ -18,7 +18,6 @@ MAIN = "import torch\n\n\ndef main():\n    pass\n\n\nif __name__ == '__main__':\
     ("    if not torch.cuda.is_available():\n        raise SystemExit('needs CUDA')\n    main()\n", 9),
     ("    n = torch.cuda.device_count()\n    if n < 8:\n        print(n)\n    else:\n        main()\n", 10),
     ("    if torch.cuda.device_count() == 0:\n        sys.exit(1)\n    main()\n", 9),
-    ("    if not has_cuda():\n        sys.exit(1)\n    main()\n", 9),
 ])
 def test_main_blocks_that_need_cuda(body: str, line: int | None) -> None:
     assert cuda_only_program(ast.parse(MAIN + body)) == line
@@ -40,5 +39,7 @@ def test_main_blocks_that_do_not(body: str) -> None:
 def test_a_top_level_requirement() -> None:
     source = ("import sys\nfrom log_utils import verify_min_gpu_count\n\n"
               "if not verify_min_gpu_count(min_gpus=2):\n    sys.exit()\n")
-    assert cuda_only_program(ast.parse(source)) == 4
-    assert cuda_only_program(ast.parse(source.replace("verify_min_gpu_count(min_gpus=2)", "check_inputs()"))) is None
+    # what `verify_min_gpu_count` answers is read from its definition (the project pass passes the names bound to
+    # another module's CUDA predicates), never guessed from its name
+    assert cuda_only_program(ast.parse(source)) is None
+    assert cuda_only_program(ast.parse(source), frozenset({"verify_min_gpu_count"})) == 4

@@ -65,7 +65,8 @@ _COUNT = "torch.cuda.device_count"
 _OTHER_BACKENDS = re.compile(r"^torch\.(?:backends\.mps|mps|xpu|accelerator|npu|hpu|mlu|musa)\b|"
                              r"^(?:torch_npu|torch_xla|habana_frameworks|intel_extension_for_pytorch|torch_mlu)\b")
 _OTHER_DEVICE_STRINGS = frozenset({"mps", "xpu", "npu", "hpu", "mlu", "musa", "xla"})
-_PROCESS_COUNT = re.compile(r"(?i)^(?:world_size|nprocs|n_?procs|num_?processes|nproc_per_node|ngpus_per_node)$")
+# Keyword arguments of torch.distributed and torch.multiprocessing (and of their wrappers) that size processes.
+_PROCESS_COUNT = frozenset({"world_size", "nprocs", "nproc_per_node", "num_processes"})
 _COLLECTIVES = frozenset({"all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "broadcast",
                           "reduce", "all_to_all", "all_to_all_single", "gather", "scatter", "send", "recv",
                           "isend", "irecv", "all_gather_list", "all_reduce_dict"})
@@ -252,6 +253,28 @@ def _portable_or_cuda_only_module(m: Migrator, module: cst.Module) -> bool:
     return False
 
 
+def _sizing(m: Migrator) -> frozenset[str]:
+    """The names and attributes (``ngpus_per_node``, ``args.world_size``) whose value sizes processes: it is given to
+    ``mp.spawn``/``start_processes``, as a process-count keyword (`_PROCESS_COUNT`) or to ``os.environ["WORLD_SIZE"]``,
+    alone or in an expression."""
+    if m.syntax is None or "device_count" not in m.source:
+        return frozenset()
+    found: set[str] = set()
+    for node in ast.walk(m.syntax):
+        if isinstance(node, ast.Assign) and any(  # `os.environ["WORLD_SIZE"] = str(n)`, read by env:// set-up
+                isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant)
+                and t.slice.value in ("WORLD_SIZE", "LOCAL_WORLD_SIZE") for t in node.targets):
+            found.update(ast.unparse(n) for n in ast.walk(node.value) if isinstance(n, (ast.Name, ast.Attribute)))
+        if not isinstance(node, ast.Call):
+            continue
+        values = [k.value for k in node.keywords if k.arg in _PROCESS_COUNT]
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("spawn", "start_processes"):
+            values += [*node.args, *(k.value for k in node.keywords)]
+        for value in values:
+            found.update(ast.unparse(n) for n in ast.walk(value) if isinstance(n, (ast.Name, ast.Attribute)))
+    return frozenset(found)
+
+
 def _wraps_cuda(m: Migrator, node: cst.ClassDef) -> bool:
     """A class that implements a backend over ``torch.cuda`` (DeepSpeed's ``CUDA_Accelerator``): two or more of
     its methods only return a ``torch.cuda`` call or attribute (``return torch.cuda.device_count()``). Its
@@ -374,6 +397,7 @@ def _asserts_cuda(m: Migrator, function: cst.FunctionDef) -> bool:
 
 
 _EXIT_CALLS = frozenset({"skip", "exit", "fail", "skipTest"})
+_MISSING_API = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError"})  # what an older torch raises
 
 
 def _exits(block: cst.BaseSuite) -> bool:
@@ -659,7 +683,7 @@ class CudaGuard(Rule):
             m.skip_region(node, FAKES_CUDA, "this module fakes torch.cuda (mock.patch), so its CUDA devices are "
                           "descriptors "
                           "that need no GPU")
-        elif m.syntax is not None and (line := cuda_only_program(m.syntax)) is not None:
+        elif m.syntax is not None and (line := cuda_only_program(m.syntax, m.gates)) is not None:
             m.skip_region(node)
             m.report_at(self.code, line, 0, f"{CUDA_ONLY_PROGRAM.tag} this program runs only where CUDA GPUs are "
                         "(it checks here); "
@@ -761,8 +785,8 @@ class CudaGuard(Rule):
     def visit_ExceptHandler(self, m: Migrator, node: cst.ExceptHandler) -> None:
         """``except (AttributeError, ImportError): <fallback for an older torch>``: reached only where the new
         API is missing, which the port's torch always has; rewriting it would change nothing."""
-        text = cst.Module([]).code_for_node(node.type) if node.type is not None else ""
-        if re.search(r"\b(?:AttributeError|ImportError|ModuleNotFoundError)\b", text):
+        caught = node.type.elements if isinstance(node.type, cst.Tuple) else [node.type] if node.type else []
+        if any(dotted_name(c.value if isinstance(c, cst.Element) else c) in _MISSING_API for c in caught):
             m.skip_region(node.body, OLDER_TORCH)
 
     def visit_For(self, m: Migrator, node: cst.For) -> None:
@@ -786,16 +810,16 @@ class CudaGuard(Rule):
         """A function, method or class that cannot run without CUDA (`analysis.requirements.cuda_only_functions`:
         it always imports a CUDA-only library or kernel, captures a CUDA graph, or calls what does, or a CUDA gate)
         is left as written."""
-        owner = m.ancestors[-3] if len(m.ancestors) > 3 else None
-        name = node.name.value if len(m.ancestors) <= 2 else (
-            f"{owner.name.value}.{node.name.value}" if isinstance(owner, cst.ClassDef) and len(m.ancestors) <= 4
-            else None)
-        found = m.store(self).get("cuda_only", {}).get(name) if name else None
-        if found is None:
+        found = m.store(self).get("cuda_only")
+        if not found:
             return False
-        gate = found[1].endswith("which stops or fails without CUDA")
-        m.skip_region(node.body, CUDA_GATE if gate else CUDA_ONLY_LIBRARY, f"`{name}` {found[1]}: it runs only on "
-                      "CUDA")
+        line = m.start(node.name).line
+        name, why = next(((name, why) for name, (at, why) in found.items() if at == line
+                          and name.rpartition(".")[2] == node.name.value), (None, None))
+        if name is None or why is None:
+            return False
+        gate = why.endswith("which stops or fails without CUDA")
+        m.skip_region(node.body, CUDA_GATE if gate else CUDA_ONLY_LIBRARY, f"`{name}` {why}: it runs only on CUDA")
         return True
 
     def _gated(self, m: Migrator, node: cst.FunctionDef | cst.ClassDef) -> bool:
@@ -858,11 +882,11 @@ class CudaGuard(Rule):
                 for later in module.body[[id(s) for s in module.body].index(id(statement)) + 1:]:
                     m.skip_region(later, CUDA_TEST)
                 return
-        for target in node.targets:
-            name = (target.target.attr.value if isinstance(target.target, cst.Attribute)
-                    else getattr(target.target, "value", ""))
-            if isinstance(name, str) and _PROCESS_COUNT.match(name):
-                self._count(m, node.value)
+        sizing = m.store(self).get("sizing")
+        if sizing is None:
+            sizing = m.store(self)["sizing"] = _sizing(m)
+        if sizing and any(dotted_name(target.target) in sizing for target in node.targets):
+            self._count(m, node.value)  # `ngpus = torch.cuda.device_count()`, later `mp.spawn(..., nprocs=ngpus)`
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         """Every device count given to ``mp.spawn`` (``nprocs``, a world size in ``args``) sizes processes."""
@@ -874,7 +898,7 @@ class CudaGuard(Rule):
                 self._count(m, call)
 
     def visit_Arg(self, m: Migrator, node: cst.Arg) -> None:
-        if node.keyword is not None and _PROCESS_COUNT.match(node.keyword.value):
+        if node.keyword is not None and node.keyword.value in _PROCESS_COUNT:
             self._count(m, node.value)
 
 

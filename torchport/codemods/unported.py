@@ -394,9 +394,9 @@ class CudaOnlyImport(Rule):
         self._check(m, node)
 
     def _check(self, m: Migrator, node: cst.Import | cst.ImportFrom) -> None:
-        guarded = m.in_skipped_region and any(isinstance(a, (cst.If, cst.FunctionDef)) for a in m.ancestors)
-        if guarded or any(isinstance(a, cst.Try) and _catches_import_error(a) for a in m.ancestors):
-            return  # already guarded: under a CUDA check, or in `try: ... except ImportError:`
+        if any(isinstance(a, cst.If) for a in m.ancestors) or any(
+                isinstance(a, cst.Try) and _catches_import_error(a) for a in m.ancestors):
+            return  # already guarded: under a check (`elif engine:  # TensorRT`), or in `try: ... except ImportError:`
         for name in _imported(node):
             if any(name == mod or name.startswith(mod + ".") for mod in CUDA_ONLY_MODULES):
                 m.report(self.code, node, f"`{name}` is a CUDA-only library; guard it or find a portable alternative")

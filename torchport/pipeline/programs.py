@@ -286,6 +286,7 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
         results: the run's results after the first pass.
     """
     from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
+    from torchport.codemods.analysis.programs import cuda_predicates
     from torchport.codemods.analysis.requirements import cuda_only_functions, requirements
 
     changed = [i for i, r in enumerate(results) if r.changed]
@@ -295,14 +296,19 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
         return {}
     trees, project = _model(results)
     # The project's modules that need CUDA whenever imported: a function that imports one needs it too.
-    cuda_only = frozenset(name for i in needing if (tree := trees[i]) is not None and (name := project.names[i])
-                          and any(need.targets == OFF_CUDA for need in requirements(tree, results[i].original or "")))
+    needy = {i for i in needing if (tree := trees[i]) is not None
+             and any(need.targets == OFF_CUDA for need in requirements(tree, results[i].original or ""))}
+    cuda_only = frozenset(name for i in needy if (name := project.names[i]))
+    needing |= {i for i in range(len(results)) if project.imports(i) & needy}  # `def f(): import kernels`
     defined: dict[int, dict[str, int]] = {}
     for index in sorted(gating | needing):
         tree = trees[index]
         if tree is None:
             continue
         gates = cuda_gates(tree) if index in gating else {}
+        if index in gating:  # `verify_min_gpu_count()`: a program that exits unless it answers true needs CUDA
+            gates.update({s.name: s.lineno for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                          and s.name in cuda_predicates(tree)})
         if index in needing:  # functions and classes that always need CUDA stop without it as gates do
             gates.update({name: line for name, (line, _) in cuda_only_functions(
                 tree, project.names[index], cuda_only).items() if "." not in name})

@@ -28,8 +28,6 @@ CUDA_ONLY_TEXT = re.compile(r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|
                             r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
                             r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+)\b")
 
-# Helper functions named as a CUDA requirement: verify_min_gpu_count(), has_cuda(), is_gpu_available().
-_GPU_FUNCTION = re.compile(r"(?i)^(?:verify|check|has|is|requires?|ensure|assert)_?\w*(?:gpu|cuda)")
 _EXIT_CALLS = frozenset({"exit", "_exit", "skip", "fail", "skipTest"})
 
 
@@ -47,11 +45,13 @@ def call_name(node: ast.Call) -> str:
 
 
 class _Flags:
-    """Names assigned from ``torch.cuda.is_available()`` (availability) or ``torch.cuda.device_count()`` (count)."""
+    """Names assigned from ``torch.cuda.is_available()`` (availability) or ``torch.cuda.device_count()`` (count);
+    ``predicates``: functions that answer whether CUDA (GPUs enough) is there (`cuda_predicates`)."""
 
-    def __init__(self, statements: list[ast.stmt]) -> None:
+    def __init__(self, statements: list[ast.stmt], predicates: frozenset[str] = frozenset()) -> None:
         self.available: set[str] = set()
         self.count: set[str] = set()
+        self.predicates = predicates
         for statement in statements:
             if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(
                     statement.targets[0], ast.Name):
@@ -69,7 +69,7 @@ class _Flags:
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             return any(self.detects(value) for value in test.values)
         if isinstance(test, ast.Call):
-            return cuda_call(test, "is_available") or bool(_GPU_FUNCTION.match(call_name(test)))
+            return cuda_call(test, "is_available") or (ast.unparse(test.func) in self.predicates)
         if isinstance(test, ast.Name):
             return test.id in self.available
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and self.is_count(test.left):
@@ -136,19 +136,46 @@ def availability_assert(node: ast.Assert) -> bool:
     return cuda_call(node.test, "is_available")
 
 
-def cuda_only_program(module: ast.Module) -> int | None:
+def cuda_predicates(module: ast.Module) -> frozenset[str]:
+    """The module's functions that answer whether CUDA is there, read from what they return: each ``return`` gives a
+    CUDA query, a flag assigned from one, or a test of them (``return has_cuda and gpu_count >= min_gpus``); never a
+    device (``return "cuda" if ... else "cpu"`` is a choice, not an answer)."""
+    found = set()
+    for function in module.body:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        flags = _Flags(function.body)
+        returns = [n for n in ast.walk(function) if isinstance(n, ast.Return)]
+        if returns and all(r.value is not None and _answers(r.value, flags) for r in returns):
+            found.add(function.name)
+    return frozenset(found)
+
+
+def _answers(value: ast.expr, flags: _Flags) -> bool:
+    if isinstance(value, ast.BoolOp):
+        return any(_answers(v, flags) for v in value.values) and all(isinstance(
+            v, (ast.BoolOp, ast.Compare, ast.Name, ast.Call, ast.UnaryOp, ast.Constant)) for v in value.values)
+    return flags.detects(value) or flags.is_count(value) or (
+        isinstance(value, ast.Name) and value.id in flags.count)
+
+
+def cuda_only_program(module: ast.Module, predicates: frozenset[str] = frozenset()) -> int | None:
     """The line of the requirement that makes ``module`` (CPython's tree) a program that runs only on CUDA:
     a top-level ``if not <CUDA found>: exit``, or a ``__main__`` block that asserts CUDA, exits without it,
     or calls the module's functions only where CUDA GPUs were found, or whose main function builds faiss GPU
-    resources unconditionally. None for any other module."""
+    resources unconditionally. None for any other module.
+
+    ``predicates``: the names bound here to another module's `cuda_predicates` (``verify_min_gpu_count``); the
+    module's own are read here."""
     defined = {s.name for s in module.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    top = _Flags(module.body)
+    predicates = predicates | cuda_predicates(module) if defined else predicates
+    top = _Flags(module.body, predicates)
     for statement in module.body:
         if isinstance(statement, ast.If) and top.negated(statement.test) and _exits(statement.body):
             return statement.lineno
         if not (isinstance(statement, ast.If) and is_main(statement.test)):
             continue
-        flags = _Flags(statement.body)
+        flags = _Flags(statement.body, predicates)
         for inner in statement.body:
             if isinstance(inner, ast.Assert) and flags.detects(inner.test) and not availability_assert(inner):
                 return inner.lineno

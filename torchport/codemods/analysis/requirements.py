@@ -165,17 +165,19 @@ def cuda_only_functions(tree: ast.Module, module: str | None = None,
     found: dict[str, tuple[int, str]] = {}
     scopes: list[tuple[str, str | None, ast.FunctionDef | ast.AsyncFunctionDef]] = []
     bases: dict[str, tuple[int, str]] = {}
-    for statement in tree.body:
+    classes: dict[str, int] = {}
+    for statement in _defined(tree.body):  # at the top level, or under a module-level `try`/`if`
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             scopes.append((statement.name, None, statement))
         elif isinstance(statement, ast.ClassDef):
+            classes[statement.name] = statement.lineno
             for item in statement.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     scopes.append((f"{statement.name}.{item.name}", statement.name, item))
             for base in statement.bases:
                 for name in qualify(ast_chain(base) or "", imports):
                     if (why := cuda_only_import(name.rsplit(".", 1)[0])) is not None:
-                        bases[statement.name] = (statement.lineno, f"its base {ast_chain(base)} {why}")
+                        bases[statement.name] = (statement.lineno, f"is built on {ast_chain(base)} ({why})")
     grown = True
     while grown:
         grown = False
@@ -186,12 +188,26 @@ def cuda_only_functions(tree: ast.Module, module: str | None = None,
             if why is not None:
                 found[name] = (function.lineno, why)
                 grown = True
-    for name, (line, why) in list(found.items()):
+    for name, (_, why) in list(found.items()):
         owner, _, method = name.rpartition(".")
         if owner and method == "__init__" and owner not in found:
-            found[owner] = (line, why)
+            found[owner] = (classes[owner], why)
     for name, entry in bases.items():
         found.setdefault(name, entry)
+    return found
+
+
+def _defined(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The functions and classes a module defines at its top level, under ``if``/``try``/``with`` blocks too."""
+    found: list[ast.stmt] = []
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.append(statement)
+        else:
+            for name in ("body", "orelse", "finalbody"):
+                found.extend(_defined(getattr(statement, name, None) or []))
+            for handler in getattr(statement, "handlers", ()):
+                found.extend(_defined(handler.body))
     return found
 
 

@@ -43,8 +43,8 @@ SEVERAL_BACKENDS = Reason(
     "import torch\nif torch.cuda.is_available():\n    x = torch.ones(2).cuda()\n"
     "elif torch.backends.mps.is_available():\n    x = torch.ones(2).to('mps')\n")
 CUDA_GATE = Reason(
-    "R03", "cuda-gate", "A test gated by a CUDA gate of the project (a decorator, mark or helper whose definition "
-    "skips, raises or exits without CUDA) runs only on CUDA.",
+    "R03", "cuda-gate", "Code gated by a CUDA gate of the project (a decorator, mark or helper whose definition "
+    "skips, raises or exits without CUDA), or that always calls what stops or fails without CUDA, runs only on CUDA.",
     "import pytest\nimport torch\n\n\ndef needs_gpu(test):\n    def run():\n        if not torch.cuda.is_available():\n"
     "            pytest.skip('no GPU')\n        test()\n    return run\n\n\n@needs_gpu\ndef test_x():\n"
     "    assert torch.ones(1).cuda().item() == 1\n")
@@ -55,7 +55,7 @@ GATE_DEFINITION = Reason(
     "        pytest.skip('needs a GPU')\n    torch.cuda.synchronize()\n")
 CUDA_TEST = Reason(
     "R05", "cuda-test", "A test that skips itself without CUDA (skipIf/skipUnless on a CUDA query, a setUp that "
-    "skips, a mark named for CUDA) checks CUDA itself.",
+    "skips) checks CUDA itself.",
     "import unittest\nimport torch\n\n\n@unittest.skipIf(not torch.cuda.is_available(), 'needs CUDA')\n"
     "def test_gpu():\n    x = torch.ones(2).cuda()\n")
 CUDA_ONLY_PROGRAM = Reason(
@@ -64,8 +64,8 @@ CUDA_ONLY_PROGRAM = Reason(
     "import sys\nimport torch\n\nif torch.cuda.device_count() < 2:\n    sys.exit('needs 2 GPUs')\n"
     "model = torch.nn.Linear(2, 2).cuda()\n")
 CUDA_ONLY_LIBRARY = Reason(
-    "R07", "cuda-only-library", "Code built on a CUDA-only library or API (triton, apex, flash-attn, CUDA graphs, an "
-    "API with no counterpart) runs only on CUDA.",
+    "R07", "cuda-only-library", "Code built on a CUDA-only library or API (triton, apex, flash-attn, a compiled CUDA "
+    "extension, CUDA graphs, an API with no counterpart), or that always calls such code, runs only on CUDA.",
     "import torch\nfrom apex.optimizers import FusedAdam\n\n\nclass Adam2(FusedAdam):\n    def step(self):\n"
     "        torch.cuda.synchronize()\n")
 FAKES_CUDA = Reason(

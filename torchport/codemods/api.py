@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from torchport.codemods.analysis.indices import int_name_lines
 from torchport.codemods.analysis.names import import_map, parse_ast
 from torchport.codemods.core.base import Diagnostic
 from torchport.codemods.core.registry import (
@@ -143,6 +144,8 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
         lines = code_trigger_lines(source, syntax, imports)
         if not lines and avoid_mps is None:  # the prefilter matched only comments and strings: no LibCST parse
             return Migration(source)
+        if lines:  # names bound only to ints and read as devices, which no trigger finds (`analysis.indices`)
+            lines = sorted(set(lines).union(int_name_lines(syntax, source)))
 
     from libcst.codemod import (
         CodemodContext,  # here: it imports libcst.matchers (0.3 s)

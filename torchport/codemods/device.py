@@ -35,6 +35,8 @@ from torchport.codemods.analysis.defaults import (
     unreachable_defaults,
     unreachable_method_defaults,
 )
+from torchport.codemods.analysis.indices import int_names
+from torchport.codemods.analysis.names import chain, qualify
 from torchport.codemods.core.base import (
     CUDA_DEVICE_RE,
     call_name,
@@ -550,6 +552,77 @@ def _device_uses(function: cst.FunctionDef, name: str, store: cst.Assign | None,
     return len(reads), sum(id(n) in allowed for n in reads)
 
 
+def _index_uses(m: Migrator, function: cst.FunctionDef, name: str, methods: Mapping[str, cst.FunctionDef],
+                depth: int = 0) -> tuple[int, int]:
+    """``(reads of name, those where a device goes)`` in ``function``, for a name that holds an int: the first
+    argument of ``.to()`` or ``.cuda()``, ``device=`` of ``.to()`` or of a torch call, the argument of
+    ``torch.device()``, or an argument of a module function or of a method of this class (``self.<method>``, see
+    `_class_methods`) whose parameter is read only so. Stricter than `_device_uses`: ``device=`` of another
+    library's call may be read as a number there."""
+    allowed = set()
+    functions = _module_functions(m) if depth == 0 else {}
+    for call in matchers.findall(function, matchers.Call()):
+        assert isinstance(call, cst.Call)
+        func = call.func
+        callee, shift = None, 0
+        if isinstance(func, cst.Name):
+            callee = functions.get(func.value)
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
+                and depth == 0:
+            callee, shift = methods.get(func.attr.value), 1
+        torch_call = any(n.startswith("torch.") for n in qualify(chain(func) or "", m.imports))
+        attr = func.attr.value if isinstance(func, cst.Attribute) else None
+        for index, arg in enumerate(call.args):
+            if not (isinstance(arg.value, cst.Name) and arg.value.value == name):
+                continue
+            keyword = arg.keyword.value if arg.keyword else None
+            if callee is not None and callee is not function and not arg.star:
+                parameter = _parameter(callee, index + shift, arg)
+                if parameter is not None:
+                    used, as_device = _index_uses(m, callee, parameter, methods, depth + 1)
+                    if used and used == as_device:
+                        allowed.add(id(arg.value))
+            elif arg.star:
+                continue
+            elif (keyword is None and index == 0 and attr in ("to", "cuda")) \
+                    or (keyword == "device" and (torch_call or attr == "to")) \
+                    or (keyword is None and len(call.args) == 1 and "torch.device" in qualify(chain(func) or "",
+                                                                                         m.imports)):
+                allowed.add(id(arg.value))
+    stores = {id(t.target) for t in matchers.findall(function.body, matchers.AssignTarget(target=matchers.Name(name)))
+              if isinstance(t, cst.AssignTarget)}
+    reads = [n for n in _name_reads(function.body, name) if id(n) not in stores]
+    return len(reads), sum(id(n) in allowed for n in reads)
+
+
+def _class_methods(m: Migrator) -> dict[str, cst.FunctionDef]:
+    """The methods ``self.<name>(...)`` calls in the class being visited: its own and those of its bases in this
+    module, each undecorated and defined by no other class of the module (an override would take its place)."""
+    owner = next((a for a in reversed(m.ancestors) if isinstance(a, cst.ClassDef)), None)
+    module = m.ancestors[0] if m.ancestors and isinstance(m.ancestors[0], cst.Module) else None
+    if owner is None or module is None:
+        return {}
+    classes = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
+    defined: dict[str, list[cst.FunctionDef]] = {}
+    for cls in classes.values():
+        for item in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+            if isinstance(item, cst.FunctionDef):
+                defined.setdefault(item.name.value, []).append(item)
+    found: dict[str, cst.FunctionDef] = {}
+    todo, seen = [owner], set()
+    while todo:
+        cls = todo.pop()
+        if id(cls) in seen:
+            continue
+        seen.add(id(cls))
+        for item in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+            if isinstance(item, cst.FunctionDef) and not item.decorators and len(defined[item.name.value]) == 1:
+                found.setdefault(item.name.value, item)
+        todo += [classes[b.value.value] for b in cls.bases
+                 if isinstance(b.value, cst.Name) and b.value.value in classes]
+    return found
+
+
 def _parameter(function: cst.FunctionDef, index: int, arg: cst.Arg) -> str | None:
     """The name of the parameter of ``function`` that argument ``arg`` (the ``index``-th) binds, else None."""
     if arg.keyword is not None:
@@ -821,6 +894,20 @@ class IntegerDeviceId(Rule):
                 "    return torch.ones(2, device=dev), build(3, dev)\n"),
         # A file that never mentions CUDA or NCCL is left as it is (the id is reported).
         Example("model.to(args.local_rank)\n"),
+        # A parameter with an int default, read only as a device: the default becomes the device (a caller's
+        # value, `None` included, stays what it was) ...
+        Example("# runs on CUDA\nmodel = model.to(0)\n\n\ndef to_ctx(data, ctx=0):\n"
+                "    return {k: v.to(ctx) for k, v in data.items()}\n",
+                "# runs on CUDA\nmodel = model.to(tp.device(0))\n\n\ndef to_ctx(data, ctx=tp.device(0)):\n"
+                "    return {k: v.to(ctx) for k, v in data.items()}\n"),
+        # ... as does a local bound only to int literals; one also read as a number is mapped where it is a device.
+        Example("# runs on CUDA\ndef run(model, x):\n    ctx = 0\n    model = model.to(ctx)\n"
+                "    return model(x.to(0)), ctx + 1\n",
+                "# runs on CUDA\ndef run(model, x):\n    ctx = 0\n    model = model.to(tp.device(ctx))\n"
+                "    return model(x.to(tp.device(0))), ctx + 1\n"),
+        # A parameter with an int default that is also read otherwise is reported: a caller may pass `None`.
+        Example("import torch\n\n\ndef run(model, x, ctx=0):\n    torch.cuda.synchronize()\n    print(ctx + 1)\n"
+                "    return model(x).to(ctx)\n"),
     )
 
     def visit_Assign(self, m: Migrator, node: cst.Assign) -> None:
@@ -845,6 +932,10 @@ class IntegerDeviceId(Rule):
                      f"`tp.device({name})` where a device is meant")
 
     def leave_Assign(self, m: Migrator, original: cst.Assign, updated: cst.Assign) -> cst.Assign | None:
+        if id(original) in m.store(self).get("int_stores", ()):  # `ctx = 0`, read only as a device
+            if not m.apply(self.code, original.value):
+                return None
+            return updated.with_changes(value=m.runtime_call("device", [updated.value]))
         if id(original) not in m.store(self).get("stored", ()) or not m.apply(self.code, original.value):
             return None
 
@@ -857,9 +948,67 @@ class IntegerDeviceId(Rule):
             return updated.with_changes(value=value.with_changes(left=wrap(value.left), right=wrap(value.right)))
         return updated.with_changes(value=wrap(value))
 
+    def visit_FunctionDef(self, m: Migrator, node: cst.FunctionDef) -> None:
+        """Names the function binds only to ints and reads as a device (`analysis.indices`): a parameter with an int
+        default, a local bound only to int literals. Read only as a device, the int becomes the device where it is
+        bound (``ctx=tp.device(0)``); a local also read otherwise is wrapped where it is a device; a parameter also
+        read otherwise is reported (a caller may pass ``None``, where ``tp.device(None)`` is not ``None``)."""
+        if m.syntax is None:
+            return
+        found = int_names(m.syntax).get(m.start(node).line)
+        if found is None:
+            return
+        store = m.store(self)
+        methods = _class_methods(m)
+        for param in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
+            name = param.name.value
+            if name in found.params and isinstance(param.default, cst.Integer):
+                reads, device_reads = _index_uses(m, node, name, methods)
+                if reads == device_reads:
+                    store.setdefault("int_defaults", set()).add(id(param.default))
+                else:
+                    store.setdefault("int_params", set()).add((id(node), name))
+        for name in found.local:
+            reads, device_reads = _index_uses(m, node, name, methods)
+            if reads == device_reads:
+                for assign in matchers.findall(node, matchers.Assign(
+                        targets=[matchers.AssignTarget(target=matchers.Name(name))], value=matchers.Integer())):
+                    store.setdefault("int_stores", set()).add(id(assign))
+            else:
+                store.setdefault("int_locals", set()).add((id(node), name))
+
+    def leave_Param(self, m: Migrator, original: cst.Param, updated: cst.Param) -> cst.Param | None:
+        if original.default is None or id(original.default) not in m.store(self).get("int_defaults", ()):
+            return None
+        if updated.default is None or not m.apply(self.code, original.default):
+            return None
+        return updated.with_changes(default=m.runtime_call("device", [updated.default]))
+
+    def _int_name(self, m: Migrator, node: cst.BaseExpression) -> str | None:
+        """"local" for a read of a local bound only to ints, "param" for a parameter with an int default also read
+        otherwise (see `visit_FunctionDef`), else None."""
+        if not isinstance(node, cst.Name):
+            return None
+        store = m.store(self)
+        for function in reversed(m.ancestors):
+            if isinstance(function, cst.FunctionDef):
+                if (id(function), node.value) in store.get("int_locals", ()):
+                    return "local"
+                if (id(function), node.value) in store.get("int_params", ()):
+                    return "param"
+        return None
+
     def _wrap(self, m: Migrator, original: cst.BaseExpression,
               updated: cst.BaseExpression) -> cst.BaseExpression | None:
-        if not (is_index(original) or is_current_device_call(m, original)):
+        kind = self._int_name(m, original)
+        if kind == "param" and isinstance(original, cst.Name):
+            m.mark_handled(original)
+            if not m.in_skipped_region:
+                m.report(self.code, original, f"`{original.value}` has an int default, which means a CUDA device "
+                         "here (cuda:N off CUDA too), and is also read otherwise; pass "
+                         f"`tp.device({original.value})` where a device is meant (a caller's `None` must stay `None`)")
+            return None
+        if not (kind == "local" or is_index(original) or is_current_device_call(m, original)):
             return None
         if m.runtime_call_name(updated) == "device" or not m.apply(self.code, original):
             return None

@@ -636,10 +636,11 @@ script("sim_xpu_gloo_group", enabled=NO_ACCELERATOR)(
     before = tp.device_type()
     store = os.path.join(tempfile.mkdtemp(), "store")
     dist.init_process_group("gloo", init_method="file://" + store, rank=0, world_size=1)
+    ids = tp.ddp_device_ids([0])  # asked first: DDP over a model the script moved before the group existed
     after = [tp.device_type(), str(tp.device()), tp.device_str()]
     t = torch.ones(2).to(tp.device())
     dist.all_reduce(t)
-    print(json.dumps({"before": before, "after": after}), flush=True)
+    print(json.dumps({"before": before, "after": after, "ids": ids}), flush=True)
     os._exit(0)  # no teardown: destroying a gloo group can deadlock (see tests/test_runtime.py)
     """
 )
@@ -649,4 +650,4 @@ script("sim_xpu_gloo_group", enabled=NO_ACCELERATOR)(
 def test_simulated_xpu_in_a_gloo_group_computes_on_the_cpu():
     """Code that chose gloo (because CUDA was missing) ran on the CPU; gloo carries no XPU tensors."""
     out = run_json("sim_xpu_gloo_group")
-    assert out == {"before": "xpu", "after": ["cpu", "cpu", "cpu"]}
+    assert out == {"before": "xpu", "after": ["cpu", "cpu", "cpu"], "ids": None}

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 import torch
 
 from . import _backend as _b
-from ._device import device
+from ._device import _IN_A_GROUP, _WORLD, device
 
 _T = TypeVar("_T")
 
@@ -100,10 +100,12 @@ def fsdp_device_id(device_id: Any) -> Any:
 
 
 def ddp_device_ids(ids: _T) -> _T | None:
-    """Return ``ids`` on CUDA/XPU, ``None`` on MPS and CPU.
+    """Return ``ids`` on CUDA/XPU, ``None`` on MPS and CPU (and on XPU once a gloo group moved the pick to the CPU).
 
     For the ``device_ids=`` and ``output_device=`` arguments of
     ``DistributedDataParallel``/``DataParallel``, which must be ``None`` for
     modules that are not on a CUDA-like device. On CUDA: exactly ``ids``.
     """
+    if _b._TYPE in _IN_A_GROUP and _WORLD._default_pg is not None:  # XPU in a gloo group: on the CPU now
+        _b._in_a_group()
     return ids if _b._INDEXED else None

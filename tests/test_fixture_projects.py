@@ -98,3 +98,25 @@ def test_a_suite_gated_by_the_projects_own_cuda_gates_is_left_as_it_is(tmp_path:
     done = CliRunner().invoke(app, ["migrate", str(folder), "--no-cache", "--format", "json"])
     notes = [d["message"] for f in json.loads(done.stdout)["files"] for d in f["diagnostics"] if d["code"] == "TP110"]
     assert sum("a CUDA gate of this project" in n for n in notes) == 8, notes
+
+
+def test_a_blocker_a_script_imports_only_lazily_keeps_it_off_nothing(tmp_path: Path) -> None:
+    """diffusers-style lazy packages: a module the package imports only under `if TYPE_CHECKING:` (or in a function)
+    is not certainly run, so its float64 gives no `tp.avoid_mps` (the verdict still names nothing); the same module
+    imported at the package's top level does."""
+    def project(name: str, imports: str) -> Path:
+        folder = tmp_path / name
+        (folder / "pkg").mkdir(parents=True)
+        (folder / "pkg" / "__init__.py").write_text(imports)
+        (folder / "pkg" / "wide.py").write_text(
+            "import torch\n\n\ndef table():\n    return torch.zeros(4, dtype=torch.float64, device='cuda')\n")
+        (folder / "train.py").write_text(
+            "import torch\nimport pkg\n\n\nif __name__ == '__main__':\n    print(torch.ones(2).cuda().sum())\n")
+        done = CliRunner().invoke(app, ["migrate", str(folder), "--apply", "--no-cache"])
+        assert done.exit_code == 0, done.output
+        return folder
+
+    lazy = project("lazy", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import wide\n")
+    assert "tp.avoid_mps" not in (lazy / "train.py").read_text()
+    eager = project("eager", "from . import wide\n")
+    assert 'tp.avoid_mps("float64, pkg/wide.py:5")' in (eager / "train.py").read_text()

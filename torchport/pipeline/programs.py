@@ -140,12 +140,12 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             program.blockers.extend(Blocker(target, f"calls `{name}`, which stops unless CUDA is there "
                                                     f"({_shown(results[where[0]].path, root)}:{where[1]})",
                                             program.path, line) for target in OFF_CUDA)
-        always = project.reach(entry, always=True)  # a CUDA-only module imported in a function or under a guard
-        for index in reach:                          # is a path the program may not take
+        always = project.reach(entry, always=True)  # a module imported in a function, under a guard or lazily
+        for index in reach:                          # is a path the program may not take: no blocker
+            if index not in always:
+                continue
             shown, seen = _shown(results[index].path, root), set[str]()
             for need in needs(index, index == entry):  # the first of each module, per target
-                if need.targets == OFF_CUDA and index not in always:
-                    continue
                 program.blockers.extend(Blocker(target, need.reason, shown, need.line)
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)
@@ -258,8 +258,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
                 or not _PLACES_DATA.search(result.original or "") or tree is None or not (is_script(tree) or _kind(
                     result, tree, project.names[index], scripts, index in imported) == "console-script"):
             continue  # a `__main__` block or a console script: a module that merely does work at import is not
-        reach = project.reach(index)
-        if not reach & moving:
+        reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
+        if not project.reach(index) & moving:
             continue
         for other in sorted(reach, key=lambda i: (i != index, results[i].display)):
             if other not in found:

@@ -275,19 +275,21 @@ def _sizing(m: Migrator) -> frozenset[str]:
     return frozenset(found)
 
 
-def _wraps_cuda(m: Migrator, node: cst.ClassDef) -> bool:
-    """A class that implements a backend over ``torch.cuda`` (DeepSpeed's ``CUDA_Accelerator``): two or more of
-    its methods only return a ``torch.cuda`` call or attribute (``return torch.cuda.device_count()``). Its
-    users pick it for CUDA; on another backend they pick another class."""
-    wrappers = 0
+def _wraps_backend(node: cst.ClassDef) -> bool:
+    """A class that implements a backend by delegating to one torch device module (DeepSpeed's ``CUDA_Accelerator``,
+    ``MPS_Accelerator``): two or more of its methods only return the call or attribute of the same name there
+    (``def synchronize(self): return torch.cuda.synchronize()``). Its users pick it for that backend and another
+    class for another; rewriting it would make the CUDA one answer for MPS."""
+    delegating = 0
     for item in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
         body = item.body.body if isinstance(item, cst.FunctionDef) and isinstance(item.body, cst.IndentedBlock) else ()
         if len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and isinstance(
                 ret := body[0].body[0], cst.Return) and ret.value is not None:
-            value = ret.value.func if isinstance(ret.value, cst.Call) else ret.value
-            if any(name.startswith("torch.cuda.") for name in m.qnames(value)):
-                wrappers += 1
-    return wrappers >= 2
+            target = dotted_name(ret.value.func if isinstance(ret.value, cst.Call) else ret.value) or ""
+            parts = target.split(".")
+            if len(parts) == 3 and parts[0] == "torch" and parts[2] == item.name.value:
+                delegating += 1
+    return delegating >= 2
 
 
 def _negated_detection(m: Migrator, test: cst.BaseExpression) -> bool:
@@ -847,7 +849,7 @@ class CudaGuard(Rule):
             return
         if self._cuda_only(m, node):
             return
-        if _wraps_cuda(m, node):
+        if _wraps_backend(node):
             m.skip_region(node, SEVERAL_BACKENDS)  # an accelerator backend of its own
             return
         bases = [dotted_name(b.value) or "" for b in node.bases]

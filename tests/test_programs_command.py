@@ -175,3 +175,20 @@ def test_kinds_follow_what_a_module_does(tmp_path: Path) -> None:
     done = CliRunner().invoke(app, ["programs", str(tmp_path), "--no-cache", "--format", "json"])
     kinds = {p["path"]: p["kind"] for p in json.loads(done.stdout)["programs"]}
     assert kinds == {"hubconf.py": "library", "main_test.py": "script"}
+
+
+def test_a_script_that_exits_unless_another_modules_predicate_answers_runs_only_on_cuda(tmp_path: Path) -> None:
+    """pytorch/examples' tensor parallel scripts: `if not verify_min_gpu_count(min_gpus=2): sys.exit()`, the
+    predicate defined in log_utils.py; recognised from what it returns, not from its name."""
+    (tmp_path / "log_utils.py").write_text(
+        "import torch\n\n\ndef zebra(n=2):\n    ok = torch.cuda.is_available()\n"
+        "    return ok and torch.cuda.device_count() >= n\n")
+    (tmp_path / "tp_example.py").write_text(
+        "import sys\nimport torch\nfrom log_utils import zebra\n\nif not zebra(n=4):\n    sys.exit()\n"
+        "x = torch.ones(2).cuda()\nprint(x)\n")
+    done = CliRunner().invoke(app, ["programs", str(tmp_path), "--no-cache", "--format", "json"])
+    [script] = [p for p in json.loads(done.stdout)["programs"] if p["path"] == "tp_example.py"]
+    assert script["runs_on"] == ["cuda"] and script["blockers"][0]["line"] == 5
+    migrated = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--format", "json"])
+    [file] = [f for f in json.loads(migrated.stdout)["files"] if f["path"] == "tp_example.py"]
+    assert not file["changed"] and "[R06 cuda-only-program]" in file["diagnostics"][0]["message"]

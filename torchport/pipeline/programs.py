@@ -117,6 +117,7 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                 and _public_module(_shown(result.path, root), trees[index]):
             kinds[index] = "library"
     found: dict[tuple[int, bool], list[Requirement]] = {}
+    predicates = _project_predicates(results, trees)
 
     def needs(index: int, entry: bool) -> list[Requirement]:
         """What keeps module ``index`` on CUDA (its gate too, as an entry point), then what MPS lacks in it."""
@@ -124,7 +125,8 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         if key not in found:
             tree, text = trees[index], results[index].original or ""
             lacking = blocker(text, tree) if tree is not None else None
-            found[key] = [*(requirements(tree, text, entry) if tree is not None else []),
+            bound = _bound(index, project, predicates) if entry else frozenset()
+            found[key] = [*(requirements(tree, text, entry, bound) if tree is not None else []),
                           *([Requirement(("mps",), f"uses {lacking[1]}, which MPS lacks: on a Mac it runs on the CPU",
                                          lacking[0])] if lacking else [])]
         return found[key]
@@ -170,6 +172,33 @@ def _project_gates(results: Sequence[FileResult], trees: Mapping[int, ast.Module
             if gates:
                 found[index] = gates
     return found
+
+
+def _project_predicates(results: Sequence[FileResult],
+                        trees: Mapping[int, ast.Module | None]) -> dict[int, frozenset[str]]:
+    """The functions each module defines that answer whether CUDA is there (`analysis.programs.cuda_predicates`)."""
+    from torchport.codemods.analysis.gates import GATE_TEXT
+    from torchport.codemods.analysis.programs import cuda_predicates
+
+    return {index: found for index, result in enumerate(results)
+            if (tree := trees.get(index)) is not None and GATE_TEXT.search(result.original or "")
+            and (found := cuda_predicates(tree))}
+
+
+def _bound(index: int, project: Project, found: Mapping[int, frozenset[str]]) -> frozenset[str]:
+    """The local names module ``index`` binds to what another module of ``found`` defines (``verify_min_gpu_count``,
+    ``helpers.has_gpus``)."""
+    if not found:
+        return frozenset()
+    names: set[str] = set()
+    for local, target, name in project.bindings(index):
+        if target == index or target not in found:
+            continue
+        if name is None:
+            names.update(f"{local}.{f}" for f in found[target])
+        elif name in found[target]:
+            names.add(local)
+    return frozenset(names)
 
 
 def _calls_a_gate(entry: int, trees: Mapping[int, ast.Module | None], project: Project,

@@ -75,7 +75,8 @@ class Requirement:
     line: int
 
 
-def requirements(tree: ast.Module, text: str, entry: bool = False) -> list[Requirement]:
+def requirements(tree: ast.Module, text: str, entry: bool = False,
+                 predicates: frozenset[str] = frozenset()) -> list[Requirement]:
     """What keeps a program that imports this module (``tree``, its source ``text``) on CUDA; what MPS lacks is
     `torchport.pipeline.project.blocker`.
 
@@ -84,6 +85,7 @@ def requirements(tree: ast.Module, text: str, entry: bool = False) -> list[Requi
         text: its source.
         entry: the module is the program's entry point: its own CUDA gate (``assert torch.cuda.is_available()``
             in the ``__main__`` block, an exit without GPUs) counts too.
+        predicates: names bound in it to other modules' CUDA predicates (`programs.cuda_predicates`).
 
     Returns:
         The requirements, in line order; CUDA-only ones first on a line.
@@ -105,7 +107,7 @@ def requirements(tree: ast.Module, text: str, entry: bool = False) -> list[Requi
             dotted = ast_chain(node)
             if dotted and qualify(dotted, imports) & _BLOCKING_APIS:
                 found.append(Requirement(OFF_CUDA, f"uses {dotted}, which only CUDA has", node.lineno))
-    if entry and (line := cuda_only_program(tree)) is not None:
+    if entry and (line := cuda_only_program(tree, predicates)) is not None:
         found.append(Requirement(OFF_CUDA, "stops unless CUDA GPUs are there", line))
     return sorted(set(found), key=lambda r: (r.line, -len(r.targets), r.reason))
 

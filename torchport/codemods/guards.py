@@ -237,7 +237,10 @@ def _portable_or_cuda_only_module(m: Migrator, module: cst.Module) -> bool:
     ``get_accelerator``, or uses ``torch.accelerator``), or one that cannot run without CUDA at all (it
     imports triton or a CUDA-only library at its top level, unconditionally): its rewrites would change
     nothing anywhere. Its diagnostics still run."""
-    if "torch.accelerator" in m.source or "get_accelerator" in m.source:
+    if m.syntax is not None and ("accelerator" in m.source) and any(  # code, not a comment or a docstring
+            (isinstance(n, ast.Attribute) and n.attr == "accelerator" and isinstance(n.value, ast.Name)
+             and "torch" in m.imports.get(n.value.id, ())) or (isinstance(n, ast.Name) and n.id == "get_accelerator")
+            for n in ast.walk(m.syntax)):
         return True
     for statement in module.body:
         if not isinstance(statement, cst.SimpleStatementLine):

@@ -120,3 +120,19 @@ def test_a_blocker_a_script_imports_only_lazily_keeps_it_off_nothing(tmp_path: P
     assert "tp.avoid_mps" not in (lazy / "train.py").read_text()
     eager = project("eager", "from . import wide\n")
     assert 'tp.avoid_mps("float64, pkg/wide.py:5")' in (eager / "train.py").read_text()
+
+
+def test_a_library_module_with_a_demo_main_block_gets_no_avoid_mps(tmp_path: Path) -> None:
+    """DeepSpeed's data_analyzer.py: a module other modules import, with a `__main__` demo. A `tp.avoid_mps` at its
+    top would run in every program that imports it, whatever that program does."""
+    (tmp_path / "wide.py").write_text("import torch\n\n\ndef table():\n"
+                                      "    return torch.zeros(4, dtype=torch.float64, device='cuda')\n")
+    (tmp_path / "analyzer.py").write_text(
+        "import torch\nimport wide\n\n\ndef run(x):\n    return x.cuda()\n\n\nif __name__ == '__main__':\n"
+        "    print(run(torch.ones(2)))\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nimport analyzer\n\nif __name__ == '__main__':\n    print(analyzer.run(torch.ones(2).cuda()))\n")
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--apply", "--no-cache"])
+    assert done.exit_code == 0, done.output
+    assert "avoid_mps" not in (tmp_path / "analyzer.py").read_text()
+    assert "tp.avoid_mps(" in (tmp_path / "train.py").read_text()  # the program that runs it says so

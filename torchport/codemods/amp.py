@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from torchport.codemods.analysis.lacks import handles_mps
 from torchport.codemods.analysis.names import ast_chain, qualify
 from torchport.codemods.core.base import keyword_arg
-from torchport.codemods.core.reasons import MOVES_TOGETHER
+from torchport.codemods.core.reasons import MOVES_TOGETHER, SEVERAL_BACKENDS
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import rewrite_string
 
@@ -56,9 +57,19 @@ def _scaler_alone(m: Migrator) -> bool:
     ``torch.cuda.amp.autocast``, or a generic one given ``"cuda"``): its GradScaler then keeps CUDA's (they move
     together). Read once per module from CPython's tree."""
     if m.shared.scaler_alone is None:
-        m.shared.scaler_alone = m.syntax is not None and not any(
-            isinstance(node, ast.Call) and _moved_autocast(node, m) for node in ast.walk(m.syntax))
+        m.shared.scaler_alone = m.syntax is not None and (_own_mps_choice(m) or not any(
+            isinstance(node, ast.Call) and _moved_autocast(node, m) for node in ast.walk(m.syntax)))
     return m.shared.scaler_alone
+
+
+def _own_mps_choice(m: Migrator) -> bool:
+    """Whether the module's code names MPS (``if torch.backends.mps.is_available(): accelerator.native_amp =
+    False``): it decides about mixed precision on a Mac itself, and its CUDA autocast, which does nothing there,
+    is part of that decision."""
+    return m.syntax is not None and "mps" in m.source.lower() and handles_mps(m.syntax)
+
+
+_OWN_MPS_CHOICE = "this module makes its own choice for MPS (its code names MPS): its CUDA autocast stays as written"
 
 
 _AUTOCAST_ALONE = ("this step hands its loss to a scaler it was given (`loss_scaler(loss, optimizer)`), made "
@@ -135,6 +146,9 @@ class CudaAmpAutocast(Rule):
         keywords = [keyword_arg(name, a.value) for name, a in zip(_AUTOCAST_POSITIONALS, positional)]
         if _autocast_alone(m, original):
             m.leave_as_written(self.code, original, MOVES_TOGETHER, _AUTOCAST_ALONE)
+            return None
+        if _own_mps_choice(m):
+            m.leave_as_written(self.code, original, SEVERAL_BACKENDS, _OWN_MPS_CHOICE)
             return None
         if not m.apply(self.code, original):
             return None
@@ -216,7 +230,10 @@ class AmpDeviceType(Rule):
                 Example("# runs on CUDA\nimport torch\nscaler = torch.amp.GradScaler()\n"
                         "with torch.autocast('cuda'):\n    pass\n",
                         "# runs on CUDA\nimport torch\nscaler = torch.amp.GradScaler(tp.device_type())\n"
-                        "with torch.autocast(tp.device_type()):\n    pass\n"))
+                        "with torch.autocast(tp.device_type()):\n    pass\n"),
+                # The module decides about mixed precision on MPS itself (diffusers' training scripts).
+                Example("import torch\namp = not torch.backends.mps.is_available()\nscaler = torch.amp.GradScaler()\n"
+                        "with torch.autocast('cuda', enabled=amp):\n    pass\n"))
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         """Mark `"cuda"` given as the device type of a generic AMP call."""
@@ -230,10 +247,13 @@ class AmpDeviceType(Rule):
     def leave_SimpleString(self, m: Migrator, original: cst.SimpleString,
                            updated: cst.SimpleString) -> cst.BaseExpression | None:
         call = next((a for a in reversed(m.ancestors) if isinstance(a, cst.Call)), None)
-        if call is not None and m.qnames(call.func) & _GENERIC_AUTOCAST and id(original) in m.contexts \
-                and _autocast_alone(m, call):
-            m.leave_as_written(self.code, original, MOVES_TOGETHER, _AUTOCAST_ALONE)
-            return None
+        if call is not None and m.qnames(call.func) & _GENERIC_AUTOCAST and id(original) in m.contexts:
+            if _autocast_alone(m, call):
+                m.leave_as_written(self.code, original, MOVES_TOGETHER, _AUTOCAST_ALONE)
+                return None
+            if _own_mps_choice(m):
+                m.leave_as_written(self.code, original, SEVERAL_BACKENDS, _OWN_MPS_CHOICE)
+                return None
         return rewrite_string(m, self.code, original, updated)
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:

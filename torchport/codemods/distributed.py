@@ -18,6 +18,7 @@ import libcst as cst
 import libcst.matchers as cst_matchers
 
 from torchport.codemods.core.base import string_value
+from torchport.codemods.core.reasons import SEVERAL_BACKENDS
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import is_current_device_call, is_index
 
@@ -69,6 +70,8 @@ class NcclBackend(Rule):
         Example('import torch.distributed as dist\ndist.init_process_group(backend="nccl" if cuda else "gloo")\n',
                 'import torch.distributed as dist\n'
                 'dist.init_process_group(backend=tp.distributed_backend("nccl" if cuda else "gloo"))\n'),
+        Example('import torch\nimport torch.distributed as dist\n'
+                'dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")\n'),
     )
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
@@ -82,8 +85,25 @@ class NcclBackend(Rule):
                 self._mark(m, arg.value)
                 return
 
+    def _chooses_without_cuda(self, m: Migrator, value: cst.BaseExpression) -> bool:
+        """``"nccl" if torch.cuda.is_available() else "gloo"``: the code already picks another backend wherever CUDA
+        is missing (gloo on CPU, MPS and XPU), so a rewrite would change nothing anywhere."""
+        if not isinstance(value, cst.IfExp):
+            return False
+        test, without = value.test, value.orelse
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, without = test.expression, value.body
+        asks = isinstance(test, cst.Call) and bool(m.qnames(test.func) & {"torch.cuda.is_available"})
+        return asks and not _mentions_nccl(without)
+
     def _mark(self, m: Migrator, value: cst.BaseExpression) -> None:
         """``value`` is a backend setting: rewritten whole on leave (a conditional's branches with it)."""
+        if self._chooses_without_cuda(m, value):
+            m.leave_as_written(self.code, value, SEVERAL_BACKENDS, "the backend is already chosen by whether CUDA is "
+                               "there: without it, another than nccl")
+            m.mark_handled(value.body)  # type: ignore[attr-defined]
+            m.mark_handled(value.orelse)  # type: ignore[attr-defined]
+            return
         m.store(self)[id(value)] = True
         if isinstance(value, cst.IfExp):
             m.mark_handled(value.body)

@@ -271,7 +271,9 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         the blocker got the call in the per-file pass already and is not listed; nor are tests (one process runs
         many), libraries (their users' programs decide) and notebooks; nor a script that places no data itself
         (no ``.to(``, ``.cuda(``, device: a data-preparation script that imports the library), nor one that
-        imports another script that gets the call (a launcher: the call runs when it imports that script).
+        imports another script that gets the call (a launcher: the call runs when it imports that script), nor a
+        script another module imports (a library module with a demo ``__main__`` block: the call would run in every
+        program that imports it).
     """
     moving = {i for i, r in enumerate(results) if r.changed and r.facts.get("moves")}
     if not moving or not any(LACKS_TEXT.search(r.original or "") for r in results):
@@ -287,6 +289,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
                 or not _PLACES_DATA.search(result.original or "") or tree is None or not (is_script(tree) or _kind(
                     result, tree, project.names[index], scripts, index in imported) == "console-script"):
             continue  # a `__main__` block or a console script: a module that merely does work at import is not
+        if index in imported and not _kind(result, tree, project.names[index], scripts, True) == "console-script":
+            continue  # other modules import it (a library with a demo `__main__`): the call would run in their programs
         reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
         if not project.reach(index) & moving:
             continue

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from torchport.codemods.analysis.lacks import LACKS_TEXT
 from torchport.codemods.analysis.programs import is_script
-from torchport.pipeline.project import _MEMO_LIMIT, Project, lacking, parse
+from torchport.pipeline.project import _MEMO_LIMIT, Project, fewer_collections, lacking, parse
 from torchport.results import Diagnostic, FileResult
 
 if TYPE_CHECKING:
@@ -114,6 +114,11 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         root: the folder given; paths are shown relative to it, and its ``pyproject.toml`` names the console
             scripts.
     """
+    with fewer_collections():
+        return _programs(results, root)
+
+
+def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
     from torchport.codemods.analysis.requirements import Requirement
 
     trees, project = _model(results)

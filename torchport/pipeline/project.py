@@ -21,8 +21,10 @@ its whole folder.
 from __future__ import annotations
 
 import ast
+import gc
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from torchport.codemods.analysis.lacks import blocker
@@ -35,6 +37,20 @@ _DYNAMIC_IMPORT = re.compile(r"\bimport_module\(|\b__import__\(")
 _TREES: dict[str, ast.Module | None] = {}
 _LACKING: dict[tuple[str, bool], tuple[int, str] | None] = {}
 _MEMO_LIMIT = 20_000
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Run CPython's cyclic garbage collector less often for a while: a run keeps many objects alive (the tree of
+    every module here, LibCST's nodes in the workers), and with the default thresholds the collector walks them
+    again and again (a third of a cold run on timm). What a run throws away is still collected, later."""
+    old = gc.get_threshold()
+    if old[0]:  # 0: collection is off, and stays so
+        gc.set_threshold(max(old[0], 100_000), max(old[1], 50), max(old[2], 100))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 def parse(text: str | None) -> ast.Module | None:

@@ -110,6 +110,12 @@ def run(
     A file's failure is its result's ``error``. This function raises only what interrupts the run
     (KeyboardInterrupt, or what the caller's signal handlers raise), after stopping the workers.
     """
+    with project.fewer_collections():
+        return _run(found, settings, jobs, cache, progress)
+
+
+def _run(found: Sequence[Found], settings: Settings, jobs: int, cache: cache_module.Cache | None,
+         progress: Progress | None) -> list[FileResult]:
     results: list[FileResult] = []
     keys: dict[int, str | None] = {}  # index -> cache key, for the files to parse
     entries: dict[int, str] = {}  # index -> cache key, for every file read

@@ -105,6 +105,9 @@ class Project:
         self.paths = paths
         self._folders: dict[Path, Path] = {}  # a file's path -> its resolved folder
         self._found_beside: dict[tuple[Path, str, int], list[int]] = {}
+        self._bases: dict[Path, list[Path]] = {}  # a folder and the folders above it
+        self._module_at: dict[tuple[Path, str], int | None] = {}  # (folder, dotted name) -> the module there
+        self._reached: dict[int, frozenset[int]] = {}
         self.package_dirs = {path.parent for path in paths if path.name == "__init__.py"}
         self.names: list[str | None] = [None] * len(results)
         self.by_name: dict[str, list[int]] = {}
@@ -205,25 +208,40 @@ class Project:
         return self._folders[path]
 
     def _look_beside(self, folder: Path, dotted: str, level: int) -> list[int]:
-        bases = [folder.parents[level - 2] if level > 1 else folder] if level else [folder, *folder.parents]
-        parts = dotted.split(".")
+        if level:
+            bases = [folder.parents[level - 2] if level > 1 else folder]
+        else:  # the folders above are shared by every module below them: each is asked once per name
+            if folder not in self._bases:
+                self._bases[folder] = [folder, *folder.parents]
+            bases = self._bases[folder]
         for base in bases:
-            target = base.joinpath(*parts)
-            for candidate in (target.with_name(target.name + ".py"), target / "__init__.py"):
-                if candidate in self.paths:
-                    return [self.paths[candidate]]
+            key = (base, dotted)
+            if key not in self._module_at:
+                self._module_at[key] = self._module_in(base, dotted)
+            found = self._module_at[key]
+            if found is not None:
+                return [found]
         return []
 
+    def _module_in(self, base: Path, dotted: str) -> int | None:
+        target = base.joinpath(*dotted.split("."))
+        for candidate in (target.with_name(target.name + ".py"), target / "__init__.py"):
+            if candidate in self.paths:
+                return self.paths[candidate]
+        return None
+
     def reach(self, start: int) -> set[int]:
-        """``start`` and every file it imports, transitively."""
-        seen = {start}
-        todo = [start]
-        while todo:
-            for other in self.imports(todo.pop()):
-                if other not in seen:
-                    seen.add(other)
-                    todo.append(other)
-        return seen
+        """``start`` and every file it imports, transitively (a new set: the caller may change it)."""
+        if start not in self._reached:  # the steps and the programs ask for the same ones again
+            seen = {start}
+            todo = [start]
+            while todo:
+                for other in self.imports(todo.pop()):
+                    if other not in seen:
+                        seen.add(other)
+                        todo.append(other)
+            self._reached[start] = frozenset(seen)
+        return set(self._reached[start])
 
 
 def holds(results: Sequence[FileResult]) -> dict[int, str]:

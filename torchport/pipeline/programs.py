@@ -41,11 +41,16 @@ CUDA_ONLY_TEXT = re.compile(r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|
                             r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
                             r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+)\b")
 
+# The same without its word boundaries (a superset that Python's re scans faster): most modules lack it, and are not
+# scanned with the exact pattern.
+_CUDA_ONLY_LOOSE = re.compile(CUDA_ONLY_TEXT.pattern.replace(r"\b", "").replace(r"\w+", ""))
+
 # Text of a module that may define a CUDA gate that exits (`_calls_a_gate`): it asks CUDA and stops. Both
 # must be there, in either order (the two cannot overlap): two scans, where one pattern with ``.*`` between them
 # would scan the rest of the text from every match.
 _GATE_ASKS = re.compile(r"\b(?:is_available|device_count)\b")
 _GATE_STOPS = re.compile(r"\b(?:sys\.exit|exit\(|raise\b)")
+_GATE_LOOSE = (re.compile("is_available|device_count"), re.compile(r"sys\.exit|exit\(|raise"))  # the same, faster
 _CUDA_ONLY_LIBRARY_TAG = "[R07 cuda-only-library]"  # `codemods.core.reasons.CUDA_ONLY_LIBRARY` (a test ties them)
 # Text of a module that places data on a device itself.
 _PLACES_DATA = re.compile(r"\.to\(|\.cuda\(|\bdevice\b|\bdev\(\)")
@@ -349,8 +354,22 @@ def may_leave(results: Sequence[FileResult]) -> list[FileResult]:
     text scan, so that a run needs no analysis to know)."""
     if not any(r.changed for r in results):
         return []
-    return [r for r in results if CUDA_ONLY_TEXT.search(r.original or "") or (
-        _GATE_ASKS.search(r.original or "") and _GATE_STOPS.search(r.original or ""))]
+    return [r for r in results if _cuda_only_text(r.original or "")]
+
+
+_CUDA_ONLY: dict[str, bool] = {}
+
+
+def _cuda_only_text(text: str) -> bool:
+    """Whether ``text`` holds CUDA-only text, or asks CUDA and stops; read once per text (`may_leave` is asked
+    twice a run)."""
+    if text not in _CUDA_ONLY:
+        if len(_CUDA_ONLY) >= _MEMO_LIMIT:
+            _CUDA_ONLY.clear()
+        asks, stops = _GATE_LOOSE
+        _CUDA_ONLY[text] = bool(_CUDA_ONLY_LOOSE.search(text) and CUDA_ONLY_TEXT.search(text) or (
+            asks.search(text) and _GATE_ASKS.search(text) and stops.search(text) and _GATE_STOPS.search(text)))
+    return _CUDA_ONLY[text]
 
 
 def leave(results: list[FileResult], left: Mapping[int, str]) -> None:

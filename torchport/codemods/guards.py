@@ -285,7 +285,9 @@ def _wraps_backend(node: cst.ClassDef) -> bool:
     class for another; rewriting it would make the CUDA one answer for MPS."""
     delegating = 0
     for item in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
-        body = item.body.body if isinstance(item, cst.FunctionDef) and isinstance(item.body, cst.IndentedBlock) else ()
+        if not (isinstance(item, cst.FunctionDef) and isinstance(item.body, cst.IndentedBlock)):
+            continue
+        body = item.body.body
         if len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and isinstance(
                 ret := body[0].body[0], cst.Return) and ret.value is not None:
             target = dotted_name(ret.value.func if isinstance(ret.value, cst.Call) else ret.value) or ""

@@ -20,19 +20,30 @@ import ast
 import os
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from torchport.codemods.analysis.lacks import LACKS_TEXT, blocker
+from torchport.codemods.analysis.lacks import LACKS_TEXT
 from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, is_script
-from torchport.pipeline.project import Project
+from torchport.pipeline.project import _MEMO_LIMIT, Project, fewer_collections, lacking, parse
 from torchport.results import Diagnostic, FileResult
 
+if TYPE_CHECKING:
+    from torchport.codemods.analysis.requirements import Requirement
+
 OFF_CUDA = ("mps", "xpu", "cpu")  # the targets a port adds (`torchport.codemods.analysis.requirements`)
-# Text of a module that may define a CUDA gate that exits (`_calls_a_gate`): it asks CUDA and stops.
-_GATE_EXIT = re.compile(r"\b(?:is_available|device_count)\b.*\b(?:sys\.exit|exit\(|raise\b)|"
-                        r"\b(?:sys\.exit|exit\(|raise\b).*\b(?:is_available|device_count)\b", re.S)
+# `analysis.programs.CUDA_ONLY_TEXT` without its word boundaries (a superset that Python's re scans faster): most
+# modules lack it, and are not scanned with the exact pattern.
+_CUDA_ONLY_LOOSE = re.compile(CUDA_ONLY_TEXT.pattern.replace(r"\b", ""))
+
+# Text of a module that may define a CUDA gate that exits (`_calls_a_gate`): it asks CUDA and stops. Both
+# must be there, in either order (the two cannot overlap): two scans, where one pattern with ``.*`` between them
+# would scan the rest of the text from every match.
+_GATE_ASKS = re.compile(r"\b(?:is_available|device_count)\b")
+_GATE_STOPS = re.compile(r"\b(?:sys\.exit|exit\(|raise\b)")
+_GATE_LOOSE = (re.compile("is_available|device_count"), re.compile(r"sys\.exit|exit\(|raise"))  # the same, faster
 _CUDA_ONLY_LIBRARY_TAG = "[R07 cuda-only-library]"  # `codemods.core.reasons.CUDA_ONLY_LIBRARY` (a test ties them)
 # Text of a module that places data on a device itself.
 _PLACES_DATA = re.compile(r"\.to\(|\.cuda\(|\bdevice\b|\bdev\(\)")
@@ -101,20 +112,33 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         root: the folder given; paths are shown relative to it, and its ``pyproject.toml`` names the console
             scripts.
     """
-    from torchport.codemods.analysis.requirements import Requirement, requirements
+    with fewer_collections():
+        return _programs(results, root)
+
+
+def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
+    from torchport.codemods.analysis.requirements import Requirement
 
     trees, project = _model(results)
     scripts = _console_scripts(root)
     imported = {other for index in range(len(results)) for other in project.imports(index)}
+    paths_shown: dict[int, str] = {}
+
+    def shown_as(index: int) -> str:
+        """``results[index]``'s path as shown (resolved once: a module many programs reach is shown in each)."""
+        if index not in paths_shown:
+            paths_shown[index] = _shown(results[index].path, root)
+        return paths_shown[index]
+
     kinds: dict[int, str] = {}
     for index, result in enumerate(results):
         kind = _kind(result, trees[index], project.names[index], scripts, index in imported)
         if kind is not None:
             kinds[index] = kind
     reached = {index for entry in kinds for index in project.reach(entry)}
-    for index, result in enumerate(results):
+    for index in range(len(results)):
         if index not in kinds and index not in reached and index not in imported \
-                and _public_module(_shown(result.path, root), trees[index]):
+                and _public_module(shown_as(index), trees[index]):
             kinds[index] = "library"
     found: dict[tuple[int, bool], list[Requirement]] = {}
     predicates = _project_predicates(results, trees)
@@ -124,29 +148,29 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         key = (index, entry)
         if key not in found:
             tree, text = trees[index], results[index].original or ""
-            lacking = blocker(text, tree) if tree is not None else None
+            lacks = lacking(text) if tree is not None else None
             bound = _bound(index, project, predicates) if entry else frozenset()
-            found[key] = [*(requirements(tree, text, entry, bound) if tree is not None else []),
-                          *([Requirement(("mps",), f"uses {lacking[1]}, which MPS lacks: on a Mac it runs on the CPU",
-                                         lacking[0])] if lacking else [])]
+            found[key] = [*(_requirements(text, entry, bound) if tree is not None else []),
+                          *([Requirement(("mps",), f"uses {lacks[1]}, which MPS lacks: on a Mac it runs on the CPU",
+                                         lacks[0])] if lacks else [])]
         return found[key]
 
     gates = _project_gates(results, trees)
     made = []
     for entry, kind in kinds.items():
         reach = sorted(project.reach(entry), key=lambda i: (i != entry, str(results[i].path)))
-        program = Program(_shown(results[entry].path, root), kind, reached=set(reach),
+        program = Program(shown_as(entry), kind, reached=set(reach),
                           rewrites=sum(sum(results[i].rewrites.values()) for i in reach))
         if kind in ("script", "console-script") and (gated := _calls_a_gate(entry, trees, project, gates)):
             line, name, where = gated
             program.blockers.extend(Blocker(target, f"calls `{name}`, which stops unless CUDA is there "
-                                                    f"({_shown(results[where[0]].path, root)}:{where[1]})",
+                                                    f"({shown_as(where[0])}:{where[1]})",
                                             program.path, line) for target in OFF_CUDA)
         always = project.reach(entry, always=True)  # a module imported in a function, under a guard or lazily
         for index in reach:                          # is a path the program may not take: no blocker
             if index not in always:
                 continue
-            shown, seen = _shown(results[index].path, root), set[str]()
+            shown, seen = shown_as(index), set[str]()
             for need in needs(index, index == entry):  # the first of each module, per target
                 program.blockers.extend(Blocker(target, need.reason, shown, need.line)
                                         for target in need.targets if target not in seen)
@@ -161,14 +185,13 @@ def programs(results: Sequence[FileResult], root: Path) -> list[Program]:
 def _project_gates(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None]) -> dict[int, dict[str, int]]:
     """The functions each module defines that stop whenever CUDA is missing (`analysis.gates.exits_without_cuda`):
     index -> name -> line."""
-    from torchport.codemods.analysis.gates import GATE_TEXT, exits_without_cuda
+    from torchport.codemods.analysis.gates import GATE_TEXT
 
     found: dict[int, dict[str, int]] = {}
     for index, result in enumerate(results):
         tree = trees.get(index)
         if tree is not None and GATE_TEXT.search(result.original or ""):
-            gates = {s.name: s.lineno for s in tree.body
-                     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and exits_without_cuda(s)}
+            gates = _exiting_gates(result.original or "", tree)
             if gates:
                 found[index] = gates
     return found
@@ -237,13 +260,10 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
     suspects = may_leave(results)
     if not suspects:
         return {}
-    from torchport.codemods.analysis.gates import exits_without_cuda
-    from torchport.codemods.analysis.requirements import requirements
-
     # Only a module that itself needs CUDA, or defines a CUDA gate, makes a program CUDA-only (an entry point's
     # own check leaves that file alone already): without one, the model of every program is not built.
-    if not any(any(OFF_CUDA == need.targets for need in requirements(tree, r.original or "")) or any(
-            isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and exits_without_cuda(s) for s in tree.body)
+    if not any(any(OFF_CUDA == need.targets for need in _requirements(r.original or "", False))
+               or _exiting_gates(r.original or "", tree)
                for r in suspects if (tree := _parse(r.original)) is not None):
         return {}
     reaching: dict[int, list[Program]] = {}
@@ -280,14 +300,23 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         return {}
     trees, project = _model(results)
     scripts = _console_scripts(Path.cwd())
-    imported = {other for index in range(len(results)) for other in project.imports(index)}
+    imported: set[int] = set()  # what the project imports, read only where a console script's kind needs it
+
+    def is_imported(index: int) -> bool:
+        if not imported:
+            imported.update(other for i in range(len(results)) for other in project.imports(i))
+            imported.add(-1)  # read
+        return index in imported
+
     found: dict[int, tuple[int, str] | None] = {}
     reasons: dict[int, str] = {}
     for index, result in enumerate(results):
-        tree = trees[index]
         if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019") \
-                or not _PLACES_DATA.search(result.original or "") or tree is None or not (is_script(tree) or _kind(
-                    result, tree, project.names[index], scripts, index in imported) == "console-script"):
+                or not _PLACES_DATA.search(result.original or ""):
+            continue
+        tree, name = trees[index], project.names[index]
+        if tree is None or not (is_script(tree) or name in scripts and _kind(
+                result, tree, name, scripts, is_imported(index)) == "console-script"):
             continue  # a `__main__` block or a console script: a module that merely does work at import is not
         if index in imported and not _kind(result, tree, project.names[index], scripts, True) == "console-script":
             continue  # other modules import it (a library with a demo `__main__`): the call would run in their programs
@@ -296,14 +325,13 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             continue
         for other in sorted(reach, key=lambda i: (i != index, results[i].display)):
             if other not in found:
-                found[other] = blocker(results[other].original or "", trees[other], certain=True) \
-                    if trees[other] else None
-            lacking = found[other]
-            if lacking is not None:
+                found[other] = lacking(results[other].original or "", certain=True) if trees[other] else None
+            lacks = found[other]
+            if lacks is not None:
                 where = results[other].display
                 if Path(where).is_absolute():  # the run was given absolute paths: from the entry point's folder
                     where = Path(os.path.relpath(results[other].path, results[index].path.parent)).as_posix()
-                reasons[index] = f"{lacking[1]}, {where}:{lacking[0]}"
+                reasons[index] = f"{lacks[1]}, {where}:{lacks[0]}"
                 break
     has_call = {i for i in reasons} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")}
     return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
@@ -320,7 +348,7 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     """
     from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
     from torchport.codemods.analysis.programs import cuda_predicates
-    from torchport.codemods.analysis.requirements import cuda_only_functions, requirements
+    from torchport.codemods.analysis.requirements import cuda_only_functions
 
     changed = [i for i, r in enumerate(results) if r.changed]
     gating = {i for i, r in enumerate(results) if r.original and GATE_TEXT.search(r.original)}
@@ -329,10 +357,11 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
         return {}
     trees, project = _model(results)
     # The project's modules that need CUDA whenever imported: a function that imports one needs it too.
-    needy = {i for i in needing if (tree := trees[i]) is not None
-             and any(need.targets == OFF_CUDA for need in requirements(tree, results[i].original or ""))}
+    needy = {i for i in needing if trees[i] is not None
+             and any(need.targets == OFF_CUDA for need in _requirements(results[i].original or "", False))}
     cuda_only = frozenset(name for i in needy if (name := project.names[i]))
-    needing |= {i for i in range(len(results)) if project.imports(i) & needy}  # `def f(): import kernels`
+    if needy:  # `def f(): import kernels`
+        needing |= {i for i in range(len(results)) if project.imports(i) & needy}
     defined: dict[int, dict[str, int]] = {}
     for index in sorted(gating | needing):
         tree = trees[index]
@@ -369,7 +398,22 @@ def may_leave(results: Sequence[FileResult]) -> list[FileResult]:
     text scan, so that a run needs no analysis to know)."""
     if not any(r.changed for r in results):
         return []
-    return [r for r in results if CUDA_ONLY_TEXT.search(r.original or "") or _GATE_EXIT.search(r.original or "")]
+    return [r for r in results if _cuda_only_text(r.original or "")]
+
+
+_CUDA_ONLY: dict[str, bool] = {}
+
+
+def _cuda_only_text(text: str) -> bool:
+    """Whether ``text`` holds CUDA-only text, or asks CUDA and stops; read once per text (`may_leave` is asked
+    twice a run)."""
+    if text not in _CUDA_ONLY:
+        if len(_CUDA_ONLY) >= _MEMO_LIMIT:
+            _CUDA_ONLY.clear()
+        asks, stops = _GATE_LOOSE
+        _CUDA_ONLY[text] = bool(_CUDA_ONLY_LOOSE.search(text) and CUDA_ONLY_TEXT.search(text) or (
+            asks.search(text) and _GATE_ASKS.search(text) and stops.search(text) and _GATE_STOPS.search(text)))
+    return _CUDA_ONLY[text]
 
 
 def leave(results: list[FileResult], left: Mapping[int, str]) -> None:
@@ -446,31 +490,75 @@ def _console_scripts(root: Path) -> set[str]:
     return {str(target).split(":", 1)[0].strip() for target in scripts.values()} if isinstance(scripts, dict) else set()
 
 
-_last: tuple[tuple[tuple[str, str, int], ...], dict[int, ast.Module | None], Project] | None = None
+class _Trees(Mapping[int, "ast.Module | None"]):
+    """Each file's tree by its index in the run, parsed when first asked for (a step that reads a few modules, as
+    the gates of the changed files, parses only those) and once per text (`torchport.pipeline.project.parse`)."""
+
+    def __init__(self, texts: Sequence[str | None]) -> None:
+        self._texts = texts
+
+    def __getitem__(self, index: int) -> ast.Module | None:
+        if not 0 <= index < len(self._texts):
+            raise KeyError(index)
+        return parse(self._texts[index])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self._texts)))
+
+    def __len__(self) -> int:
+        return len(self._texts)
 
 
-def _model(results: Sequence[FileResult]) -> tuple[dict[int, ast.Module | None], Project]:
+_last: tuple[tuple[tuple[str, str, int], ...], _Trees, Project] | None = None
+
+
+def _model(results: Sequence[FileResult]) -> tuple[Mapping[int, ast.Module | None], Project]:
     """Every file's tree and the project's imports, for ``results``: read once per set of sources (a run asks
     for them in several steps: gates, MPS blockers, the programs left whole, the summary)."""
     global _last
     key = tuple((str(r.path), r.display, hash(r.original)) for r in results)  # the same sources, whatever objects
     if _last is not None and _last[0] == key:
         return _last[1], _last[2]
-    known = {k: _last[1][i] for i, k in enumerate(_last[0])} if _last is not None else {}  # the same, reordered
-    trees: dict[int, ast.Module | None] = {i: known[k] if k in known else _parse(r.original)
-                                           for i, (k, r) in enumerate(zip(key, results))}
+    trees = _Trees([r.original for r in results])
     project = Project(results, trees)
     _last = (key, trees, project)
     return trees, project
 
 
 def _parse(text: str | None) -> ast.Module | None:
-    if text is None:
-        return None
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    return parse(text)
+
+
+# What each module's text gives the steps of a run, read once per text (see `torchport.pipeline.project.parse`).
+_REQUIREMENTS: dict[tuple[str, bool, frozenset[str]], list[Requirement]] = {}
+_EXITING: dict[str, dict[str, int]] = {}
+
+
+def _requirements(text: str, entry: bool, predicates: frozenset[str] = frozenset()) -> list[Requirement]:
+    """`torchport.codemods.analysis.requirements.requirements` of a module that parses; read once per text."""
+    from torchport.codemods.analysis.requirements import requirements
+
+    key = (text, entry, predicates)
+    if key not in _REQUIREMENTS:
+        tree = parse(text)
+        assert tree is not None
+        if len(_REQUIREMENTS) >= _MEMO_LIMIT:
+            _REQUIREMENTS.clear()
+        _REQUIREMENTS[key] = requirements(tree, text, entry, predicates)
+    return _REQUIREMENTS[key]
+
+
+def _exiting_gates(text: str, tree: ast.Module) -> dict[str, int]:
+    """The module's top-level functions that stop whenever CUDA is missing (`analysis.gates.exits_without_cuda`),
+    name -> line; read once per text."""
+    from torchport.codemods.analysis.gates import exits_without_cuda
+
+    if text not in _EXITING:
+        if len(_EXITING) >= _MEMO_LIMIT:
+            _EXITING.clear()
+        _EXITING[text] = {s.name: s.lineno for s in tree.body
+                          if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and exits_without_cuda(s)}
+    return _EXITING[text]
 
 
 def _shown(path: Path, root: Path) -> str:

@@ -21,14 +21,68 @@ its whole folder.
 from __future__ import annotations
 
 import ast
+import gc
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from torchport.codemods.analysis.lacks import blocker
 from torchport.results import FileResult
 
 _DYNAMIC_IMPORT = re.compile(r"\bimport_module\(|\b__import__\(")
+# What the steps of a run read from each module's text, kept so that no step parses or reads a module again (a run
+# asks in several steps: gates, holds, MPS blockers, the programs left whole, the summary). Keyed by the text
+# itself; emptied when it grows past `_MEMO_LIMIT` entries, so that a long-lived process does not keep old projects.
+_TREES: dict[str, ast.Module | None] = {}
+_LACKING: dict[tuple[str, bool], tuple[int, str] | None] = {}
+_MEMO_LIMIT = 20_000
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Run CPython's cyclic garbage collector less often for a while: a run keeps many objects alive (the tree of
+    every module here, LibCST's nodes in the workers), and with the default thresholds the collector walks them
+    again and again (a third of a cold run on timm). What a run throws away is still collected, later."""
+    old = gc.get_threshold()
+    if old[0]:  # 0: collection is off, and stays so
+        gc.set_threshold(max(old[0], 100_000), max(old[1], 50), max(old[2], 100))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
+def parse(text: str | None) -> ast.Module | None:
+    """CPython's tree of ``text`` (None for no text, or one that does not parse); each text is parsed once.
+    The tree is shared: read it, never change it."""
+    if text is None:
+        return None
+    try:
+        return _TREES[text]
+    except KeyError:
+        pass
+    try:
+        tree: ast.Module | None = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    if len(_TREES) >= _MEMO_LIMIT:
+        _TREES.clear()
+    _TREES[text] = tree
+    return tree
+
+
+def lacking(text: str, certain: bool = False) -> tuple[int, str] | None:
+    """`torchport.codemods.analysis.lacks.blocker` of a module's ``text``, read once per text."""
+    key = (text, certain)
+    try:
+        return _LACKING[key]
+    except KeyError:
+        pass
+    if len(_LACKING) >= _MEMO_LIMIT:
+        _LACKING.clear()
+    found = _LACKING[key] = blocker(text, parse(text), certain)
+    return found
 
 
 class Project:
@@ -44,8 +98,16 @@ class Project:
     def __init__(self, results: Sequence[FileResult], trees: Mapping[int, ast.Module | None] | None = None) -> None:
         self.results = results
         self._trees = trees or {}  # CPython's trees where the caller has them (else each file is parsed here)
-        paths = {result.path.resolve(): index for index, result in enumerate(results) if result.original is not None}
+        resolved = [(index, result.path.resolve()) for index, result in enumerate(results)
+                    if result.original is not None]
+        self._resolved = resolved
+        paths = {path: index for index, path in resolved}
         self.paths = paths
+        self._folders: dict[Path, Path] = {}  # a file's path -> its resolved folder
+        self._found_beside: dict[tuple[Path, str, int], list[int]] = {}
+        self._bases: dict[Path, list[Path]] = {}  # a folder and the folders above it
+        self._module_at: dict[tuple[Path, str], int | None] = {}  # (folder, dotted name) -> the module there
+        self._reached: dict[tuple[int, bool], frozenset[int]] = {}
         self.package_dirs = {path.parent for path in paths if path.name == "__init__.py"}
         self.names: list[str | None] = [None] * len(results)
         self.by_name: dict[str, list[int]] = {}
@@ -73,12 +135,9 @@ class Project:
         found: set[int] = set()
         self._edges[key] = found
         text = self.results[index].original or ""
-        tree = self._trees.get(index)
+        tree = self._trees.get(index) or parse(text)
         if tree is None:
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                return found
+            return found
         name = self.names[index] or ""
         path = self.results[index].path
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -95,11 +154,10 @@ class Project:
                     found.update(self.by_name.get(f"{base}.{alias.name}" if base else alias.name, ())
                                  or self._beside(path, dotted, node.level))
         if path.name == "__init__.py" and _DYNAMIC_IMPORT.search(text) and not always:
-            folder = path.resolve().parent
-            for other, result in enumerate(self.results):
-                other_path = result.path.resolve()
-                if result.original is not None and (other_path.parent == folder or (
-                        other_path.name == "__init__.py" and other_path.parent.parent == folder)):
+            folder = self._folder(path)
+            for other, other_path in self._resolved:
+                if other_path.parent == folder or (
+                        other_path.name == "__init__.py" and other_path.parent.parent == folder):
                     found.add(other)
         found.discard(index)
         return found
@@ -108,12 +166,9 @@ class Project:
         """What file ``index`` binds from the files of the run: ``(local name, file, name in it)``, e.g.
         ``("RunIf", 3, "RunIf")`` for ``from helpers import RunIf`` or ``("h", 3, None)`` for ``import helpers as h``
         (the module itself). Read statically, as `imports`."""
-        tree = self._trees.get(index)
+        tree = self._trees.get(index) or parse(self.results[index].original or "")
         if tree is None:
-            try:
-                tree = ast.parse(self.results[index].original or "")
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                return []
+            return []
         name = self.names[index] or ""
         path = self.results[index].path
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -144,26 +199,54 @@ class Project:
         from the importer's folder (``level`` folders up for a relative import), else from each folder above it
         (a script's own folder and the project root are on ``sys.path``; folders without ``__init__.py`` are
         namespace packages)."""
-        folder = importer.resolve().parent
-        bases = [folder.parents[level - 2] if level > 1 else folder] if level else [folder, *folder.parents]
-        parts = dotted.split(".")
+        folder = self._folder(importer)
+        key = (folder, dotted, level)
+        if key not in self._found_beside:  # many modules of one folder import the same names
+            self._found_beside[key] = self._look_beside(folder, dotted, level)
+        return self._found_beside[key]
+
+    def _folder(self, path: Path) -> Path:
+        if path not in self._folders:
+            self._folders[path] = path.resolve().parent
+        return self._folders[path]
+
+    def _look_beside(self, folder: Path, dotted: str, level: int) -> list[int]:
+        if level:
+            bases = [folder.parents[level - 2] if level > 1 else folder]
+        else:  # the folders above are shared by every module below them: each is asked once per name
+            if folder not in self._bases:
+                self._bases[folder] = [folder, *folder.parents]
+            bases = self._bases[folder]
         for base in bases:
-            target = base.joinpath(*parts)
-            for candidate in (target.with_name(target.name + ".py"), target / "__init__.py"):
-                if candidate in self.paths:
-                    return [self.paths[candidate]]
+            key = (base, dotted)
+            if key not in self._module_at:
+                self._module_at[key] = self._module_in(base, dotted)
+            found = self._module_at[key]
+            if found is not None:
+                return [found]
         return []
 
+    def _module_in(self, base: Path, dotted: str) -> int | None:
+        target = base.joinpath(*dotted.split("."))
+        for candidate in (target.with_name(target.name + ".py"), target / "__init__.py"):
+            if candidate in self.paths:
+                return self.paths[candidate]
+        return None
+
     def reach(self, start: int, always: bool = False) -> set[int]:
-        """``start`` and every file it imports, transitively (``always``: through the imports it cannot avoid)."""
-        seen = {start}
-        todo = [start]
-        while todo:
-            for other in self.imports(todo.pop(), always):
-                if other not in seen:
-                    seen.add(other)
-                    todo.append(other)
-        return seen
+        """``start`` and every file it imports, transitively (``always``: through the imports it cannot avoid); a
+        new set: the caller may change it."""
+        key = (start, always)
+        if key not in self._reached:  # the steps and the programs ask for the same ones again
+            seen = {start}
+            todo = [start]
+            while todo:
+                for other in self.imports(todo.pop(), always):
+                    if other not in seen:
+                        seen.add(other)
+                        todo.append(other)
+            self._reached[key] = frozenset(seen)
+        return set(self._reached[key])
 
 
 def holds(results: Sequence[FileResult]) -> dict[int, str]:
@@ -185,12 +268,9 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
                    "tensors would be on different devices)" for i, line in own.items()}
     project = Project(results)
     reasons: dict[int, str] = {}
-    blockers: dict[int, tuple[int, str] | None] = {}
     for index in candidates:
         for other in sorted(project.reach(index)):
-            if other not in blockers:
-                blockers[other] = blocker(results[other].original or "")
-            found = blockers[other]
+            found = lacking(results[other].original or "")
             if found is not None:
                 reasons[index] = (f"{results[other].display}:{found[0]} uses {found[1]}, which MPS lacks; "
                                   "on a Mac this keeps running on the CPU, as before")

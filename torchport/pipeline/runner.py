@@ -110,6 +110,12 @@ def run(
     A file's failure is its result's ``error``. This function raises only what interrupts the run
     (KeyboardInterrupt, or what the caller's signal handlers raise), after stopping the workers.
     """
+    with project.fewer_collections():
+        return _run(found, settings, jobs, cache, progress)
+
+
+def _run(found: Sequence[Found], settings: Settings, jobs: int, cache: cache_module.Cache | None,
+         progress: Progress | None) -> list[FileResult]:
     results: list[FileResult] = []
     keys: dict[int, str | None] = {}  # index -> cache key, for the files to parse
     entries: dict[int, str] = {}  # index -> cache key, for every file read
@@ -220,15 +226,15 @@ def _leave_cuda_only_programs(results: list[FileResult], cache: cache_module.Cac
     """Files that only programs running only on CUDA reach stay as written (`torchport.pipeline.programs`).
     The decision reads every file of the run: it is cached under the keys of all of them, so a warm run of an
     unchanged project parses nothing."""
-    if not programs.may_leave(results):
-        return
     project_key = _project_key(results, entries, "programs") if cache is not None else None
-    if cache is not None and project_key is not None:
-        cached = cache.get_decisions(project_key)
+    if cache is not None and project_key is not None:  # asked first: a warm run then scans no text (the decision
+        cached = cache.get_decisions(project_key)   # is stored only where `may_leave` found some, for the same files)
         if cached is not None:
             by_display = {r.display: i for i, r in enumerate(results)}
             programs.leave(results, {by_display[d]: why for d, why in cached.items() if d in by_display})
             return
+    if not programs.may_leave(results):
+        return
     left = programs.left_whole(results)
     if cache is not None and project_key is not None:
         cache.put_decisions(project_key, {results[i].display: why for i, why in left.items()})

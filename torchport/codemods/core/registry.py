@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 from types import ModuleType
@@ -36,8 +37,21 @@ def family_rules(family: ModuleType) -> tuple[Rule, ...]:
         if missing:
             raise TypeError(f"rule {cls.__name__} ({cls.code}) does not declare {', '.join(missing)}: "
                             "the engine and the guards derive their lists from it")
-    classes.sort(key=lambda cls: inspect.getsourcelines(cls)[1])
+    lines = _class_lines(family)
+    classes.sort(key=lambda cls: lines[cls.__qualname__] if cls.__qualname__ in lines
+                 else inspect.getsourcelines(cls)[1])
     return tuple(cls() for cls in classes)
+
+
+def _class_lines(family: ModuleType) -> dict[str, int]:
+    """The line each top-level class of ``family`` starts on, as `inspect.getsourcelines` gives it (its first
+    decorator's, the first definition of a name), from one parse of the module: asking ``inspect`` per class
+    parses the module again for each (a third of a second per run)."""
+    lines: dict[str, int] = {}
+    for node in ast.parse(inspect.getsource(family)).body:
+        if isinstance(node, ast.ClassDef):
+            lines.setdefault(node.name, node.decorator_list[0].lineno if node.decorator_list else node.lineno)
+    return lines
 
 
 RULES_IN_ORDER: tuple[Rule, ...] = tuple(rule for family in FAMILIES for rule in family_rules(family))

@@ -318,7 +318,7 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         if tree is None or not (is_script(tree) or name in scripts and _kind(
                 result, tree, name, scripts, is_imported(index)) == "console-script"):
             continue  # a `__main__` block or a console script: a module that merely does work at import is not
-        if index in imported and not _kind(result, tree, project.names[index], scripts, True) == "console-script":
+        if is_imported(index) and name not in scripts:
             continue  # other modules import it (a library with a demo `__main__`): the call would run in their programs
         reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
         if not project.reach(index) & moving:

@@ -156,6 +156,9 @@ def test_a_held_module_keeps_its_unconditional_moves(tmp_path: Path) -> None:
     ("x = y.double()\n", None),
     ("x = y.to(torch.float64)\n", None),
     ("def sync(d):\n    t = torch.tensor([1.0], dtype=torch.float64, device=d)\n    dist.all_reduce(t)\n", None),
+    # float64 numpy arrays that stay numpy, beside a tensor of its own dtype (diffusers' convert_amused.py)
+    ("d = np.abs(a.astype(np.float64) - b.astype(np.float64))\n"
+     "c = torch.tensor([[512, 0]], dtype=torch.float32, device=dev)\n", None),
 ])
 def test_a_certain_blocker_surely_reaches_the_device(text: str, expected: tuple[int, str] | None) -> None:
     """What TP019 acts on (`tp.avoid_mps`): a cautious blocker keeps a program's verdict, not its device."""

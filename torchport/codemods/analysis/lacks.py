@@ -62,7 +62,8 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
             if pattern.search(code):
                 found.append((number, what))
                 break
-    if _FROM_NUMPY_TO_DEVICE.search(text) and not (certain and _COLLECTIVES.search(text)):
+    if _FROM_NUMPY_TO_DEVICE.search(text) and not (certain and (_COLLECTIVES.search(text) or not _arrays_moved(
+            text, tree))):
         found.extend((number, "float64 numpy arrays made into tensors") for number, line in enumerate(lines, 1)
                      if _NUMPY_FLOAT64.search(line.split("#", 1)[0]))
     if _WIDE_TEXT.search(text):
@@ -77,6 +78,32 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
         elif tree is not None:
             found.extend(_wide_dtype_lines(tree, text, certain))
     return min(found) if found else None
+
+
+def _arrays_moved(text: str, tree: ast.Module | None) -> bool:
+    """Whether the module makes a tensor of an array it was given (``from_numpy(arr)``, ``torch.tensor(arr)`` with no
+    dtype of its own: not a literal list, not ``dtype=torch.float32``) and puts it on a device (``.to(...)``,
+    ``.cuda()``, ``device=``) in the same expression."""
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return True  # cautious: read as text
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        placed = any(k.arg == "device" for k in node.keywords) or (
+            isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"))
+        if not placed:
+            continue
+        for inner in ast.walk(node):
+            if (isinstance(inner, ast.Call) and isinstance(inner.func, (ast.Attribute, ast.Name))
+                    and (inner.func.attr if isinstance(inner.func, ast.Attribute) else inner.func.id)
+                    in ("from_numpy", "tensor", "as_tensor") and inner.args
+                    and not isinstance(inner.args[0], (ast.List, ast.Tuple, ast.Constant))
+                    and not any(k.arg == "dtype" for k in inner.keywords)):
+                return True
+    return False
 
 
 def handles_mps(tree: ast.Module) -> bool:

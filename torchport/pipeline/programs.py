@@ -323,6 +323,9 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
         if not project.reach(index) & moving:
             continue
+        if "init_process_group" in "".join(results[i].original or "" for i in reach) and _joins_a_group(
+                index, trees, project):
+            continue  # the program always makes a process group: on a Mac the runtime picks the CPU already
         for other in sorted(reach, key=lambda i: (i != index, results[i].display)):
             if other not in found:
                 found[other] = lacking(results[other].original or "", certain=True) if trees[other] else None
@@ -335,6 +338,51 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
                 break
     has_call = {i for i in reasons} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")}
     return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
+
+
+def _joins_a_group(entry: int, trees: Mapping[int, ast.Module | None], project: Project) -> bool:
+    """Whether the program of ``entry`` always makes a ``torch.distributed`` process group: a function of the entry
+    module calls, as a statement it always runs, ``init_process_group`` or a function of the project that always
+    calls it (guided-diffusion's ``dist_util.setup_dist()``, which picks gloo without CUDA)."""
+    from torchport.codemods.analysis.requirements import always_run
+
+    def functions(tree: ast.Module | None) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+        return {f.name: f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))} if tree else {}
+
+    def called(node: ast.AST, name: str) -> bool:
+        return isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)) and (
+            node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) == name
+
+    def makes_group(body: list[ast.stmt]) -> bool:
+        """``init_process_group`` in a statement always run, with no return before it but one taken when a group
+        exists already (mae's ``init_distributed_mode`` returns first when not launched distributed: no group)."""
+        for statement in body:
+            if isinstance(statement, ast.If) and not any(called(n, "is_initialized") for n in ast.walk(
+                    statement.test)) and any(isinstance(n, ast.Return) for n in ast.walk(statement)):
+                return False
+            if statement in always_run([statement]) and any(called(n, "init_process_group")
+                                                            for n in ast.walk(statement)):
+                return True
+        return False
+
+    tree = trees.get(entry)
+    own = functions(tree)
+    bound: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for local, target, name in project.bindings(entry):
+        for function_name, function in functions(trees.get(target)).items():
+            if name is None:
+                bound[f"{local}.{function_name}"] = function
+            elif name == function_name:
+                bound[local] = function
+    for body in (tree.body if tree else [], *(f.body for f in own.values())):
+        if makes_group(body):
+            return True
+        for statement in always_run(body):
+            for node in ast.walk(statement):
+                callee = bound.get(ast.unparse(node.func)) if isinstance(node, ast.Call) else None
+                if callee is not None and makes_group(callee.body):
+                    return True
+    return False
 
 
 def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:

@@ -92,7 +92,7 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
     """
     found: list[Requirement] = []
     imports = import_map(tree)
-    for statement in _unconditional(tree.body):
+    for statement in always_run(tree.body):
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             for name in _imported(statement):
                 if (why := cuda_only_import(name)) is not None:
@@ -112,17 +112,17 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
     return sorted(set(found), key=lambda r: (r.line, -len(r.targets), r.reason))
 
 
-def _unconditional(body: list[ast.stmt]) -> list[ast.stmt]:
+def always_run(body: list[ast.stmt]) -> list[ast.stmt]:
     """The statements of ``body`` that run whenever it does: not under ``if``/``try``, nor in a function. A ``try``
     whose every handler raises again (``except ImportError: raise RuntimeError("needs triton")``) is no way around
     its body: that body counts."""
     run: list[ast.stmt] = []
     for statement in body:
         if isinstance(statement, (ast.With, ast.AsyncWith)):
-            run.extend(_unconditional(statement.body))
+            run.extend(always_run(statement.body))
         elif isinstance(statement, ast.Try) and statement.handlers and all(
                 h.body and isinstance(h.body[-1], ast.Raise) for h in statement.handlers):
-            run.extend(_unconditional(statement.body))
+            run.extend(always_run(statement.body))
         elif not isinstance(statement, (ast.If, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                                         ast.For, ast.While)):
             run.append(statement)
@@ -217,7 +217,7 @@ def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mappi
                 module: str | None, cuda_only_modules: frozenset[str], known: Mapping[str, tuple[int, str]],
                 owner: str | None, stopping: frozenset[str]) -> str | None:
     """Why ``function`` always needs CUDA (see `cuda_only_functions`), or None."""
-    run = _unconditional(function.body)
+    run = always_run(function.body)
     for statement in function.body:  # a `with torch.cuda.graph(g):` item runs too
         if isinstance(statement, (ast.With, ast.AsyncWith)):
             run.extend(ast.Expr(item.context_expr) for item in statement.items)

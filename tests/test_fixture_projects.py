@@ -156,3 +156,19 @@ def test_a_program_that_always_makes_a_process_group_needs_no_avoid_mps(tmp_path
     done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--apply", "--no-cache"])
     assert done.exit_code == 0, done.output
     assert ("tp.avoid_mps(" in (tmp_path / "sample.py").read_text()) is called
+
+
+def test_a_package_module_with_a_demo_main_block_gets_no_avoid_mps(tmp_path: Path) -> None:
+    """DeepSpeed's data_analyzer.py: nothing in the project imports it, but it is a module of a package its users
+    import; its `__main__` block is a demo."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "wide.py").write_text("import torch\n\n\ndef table():\n"
+                                              "    return torch.zeros(4, dtype=torch.float64, device='cuda')\n")
+    (tmp_path / "pkg" / "analyzer.py").write_text(
+        "import torch\nfrom pkg import wide\n\n\ndef run(x):\n    return x.cuda()\n\n\nif __name__ == '__main__':\n"
+        "    print(run(torch.ones(2)))\n")
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--apply", "--no-cache"])
+    assert done.exit_code == 0, done.output
+    assert "x.to(tp.device())" in (tmp_path / "pkg" / "analyzer.py").read_text()
+    assert "avoid_mps" not in (tmp_path / "pkg" / "analyzer.py").read_text()

@@ -21,6 +21,10 @@ from torchport.codemods.analysis.gates import cuda_gates
     # a decorator whose wrapper skips
     ("import unittest, torch\ndef gpu(f):\n    def w(self):\n        if not torch.cuda.is_available():\n"
      "            self.skipTest('gpu')\n        f(self)\n    return w\n", {"gpu": 2}),
+    # diffusers' require_torch_gpu: skip unless the device in use is CUDA's; a raise on CUDA is no gate
+    ("import unittest\ndef needs_gpu(t):\n    return unittest.skipUnless(torch_device == 'cuda', 'gpu')(t)\n",
+     {"needs_gpu": 2}),
+    ("def f(x):\n    if x.device.type == 'cuda':\n        raise ValueError(x)\n", {}),
     # asking CUDA without stopping, or stopping without asking CUDA, is no gate
     ("import torch\ndef pick():\n    return 'cuda' if torch.cuda.is_available() else 'cpu'\n", {}),
     ("import pytest\nslow = pytest.mark.skipif(True, reason='slow')\n", {}),

@@ -292,8 +292,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         many), libraries (their users' programs decide) and notebooks; nor a script that places no data itself
         (no ``.to(``, ``.cuda(``, device: a data-preparation script that imports the library), nor one that
         imports another script that gets the call (a launcher: the call runs when it imports that script), nor a
-        script another module imports (a library module with a demo ``__main__`` block: the call would run in every
-        program that imports it).
+        module of a package or one another module imports, unless it is a console script (a library module with a
+        demo ``__main__`` block: the call would run in every program that imports it).
     """
     moving = {i for i, r in enumerate(results) if r.changed and r.facts.get("moves")}
     if not moving or not any(LACKS_TEXT.search(r.original or "") for r in results):
@@ -318,8 +318,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         if tree is None or not (is_script(tree) or name in scripts and _kind(
                 result, tree, name, scripts, is_imported(index)) == "console-script"):
             continue  # a `__main__` block or a console script: a module that merely does work at import is not
-        if is_imported(index) and name not in scripts:
-            continue  # other modules import it (a library with a demo `__main__`): the call would run in their programs
+        if name not in scripts and (is_imported(index) or project.in_package(index)):
+            continue  # a library module with a demo `__main__`: the call would run in every program importing it
         reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
         if not project.reach(index) & moving:
             continue

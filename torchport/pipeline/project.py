@@ -162,6 +162,10 @@ class Project:
         found.discard(index)
         return found
 
+    def in_package(self, index: int) -> bool:
+        """Whether file ``index`` is a module of a package of the run (its folder holds an ``__init__.py``)."""
+        return self._folder(self.results[index].path) in self.package_dirs
+
     def bindings(self, index: int) -> list[tuple[str, int, str | None]]:
         """What file ``index`` binds from the files of the run: ``(local name, file, name in it)``, e.g.
         ``("RunIf", 3, "RunIf")`` for ``from helpers import RunIf`` or ``("h", 3, None)`` for ``import helpers as h``

@@ -13,7 +13,7 @@ import re
 from torchport.codemods.analysis.programs import call_name, cuda_call
 
 # Text a gate's module holds: a module without it defines none (and is not walked).
-GATE_TEXT = re.compile(r"\b(?:is_available|device_count)\b")
+GATE_TEXT = re.compile(r"\b(?:is_available|device_count)\b|==\s*[\"']cuda[\"']|[\"']cuda[\"']\s*==")
 _QUERIES = frozenset({"is_available", "device_count"})
 _SKIPS = frozenset({"skip", "skipif", "skipIf", "skipUnless", "skipTest", "exit", "fail", "SkipTest"})
 
@@ -62,8 +62,10 @@ def _gates(node: ast.AST, known: dict[str, int]) -> bool:
         if isinstance(inner, ast.Call):
             if isinstance(inner.func, ast.Name) and inner.func.id in known:
                 return True
-            if call_name(inner) in _SKIPS and any(_asks(a, flags) for a in (*inner.args,
-                                                                           *(k.value for k in inner.keywords))):
+            if call_name(inner) == "skipUnless" and any(
+                    _asks(a, flags, device=True) for a in (*inner.args, *(k.value for k in inner.keywords))) or (
+                    call_name(inner) in _SKIPS and any(_asks(a, flags) for a in (*inner.args,
+                                                                                 *(k.value for k in inner.keywords)))):
                 return True
         elif isinstance(inner, ast.If) and _asks(inner.test, flags) and any(
                 isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and call_name(n) in _SKIPS)
@@ -72,11 +74,16 @@ def _gates(node: ast.AST, known: dict[str, int]) -> bool:
     return False
 
 
-def _asks(test: ast.AST, flags: set[str]) -> bool:
-    """Whether an expression asks CUDA: ``torch.cuda.is_available()``, ``torch.cuda.device_count()``, or a local in
-    ``flags`` that holds the answer."""
+def _asks(test: ast.AST, flags: set[str], device: bool = False) -> bool:
+    """Whether an expression asks CUDA: ``torch.cuda.is_available()``, ``torch.cuda.device_count()``, a local in
+    ``flags`` that holds the answer; with ``device``, also whether the device in use is CUDA's (only the condition
+    of a ``skipUnless``, diffusers' ``skipUnless(torch_device == "cuda")``: an ``if x.device.type == "cuda": raise``
+    stops on CUDA, not without it)."""
     return any((isinstance(n, ast.Call) and (name := call_name(n)) in _QUERIES and cuda_call(n, name))
-               or (isinstance(n, ast.Name) and n.id in flags) for n in ast.walk(test))
+               or (isinstance(n, ast.Name) and n.id in flags)
+               or (device and isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.Eq)
+                   and any(isinstance(c, ast.Constant) and c.value == "cuda" for c in (n.left, *n.comparators)))
+               for n in ast.walk(test))
 
 
 def exits_without_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

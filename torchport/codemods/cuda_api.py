@@ -313,6 +313,11 @@ class CudaLegacyTensorType(Rule):
                 "import torch\ny = x.to(tp.device(), torch.float32)\n"),
         Example("import torch\nt = torch.cuda.LongTensor([1, 2])\n",
                 "import torch\nt = torch.tensor([1, 2], dtype=torch.int64, device=tp.device())\n"),
+        # two or more arguments are sizes (fairseq's `th.cuda.FloatTensor(n_chunk, 512).fill_(0)`)
+        Example("import torch\nt = torch.cuda.FloatTensor(n, 512).fill_(0)\n",
+                "import torch\nt = torch.empty(n, 512, dtype=torch.float32, device=tp.device()).fill_(0)\n"),
+        # one argument may be data or a size: left, and reported (TP101)
+        Example("import torch\nt = torch.cuda.ByteTensor(n)\n"),
     )
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
@@ -331,8 +336,8 @@ class CudaLegacyTensorType(Rule):
         values = [a.value for a in updated.args]
         if len(values) == 1 and isinstance(values[0], (cst.List, cst.Tuple)):
             factory = "tensor"
-        elif all(isinstance(v, cst.Integer) for v in values):
-            factory, values = "empty", values or [cst.Integer("0")]
+        elif all(isinstance(v, cst.Integer) for v in values) or len(values) >= 2:
+            factory, values = "empty", values or [cst.Integer("0")]  # two or more arguments are sizes: data is one
         else:
             return None  # data or size? torchport cannot tell; TP101 reports it
         if not m.apply(self.code, original):

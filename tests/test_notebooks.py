@@ -97,3 +97,22 @@ def test_notebooks_can_be_excluded(tmp_path: Path) -> None:
     _notebook(tmp_path / "train.ipynb")
     result = CliRunner().invoke(app, ["migrate", str(tmp_path), "--exclude", "*.ipynb", "--no-cache"])
     assert "0 file(s) scanned" in result.stderr
+
+
+def test_a_notebook_with_sparse_tensors_keeps_off_mps(tmp_path: Path) -> None:
+    """A notebook is a program: one that builds sparse tensors on the device gets `tp.avoid_mps`, in the cell of its
+    `import torch` (its first cells install packages), naming the cell of the blocker."""
+    nb = v4.new_notebook()
+    for source in ("!pip install torch", "import torch\nimport numpy as np", "DEVICE = 'cuda'",
+                   "adj = torch.sparse_coo_tensor(i, v, (4, 4)).to(DEVICE)"):
+        nb.cells.append(v4.new_code_cell(source))
+    for index, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{index}"
+    path = tmp_path / "graph.ipynb"
+    path.write_text(json.dumps(nb, indent=1) + "\n", encoding="utf-8")
+    assert CliRunner().invoke(app, ["migrate", str(tmp_path), "--apply", "--no-cache"]).exit_code == 0
+    cells = [cell.source for cell in nbformat.reads(path.read_text(), as_version=nbformat.NO_CONVERT).cells]
+    assert cells[0] == "!pip install torch"
+    assert 'tp.avoid_mps("sparse tensors, cell 4, line 1")' in cells[1]
+    assert cells[1].index("from torchport import runtime as tp") < cells[1].index("tp.avoid_mps(")
+    assert cells[2] == "DEVICE = tp.device_str()"

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchport.codemods.analysis.lacks import blocker
-from torchport.codemods.analysis.programs import is_script
-from torchport.codemods.core.base import Diagnostic
+from torchport.codemods.analysis.programs import NOTEBOOK_CELL, is_program
+from torchport.codemods.core.base import Diagnostic, dotted_name
 from torchport.codemods.core.rule import Example, Rule
 from torchport.emit.placement import after_imports
 
@@ -36,7 +36,7 @@ class KeepOffMps(Rule):
                "after its entry point's imports: on a Mac it keeps running on the CPU, as before.")
     before = 'import torch  # a script that moves float64 tensors to "cuda"'
     after = 'import torch\ntp.avoid_mps("float64, line 3")'
-    triggers = (r"\bfloat64\b|\bcomplex128\b|\.double\(\)|\bsparse_coo_tensor\b|\.to_sparse\(",)
+    triggers = (r"\bfloat64\b|\bcomplex128\b|\.double\(\)|\bsparse_\w+_tensor\b|\.to_sparse|\bsparse\.\w*Tensor\(",)
     examples = (
         Example('import torch\n\nx = torch.zeros(3, dtype=torch.float64).cuda()\n\nif __name__ == "__main__":\n'
                 "    print(x)\n",
@@ -55,15 +55,19 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
     that MPS cannot run and the port sends data to the runtime's device (see the module docstring)."""
     reason = m.avoid_mps
     if reason is None:
-        if not m.facts.get("moves") or m.syntax is None or not is_script(m.syntax):
+        if not m.facts.get("moves") or m.syntax is None or not is_program(m.syntax, m.source):
             return updated
         found = blocker(m.source, m.syntax, certain=True)
         if found is None:
             return updated
-        reason = f"{found[1]}, line {found[0]}"
+        reason = f"{found[1]}, {_where(m.source, found[0])}"
     if not m.enabled(KeepOffMps.code) or _has_call(updated):
         return updated
-    at = after_imports(updated.body, lambda statement: False)
+    # In a notebook, after the cell's `import torch`, where the runtime's import goes (its first cells often
+    # install packages); in a module, after its leading imports.
+    torch_import = next((s for s in updated.body if _imports_torch(s)), None) \
+        if m.source.startswith(NOTEBOOK_CELL) else None
+    at = after_imports(updated.body, lambda statement: statement is torch_import)
     line = m.start(original.body[at]).line if at < len(original.body) else 1
     if m._is_suppressed(KeepOffMps.code, line):
         return updated
@@ -71,6 +75,24 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
     m.sites.append(Diagnostic(KeepOffMps.code, line, 0, KeepOffMps.summary))
     call = cst.SimpleStatementLine([cst.Expr(m.runtime_call("avoid_mps", [cst.SimpleString(_quoted(reason))]))])
     return updated.with_changes(body=[*updated.body[:at], call, *updated.body[at:]])
+
+
+def _where(source: str, line: int) -> str:
+    """``line 12`` of a module; ``cell 9, line 3`` of a notebook's joined cells (cells counted from 1)."""
+    if not source.startswith(NOTEBOOK_CELL):
+        return f"line {line}"
+    cell, start = 0, 1
+    for number, text in enumerate(source.splitlines()[:line], 1):
+        if text.startswith(NOTEBOOK_CELL + " ") and text[len(NOTEBOOK_CELL) + 1:].isdigit():
+            cell, start = int(text[len(NOTEBOOK_CELL) + 1:]), number + 1
+    return f"cell {cell + 1}, line {line - start + 1}"
+
+
+def _imports_torch(statement: cst.BaseStatement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        (isinstance(s, cst.Import) and any((dotted_name(a.name) or "").split(".")[0] == "torch" for a in s.names))
+        or (isinstance(s, cst.ImportFrom) and s.module is not None and not s.relative
+            and (dotted_name(s.module) or "").split(".")[0] == "torch") for s in statement.body)
 
 
 def _quoted(text: str) -> str:

@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from torchport.codemods.analysis.programs import NOTEBOOK_CELL
 from torchport.results import FileResult
 
 SUFFIX = ".ipynb"
-_MARKER = "# torchport-notebook-cell {}"
+_MARKER = NOTEBOOK_CELL + " {}"
 _MARKER_RE = re.compile(r"^# torchport-notebook-cell (\d+)$", re.MULTILINE)
 _MAGIC_RE = re.compile(r"^# torchport-magic (\d+)$")
 # Lines IPython reads that Python cannot: %magic, !shell, x = !cmd / %magic, help: obj? / obj?? / ?obj / ??obj

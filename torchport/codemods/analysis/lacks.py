@@ -13,11 +13,13 @@ from collections.abc import Mapping
 # What MPS lacks that a module's text shows, as (pattern, description); float64 and complex128 are read from
 # the tree (`_wide_dtype_lines`). A module that mentions MPS handles it itself.
 _MPS_BLOCKERS = (
-    (re.compile(r"\bsparse_coo_tensor\b|\.to_sparse\("), "sparse tensors"),
+    (re.compile(r"\bsparse_(?:coo|csr|csc|bsr|bsc)_tensor\b|\.to_sparse(?:_\w+)?\(|\bsparse\.\w*Tensor\("),
+     "sparse tensors"),  # and the legacy constructors, `torch.sparse.LongTensor(i, v, size)`
     (re.compile(r"\bforced_align\b"), "torchaudio's forced_align"),
 )
 # Text every blocker's module holds: a run whose files hold none of it has no program that MPS cannot run.
-LACKS_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble|sparse_coo_tensor|to_sparse|forced_align)\b")
+LACKS_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
+                        r"forced_align)\b")
 _COLLECTIVES = re.compile(r"\b(?:all_reduce|all_gather|all_gather_object|reduce_scatter|broadcast|all_to_all)\(")
 _MENTIONS_MPS = re.compile(r"\bmps\b", re.IGNORECASE)
 _WIDE_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble)\b")

@@ -101,6 +101,15 @@ def _exits(body: list[ast.stmt]) -> bool:
     return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and call_name(last.value) in _EXIT_CALLS
 
 
+# The comment that opens each code cell of a notebook migrated as one module (`torchport.pipeline.notebooks`).
+NOTEBOOK_CELL = "# torchport-notebook-cell"
+
+
+def is_program(module: ast.Module, source: str) -> bool:
+    """Whether a module runs as a program: a ``__main__`` block, or a notebook's code cells."""
+    return source.startswith(NOTEBOOK_CELL) or is_script(module)
+
+
 def is_main(test: ast.AST) -> bool:
     """``__name__ == "__main__"``."""
     return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"

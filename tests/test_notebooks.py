@@ -116,3 +116,36 @@ def test_a_notebook_with_sparse_tensors_keeps_off_mps(tmp_path: Path) -> None:
     assert 'tp.avoid_mps("sparse tensors, cell 4, line 1")' in cells[1]
     assert cells[1].index("from torchport import runtime as tp") < cells[1].index("tp.avoid_mps(")
     assert cells[2] == "DEVICE = tp.device_str()"
+
+
+def test_the_runtime_import_goes_with_torchs_import(tmp_path: Path) -> None:
+    """Leading imports in an earlier cell (condacolab's, whose install() restarts the kernel): the runtime is imported
+    in the cell of `import torch`, and the earlier cell is left exactly as it was."""
+    nb = v4.new_notebook()
+    nb.cells.append(v4.new_markdown_cell("Check the `cuda` version"))
+    for source in ("!nvcc --version", "!pip install -q condacolab", "import condacolab\n\n\ncondacolab.install()",
+                   "import torch", "x = torch.ones(2).cuda()"):
+        nb.cells.append(v4.new_code_cell(source))
+    for index, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{index}"
+    path = tmp_path / "colab.ipynb"
+    path.write_text(json.dumps(nb, indent=1) + "\n", encoding="utf-8")
+    assert CliRunner().invoke(app, ["migrate", str(tmp_path), "--apply", "--no-cache"]).exit_code == 0
+    cells = [cell.source for cell in nbformat.reads(path.read_text(), as_version=nbformat.NO_CONVERT).cells]
+    assert cells[1:4] == ["!nvcc --version", "!pip install -q condacolab",
+                          "import condacolab\n\n\ncondacolab.install()"]
+    assert cells[4] == "import torch\nfrom torchport import runtime as tp"
+    assert cells[5] == "x = torch.ones(2).to(tp.device())"
+
+
+def test_an_added_runtime_import_moves_to_torchs_import_from_any_cell() -> None:
+    """Wherever the import was added (after the leading imports: here a cell that restarts the kernel), it moves to
+    just after the notebook's first `import torch`."""
+    from torchport.pipeline.notebooks import _move_runtime_import
+
+    before = {0: (1, "pass\n"), 2: (3, "import condacolab\ncondacolab.install()\n"), 4: (6, "import torch\n")}
+    after = {0: (1, "pass\n"), 2: (3, "import condacolab\nfrom torchport import runtime as tp\ncondacolab.install()\n"),
+             4: (7, "import torch\n")}
+    _move_runtime_import(before, after)
+    assert after[2][1] == "import condacolab\ncondacolab.install()\n"
+    assert after[4][1] == "import torch\nfrom torchport import runtime as tp\n"

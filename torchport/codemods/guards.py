@@ -305,6 +305,8 @@ def _negated_detection(m: Migrator, test: cst.BaseExpression) -> bool:
         return _negated_detection(m, test.left) or _negated_detection(m, test.right)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:  # `x.device.type != "cuda"`
         target = test.comparisons[0]
+        if isinstance(target.operator, cst.NotEqual) and _cuda_type_string(test):
+            return True
         if isinstance(target.operator, (cst.NotEqual, cst.NotIn)) and "cuda" in (
                 string_value(test.left), string_value(target.comparator)):
             return tensor_type_check(test) is None or not (m.unsafe_fixes and m.enabled("TP008"))
@@ -472,12 +474,23 @@ def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
         if not isinstance(target.operator, (cst.Equal, cst.In)):
             return False
         sides = (test.left, target.comparator)
+        if _cuda_type_string(test):
+            return True  # `x.type() == "torch.cuda.HalfTensor"`: a CUDA tensor's type name
         if not any(string_value(s) == "cuda" for s in sides):
             return False
         if tensor_type_check(test) is not None:
             return not (unsafe and m.enabled("TP008"))
         return True
     return False
+
+
+def _cuda_type_string(test: cst.Comparison) -> bool:
+    """``x.type() == "torch.cuda.HalfTensor"`` (either side, ``==`` or ``!=``): true only for a CUDA tensor, as
+    ``x.is_cuda`` is (off CUDA a half tensor's type is ``torch.HalfTensor`` or ``torch.mps.HalfTensor``)."""
+    sides = (test.left, test.comparisons[0].comparator)
+    return any((string_value(s) or "").startswith("torch.cuda.") for s in sides) and any(
+        isinstance(s, cst.Call) and not s.args and isinstance(s.func, cst.Attribute) and s.func.attr.value == "type"
+        for s in sides)
 
 
 def _availability_based(m: Migrator, test: cst.BaseExpression) -> bool:

@@ -190,24 +190,26 @@ _TORCH_IMPORT = re.compile(r"^(?:import torch\b|from torch\b)[^(\\\n]*$", re.MUL
 
 
 def _move_runtime_import(before: dict[int, tuple[int, str]], after: dict[int, tuple[int, str]]) -> None:
-    """Move an added ``from torchport import runtime as tp`` from the first cell to just after the first
-    ``import torch`` of the notebook: the first cell often installs packages (``!pip install torch``)."""
-    first = next(iter(after), None)
-    if first is None:
+    """Move an added ``from torchport import runtime as tp`` from the cell it was added to (after the leading
+    imports: often a first cell that installs packages, or one that restarts the kernel, as ``condacolab.install()``
+    does) to just after the first ``import torch`` of the notebook, where torch's own setup is."""
+    added_in = next((index for index, (_, source) in after.items() if _RUNTIME_IMPORT.search(source)
+                     and not _RUNTIME_IMPORT.search(before[index][1])), None)
+    if added_in is None:
         return
-    added = _RUNTIME_IMPORT.search(after[first][1])
-    if added is None or _RUNTIME_IMPORT.search(before[first][1]):
-        return
+    added = _RUNTIME_IMPORT.search(after[added_in][1])
+    assert added is not None
     for index, (start, source) in after.items():
-        text = source if index != first else source[:added.start()] + source[added.end():]
+        text = source if index != added_in else source[:added.start()] + source[added.end():]
         torch_import = _TORCH_IMPORT.search(text)
         if torch_import is None:
             continue
-        if index != first or torch_import.start() >= added.start():
+        if index != added_in or torch_import.start() >= added.start():
             moved = text[:torch_import.end() + 1] + added.group(0).rstrip("\n") + "\n" + text[torch_import.end() + 1:]
             after[index] = (start, moved)
-            if index != first:
-                after[first] = (after[first][0], after[first][1][:added.start()] + after[first][1][added.end():])
+            if index != added_in:
+                after[added_in] = (after[added_in][0], after[added_in][1][:added.start()]
+                                   + after[added_in][1][added.end():])
         return
 
 
@@ -225,9 +227,13 @@ def _new_sources(result: NotebookResult) -> dict[int, str]:
     changed = {}
     for index, (_, old) in before.items():
         new = after[index][1]
-        if new != old:
+        if new != old and _lines(new) != _lines(old):  # blank lines alone (left by a moved import) are no change
             changed[index] = _unmask(new, result.magics)
     return changed
+
+
+def _lines(source: str) -> list[str]:
+    return [line for line in source.splitlines() if line.strip()]
 
 
 def locate(result: FileResult, line: int) -> tuple[str, int]:

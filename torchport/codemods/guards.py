@@ -745,6 +745,10 @@ class CudaGuard(Rule):
     def visit_If(self, m: Migrator, node: cst.If) -> None:
         parent = m.ancestors[-2] if len(m.ancestors) > 1 else None
         chain = _if_chain(node)
+        if isinstance(node.test, cst.Comparison) and len(node.test.comparisons) == 1 and _cuda_type_string(node.test):
+            m.skip_region(node, CUDA_ONLY, "it dispatches on CUDA tensor type names (`x.type() == "
+                          "\"torch.cuda.HalfTensor\"`): off CUDA no branch matches what the tensor is")
+            return
         unset = _unset_attribute(m, node.test)
         if unset is not None:  # `if hasattr(self, "final_offload_hook") and ...` where nothing sets it
             m.skip_region(node.body, UNSET_ATTRIBUTE,

@@ -78,9 +78,36 @@ _STRING_KEYWORDS = frozenset({"device", "default", "map_location", "device_name"
 _DEVICE_FIRST = frozenset({"torch.device", "torch.set_default_device", "torch.get_device_module"})
 
 
-_LABEL_NAME = re.compile(r"(?i)(?:name|backend|kernel|impl|platform|vendor|label|key|tag)$")
 _MESSAGE_CALLS = frozenset({"print", "warn", "debug", "info", "warning", "error", "exception", "critical", "log",
                             "write", "echo", "secho", "fail", "skip", "xfail"})
+
+
+def _only_said(m: Migrator, name: str) -> bool:
+    """Whether every read of ``name`` in the scope that assigns it (the function being visited, else the module)
+    is an argument of a message call (``logger.info(..., name)``, ``print(name)``): a label, never a device."""
+    scope = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None) or m.ancestors[0]
+    reads = _Reads(name)
+    scope.visit(reads)
+    return reads.said > 0 and reads.said == reads.total
+
+
+class _Reads(cst.CSTVisitor):
+    """Counts the reads of a name, and those that are arguments of message calls."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name, self.total, self.said = name, 0, 0
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if call_name(node.func) in _MESSAGE_CALLS:
+            self.said += sum(isinstance(a.value, cst.Name) and a.value.value == self.name for a in node.args)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return False  # a binding, not a read
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.total += 1
 
 
 def is_index(node: cst.BaseExpression) -> bool:
@@ -406,8 +433,8 @@ class DeviceString(_StringRule):
         names = [_target_name(t.target) for t in node.targets]
         if not any(n.endswith("type") for n in names) and any(DEVICE_WORD.search(n) for n in names):
             m.set_context(node.value, "str", self.code)
-        elif any(_LABEL_NAME.search(n) for n in names) and is_cuda_literal(node.value):
-            m.handled.add(id(node.value))  # `backend_name = "cuda"`: a label
+        elif is_cuda_literal(node.value) and len(names) == 1 and names[0].isidentifier() and _only_said(m, names[0]):
+            m.handled.add(id(node.value))  # `backend_name = "cuda"` only logged or printed: a label
 
     def visit_AnnAssign(self, m: Migrator, node: cst.AnnAssign) -> None:
         name = _target_name(node.target)

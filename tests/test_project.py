@@ -172,3 +172,22 @@ def test_float64_in_a_function_that_runs_collectives_is_no_blocker() -> None:
             "    t = torch.tensor([self.count, self.total], dtype=torch.float64, device='cuda')\n"
             "    dist.barrier()\n    dist.all_reduce(t)\n")
     assert blocker(text) is None
+
+
+def test_a_name_without_a_package_is_the_importers_sibling(tmp_path: Path) -> None:
+    """pytorch/examples: every loose `train.py` is a module `train`; `from train import train` in mnist_hogwild is
+    its own folder's, as Python finds it from the script's folder (a float64 in another example's train.py is not
+    on its way)."""
+    from torchport.pipeline.project import Project
+    from torchport.results import FileResult
+
+    _tree(tmp_path, {
+        "hogwild/main.py": "from train import train\n",
+        "hogwild/train.py": "def train():\n    pass\n",
+        "sequence/train.py": "import torch\nx = torch.zeros(2, dtype=torch.float64).cuda()\n",
+    })
+    files = sorted(tmp_path.rglob("*.py"))
+    results = [FileResult(path=f, display=f.relative_to(tmp_path).as_posix(), original=f.read_text()) for f in files]
+    project = Project(results)
+    main = next(i for i, r in enumerate(results) if r.display == "hogwild/main.py")
+    assert {results[i].display for i in project.reach(main)} == {"hogwild/main.py", "hogwild/train.py"}

@@ -144,14 +144,15 @@ class Project:
         for node in _always(tree.body) if always else _statements(tree.body):
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    found.update(self._resolve(alias.name) or self._beside(path, alias.name, 0))
+                    found.update(self._resolve(alias.name, path) or self._beside(path, alias.name, 0))
             elif isinstance(node, ast.ImportFrom):
                 relative = node.module or ""
                 base = _absolute(node, package)
-                found.update(self._resolve(base) or (self._beside(path, relative, node.level) if relative else ()))
+                found.update(self._resolve(base, path)
+                             or (self._beside(path, relative, node.level) if relative else ()))
                 for alias in node.names:
                     dotted = f"{relative}.{alias.name}" if relative else alias.name
-                    found.update(self.by_name.get(f"{base}.{alias.name}" if base else alias.name, ())
+                    found.update(self._resolve(f"{base}.{alias.name}" if base else alias.name, path)
                                  or self._beside(path, dotted, node.level))
         if path.name == "__init__.py" and _DYNAMIC_IMPORT.search(text) and not always:
             folder = self._folder(path)
@@ -180,23 +181,31 @@ class Project:
         for node in _statements(tree.body):
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    for target in self._resolve(alias.name) or self._beside(path, alias.name, 0):
+                    for target in self._resolve(alias.name, path) or self._beside(path, alias.name, 0):
                         found.append((alias.asname or alias.name, target, None))
             elif isinstance(node, ast.ImportFrom):
                 relative = node.module or ""
                 base = _absolute(node, package)
-                targets = self._resolve(base) or (self._beside(path, relative, node.level) if relative else [])
+                targets = self._resolve(base, path) or (self._beside(path, relative, node.level) if relative else [])
                 for alias in node.names:
                     local = alias.asname or alias.name
                     dotted = f"{relative}.{alias.name}" if relative else alias.name
-                    modules = self.by_name.get(f"{base}.{alias.name}" if base else alias.name, []) \
+                    modules = self._resolve(f"{base}.{alias.name}" if base else alias.name, path) \
                         or self._beside(path, dotted, node.level)
                     found.extend((local, target, None) for target in modules)  # a module of a package
                     found.extend((local, target, alias.name) for target in targets)
         return found
 
-    def _resolve(self, dotted: str) -> list[int]:
-        return self.by_name.get(dotted, [])
+    def _resolve(self, dotted: str, importer: Path) -> list[int]:
+        """The files named ``dotted``; for a name with no package (``import utils``), the one in the importer's own
+        folder comes first, as Python finds it from a script run there (every loose ``train.py`` is a module
+        ``train``: mnist_hogwild's ``from train import train`` is its sibling's)."""
+        found = self.by_name.get(dotted, [])
+        if "." not in dotted:
+            sibling = self._module_in(self._folder(importer), dotted)
+            if sibling is not None:
+                return [sibling]
+        return found
 
     def _beside(self, importer: Path, dotted: str, level: int) -> list[int]:
         """A module the package names do not give, found as Python would from where it runs: ``dotted`` as a path

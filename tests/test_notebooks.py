@@ -99,19 +99,24 @@ def test_notebooks_can_be_excluded(tmp_path: Path) -> None:
     assert "0 file(s) scanned" in result.stderr
 
 
+def _applied(folder: Path, cells: list) -> list[str]:
+    """The sources of ``cells`` after a plain ``--apply`` of a notebook made of them in ``folder``."""
+    nb = v4.new_notebook()
+    nb.cells = cells
+    for index, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{index}"  # nbformat's ids are random: fixed, so the test is the same every run
+    path = folder / "notebook.ipynb"
+    path.write_text(json.dumps(nb, indent=1) + "\n", encoding="utf-8")
+    assert CliRunner().invoke(app, ["migrate", str(folder), "--apply", "--no-cache"]).exit_code == 0
+    return [cell.source for cell in nbformat.reads(path.read_text(), as_version=nbformat.NO_CONVERT).cells]
+
+
 def test_a_notebook_with_sparse_tensors_keeps_off_mps(tmp_path: Path) -> None:
     """A notebook is a program: one that builds sparse tensors on the device gets `tp.avoid_mps`, in the cell of its
     `import torch` (its first cells install packages), naming the cell of the blocker."""
-    nb = v4.new_notebook()
-    for source in ("!pip install torch", "import torch\nimport numpy as np", "DEVICE = 'cuda'",
-                   "adj = torch.sparse_coo_tensor(i, v, (4, 4)).to(DEVICE)"):
-        nb.cells.append(v4.new_code_cell(source))
-    for index, cell in enumerate(nb.cells):
-        cell["id"] = f"cell-{index}"
-    path = tmp_path / "graph.ipynb"
-    path.write_text(json.dumps(nb, indent=1) + "\n", encoding="utf-8")
-    assert CliRunner().invoke(app, ["migrate", str(tmp_path), "--apply", "--no-cache"]).exit_code == 0
-    cells = [cell.source for cell in nbformat.reads(path.read_text(), as_version=nbformat.NO_CONVERT).cells]
+    cells = _applied(tmp_path, [v4.new_code_cell(source) for source in (
+        "!pip install torch", "import torch\nimport numpy as np", "DEVICE = 'cuda'",
+        "adj = torch.sparse_coo_tensor(i, v, (4, 4)).to(DEVICE)")])
     assert cells[0] == "!pip install torch"
     assert 'tp.avoid_mps("sparse tensors, cell 4, line 1")' in cells[1]
     assert cells[1].index("from torchport import runtime as tp") < cells[1].index("tp.avoid_mps(")
@@ -121,17 +126,9 @@ def test_a_notebook_with_sparse_tensors_keeps_off_mps(tmp_path: Path) -> None:
 def test_the_runtime_import_goes_with_torchs_import(tmp_path: Path) -> None:
     """Leading imports in an earlier cell (condacolab's, whose install() restarts the kernel): the runtime is imported
     in the cell of `import torch`, and the earlier cell is left exactly as it was."""
-    nb = v4.new_notebook()
-    nb.cells.append(v4.new_markdown_cell("Check the `cuda` version"))
-    for source in ("!nvcc --version", "!pip install -q condacolab", "import condacolab\n\n\ncondacolab.install()",
-                   "import torch", "x = torch.ones(2).cuda()"):
-        nb.cells.append(v4.new_code_cell(source))
-    for index, cell in enumerate(nb.cells):
-        cell["id"] = f"cell-{index}"
-    path = tmp_path / "colab.ipynb"
-    path.write_text(json.dumps(nb, indent=1) + "\n", encoding="utf-8")
-    assert CliRunner().invoke(app, ["migrate", str(tmp_path), "--apply", "--no-cache"]).exit_code == 0
-    cells = [cell.source for cell in nbformat.reads(path.read_text(), as_version=nbformat.NO_CONVERT).cells]
+    code = ("!nvcc --version", "!pip install -q condacolab", "import condacolab\n\n\ncondacolab.install()",
+            "import torch", "x = torch.ones(2).cuda()")
+    cells = _applied(tmp_path, [v4.new_markdown_cell("Check the `cuda` version"), *map(v4.new_code_cell, code)])
     assert cells[1:4] == ["!nvcc --version", "!pip install -q condacolab",
                           "import condacolab\n\n\ncondacolab.install()"]
     assert cells[4] == "import torch\nfrom torchport import runtime as tp"

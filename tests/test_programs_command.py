@@ -16,10 +16,17 @@ from torchport.codemods.analysis.requirements import OFF_CUDA, requirements
 MIXED = Path(__file__).parent / "fixtures" / "projects" / "mixed"
 
 
-def _programs(*args: str) -> dict[str, dict]:
-    done = CliRunner().invoke(app, ["programs", str(MIXED), "--no-cache", "--format", "json", *args])
+def _programs(folder: Path = MIXED) -> dict[str, dict]:
+    """`torchport programs` of ``folder`` as JSON, by path."""
+    done = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--format", "json"])
     assert done.exit_code == 0, done.output
     return {p["path"]: p for p in json.loads(done.stdout)["programs"]}
+
+
+def _migrated(folder: Path) -> dict[str, dict]:
+    """The JSON report of a dry run of ``folder``, by path."""
+    done = CliRunner().invoke(app, ["migrate", str(folder), "--no-cache", "--format", "json"])
+    return {f["path"]: f for f in json.loads(done.stdout)["files"]}
 
 
 def test_each_entry_point_is_a_program_of_its_kind() -> None:
@@ -151,12 +158,10 @@ def test_a_program_that_calls_a_projects_cuda_gate_runs_only_on_cuda(tmp_path: P
     (tmp_path / "train.py").write_text(
         "import torch\nimport helpers\n\n\ndef main(args):\n    helpers.setup(args)\n"
         "    return torch.ones(2).cuda()\n\n\nif __name__ == '__main__':\n    main(None)\n")
-    done = CliRunner().invoke(app, ["programs", str(tmp_path), "--no-cache", "--format", "json"])
-    [train] = [p for p in json.loads(done.stdout)["programs"] if p["path"] == "train.py"]
+    train = _programs(tmp_path)["train.py"]
     assert train["runs_on"] == ["cuda"]
     assert train["blockers"][0]["reason"] == "calls `helpers.setup`, which stops unless CUDA is there (helpers.py:5)"
-    migrated = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--format", "json"])
-    files = {f["path"]: f for f in json.loads(migrated.stdout)["files"]}
+    files = _migrated(tmp_path)
     assert not files["train.py"]["changed"]
     assert "[R03 cuda-gate] `main` calls helpers.setup(), which stops or fails without CUDA" in \
         files["train.py"]["diagnostics"][0]["message"]  # the function that calls it, as the rules see it
@@ -172,8 +177,7 @@ def test_kinds_follow_what_a_module_does(tmp_path: Path) -> None:
     (tmp_path / "engine_test.py").write_text("import torch\n\n\ndef test_loop(model):\n    return model.cuda()\n")
     (tmp_path / "main_test.py").write_text("from engine_test import test_loop\n\nif __name__ == '__main__':\n"
                                            "    test_loop(None)\n")
-    done = CliRunner().invoke(app, ["programs", str(tmp_path), "--no-cache", "--format", "json"])
-    kinds = {p["path"]: p["kind"] for p in json.loads(done.stdout)["programs"]}
+    kinds = {path: p["kind"] for path, p in _programs(tmp_path).items()}
     assert kinds == {"hubconf.py": "library", "main_test.py": "script"}
 
 
@@ -186,9 +190,7 @@ def test_a_script_that_exits_unless_another_modules_predicate_answers_runs_only_
     (tmp_path / "tp_example.py").write_text(
         "import sys\nimport torch\nfrom log_utils import zebra\n\nif not zebra(n=4):\n    sys.exit()\n"
         "x = torch.ones(2).cuda()\nprint(x)\n")
-    done = CliRunner().invoke(app, ["programs", str(tmp_path), "--no-cache", "--format", "json"])
-    [script] = [p for p in json.loads(done.stdout)["programs"] if p["path"] == "tp_example.py"]
+    script = _programs(tmp_path)["tp_example.py"]
     assert script["runs_on"] == ["cuda"] and script["blockers"][0]["line"] == 5
-    migrated = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--format", "json"])
-    [file] = [f for f in json.loads(migrated.stdout)["files"] if f["path"] == "tp_example.py"]
+    file = _migrated(tmp_path)["tp_example.py"]
     assert not file["changed"] and "[R06 cuda-only-program]" in file["diagnostics"][0]["message"]

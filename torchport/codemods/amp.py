@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods.analysis.lacks import handles_mps
 from torchport.codemods.analysis.names import ast_chain, qualify
 from torchport.codemods.core.base import keyword_arg
 from torchport.codemods.core.reasons import MOVES_TOGETHER, SEVERAL_BACKENDS
@@ -57,19 +56,26 @@ def _scaler_alone(m: Migrator) -> bool:
     ``torch.cuda.amp.autocast``, or a generic one given ``"cuda"``): its GradScaler then keeps CUDA's (they move
     together). Read once per module from CPython's tree."""
     if m.shared.scaler_alone is None:
-        m.shared.scaler_alone = m.syntax is not None and (_own_mps_choice(m) or not any(
+        m.shared.scaler_alone = m.syntax is not None and (m.names_mps or not any(
             isinstance(node, ast.Call) and _moved_autocast(node, m) for node in ast.walk(m.syntax)))
     return m.shared.scaler_alone
 
 
-def _own_mps_choice(m: Migrator) -> bool:
-    """Whether the module's code names MPS (``if torch.backends.mps.is_available(): accelerator.native_amp =
-    False``): it decides about mixed precision on a Mac itself, and its CUDA autocast, which does nothing there,
-    is part of that decision."""
-    return m.syntax is not None and "mps" in m.source.lower() and handles_mps(m.syntax)
-
-
 _OWN_MPS_CHOICE = "this module makes its own choice for MPS (its code names MPS): its CUDA autocast stays as written"
+
+
+def _autocast_stays(m: Migrator, code: str, call: cst.Call, node: cst.CSTNode) -> bool:
+    """Whether rule ``code`` leaves the CUDA autocast ``call`` (at ``node``: the call, or its ``"cuda"``) as
+    written, with its TP110 note: its scaler is made elsewhere (`_autocast_alone`), or the module's code names MPS
+    (``if torch.backends.mps.is_available(): accelerator.native_amp = False``: it decides about mixed precision on a
+    Mac itself, and the CUDA autocast, which does nothing there, is part of that decision)."""
+    if _autocast_alone(m, call):
+        m.leave_as_written(code, node, MOVES_TOGETHER, _AUTOCAST_ALONE)
+        return True
+    if m.names_mps:
+        m.leave_as_written(code, node, SEVERAL_BACKENDS, _OWN_MPS_CHOICE)
+        return True
+    return False
 
 
 _AUTOCAST_ALONE = ("this step hands its loss to a scaler it was given (`loss_scaler(loss, optimizer)`), made "
@@ -144,13 +150,7 @@ class CudaAmpAutocast(Rule):
         if len(positional) > len(_AUTOCAST_POSITIONALS) or any(a.star for a in args):
             return None
         keywords = [keyword_arg(name, a.value) for name, a in zip(_AUTOCAST_POSITIONALS, positional)]
-        if _autocast_alone(m, original):
-            m.leave_as_written(self.code, original, MOVES_TOGETHER, _AUTOCAST_ALONE)
-            return None
-        if _own_mps_choice(m):
-            m.leave_as_written(self.code, original, SEVERAL_BACKENDS, _OWN_MPS_CHOICE)
-            return None
-        if not m.apply(self.code, original):
+        if _autocast_stays(m, self.code, original, original) or not m.apply(self.code, original):
             return None
         return cst.Call(func=m.torch_attr("amp.autocast"),
                         args=[cst.Arg(m.runtime_call("device_type", [])), *keywords, *args[len(positional):]])
@@ -247,13 +247,9 @@ class AmpDeviceType(Rule):
     def leave_SimpleString(self, m: Migrator, original: cst.SimpleString,
                            updated: cst.SimpleString) -> cst.BaseExpression | None:
         call = next((a for a in reversed(m.ancestors) if isinstance(a, cst.Call)), None)
-        if call is not None and m.qnames(call.func) & _GENERIC_AUTOCAST and id(original) in m.contexts:
-            if _autocast_alone(m, call):
-                m.leave_as_written(self.code, original, MOVES_TOGETHER, _AUTOCAST_ALONE)
-                return None
-            if _own_mps_choice(m):
-                m.leave_as_written(self.code, original, SEVERAL_BACKENDS, _OWN_MPS_CHOICE)
-                return None
+        if call is not None and m.qnames(call.func) & _GENERIC_AUTOCAST and id(original) in m.contexts \
+                and _autocast_stays(m, self.code, call, original):
+            return None
         return rewrite_string(m, self.code, original, updated)
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:

@@ -27,7 +27,6 @@ import libcst as cst
 
 from torchport.codemods import cuda_api
 from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
-from torchport.codemods.analysis.lacks import handles_mps
 from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, closed_functions, cuda_only_program
 from torchport.codemods.analysis.requirements import cuda_only_functions, cuda_only_import
 from torchport.codemods.core.base import (
@@ -689,7 +688,7 @@ class CudaGuard(Rule):
         return known[id(function)]
 
     def visit_Module(self, m: Migrator, node: cst.Module) -> None:
-        if m.hold is None and m.syntax is not None and "mps" in m.source and handles_mps(m.syntax):
+        if m.hold is None and "mps" in m.source and m.names_mps:
             m.hold = "this module already moves data to MPS itself; a runtime guard would add a second choice"
         if _portable_or_cuda_only_module(m, node):
             m.skip_region(node)

@@ -20,7 +20,7 @@ import ast
 import os
 import re
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -208,7 +208,7 @@ def _project_predicates(results: Sequence[FileResult],
             and (found := cuda_predicates(tree))}
 
 
-def _bound(index: int, project: Project, found: Mapping[int, frozenset[str]]) -> frozenset[str]:
+def _bound(index: int, project: Project, found: Mapping[int, Collection[str]]) -> frozenset[str]:
     """The local names module ``index`` binds to what another module of ``found`` defines (``verify_min_gpu_count``,
     ``helpers.has_gpus``)."""
     if not found:
@@ -416,9 +416,9 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
         if tree is None:
             continue
         gates = cuda_gates(tree) if index in gating else {}
-        if index in gating:  # `verify_min_gpu_count()`: a program that exits unless it answers true needs CUDA
+        if index in gating and (predicates := cuda_predicates(tree)):  # `if not verify_min_gpu_count(): exit`
             gates.update({s.name: s.lineno for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-                          and s.name in cuda_predicates(tree)})
+                          and s.name in predicates})
         if index in needing:  # functions and classes that always need CUDA stop without it as gates do
             gates.update({name: line for name, (line, _) in cuda_only_functions(
                 tree, project.names[index], cuda_only).items() if "." not in name})
@@ -426,19 +426,7 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
             defined[index] = gates
     if not defined:
         return {}
-    users: dict[int, frozenset[str]] = {}
-    for index in changed:
-        names: set[str] = set()
-        for local, target, name in project.bindings(index):
-            if target == index or target not in defined:
-                continue
-            if name is None:
-                names.update(f"{local}.{gate}" for gate in defined[target])
-            elif name in defined[target]:
-                names.add(local)
-        if names:
-            users[index] = frozenset(names)
-    return users
+    return {index: names for index in changed if (names := _bound(index, project, defined))}
 
 
 def may_leave(results: Sequence[FileResult]) -> list[FileResult]:

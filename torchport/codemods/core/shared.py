@@ -26,8 +26,6 @@ class Shared:
         cuda_flags: names assigned from a CUDA check (``use_cuda = torch.cuda.is_available()``), as
             ``(function, dotted name)`` with ``""`` for module level and ``"*"`` for everywhere (TP110).
         multi_device: whether the module names two or more fixed CUDA indices (TP002); None until asked.
-        cuda_only_imports: names imported from a CUDA-only library (``from apex.optimizers import FusedAdam``);
-            None until asked.
         scaler_alone: whether no autocast of the module moves to the runtime's device type, so that its
             GradScaler keeps CUDA's (TP021, TP023); None until asked.
     """
@@ -37,5 +35,4 @@ class Shared:
     guard_renames: dict[int, str] = field(default_factory=dict)
     cuda_flags: set[tuple[str, str]] = field(default_factory=set)
     multi_device: bool | None = None
-    cuda_only_imports: set[str] | None = None
     scaler_alone: bool | None = None

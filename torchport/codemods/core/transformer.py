@@ -10,6 +10,7 @@ and the dispatch tables are built from them.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 from libcst.metadata import CodePosition
 
+from torchport.codemods.analysis.lacks import handles_mps
 from torchport.codemods.analysis.names import Imports, chain, cst_import_map, qualify
 from torchport.codemods.core.base import Diagnostic, attribute_chain, dotted_name
 from torchport.codemods.core.positions import Positions
@@ -272,6 +274,12 @@ class Migrator(cst.CSTTransformer):
 
     def qname_startswith(self, node: cst.CSTNode, prefix: str) -> bool:
         return any(name.startswith(prefix) for name in self.qnames(node))
+
+    @functools.cached_property
+    def names_mps(self) -> bool:
+        """Whether the module's code (not a comment) names MPS (`analysis.lacks.handles_mps`): it makes its own
+        choice for MPS. Read once per module."""
+        return self.syntax is not None and "mps" in self.source.lower() and handles_mps(self.syntax)
 
     def start(self, node: cst.CSTNode) -> CodePosition:
         """Where ``node`` (of the original tree) starts: line from 1, column from 0."""

@@ -128,7 +128,7 @@ class Fused:
 def test_functions_that_always_need_cuda_are_read_from_what_they_do() -> None:
     from torchport.codemods.analysis.requirements import cuda_only_functions
 
-    found = cuda_only_functions(ast.parse(CUDA_ONLY), "pkg.timing", frozenset({"pkg.triton_ops"}))
+    found = cuda_only_functions(ast.parse(CUDA_ONLY), "pkg", frozenset({"pkg.triton_ops"}))
     assert {name: why for name, (_, why) in found.items()} == {
         "dtw": "imports pkg.triton_ops, which needs CUDA",
         "uses": "calls dtw(), which needs CUDA",  # always; `maybe` calls it only under a check

@@ -421,7 +421,7 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
                           and s.name in predicates})
         if index in needing:  # functions and classes that always need CUDA stop without it as gates do
             gates.update({name: line for name, (line, _) in cuda_only_functions(
-                tree, project.names[index], cuda_only).items() if "." not in name})
+                tree, project.package(index), cuda_only).items() if "." not in name})
         if gates:
             defined[index] = gates
     if not defined:

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from torchport.codemods.analysis.lacks import blocker
+from torchport.codemods.analysis.programs import absolute_module
 from torchport.results import FileResult
 
 _DYNAMIC_IMPORT = re.compile(r"\bimport_module\(|\b__import__\(")
@@ -138,16 +139,15 @@ class Project:
         tree = self._trees.get(index) or parse(text)
         if tree is None:
             return found
-        name = self.names[index] or ""
         path = self.results[index].path
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        package = self.package(index)
         for node in _always(tree.body) if always else _statements(tree.body):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     found.update(self._resolve(alias.name, path) or self._beside(path, alias.name, 0))
             elif isinstance(node, ast.ImportFrom):
                 relative = node.module or ""
-                base = _absolute(node, package)
+                base = absolute_module(node, package)
                 found.update(self._resolve(base, path)
                              or (self._beside(path, relative, node.level) if relative else ()))
                 for alias in node.names:
@@ -163,6 +163,12 @@ class Project:
         found.discard(index)
         return found
 
+    def package(self, index: int) -> str:
+        """The package of file ``index``, from which its relative imports are read (``p.q`` for ``p/q/m.py`` and for
+        ``p/q/__init__.py``)."""
+        name = self.names[index] or ""
+        return name if self.results[index].path.name == "__init__.py" else name.rpartition(".")[0]
+
     def in_package(self, index: int) -> bool:
         """Whether file ``index`` is a module of a package of the run (its folder holds an ``__init__.py``)."""
         return self._folder(self.results[index].path) in self.package_dirs
@@ -174,9 +180,8 @@ class Project:
         tree = self._trees.get(index) or parse(self.results[index].original or "")
         if tree is None:
             return []
-        name = self.names[index] or ""
         path = self.results[index].path
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        package = self.package(index)
         found: list[tuple[str, int, str | None]] = []
         for node in _statements(tree.body):
             if isinstance(node, ast.Import):
@@ -185,7 +190,7 @@ class Project:
                         found.append((alias.asname or alias.name, target, None))
             elif isinstance(node, ast.ImportFrom):
                 relative = node.module or ""
-                base = _absolute(node, package)
+                base = absolute_module(node, package)
                 targets = self._resolve(base, path) or (self._beside(path, relative, node.level) if relative else [])
                 for alias in node.names:
                     local = alias.asname or alias.name
@@ -308,17 +313,6 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
         reasons.setdefault(index, f"this file:{line} keeps its device choice CUDA-or-CPU, so its other moves do too "
                                   "(on MPS their tensors would be on different devices)")
     return reasons
-
-
-def _absolute(node: ast.ImportFrom, package: str) -> str:
-    """The module ``from <module> import ...`` names, made absolute from ``package`` (the importer's) for a relative
-    import: ``from ..a import b`` in ``p.q.m`` names ``p.a``."""
-    base = node.module or ""
-    if not node.level:
-        return base
-    anchor = package.split(".") if package else []
-    anchor = anchor[: len(anchor) - (node.level - 1)] if node.level > 1 else anchor
-    return ".".join([*anchor, *([base] if base else [])])
 
 
 def _always(body: list[ast.stmt]) -> Iterable[ast.stmt]:

@@ -110,6 +110,17 @@ def is_program(module: ast.Module, source: str) -> bool:
     return source.startswith(NOTEBOOK_CELL) or is_script(module)
 
 
+def absolute_module(node: ast.ImportFrom, package: str) -> str:
+    """The module ``from <module> import ...`` names, made absolute from ``package`` (the importer's) for a relative
+    import: ``from ..a import b`` in ``p.q.m`` names ``p.a``."""
+    base = node.module or ""
+    if not node.level:
+        return base
+    anchor = package.split(".") if package else []
+    anchor = anchor[: len(anchor) - (node.level - 1)] if node.level > 1 else anchor
+    return ".".join([*anchor, *([base] if base else [])])
+
+
 def is_main(test: ast.AST) -> bool:
     """``__name__ == "__main__"``."""
     return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from torchport.codemods.analysis.names import ast_chain, import_map, qualify
-from torchport.codemods.analysis.programs import cuda_only_program
+from torchport.codemods.analysis.programs import absolute_module, cuda_only_program
 
 OFF_CUDA = ("mps", "xpu", "cpu")
 
@@ -142,7 +142,7 @@ def _under(name: str, modules: tuple[str, ...]) -> bool:
 
 
 
-def cuda_only_functions(tree: ast.Module, module: str | None = None,
+def cuda_only_functions(tree: ast.Module, package: str | None = None,
                         cuda_only_modules: frozenset[str] = frozenset(),
                         stopping: frozenset[str] = frozenset()) -> dict[str, tuple[int, str]]:
     """The functions, methods and classes of ``tree`` that cannot run without CUDA, whatever their caller does.
@@ -155,7 +155,7 @@ def cuda_only_functions(tree: ast.Module, module: str | None = None,
 
     Args:
         tree: CPython's tree of the module.
-        module: its dotted name in the project, to resolve relative imports (``from .triton_ops import k``).
+        package: its package in the project, to resolve relative imports (``from .triton_ops import k``).
         cuda_only_modules: dotted names of the project's modules that need CUDA whenever imported.
         stopping: names bound here to what stops without CUDA elsewhere (another module's CUDA gate or CUDA-only
             function, ``helpers.require_gpu``): a function that always calls one cannot run without CUDA either.
@@ -186,7 +186,7 @@ def cuda_only_functions(tree: ast.Module, module: str | None = None,
         for name, owner, function in scopes:
             if name in found:
                 continue
-            why = _needs_cuda(function, imports, module, cuda_only_modules, found, owner, stopping)
+            why = _needs_cuda(function, imports, package, cuda_only_modules, found, owner, stopping)
             if why is not None:
                 found[name] = (function.lineno, why)
                 grown = True
@@ -214,7 +214,7 @@ def _defined(body: list[ast.stmt]) -> list[ast.stmt]:
 
 
 def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mapping[str, frozenset[str]],
-                module: str | None, cuda_only_modules: frozenset[str], known: Mapping[str, tuple[int, str]],
+                package: str | None, cuda_only_modules: frozenset[str], known: Mapping[str, tuple[int, str]],
                 owner: str | None, stopping: frozenset[str]) -> str | None:
     """Why ``function`` always needs CUDA (see `cuda_only_functions`), or None."""
     run = always_run(function.body)
@@ -223,7 +223,7 @@ def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mappi
             run.extend(ast.Expr(item.context_expr) for item in statement.items)
     for statement in run:
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
-            for name in _absolute_imports(statement, module):
+            for name in _absolute_imports(statement, package):
                 if (why := cuda_only_import(name)) is not None:
                     return why
                 if name in cuda_only_modules:
@@ -250,15 +250,12 @@ def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mappi
     return None
 
 
-def _absolute_imports(node: ast.Import | ast.ImportFrom, module: str | None) -> list[str]:
-    """The modules an import statement names, relative ones made absolute from ``module`` (when known); for
+def _absolute_imports(node: ast.Import | ast.ImportFrom, package: str | None) -> list[str]:
+    """The modules an import statement names, relative ones made absolute from ``package`` (when known); for
     ``from pkg import name`` also ``pkg.name`` (a submodule, perhaps)."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
-    base = node.module or ""
-    if node.level:
-        if module is None:
-            return []
-        parts = module.split(".")[:-node.level]
-        base = ".".join([*parts, *([base] if base else [])])
+    if node.level and package is None:
+        return []
+    base = absolute_module(node, package or "")
     return [base, *(f"{base}.{alias.name}" for alias in node.names)] if base else []

@@ -20,10 +20,10 @@ import ast
 import os
 import re
 import tomllib
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from torchport.codemods.analysis.lacks import LACKS_TEXT
 from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, is_script
@@ -149,7 +149,7 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         if key not in found:
             tree, text = trees[index], results[index].original or ""
             lacks = lacking(text) if tree is not None else None
-            bound = _bound(index, project, predicates) if entry else frozenset()
+            bound = frozenset(_bound(index, project, predicates)) if entry else frozenset()
             found[key] = [*(_requirements(text, entry, bound) if tree is not None else []),
                           *([Requirement(("mps",), f"uses {lacks[1]}, which MPS lacks: on a Mac it runs on the CPU",
                                          lacks[0])] if lacks else [])]
@@ -198,30 +198,38 @@ def _project_gates(results: Sequence[FileResult], trees: Mapping[int, ast.Module
 
 
 def _project_predicates(results: Sequence[FileResult],
-                        trees: Mapping[int, ast.Module | None]) -> dict[int, frozenset[str]]:
-    """The functions each module defines that answer whether CUDA is there (`analysis.programs.cuda_predicates`)."""
+                        trees: Mapping[int, ast.Module | None]) -> dict[int, dict[str, int]]:
+    """The functions each module defines that answer whether CUDA is there (`analysis.programs.cuda_predicates`):
+    index -> name -> line."""
     from torchport.codemods.analysis.gates import GATE_TEXT
     from torchport.codemods.analysis.programs import cuda_predicates
 
-    return {index: found for index, result in enumerate(results)
-            if (tree := trees.get(index)) is not None and GATE_TEXT.search(result.original or "")
-            and (found := cuda_predicates(tree))}
+    found: dict[int, dict[str, int]] = {}
+    for index, result in enumerate(results):  # the text first: a tree is parsed when asked for
+        if GATE_TEXT.search(result.original or "") and (tree := trees.get(index)) is not None \
+                and (names := cuda_predicates(tree)):
+            found[index] = {s.name: s.lineno for s in tree.body
+                            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name in names}
+    return found
 
 
-def _bound(index: int, project: Project, found: Mapping[int, Collection[str]]) -> frozenset[str]:
-    """The local names module ``index`` binds to what another module of ``found`` defines (``verify_min_gpu_count``,
-    ``helpers.has_gpus``)."""
-    if not found:
-        return frozenset()
-    names: set[str] = set()
+_V = TypeVar("_V")
+
+
+def _bound(index: int, project: Project, found: Mapping[int, Mapping[str, _V]],
+           others: bool = True) -> dict[str, tuple[int, _V]]:
+    """What module ``index`` binds, by local name, of what the modules of ``found`` define: ``verify_min_gpu_count``
+    for ``from log_utils import verify_min_gpu_count``, ``helpers.require_gpu`` for ``import helpers`` -> (the
+    module, its value in ``found``). ``others``: bindings to ``index`` itself left out."""
+    bound: dict[str, tuple[int, _V]] = {}
     for local, target, name in project.bindings(index):
-        if target == index or target not in found:
+        if target not in found or (others and target == index):
             continue
         if name is None:
-            names.update(f"{local}.{f}" for f in found[target])
+            bound.update({f"{local}.{key}": (target, value) for key, value in found[target].items()})
         elif name in found[target]:
-            names.add(local)
-    return frozenset(names)
+            bound[local] = (target, found[target][name])
+    return bound
 
 
 def _calls_a_gate(entry: int, trees: Mapping[int, ast.Module | None], project: Project,
@@ -231,13 +239,8 @@ def _calls_a_gate(entry: int, trees: Mapping[int, ast.Module | None], project: P
     tree = trees.get(entry)
     if tree is None or not gates:
         return None
-    bound: dict[str, tuple[int, int]] = {name: (entry, line) for name, line in gates.get(entry, {}).items()}
-    for local, target, name in project.bindings(entry):
-        if target in gates:
-            if name is None:
-                bound.update({f"{local}.{g}": (target, line) for g, line in gates[target].items()})
-            elif name in gates[target]:
-                bound[local] = (target, gates[target][name])
+    bound = {name: (entry, line) for name, line in gates.get(entry, {}).items()}
+    bound.update(_bound(entry, project, gates, others=False))
     for node in ast.walk(tree):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             called = ast.unparse(node.value.func)
@@ -367,13 +370,8 @@ def _joins_a_group(entry: int, trees: Mapping[int, ast.Module | None], project: 
 
     tree = trees.get(entry)
     own = functions(tree)
-    bound: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
-    for local, target, name in project.bindings(entry):
-        for function_name, function in functions(trees.get(target)).items():
-            if name is None:
-                bound[f"{local}.{function_name}"] = function
-            elif name == function_name:
-                bound[local] = function
+    defined = {target: functions(trees.get(target)) for _, target, _ in project.bindings(entry)}
+    bound = {local: function for local, (_, function) in _bound(entry, project, defined, others=False).items()}
     for body in (tree.body if tree else [], *(f.body for f in own.values())):
         if makes_group(body):
             return True
@@ -395,7 +393,6 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
         results: the run's results after the first pass.
     """
     from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
-    from torchport.codemods.analysis.programs import cuda_predicates
     from torchport.codemods.analysis.requirements import cuda_only_functions
 
     changed = [i for i, r in enumerate(results) if r.changed]
@@ -410,15 +407,14 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     cuda_only = frozenset(name for i in needy if (name := project.names[i]))
     if needy:  # `def f(): import kernels`
         needing |= {i for i in range(len(results)) if project.imports(i) & needy}
+    predicates = _project_predicates(results, trees)
     defined: dict[int, dict[str, int]] = {}
     for index in sorted(gating | needing):
         tree = trees[index]
         if tree is None:
             continue
         gates = cuda_gates(tree) if index in gating else {}
-        if index in gating and (predicates := cuda_predicates(tree)):  # `if not verify_min_gpu_count(): exit`
-            gates.update({s.name: s.lineno for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-                          and s.name in predicates})
+        gates.update(predicates.get(index, {}))  # `if not verify_min_gpu_count(): exit` needs CUDA
         if index in needing:  # functions and classes that always need CUDA stop without it as gates do
             gates.update({name: line for name, (line, _) in cuda_only_functions(
                 tree, project.package(index), cuda_only).items() if "." not in name})
@@ -426,7 +422,7 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
             defined[index] = gates
     if not defined:
         return {}
-    return {index: names for index in changed if (names := _bound(index, project, defined))}
+    return {index: frozenset(names) for index in changed if (names := _bound(index, project, defined))}
 
 
 def may_leave(results: Sequence[FileResult]) -> list[FileResult]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from torchport.codemods.analysis.lacks import LACKS_TEXT
-from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, is_script
+from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, always_run, is_script
 from torchport.pipeline.project import _MEMO_LIMIT, Project, fewer_collections, lacking, parse
 from torchport.results import Diagnostic, FileResult
 
@@ -347,8 +347,6 @@ def _joins_a_group(entry: int, trees: Mapping[int, ast.Module | None], project: 
     """Whether the program of ``entry`` always makes a ``torch.distributed`` process group: a function of the entry
     module calls, as a statement it always runs, ``init_process_group`` or a function of the project that always
     calls it (guided-diffusion's ``dist_util.setup_dist()``, which picks gloo without CUDA)."""
-    from torchport.codemods.analysis.requirements import always_run
-
     def functions(tree: ast.Module | None) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
         return {f.name: f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))} if tree else {}
 

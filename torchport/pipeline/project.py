@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from torchport.codemods.analysis.lacks import blocker
-from torchport.codemods.analysis.programs import absolute_module
+from torchport.codemods.analysis.programs import absolute_module, always_run
 from torchport.results import FileResult
 
 _DYNAMIC_IMPORT = re.compile(r"\bimport_module\(|\b__import__\(")
@@ -141,7 +141,7 @@ class Project:
             return found
         path = self.results[index].path
         package = self.package(index)
-        for node in _always(tree.body) if always else _statements(tree.body):
+        for node in always_run(tree.body) if always else _statements(tree.body):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     found.update(self._resolve(alias.name, path) or self._beside(path, alias.name, 0))
@@ -313,20 +313,6 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
         reasons.setdefault(index, f"this file:{line} keeps its device choice CUDA-or-CPU, so its other moves do too "
                                   "(on MPS their tensors would be on different devices)")
     return reasons
-
-
-def _always(body: list[ast.stmt]) -> Iterable[ast.stmt]:
-    """The statements of a module's ``body`` that run whenever it is imported: not under ``if``/``try``/a loop, nor in
-    a function or class; a ``try`` whose handlers all raise again counts as run."""
-    for statement in body:
-        if isinstance(statement, (ast.With, ast.AsyncWith)):
-            yield from _always(statement.body)
-        elif isinstance(statement, ast.Try):
-            if statement.handlers and all(h.body and isinstance(h.body[-1], ast.Raise) for h in statement.handlers):
-                yield from _always(statement.body)
-        elif not isinstance(statement, (ast.If, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For,
-                                        ast.While)):
-            yield statement
 
 
 def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:

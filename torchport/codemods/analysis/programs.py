@@ -121,6 +121,23 @@ def absolute_module(node: ast.ImportFrom, package: str) -> str:
     return ".".join([*anchor, *([base] if base else [])])
 
 
+def always_run(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of ``body`` that run whenever it does: not under ``if``/``try``, nor in a function. A ``try``
+    whose every handler raises again (``except ImportError: raise RuntimeError("needs triton")``) is no way around
+    its body: that body counts."""
+    run: list[ast.stmt] = []
+    for statement in body:
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            run.extend(always_run(statement.body))
+        elif isinstance(statement, ast.Try) and statement.handlers and all(
+                h.body and isinstance(h.body[-1], ast.Raise) for h in statement.handlers):
+            run.extend(always_run(statement.body))
+        elif not isinstance(statement, (ast.If, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                        ast.For, ast.While)):
+            run.append(statement)
+    return run
+
+
 def is_main(test: ast.AST) -> bool:
     """``__name__ == "__main__"``."""
     return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"

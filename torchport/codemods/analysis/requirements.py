@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from torchport.codemods.analysis.names import ast_chain, import_map, qualify
-from torchport.codemods.analysis.programs import absolute_module, cuda_only_program
+from torchport.codemods.analysis.programs import absolute_module, always_run, cuda_only_program
 
 OFF_CUDA = ("mps", "xpu", "cpu")
 
@@ -110,23 +110,6 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
     if entry and (line := cuda_only_program(tree, predicates)) is not None:
         found.append(Requirement(OFF_CUDA, "stops unless CUDA GPUs are there", line))
     return sorted(set(found), key=lambda r: (r.line, -len(r.targets), r.reason))
-
-
-def always_run(body: list[ast.stmt]) -> list[ast.stmt]:
-    """The statements of ``body`` that run whenever it does: not under ``if``/``try``, nor in a function. A ``try``
-    whose every handler raises again (``except ImportError: raise RuntimeError("needs triton")``) is no way around
-    its body: that body counts."""
-    run: list[ast.stmt] = []
-    for statement in body:
-        if isinstance(statement, (ast.With, ast.AsyncWith)):
-            run.extend(always_run(statement.body))
-        elif isinstance(statement, ast.Try) and statement.handlers and all(
-                h.body and isinstance(h.body[-1], ast.Raise) for h in statement.handlers):
-            run.extend(always_run(statement.body))
-        elif not isinstance(statement, (ast.If, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                        ast.For, ast.While)):
-            run.append(statement)
-    return run
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchport.codemods.analysis.lacks import blocker
-from torchport.codemods.analysis.programs import NOTEBOOK_CELL, is_program
+from torchport.codemods.analysis.programs import NOTEBOOK_CELL, cell_at, is_program
 from torchport.codemods.core.base import Diagnostic, dotted_name
 from torchport.codemods.core.rule import Example, Rule
 from torchport.emit.placement import after_imports
@@ -79,13 +79,8 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
 
 def _where(source: str, line: int) -> str:
     """``line 12`` of a module; ``cell 9, line 3`` of a notebook's joined cells (cells counted from 1)."""
-    if not source.startswith(NOTEBOOK_CELL):
-        return f"line {line}"
-    cell, start = 0, 1
-    for number, text in enumerate(source.splitlines()[:line], 1):
-        if text.startswith(NOTEBOOK_CELL + " ") and text[len(NOTEBOOK_CELL) + 1:].isdigit():
-            cell, start = int(text[len(NOTEBOOK_CELL) + 1:]), number + 1
-    return f"cell {cell + 1}, line {line - start + 1}"
+    found = cell_at(source, line) if source.startswith(NOTEBOOK_CELL) else None
+    return f"line {line}" if found is None else f"cell {found[0] + 1}, line {found[1]}"
 
 
 def _imports_torch(statement: cst.BaseStatement) -> bool:

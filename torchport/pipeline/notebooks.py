@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from torchport.codemods.analysis.programs import NOTEBOOK_CELL
+from torchport.codemods.analysis.programs import NOTEBOOK_CELL, cell_at
 from torchport.results import FileResult
 
 SUFFIX = ".ipynb"
@@ -239,15 +239,10 @@ def _lines(source: str) -> list[str]:
 def locate(result: FileResult, line: int) -> tuple[str, int]:
     """Where line ``line`` of a result's ``original`` is: ``("cell_N:", line in the cell)`` for a notebook
     (N counts every cell from 1), ``("", line)`` for a Python file."""
-    if not isinstance(result, NotebookResult):
+    found = cell_at(result.original or "", line) if isinstance(result, NotebookResult) else None
+    if found is None:
         return "", line
-    best: tuple[int, int] | None = None
-    for index, (start, _) in split_cells(result.original or "").items():
-        if start <= line or best is None:
-            best = (index, start)
-    if best is None:
-        return "", line
-    return f"cell_{best[0] + 1}:", max(1, line - best[1] + 1)
+    return f"cell_{found[0] + 1}:", found[1]
 
 
 def _dumps(notebook: Any, layout: tuple[int | str, bool], ending: str) -> str:

@@ -105,6 +105,20 @@ def _exits(body: list[ast.stmt]) -> bool:
 NOTEBOOK_CELL = "# torchport-notebook-cell"
 
 
+_CELL = re.compile("^" + re.escape(NOTEBOOK_CELL) + r" (\d+)$", re.MULTILINE)
+
+
+def cell_at(source: str, line: int) -> tuple[int, int] | None:
+    """Where line ``line`` of a notebook's joined cells is: ``(cell index from 0, line in the cell from 1)``; a line
+    above the first cell is in the first. None for a module that is no notebook."""
+    best: tuple[int, int] | None = None
+    for match in _CELL.finditer(source):
+        start = source.count("\n", 0, match.end() + 1) + 1  # the cell's first line
+        if start <= line or best is None:
+            best = (int(match.group(1)), start)
+    return None if best is None else (best[0], max(1, line - best[1] + 1))
+
+
 def is_program(module: ast.Module, source: str) -> bool:
     """Whether a module runs as a program: a ``__main__`` block, or a notebook's code cells."""
     return source.startswith(NOTEBOOK_CELL) or is_script(module)

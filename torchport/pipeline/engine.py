@@ -179,12 +179,47 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
             result.migrated = None
             result.error = f"internal error: the rewrite does not parse ({broken}); file left unchanged"
             return result
+        narrowed = settings.for_file(result.path)
+        if syntax is not None and narrowed.select in ((), ("ALL",)) and not narrowed.ignore:
+            _hold_half_ports(text, migration)  # a narrowed rule set is a partial port the user asked for
     result.migrated = migration.code
     result.rewrites = migration.rewrites
     result.diagnostics = migration.diagnostics
     result.sites = migration.sites
     result.facts, result.hold, result.avoid_mps = migration.facts, hold, avoid_mps
     return result
+
+
+def _hold_half_ports(original: str, migration: Migration) -> None:
+    """Put back the hunks of ``migration`` that no path off CUDA runs clean (`torchport.model.check`): their
+    sites leave the rewrites, and one TP110 note per stop says where the path still stops."""
+    from torchport.codemods.api import suppressions
+    from torchport.codemods.core.reasons import HALF_PORT, note
+    from torchport.model.check import check_port
+    from torchport.results import Diagnostic
+
+    checked = check_port(original, migration.code, frozenset(suppressions(migration.code)))
+    if not checked.held:
+        return
+    migration.code = checked.code
+    held = [h for h in checked.held]
+    kept = [s for s in migration.sites if not any(h.first <= s.line <= h.last for h in held)]
+    if checked.code == original:
+        kept = []
+    migration.sites = kept
+    migration.rewrites = {}
+    for site in kept:
+        migration.rewrites[site.code] = migration.rewrites.get(site.code, 0) + 1
+    said: set[object] = set()
+    for h in held:
+        key = (h.stop.line, h.stop.message) if h.stop else None
+        if key in said:
+            continue
+        said.add(key)
+        where = (f"off CUDA the path still stops at line {h.stop.line}: {h.stop.message}" if h.stop else
+                 "no path off CUDA runs it")
+        migration.diagnostics.append(Diagnostic("TP110", h.first, 0, note(HALF_PORT, f"left as written: {where}")))
+    migration.diagnostics.sort(key=lambda d: (d.line, d.column))
 
 
 def migrate_file(path: Path, display: str | None = None, settings: Settings = DEFAULT) -> FileResult:

@@ -166,6 +166,7 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             program.blockers.extend(Blocker(target, f"calls `{name}`, which stops unless CUDA is there "
                                                     f"({shown_as(where[0])}:{where[1]})",
                                             program.path, line) for target in OFF_CUDA)
+        program.blockers.extend(_stops(results[entry], kind, trees.get(entry), program.path))
         always = project.reach(entry, always=True)  # a module imported in a function, under a guard or lazily
         for index in reach:                          # is a path the program may not take: no blocker
             if index not in always:
@@ -180,6 +181,23 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         program.runs_on = ["cuda", *(t for t in OFF_CUDA if t not in blocked)]
         made.append(program)
     return sorted(made, key=lambda p: p.path)
+
+
+def _stops(result: FileResult, kind: str, tree: ast.Module | None, shown: str) -> list[Blocker]:
+    """Where the ported entry point always stops off CUDA, per target: its port evaluated there
+    (`torchport.model.check.program_stop`)."""
+    from torchport.model.check import program_stop
+
+    if kind == "library" or result.original is None or tree is None:
+        return []
+    migrated = result.migrated if result.migrated is not None else result.original
+    parsed = tree if migrated == result.original else None
+    found = []
+    for target in OFF_CUDA:
+        stop = program_stop(result.original, migrated, target, kind, parsed)
+        if stop is not None:
+            found.append(Blocker(target, f"stops there once ported: {stop.message}", shown, stop.line))
+    return found
 
 
 def _project_gates(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None]) -> dict[int, dict[str, int]]:

@@ -119,10 +119,17 @@ CONFIG_DATA = Reason(
     "file a loader reads) stay data: a runtime import would make it code its loader may not accept.",
     "_base_ = ['./default.py']\ndist_params = dict(backend='nccl')\nlog_level = 'INFO'\n")
 
+HALF_PORT = Reason(
+    "R19", "half-port", "A rewrite that only paths which still stop off CUDA run (an unported placement or CUDA-only "
+    "call before or after it, a gate before it, a skip mark) would change only how the program fails: it is left as "
+    "written.",
+    "import torch\n\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\nx = torch.ones(2).double().to(device)\n"
+    "y = torch.ones(2).cuda()\ntorch.cuda.synchronize()\n")
+
 REASONS: tuple[Reason, ...] = (CUDA_ONLY, SEVERAL_BACKENDS, CUDA_GATE, GATE_DEFINITION, CUDA_TEST, CUDA_ONLY_PROGRAM,
                                CUDA_ONLY_LIBRARY, FAKES_CUDA, CUDA_SETTING, DEAD_STORE, SEEDED, MOVES_TOGETHER,
                                HELD_CHOICE, CUDA_QUERY, UNSET_ATTRIBUTE, OLDER_TORCH, INDEX_BOOKKEEPING,
-                               CONFIG_DATA)
+                               CONFIG_DATA, HALF_PORT)
 BY_ID = {reason.id: reason for reason in REASONS}
 
 

@@ -1,0 +1,196 @@
+"""The program model: the evaluator answers device queries per target, and the check of a port holds back the
+hunks that only paths which still stop off CUDA run (no half ports)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from torchport.model.check import check_port
+from torchport.model.evaluate import evaluate
+from torchport.pipeline.engine import migrate_source
+from torchport.results import FileResult
+
+
+def _module_paths(source: str, target: str) -> list[tuple[int, str | None]]:
+    """(last line run, stop kind) of each path of the module body."""
+    units = evaluate(ast.parse(textwrap.dedent(source)), target)
+    return sorted((max(p.lines), p.stop.kind if p.stop else None) for p in units[0].paths)
+
+
+def _unit(source: str, name: str, target: str):
+    units = evaluate(ast.parse(textwrap.dedent(source)), target)
+    return next(u for u in units if getattr(u.node, "name", None) == name)
+
+
+def _port(source: str) -> FileResult:
+    result = FileResult(path=__import__("pathlib").Path("m.py"), display="m.py")
+    result.original = result.migrated = textwrap.dedent(source)
+    return migrate_source(result)
+
+
+DDP_HALF = """\
+import os
+
+import torch
+import torch.distributed as dist
+
+ddp = int(os.environ.get("RANK", -1)) != -1
+if ddp:
+    assert torch.cuda.is_available(), "need CUDA for DDP"
+    dist.init_process_group(backend="nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    device = f"cuda:{local_rank}"
+    torch.cuda.set_device(device)
+else:
+    if torch.cuda.is_available():
+        device = "cuda"
+    elif torch.backends.mps.is_available():
+        device = "mps"
+    else:
+        device = "cpu"
+x = torch.ones(2).to(device)
+"""
+
+
+def test_a_device_gate_stops_the_path_it_decides_and_only_off_cuda() -> None:
+    assert _module_paths(DDP_HALF, "cpu") == [(8, "gate"), (20, None)]
+    assert _module_paths(DDP_HALF, "cuda") == [(20, None), (20, None)]
+
+
+def test_a_ddp_branch_whose_device_string_stays_keeps_its_assert_and_backend() -> None:
+    result = _port(DDP_HALF)
+    assert result.migrated == DDP_HALF  # a half port would only change the error off CUDA
+    assert result.rewrites == {} and result.sites == []
+    notes = [d.message for d in result.diagnostics if "R19" in d.message]
+    assert notes == ["[R19 half-port] left as written: off CUDA the path still stops at line 20: "
+                     "`.to('cuda:...')` places data on CUDA"]
+
+
+def test_a_ddp_branch_ported_whole_keeps_its_port() -> None:
+    source = DDP_HALF.replace("elif torch.backends.mps.is_available():\n        device = \"mps\"\n    ", "")
+    result = _port(source)
+    assert "assert torch.cuda.is_available()" not in result.migrated
+    assert not [d for d in result.diagnostics if "R19" in d.message]
+
+
+def test_a_rewrite_after_a_line_that_still_fails_is_held() -> None:
+    source = """\
+    import torch
+
+    def run(x):
+        x = x.type(torch.cuda.HalfTensor)
+        torch.cuda.synchronize()
+        return x
+
+    def other(y):
+        torch.cuda.synchronize()
+        return y
+    """
+    checked = check_port(textwrap.dedent(source), textwrap.dedent(source).replace(
+        "torch.cuda.synchronize()", "tp.synchronize()").replace("import torch\n", "import torch\nimport tp\n"))
+    assert [(h.first, h.stop.line if h.stop else None) for h in checked.held] == [(5, 4)]  # original lines
+    assert "    tp.synchronize()\n    return y" in checked.code  # other's path is clean: its port stays
+    assert "torch.cuda.synchronize()\n    return x" in checked.code
+    assert "import tp\n" in checked.code  # a kept rewrite still needs its import
+
+
+def test_nothing_kept_means_the_original_comes_back_import_and_all() -> None:
+    source = "import torch\nx = torch.ones(2).type(torch.cuda.FloatTensor)\ntorch.cuda.synchronize()\n"
+    migrated = "import torch\nimport tp\nx = torch.ones(2).type(torch.cuda.FloatTensor)\ntp.synchronize()\n"
+    checked = check_port(source, migrated)
+    assert checked.code == source and len(checked.held) == 1
+
+
+@pytest.mark.parametrize(("mark", "skipped"), [
+    ("@requires_gpu()", True),
+    ("@run_if(min_gpus=1)", True),
+    ("@run_if(min_gpus=0)", False),
+    ("@pytest.mark.skipif(not torch.cuda.is_available(), reason='x')", True),
+    ("@unittest.skipUnless(torch.cuda.is_available() or torch.backends.mps.is_available(), 'x')", False),
+])
+def test_skip_marks_and_the_helpers_that_build_them_are_evaluated(mark: str, skipped: bool) -> None:
+    source = f"""\
+    import unittest
+    import pytest
+    import torch
+
+    def requires_gpu(n=1):
+        return pytest.mark.skipif(not torch.cuda.device_count() >= n, reason="needs GPUs")
+
+    def run_if(min_gpus=0):
+        conditions = []
+        if min_gpus:
+            conditions.append(torch.cuda.device_count() < min_gpus)
+        return pytest.mark.skipif(any(conditions), reason="needs CUDA")
+
+    {mark}
+    def test_it():
+        pass
+    """
+    unit = _unit(source, "test_it", "mps")
+    assert (unit.skipped is not None) is skipped
+    assert _unit(source, "test_it", "cuda").skipped is None
+
+
+@pytest.mark.parametrize(("expression", "stops"), [
+    ("x.cuda()", True),
+    ("x.to('cuda:1')", True),
+    ("x.to(torch.device('cuda', 0))", True),
+    ("torch.zeros(2, device=f'cuda:{rank}')", True),
+    ("torch.load('a.pt', map_location='cuda')", True),
+    ("torch.cuda.current_stream()", True),
+    ("torch.cuda.FloatTensor(2)", True),
+    ("dist.init_process_group('nccl')", True),
+    ("torch.cuda.empty_cache()", False),
+    ("torch.cuda.manual_seed_all(0)", False),
+    ("torch.autocast('cuda', enabled=False)", False),
+    ("torch.amp.GradScaler(device='cuda')", False),
+    ("x.to(tp.device())", False),
+    ("x.to('cuda' if torch.cuda.is_available() else 'cpu')", False),
+    ("x.to(-1 if rank else 'cpu')", False),
+])
+def test_what_stops_a_path_off_cuda(expression: str, stops: bool) -> None:
+    source = f"import torch\nimport torch.distributed as dist\nfrom torchport import runtime as tp\n{expression}\n"
+    for target in ("cpu", "mps"):
+        assert (_module_paths(source, target)[0][1] == "cuda") is stops
+    assert _module_paths(source, "cuda")[0][1] is None
+
+
+def test_a_function_the_module_calls_is_followed_with_its_arguments_and_defaults() -> None:
+    source = """\
+    import torch
+
+    def pick(prefer="cuda"):
+        if prefer == "cuda" and torch.cuda.is_available():
+            return "cuda"
+        return "cpu"
+
+    def setup(device):
+        torch.cuda.set_device(device)
+
+    x = torch.ones(2).to(pick())
+    setup(0)
+    """
+    assert _module_paths(source, "cpu") == [(12, "cuda")]
+    stop = evaluate(ast.parse(textwrap.dedent(source)), "cpu")[0].paths[0].stop
+    assert stop is not None and stop.line == 12 and "setup()" in stop.message
+
+
+def test_an_exit_decided_by_a_bound_query_is_a_gate_and_a_caught_failure_is_not_a_stop() -> None:
+    source = """\
+    import sys
+    import torch
+
+    try:
+        torch.cuda.synchronize()
+    except RuntimeError:
+        pass
+    cuda = torch.cuda.is_available()
+    if not cuda:
+        sys.exit("needs a GPU")
+    """
+    assert _module_paths(source, "cpu") == [(10, "gate")]
+    assert _module_paths(source, "cuda") == [(9, None)]

@@ -1,0 +1,202 @@
+"""Check a port before it is written: no half ports.
+
+The migrated module is evaluated on the targets a port adds (`OFF_CUDA`). Each hunk of the port (a run of changed
+lines, as `difflib` finds them) stays only where some path that runs it runs clean off CUDA after the port: no
+``.cuda()``, CUDA placement, CUDA-only call or device gate stops that path later. A hunk that only paths which
+still stop run (a removed assert before a placement the port kept, a rewrite after a line that still fails, a
+test a skip mark skips there) changes nothing anywhere but the way the program fails, so it goes back to the
+original lines, and the stop is reported once with its line.
+
+Each hunk keeps CUDA's behaviour on its own, so any mix of them does; a kept hunk's clean path runs no reverted
+hunk, so it stays clean in the mix.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from dataclasses import dataclass, replace
+
+from torchport.model.evaluate import Stop, Unit, evaluate
+
+OFF_CUDA = ("cpu", "mps")  # xpu answers as mps does for every query the model reads, bar its name
+
+
+@dataclass(frozen=True)
+class Held:
+    """Original lines ``first``..``last`` (1-based) kept as written, because every path off CUDA that runs their
+    port stops at ``stop`` (None: no path off CUDA runs them)."""
+
+    first: int
+    last: int
+    stop: Stop | None
+
+
+@dataclass
+class Checked:
+    """The port as it may be written (``code``) and the hunks held back from it."""
+
+    code: str
+    held: list[Held]
+
+
+def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset()) -> Checked:
+    """Hold back the hunks of ``migrated`` (the rules' output for ``original``) that no clean path off CUDA runs.
+
+    ``exempt``: lines of ``migrated`` whose stops do not count (CUDA on purpose: ``# torchport: ignore``).
+    Returns ``migrated`` unchanged when every hunk stays, ``original`` when none does (its support, such as an
+    added import, goes with it), else the mix. Never raises: code CPython cannot parse is returned as given.
+    """
+    if migrated == original:
+        return Checked(migrated, [])
+    try:
+        tree = ast.parse(migrated)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return Checked(migrated, [])
+    old, new = original.splitlines(keepends=True), migrated.splitlines(keepends=True)
+    hunks = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
+    starts = _statement_starts(tree)
+    support = _support_lines(tree)
+    runs: dict[int, Stop | None] = {}  # a statement's first line -> None if a clean path runs it, else a stop
+    before: list[tuple[int, int, Stop]] = []  # (first, last line) of a unit -> a stop of its paths
+    for target in OFF_CUDA:
+        try:
+            units = evaluate(tree, target, exempt)
+        except RecursionError:
+            return Checked(migrated, [])
+        _record(units, runs, before)
+    held: list[Held] = []
+    kept_code = False
+    decisions: dict[int, bool] = {}
+    for index, (_, i1, i2, j1, j2) in enumerate(hunks):
+        lines = set(range(j1 + 1, j2 + 1)) or {j1 + 1}
+        if i1 == i2 and all(line in support or not new[line - 1].strip() for line in range(j1 + 1, j2 + 1)):
+            continue  # an added import or helper: it goes with the rest
+        statements = {starts[line] for line in lines if line in starts}
+        if not statements or any(runs.get(s, _NEVER) is None for s in statements):
+            decisions[index] = True
+            kept_code = True
+            continue
+        stops = [runs[s] for s in sorted(statements) if runs.get(s, _NEVER) is not _NEVER]
+        # never run: the stop of the innermost unit around it that ends its paths first
+        stops += [stop for first, last, stop in sorted(before, key=lambda b: b[0] - b[1])
+                  if first <= min(statements) <= last and stop.line < min(statements)]
+        decisions[index] = False
+        stop = next((s for s in stops if s is not None), None)
+        if stop is not None:  # reported on the original's lines
+            stop = replace(stop, line=_original_line(stop.line, hunks))
+        held.append(Held(i1 + 1, max(i2, i1 + 1), stop))
+    if not held:
+        return Checked(migrated, [])
+    out: list[str] = []
+    last = 0
+    for index, (_, i1, i2, j1, j2) in enumerate(hunks):
+        out.extend(old[last:i1])
+        out.extend(new[j1:j2] if decisions.get(index, kept_code) else old[i1:i2])
+        last = i2
+    out.extend(old[last:])
+    code = "".join(out)
+    try:
+        ast.parse(code)
+    except SyntaxError:
+        return Checked(original, [Held(1, len(old), None)])
+    return Checked(code, held)
+
+
+def _original_line(line: int, hunks: list[tuple[str, int, int, int, int]]) -> int:
+    """Line ``line`` of the migrated code as a line of the original (a changed line: its hunk's first)."""
+    shift = 0
+    for _, i1, i2, j1, j2 in hunks:
+        if line <= j1:
+            break
+        if line <= j2:
+            return i1 + 1
+        shift = i2 - j2
+    return line + shift
+
+
+class _Never:
+    pass
+
+
+_NEVER = _Never()  # no path off CUDA runs the statement
+
+
+def _record(units: list[Unit], runs: dict[int, Stop | None], before: list[tuple[int, int, Stop]]) -> None:
+    for unit in units:
+        span = (getattr(unit.node, "lineno", 1), getattr(unit.node, "end_lineno", None) or 10**9)
+        if unit.skipped is not None:
+            before.append((*span, unit.skipped))
+        before.extend((*span, path.stop) for path in unit.paths if not path.clean and path.stop is not None)
+        for path in unit.paths:
+            for line in path.lines:
+                if path.clean:
+                    runs[line] = None
+                elif runs.get(line, _NEVER) is _NEVER:
+                    runs[line] = path.stop
+
+
+def _statement_starts(tree: ast.Module) -> dict[int, int]:
+    """Each line of a statement -> the first line of the innermost statement holding it (a compound statement's
+    header lines map to the statement; its body's lines to the body's statements)."""
+    starts: dict[int, int] = {}
+
+    def visit(body: list[ast.stmt]) -> None:
+        for stmt in body:
+            end = stmt.end_lineno or stmt.lineno
+            first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+            for line in range(first, end + 1):
+                starts[line] = stmt.lineno
+            for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                inner = getattr(stmt, name, None)
+                if isinstance(inner, list):
+                    for item in inner:
+                        if isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                            visit(item.body)
+                    visit([s for s in inner if isinstance(s, ast.stmt)])
+
+    visit(tree.body)
+    return starts
+
+
+def _support_lines(tree: ast.Module) -> set[int]:
+    """Lines of the module's imports and module-level definitions: what a port adds to support its rewrites."""
+    lines: set[int] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Try, ast.If)):
+            lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    return lines
+
+
+def program_stop(original: str, migrated: str, target: str, kind: str,
+                 tree: ast.Module | None = None) -> Stop | None:
+    """Where the ported program ``migrated`` always stops on ``target``, on the original's lines, or None.
+
+    ``kind``: ``test`` (a test module stops where every test is skipped or stops), or a script's kind (it stops
+    where every path of its body stops). ``tree``: the parse of ``migrated`` when the caller has it.
+    """
+    if tree is None:
+        try:
+            tree = ast.parse(migrated)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+    try:
+        units = evaluate(tree, target)
+    except RecursionError:
+        return None
+    if kind == "test":
+        tests = [u for u in units[1:] if getattr(u.node, "name", "").startswith("test")]
+        stops = [u.skipped or next((p.stop for p in u.paths if not p.clean), None) for u in tests]
+        if not tests or any(u.skipped is None and any(p.clean for p in u.paths) for u in tests):
+            return None
+    else:
+        paths = units[0].paths
+        if not paths or any(p.clean for p in paths):
+            return None
+        stops = [p.stop for p in paths]
+    first = min((s for s in stops if s is not None), key=lambda s: s.line, default=None)
+    if first is None or migrated == original:
+        return first
+    old, new = original.splitlines(keepends=True), migrated.splitlines(keepends=True)
+    hunks = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
+    return replace(first, line=_original_line(first.line, hunks))

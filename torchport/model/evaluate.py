@@ -1,0 +1,704 @@
+"""Evaluate a module's code on one target, with the device queries answered as that target answers them.
+
+The evaluation is abstract: values it cannot know are `UNKNOWN`, and a condition it cannot decide forks the path.
+It follows constants, assignments, f-strings, conditional and boolean expressions, comparisons, lists built with
+``append`` and tested with ``any``/``all``, calls of the module's own functions (their returns, to a bounded
+depth), skip marks, ``assert``/``raise``/``sys.exit``/``pytest.skip``. A path stops where code needs CUDA off CUDA:
+a ``torch.cuda`` call that raises there (`torch_facts.RAISES_OFF_CUDA`), ``.cuda()``, a placement on a CUDA
+device (``.to``, ``device=``, ``map_location=``), a CUDA process-group backend, a tensor type of ``torch.cuda``.
+
+Units: the module's own body (``__name__ == "__main__"``), and each function and method on its own, its
+parameters unknown, the module's globals as the module body leaves them.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+
+from torchport.model import torch_facts
+from torchport.model.values import (
+    UNKNOWN,
+    Device,
+    Function,
+    Items,
+    Mark,
+    Name,
+    Prefix,
+    device_type,
+    truth,
+)
+
+_MAX_PATHS = 48  # per unit: past this, undecided branches are merged instead of forked
+_MAX_DEPTH = 3  # calls of the module's own functions followed
+_STOPS = ("cuda", "gate")  # a path that ends so does not run off CUDA
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Where and why a path ended early.
+
+    Args:
+        kind: ``cuda`` (needs CUDA), ``gate`` (an assert, exit, skip or raise decided by a device query), ``raise``,
+            ``exit`` or ``skip`` (not decided by one).
+        line: 1-based line.
+        message: what stopped it, in a few words.
+    """
+
+    kind: str
+    line: int
+    message: str
+
+
+@dataclass
+class Path:
+    """One way through a unit: the values bound, the statements run (their first lines), how it ended."""
+
+    env: dict[str, object]
+    lines: set[int] = field(default_factory=set)
+    stop: Stop | None = None
+    flow: str | None = None  # "return", "break", "continue"
+    returned: object = None
+    gated: int = 0  # inside how many branches a device query chose
+    queried: set[str] = field(default_factory=set)  # names bound to what a device query answered
+
+    def fork(self) -> Path:
+        return replace(self, env=dict(self.env), lines=set(self.lines), queried=set(self.queried))
+
+    @property
+    def clean(self) -> bool:
+        """Whether the path runs off CUDA: it did not stop at a CUDA need or a device gate."""
+        return self.stop is None or self.stop.kind not in _STOPS
+
+
+@dataclass
+class Unit:
+    """A module body or one function: its node, its paths on the target, whether a skip mark skips it there."""
+
+    node: ast.AST
+    paths: list[Path]
+    skipped: Stop | None = None
+
+
+def _imports(tree: ast.Module) -> dict[str, str]:
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bound[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    bound[head] = head
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                if alias.name != "*":
+                    bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return bound
+
+
+_BUILTIN_EXITS = {"exit": "exit", "quit": "quit"}
+
+
+class Evaluator:
+    """Evaluates the units of one module on ``target`` (one of `torch_facts.TARGETS`).
+
+    Args:
+        tree: the module's ``ast``.
+        target: the device the code is evaluated for.
+        exempt: lines whose CUDA needs do not stop a path (marked CUDA on purpose).
+    """
+
+    def __init__(self, tree: ast.Module, target: str, exempt: frozenset[int] = frozenset()) -> None:
+        self.tree = tree
+        self.exempt = exempt
+        self.target = target
+        self.imports = _imports(tree)
+        self.globals: dict[str, object] = {}
+        self.globals_queried: set[str] = set()
+        self._forks = 0
+        self._touched = False  # a device query answered while evaluating the current condition
+        self._quiet = 0  # inside an operand that may not run: nothing stops there
+        self._depth = 0
+        self._calling: set[int] = set()
+
+    # -- units -------------------------------------------------------------------------------------------------
+
+    def units(self) -> list[Unit]:
+        """The module body, then every function and method, each with its paths."""
+        self._forks = 0
+        module = Unit(self.tree, self.run(self.tree.body, [Path({"__name__": "__main__"})]))
+        self.globals = _merged(module.paths)
+        self.globals_queried = set().union(*(p.queried for p in module.paths)) if module.paths else set()
+        found = [module]
+        skipped: dict[int, Stop] = {}
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ClassDef):
+                stop = self._skipped(node, skipped.get(id(node)))
+                for child in ast.walk(node):
+                    if stop is not None and child is not node:
+                        skipped[id(child)] = stop
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._forks = 0
+                found.append(self._function_unit(node, skipped.get(id(node))))
+        return found
+
+    def _skipped(self, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef, outer: Stop | None) -> Stop | None:
+        if outer is not None:
+            return outer
+        for decorator in node.decorator_list:
+            mark = self.value(decorator, Path({}))
+            if isinstance(mark, Mark) and mark.skip is True:
+                return Stop("gate", decorator.lineno, "a skip mark skips it")
+        return None
+
+    def _function_unit(self, node: ast.FunctionDef | ast.AsyncFunctionDef, outer: Stop | None) -> Unit:
+        stop = self._skipped(node, outer)
+        if stop is not None:
+            return Unit(node, [], stop)
+        env = {name: UNKNOWN for name in _parameters(node.args)}
+        return Unit(node, self.run(node.body, [Path(env)]))
+
+    # -- statements --------------------------------------------------------------------------------------------
+
+    def run(self, body: Sequence[ast.stmt], paths: list[Path]) -> list[Path]:
+        """Run ``body`` from each of ``paths``; the paths it ends in."""
+        for stmt in body:
+            live = [p for p in paths if p.stop is None and p.flow is None]
+            if not live:
+                break
+            done = [p for p in paths if p.stop is not None or p.flow is not None]
+            stepped: list[Path] = []
+            for path in live:
+                path.lines.add(stmt.lineno)
+                stepped.extend(self.step(stmt, path))
+            paths = done + stepped
+        return paths
+
+    def step(self, stmt: ast.stmt, p: Path) -> list[Path]:
+        """Run one statement from path ``p``."""
+        if isinstance(stmt, ast.If):
+            return self._branch(stmt.test, stmt.body, stmt.orelse, p)
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.value(stmt.iter, p)
+            if p.stop:
+                return [p]
+            self._bind(stmt.target, UNKNOWN, p)
+            return self._loop(stmt.body + stmt.orelse, p)
+        if isinstance(stmt, ast.While):
+            test = truth(self.value(stmt.test, p))
+            if p.stop or test is False:
+                return self.run(stmt.orelse, [p]) if test is False and not p.stop else [p]
+            return self._loop(stmt.body, p)
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                self.value(item.context_expr, p)
+                if p.stop:
+                    return [p]
+                if item.optional_vars is not None:
+                    self._bind(item.optional_vars, UNKNOWN, p)
+            return self.run(stmt.body, [p])
+        if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            return self._try(stmt, p)  # type: ignore[arg-type]
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            p.env[stmt.name] = Function(stmt)
+            return [p]
+        if isinstance(stmt, ast.ClassDef):
+            p.env[stmt.name] = UNKNOWN
+            return [p]
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            return [p]
+        if isinstance(stmt, ast.Assign):
+            value, queried = self._asking(stmt.value, p)
+            for target in stmt.targets:
+                self._bind(target, value, p, queried)
+            return [p]
+        if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+            value = self.value(stmt.value, p) if stmt.value is not None else UNKNOWN
+            if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                self._bind(stmt.target, value, p)
+            elif isinstance(stmt, ast.AugAssign):
+                self._bind(stmt.target, UNKNOWN, p)
+            return [p]
+        if isinstance(stmt, ast.Expr):
+            self.value(stmt.value, p)
+            return [p]
+        if isinstance(stmt, ast.Return):
+            p.returned = self.value(stmt.value, p) if stmt.value is not None else None
+            if not p.stop:
+                p.flow = "return"
+            return [p]
+        if isinstance(stmt, ast.Assert):
+            value, queried = self._asking(stmt.test, p)
+            if truth(value) is False and not p.stop:
+                p.stop = Stop("gate" if queried else "raise", stmt.lineno, "an assert fails")
+            return [p]
+        if isinstance(stmt, ast.Raise):
+            if stmt.exc is not None:
+                self.value(stmt.exc, p)
+            if not p.stop:
+                p.stop = Stop("gate" if p.gated else "raise", stmt.lineno, "it raises")
+            return [p]
+        if isinstance(stmt, (ast.Break, ast.Continue)):
+            p.flow = "break" if isinstance(stmt, ast.Break) else "continue"
+            return [p]
+        if isinstance(stmt, ast.Match):
+            self.value(stmt.subject, p)
+            return [q for case in stmt.cases for q in self.run(case.body, [p.fork()])] or [p]
+        return [p]  # pass, global, del, ...
+
+    def _branch(self, test: ast.expr, body: list[ast.stmt], orelse: list[ast.stmt], p: Path) -> list[Path]:
+        value, by_query = self._asking(test, p)
+        decided = truth(value)
+        if p.stop:
+            return [p]
+        if decided is UNKNOWN:
+            self._forks += 1
+            if self._forks > _MAX_PATHS:
+                return self._merge(body, orelse, p)
+            return self.run(body, [p.fork()]) + self.run(orelse, [p])
+        p.gated += by_query
+        out = self.run(body if decided else orelse, [p])
+        for q in out:
+            q.gated -= by_query
+        return out
+
+    def _asking(self, node: ast.expr, p: Path) -> tuple[object, bool]:
+        """The value of ``node``, and whether a device query decided it."""
+        outer, self._touched = self._touched, False
+        value = self.value(node, p)
+        asked = self._touched
+        self._touched = outer or asked
+        return value, asked and value is not UNKNOWN
+
+    def _merge(self, body: list[ast.stmt], orelse: list[ast.stmt], p: Path) -> list[Path]:
+        # too many paths: both branches run quietly, and what they bind is joined
+        self._quiet += 1
+        try:
+            ends = self.run(body, [p.fork()]) + self.run(orelse, [p.fork()])
+        finally:
+            self._quiet -= 1
+        p.env = _merged(ends) | {k: v for k, v in p.env.items() if k not in _merged(ends)}
+        for q in ends:
+            p.lines |= q.lines
+        return [p]
+
+    def _loop(self, body: list[ast.stmt], p: Path) -> list[Path]:
+        out = self.run(body, [p])
+        for q in out:
+            if q.flow in ("break", "continue"):
+                q.flow = None
+        return out
+
+    def _try(self, stmt: ast.Try, p: Path) -> list[Path]:
+        catches = any(h.type is None or _names(h.type) & torch_facts.CATCHES_CUDA_ERRORS for h in stmt.handlers)
+        out: list[Path] = []
+        for q in self.run(stmt.body, [p]):
+            if q.stop is not None and q.stop.kind == "cuda" and catches:
+                q.stop = None
+                out.extend(self.run(stmt.handlers[0].body, [q]))
+            elif q.stop is None and q.flow is None:
+                out.extend(self.run(stmt.orelse, [q]))
+            else:
+                out.append(q)
+        return self.run(stmt.finalbody, out) if stmt.finalbody else out
+
+    def _bind(self, target: ast.expr, value: object, p: Path, queried: bool = False) -> None:
+        key = _key(target)
+        if key is not None:
+            p.env[key] = value
+            if queried:
+                p.queried.add(key)
+            else:
+                p.queried.discard(key)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            values = value.values if isinstance(value, Items) and len(value.values) == len(target.elts) else None
+            for i, element in enumerate(target.elts):
+                self._bind(element, values[i] if values else UNKNOWN, p)
+
+    # -- expressions -------------------------------------------------------------------------------------------
+
+    def value(self, node: ast.expr | None, p: Path) -> object:
+        """The value of ``node`` on path ``p``; a call that needs CUDA off CUDA stops ``p``."""
+        if node is None or p.stop is not None:
+            return UNKNOWN
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return self._name(node, p)
+        if isinstance(node, ast.Call):
+            return self._call(node, p)
+        if isinstance(node, ast.JoinedStr):
+            return self._fstring(node, p)
+        if isinstance(node, ast.BoolOp):
+            return self._boolop(node, p)
+        if isinstance(node, ast.UnaryOp):
+            operand = self.value(node.operand, p)
+            if isinstance(node.op, ast.Not):
+                known = truth(operand)
+                return UNKNOWN if known is UNKNOWN else not known
+            return UNKNOWN
+        if isinstance(node, ast.Compare):
+            return self._compare(node, p)
+        if isinstance(node, ast.IfExp):
+            decided = truth(self.value(node.test, p))
+            if decided is UNKNOWN:
+                self._quiet += 1
+                try:
+                    a, b = self.value(node.body, p), self.value(node.orelse, p)
+                finally:
+                    self._quiet -= 1
+                return a if a == b else UNKNOWN
+            return self.value(node.body if decided else node.orelse, p)
+        if isinstance(node, ast.BinOp):
+            return self._binop(node, p)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return Items(tuple(self.value(e, p) for e in node.elts))
+        if isinstance(node, ast.NamedExpr):
+            value = self.value(node.value, p)
+            self._bind(node.target, value, p)
+            return value
+        if isinstance(node, ast.Subscript):
+            self.value(node.value, p)
+            self.value(node.slice, p)
+            return UNKNOWN
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return UNKNOWN  # run later, if ever
+        for child in ast.iter_child_nodes(node):  # dicts, sets, awaits, ...: their parts still run
+            if isinstance(child, ast.expr):
+                self.value(child, p)
+        return UNKNOWN
+
+    def _name(self, node: ast.Name | ast.Attribute, p: Path) -> object:
+        key = _key(node)
+        if key is not None:
+            for env, queried in ((p.env, p.queried), (self.globals, self.globals_queried)):
+                if key in env:
+                    self._touched |= key in queried
+                    return env[key]
+        if isinstance(node, ast.Name):
+            if node.id in self.imports:
+                return Name(self.imports[node.id])
+            return Name(node.id) if node.id in _BUILTIN_EXITS or node.id in ("any", "all", "len", "str", "int",
+                                                                              "bool") else UNKNOWN
+        base = self.value(node.value, p)
+        if isinstance(base, Name):
+            return Name(f"{base.qualified}.{node.attr}")
+        if isinstance(base, Device) and node.attr == "type":
+            return base.type
+        if isinstance(base, Device) and node.attr == "index":
+            return base.index
+        return UNKNOWN
+
+    def _fstring(self, node: ast.JoinedStr, p: Path) -> object:
+        text, known = "", True
+        for part in node.values:
+            if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                text += part.value if known else ""
+            elif isinstance(part, ast.FormattedValue):
+                value = self.value(part.value, p)
+                if known and isinstance(value, (str, int)) and part.format_spec is None and part.conversion == -1:
+                    text += str(value)
+                elif known and isinstance(value, Device) and part.format_spec is None:
+                    text += value.type if value.index is None else f"{value.type}:{value.index}"
+                else:
+                    known = False
+        return text if known else Prefix(text)
+
+    def _boolop(self, node: ast.BoolOp, p: Path) -> object:
+        is_and = isinstance(node.op, ast.And)
+        result: object = UNKNOWN
+        undecided = False
+        for i, operand in enumerate(node.values):
+            if undecided:
+                self._quiet += 1
+            try:
+                result = self.value(operand, p)
+            finally:
+                if undecided:
+                    self._quiet -= 1
+            known = truth(result)
+            if known is UNKNOWN:
+                undecided = True
+            elif known is (not is_and) and not undecided:
+                return result  # short-circuit: the rest does not run
+            elif known is (not is_and):
+                return UNKNOWN if i else result
+        return UNKNOWN if undecided else result
+
+    def _compare(self, node: ast.Compare, p: Path) -> object:
+        left = self.value(node.left, p)
+        result: object = True
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = self.value(right_node, p)
+            outcome = _compare(op, left, right)
+            if outcome is False:
+                return False
+            if outcome is UNKNOWN:
+                result = UNKNOWN
+            left = right
+        return result
+
+    def _binop(self, node: ast.BinOp, p: Path) -> object:
+        left, right = self.value(node.left, p), self.value(node.right, p)
+        if isinstance(node.op, ast.Add) and isinstance(left, str):
+            return left + right if isinstance(right, str) else Prefix(left)
+        if isinstance(node.op, ast.Add) and isinstance(left, Prefix):
+            return left
+        if isinstance(node.op, ast.Mod) and isinstance(left, str):
+            return Prefix(left.split("%", 1)[0])
+        if isinstance(left, int) and isinstance(right, int) and not isinstance(left, bool):
+            ops = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__}
+            operation = ops.get(type(node.op))
+            if operation is not None:
+                return operation(left, right)
+        return UNKNOWN
+
+    # -- calls -------------------------------------------------------------------------------------------------
+
+    def _call(self, node: ast.Call, p: Path) -> object:
+        function = self.value(node.func, p) if not isinstance(node.func, ast.Attribute) else UNKNOWN
+        receiver: object = UNKNOWN
+        if isinstance(node.func, ast.Attribute):
+            receiver = self.value(node.func.value, p)
+            function = self._name(node.func, p) if isinstance(receiver, Name) else UNKNOWN
+        args = [self.value(a.value if isinstance(a, ast.Starred) else a, p) for a in node.args]
+        keywords = {k.arg: self.value(k.value, p) for k in node.keywords}
+        if p.stop:
+            return UNKNOWN
+        if isinstance(function, Name):
+            return self._call_name(function.qualified, node, args, keywords, p)
+        if isinstance(function, Function):
+            return self._call_function(function.node, node, args, keywords, p)
+        if isinstance(function, Mark):
+            return function
+        if isinstance(node.func, ast.Attribute):
+            return self._method(node.func.attr, node, receiver, args, keywords, p)
+        self._placement(node, keywords, p)
+        return UNKNOWN
+
+    def _call_name(self, name: str, node: ast.Call, args: list[object], keywords: dict[str | None, object],
+                   p: Path) -> object:
+        answer = torch_facts.query(name, self.target)
+        if answer is not UNKNOWN or name.endswith(("device_count", "is_available")):
+            self._touched = True
+            return answer
+        if name.startswith("torch.cuda.") and name[len("torch.cuda."):] in torch_facts.RAISES_OFF_CUDA:
+            return self._needs_cuda(node, f"`{name}()` raises without CUDA", p)
+        if name == "torch.device":
+            return _device(args[0] if args else keywords.get("type"), args[1] if len(args) > 1 else None)
+        if name.endswith("init_process_group"):
+            backend = args[0] if args else keywords.get("backend")
+            if backend in torch_facts.CUDA_BACKENDS:
+                return self._needs_cuda(node, f"the {backend} backend needs CUDA", p)
+        if name in torch_facts.EXITS or name in _BUILTIN_EXITS:
+            self._end(Stop("gate" if p.gated else "exit", node.lineno, "it exits"), p)
+            return UNKNOWN
+        if name in torch_facts.SKIPS:
+            self._end(Stop("gate" if p.gated else "skip", node.lineno, "it skips"), p)
+            return UNKNOWN
+        if name in ("pytest.mark.skipif", "unittest.skipIf", "unittest.skipUnless"):
+            skip = truth(args[0]) if args else UNKNOWN
+            if name.endswith("skipUnless") and skip is not UNKNOWN:
+                skip = not skip
+            return Mark(skip)
+        if name in ("pytest.mark.skip", "unittest.skip"):
+            return Mark(True)
+        if name in ("any", "all") and args and isinstance(args[0], Items):
+            known = [truth(v) for v in args[0].values]
+            wanted = name == "any"
+            if wanted in known:
+                return wanted
+            return UNKNOWN if UNKNOWN in known else not wanted
+        if name == "len" and args and isinstance(args[0], Items):
+            return len(args[0].values)
+        if name in ("str", "int", "bool") and args and isinstance(args[0], (str, int, bool)):
+            try:
+                return {"str": str, "int": int, "bool": bool}[name](args[0])
+            except ValueError:
+                return UNKNOWN
+        if name in ("torch.device", "torch.autocast", "torch.amp.autocast") or "GradScaler" in name:
+            return UNKNOWN  # device= there labels, it does not place
+        self._placement(node, keywords, p)
+        return UNKNOWN
+
+    def _method(self, method: str, node: ast.Call, receiver: object, args: list[object],
+                keywords: dict[str | None, object], p: Path) -> object:
+        if method == "cuda":
+            return self._needs_cuda(node, "`.cuda()` needs CUDA", p)
+        if method == "to":
+            value = args[0] if args else keywords.get("device")
+            if device_type(value) == "cuda":
+                return self._needs_cuda(node, f"`.to({_show(value)})` places data on CUDA", p)
+            return UNKNOWN
+        if method == "type" and args and isinstance(args[0], Name) and args[0].qualified.startswith("torch.cuda."):
+            return self._needs_cuda(node, f"`.type({args[0].qualified})` needs CUDA", p)
+        if method == "append" and isinstance(receiver, Items) and isinstance(node.func, ast.Attribute):
+            key = _key(node.func.value)
+            if key is not None and args:
+                p.env[key] = Items((*receiver.values, args[0]))
+            return None
+        self._placement(node, keywords, p)
+        return UNKNOWN
+
+    def _placement(self, node: ast.Call, keywords: dict[str | None, object], p: Path) -> None:
+        for keyword in torch_facts.PLACEMENT_KEYWORDS:
+            value = keywords.get(keyword)
+            if keyword in keywords and device_type(value) == "cuda":
+                self._needs_cuda(node, f"`{keyword}={_show(value)}` places data on CUDA", p)
+                return
+
+    def _call_function(self, function: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.Call,
+                       args: list[object], keywords: dict[str | None, object], p: Path) -> object:
+        if self._depth >= _MAX_DEPTH or id(function) in self._calling or isinstance(function, ast.AsyncFunctionDef):
+            return UNKNOWN
+        env = _bind_arguments(function.args, args, keywords, self, p)
+        self._depth += 1
+        self._calling.add(id(function))
+        try:
+            ends = self.run(function.body, [Path(env, gated=p.gated)])
+        finally:
+            self._depth -= 1
+            self._calling.discard(id(function))
+        stops = [q.stop for q in ends if not q.clean]
+        if ends and len(stops) == len(ends) and stops[0] is not None:
+            first = stops[0]
+            self._end(Stop(first.kind, node.lineno, f"`{function.name}()` stops at line {first.line}: "
+                                                    f"{first.message}"), p)
+            return UNKNOWN
+        returned = [q.returned for q in ends if q.clean and q.stop is None]
+        return returned[0] if returned and all(r == returned[0] for r in returned) else UNKNOWN
+
+    def _needs_cuda(self, node: ast.AST, message: str, p: Path) -> object:
+        if self.target != "cuda" and getattr(node, "lineno", 0) not in self.exempt:
+            self._end(Stop("cuda", getattr(node, "lineno", 0), message), p)
+        return UNKNOWN
+
+    def _end(self, stop: Stop, p: Path) -> None:
+        if not self._quiet and p.stop is None:
+            p.stop = stop
+
+
+def _merged(paths: Iterable[Path]) -> dict[str, object]:
+    """The bindings every clean path that ran to the end agrees on (`UNKNOWN` where they differ)."""
+    ends = [p.env for p in paths if p.stop is None] or [p.env for p in paths]
+    if not ends:
+        return {}
+    merged: dict[str, object] = {}
+    for key in set().union(*ends):
+        values = [env.get(key, UNKNOWN) for env in ends]
+        merged[key] = values[0] if all(v == values[0] for v in values) else UNKNOWN
+    return merged
+
+
+def _key(node: ast.expr) -> str | None:
+    """``x`` or ``args.device`` for a name or a dotted attribute of one, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _key(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _names(node: ast.expr) -> set[str]:
+    if isinstance(node, ast.Tuple):
+        return set().union(*(_names(e) for e in node.elts)) if node.elts else set()
+    if isinstance(node, ast.Name):
+        return {node.id}
+    if isinstance(node, ast.Attribute):
+        return {node.attr}
+    return set()
+
+
+def _parameters(args: ast.arguments) -> Iterator[str]:
+    for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+        yield arg.arg
+    if args.vararg:
+        yield args.vararg.arg
+    if args.kwarg:
+        yield args.kwarg.arg
+
+
+def _bind_arguments(spec: ast.arguments, args: list[object], keywords: dict[str | None, object],
+                    evaluator: Evaluator, p: Path) -> dict[str, object]:
+    positional = [*spec.posonlyargs, *spec.args]
+    defaults: dict[str, ast.expr] = dict(zip([a.arg for a in positional[len(positional) - len(spec.defaults):]],
+                                             spec.defaults, strict=True))
+    defaults.update({a.arg: d for a, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True) if d is not None})
+    env: dict[str, object] = {name: UNKNOWN for name in _parameters(spec)}
+    for arg, value in zip(positional, args, strict=False):
+        env[arg.arg] = value
+    given = {a.arg for a in positional[:len(args)]}
+    for name, value in keywords.items():
+        if name is not None:
+            env[name] = value
+            given.add(name)
+    if None in keywords or len(args) > len(positional):
+        return env  # **kwargs or *args: the rest is unknown
+    for name, default in defaults.items():
+        if name not in given:
+            env[name] = evaluator.value(default, Path(dict(evaluator.globals)))
+    return env
+
+
+def _device(spec: object, index: object) -> object:
+    kind = device_type(spec)
+    if kind is None or isinstance(spec, int):
+        return UNKNOWN if not isinstance(spec, Device) else spec
+    if isinstance(spec, str) and ":" in spec:
+        head, _, tail = spec.partition(":")
+        return Device(head, int(tail) if tail.isdigit() else UNKNOWN)
+    return Device(kind, index)
+
+
+def _compare(op: ast.cmpop, left: object, right: object) -> object:
+    if left is UNKNOWN or right is UNKNOWN or isinstance(left, (Prefix, Items, Name)) or isinstance(
+            right, (Prefix, Name)):
+        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, Items) and left is not UNKNOWN and all(
+                v is not UNKNOWN and not isinstance(v, Prefix) for v in right.values):
+            found = left in right.values
+            return found if isinstance(op, ast.In) else not found
+        return UNKNOWN
+    if isinstance(left, Device) or isinstance(right, Device):
+        if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(left, Device) and isinstance(right, Device):
+            return (left == right) is isinstance(op, ast.Eq)
+        return UNKNOWN
+    try:
+        if isinstance(op, ast.Eq):
+            return left == right
+        if isinstance(op, ast.NotEq):
+            return left != right
+        if isinstance(op, ast.Is):
+            return left is right if left is None or right is None else UNKNOWN
+        if isinstance(op, ast.IsNot):
+            return left is not right if left is None or right is None else UNKNOWN
+        if isinstance(op, ast.Lt):
+            return left < right  # type: ignore[operator]
+        if isinstance(op, ast.LtE):
+            return left <= right  # type: ignore[operator]
+        if isinstance(op, ast.Gt):
+            return left > right  # type: ignore[operator]
+        if isinstance(op, ast.GtE):
+            return left >= right  # type: ignore[operator]
+        if isinstance(op, ast.In):
+            return left in right  # type: ignore[operator]
+        if isinstance(op, ast.NotIn):
+            return left not in right  # type: ignore[operator]
+    except TypeError:
+        return UNKNOWN
+    return UNKNOWN
+
+
+def _show(value: object) -> str:
+    if isinstance(value, Prefix):
+        return f"'{value.text}...'"
+    if isinstance(value, Device):
+        return f"device('{value.type}')"
+    return repr(value)
+
+
+def evaluate(tree: ast.Module, target: str, exempt: frozenset[int] = frozenset()) -> list[Unit]:
+    """Every unit of ``tree`` evaluated on ``target`` (see `Evaluator`)."""
+    return Evaluator(tree, target, exempt).units()

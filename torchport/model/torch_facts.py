@@ -1,0 +1,78 @@
+"""What torch does off CUDA, and what each target answers: the facts no evaluation of a project's code can know.
+
+Every list of names the program model decides with is here, each with the reason it exists. Measured on torch
+2.13's CPU build (a Mac's build has no CUDA either): the calls in `RAISES_OFF_CUDA` raise ("Torch not compiled
+with CUDA enabled" or a lazy-init error); the other ``torch.cuda`` calls return quietly.
+"""
+
+from __future__ import annotations
+
+TARGETS = ("cuda", "mps", "xpu", "cpu")
+
+# torch.cuda calls (names under ``torch.cuda``) that raise where CUDA is not there.
+RAISES_OFF_CUDA = frozenset({
+    "current_device", "synchronize", "set_device", "get_device_name", "get_device_properties",
+    "get_device_capability", "get_rng_state", "initial_seed", "current_stream", "default_stream", "Stream", "Event",
+    "device", "init", "ipc_collect", "mem_get_info", "memory_summary", "reset_peak_memory_stats",
+    "reset_max_memory_allocated", "set_per_process_memory_fraction", "caching_allocator_alloc", "utilization",
+    "CUDAGraph", "graph", "make_graphed_callables", "nvtx.range_push", "nvtx.range_pop", "nvtx.range", "nvtx.mark",
+    "FloatTensor", "HalfTensor", "BFloat16Tensor", "DoubleTensor", "LongTensor", "IntTensor", "ByteTensor",
+    "BoolTensor", "CharTensor", "ShortTensor",
+})
+
+# Keyword arguments that place data on the device they name (``device_type=`` only labels an autocast).
+PLACEMENT_KEYWORDS = frozenset({"device", "map_location"})
+
+# Process-group backends that need CUDA.
+CUDA_BACKENDS = frozenset({"nccl"})
+
+# Calls that end a path on purpose: a program's exit, a test's skip.
+EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+SKIPS = frozenset({"pytest.skip", "unittest.SkipTest", "pytest.xfail"})
+SKIP_MARKS = frozenset({"pytest.mark.skipif", "unittest.skipIf", "unittest.skipUnless", "pytest.mark.skip",
+                        "unittest.skip"})
+# Exception names whose handler catches what a call off CUDA raises (AssertionError, RuntimeError).
+CATCHES_CUDA_ERRORS = frozenset({"Exception", "BaseException", "RuntimeError", "AssertionError"})
+
+
+def query(name: str, target: str) -> object:
+    """What ``name`` (a qualified call such as ``torch.cuda.is_available``) returns on ``target``, or `UNKNOWN`.
+
+    Covers torch's own device queries, ``torch.accelerator`` and torchport's runtime (``torchport.runtime``, the
+    vendored ``_torchport_runtime`` and its native helpers); a CUDA device count is unknown (one or more).
+    """
+    from torchport.model.values import UNKNOWN, Device
+
+    accelerator = target != "cpu"
+    tail = name.rsplit(".", 1)[-1]
+    if name in ("torch.cuda.is_available", "torch.cuda.is_initialized"):
+        return target == "cuda"
+    if name == "torch.cuda.device_count":
+        return UNKNOWN if target == "cuda" else 0
+    if name in ("torch.backends.mps.is_available", "torch.backends.mps.is_built", "torch.mps.is_available"):
+        return target == "mps"
+    if name in ("torch.xpu.is_available",):
+        return target == "xpu"
+    if name == "torch.xpu.device_count":
+        return UNKNOWN if target == "xpu" else 0
+    if name == "torch.accelerator.is_available":
+        return accelerator
+    if name == "torch.accelerator.device_count":
+        return UNKNOWN if accelerator else 0
+    if name == "torch.accelerator.current_accelerator":
+        return Device(target) if accelerator else None
+    if _runtime(name):
+        if tail in ("device", "available_device", "accelerator_device"):
+            return Device(target)
+        if tail in ("device_str", "available_device_str", "device_type", "available_device_type"):
+            return target
+        if tail == "is_available":
+            return accelerator
+        if tail == "device_count":
+            return UNKNOWN if accelerator else 0
+    return UNKNOWN
+
+
+def _runtime(name: str) -> bool:
+    head = name.split(".", 1)[0]
+    return name.startswith("torchport.runtime.") or head.endswith("torchport_runtime")

@@ -172,3 +172,30 @@ def test_a_package_module_with_a_demo_main_block_gets_no_avoid_mps(tmp_path: Pat
     assert done.exit_code == 0, done.output
     assert "x.to(tp.device())" in (tmp_path / "pkg" / "analyzer.py").read_text()
     assert "avoid_mps" not in (tmp_path / "pkg" / "analyzer.py").read_text()
+
+
+def test_a_ddp_branch_that_would_be_half_ported_is_left_whole_with_its_blocker(tmp_path: Path) -> None:
+    """The DDP branch keeps its device string (the module picks MPS itself, R13): porting its assert and backend
+    would only move the failure off CUDA, so the file stays byte-identical and the stop is said once."""
+    folder = _ported("ddp_half", tmp_path)
+    assert (folder / "train.py").read_text() == (PROJECTS / "ddp_half" / "train.py").read_text()
+    done = CliRunner().invoke(app, ["migrate", str(folder), "--output-format", "concise", "--no-cache"])
+    assert "train.py:9:1: TP110 [R19 half-port] left as written: off CUDA the path still stops at line 22" \
+        in done.output
+    assert _run(folder, "train.py").returncode == 0  # without torchrun it picks the CPU, as before
+
+
+def test_a_module_a_test_fakes_cuda_for_is_ported_only_with_that_test(tmp_path: Path) -> None:
+    folder = _ported("faked", tmp_path)
+    assert (folder / "pkg" / "sel.py").read_text() == (PROJECTS / "faked" / "pkg" / "sel.py").read_text()
+    done = _run(folder, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests")
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-2000:]
+
+
+def test_ddp_ids_in_a_module_that_never_names_cuda_move_with_the_program(tmp_path: Path) -> None:
+    folder = _ported("unnamed_ddp", tmp_path)
+    assert "device_ids=tp.ddp_device_ids([device])" in (folder / "pkg" / "wrap.py").read_text()
+    done = _run(folder, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "train.py")
+    steps = [line for line in done.stdout.splitlines() if line.startswith("step ")]
+    assert len(steps) == 3, done.stderr[-3000:]
+    assert done.returncode == 0 or _TEARDOWN_ABORT in done.stderr, done.stderr[-3000:]

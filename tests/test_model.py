@@ -151,12 +151,29 @@ def test_skip_marks_and_the_helpers_that_build_them_are_evaluated(mark: str, ski
     ("x.to(tp.device())", False),
     ("x.to('cuda' if torch.cuda.is_available() else 'cpu')", False),
     ("x.to(-1 if rank else 'cpu')", False),
+    ("x.to(dist.get_rank() % torch.cuda.device_count())", True),  # a division by 0 off CUDA
+    ("torch.load(f, map_location='cuda:{}'.format(rank))", True),
+    ("L.Fabric(accelerator='cuda', devices=1)", True),
+    ("L.Trainer(accelerator='auto')", False),
 ])
 def test_what_stops_a_path_off_cuda(expression: str, stops: bool) -> None:
     source = f"import torch\nimport torch.distributed as dist\nfrom torchport import runtime as tp\n{expression}\n"
     for target in ("cpu", "mps"):
         assert (_module_paths(source, target)[0][1] == "cuda") is stops
     assert _module_paths(source, "cuda")[0][1] is None
+
+
+@pytest.mark.parametrize("expression", ["x.to(0)", "x.to(int(os.environ['LOCAL_RANK']))",
+                                        "torch.ones(1, device=tp.current_device())",
+                                        "x.to(dist.get_rank() % tp.device_count())"])
+def test_an_int_device_is_the_current_accelerator_so_only_the_cpu_lacks_it(expression: str) -> None:
+    grouped = f"import torch.distributed as dist\ndist.init_process_group('gloo')\n{expression}\n"
+    assert _module_paths(f"import os\nimport torch\nfrom torchport import runtime as tp\n{grouped}", "mps")[0][1] \
+        == "cuda"  # no process group takes MPS tensors
+    source = ("import os\nimport torch\nimport torch.distributed as dist\nfrom torchport import runtime as tp\n"
+              f"{expression}\n")
+    assert _module_paths(source, "cpu")[0][1] == "cuda"
+    assert _module_paths(source, "mps")[0][1] is None and _module_paths(source, "cuda")[0][1] is None
 
 
 def test_a_function_the_module_calls_is_followed_with_its_arguments_and_defaults() -> None:
@@ -194,3 +211,20 @@ def test_an_exit_decided_by_a_bound_query_is_a_gate_and_a_caught_failure_is_not_
     """
     assert _module_paths(source, "cpu") == [(10, "gate")]
     assert _module_paths(source, "cuda") == [(9, None)]
+
+
+def test_a_method_decorator_runs_where_its_class_is_made_so_its_port_stays() -> None:
+    source = ("import torch\nfrom torch.cuda.amp import custom_fwd\n\n\nclass F(torch.autograd.Function):\n"
+              "    @staticmethod\n    @custom_fwd(cast_inputs=torch.float32)\n    def forward(ctx, x):\n"
+              "        return x\n")
+    result = _port(source)
+    assert "@torch.amp.custom_fwd(cast_inputs=torch.float32, device_type=tp.device_type())" in result.migrated
+    assert "from torch.cuda.amp import custom_fwd" not in result.migrated
+
+
+def test_a_port_that_unbinds_a_name_still_read_is_refused_whole() -> None:
+    source = "from torch.cuda.amp import custom_fwd\n\n\n@custom_fwd\ndef f(x):\n    return x\n"
+    migrated = "import torch\n\n\n@custom_fwd\ndef f(x):\n    return x\n"
+    checked = check_port(source, migrated)
+    assert checked.code == source
+    assert checked.held[0].stop is not None and "unbinds `custom_fwd`" in checked.held[0].stop.message

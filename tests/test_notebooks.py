@@ -146,3 +146,14 @@ def test_an_added_runtime_import_moves_to_torchs_import_from_any_cell() -> None:
     _move_runtime_import(before, after)
     assert after[2][1] == "import condacolab\ncondacolab.install()\n"
     assert after[4][1] == "import torch\nfrom torchport import runtime as tp\n"
+
+
+def test_the_runtime_import_goes_to_the_first_cell_that_uses_it_where_that_comes_before_torch(tmp_path: Path) -> None:
+    """A cell that builds a model through the project's code uses the runtime before any `import torch`: the import
+    goes there, or the notebook raises NameError in that cell, CUDA included."""
+    cells = _applied(tmp_path, [v4.new_code_cell(source) for source in (
+        "!pip install x", "from mylib import build\nmodel = build().cuda()",
+        "import torch\nx = torch.ones(2).cuda()\nprint(model(x))")])
+    assert cells == ["!pip install x", "from torchport import runtime as tp\nfrom mylib import build\n"
+                     "model = build().to(tp.device())",
+                     "import torch\nx = torch.ones(2).to(tp.device())\nprint(model(x))"]

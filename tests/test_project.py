@@ -193,3 +193,16 @@ def test_a_name_without_a_package_is_the_importers_sibling(tmp_path: Path) -> No
     project = Project(results)
     main = next(i for i, r in enumerate(results) if r.display == "hogwild/main.py")
     assert {results[i].display for i in project.reach(main)} == {"hogwild/main.py", "hogwild/train.py"}
+
+
+def test_cuda_autocast_stays_where_no_program_places_data(tmp_path: Path) -> None:
+    """On every machine that autocast wraps CPU tensors (a no-op); a CPU autocast would change the numbers there."""
+    script = ("import torch\n\nmodel = torch.nn.Linear(4, 4)\nwith torch.cuda.amp.autocast():\n"
+              "    y = model(torch.randn(2, 4))\n")
+    _tree(tmp_path, {"cpu_only.py": script,
+                     "placed.py": script.replace("torch.randn(2, 4)", "torch.randn(2, 4).cuda()")})
+    results = _run(tmp_path)
+    assert results["cpu_only.py"].migrated == script and not results["cpu_only.py"].rewrites
+    assert any("no program that reaches it puts data on a device" in d.message
+               for d in results["cpu_only.py"].diagnostics)
+    assert "torch.amp.autocast(tp.device_type())" in results["placed.py"].migrated

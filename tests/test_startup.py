@@ -29,6 +29,8 @@ WARM_CHECK = {
     "torchport.codemods", "torchport.codemods.analysis", "torchport.codemods.analysis.lacks",
     "torchport.codemods.analysis.programs",
     "torchport.config", "torchport.emit", "torchport.emit.vendor", "torchport.errors",
+    "torchport.model", "torchport.model.evaluate", "torchport.model.torch_facts",
+    "torchport.model.values",  # what the project pass asks the program model
     "torchport.pipeline", "torchport.pipeline.cache", "torchport.pipeline.engine", "torchport.pipeline.files",
     "torchport.pipeline.library", "torchport.pipeline.notebooks", "torchport.pipeline.programs",
     "torchport.pipeline.project",

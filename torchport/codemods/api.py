@@ -115,14 +115,15 @@ def _renderer(settings: Settings) -> Renderer:
 
 def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module | None = None,
                  hold: str | None = None, avoid_mps: str | None = None,
-                 gates: frozenset[str] = frozenset()) -> Migration:
+                 gates: frozenset[str] = frozenset(), reached: bool = False) -> Migration:
     """Run the rules ``settings`` selects over ``source`` (a whole module).
 
     ``hold`` says why the module's device choices must stay CUDA-or-CPU (the project-level pass,
     `torchport.pipeline.project`, decides it); None lets the rules choose the runtime's device.
     ``avoid_mps`` says what MPS lacks in the program this module starts (the program model decides it): TP019
     writes ``tp.avoid_mps(...)`` after its imports. ``gates`` are the local names of CUDA gates that other modules
-    of the project define (`torchport.codemods.analysis.gates`): what they decorate is left as it is.
+    of the project define (`torchport.codemods.analysis.gates`): what they decorate is left as it is. ``reached``:
+    a ported program reaches the module, so it is ported even where its text never names CUDA.
 
     ``syntax`` is CPython's tree of ``source`` when the caller has it already (it is parsed
     otherwise): the rules read imports and statement lines from it, as it is faster than LibCST's.
@@ -142,7 +143,7 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
     if syntax is not None:
         imports = import_map(syntax)
         lines = code_trigger_lines(source, syntax, imports)
-        if not lines and avoid_mps is None:  # the prefilter matched only comments and strings: no LibCST parse
+        if not lines and avoid_mps is None and not reached:  # only comments and strings matched: no LibCST parse
             return Migration(source)
         if lines:  # names bound only to ints and read as devices, which no trigger finds (`analysis.indices`)
             lines = sorted(set(lines).union(int_name_lines(syntax, source)))
@@ -161,7 +162,7 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
         CodemodContext(), source=source, enabled=enabled, unsafe_fixes=settings.unsafe_fixes,
         suppressed=suppressions(source), targets=settings.targets, syntax=syntax, imports=imports,
         resolver=resolver, trigger_lines=lines, hold=hold, avoid_mps=avoid_mps,
-        gates=gates, renderer=_renderer(settings),
+        gates=gates, renderer=_renderer(settings), reached=reached,
     )
     tree = codemod.transform_module(module)
     if not codemod.rewrites:  # any difference would be LibCST's regeneration, not a rewrite

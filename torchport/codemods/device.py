@@ -45,7 +45,7 @@ from torchport.codemods.core.base import (
     keyword_arg,
     string_value,
 )
-from torchport.codemods.core.reasons import CUDA_ONLY, CUDA_SETTING, DEAD_STORE, SEVERAL_BACKENDS
+from torchport.codemods.core.reasons import CUDA_ONLY, CUDA_QUERY, CUDA_SETTING, DEAD_STORE, SEVERAL_BACKENDS
 from torchport.codemods.core.rule import Example, Rule
 
 if TYPE_CHECKING:
@@ -307,6 +307,13 @@ def _defines_own_cuda(module: cst.Module) -> bool:
     return False
 
 
+def _compared(m: Migrator, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is an operand of a comparison (``device == torch.device("cuda")``)."""
+    chain = [a for a in m.ancestors if a is not node][-2:]
+    return bool(chain) and (isinstance(chain[-1], cst.ComparisonTarget) or (
+        isinstance(chain[-1], cst.Comparison) and chain[-1].left is node))
+
+
 class DeviceLiteral(_StringRule):
     code = "TP002"
     moves_data = True
@@ -327,12 +334,18 @@ class DeviceLiteral(_StringRule):
                 "import torch\ntorch.set_default_device(tp.device())\n"),
         Example('import torch\nstate = torch.load(path, map_location="cuda")\n',
                 "import torch\nstate = torch.load(path, map_location=tp.device())\n"),
+        # A comparison with the CUDA device asks whether the device is CUDA's: it stays.
+        Example('import torch\nif device == torch.device("cuda"):\n    print("on CUDA")\n'),
     )
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         """Mark the CUDA strings given where a device is expected."""
         func = node.func
         names = m.qnames(func)
+        if "torch.device" in names and _compared(m, node):
+            m.skip_region(node, CUDA_QUERY, "a comparison with a CUDA device asks whether the device is CUDA's: "
+                                            "the runtime's device would answer yes on the CPU or MPS too")
+            return
         if names & _DEVICE_FIRST:
             args = node.args
             if names & {"torch.device"} and len(args) == 2 and args[0].keyword is None \

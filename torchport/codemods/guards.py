@@ -55,6 +55,7 @@ from torchport.codemods.core.reasons import (
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import tensor_type_check
 from torchport.codemods.unported import removable_assert
+from torchport.model.torch_facts import FAKES_CUDA as FAKES_CUDA_TEXT
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -225,8 +226,6 @@ class _OtherBackends(cst.CSTVisitor):
 
 
 _OTHER_TEXT = re.compile(r"\b(?:mps|xpu|npu|hpu|mlu|musa|xla)\b|accelerator|torch_xla")
-# A module that fakes `torch.cuda` (a test patching `torch.cuda.mem_get_info`) uses "cuda:0" as a descriptor.
-_FAKES_CUDA = re.compile(r"""patch(?:\.object)?\(\s*(?:torch\.cuda\s*,|["']torch\.cuda\.)""")
 _PORTABLE_IMPORT = re.compile(r"^(?:torch_npu|habana_frameworks|intel_extension_for_pytorch|torch_mlu)(?:\.|$)|"
                               r"(?:^|\.)accelerator(?:\.|$)")
 
@@ -698,7 +697,7 @@ class CudaGuard(Rule):
                     if isinstance(small, (cst.Assign, cst.AnnAssign)) and not isinstance(
                             small.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
                         m.skip_region(small, CONFIG_DATA)
-        elif _FAKES_CUDA.search(m.source):
+        elif FAKES_CUDA_TEXT.search(m.source):
             m.skip_region(node, FAKES_CUDA, "this module fakes torch.cuda (mock.patch), so its CUDA devices are "
                           "descriptors "
                           "that need no GPU")

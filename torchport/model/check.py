@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from torchport.model.evaluate import Stop, Unit, evaluate
@@ -40,10 +41,13 @@ class Checked:
     held: list[Held]
 
 
-def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset()) -> Checked:
+def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(),
+               syntax: ast.Module | None = None) -> Checked:
     """Hold back the hunks of ``migrated`` (the rules' output for ``original``) that no clean path off CUDA runs.
 
     ``exempt``: lines of ``migrated`` whose stops do not count (CUDA on purpose: ``# torchport: ignore``).
+    ``syntax``: the parse of ``original`` when the caller has it.
+    A port that unbinds a name its code still reads (an import removed, a use kept) is refused whole.
     Returns ``migrated`` unchanged when every hunk stays, ``original`` when none does (its support, such as an
     added import, goes with it), else the mix. Never raises: code CPython cannot parse is returned as given.
     """
@@ -51,12 +55,16 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         return Checked(migrated, [])
     try:
         tree = ast.parse(migrated)
+        parsed = syntax or ast.parse(original)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return Checked(migrated, [])
+    if (lost := unbound(parsed, tree)):
+        return Checked(original, [Held(1, len(original.splitlines()) or 1,
+                                       Stop("raise", 1, f"the port unbinds `{lost}`, which the code still reads"))])
     old, new = original.splitlines(keepends=True), migrated.splitlines(keepends=True)
     hunks = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
     starts = _statement_starts(tree)
-    support = _support_lines(tree)
+    support, old_support = _support_lines(tree), _support_lines(parsed, imports_only=True)
     runs: dict[int, Stop | None] = {}  # a statement's first line -> None if a clean path runs it, else a stop
     before: list[tuple[int, int, Stop]] = []  # (first, last line) of a unit -> a stop of its paths
     for target in OFF_CUDA:
@@ -70,8 +78,9 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     decisions: dict[int, bool] = {}
     for index, (_, i1, i2, j1, j2) in enumerate(hunks):
         lines = set(range(j1 + 1, j2 + 1)) or {j1 + 1}
-        if i1 == i2 and all(line in support or not new[line - 1].strip() for line in range(j1 + 1, j2 + 1)):
-            continue  # an added import or helper: it goes with the rest
+        new_support = all(line in support or not new[line - 1].strip() for line in range(j1 + 1, j2 + 1))
+        if new_support and all(line in old_support or not old[line - 1].strip() for line in range(i1 + 1, i2 + 1)):
+            continue  # an import or helper added, changed or removed: it goes with the rest
         statements = {starts[line] for line in lines if line in starts}
         if not statements or any(runs.get(s, _NEVER) is None for s in statements):
             decisions[index] = True
@@ -103,7 +112,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     return Checked(code, held)
 
 
-def _original_line(line: int, hunks: list[tuple[str, int, int, int, int]]) -> int:
+def _original_line(line: int, hunks: Sequence[tuple[str, int, int, int, int]]) -> int:
     """Line ``line`` of the migrated code as a line of the original (a changed line: its hunk's first)."""
     shift = 0
     for _, i1, i2, j1, j2 in hunks:
@@ -159,13 +168,41 @@ def _statement_starts(tree: ast.Module) -> dict[int, int]:
     return starts
 
 
-def _support_lines(tree: ast.Module) -> set[int]:
-    """Lines of the module's imports and module-level definitions: what a port adds to support its rewrites."""
+def _support_lines(tree: ast.Module, imports_only: bool = False) -> set[int]:
+    """Lines of the module's imports (and, unless ``imports_only``, module-level definitions): what a port adds,
+    changes or removes to support its rewrites."""
+    kinds: tuple[type, ...] = (ast.Import, ast.ImportFrom)
+    if not imports_only:
+        kinds += (ast.FunctionDef, ast.ClassDef, ast.Try, ast.If)
     lines: set[int] = set()
     for stmt in tree.body:
-        if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Try, ast.If)):
+        if isinstance(stmt, kinds):
             lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
     return lines
+
+
+def _module_names(tree: ast.Module) -> set[str]:
+    """The names a module binds anywhere at its top level (imports, definitions, assignments, nested blocks)."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".", 1)[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return bound
+
+
+def unbound(original: ast.Module, migrated: ast.Module) -> str | None:
+    """A name ``original`` binds and ``migrated`` still reads but no longer binds (an import a rule removed while
+    a use of it stayed), or None."""
+    lost = _module_names(original) - _module_names(migrated)
+    if not lost:
+        return None
+    return next((n.id for n in ast.walk(migrated) if isinstance(n, ast.Name) and n.id in lost), None)
 
 
 def program_stop(original: str, migrated: str, target: str, kind: str,

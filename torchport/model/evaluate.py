@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from torchport.model import torch_facts
 from torchport.model.values import (
+    INDEX,
     UNKNOWN,
     Device,
     Function,
@@ -44,11 +45,13 @@ class Stop:
             ``exit`` or ``skip`` (not decided by one).
         line: 1-based line.
         message: what stopped it, in a few words.
+        origin: the line of the call or placement that stops it, inside a called function (0: ``line``).
     """
 
     kind: str
     line: int
     message: str
+    origin: int = 0
 
 
 @dataclass
@@ -99,6 +102,7 @@ def _imports(tree: ast.Module) -> dict[str, str]:
 
 
 _BUILTIN_EXITS = {"exit": "exit", "quit": "quit"}
+_GROUP = "<process group>"  # bound on a path that made a process group
 
 
 class Evaluator:
@@ -157,7 +161,7 @@ class Evaluator:
         stop = self._skipped(node, outer)
         if stop is not None:
             return Unit(node, [], stop)
-        env = {name: UNKNOWN for name in _parameters(node.args)}
+        env: dict[str, object] = {name: UNKNOWN for name in _parameters(node.args)}
         return Unit(node, self.run(node.body, [Path(env)]))
 
     # -- statements --------------------------------------------------------------------------------------------
@@ -204,7 +208,9 @@ class Evaluator:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             p.env[stmt.name] = Function(stmt)
             return [p]
-        if isinstance(stmt, ast.ClassDef):
+        if isinstance(stmt, ast.ClassDef):  # its body runs once, in a namespace of its own
+            for q in self.run(stmt.body, [p.fork()]):
+                p.lines |= q.lines
             p.env[stmt.name] = UNKNOWN
             return [p]
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -381,7 +387,7 @@ class Evaluator:
             if node.id in self.imports:
                 return Name(self.imports[node.id])
             return Name(node.id) if node.id in _BUILTIN_EXITS or node.id in ("any", "all", "len", "str", "int",
-                                                                              "bool") else UNKNOWN
+                                                                              "bool", "exit", "quit") else UNKNOWN
         base = self.value(node.value, p)
         if isinstance(base, Name):
             return Name(f"{base.qualified}.{node.attr}")
@@ -453,6 +459,13 @@ class Evaluator:
             operation = ops.get(type(node.op))
             if operation is not None:
                 return operation(left, right)
+        if isinstance(node.op, (ast.Mod, ast.FloorDiv)) and right == 0 and not isinstance(right, bool) and (
+                left is INDEX or isinstance(left, int)):
+            self._needs_cuda(node, "it divides by a device count of 0", p)
+            return UNKNOWN
+        if isinstance(node.op, (ast.Mod, ast.FloorDiv, ast.Add, ast.Mult)) and INDEX in (left, right) and all(
+                v is INDEX or (isinstance(v, int) and not isinstance(v, bool)) for v in (left, right)):
+            return INDEX
         return UNKNOWN
 
     # -- calls -------------------------------------------------------------------------------------------------
@@ -492,6 +505,7 @@ class Evaluator:
             backend = args[0] if args else keywords.get("backend")
             if backend in torch_facts.CUDA_BACKENDS:
                 return self._needs_cuda(node, f"the {backend} backend needs CUDA", p)
+            p.env[_GROUP] = True
         if name in torch_facts.EXITS or name in _BUILTIN_EXITS:
             self._end(Stop("gate" if p.gated else "exit", node.lineno, "it exits"), p)
             return UNKNOWN
@@ -518,7 +532,9 @@ class Evaluator:
                 return {"str": str, "int": int, "bool": bool}[name](args[0])
             except ValueError:
                 return UNKNOWN
-        if name in ("torch.device", "torch.autocast", "torch.amp.autocast") or "GradScaler" in name:
+        if name == "int" or name in torch_facts.RANKS:
+            return INDEX
+        if name in ("torch.autocast", "torch.amp.autocast") or "GradScaler" in name:
             return UNKNOWN  # device= there labels, it does not place
         self._placement(node, keywords, p)
         return UNKNOWN
@@ -529,11 +545,18 @@ class Evaluator:
             return self._needs_cuda(node, "`.cuda()` needs CUDA", p)
         if method == "to":
             value = args[0] if args else keywords.get("device")
-            if device_type(value) == "cuda":
-                return self._needs_cuda(node, f"`.to({_show(value)})` places data on CUDA", p)
+            self._place(node, value, f"`.to({_show(value)})`", p)
             return UNKNOWN
         if method == "type" and args and isinstance(args[0], Name) and args[0].qualified.startswith("torch.cuda."):
             return self._needs_cuda(node, f"`.type({args[0].qualified})` needs CUDA", p)
+        if method == "format" and isinstance(receiver, str):
+            known = [*args, *keywords.values()]
+            if all(isinstance(v, (str, int)) for v in known) and None not in keywords:
+                try:
+                    return receiver.format(*args, **keywords)  # type: ignore[arg-type]
+                except (IndexError, KeyError, ValueError):
+                    return UNKNOWN
+            return Prefix(receiver.split("{", 1)[0])
         if method == "append" and isinstance(receiver, Items) and isinstance(node.func, ast.Attribute):
             key = _key(node.func.value)
             if key is not None and args:
@@ -543,11 +566,26 @@ class Evaluator:
         return UNKNOWN
 
     def _placement(self, node: ast.Call, keywords: dict[str | None, object], p: Path) -> None:
-        for keyword in torch_facts.PLACEMENT_KEYWORDS:
-            value = keywords.get(keyword)
-            if keyword in keywords and device_type(value) == "cuda":
-                self._needs_cuda(node, f"`{keyword}={_show(value)}` places data on CUDA", p)
+        for keyword in torch_facts.ACCELERATOR_KEYWORDS:
+            if keywords.get(keyword) in torch_facts.CUDA_ACCELERATORS:
+                self._needs_cuda(node, f"`{keyword}={keywords[keyword]!r}` asks for a CUDA GPU", p)
                 return
+        for keyword in torch_facts.PLACEMENT_KEYWORDS:
+            if keyword in keywords and self._place(node, keywords[keyword], f"`{keyword}={_show(keywords[keyword])}`",
+                                                   p):
+                return
+
+    def _place(self, node: ast.AST, value: object, what: str, p: Path) -> bool:
+        """Data placed on ``value``: a CUDA device stops the path off CUDA, an index (the current accelerator's)
+        on the CPU. Whether it stopped."""
+        kind = device_type(value)
+        # an index is the current accelerator's: the CPU has none, and no process group takes MPS tensors
+        if kind == "cuda" or (kind == "index" and (self.target == "cpu" or (
+                self.target == "mps" and (p.env.get(_GROUP) or self.globals.get(_GROUP))))):
+            where = "CUDA" if kind == "cuda" else "an accelerator"
+            self._needs_cuda(node, f"{what} places data on {where}", p)
+            return p.stop is not None
+        return False
 
     def _call_function(self, function: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.Call,
                        args: list[object], keywords: dict[str | None, object], p: Path) -> object:
@@ -565,7 +603,7 @@ class Evaluator:
         if ends and len(stops) == len(ends) and stops[0] is not None:
             first = stops[0]
             self._end(Stop(first.kind, node.lineno, f"`{function.name}()` stops at line {first.line}: "
-                                                    f"{first.message}"), p)
+                                                    f"{first.message}", first.origin or first.line), p)
             return UNKNOWN
         returned = [q.returned for q in ends if q.clean and q.stop is None]
         return returned[0] if returned and all(r == returned[0] for r in returned) else UNKNOWN
@@ -696,7 +734,26 @@ def _show(value: object) -> str:
         return f"'{value.text}...'"
     if isinstance(value, Device):
         return f"device('{value.type}')"
+    if value is INDEX:
+        return "<an int>"
     return repr(value)
+
+
+def places_data(tree: ast.Module) -> bool:
+    """Whether any code of ``tree`` may put data on a device: ``.cuda()``, ``.to(...)``, a ``device=`` or
+    ``map_location=`` that is not the CPU, a ``torch.cuda`` tensor type. Without one, its tensors stay on the CPU."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr in ("cuda", "to"):
+                return True
+            for keyword in node.keywords:
+                if keyword.arg in torch_facts.PLACEMENT_KEYWORDS and not (
+                        isinstance(keyword.value, ast.Constant) and keyword.value.value in ("cpu", None)):
+                    return True
+        elif isinstance(node, ast.Attribute) and node.attr in torch_facts.RAISES_OFF_CUDA and node.attr.endswith(
+                "Tensor"):
+            return True
+    return False
 
 
 def evaluate(tree: ast.Module, target: str, exempt: frozenset[int] = frozenset()) -> list[Unit]:

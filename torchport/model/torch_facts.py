@@ -7,6 +7,8 @@ with CUDA enabled" or a lazy-init error); the other ``torch.cuda`` calls return 
 
 from __future__ import annotations
 
+import re
+
 TARGETS = ("cuda", "mps", "xpu", "cpu")
 
 # torch.cuda calls (names under ``torch.cuda``) that raise where CUDA is not there.
@@ -20,11 +22,24 @@ RAISES_OFF_CUDA = frozenset({
     "BoolTensor", "CharTensor", "ShortTensor",
 })
 
+# Calls that answer a process's rank or a count of processes: an int, not negative.
+RANKS = frozenset({"torch.distributed.get_rank", "torch.distributed.get_world_size",
+                   "torch.distributed.get_local_rank"})
+
 # Keyword arguments that place data on the device they name (``device_type=`` only labels an autocast).
 PLACEMENT_KEYWORDS = frozenset({"device", "map_location"})
 
+# Keyword arguments that name the accelerator a framework must find (Lightning's Trainer and Fabric), and the
+# values that ask for CUDA: without it the framework raises.
+ACCELERATOR_KEYWORDS = frozenset({"accelerator"})
+CUDA_ACCELERATORS = frozenset({"cuda", "gpu"})
+
 # Process-group backends that need CUDA.
 CUDA_BACKENDS = frozenset({"nccl"})
+
+# A test that fakes `torch.cuda` (patches it): what it calls sees CUDA where there is none, and the CUDA
+# devices it names are descriptors that need no GPU.
+FAKES_CUDA = re.compile(r"""patch(?:\.object)?\(\s*(?:torch\.cuda\s*,|["']torch\.cuda\.)""")
 
 # Calls that end a path on purpose: a program's exit, a test's skip.
 EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
@@ -41,14 +56,14 @@ def query(name: str, target: str) -> object:
     Covers torch's own device queries, ``torch.accelerator`` and torchport's runtime (``torchport.runtime``, the
     vendored ``_torchport_runtime`` and its native helpers); a CUDA device count is unknown (one or more).
     """
-    from torchport.model.values import UNKNOWN, Device
+    from torchport.model.values import INDEX, UNKNOWN, Device
 
     accelerator = target != "cpu"
     tail = name.rsplit(".", 1)[-1]
     if name in ("torch.cuda.is_available", "torch.cuda.is_initialized"):
         return target == "cuda"
     if name == "torch.cuda.device_count":
-        return UNKNOWN if target == "cuda" else 0
+        return INDEX if target == "cuda" else 0
     if name in ("torch.backends.mps.is_available", "torch.backends.mps.is_built", "torch.mps.is_available"):
         return target == "mps"
     if name in ("torch.xpu.is_available",):
@@ -69,7 +84,9 @@ def query(name: str, target: str) -> object:
         if tail == "is_available":
             return accelerator
         if tail == "device_count":
-            return UNKNOWN if accelerator else 0
+            return {"cpu": 0, "mps": 1}.get(target, INDEX)
+        if tail in ("current_device", "process_count", "local_rank"):
+            return INDEX if target == "cuda" else 0 if tail == "current_device" else INDEX
     return UNKNOWN
 
 

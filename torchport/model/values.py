@@ -2,8 +2,8 @@
 
 A value is a Python constant (str, int, float, bool, None), or one of these: `UNKNOWN` (anything), `Name` (an
 imported module or object, by qualified name), `Device` (a ``torch.device``), `Prefix` (a string known to start
-with a prefix, such as ``f"cuda:{rank}"``), `Items` (a list or tuple), `Mark` (a pytest or unittest skip mark),
-`Function` (a function the module defines).
+with a prefix, such as ``f"cuda:{rank}"``), `INDEX` (an int not known), `Items` (a list or tuple), `Mark` (a
+pytest or unittest skip mark), `Function` (a function the module defines).
 """
 
 from __future__ import annotations
@@ -18,6 +18,14 @@ class _Unknown:
 
 
 UNKNOWN = _Unknown()
+
+
+class _Index:
+    def __repr__(self) -> str:
+        return "INDEX"
+
+
+INDEX = _Index()  # an int not known, not negative: a rank, a count, a device index
 
 
 @dataclass(frozen=True)
@@ -75,14 +83,16 @@ def truth(value: object) -> object:
 
 
 def device_type(value: object) -> str | None:
-    """The device type ``value`` names where it is a device (``"cuda:1"``, ``Device("cuda")``, ``f"cuda:{r}"``,
-    an int, which is a CUDA index), else None."""
+    """The device type ``value`` names where it is a device (``"cuda:1"``, ``Device("cuda")``, ``f"cuda:{r}"``), or
+    ``"index"`` for an int (torch reads it as an index of the current accelerator), else None."""
     if isinstance(value, Device):
         return value.type
     if isinstance(value, bool):
         return None
+    if value is INDEX:
+        return "index"
     if isinstance(value, int):
-        return "cuda" if value >= 0 else None  # an index; -1 is the CPU where libraries take one
+        return "index" if value >= 0 else None  # -1 is the CPU where libraries take one
     if isinstance(value, (str, Prefix)):
         text = value if isinstance(value, str) else value.text
         head = text.split(":", 1)[0]

@@ -127,20 +127,22 @@ def _parses(code: str, path: Path, cpython: bool) -> str | None:
 
 def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module | None = None,
                  hold: str | None = None, avoid_mps: str | None = None,
-                 gates: frozenset[str] = frozenset()) -> Migration:
+                 gates: frozenset[str] = frozenset(), reached: bool = False) -> Migration:
     """`torchport.codemods.api.migrate_code`, loading the rules (and LibCST) on first use."""
     from torchport.codemods.api import migrate_code as run
 
-    return run(source, settings, syntax=syntax, hold=hold, avoid_mps=avoid_mps, gates=gates)
+    return run(source, settings, syntax=syntax, hold=hold, avoid_mps=avoid_mps, gates=gates, reached=reached)
 
 
 def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str | None = None,
-                   avoid_mps: str | None = None, gates: frozenset[str] = frozenset()) -> FileResult:
+                   avoid_mps: str | None = None, gates: frozenset[str] = frozenset(),
+                   reached: bool = False) -> FileResult:
     """Run the rules over ``result.original`` (as read by `read_file`), filling in the rest of ``result``.
 
     ``hold``: why the module's device choices stay CUDA-or-CPU (see `torchport.pipeline.project`), or None.
     ``avoid_mps``: what MPS lacks in the program this entry point starts (see `torchport.pipeline.programs`).
     ``gates``: local names of the CUDA gates other modules of the project define.
+    ``reached``: a ported program reaches the module, so its device code is ported even where it never names CUDA.
 
     Never raises for a problem with the file: it becomes ``result.error`` and ``result.migrated``
     is None. The output is re-parsed; a rewrite that does not parse is an internal error.
@@ -156,7 +158,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
         return result
     try:
         migration = migrate_code(text, settings.for_file(result.path), syntax=syntax, hold=hold,
-                                 avoid_mps=avoid_mps, gates=gates)
+                                 avoid_mps=avoid_mps, gates=gates, reached=reached)
     except cst.ParserSyntaxError as exc:
         result.migrated = None
         result.error = _syntax_error(text, exc)
@@ -181,7 +183,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
             return result
         narrowed = settings.for_file(result.path)
         if syntax is not None and narrowed.select in ((), ("ALL",)) and not narrowed.ignore:
-            _hold_half_ports(text, migration)  # a narrowed rule set is a partial port the user asked for
+            _hold_half_ports(text, migration, syntax)  # a narrowed rule set is a partial port the user asked for
     result.migrated = migration.code
     result.rewrites = migration.rewrites
     result.diagnostics = migration.diagnostics
@@ -190,7 +192,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
     return result
 
 
-def _hold_half_ports(original: str, migration: Migration) -> None:
+def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module) -> None:
     """Put back the hunks of ``migration`` that no path off CUDA runs clean (`torchport.model.check`): their
     sites leave the rewrites, and one TP110 note per stop says where the path still stops."""
     from torchport.codemods.api import suppressions
@@ -198,7 +200,7 @@ def _hold_half_ports(original: str, migration: Migration) -> None:
     from torchport.model.check import check_port
     from torchport.results import Diagnostic
 
-    checked = check_port(original, migration.code, frozenset(suppressions(migration.code)))
+    checked = check_port(original, migration.code, frozenset(suppressions(migration.code)), syntax)
     if not checked.held:
         return
     migration.code = checked.code
@@ -210,9 +212,11 @@ def _hold_half_ports(original: str, migration: Migration) -> None:
     migration.rewrites = {}
     for site in kept:
         migration.rewrites[site.code] = migration.rewrites.get(site.code, 0) + 1
+    if not kept:  # the whole file stays: said once, with the first stop
+        held = held[:1]
     said: set[object] = set()
     for h in held:
-        key = (h.stop.line, h.stop.message) if h.stop else None
+        key = (h.stop.origin or h.stop.line) if h.stop else None
         if key in said:
             continue
         said.add(key)

@@ -185,24 +185,31 @@ def split_cells(code: str) -> dict[int, tuple[int, str]]:
     return cells
 
 
-_RUNTIME_IMPORT = re.compile(r"^from torchport import runtime as \w+\n(?:\n)?", re.MULTILINE)
+_RUNTIME_IMPORT = re.compile(r"^from torchport import runtime as (\w+)\n(?:\n)?", re.MULTILINE)
 _TORCH_IMPORT = re.compile(r"^(?:import torch\b|from torch\b)[^(\\\n]*$", re.MULTILINE)
 
 
 def _move_runtime_import(before: dict[int, tuple[int, str]], after: dict[int, tuple[int, str]]) -> None:
     """Move an added ``from torchport import runtime as tp`` from the cell it was added to (after the leading
     imports: often a first cell that installs packages, or one that restarts the kernel, as ``condacolab.install()``
-    does) to just after the first ``import torch`` of the notebook, where torch's own setup is."""
+    does) to just after the first ``import torch`` of the notebook, where torch's own setup is; or to the top of the
+    first cell that uses it, where that comes first (a cell that builds a model through the project's own code)."""
     added_in = next((index for index, (_, source) in after.items() if _RUNTIME_IMPORT.search(source)
                      and not _RUNTIME_IMPORT.search(before[index][1])), None)
     if added_in is None:
         return
     added = _RUNTIME_IMPORT.search(after[added_in][1])
     assert added is not None
+    used = re.compile(rf"\b{added.group(1)}\.")
     for index, (start, source) in after.items():
         text = source if index != added_in else source[:added.start()] + source[added.end():]
         torch_import = _TORCH_IMPORT.search(text)
         if torch_import is None:
+            if used.search(text) and index != added_in:
+                after[index] = (start, added.group(0).rstrip("\n") + "\n" + text)
+                after[added_in] = (after[added_in][0], after[added_in][1][:added.start()]
+                                   + after[added_in][1][added.end():])
+                return
             continue
         if index != added_in or torch_import.start() >= added.start():
             moved = text[:torch_import.end() + 1] + added.group(0).rstrip("\n") + "\n" + text[torch_import.end() + 1:]

@@ -44,7 +44,11 @@ _CUDA_ONLY_LOOSE = re.compile(CUDA_ONLY_TEXT.pattern.replace(r"\b", ""))
 _GATE_ASKS = re.compile(r"\b(?:is_available|device_count)\b")
 _GATE_STOPS = re.compile(r"\b(?:sys\.exit|exit\(|raise\b)")
 _GATE_LOOSE = (re.compile("is_available|device_count"), re.compile(r"sys\.exit|exit\(|raise"))  # the same, faster
-_CUDA_ONLY_LIBRARY_TAG = "[R07 cuda-only-library]"  # `codemods.core.reasons.CUDA_ONLY_LIBRARY` (a test ties them)
+# The tags of `codemods.core.reasons` the program-level decisions cite (a test ties them): the reasons load no rule,
+# but the warm path needs only their tags.
+_CUDA_ONLY_LIBRARY_TAG = "[R07 cuda-only-library]"  # CUDA_ONLY_LIBRARY
+FAKES_CUDA_TAG = "[R08 fakes-cuda]"  # FAKES_CUDA
+CUDA_ONLY_TAG = "[R01 cuda-only]"  # CUDA_ONLY
 # Text of a module that places data on a device itself.
 _PLACES_DATA = re.compile(r"\.to\(|\.cuda\(|\bdevice\b|\bdev\(\)")
 KINDS = ("script", "console-script", "test", "notebook", "library")
@@ -166,7 +170,6 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             program.blockers.extend(Blocker(target, f"calls `{name}`, which stops unless CUDA is there "
                                                     f"({shown_as(where[0])}:{where[1]})",
                                             program.path, line) for target in OFF_CUDA)
-        program.blockers.extend(_stops(results[entry], kind, trees.get(entry), program.path))
         always = project.reach(entry, always=True)  # a module imported in a function, under a guard or lazily
         for index in reach:                          # is a path the program may not take: no blocker
             if index not in always:
@@ -176,6 +179,9 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                 program.blockers.extend(Blocker(target, need.reason, shown, need.line)
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)
+        blocked = {b.target for b in program.blockers}  # where nothing else blocks it, its port evaluated there
+        program.blockers.extend(b for b in _stops(results[entry], kind, trees.get(entry), program.path)
+                                if b.target not in blocked)
         program.blockers.sort(key=lambda b: OFF_CUDA.index(b.target))
         blocked = {b.target for b in program.blockers}
         program.runs_on = ["cuda", *(t for t in OFF_CUDA if t not in blocked)]
@@ -441,6 +447,79 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     return {index: frozenset(names) for index in changed if (names := _bound(index, project, defined))}
 
 
+_UNNAMED = "this file never mentions CUDA or NCCL"  # the note of a rule left alone there (core.transformer)
+
+
+def unnamed_reached(results: Sequence[FileResult]) -> set[int]:
+    """The files left alone because they never name CUDA, that a program with rewrites reaches: there the
+    program's devices arrive (DDP ``device_ids=[device]``), so they are ported with it."""
+    unnamed = {i for i, r in enumerate(results) if any(_UNNAMED in d.message for d in r.diagnostics)}
+    if not unnamed:
+        return set()
+    return {index for program in programs(results, Path.cwd()) if program.rewrites
+            for index in program.reached & unnamed}
+
+
+AMP_CODES = frozenset({"TP020", "TP021", "TP022", "TP023"})  # autocast and GradScaler rewrites (codemods.amp)
+
+
+def cpu_only_amp(results: Sequence[FileResult]) -> dict[int, str]:
+    """The changed modules whose only rewrites move a CUDA autocast or GradScaler, that only programs which never
+    put data on a device reach: there the CUDA autocast wraps CPU tensors (a no-op on every machine), and a CPU
+    autocast would change the numbers on the CPU alone.
+
+    Returns:
+        index into ``results`` -> why its rewrites are not made.
+    """
+    from torchport.model.evaluate import places_data
+
+    amp_only = {i for i, r in enumerate(results) if r.changed and set(r.rewrites) <= AMP_CODES}
+    if not amp_only:
+        return {}
+    placing: dict[int, bool] = {}
+
+    def places(index: int) -> bool:
+        if index not in placing:
+            tree = _parse(results[index].original)
+            placing[index] = tree is None or places_data(tree)
+        return placing[index]
+
+    reaching: dict[int, list[Program]] = {}
+    for program in programs(results, Path.cwd()):
+        for index in program.reached & amp_only:
+            reaching.setdefault(index, []).append(program)
+    return {index: (f"no program that reaches it puts data on a device ({reached_by[0].path}): its CUDA autocast "
+                    "wraps CPU tensors, a no-op everywhere, where a CPU autocast would change the numbers")
+            for index, reached_by in reaching.items()
+            if all(p.kind != "library" and not any(places(i) for i in p.reached) for p in reached_by)}
+
+
+def faked_by_tests(results: Sequence[FileResult]) -> dict[int, str]:
+    """The changed modules that a test which fakes ``torch.cuda`` imports: such a test sees CUDA where there is none
+    and expects the module's CUDA calls, so the module is ported only with that test (which stays as written).
+
+    Returns:
+        index into ``results`` -> why its rewrites are not made (the test and the line that fakes CUDA).
+    """
+    from torchport.model.torch_facts import FAKES_CUDA
+
+    fakers = {}
+    for index, result in enumerate(results):
+        text = result.original or ""
+        if _TEST_FILE.match(result.path.name) and (found := FAKES_CUDA.search(text)):
+            fakers[index] = text.count("\n", 0, found.start()) + 1
+    if not fakers or not any(r.changed for r in results):
+        return {}
+    project = Project(results)
+    left: dict[int, str] = {}
+    for test, line in sorted(fakers.items()):
+        for index in sorted(project.imports(test)):
+            if results[index].changed and index not in left:
+                left[index] = (f"{results[test].display}:{line} fakes torch.cuda and calls it: it is ported only "
+                               "with that test")
+    return left
+
+
 def may_leave(results: Sequence[FileResult]) -> list[FileResult]:
     """The files holding CUDA-only text, where some file changed: without one, `left_whole` leaves nothing (a
     text scan, so that a run needs no analysis to know)."""
@@ -464,8 +543,9 @@ def _cuda_only_text(text: str) -> bool:
     return _CUDA_ONLY[text]
 
 
-def leave(results: list[FileResult], left: Mapping[int, str]) -> None:
-    """Undo the rewrites of ``results[i]`` for each ``i`` in ``left``, with a TP110 note giving ``left[i]``."""
+def leave(results: list[FileResult], left: Mapping[int, str], tag: str = _CUDA_ONLY_LIBRARY_TAG) -> None:
+    """Undo the rewrites of ``results[i]`` for each ``i`` in ``left``, with a TP110 note citing ``tag`` and giving
+    ``left[i]``."""
     for index, reason in left.items():
         result = results[index]
         if not result.changed:
@@ -473,7 +553,7 @@ def leave(results: list[FileResult], left: Mapping[int, str]) -> None:
         line = min((site.line for site in result.sites), default=1)
         count = sum(result.rewrites.values())
         result.migrated, result.rewrites, result.sites = result.original, {}, []
-        note = Diagnostic("TP110", line, 0, f"{count} rewrite(s) not made: {_CUDA_ONLY_LIBRARY_TAG} {reason}")
+        note = Diagnostic("TP110", line, 0, f"{count} rewrite(s) not made: {tag} {reason}")
         result.diagnostics = sorted([*result.diagnostics, note], key=lambda d: (d.line, d.column))
 
 

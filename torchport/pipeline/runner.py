@@ -45,6 +45,7 @@ class Directive(NamedTuple):
     hold: str | None = None
     avoid_mps: str | None = None
     gates: frozenset[str] = frozenset()
+    reached: bool = False  # a ported program reaches the file: its DDP ids and devices are ported, named CUDA or not
 
 
 def default_jobs() -> int:
@@ -143,6 +144,8 @@ def _run(found: Sequence[Found], settings: Settings, jobs: int, cache: cache_mod
     _migrate(keys, results, settings, jobs, _storing(results, keys, cache), progress)
     _project_pass(results, settings, jobs, cache, entries)
     _leave_cuda_only_programs(results, cache, entries)
+    programs.leave(results, programs.faked_by_tests(results), programs.FAKES_CUDA_TAG)
+    programs.leave(results, programs.cpu_only_amp(results), programs.CUDA_ONLY_TAG)
     return results
 
 
@@ -169,16 +172,20 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
     avoids = programs.avoid_mps(results)
     _again(results, {index: Directive(holds.get(index), reason, gates.get(index, frozenset()))
                      for index, reason in avoids.items()}, settings, jobs, cache)
+    reached = programs.unnamed_reached(results)
+    _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()), True)
+                     for index in reached}, settings, jobs, cache)
     if cache is not None and project_key is not None:
-        final = {i: Directive(holds.get(i), avoids.get(i), gates.get(i, frozenset()))
-                 for i in {*gates, *holds, *avoids}}
-        cache.put_decisions(project_key, {results[i].display: json.dumps([d.hold, d.avoid_mps, sorted(d.gates)])
+        final = {i: Directive(holds.get(i), avoids.get(i), gates.get(i, frozenset()), i in reached)
+                 for i in {*gates, *holds, *avoids, *reached}}
+        cache.put_decisions(project_key, {results[i].display: json.dumps([d.hold, d.avoid_mps, sorted(d.gates),
+                                                                          d.reached])
                                           for i, d in final.items()})
 
 
 def _directive(text: str) -> Directive:
-    hold, avoid, gates = json.loads(text)
-    return Directive(hold, avoid, frozenset(gates))
+    hold, avoid, gates, reached = json.loads(text)
+    return Directive(hold, avoid, frozenset(gates), reached)
 
 
 def _project_key(results: list[FileResult], entries: dict[int, str], kind: str) -> str | None:
@@ -194,11 +201,11 @@ def _again(results: list[FileResult], directives: Mapping[int, Directive], setti
     """Migrate the files of ``directives`` again, each with what the project pass tells it; cached under a key
     that holds the directive, so that a warm run parses none of them."""
     keys: dict[int, str | None] = {}
-    for index, (hold, avoid, gates) in directives.items():
+    for index, (hold, avoid, gates, reached) in directives.items():
         result = results[index]
         entry = None
         if cache is not None:
-            told = f"{hold}\0{avoid}\0{sorted(gates)}"
+            told = f"{hold}\0{avoid}\0{sorted(gates)}" + ("\0reached" if reached else "")
             entry = cache_module.key(f"{told}\0{result.original}".encode(), settings.for_file(result.path),
                                      style_for(result.path))
             if cache.get(entry, result):

@@ -100,12 +100,14 @@ class Migrator(cst.CSTTransformer):
         hold: str | None = None,
         avoid_mps: str | None = None,
         gates: frozenset[str] = frozenset(),
+        reached: bool = False,
     ) -> None:
         super().__init__()
         self.context = context
         self.source = source
-        # A file that never mentions CUDA or NCCL is left as it is: it may well be written for any device.
-        self.mentions_cuda = bool(_CUDA_TEXT.search(source))
+        # A file that never mentions CUDA or NCCL is left as it is: it may well be written for any device; unless a
+        # ported program reaches it (the project pass says so), where its DDP ids and devices must move too.
+        self.mentions_cuda = reached or bool(_CUDA_TEXT.search(source))
         self.syntax = syntax
         self.trigger_lines = trigger_lines
         self.enabled = enabled

@@ -127,6 +127,8 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("x = y.double()  # a comment about MPS is not code\n", (1, "float64")),
     ("# x.double()\n", None),
     ("x = y.cpu().double()\n", None),
+    ("model = torch.nn.DataParallel(model).cuda()\n", (1, "DataParallel, which moves its inputs only on CUDA")),
+    ("model = DistributedDataParallel(model).cuda()\n", None),
 ])
 def test_blocker(text: str, expected: tuple[int, str] | None) -> None:
     assert blocker(text) == expected

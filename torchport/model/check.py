@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from torchport.model.evaluate import Stop, Unit, evaluate
 
-OFF_CUDA = ("cpu", "mps")  # xpu answers as mps does for every query the model reads, bar its name
+OFF_CUDA = ("cpu", "mps")  # in this order; xpu answers as mps does for every query the model reads, bar its name
 
 
 @dataclass(frozen=True)
@@ -65,14 +65,19 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     hunks = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
     starts = _statement_starts(tree)
     support, old_support = _support_lines(tree), _support_lines(parsed, imports_only=True)
-    runs: dict[int, Stop | None] = {}  # a statement's first line -> None if a clean path runs it, else a stop
+    # a statement's first line -> None if a clean path runs it, else a stop: on the CPU, and on MPS for what the
+    # CPU never runs (a branch for MPS); an int device, MPS's index 0, is no port for the CPU
+    runs: dict[int, Stop | None] = {}
     before: list[tuple[int, int, Stop]] = []  # (first, last line) of a unit -> a stop of its paths
     for target in OFF_CUDA:
         try:
             units = evaluate(tree, target, exempt)
         except RecursionError:
             return Checked(migrated, [])
-        _record(units, runs, before)
+        found: dict[int, Stop | None] = {}
+        _record(units, found, before)
+        for line, stop in found.items():
+            runs.setdefault(line, stop)
     held: list[Held] = []
     kept_code = False
     decisions: dict[int, bool] = {}

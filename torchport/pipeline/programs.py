@@ -179,6 +179,11 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                 program.blockers.extend(Blocker(target, need.reason, shown, need.line)
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)
+        if "mps" not in {b.target for b in program.blockers} and kind != "library" and _joins_a_group(
+                entry, trees, project):
+            program.blockers.append(Blocker("mps", "always makes a process group, which takes no MPS tensors: on a "
+                                                   "Mac the runtime picks the CPU", program.path,
+                                            _group_line(trees.get(entry))))
         blocked = {b.target for b in program.blockers}  # where nothing else blocks it, its port evaluated there
         program.blockers.extend(b for b in _stops(results[entry], kind, trees.get(entry), program.path)
                                 if b.target not in blocked)
@@ -365,6 +370,13 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
                 break
     has_call = {i for i in reasons} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")}
     return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
+
+
+def _group_line(tree: ast.Module | None) -> int:
+    """The line of the entry's own ``init_process_group`` call, or 1 where a function it calls makes the group."""
+    calls = (n for n in ast.walk(tree) if isinstance(n, ast.Call)) if tree else iter(())
+    return min((c.lineno for c in calls if (c.func.attr if isinstance(c.func, ast.Attribute) else getattr(
+        c.func, "id", "")) == "init_process_group"), default=1)
 
 
 def _joins_a_group(entry: int, trees: Mapping[int, ast.Module | None], project: Project) -> bool:

@@ -16,10 +16,13 @@ _MPS_BLOCKERS = (
     (re.compile(r"\bsparse_(?:coo|csr|csc|bsr|bsc)_tensor\b|\.to_sparse(?:_\w+)?\(|\bsparse\.\w*Tensor\("),
      "sparse tensors"),  # and the legacy constructors, `torch.sparse.LongTensor(i, v, size)`
     (re.compile(r"\bforced_align\b"), "torchaudio's forced_align"),
+    # DataParallel scatters its inputs to the GPUs only on CUDA: elsewhere it calls the module with the inputs
+    # where they are (the CPU), so a model moved to MPS meets CPU inputs.
+    (re.compile(r"\bDataParallel\(.*\)\s*\.(?:cuda|to)\("), "DataParallel, which moves its inputs only on CUDA"),
 )
 # Text every blocker's module holds: a run whose files hold none of it has no program that MPS cannot run.
 LACKS_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
-                        r"forced_align)\b")
+                        r"forced_align|DataParallel)\b")
 _COLLECTIVES = re.compile(r"\b(?:all_reduce|all_gather|all_gather_object|reduce_scatter|broadcast|all_to_all)\(")
 _MENTIONS_MPS = re.compile(r"\bmps\b", re.IGNORECASE)
 _WIDE_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble)\b")

@@ -133,6 +133,12 @@ def is_current_device_call(m: Migrator, node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Call) and not node.args and m.has_qname(node.func, "torch.cuda.current_device")
 
 
+def is_rank_index(m: Migrator, node: cst.BaseExpression) -> bool:
+    """``rank % torch.cuda.device_count()``: an int, the CUDA device index of a process (DDP's idiom)."""
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo) and isinstance(
+        node.right, cst.Call) and not node.right.args and m.has_qname(node.right.func, "torch.cuda.device_count")
+
+
 def runtime_string(node: cst.BaseExpression) -> bool:
     """A CUDA device string built at run time: ``f"cuda:{i}"``, ``"cuda:{}".format(i)``,
     ``"cuda:%d" % i``, ``"cuda:" + str(i)``."""
@@ -586,7 +592,7 @@ def _device_uses(function: cst.FunctionDef, name: str, store: cst.Assign | None,
                     allowed.add(id(arg.value))
             elif (arg.keyword is not None and arg.keyword.value == "device") or (
                     index == 0 and arg.keyword is None and isinstance(call.func, cst.Attribute)
-                    and call.func.attr.value == "to"):
+                    and call.func.attr.value in ("to", "set_device")):
                 allowed.add(id(arg.value))
     reads = [n for n in _name_reads(function.body, name) if id(n) not in inside]
     return len(reads), sum(id(n) in allowed for n in reads)
@@ -945,6 +951,11 @@ class IntegerDeviceId(Rule):
                 "    return model(x.to(0)), ctx + 1\n",
                 "# runs on CUDA\ndef run(model, x):\n    ctx = 0\n    model = model.to(tp.device(ctx))\n"
                 "    return model(x.to(tp.device(0))), ctx + 1\n"),
+        # A process's index, read only as a device, becomes its device (DDP's `rank % device_count()`).
+        Example("import torch\n\n\ndef main(rank, model):\n    device = rank % torch.cuda.device_count()\n"
+                "    torch.cuda.set_device(device)\n    return model.to(device)\n",
+                "import torch\n\n\ndef main(rank, model):\n    device = tp.device(rank % torch.cuda.device_count())\n"
+                "    torch.cuda.set_device(device)\n    return model.to(device)\n"),
         # A parameter with an int default that is also read otherwise is reported: a caller may pass `None`.
         Example("import torch\n\n\ndef run(model, x, ctx=0):\n    torch.cuda.synchronize()\n    print(ctx + 1)\n"
                 "    return model(x).to(ctx)\n"),
@@ -955,9 +966,9 @@ class IntegerDeviceId(Rule):
         device (``.to(device)``, ``device=device``): the stored index may become the device itself."""
         if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
             return
-        value = node.value  # the call itself, or `device or torch.cuda.current_device()`
+        value = node.value  # the call itself, or `device or torch.cuda.current_device()`, or `rank % device_count()`
         operands = [value.left, value.right] if isinstance(value, cst.BooleanOperation) else [value]
-        if not any(is_current_device_call(m, c) for c in operands):
+        if not any(is_current_device_call(m, c) or is_rank_index(m, c) for c in operands):
             return
         function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
         name = node.targets[0].target.value
@@ -967,9 +978,9 @@ class IntegerDeviceId(Rule):
         if reads and reads == device_reads:
             m.store(self).setdefault("stored", set()).add(id(node))
         elif device_reads and not m.in_skipped_region:
-            m.report(self.code, node.value, f"`{name}` stays the index `torch.cuda.current_device()` gives: it is also "
-                     f"used as a number, and as a device (`device={name}` means cuda:N off CUDA too); pass "
-                     f"`tp.device({name})` where a device is meant")
+            m.report(self.code, node.value, f"`{name}` stays the CUDA index it is given: it is also used as a number, "
+                     f"and as a device (`device={name}` means cuda:N off CUDA too); pass `tp.device({name})` where a "
+                     "device is meant")
 
     def leave_Assign(self, m: Migrator, original: cst.Assign, updated: cst.Assign) -> cst.Assign | None:
         if id(original) in m.store(self).get("int_stores", ()):  # `ctx = 0`, read only as a device
@@ -984,6 +995,8 @@ class IntegerDeviceId(Rule):
             return m.runtime_call("device", [new]) if current else new
 
         value = updated.value
+        if is_rank_index(m, original.value):  # the index of this process: its device
+            return updated.with_changes(value=m.runtime_call("device", [value]))
         if isinstance(value, cst.BooleanOperation):
             return updated.with_changes(value=value.with_changes(left=wrap(value.left), right=wrap(value.right)))
         return updated.with_changes(value=wrap(value))

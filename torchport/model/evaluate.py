@@ -483,7 +483,8 @@ class Evaluator:
         if isinstance(function, Name):
             return self._call_name(function.qualified, node, args, keywords, p)
         if isinstance(function, Function):
-            return self._call_function(function.node, node, args, keywords, p)
+            self._placement(node, keywords, p)  # a `device=` is a device, whoever takes it
+            return self._call_function(function.node, node, args, keywords, p) if not p.stop else UNKNOWN
         if isinstance(function, Mark):
             return function
         if isinstance(node.func, ast.Attribute):

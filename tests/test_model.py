@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -26,38 +27,17 @@ def _unit(source: str, name: str, target: str):
 
 
 def _port(source: str) -> FileResult:
-    result = FileResult(path=__import__("pathlib").Path("m.py"), display="m.py")
+    result = FileResult(path=Path("m.py"), display="m.py")
     result.original = result.migrated = textwrap.dedent(source)
     return migrate_source(result)
 
 
-DDP_HALF = """\
-import os
-
-import torch
-import torch.distributed as dist
-
-ddp = int(os.environ.get("RANK", -1)) != -1
-if ddp:
-    assert torch.cuda.is_available(), "need CUDA for DDP"
-    dist.init_process_group(backend="nccl")
-    local_rank = int(os.environ["LOCAL_RANK"])
-    device = f"cuda:{local_rank}"
-    torch.cuda.set_device(device)
-else:
-    if torch.cuda.is_available():
-        device = "cuda"
-    elif torch.backends.mps.is_available():
-        device = "mps"
-    else:
-        device = "cpu"
-x = torch.ones(2).to(device)
-"""
+DDP_HALF = (Path(__file__).parent / "fixtures" / "projects" / "ddp_half" / "train.py").read_text()
 
 
 def test_a_device_gate_stops_the_path_it_decides_and_only_off_cuda() -> None:
-    assert _module_paths(DDP_HALF, "cpu") == [(8, "gate"), (20, None)]
-    assert _module_paths(DDP_HALF, "cuda") == [(20, None), (20, None)]
+    assert _module_paths(DDP_HALF, "cpu") == [(9, "gate"), (24, None)]
+    assert _module_paths(DDP_HALF, "cuda") == [(24, None), (24, None)]
 
 
 def test_a_ddp_branch_whose_device_string_stays_keeps_its_assert_and_backend() -> None:
@@ -65,7 +45,7 @@ def test_a_ddp_branch_whose_device_string_stays_keeps_its_assert_and_backend() -
     assert result.migrated == DDP_HALF  # a half port would only change the error off CUDA
     assert result.rewrites == {} and result.sites == []
     notes = [d.message for d in result.diagnostics if "R19" in d.message]
-    assert notes == ["[R19 half-port] left as written: off CUDA the path still stops at line 20: "
+    assert notes == ["[R19 half-port] left as written: off CUDA the path still stops at line 22: "
                      "`.to('cuda:...')` places data on CUDA"]
 
 

@@ -42,11 +42,11 @@ class Checked:
 
 
 def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(),
-               syntax: ast.Module | None = None) -> Checked:
+               syntax: ast.Module | None = None, tree: ast.Module | None = None) -> Checked:
     """Hold back the hunks of ``migrated`` (the rules' output for ``original``) that no clean path off CUDA runs.
 
     ``exempt``: lines of ``migrated`` whose stops do not count (CUDA on purpose: ``# torchport: ignore``).
-    ``syntax``: the parse of ``original`` when the caller has it.
+    ``syntax``, ``tree``: the parses of ``original`` and ``migrated`` when the caller has them.
     A port that unbinds a name its code still reads (an import removed, a use kept) is refused whole.
     Returns ``migrated`` unchanged when every hunk stays, ``original`` when none does (its support, such as an
     added import, goes with it), else the mix. Never raises: code CPython cannot parse is returned as given.
@@ -54,7 +54,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     if migrated == original:
         return Checked(migrated, [])
     try:
-        tree = ast.parse(migrated)
+        tree = tree or ast.parse(migrated)
         parsed = syntax or ast.parse(original)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return Checked(migrated, [])

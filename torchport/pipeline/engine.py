@@ -107,22 +107,22 @@ def _precheck(text: str, path: Path) -> tuple[ast.Module | None, str | None]:
         return None, f"1:0: syntax error: {exc}"
 
 
-def _parses(code: str, path: Path, cpython: bool) -> str | None:
-    """Why ``code`` does not parse (None when it does), with the parser the input was checked with."""
+def _parses(code: str, path: Path, cpython: bool) -> tuple[str | None, ast.Module | None]:
+    """Why ``code`` does not parse (None when it does), with the parser the input was checked with, and CPython's
+    tree of it (None when the input was checked with LibCST)."""
     if cpython:
         try:
-            _compile(code, path)
+            return None, _compile(code, path)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             line = getattr(exc, "lineno", None)
-            return f"{getattr(exc, 'msg', None) or exc}" + (f" at line {line}" if line else "")
-        return None
+            return f"{getattr(exc, 'msg', None) or exc}" + (f" at line {line}" if line else ""), None
     import libcst as cst
 
     try:
         cst.parse_module(code)
     except cst.ParserSyntaxError as exc:
-        return f"{exc.message} at line {exc.raw_line}"
-    return None
+        return f"{exc.message} at line {exc.raw_line}", None
+    return None, None
 
 
 def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module | None = None,
@@ -176,14 +176,14 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
                             "lines it does not touch; left unchanged (please report this file)")
             return result
         migration.code = restyle(text, migration.code, result.path)
-        broken = _parses(migration.code, result.path, syntax is not None)
+        broken, tree = _parses(migration.code, result.path, syntax is not None)
         if broken is not None:
             result.migrated = None
             result.error = f"internal error: the rewrite does not parse ({broken}); file left unchanged"
             return result
         narrowed = settings.for_file(result.path)
-        if syntax is not None and narrowed.select in ((), ("ALL",)) and not narrowed.ignore:
-            _hold_half_ports(text, migration, syntax)  # a narrowed rule set is a partial port the user asked for
+        if syntax is not None and tree is not None and narrowed.select in ((), ("ALL",)) and not narrowed.ignore:
+            _hold_half_ports(text, migration, syntax, tree)  # a narrowed rule set is a partial port asked for
     result.migrated = migration.code
     result.rewrites = migration.rewrites
     result.diagnostics = migration.diagnostics
@@ -192,7 +192,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
     return result
 
 
-def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module) -> None:
+def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tree: ast.Module) -> None:
     """Put back the hunks of ``migration`` that no path off CUDA runs clean (`torchport.model.check`): their
     sites leave the rewrites, and one TP110 note per stop says where the path still stops."""
     from torchport.codemods.api import suppressions
@@ -200,7 +200,7 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module) ->
     from torchport.model.check import check_port
     from torchport.results import Diagnostic
 
-    checked = check_port(original, migration.code, frozenset(suppressions(migration.code)), syntax)
+    checked = check_port(original, migration.code, frozenset(suppressions(migration.code)), syntax, tree)
     if not checked.held:
         return
     migration.code = checked.code

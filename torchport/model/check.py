@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -210,6 +211,17 @@ def unbound(original: ast.Module, migrated: ast.Module) -> str | None:
     return next((n.id for n in ast.walk(migrated) if isinstance(n, ast.Name) and n.id in lost), None)
 
 
+@functools.lru_cache(maxsize=512)  # a run asks for each entry point's verdict more than once
+def program_stops(original: str, migrated: str, kind: str,
+                  targets: tuple[str, ...] = ("mps", "xpu", "cpu")) -> tuple[Stop | None, ...]:
+    """`program_stop` for each of ``targets``, the port parsed once."""
+    try:
+        tree = ast.parse(migrated)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return tuple(None for _ in targets)
+    return tuple(program_stop(original, migrated, target, kind, tree) for target in targets)
+
+
 def program_stop(original: str, migrated: str, target: str, kind: str,
                  tree: ast.Module | None = None) -> Stop | None:
     """Where the ported program ``migrated`` always stops on ``target``, on the original's lines, or None.
@@ -223,7 +235,7 @@ def program_stop(original: str, migrated: str, target: str, kind: str,
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
     try:
-        units = evaluate(tree, target)
+        units = evaluate(tree, target, functions=kind == "test")
     except RecursionError:
         return None
     if kind == "test":

@@ -129,20 +129,21 @@ class Evaluator:
 
     # -- units -------------------------------------------------------------------------------------------------
 
-    def units(self) -> list[Unit]:
-        """The module body, then every function and method, each with its paths."""
+    def units(self, functions: bool = True) -> list[Unit]:
+        """The module body, then (``functions``) every function and method, each with its paths."""
         self._forks = 0
         module = Unit(self.tree, self.run(self.tree.body, [Path({"__name__": "__main__"})]))
         self.globals = _merged(module.paths)
         self.globals_queried = set().union(*(p.queried for p in module.paths)) if module.paths else set()
         found = [module]
+        if not functions:
+            return found
         skipped: dict[int, Stop] = {}
         for node in ast.walk(self.tree):
             if isinstance(node, ast.ClassDef):
                 stop = self._skipped(node, skipped.get(id(node)))
-                for child in ast.walk(node):
-                    if stop is not None and child is not node:
-                        skipped[id(child)] = stop
+                if stop is not None:
+                    skipped.update((id(child), stop) for child in ast.walk(node) if child is not node)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self._forks = 0
                 found.append(self._function_unit(node, skipped.get(id(node))))
@@ -285,7 +286,8 @@ class Evaluator:
             ends = self.run(body, [p.fork()]) + self.run(orelse, [p.fork()])
         finally:
             self._quiet -= 1
-        p.env = _merged(ends) | {k: v for k, v in p.env.items() if k not in _merged(ends)}
+        merged = _merged(ends)
+        p.env = {**p.env, **merged}
         for q in ends:
             p.lines |= q.lines
         return [p]
@@ -757,6 +759,8 @@ def places_data(tree: ast.Module) -> bool:
     return False
 
 
-def evaluate(tree: ast.Module, target: str, exempt: frozenset[int] = frozenset()) -> list[Unit]:
-    """Every unit of ``tree`` evaluated on ``target`` (see `Evaluator`)."""
-    return Evaluator(tree, target, exempt).units()
+def evaluate(tree: ast.Module, target: str, exempt: frozenset[int] = frozenset(),
+             functions: bool = True) -> list[Unit]:
+    """Every unit of ``tree`` evaluated on ``target`` (see `Evaluator`): the module body, then, with
+    ``functions``, each function and method."""
+    return Evaluator(tree, target, exempt).units(functions)

@@ -197,18 +197,16 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
 def _stops(result: FileResult, kind: str, tree: ast.Module | None, shown: str) -> list[Blocker]:
     """Where the ported entry point always stops off CUDA, per target: its port evaluated there
     (`torchport.model.check.program_stop`)."""
-    from torchport.model.check import program_stop
+    from torchport.model.check import program_stops
 
     if kind == "library" or result.original is None or tree is None:
         return []
     migrated = result.migrated if result.migrated is not None else result.original
-    parsed = tree if migrated == result.original else None
-    found = []
-    for target in OFF_CUDA:
-        stop = program_stop(result.original, migrated, target, kind, parsed)
-        if stop is not None:
-            found.append(Blocker(target, f"stops there once ported: {stop.message}", shown, stop.line))
-    return found
+    if "cuda" not in migrated and not result.changed:
+        return []  # nothing there needs CUDA
+    return [Blocker(target, f"stops there once ported: {stop.message}", shown, stop.line)
+            for target, stop in zip(OFF_CUDA, program_stops(result.original, migrated, kind), strict=True)
+            if stop is not None]
 
 
 def _project_gates(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None]) -> dict[int, dict[str, int]]:
@@ -468,8 +466,9 @@ def unnamed_reached(results: Sequence[FileResult]) -> set[int]:
     unnamed = {i for i, r in enumerate(results) if any(_UNNAMED in d.message for d in r.diagnostics)}
     if not unnamed:
         return set()
-    return {index for program in programs(results, Path.cwd()) if program.rewrites
-            for index in program.reached & unnamed}
+    project = Project(results)
+    return {index for changed, result in enumerate(results) if result.changed
+            for index in project.reach(changed) & unnamed}
 
 
 AMP_CODES = frozenset({"TP020", "TP021", "TP022", "TP023"})  # autocast and GradScaler rewrites (codemods.amp)
@@ -496,14 +495,23 @@ def cpu_only_amp(results: Sequence[FileResult]) -> dict[int, str]:
             placing[index] = tree is None or places_data(tree)
         return placing[index]
 
-    reaching: dict[int, list[Program]] = {}
-    for program in programs(results, Path.cwd()):
-        for index in program.reached & amp_only:
-            reaching.setdefault(index, []).append(program)
-    return {index: (f"no program that reaches it puts data on a device ({reached_by[0].path}): its CUDA autocast "
-                    "wraps CPU tensors, a no-op everywhere, where a CPU autocast would change the numbers")
-            for index, reached_by in reaching.items()
-            if all(p.kind != "library" and not any(places(i) for i in p.reached) for p in reached_by)}
+    trees = {i: _parse(results[i].original) for i in amp_only}
+    amp_only = {i for i, tree in trees.items()  # a script placing no data itself: the rest is read only then
+                if tree is not None and (is_script(tree) or _works_at_top(tree)) and not places(i)}
+    if not amp_only:
+        return {}
+    project = Project(results)
+    starts: dict[int, list[int]] = {}  # an amp-only module -> the modules that reach it, itself included
+    for index in range(len(results)):
+        for reached in project.reach(index) & amp_only:
+            starts.setdefault(reached, []).append(index)
+    left = {}
+    for index, reaching in starts.items():
+        if not any(places(i) for start in reaching for i in project.reach(start)):
+            left[index] = (f"no program that reaches it puts data on a device ({results[index].display}): its "
+                           "CUDA autocast wraps CPU tensors, a no-op everywhere, where a CPU autocast would change "
+                           "the numbers")
+    return left
 
 
 def faked_by_tests(results: Sequence[FileResult]) -> dict[int, str]:

@@ -128,6 +128,8 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("# x.double()\n", None),
     ("x = y.cpu().double()\n", None),
     ("model = torch.nn.DataParallel(model).cuda()\n", (1, "DataParallel, which moves its inputs only on CUDA")),
+    ("def f(x, allowed=(torch.float32, torch.float64)):\n    assert x.dtype in allowed\n", None),
+    ("def f(x, dtype=torch.float64):\n    return x.to(dtype)\n", (1, "float64")),
     ("model = DistributedDataParallel(model).cuda()\n", None),
 ])
 def test_blocker(text: str, expected: tuple[int, str] | None) -> None:

@@ -195,7 +195,9 @@ def _reaches_device(node: ast.expr, parents: Mapping[int, ast.AST], text: str) -
     """Whether the dtype at ``node`` can give a tensor on the device (see `blocker`); cautious where unsure."""
     child: ast.AST = node
     parent = parents.get(id(child))
+    collection = False
     while isinstance(parent, (ast.IfExp, ast.Tuple, ast.List, ast.BoolOp)):
+        collection |= isinstance(parent, (ast.Tuple, ast.List))
         if isinstance(parent, ast.IfExp) and child is parent.test:
             return False
         if isinstance(parent, ast.IfExp) and _WIDE_TEXT.search(ast.unparse(parent.test)):
@@ -203,6 +205,8 @@ def _reaches_device(node: ast.expr, parents: Mapping[int, ast.AST], text: str) -
         child, parent = parent, parents.get(id(parent))
     if isinstance(parent, (ast.Compare, ast.Dict)) or parent is None:
         return False  # compared, or a table of names (`{"float64": torch.float64}`) read elsewhere
+    if collection and isinstance(parent, ast.arguments):
+        return False  # `allowed_dtypes=(torch.float32, torch.float64)`: the dtypes a function accepts
     if isinstance(parent, ast.keyword):
         call = parents.get(id(parent))
         if not isinstance(call, ast.Call) or parent.arg != "dtype":

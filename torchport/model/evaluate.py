@@ -101,7 +101,7 @@ def _imports(tree: ast.Module) -> dict[str, str]:
     return bound
 
 
-_BUILTIN_EXITS = {"exit": "exit", "quit": "quit"}
+_BUILTINS = frozenset({"any", "all", "len", "str", "int", "bool", "exit", "quit"})  # the builtins it evaluates
 _GROUP = "<process group>"  # bound on a path that made a process group
 
 
@@ -388,8 +388,7 @@ class Evaluator:
         if isinstance(node, ast.Name):
             if node.id in self.imports:
                 return Name(self.imports[node.id])
-            return Name(node.id) if node.id in _BUILTIN_EXITS or node.id in ("any", "all", "len", "str", "int",
-                                                                              "bool", "exit", "quit") else UNKNOWN
+            return Name(node.id) if node.id in _BUILTINS else UNKNOWN
         base = self.value(node.value, p)
         if isinstance(base, Name):
             return Name(f"{base.qualified}.{node.attr}")
@@ -509,18 +508,18 @@ class Evaluator:
             if backend in torch_facts.CUDA_BACKENDS:
                 return self._needs_cuda(node, f"the {backend} backend needs CUDA", p)
             p.env[_GROUP] = True
-        if name in torch_facts.EXITS or name in _BUILTIN_EXITS:
+        if name in torch_facts.EXITS:
             self._end(Stop("gate" if p.gated else "exit", node.lineno, "it exits"), p)
             return UNKNOWN
         if name in torch_facts.SKIPS:
             self._end(Stop("gate" if p.gated else "skip", node.lineno, "it skips"), p)
             return UNKNOWN
-        if name in ("pytest.mark.skipif", "unittest.skipIf", "unittest.skipUnless"):
+        if name in torch_facts.SKIP_IF:
             skip = truth(args[0]) if args else UNKNOWN
-            if name.endswith("skipUnless") and skip is not UNKNOWN:
+            if torch_facts.SKIP_IF[name] and skip is not UNKNOWN:
                 skip = not skip
             return Mark(skip)
-        if name in ("pytest.mark.skip", "unittest.skip"):
+        if name in torch_facts.SKIP_ALWAYS:
             return Mark(True)
         if name in ("any", "all") and args and isinstance(args[0], Items):
             known = [truth(v) for v in args[0].values]

@@ -44,8 +44,9 @@ FAKES_CUDA = re.compile(r"""patch(?:\.object)?\(\s*(?:torch\.cuda\s*,|["']torch\
 # Calls that end a path on purpose: a program's exit, a test's skip.
 EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 SKIPS = frozenset({"pytest.skip", "unittest.SkipTest", "pytest.xfail"})
-SKIP_MARKS = frozenset({"pytest.mark.skipif", "unittest.skipIf", "unittest.skipUnless", "pytest.mark.skip",
-                        "unittest.skip"})
+# Skip marks, each -> whether its condition says when to run (skipUnless) rather than when to skip.
+SKIP_IF = {"pytest.mark.skipif": False, "unittest.skipIf": False, "unittest.skipUnless": True}
+SKIP_ALWAYS = frozenset({"pytest.mark.skip", "unittest.skip"})
 # Exception names whose handler catches what a call off CUDA raises (AssertionError, RuntimeError).
 CATCHES_CUDA_ERRORS = frozenset({"Exception", "BaseException", "RuntimeError", "AssertionError"})
 

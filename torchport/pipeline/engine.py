@@ -204,7 +204,7 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
     if not checked.held:
         return
     migration.code = checked.code
-    held = [h for h in checked.held]
+    held = list(checked.held)
     kept = [s for s in migration.sites if not any(h.first <= s.line <= h.last for h in held)]
     if checked.code == original:
         kept = []

@@ -204,19 +204,18 @@ def _move_runtime_import(before: dict[int, tuple[int, str]], after: dict[int, tu
     for index, (start, source) in after.items():
         text = source if index != added_in else source[:added.start()] + source[added.end():]
         torch_import = _TORCH_IMPORT.search(text)
-        if torch_import is None:
-            if used.search(text) and index != added_in:
-                after[index] = (start, added.group(0).rstrip("\n") + "\n" + text)
-                after[added_in] = (after[added_in][0], after[added_in][1][:added.start()]
-                                   + after[added_in][1][added.end():])
-                return
+        if torch_import is not None:
+            if index == added_in and torch_import.start() < added.start():
+                return  # already after the notebook's first `import torch`
+            at = torch_import.end() + 1
+        elif used.search(text) and index != added_in:
+            at = 0
+        else:
             continue
-        if index != added_in or torch_import.start() >= added.start():
-            moved = text[:torch_import.end() + 1] + added.group(0).rstrip("\n") + "\n" + text[torch_import.end() + 1:]
-            after[index] = (start, moved)
-            if index != added_in:
-                after[added_in] = (after[added_in][0], after[added_in][1][:added.start()]
-                                   + after[added_in][1][added.end():])
+        after[index] = (start, text[:at] + added.group(0).rstrip("\n") + "\n" + text[at:])
+        if index != added_in:
+            after[added_in] = (after[added_in][0], after[added_in][1][:added.start()]
+                               + after[added_in][1][added.end():])
         return
 
 

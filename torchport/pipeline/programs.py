@@ -196,7 +196,7 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
 
 def _stops(result: FileResult, kind: str, tree: ast.Module | None, shown: str) -> list[Blocker]:
     """Where the ported entry point always stops off CUDA, per target: its port evaluated there
-    (`torchport.model.check.program_stop`)."""
+    (`torchport.model.check.program_stops`)."""
     from torchport.model.check import program_stops
 
     if kind == "library" or result.original is None or tree is None:
@@ -457,13 +457,10 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     return {index: frozenset(names) for index in changed if (names := _bound(index, project, defined))}
 
 
-_UNNAMED = "this file never mentions CUDA or NCCL"  # the note of a rule left alone there (core.transformer)
-
-
 def unnamed_reached(results: Sequence[FileResult]) -> set[int]:
     """The files left alone because they never name CUDA, that a program with rewrites reaches: there the
     program's devices arrive (DDP ``device_ids=[device]``), so they are ported with it."""
-    unnamed = {i for i, r in enumerate(results) if any(_UNNAMED in d.message for d in r.diagnostics)}
+    unnamed = {i for i, r in enumerate(results) if r.facts.get("unnamed")}
     if not unnamed:
         return set()
     project = Project(results)
@@ -489,15 +486,15 @@ def cpu_only_amp(results: Sequence[FileResult]) -> dict[int, str]:
         return {}
     placing: dict[int, bool] = {}
 
-    def places(index: int) -> bool:
+    def places(index: int, tree: ast.Module | None = None) -> bool:
         if index not in placing:
-            tree = _parse(results[index].original)
+            tree = tree or _parse(results[index].original)
             placing[index] = tree is None or places_data(tree)
         return placing[index]
 
     trees = {i: _parse(results[i].original) for i in amp_only}
     amp_only = {i for i, tree in trees.items()  # a script placing no data itself: the rest is read only then
-                if tree is not None and (is_script(tree) or _works_at_top(tree)) and not places(i)}
+                if tree is not None and (is_script(tree) or _works_at_top(tree)) and not places(i, tree)}
     if not amp_only:
         return {}
     project = Project(results)

@@ -358,6 +358,7 @@ class Migrator(cst.CSTTransformer):
         if not self.mentions_cuda:
             self.diagnostics.append(Diagnostic(code, start.line, start.column, f"{rule.summary} (left unchanged: "
                                                "this file never mentions CUDA or NCCL)"))
+            self.fact("unnamed", node)
             return False
         if unsafe and not self.unsafe_fixes:  # reported even where the region is left alone
             self.diagnostics.append(Diagnostic(code, start.line, start.column,
@@ -371,8 +372,9 @@ class Migrator(cst.CSTTransformer):
 
     def fact(self, kind: str, node: cst.CSTNode) -> None:
         """Record a fact for the project pass at ``node``: ``kind`` is ``choices`` (a device chosen from CUDA's
-        availability, rewritten to the runtime's choice), ``kept`` (such a choice kept CUDA-or-CPU) or ``moves``
-        (a rewrite that sends data to the runtime's device)."""
+        availability, rewritten to the runtime's choice), ``kept`` (such a choice kept CUDA-or-CPU), ``moves``
+        (a rewrite that sends data to the runtime's device) or ``unnamed`` (a rewrite not made because the file
+        never names CUDA, which a ported program reaching it asks for)."""
         lines = self.facts.setdefault(kind, [])
         line = self.start(node).line
         if line not in lines:

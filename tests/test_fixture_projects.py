@@ -199,3 +199,20 @@ def test_ddp_ids_in_a_module_that_never_names_cuda_move_with_the_program(tmp_pat
     steps = [line for line in done.stdout.splitlines() if line.startswith("step ")]
     assert len(steps) == 3, done.stderr[-3000:]
     assert done.returncode == 0 or _TEARDOWN_ABORT in done.stderr, done.stderr[-3000:]
+
+
+def test_moves_decided_by_data_on_cuda_stay_and_the_program_keeps_the_cpu_on_a_mac(tmp_path: Path) -> None:
+    """`x.cuda() if self.is_cuda() else x` and `if self.use_gpu:` (set from `torch.cuda.is_available()` in
+    `__init__`) never run off CUDA: evaluated, they stay as written, while the unconditional move beside them is
+    ported. On MPS the model would leave its inputs behind, so the script keeps the CPU on a Mac."""
+    original = (PROJECTS / "gated_by_data" / "models.py").read_text().splitlines()
+    folder = _ported("gated_by_data", tmp_path)
+    models = (folder / "models.py").read_text().splitlines()
+    for line in (15, 29):  # the moves decided by `.is_cuda` and by the class's `self.use_gpu`
+        assert original[line - 1] in models, original[line - 1]
+    assert "        lengths = torch.ones(batch.shape[0], 1).to(tp.device())" in models
+    train = (folder / "train.py").read_text()
+    assert 'tp.avoid_mps("data moved only where other data is on CUDA (`.is_cuda`), models.py:15")' in train
+    for args in (("train.py",), ("-c", ON_A_MAC, "train.py")):
+        done = _run(folder, *args)
+        assert done.returncode == 0 and "encoded (2, 3) cpu" in done.stdout, done.stderr[-2000:]

@@ -208,3 +208,66 @@ def test_a_port_that_unbinds_a_name_still_read_is_refused_whole() -> None:
     checked = check_port(source, migrated)
     assert checked.code == source
     assert checked.held[0].stop is not None and "unbinds `custom_fwd`" in checked.held[0].stop.message
+
+
+ATTRIBUTE_GATED = """
+import torch
+
+class Engine:
+    def __init__(self, model, use_gpu=True):
+        self.use_gpu = torch.cuda.is_available() and use_gpu
+        self.model = model
+
+    def step(self, x):
+        if self.use_gpu:
+            x = x.cuda()
+        return self.model(x)
+"""
+
+
+def test_an_attribute_every_method_sets_from_a_device_query_decides_other_methods() -> None:
+    step = _unit(ATTRIBUTE_GATED, "step", "cpu")
+    assert [sorted(p.lines) for p in step.paths] == [[10, 12]]  # the move never runs off CUDA
+    assert len(_unit(ATTRIBUTE_GATED, "step", "cuda").paths) == 2  # on CUDA `use_gpu` decides
+    # set elsewhere too (on the instance, from outside the class), it is not known
+    elsewhere = ATTRIBUTE_GATED + "\nengine = Engine(None)\nengine.use_gpu = True\n"
+    assert len(_unit(elsewhere, "step", "cpu").paths) == 2
+
+
+@pytest.mark.parametrize("test, runs", [
+    ("t.is_cuda", False),  # no data is on CUDA where there is none
+    ("self.is_cuda()", False),  # a method of the class, followed: it returns the weight's `.is_cuda`
+    ("t.is_cpu", None),  # not a fact: unknown, so both branches run
+])
+def test_data_on_cuda_is_false_off_cuda(test: str, runs: bool | None) -> None:
+    source = f"""
+    class Encoder:
+        def is_cuda(self):
+            return self.weight.is_cuda
+
+        def encode(self, t):
+            if {test}:
+                t = t.cuda()
+            return t
+    """
+    paths = _unit(source, "encode", "cpu").paths
+    moved = [8 in p.lines for p in paths]
+    assert moved == ([False] if runs is False else [True, False]), moved
+
+
+def test_a_rewrite_in_a_branch_of_a_conditional_expression_never_taken_off_cuda_is_held() -> None:
+    source = textwrap.dedent("""\
+        import torch
+
+        def encode(model, batch):
+            batch = batch.cuda() if next(model.parameters()).is_cuda else batch
+            lengths = torch.ones(3).cuda()
+            return batch, lengths
+    """)
+    migrated = source.replace("batch.cuda()", "batch.to(tp.device())").replace(
+        "torch.ones(3).cuda()", "torch.ones(3).to(tp.device())").replace(
+        "import torch\n", "import torch\nfrom torchport import runtime as tp\n")
+    checked = check_port(source, migrated)
+    assert "batch = batch.cuda() if next(model.parameters()).is_cuda else batch" in checked.code
+    assert "lengths = torch.ones(3).to(tp.device())" in checked.code
+    assert [(h.first, h.stop) for h in checked.held] == [(4, None)]

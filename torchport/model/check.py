@@ -19,7 +19,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from torchport.model.evaluate import Stop, Unit, evaluate
+from torchport.model.evaluate import Evaluator, Stop, Unit, evaluate
 
 OFF_CUDA = ("cpu", "mps")  # in this order; xpu answers as mps does for every query the model reads, bar its name
 
@@ -70,15 +70,24 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     # CPU never runs (a branch for MPS); an int device, MPS's index 0, is no port for the CPU
     runs: dict[int, Stop | None] = {}
     before: list[tuple[int, int, Stop]] = []  # (first, last line) of a unit -> a stop of its paths
+    taken: dict[tuple[int, int, int, int], bool] = {}  # branches of conditional expressions, on any target
     for target in OFF_CUDA:
+        evaluator = Evaluator(tree, target, exempt)
         try:
-            units = evaluate(tree, target, exempt)
+            units = evaluator.units()
         except RecursionError:
             return Checked(migrated, [])
         found: dict[int, Stop | None] = {}
         _record(units, found, before)
         for line, stop in found.items():
             runs.setdefault(line, stop)
+        for span, was in evaluator.taken.items():
+            taken[span] = taken.get(span, False) or was
+    dead = [span for span, was in taken.items() if not was]
+    if dead:  # lines changed one for one are read one by one: a rewrite in a branch never taken stays out alone
+        hunks = [single for op in hunks for single in (
+            [(op[0], op[1] + k, op[1] + k + 1, op[3] + k, op[3] + k + 1) for k in range(op[2] - op[1])]
+            if op[0] == "replace" and op[2] - op[1] == op[4] - op[3] else [op])]
     held: list[Held] = []
     kept_code = False
     decisions: dict[int, bool] = {}
@@ -88,7 +97,8 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         if new_support and all(line in old_support or not old[line - 1].strip() for line in range(i1 + 1, i2 + 1)):
             continue  # an import or helper added, changed or removed: it goes with the rest
         statements = {starts[line] for line in lines if line in starts}
-        if not statements or any(runs.get(s, _NEVER) is None for s in statements):
+        if not statements or (any(runs.get(s, _NEVER) is None for s in statements)
+                              and not _inside(dead, old[i1:i2], new[j1:j2], j1 + 1)):
             decisions[index] = True
             kept_code = True
             continue
@@ -116,6 +126,20 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     except SyntaxError:
         return Checked(original, [Held(1, len(old), None)])
     return Checked(code, held)
+
+
+def _inside(spans: Sequence[tuple[int, int, int, int]], old: Sequence[str], new: Sequence[str], first: int) -> bool:
+    """Whether every change from ``old`` to ``new`` (lines of one hunk, the new ones from line ``first``) lies
+    inside one of ``spans`` (branches no evaluation took): a rewrite of ``x.cuda() if use_cuda else x`` off CUDA.
+    Only hunks that change lines one for one, in ASCII (columns of `ast` are UTF-8 offsets), are read."""
+    if not spans or len(old) != len(new) or not all(line.isascii() for line in (*old, *new)):
+        return False
+    for number, (a, b) in enumerate(zip(old, new, strict=True), first):
+        for tag, _, _, c1, c2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            if tag != "equal" and not any((line, column) <= (number, c1) and (number, c2) <= (end, end_column)
+                                          for line, column, end, end_column in spans):
+                return False
+    return True
 
 
 def _original_line(line: int, hunks: Sequence[tuple[str, int, int, int, int]]) -> int:

@@ -126,6 +126,12 @@ class Evaluator:
         self._quiet = 0  # inside an operand that may not run: nothing stops there
         self._depth = 0
         self._calling: set[int] = set()
+        self._methods = _methods(tree)  # a method's id -> its class
+        self._stored = _stored_elsewhere(tree)  # attributes set on something other than `self`
+        self._class_facts: dict[int, dict[str, object]] = {}
+        self._classes: list[ast.ClassDef | None] = [None]  # the class of the method being run
+        # the span of each branch of a conditional expression evaluated -> whether some evaluation took it
+        self.taken: dict[tuple[int, int, int, int], bool] = {}
 
     # -- units -------------------------------------------------------------------------------------------------
 
@@ -163,7 +169,50 @@ class Evaluator:
         if stop is not None:
             return Unit(node, [], stop)
         env: dict[str, object] = {name: UNKNOWN for name in _parameters(node.args)}
-        return Unit(node, self.run(node.body, [Path(env)]))
+        self._classes.append(self._methods.get(id(node)))
+        try:
+            return Unit(node, self.run(node.body, [Path(env)]))
+        finally:
+            self._classes.pop()
+
+    def _class_fact(self, key: str) -> object:
+        """What ``self.<name>`` (``key``) holds in a method of the class being run, where every method of that
+        class that sets it sets it to one value a device query decided (``self.use_gpu = torch.cuda.is_available()
+        and use_gpu``), and nothing else sets it; else `UNKNOWN`."""
+        cls = self._classes[-1]
+        if cls is None or key.count(".") != 1 or not key.startswith("self.") or key[5:] in self._stored:
+            return UNKNOWN
+        if id(cls) not in self._class_facts:
+            self._class_facts[id(cls)] = {}  # while it is worked out, nothing is known (a method reading it)
+            self._class_facts[id(cls)] = self._attributes(cls)
+        return self._class_facts[id(cls)].get(key, UNKNOWN)
+
+    def _attributes(self, cls: ast.ClassDef) -> dict[str, object]:
+        saved = (self._forks, self._touched, self._depth)
+        values: dict[str, list[object]] = {}
+        queried: set[str] = set()
+        self._quiet += 1  # a stop on the way does not matter here: only what is bound
+        try:
+            for method in cls.body:
+                if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not _sets_self(method):
+                    continue
+                self._forks = 0
+                self._classes.append(cls)
+                try:
+                    ends = self.run(method.body, [Path({name: UNKNOWN for name in _parameters(method.args)})])
+                finally:
+                    self._classes.pop()
+                for path in ends:
+                    for key, value in path.env.items():
+                        if key.startswith("self.") and key.count(".") == 1:
+                            values.setdefault(key, []).append(value)
+                            if key in path.queried:
+                                queried.add(key)
+        finally:
+            self._quiet -= 1
+            self._forks, self._touched, self._depth = saved
+        return {key: found[0] for key, found in values.items()
+                if key in queried and found[0] is not UNKNOWN and all(v == found[0] for v in found)}
 
     # -- statements --------------------------------------------------------------------------------------------
 
@@ -352,13 +401,17 @@ class Evaluator:
         if isinstance(node, ast.IfExp):
             decided = truth(self.value(node.test, p))
             if decided is UNKNOWN:
+                self.taken.update({_span(node.body): True, _span(node.orelse): True})
                 self._quiet += 1
                 try:
                     a, b = self.value(node.body, p), self.value(node.orelse, p)
                 finally:
                     self._quiet -= 1
                 return a if a == b else UNKNOWN
-            return self.value(node.body if decided else node.orelse, p)
+            chosen, other = (node.body, node.orelse) if decided else (node.orelse, node.body)
+            self.taken[_span(chosen)] = True
+            self.taken.setdefault(_span(other), False)
+            return self.value(chosen, p)
         if isinstance(node, ast.BinOp):
             return self._binop(node, p)
         if isinstance(node, (ast.List, ast.Tuple)):
@@ -389,7 +442,13 @@ class Evaluator:
             if node.id in self.imports:
                 return Name(self.imports[node.id])
             return Name(node.id) if node.id in _BUILTINS else UNKNOWN
+        if key is not None and (fact := self._class_fact(key)) is not UNKNOWN:
+            self._touched = True
+            return fact
         base = self.value(node.value, p)
+        if node.attr in torch_facts.ON_CUDA_FLAGS and node.attr not in self._stored and self.target != "cuda":
+            self._touched = True
+            return False  # no data is on CUDA where there is none
         if isinstance(base, Name):
             return Name(f"{base.qualified}.{node.attr}")
         if isinstance(base, Device) and node.attr == "type":
@@ -481,6 +540,8 @@ class Evaluator:
         keywords = {k.arg: self.value(k.value, p) for k in node.keywords}
         if p.stop:
             return UNKNOWN
+        if (method := self._own_method(node.func)) is not None:
+            return self._call_function(method, node, [UNKNOWN, *args], keywords, p)
         if isinstance(function, Name):
             return self._call_name(function.qualified, node, args, keywords, p)
         if isinstance(function, Function):
@@ -492,6 +553,15 @@ class Evaluator:
             return self._method(node.func.attr, node, receiver, args, keywords, p)
         self._placement(node, keywords, p)
         return UNKNOWN
+
+    def _own_method(self, func: ast.expr) -> ast.FunctionDef | None:
+        """The method ``self.<name>`` calls, where the class being run defines it, undecorated."""
+        cls = self._classes[-1]
+        if cls is None or not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                               and func.value.id == "self"):
+            return None
+        return next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == func.attr
+                     and not m.decorator_list and m.args.args), None)
 
     def _call_name(self, name: str, node: ast.Call, args: list[object], keywords: dict[str | None, object],
                    p: Path) -> object:
@@ -596,11 +666,13 @@ class Evaluator:
         env = _bind_arguments(function.args, args, keywords, self, p)
         self._depth += 1
         self._calling.add(id(function))
+        self._classes.append(self._methods.get(id(function)))
         try:
             ends = self.run(function.body, [Path(env, gated=p.gated)])
         finally:
             self._depth -= 1
             self._calling.discard(id(function))
+            self._classes.pop()
         stops = [q.stop for q in ends if not q.clean]
         if ends and len(stops) == len(ends) and stops[0] is not None:
             first = stops[0]
@@ -640,6 +712,43 @@ def _key(node: ast.expr) -> str | None:
         base = _key(node.value)
         return None if base is None else f"{base}.{node.attr}"
     return None
+
+
+def _span(node: ast.expr) -> tuple[int, int, int, int]:
+    """``(line, column, end line, end column)`` of ``node``: lines 1-based, columns 0-based UTF-8 offsets."""
+    return node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0
+
+
+def _methods(tree: ast.Module) -> dict[int, ast.ClassDef]:
+    """Each method's id -> its class (a function in a class's own body whose first parameter is ``self``)."""
+    return {id(m): node for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for m in node.body
+            if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.args.args and m.args.args[0].arg == "self"}
+
+
+def _stored_elsewhere(tree: ast.Module) -> set[str]:
+    """Attribute names the module sets on something other than ``self`` (``args.cuda = ...``), or on ``self`` in
+    a nested function; ``*`` where ``setattr`` sets a name it computes."""
+    stored: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            nested = [n for child in ast.iter_child_nodes(node) for n in ast.walk(child)
+                      if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+            stored.update(n.attr for inner in nested for n in ast.walk(inner)
+                          if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and not (
+                isinstance(node.value, ast.Name) and node.value.id == "self"):
+            stored.add(node.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            name = node.args[1] if len(node.args) > 1 else None
+            stored.add(name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else "*")
+    if "*" in stored:
+        stored.update(n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute))
+    return stored
+
+
+def _sets_self(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name)
+               and n.value.id == "self" for n in ast.walk(method))
 
 
 def _names(node: ast.expr) -> set[str]:
@@ -763,3 +872,9 @@ def evaluate(tree: ast.Module, target: str, exempt: frozenset[int] = frozenset()
     """Every unit of ``tree`` evaluated on ``target`` (see `Evaluator`): the module body, then, with
     ``functions``, each function and method."""
     return Evaluator(tree, target, exempt).units(functions)
+
+
+def untaken(evaluator: Evaluator) -> set[tuple[int, int, int, int]]:
+    """The spans (see `_span`) of the branches of conditional expressions that ``evaluator``'s evaluation reached
+    and never took: ``x.cuda() if use_cuda else x`` off CUDA, where ``use_cuda`` was a device query."""
+    return {span for span, taken in evaluator.taken.items() if not taken}

@@ -22,6 +22,10 @@ RAISES_OFF_CUDA = frozenset({
     "BoolTensor", "CharTensor", "ShortTensor",
 })
 
+# Attributes of data (tensors, modules' parameters, packed sequences) that say whether it is on CUDA: False
+# wherever there is no CUDA.
+ON_CUDA_FLAGS = frozenset({"is_cuda"})
+
 # Calls that answer a process's rank or a count of processes: an int, not negative.
 RANKS = frozenset({"torch.distributed.get_rank", "torch.distributed.get_world_size",
                    "torch.distributed.get_local_rank"})

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from torchport.codemods.analysis.lacks import LACKS_TEXT
 from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, always_run, is_script
-from torchport.pipeline.project import _MEMO_LIMIT, Project, fewer_collections, lacking, parse
+from torchport.pipeline.project import _MEMO_LIMIT, Project, fewer_collections, lacking, parse, split_choice
 from torchport.results import Diagnostic, FileResult
 
 if TYPE_CHECKING:
@@ -326,7 +326,7 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         demo ``__main__`` block: the call would run in every program that imports it).
     """
     moving = {i for i, r in enumerate(results) if r.changed and r.facts.get("moves")}
-    if not moving or not any(LACKS_TEXT.search(r.original or "") for r in results):
+    if not moving or not any(LACKS_TEXT.search(r.original or "") or split_choice(r) for r in results):
         return {}
     trees, project = _model(results)
     scripts = _console_scripts(Path.cwd())
@@ -358,7 +358,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             continue  # the program always makes a process group: on a Mac the runtime picks the CPU already
         for other in sorted(reach, key=lambda i: (i != index, results[i].display)):
             if other not in found:
-                found[other] = lacking(results[other].original or "", certain=True) if trees[other] else None
+                found[other] = (lacking(results[other].original or "", certain=True) or split_choice(results[other])
+                                ) if trees[other] else None
             lacks = found[other]
             if lacks is not None:
                 where = results[other].display

@@ -278,12 +278,10 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
     """
     candidates = [i for i, r in enumerate(results) if r.error is None and r.facts.get("choices")]
     # A file that keeps its own choice CUDA-or-CPU and moves other data to the runtime's device (fairseq's trainer:
-    # `self.cuda = torch.cuda.is_available()`, then `torch.tensor(0.0).cuda()`): on MPS its tensors would split.
-    own = {i: r.facts["kept"][0] for i, r in enumerate(results)
-           if r.error is None and r.facts.get("moves") and r.facts.get("kept") and not r.facts.get("choices")}
+    # `self.cuda = torch.cuda.is_available()`, then `torch.tensor(0.0).cuda()`) keeps its moves ported: held, they
+    # would fail on the CPU. On MPS its tensors would split: its programs keep the CPU there (`split_choice`).
     if not candidates:
-        return {i: f"this file:{line} keeps its device choice CUDA-or-CPU, so its other moves do too (on MPS their "
-                   "tensors would be on different devices)" for i, line in own.items()}
+        return {}
     project = Project(results)
     reasons: dict[int, str] = {}
     for index in candidates:
@@ -309,10 +307,16 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
                 reasons[index] = (f"{where}:{sources[linked]} keeps its device choice CUDA-or-CPU, so this one does "
                                   "too (on MPS their tensors would be on different devices)")
                 changed = True
-    for index, line in own.items():
-        reasons.setdefault(index, f"this file:{line} keeps its device choice CUDA-or-CPU, so its other moves do too "
-                                  "(on MPS their tensors would be on different devices)")
     return reasons
+
+
+def split_choice(result: FileResult) -> tuple[int, str] | None:
+    """``(line, what)`` where a file keeps its own device choice CUDA-or-CPU while it moves other data to the
+    runtime's device: on MPS its tensors would be on two devices, so its programs keep the CPU on a Mac."""
+    if result.error is None and result.facts.get("moves") and result.facts.get("kept") \
+            and not result.facts.get("choices"):
+        return result.facts["kept"][0], "a device choice kept CUDA-or-CPU beside data moved to the picked device"
+    return None
 
 
 def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:

@@ -10,6 +10,8 @@ import ast
 import re
 from collections.abc import Mapping
 
+from torchport.model.torch_facts import ON_CUDA_FLAGS
+
 # What MPS lacks that a module's text shows, as (pattern, description); float64 and complex128 are read from
 # the tree (`_wide_dtype_lines`). A module that mentions MPS handles it itself.
 _MPS_BLOCKERS = (
@@ -22,7 +24,7 @@ _MPS_BLOCKERS = (
 )
 # Text every blocker's module holds: a run whose files hold none of it has no program that MPS cannot run.
 LACKS_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
-                        r"forced_align|DataParallel)\b")
+                        r"forced_align|DataParallel|is_cuda)\b")
 _COLLECTIVES = re.compile(r"\b(?:all_reduce|all_gather|all_gather_object|reduce_scatter|broadcast|all_to_all)\(")
 _MENTIONS_MPS = re.compile(r"\bmps\b", re.IGNORECASE)
 _WIDE_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble)\b")
@@ -71,6 +73,14 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
             text, tree))):
         found.extend((number, "float64 numpy arrays made into tensors") for number, line in enumerate(lines, 1)
                      if _NUMPY_FLOAT64.search(line.split("#", 1)[0]))
+    if "is_cuda" in text:
+        if tree is None:
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+        if tree is not None:
+            found.extend(_placed_if_on_cuda(tree))
     if _WIDE_TEXT.search(text):
         if tree is None:
             try:
@@ -83,6 +93,22 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
         elif tree is not None:
             found.extend(_wide_dtype_lines(tree, text, certain))
     return min(found) if found else None
+
+
+def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
+    """``(line, what)`` where data moves only if other data is on CUDA (``x.cuda() if self.is_cuda() else x``,
+    ``if t.is_cuda: y = y.cuda()``): on MPS that data is not on CUDA, so what the port moves to MPS meets data left
+    on the CPU."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.If, ast.IfExp)) or not any(
+                isinstance(n, ast.Attribute) and n.attr in ON_CUDA_FLAGS for n in ast.walk(node.test)):
+            continue
+        body = node.body if isinstance(node.body, list) else [node.body]
+        if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
+               for part in body for n in ast.walk(part)):
+            found.append((node.lineno, "data moved only where other data is on CUDA (`.is_cuda`)"))
+    return found
 
 
 def _arrays_moved(text: str, tree: ast.Module | None) -> bool:

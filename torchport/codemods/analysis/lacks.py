@@ -110,7 +110,7 @@ def _unseen_device(tree: ast.Module) -> list[tuple[int, str]]:
     if any(isinstance(n, ast.Attribute) and n.attr == "device" and isinstance(n.ctx, ast.Store)
            for n in ast.walk(tree)):
         return []
-    found = []
+    found: list[tuple[int, str]] = []
     for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.bases):
         calls = [n for n in ast.walk(cls) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
         if any(_on_self_device(c) for c in calls):

@@ -135,11 +135,6 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("def f(t, y):\n    if t.is_cuda:\n        y = y.cuda()\n", (2, "data moved only where other data is on CUDA "
                                                              "(`.is_cuda`)")),
     ("def f(t):\n    if t.is_cuda:\n        torch.cuda.synchronize()\n", None),  # nothing placed
-    # a device a base class from elsewhere picks, beside `.cuda()`
-    ("class M(Base):\n    def f(self, x):\n        self.q = x.cuda()\n        return x.to(self.device)\n",
-     (3, "moves to the picked device beside data on a device a base class from elsewhere picks (`self.device`)")),
-    ("class M(Base):\n    def __init__(self):\n        self.device = torch.device('cuda')\n"
-     "    def f(self, x):\n        self.q = x.cuda()\n        return x.to(self.device)\n", None),  # set here
 ])
 def test_blocker(text: str, expected: tuple[int, str] | None) -> None:
     assert blocker(text) == expected

@@ -237,6 +237,12 @@ class CudaMethod(Rule):
         Example("import torch\nx = torch.ones(2).cuda(non_blocking=True)\n",
                 "import torch\nx = torch.ones(2).to(tp.device(), non_blocking=True)\n"),
         Example("model = build().cuda(1)\n", "model = build().to(tp.device(1))\n"),
+        # A class whose other data is on `self.device`, which a base class from another package picks (BasicSR's
+        # models): its moves go there too, on CUDA the device `.cuda()` meant, on a Mac the CPU the library picked.
+        Example("class Model(BaseModel):\n    def feed(self, x):\n        self.gt = x.to(self.device)\n"
+                "        self.queue = torch.zeros(4).cuda()\n",
+                "class Model(BaseModel):\n    def feed(self, x):\n        self.gt = x.to(self.device)\n"
+                "        self.queue = torch.zeros(4).to(self.device)\n"),
         # A class of the module that defines its own `.cuda()` (and no `.to()`): its calls are not torch's ...
         Example("class Pool:\n    def cuda(self):\n        return self\n\np = Pool().cuda()\n"),
         # ... but inside it, the tensors it holds move to the runtime's device.
@@ -248,6 +254,7 @@ class CudaMethod(Rule):
 
     def visit_Module(self, m: Migrator, node: cst.Module) -> None:
         m.store(self)["own_cuda"] = _defines_own_cuda(node)
+        m.store(self)["unseen_device"] = unseen_device_classes(m.syntax) if m.syntax is not None else set()
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         """``x.cuda(i, non_blocking=b)`` -> ``x.to(tp.device(i), non_blocking=b)``."""
@@ -279,6 +286,11 @@ class CudaMethod(Rule):
                 rest.append(arg)
         if not m.apply(self.code, original):
             return None
+        if device_arg is None and not updated.args and _in_method_of(m, m.store(self)["unseen_device"],
+                                                                     m.start(original).line):
+            # the class's other data is on `self.device`, which its base class from elsewhere picks: this goes there
+            return updated.with_changes(func=func.with_changes(attr=cst.Name("to")),
+                                        args=[cst.Arg(cst.parse_expression("self.device"))])
         if device_arg is not None and m.runtime_call_name(device_arg) == "device":
             target = device_arg  # `.cuda(torch.cuda.current_device())`, already made a device
         else:
@@ -286,6 +298,50 @@ class CudaMethod(Rule):
         if rest and rest[-1] is not updated.args[-1]:  # a trailing comma only where the user wrote one
             rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(target), *rest])
+
+
+def unseen_device_classes(tree: ast.Module) -> dict[str, int]:
+    """The classes (with bases) that place data on ``self.device`` (``x.to(self.device)``, ``device=self.device``)
+    while nothing in the module sets a ``.device``: a base class from another package picks it (BasicSR's
+    ``BaseModel``: CUDA if there is a GPU, else the CPU). Name -> the line of the ``super().__init__(...)`` call in
+    its ``__init__``, after which ``self.device`` is set (0: none; its ``__init__`` never has it)."""
+    if any(isinstance(n, ast.Attribute) and n.attr == "device" and isinstance(n.ctx, ast.Store)
+           for n in ast.walk(tree)):
+        return {}
+    found = {}
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.bases):
+        if any(isinstance(c, ast.Call) and _on_self_device(c) for c in ast.walk(cls)):
+            init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+            found[cls.name] = min((c.lineno for c in ast.walk(init) if isinstance(c, ast.Call) and isinstance(
+                c.func, ast.Attribute) and c.func.attr == "__init__"), default=0) if init else 0
+    return found
+
+
+def _on_self_device(call: ast.Call) -> bool:
+    values = [k.value for k in call.keywords if k.arg == "device"]
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "to" and call.args:
+        values.append(call.args[0])
+    return any(isinstance(v, ast.Attribute) and v.attr == "device" and isinstance(v.value, ast.Name)
+               and v.value.id == "self" for v in values)
+
+
+def _in_method_of(m: Migrator, classes: Mapping[str, int], line: int) -> bool:
+    """Whether the node being left, at ``line``, is inside a method (first parameter ``self``) of one of ``classes``
+    (`unseen_device_classes`), where ``self.device`` is set: in ``__init__`` only after the base's ``__init__``."""
+    if not classes:
+        return False
+    chain = list(reversed(m.ancestors))
+    function = next((i for i, a in enumerate(chain) if isinstance(a, cst.FunctionDef)), None)
+    if function is None:
+        return False
+    node = chain[function]
+    owner = chain[function + 2] if function + 2 < len(chain) else None  # FunctionDef <- IndentedBlock <- ClassDef
+    params = node.params.params  # type: ignore[attr-defined]
+    if not (isinstance(owner, cst.ClassDef) and owner.name.value in classes and params
+            and params[0].name.value == "self"):
+        return False
+    ready = classes[owner.name.value]
+    return node.name.value != "__init__" or 0 < ready < line  # type: ignore[attr-defined]
 
 
 def _inside_own_cuda(m: Migrator, receiver: cst.BaseExpression) -> bool:

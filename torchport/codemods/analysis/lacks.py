@@ -24,7 +24,7 @@ _MPS_BLOCKERS = (
 )
 # Text every blocker's module holds: a run whose files hold none of it has no program that MPS cannot run.
 LACKS_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
-                        r"forced_align|DataParallel|is_cuda|self\.device)\b")
+                        r"forced_align|DataParallel|is_cuda)\b")
 _COLLECTIVES = re.compile(r"\b(?:all_reduce|all_gather|all_gather_object|reduce_scatter|broadcast|all_to_all)\(")
 _MENTIONS_MPS = re.compile(r"\bmps\b", re.IGNORECASE)
 _WIDE_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble)\b")
@@ -73,14 +73,6 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
             text, tree))):
         found.extend((number, "float64 numpy arrays made into tensors") for number, line in enumerate(lines, 1)
                      if _NUMPY_FLOAT64.search(line.split("#", 1)[0]))
-    if "self.device" in text and ".cuda(" in text:
-        if tree is None:
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = None
-        if tree is not None:
-            found.extend(_unseen_device(tree))
     if "is_cuda" in text:
         if tree is None:
             try:
@@ -101,31 +93,6 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
         elif tree is not None:
             found.extend(_wide_dtype_lines(tree, text, certain))
     return min(found) if found else None
-
-
-def _unseen_device(tree: ast.Module) -> list[tuple[int, str]]:
-    """``(line, what)`` of ``.cuda()`` in a class that also places data on ``self.device`` while nothing in the
-    module sets it (a base class from another package does, BasicSR's ``BaseModel``): that device is the
-    library's pick, the CPU on a Mac, while the port sends these tensors to the picked device, MPS there."""
-    if any(isinstance(n, ast.Attribute) and n.attr == "device" and isinstance(n.ctx, ast.Store)
-           for n in ast.walk(tree)):
-        return []
-    found: list[tuple[int, str]] = []
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.bases):
-        calls = [n for n in ast.walk(cls) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
-        if any(_on_self_device(c) for c in calls):
-            found.extend((c.lineno, "moves to the picked device beside data on a device a base class from "
-                          "elsewhere picks (`self.device`)") for c in calls if c.func.attr == "cuda")  # type: ignore[attr-defined]
-    return found[:1]
-
-
-def _on_self_device(call: ast.Call) -> bool:
-    """``x.to(self.device)``, ``f(..., device=self.device)``."""
-    values = [k.value for k in call.keywords if k.arg == "device"]
-    if isinstance(call.func, ast.Attribute) and call.func.attr == "to" and call.args:
-        values.append(call.args[0])
-    return any(isinstance(v, ast.Attribute) and v.attr == "device" and isinstance(v.value, ast.Name)
-               and v.value.id == "self" for v in values)
 
 
 def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:

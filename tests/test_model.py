@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from torchport.model.check import check_port
-from torchport.model.evaluate import evaluate
+from torchport.model.evaluate import Evaluator, evaluate
 from torchport.pipeline.engine import migrate_source
 from torchport.results import FileResult
 
@@ -271,3 +271,45 @@ def test_a_rewrite_in_a_branch_of_a_conditional_expression_never_taken_off_cuda_
     assert "batch = batch.cuda() if next(model.parameters()).is_cuda else batch" in checked.code
     assert "lengths = torch.ones(3).to(tp.device())" in checked.code
     assert [(h.first, h.stop) for h in checked.held] == [(4, None)]
+
+
+def test_sync_batchnorm_in_a_process_group_stops_on_the_cpu_and_mps_only() -> None:
+    source = """
+    import torch
+    import torch.distributed as dist
+    dist.init_process_group("gloo")
+    model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    model = model.to(device)
+    """
+    assert _module_paths(source, "cpu") == [(5, "cuda")]
+    assert _module_paths(source, "mps") == [(5, "cuda")]
+    assert _module_paths(source, "xpu") == [(6, None)]  # XPU input is taken
+    assert _module_paths(source.replace('dist.init_process_group("gloo")', "pass"), "cpu") == [(6, None)]  # no group
+
+
+def test_gates_other_modules_define_skip_stop_or_answer_false_off_cuda() -> None:
+    source = """
+    from helpers import RunIf, build_kernels, has_gpus
+
+    @RunIf(min_gpus=1)
+    def test_fast(x):
+        return x.cuda()
+
+    def run(x):
+        build_kernels()
+        return x.cuda()
+
+    def pick(x):
+        if has_gpus():
+            return x.cuda()
+        return x
+    """
+    gates = frozenset({"RunIf", "build_kernels", "has_gpus"})
+    units = {getattr(u.node, "name", ""): u for u in Evaluator(ast.parse(textwrap.dedent(source)), "cpu",
+                                                                gates=gates).units()}
+    assert units["test_fast"].skipped is not None and units["test_fast"].skipped.kind == "gate"
+    assert [p.stop.kind if p.stop else None for p in units["run"].paths] == ["cuda"]  # stops at the call
+    assert [sorted(p.lines) for p in units["pick"].paths] == [[13, 15]]  # the predicate is false: no move
+    on_cuda = {getattr(u.node, "name", ""): u for u in Evaluator(ast.parse(textwrap.dedent(source)), "cuda",
+                                                                  gates=gates).units()}
+    assert on_cuda["test_fast"].skipped is None and len(on_cuda["pick"].paths) == 2

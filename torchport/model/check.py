@@ -43,11 +43,13 @@ class Checked:
 
 
 def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(),
-               syntax: ast.Module | None = None, tree: ast.Module | None = None) -> Checked:
+               syntax: ast.Module | None = None, tree: ast.Module | None = None,
+               gates: frozenset[str] = frozenset()) -> Checked:
     """Hold back the hunks of ``migrated`` (the rules' output for ``original``) that no clean path off CUDA runs.
 
     ``exempt``: lines of ``migrated`` whose stops do not count (CUDA on purpose: ``# torchport: ignore``).
-    ``syntax``, ``tree``: the parses of ``original`` and ``migrated`` when the caller has them.
+    ``syntax``, ``tree``: the parses of ``original`` and ``migrated`` when the caller has them. ``gates``: local
+    names of the CUDA gates and CUDA-only functions other modules define (see `Evaluator`).
     A port that unbinds a name its code still reads (an import removed, a use kept) is refused whole.
     Returns ``migrated`` unchanged when every hunk stays, ``original`` when none does (its support, such as an
     added import, goes with it), else the mix. Never raises: code CPython cannot parse is returned as given.
@@ -72,7 +74,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     before: list[tuple[int, int, Stop]] = []  # (first, last line) of a unit -> a stop of its paths
     taken: dict[tuple[int, int, int, int], bool] = {}  # branches of conditional expressions, on any target
     for target in OFF_CUDA:
-        evaluator = Evaluator(tree, target, exempt)
+        evaluator = Evaluator(tree, target, exempt, gates)
         try:
             units = evaluator.units()
         except RecursionError:

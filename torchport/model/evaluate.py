@@ -112,11 +112,16 @@ class Evaluator:
         tree: the module's ``ast``.
         target: the device the code is evaluated for.
         exempt: lines whose CUDA needs do not stop a path (marked CUDA on purpose).
+        gates: local names (``RunIf``, ``helpers.requires_gpu``, ``dtw_cuda``) of what other modules define that
+            works only on CUDA: off CUDA a skip mark it makes skips, a test of it is false, a call of it stops.
     """
 
-    def __init__(self, tree: ast.Module, target: str, exempt: frozenset[int] = frozenset()) -> None:
+    def __init__(self, tree: ast.Module, target: str, exempt: frozenset[int] = frozenset(),
+                 gates: frozenset[str] = frozenset()) -> None:
         self.tree = tree
         self.exempt = exempt
+        self.gates = gates
+        self._testing = 0  # inside a condition
         self.target = target
         self.imports = _imports(tree)
         self.globals: dict[str, object] = {}
@@ -159,6 +164,8 @@ class Evaluator:
         if outer is not None:
             return outer
         for decorator in node.decorator_list:
+            if self.target != "cuda" and self._gate(decorator) is not None:
+                return Stop("gate", decorator.lineno, f"`{self._gate(decorator)}` skips it without CUDA")
             mark = self.value(decorator, Path({}))
             if isinstance(mark, Mark) and mark.skip is True:
                 return Stop("gate", decorator.lineno, "a skip mark skips it")
@@ -286,7 +293,7 @@ class Evaluator:
                 p.flow = "return"
             return [p]
         if isinstance(stmt, ast.Assert):
-            value, queried = self._asking(stmt.test, p)
+            value, queried = self._asking(stmt.test, p, test=True)
             if truth(value) is False and not p.stop:
                 p.stop = Stop("gate" if queried else "raise", stmt.lineno, "an assert fails")
             return [p]
@@ -305,7 +312,7 @@ class Evaluator:
         return [p]  # pass, global, del, ...
 
     def _branch(self, test: ast.expr, body: list[ast.stmt], orelse: list[ast.stmt], p: Path) -> list[Path]:
-        value, by_query = self._asking(test, p)
+        value, by_query = self._asking(test, p, test=True)
         decided = truth(value)
         if p.stop:
             return [p]
@@ -320,10 +327,22 @@ class Evaluator:
             q.gated -= by_query
         return out
 
-    def _asking(self, node: ast.expr, p: Path) -> tuple[object, bool]:
-        """The value of ``node``, and whether a device query decided it."""
+    def _gate(self, node: ast.expr) -> str | None:
+        """The gate ``node`` names or calls (``RunIf(min_gpus=1)``, ``requires_gpu``), if it is one of ``gates``."""
+        if isinstance(node, ast.Call):
+            node = node.func
+        key = _key(node)
+        return key if key is not None and key in self.gates else None
+
+    def _asking(self, node: ast.expr, p: Path, test: bool = False) -> tuple[object, bool]:
+        """The value of ``node``, and whether a device query decided it. ``test``: it is a condition (of an
+        ``if``, ``while`` or ``assert``), where a gate is a predicate."""
         outer, self._touched = self._touched, False
-        value = self.value(node, p)
+        self._testing += test
+        try:
+            value = self.value(node, p)
+        finally:
+            self._testing -= test
         asked = self._touched
         self._touched = outer or asked
         return value, asked and value is not UNKNOWN
@@ -540,6 +559,11 @@ class Evaluator:
         keywords = {k.arg: self.value(k.value, p) for k in node.keywords}
         if p.stop:
             return UNKNOWN
+        if self.target != "cuda" and (gate := self._gate(node)) is not None:
+            if self._testing:
+                self._touched = True
+                return False  # a predicate of CUDA: false where there is none
+            return self._needs_cuda(node, f"`{gate}()` needs CUDA", p)
         if (method := self._own_method(node.func)) is not None:
             return self._call_function(method, node, [UNKNOWN, *args], keywords, p)
         if isinstance(function, Name):
@@ -578,6 +602,9 @@ class Evaluator:
             if backend in torch_facts.CUDA_BACKENDS:
                 return self._needs_cuda(node, f"the {backend} backend needs CUDA", p)
             p.env[_GROUP] = True
+        if name in torch_facts.GROUP_CUDA_LAYERS and self.target in ("cpu", "mps") and (
+                p.env.get(_GROUP) or self.globals.get(_GROUP)):
+            return self._needs_cuda(node, "SyncBatchNorm in a process group trains on CUDA input only", p)
         if name in torch_facts.EXITS:
             self._end(Stop("gate" if p.gated else "exit", node.lineno, "it exits"), p)
             return UNKNOWN

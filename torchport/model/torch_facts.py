@@ -38,6 +38,10 @@ PLACEMENT_KEYWORDS = frozenset({"device", "map_location"})
 ACCELERATOR_KEYWORDS = frozenset({"accelerator"})
 CUDA_ACCELERATORS = frozenset({"cuda", "gpu"})
 
+# Layers that, in a process group, take only CUDA (or XPU) input in training: SyncBatchNorm raises on CPU and MPS.
+GROUP_CUDA_LAYERS = frozenset({"torch.nn.SyncBatchNorm", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
+                               "torch.nn.modules.batchnorm.SyncBatchNorm"})
+
 # Process-group backends that need CUDA.
 CUDA_BACKENDS = frozenset({"nccl"})
 

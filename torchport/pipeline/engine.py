@@ -183,7 +183,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
             return result
         narrowed = settings.for_file(result.path)
         if syntax is not None and tree is not None and narrowed.select in ((), ("ALL",)) and not narrowed.ignore:
-            _hold_half_ports(text, migration, syntax, tree)  # a narrowed rule set is a partial port asked for
+            _hold_half_ports(text, migration, syntax, tree, gates)  # a narrowed rule set: a partial port asked for
     result.migrated = migration.code
     result.rewrites = migration.rewrites
     result.diagnostics = migration.diagnostics
@@ -192,15 +192,17 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
     return result
 
 
-def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tree: ast.Module) -> None:
+def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tree: ast.Module,
+                     gates: frozenset[str] = frozenset()) -> None:
     """Put back the hunks of ``migration`` that no path off CUDA runs clean (`torchport.model.check`): their
-    sites leave the rewrites, and one TP110 note per stop says where the path still stops."""
+    sites leave the rewrites, and one TP110 note per stop says where the path still stops. ``gates``: local names
+    of the CUDA gates and CUDA-only functions other modules define."""
     from torchport.codemods.api import suppressions
     from torchport.codemods.core.reasons import HALF_PORT, note
     from torchport.model.check import check_port
     from torchport.results import Diagnostic
 
-    checked = check_port(original, migration.code, frozenset(suppressions(migration.code)), syntax, tree)
+    checked = check_port(original, migration.code, frozenset(suppressions(migration.code)), syntax, tree, gates)
     if not checked.held:
         return
     migration.code = checked.code

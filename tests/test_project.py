@@ -214,3 +214,17 @@ def test_cuda_autocast_stays_where_no_program_places_data(tmp_path: Path) -> Non
     assert any("no program that reaches it puts data on a device" in d.message
                for d in results["cpu_only.py"].diagnostics)
     assert "torch.amp.autocast(tp.device_type())" in results["placed.py"].migrated
+
+
+def test_a_call_of_a_function_another_module_leaves_cuda_only_stops_the_path(tmp_path: Path) -> None:
+    """`t2i` keeps `torch.cuda.LongTensor`, which no rule ports: a program calling it still fails off CUDA, so
+    the moves after the call are left as written; a module that does not call it is ported."""
+    _tree(tmp_path, {
+        "ranking.py": "import torch\n\n\ndef t2i(scores):\n    return torch.cuda.LongTensor(scores)\n",
+        "train.py": "import torch\nfrom ranking import t2i\n\n\ndef evaluate(model, x):\n    order = t2i(x)\n"
+                    "    return model(x.cuda()), order\n",
+        "other.py": "import torch\n\n\ndef evaluate(model, x):\n    return model(x.cuda())\n",
+    })
+    results = _run(tmp_path)
+    assert results["train.py"].migrated == (tmp_path / "train.py").read_text()
+    assert "x.to(tp.device())" in results["other.py"].migrated

@@ -431,7 +431,8 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     changed = [i for i, r in enumerate(results) if r.changed]
     gating = {i for i, r in enumerate(results) if r.original and GATE_TEXT.search(r.original)}
     needing = {i for i, r in enumerate(results) if r.original and CUDA_ONLY_TEXT.search(r.original)}
-    if not changed or not (gating or needing):
+    stuck = _stuck_functions(results) if changed else {}
+    if not changed or not (gating or needing or stuck):
         return {}
     trees, project = _model(results)
     # The project's modules that need CUDA whenever imported: a function that imports one needs it too.
@@ -442,11 +443,12 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
         needing |= {i for i in range(len(results)) if project.imports(i) & needy}
     predicates = _project_predicates(results, trees)
     defined: dict[int, dict[str, int]] = {}
-    for index in sorted(gating | needing):
+    for index in sorted(gating | needing | set(stuck)):
         tree = trees[index]
         if tree is None:
             continue
         gates = cuda_gates(tree) if index in gating else {}
+        gates.update(stuck.get(index, {}))
         gates.update(predicates.get(index, {}))  # `if not verify_min_gpu_count(): exit` needs CUDA
         if index in needing:  # functions and classes that always need CUDA stop without it as gates do
             gates.update({name: line for name, (line, _) in cuda_only_functions(
@@ -456,6 +458,35 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     if not defined:
         return {}
     return {index: frozenset(names) for index in changed if (names := _bound(index, project, defined))}
+
+
+_STUCK_TEXT = re.compile(r"\.cuda\(|\bcuda\.\w*Tensor\b|[\"']cuda")  # what may still stop a module's port
+
+
+def _stuck_functions(results: Sequence[FileResult]) -> dict[int, dict[str, int]]:
+    """The module-level functions whose every path, evaluated on the CPU and on MPS, still stops at a CUDA need in
+    the module as it will be written (the port, or the original where nothing changes): ``torch.cuda.LongTensor``
+    that no rule ports, a ``.cuda()`` held. Index -> name -> line. A module that calls one stops there too."""
+    from torchport.model.evaluate import Evaluator
+
+    found: dict[int, dict[str, int]] = {}
+    for index, result in enumerate(results):
+        text = result.migrated if result.migrated is not None else result.original
+        if not text or result.error or not _STUCK_TEXT.search(text):
+            continue
+        tree = parse(text)
+        if tree is None:
+            continue
+        top = {id(f): f for f in tree.body if isinstance(f, ast.FunctionDef)}
+        names: dict[str, int] | None = None
+        for target in ("cpu", "mps"):
+            units = [u for u in Evaluator(tree, target).units() if id(u.node) in top and u.paths]
+            here = {u.node.name: u.node.lineno for u in units  # type: ignore[attr-defined]
+                    if all(p.stop is not None and p.stop.kind == "cuda" for p in u.paths)}
+            names = here if names is None else {n: line for n, line in names.items() if n in here}
+        if names:
+            found[index] = names
+    return found
 
 
 def unnamed_reached(results: Sequence[FileResult]) -> set[int]:

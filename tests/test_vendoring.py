@@ -254,3 +254,60 @@ def test_native_output_adds_no_blank_line_violation(tmp_path: Path) -> None:
         shutil.copy(fixtures / f"{case}.py", before / f"{case}.py")
         shutil.copy(fixtures / f"{case}.expected.py", after / f"{case}.py")
     assert count(after) <= count(before)
+
+
+def _library(root: Path, name: str) -> None:
+    """An installable package ``name`` with CUDA calls in it and in a subpackage, a test and a script beside."""
+    _project(root, {
+        "pyproject.toml": f'[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n\n'
+                          f'[project]\nname = "{name}"\nversion = "0.1"\ndependencies = ["torch>=2.6"]\n\n'
+                          f'[tool.setuptools.packages.find]\ninclude = ["{name}*"]\n',
+        f"{name}/__init__.py": f"from {name}.core import run\n",
+        f"{name}/core.py": "import torch\n\n\ndef run():\n    x = torch.ones(2).cuda()\n"
+                           "    start = torch.cuda.Event(enable_timing=True)\n    torch.cuda.synchronize()\n"
+                           "    return x.device.type, type(start).__name__, torch.cuda.get_device_name(0)\n",
+        f"{name}/sub/__init__.py": "",
+        f"{name}/sub/ops.py": "import torch\n\n\ndef name():\n    return torch.cuda.get_device_name()\n",
+        # a test and a script outside the package that mention CUDA: the copy once went to the root for them
+        "tests/test_core.py": "import torch\n\n\ndef test_ones():\n    assert torch.ones(1).cuda().sum() == 1\n",
+        "scripts/train.py": CUDA_SCRIPT,
+    })
+
+
+@pytest.mark.slow
+def test_a_library_ported_in_native_and_vendor_mode_ships_its_runtime(tmp_path: Path) -> None:
+    """Each package's wheel holds the copy its modules import: a clean install imports them all, without torchport."""
+    modes = {"native": ["--torch-version", "2.9"], "vendor": []}
+    # native: the script and the test are plain PyTorch; vendor: they share a copy at the root (not shipped)
+    loose = {"native": [], "vendor": [f"{MODULE_NAME}.py"]}
+    for mode, options in modes.items():
+        _library(tmp_path / mode, f"lib_{mode}")
+        result = CliRunner().invoke(app, ["migrate", str(tmp_path / mode), "--runtime", mode, *options, "--apply",
+                                          "--allow-dirty", "--no-cache"])
+        assert result.exit_code == 0, result.output
+        package = tmp_path / mode / f"lib_{mode}"
+        assert sorted(p.relative_to(tmp_path / mode).as_posix()
+                      for p in (tmp_path / mode).rglob(f"{MODULE_NAME}.py")) == [
+            *loose[mode], f"lib_{mode}/{MODULE_NAME}.py"]
+        for module in ("core.py", "sub/ops.py"):
+            assert f"from lib_{mode} import {MODULE_NAME} as tp\n" in (package / module).read_text()
+        done = _run_hidden(tmp_path / mode / "scripts" / "train.py", tmp_path)
+        assert done.returncode == 0 and done.stdout == "cpu\n", done.stderr
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                            "-w", str(tmp_path / "dist"), *(str(tmp_path / mode) for mode in modes)],
+                           env=ENV, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    venv = tmp_path / "venv"  # torch comes from the system's site-packages; pip too
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    installed = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                                *map(str, (tmp_path / "dist").glob("*.whl"))], env=ENV, capture_output=True,
+                               text=True, timeout=300)
+    assert installed.returncode == 0, installed.stderr
+    hide = tmp_path / "_hide_torchport"  # made by _run_hidden
+    code = "".join(f"import lib_{m}.core, lib_{m}.sub.ops\nassert 'site-packages' in lib_{m}.core.__file__\n"
+                   f"print(lib_{m}.run()[:2], lib_{m}.sub.ops.name() == lib_{m}.run()[2])\n" for m in modes)
+    done = subprocess.run([python, "-c", code], cwd=hide, env={**ENV, "PYTHONPATH": str(hide)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "('cpu', 'CpuEvent') True\n" * 2

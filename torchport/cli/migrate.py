@@ -338,7 +338,7 @@ def _vendored(results: list[FileResult], settings: config.Settings, paths: list[
     from torchport.pipeline import vendoring
 
     return vendoring.vendored_results(results, settings.vendor_path,
-                                      paths[0] if mode.output_dir is not None else None)
+                                      paths[0] if mode.output_dir is not None else None, settings.vendor_scripts)
 
 
 def _report(out: Console, err: Console, results: Sequence[FileResult], mode: str, output: Output, root: Path,

@@ -124,8 +124,8 @@ def _part_body(part: str, text: str, tree: ast.Module, next_getattr: str | None,
                 indent = lines[last.lineno - 1][:last.col_offset]
                 lines[last.lineno - 1] = f"{indent}return {next_getattr}({node.args.args[0].arg})\n"
                 drop.update(range(last.lineno, last.end_lineno or last.lineno))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level and node not in tree.body:
+    for inner in ast.walk(tree):
+        if isinstance(inner, ast.ImportFrom) and inner.level and inner not in tree.body:
             raise FlattenError(f"torchport.runtime.{part}: a relative import inside a function")
     kept = [line for number, line in enumerate(lines) if number not in drop]
     return _squeeze("".join(kept))

@@ -5,10 +5,10 @@ the statements the migrated code needs (`torchport.emit.shake`), copied as they 
 (`torchport.emit.flat`). It imports torch and the standard library only.
 
 Placement (`vendor_location`): a package module uses a copy inside its top-level package
-(``from pkg import _torchport_runtime as tp``); a loose script a copy beside it
-(``import _torchport_runtime as tp``: ``python script.py`` puts the script's folder on ``sys.path``).
-``--vendor-path FILE`` puts the one copy there; it is then imported by its dotted name if its folder
-is a package, else by its bare name.
+(``from pkg import _torchport_runtime as tp``), so that a wheel of the package ships it; a loose script the
+project's copy for scripts (`torchport.pipeline.vendoring`), else one beside it (``import _torchport_runtime
+as tp``: ``python script.py`` puts the script's folder on ``sys.path``). ``--vendor-path FILE`` puts the one
+copy there; it is then imported by its dotted name if its folder is a package, else by its bare name.
 """
 
 from __future__ import annotations
@@ -121,25 +121,35 @@ def _dotted(location: Path) -> str:
     return ".".join(rel.parts)
 
 
-def vendor_location(path: Path, vendor_path: str = "") -> tuple[Path, str]:
+def vendor_location(path: Path, vendor_path: str = "", scripts: str = "") -> tuple[Path, str]:
     """Where the vendored module used by the file ``path`` lives, and its import name.
 
     Args:
         path: a Python file being migrated.
-        vendor_path: ``--vendor-path`` (a ``.py`` file, or a folder to hold ``_torchport_runtime.py``);
-            empty for the default placement (see the module docstring).
+        vendor_path: ``--vendor-path`` (a ``.py`` file, or a folder to hold ``_torchport_runtime.py``):
+            the one copy every file uses; empty for the default placement (see the module docstring).
+        scripts: with the default placement, the copy that a file in no package uses (the project's, see
+            `torchport.pipeline.vendoring`); empty: beside the file. A file in a package always uses the
+            copy in its top-level package, so that the package ships it.
     """
     if vendor_path:
-        location = Path(vendor_path)
-        if location.suffix != ".py":
-            location = location / f"{MODULE_NAME}.py"
-        location = Path(os.path.abspath(location))
-        return location, _dotted(location)
+        return _named(vendor_path)
     path = Path(os.path.abspath(path))
     top = package_root(path.parent)
-    if top is None:
-        return path.parent / f"{MODULE_NAME}.py", MODULE_NAME
-    return top / f"{MODULE_NAME}.py", f"{top.name}.{MODULE_NAME}"
+    if top is not None:
+        return top / f"{MODULE_NAME}.py", f"{top.name}.{MODULE_NAME}"
+    if scripts:
+        return _named(scripts)
+    return path.parent / f"{MODULE_NAME}.py", MODULE_NAME
+
+
+def _named(where: str) -> tuple[Path, str]:
+    """The copy at ``where`` (a ``.py`` file, or the folder that holds it) and its import name."""
+    location = Path(where)
+    if location.suffix != ".py":
+        location = location / f"{MODULE_NAME}.py"
+    location = Path(os.path.abspath(location))
+    return location, _dotted(location)
 
 
 def import_root(location: Path) -> Path:
@@ -148,7 +158,7 @@ def import_root(location: Path) -> Path:
     return location.parent if top is None else top.parent
 
 
-def vendor_import(path: Path, vendor_path: str = "") -> tuple[str, str]:
+def vendor_import(path: Path, vendor_path: str = "", scripts: str = "") -> tuple[str, str]:
     """How the file ``path`` imports the project's copy: ``(its import name, the folder to put on sys.path)``.
 
     The folder is empty when the name imports as it is: the file is in the copy's top-level package, or
@@ -158,10 +168,10 @@ def vendor_import(path: Path, vendor_path: str = "") -> tuple[str, str]:
 
     Args:
         path: a file being migrated.
-        vendor_path: where the copy is (``--vendor-path``, or the project's placement, see
-            `torchport.pipeline.vendoring`); empty: beside the file, or in its top-level package.
+        vendor_path: ``--vendor-path``, as in `vendor_location`.
+        scripts: the copy files in no package use, as in `vendor_location`.
     """
-    location, name = vendor_location(path, vendor_path)
+    location, name = vendor_location(path, vendor_path, scripts)
     path = Path(os.path.abspath(path))
     top = package_root(path.parent)
     if top is not None and "." in name and location.is_relative_to(top):

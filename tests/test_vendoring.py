@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from torchport.cli import app
+from torchport.emit.flat import FlattenError, flatten
 from torchport.emit.vendor import MODULE_NAME, kept_names, runtime_names, vendored_source
 from torchport.pipeline import library
 from torchport.pipeline.vendoring import called_names, project_location, vendored_results
@@ -90,6 +91,43 @@ def test_lean_module_keeps_only_what_is_called() -> None:
     assert len(lean.encode()) < 10_000 < len(vendored_source().encode())  # the whole runtime is ~35 KB
     assert called_names("import torch\nimport _torchport_runtime as tp_runtime\ntp_runtime.device(); "
                         "tp_runtime.Event()\nx.tp_runtime.y\n") == {"device", "Event"}
+
+
+def test_the_copy_is_plain_source_clean_under_ruff_with_real_traceback_lines(tmp_path: Path) -> None:
+    copy = tmp_path / f"{MODULE_NAME}.py"
+    copy.write_text(vendored_source(["Event", "get_device_name"]))
+    text = copy.read_text()
+    assert "exec(" not in text and "r'''" not in text and "def get_device_name(" in text
+    (tmp_path / "whole.py").write_text(vendored_source())
+    if shutil.which("ruff") is not None or importlib.util.find_spec("ruff") is not None:
+        linted = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", str(copy),
+                                 str(tmp_path / "whole.py")], capture_output=True, text=True, timeout=120)
+        assert linted.returncode == 0, linted.stdout
+    # a call that raises shows the copy's own line in the traceback
+    script = ("import traceback\nimport _torchport_runtime as tp\ntry:\n    tp.get_device_name('xpu')\n"
+              "except ValueError:\n    traceback.print_exc()\nprint(type(tp.Event()).__name__)\n")
+    (tmp_path / "run.py").write_text(script)
+    done = _run_hidden(tmp_path / "run.py", tmp_path)
+    assert done.returncode == 0 and done.stdout == "CpuEvent\n", done.stderr
+    line = next(line.strip() for line in text.splitlines() if "raise ValueError(f\"Expected a" in line)
+    assert f'File "{copy}", line ' in done.stderr and line in done.stderr
+
+
+def test_parts_that_cannot_share_one_namespace_are_refused() -> None:
+    header = "# header\n"
+    with pytest.raises(FlattenError, match="both bind '_tls'"):
+        flatten({"_a": "import threading\n_tls = threading.local()\n", "_b": "_tls = 1\n"}, header)
+    with pytest.raises(FlattenError, match="reads the builtin 'range'"):
+        flatten({"_a": "def f():\n    return list(range(3))\n", "_b": "def range(n):\n    pass\n"}, header)
+    chained = flatten({"_backend": "from typing import Any\n\n\ndef __getattr__(name: str) -> Any:\n"
+                                   "    if name == 'A':\n        return 1\n    raise AttributeError(name)\n",
+                       "_streams": "from typing import Any\n\n\ndef __getattr__(name: str) -> Any:\n"
+                                   "    if name == 'B':\n        return 2\n    raise AttributeError(name)\n"}, header)
+    module = types.ModuleType("chained")
+    exec(compile(chained, "chained", "exec"), module.__dict__)
+    assert (module.A, module.B) == (1, 2) and "return _streams_getattr(name)" in chained
+    with pytest.raises(AttributeError):
+        module.C  # noqa: B018
 
 
 def test_a_rerun_keeps_the_names_the_copy_already_lists(tmp_path: Path) -> None:

@@ -53,30 +53,32 @@ def test_vendored_module_imports_with_torch_alone(tmp_path: Path) -> None:
 
 
 def test_vendored_module_is_the_runtime_verbatim() -> None:
-    """Every statement kept is one of the runtime's, as written (docstrings left out); the audit hook is cut."""
+    """Every statement of the whole copy is one of the runtime's, as written (docstrings left out), but for the
+    copy's own: its imports, ``_b`` (the module itself), ``__all__`` with the names read lazily, and the chained
+    ``__getattr__``; the audit hook is cut."""
     import ast
 
     runtime_dir = Path(__file__).parent.parent / "torchport" / "runtime"
-    parts = {node.targets[0].slice.value: ast.literal_eval(node.value)  # _PARTS["name"] = r'''...'''
-             for node in ast.parse(vendored_source()).body
-             if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript)}
-    assert set(parts) == {p.stem for p in runtime_dir.glob("*.py")}
 
-    def statements(text: str) -> list[str]:
+    def statements(text: str) -> dict[str, ast.stmt]:
         tree = ast.parse(text)
         for node in ast.walk(tree):  # docstrings out
             body = getattr(node, "body", None)
             if isinstance(body, list) and len(body) > 1 and isinstance(body[0], ast.Expr) \
                     and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
                 node.body = body[1:]  # type: ignore[attr-defined]
-        return [ast.dump(n) for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom, ast.Expr))
-                or (isinstance(n, ast.Expr) and not isinstance(n.value, ast.Constant))]
+        return {ast.dump(n): n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom, ast.Expr))
+                or (isinstance(n, ast.Expr) and not isinstance(n.value, ast.Constant))}
 
-    for name, text in parts.items():
-        original = statements((runtime_dir / f"{name}.py").read_text())
-        kept = [s for s in statements(text) if "__all__" not in s]
-        assert kept and all(s in original for s in kept), name
-    assert "checks" not in parts["__init__"] and "TORCHPORT_AUDIT" not in parts["__init__"]
+    original = {dump for path in runtime_dir.glob("*.py") for dump in statements(path.read_text())}
+    text = vendored_source()
+    own = set()
+    for dump, node in statements(text).items():
+        if dump not in original:
+            target = getattr(node, "target", None) or (node.targets[0] if isinstance(node, ast.Assign) else node)
+            own.add(getattr(target, "id", None) or getattr(target, "name", None))
+    assert own == {"_b", "__all__", "Event", "Stream", "__getattr__", "_streams_getattr"}
+    assert "TORCHPORT_AUDIT" not in text and "torchport.checks" not in text
 
 
 def test_vendored_module_header() -> None:
@@ -211,6 +213,25 @@ def test_cli_native_reads_the_projects_torch_requirement(tmp_path: Path) -> None
     native = CliRunner().invoke(app, ["migrate", str(tmp_path), "--runtime", "native", "--torch-version", "2.9",
                                       "--no-cache"])
     assert "+x = torch.zeros(2).to(DEVICE)" in native.output and MODULE_NAME not in native.output
+
+
+def test_native_fallbacks_under_an_old_torch_floor_are_summed_up_once(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("torch>=0.4.0\n")
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("import torch\nx = torch.zeros(2).cuda()\ntorch.cuda.synchronize()\n"
+                                     "print(torch.cuda.get_device_name(0), torch.cuda.memory_allocated())\n")
+    result = CliRunner().invoke(app, ["migrate", str(tmp_path), "--runtime", "native", "--no-cache"],
+                                env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.output.splitlines() if line.startswith("note: native mode")]
+    assert notes == ["note: native mode: 8 site(s) call the vendored runtime instead of plain PyTorch; 6 because "
+                     "their plain form needs a newer torch than 0.4, the oldest this project supports (its torch "
+                     "requirement, or --torch-version); --torch-version 2.9 makes them native, if the project can "
+                     "require torch>=2.9; 2 because no plain-PyTorch form keeps their CUDA behaviour (each site's "
+                     "note says why)"]
+    native = CliRunner().invoke(app, ["migrate", str(tmp_path), "--runtime", "native", "--no-cache",
+                                      "--torch-version", "2.9"], env={"COLUMNS": "300"})
+    assert "note: native mode: 2 site(s)" in native.output and "--torch-version 2" not in native.output
 
 
 def test_native_below_torch_2_6_is_all_vendored() -> None:

@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from torchport.cli import app
+from torchport.emit.flat import FlattenError, flatten
 from torchport.emit.vendor import MODULE_NAME, kept_names, runtime_names, vendored_source
 from torchport.pipeline import library
 from torchport.pipeline.vendoring import called_names, project_location, vendored_results
@@ -28,7 +29,7 @@ CUDA_SCRIPT = "import torch\nx = torch.zeros(2).cuda()\ntorch.cuda.synchronize()
 
 
 def _load(text: str, name: str) -> types.ModuleType:
-    """The vendored module ``text`` imported under ``name`` (its parts become ``name._backend``...)."""
+    """The vendored module ``text`` imported under ``name``."""
     spec = importlib.util.spec_from_loader(name, loader=None)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     sys.modules[name] = module
@@ -37,15 +38,14 @@ def _load(text: str, name: str) -> types.ModuleType:
 
 
 def _unresolved(module: types.ModuleType) -> set[str]:
-    """Globals read by the functions of ``module`` and its parts that none of them defines."""
-    modules = [module] + [m for k, m in sys.modules.items() if k.startswith(module.__name__ + ".")]
+    """Globals read by the functions of ``module`` that it does not define."""
     missing = set()
-    for owner in modules:
+    for owner in [module]:
         for value in list(vars(owner).values()):
             functions = [value] if isinstance(value, types.FunctionType) else [
                 v for v in vars(value).values() if isinstance(v, types.FunctionType)] if isinstance(value, type) else []
             for function in functions:
-                if not function.__code__.co_filename.startswith("<torchport runtime"):
+                if function.__code__.co_filename != module.__name__:
                     continue  # generated (a dataclass's __repr__) or not the runtime's
                 codes = [function.__code__]
                 while codes:
@@ -87,10 +87,47 @@ def test_lean_module_keeps_only_what_is_called() -> None:
     lean = vendored_source(["device", "synchronize"])
     assert lean.splitlines()[2] == "#   device, synchronize"
     assert "def synchronize" in lean and "def memory_allocated" not in lean and "class CpuEvent" not in lean
-    assert "_PARTS['_memory']" not in lean and "_PARTS['_streams']" not in lean
+    assert "# torchport.runtime._memory" not in lean and "# torchport.runtime._streams" not in lean
     assert len(lean.encode()) < 10_000 < len(vendored_source().encode())  # the whole runtime is ~35 KB
     assert called_names("import torch\nimport _torchport_runtime as tp_runtime\ntp_runtime.device(); "
                         "tp_runtime.Event()\nx.tp_runtime.y\n") == {"device", "Event"}
+
+
+def test_the_copy_is_plain_source_clean_under_ruff_with_real_traceback_lines(tmp_path: Path) -> None:
+    copy = tmp_path / f"{MODULE_NAME}.py"
+    copy.write_text(vendored_source(["Event", "get_device_name"]))
+    text = copy.read_text()
+    assert "exec(" not in text and "r'''" not in text and "def get_device_name(" in text
+    (tmp_path / "whole.py").write_text(vendored_source())
+    if shutil.which("ruff") is not None or importlib.util.find_spec("ruff") is not None:
+        linted = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", str(copy),
+                                 str(tmp_path / "whole.py")], capture_output=True, text=True, timeout=120)
+        assert linted.returncode == 0, linted.stdout
+    # a call that raises shows the copy's own line in the traceback
+    script = ("import traceback\nimport _torchport_runtime as tp\ntry:\n    tp.get_device_name('xpu')\n"
+              "except ValueError:\n    traceback.print_exc()\nprint(type(tp.Event()).__name__)\n")
+    (tmp_path / "run.py").write_text(script)
+    done = _run_hidden(tmp_path / "run.py", tmp_path)
+    assert done.returncode == 0 and done.stdout == "CpuEvent\n", done.stderr
+    line = next(line.strip() for line in text.splitlines() if "raise ValueError(f\"Expected a" in line)
+    assert f'File "{copy}", line ' in done.stderr and line in done.stderr
+
+
+def test_parts_that_cannot_share_one_namespace_are_refused() -> None:
+    header = "# header\n"
+    with pytest.raises(FlattenError, match="both bind '_tls'"):
+        flatten({"_a": "import threading\n_tls = threading.local()\n", "_b": "_tls = 1\n"}, header)
+    with pytest.raises(FlattenError, match="reads the builtin 'range'"):
+        flatten({"_a": "def f():\n    return list(range(3))\n", "_b": "def range(n):\n    pass\n"}, header)
+    chained = flatten({"_backend": "from typing import Any\n\n\ndef __getattr__(name: str) -> Any:\n"
+                                   "    if name == 'A':\n        return 1\n    raise AttributeError(name)\n",
+                       "_streams": "from typing import Any\n\n\ndef __getattr__(name: str) -> Any:\n"
+                                   "    if name == 'B':\n        return 2\n    raise AttributeError(name)\n"}, header)
+    module = types.ModuleType("chained")
+    exec(compile(chained, "chained", "exec"), module.__dict__)
+    assert (module.A, module.B) == (1, 2) and "return _streams_getattr(name)" in chained
+    with pytest.raises(AttributeError):
+        module.C  # noqa: B018
 
 
 def test_a_rerun_keeps_the_names_the_copy_already_lists(tmp_path: Path) -> None:
@@ -255,3 +292,60 @@ def test_native_output_adds_no_blank_line_violation(tmp_path: Path) -> None:
         shutil.copy(fixtures / f"{case}.py", before / f"{case}.py")
         shutil.copy(fixtures / f"{case}.expected.py", after / f"{case}.py")
     assert count(after) <= count(before)
+
+
+def _library(root: Path, name: str) -> None:
+    """An installable package ``name`` with CUDA calls in it and in a subpackage, a test and a script beside."""
+    _project(root, {
+        "pyproject.toml": f'[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n\n'
+                          f'[project]\nname = "{name}"\nversion = "0.1"\ndependencies = ["torch>=2.6"]\n\n'
+                          f'[tool.setuptools.packages.find]\ninclude = ["{name}*"]\n',
+        f"{name}/__init__.py": f"from {name}.core import run\n",
+        f"{name}/core.py": "import torch\n\n\ndef run():\n    x = torch.ones(2).cuda()\n"
+                           "    start = torch.cuda.Event(enable_timing=True)\n    torch.cuda.synchronize()\n"
+                           "    return x.device.type, type(start).__name__, torch.cuda.get_device_name(0)\n",
+        f"{name}/sub/__init__.py": "",
+        f"{name}/sub/ops.py": "import torch\n\n\ndef name():\n    return torch.cuda.get_device_name()\n",
+        # a test and a script outside the package that mention CUDA: the copy once went to the root for them
+        "tests/test_core.py": "import torch\n\n\ndef test_ones():\n    assert torch.ones(1).cuda().sum() == 1\n",
+        "scripts/train.py": CUDA_SCRIPT,
+    })
+
+
+@pytest.mark.slow
+def test_a_library_ported_in_native_and_vendor_mode_ships_its_runtime(tmp_path: Path) -> None:
+    """Each package's wheel holds the copy its modules import: a clean install imports them all, without torchport."""
+    modes = {"native": ["--torch-version", "2.9"], "vendor": []}
+    # native: the script and the test are plain PyTorch; vendor: they share a copy at the root (not shipped)
+    loose = {"native": [], "vendor": [f"{MODULE_NAME}.py"]}
+    for mode, options in modes.items():
+        _library(tmp_path / mode, f"lib_{mode}")
+        result = CliRunner().invoke(app, ["migrate", str(tmp_path / mode), "--runtime", mode, *options, "--apply",
+                                          "--allow-dirty", "--no-cache"])
+        assert result.exit_code == 0, result.output
+        package = tmp_path / mode / f"lib_{mode}"
+        assert sorted(p.relative_to(tmp_path / mode).as_posix()
+                      for p in (tmp_path / mode).rglob(f"{MODULE_NAME}.py")) == [
+            *loose[mode], f"lib_{mode}/{MODULE_NAME}.py"]
+        for module in ("core.py", "sub/ops.py"):
+            assert f"from lib_{mode} import {MODULE_NAME} as tp\n" in (package / module).read_text()
+        done = _run_hidden(tmp_path / mode / "scripts" / "train.py", tmp_path)
+        assert done.returncode == 0 and done.stdout == "cpu\n", done.stderr
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                            "-w", str(tmp_path / "dist"), *(str(tmp_path / mode) for mode in modes)],
+                           env=ENV, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    venv = tmp_path / "venv"  # torch comes from the system's site-packages; pip too
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    installed = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                                *map(str, (tmp_path / "dist").glob("*.whl"))], env=ENV, capture_output=True,
+                               text=True, timeout=300)
+    assert installed.returncode == 0, installed.stderr
+    hide = tmp_path / "_hide_torchport"  # made by _run_hidden
+    code = "".join(f"import lib_{m}.core, lib_{m}.sub.ops\nassert 'site-packages' in lib_{m}.core.__file__\n"
+                   f"print(lib_{m}.run()[:2], lib_{m}.sub.ops.name() == lib_{m}.run()[2])\n" for m in modes)
+    done = subprocess.run([python, "-c", code], cwd=hide, env={**ENV, "PYTHONPATH": str(hide)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "('cpu', 'CpuEvent') True\n" * 2

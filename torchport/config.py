@@ -58,6 +58,8 @@ class Settings:
         torch_version: ``(major, minor)``, the oldest torch native output must run on; ``(0, 0)``: not set
             (the command line then reads the project's requirement, see `torchport.emit.torch_version`).
         vendor_path: ``--vendor-path`` (empty: the default placement, see `torchport.emit.vendor`).
+        vendor_scripts: with the default placement, the copy that files in no package import (set by
+            `torchport.pipeline.vendoring.place`; empty: one beside each file).
         vendor_module: the vendored module's import name for one file (set by `for_file`).
         vendor_bootstrap: the expression of the folder that the file puts on ``sys.path`` before importing
             the vendored module; empty when it imports as it is (set by `for_file`).
@@ -73,6 +75,7 @@ class Settings:
     runtime: str = "package"
     torch_version: tuple[int, int] = (0, 0)
     vendor_path: str = ""
+    vendor_scripts: str = ""
     vendor_module: str = ""
     vendor_bootstrap: str = ""
 
@@ -81,7 +84,7 @@ class Settings:
         if self.runtime != "package":
             from torchport.emit.vendor import bootstrap_folder, vendor_import
 
-            module, folder = vendor_import(path, self.vendor_path)
+            module, folder = vendor_import(path, self.vendor_path, self.vendor_scripts)
             bootstrap = bootstrap_folder(folder, notebook=path.suffix == ".ipynb") if folder else ""
             self = replace(self, vendor_module=module, vendor_bootstrap=bootstrap)
         if not self.per_file_ignores:

@@ -218,6 +218,12 @@ def migrate(
     for library in (r for r in results if any(d.code == "TP210" for d in r.diagnostics)):
         if not output.quiet and output.fmt not in (OutputFormat.json, OutputFormat.sarif):
             err.print(f"note: {escape(library.diagnostics[0].message)}", highlight=False)
+    if settings.runtime == "native" and not output.quiet and output.fmt not in (OutputFormat.json, OutputFormat.sarif):
+        from torchport.emit.torch_version import fallback_note
+
+        note = fallback_note(results, settings.torch_version)
+        if note is not None:
+            err.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
     for problem in copy_problems:
         err.print(f"[red]error:[/] {escape(problem)}", highlight=False)
     if mode.output_dir is not None and not output.quiet:
@@ -338,7 +344,7 @@ def _vendored(results: list[FileResult], settings: config.Settings, paths: list[
     from torchport.pipeline import vendoring
 
     return vendoring.vendored_results(results, settings.vendor_path,
-                                      paths[0] if mode.output_dir is not None else None)
+                                      paths[0] if mode.output_dir is not None else None, settings.vendor_scripts)
 
 
 def _report(out: Console, err: Console, results: Sequence[FileResult], mode: str, output: Output, root: Path,

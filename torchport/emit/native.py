@@ -164,6 +164,12 @@ class NativeRuntime:
             return None, "no native form for these arguments"
         return template.format(*codes, **fill), ""
 
+    def needed(self, name: str) -> tuple[int, int] | None:
+        """The oldest torch where the runtime's ``name`` has a native form (for some arguments), else None."""
+        if name in _FORMS:
+            return max(_FORMS[name][0], (2, 6))
+        return (2, 6) if name in _REPEATS else None
+
     def _indexed_device(self, node: cst.BaseExpression, code: str, fill: dict[str, str],
                         to_argument: bool) -> str | None:
         """``device(i)``: a CUDA device with an index (``f"cuda:{i}"``, ``1``, ``rank`` given to ``.to``).
@@ -264,9 +270,14 @@ class _Rewriter(cst.CSTTransformer):
         self._bare.add(id(node.value))
 
     def _fallback(self, node: cst.Attribute, reason: str) -> cst.BaseExpression:
-        """The vendored runtime's ``name`` for the placeholder ``node`` (an original node), reported."""
+        """The vendored runtime's ``name`` for the placeholder ``node`` (an original node), reported, and
+        recorded for the run's summary (`torchport.emit.torch_version.fallback_note`)."""
         site = self.r._sites.get(id(node))
         name = node.attr.value
+        self.m.facts.setdefault("vendored", []).append(site.line if site is not None else 0)  # one per site
+        needs = self.r.needed(name)
+        if needs is not None and self.r.version < needs:
+            self.m.facts.setdefault("vendored_needs", []).append(needs[0] * 100 + needs[1])
         if site is not None:
             self.m.diagnostics.append(Diagnostic(site.code, site.line, site.column,
                                                  f"kept as the vendored runtime's {name} (native output for "

@@ -161,8 +161,14 @@ class _Shaker:
         lines = part.text.splitlines(keepends=True)
         first = _first_line(node, lines)
         cut = _docstring_lines(node)
-        verbatim = "".join(line for number, line in enumerate(lines[first - 1:node.end_lineno], first)
-                           if number not in cut)
+        kept, after_cut = [], False
+        for number, line in enumerate(lines[first - 1:node.end_lineno], first):
+            if number in cut or (after_cut and not line.strip()):  # a docstring, and the blank lines after it
+                after_cut = True
+                continue
+            kept.append(line)
+            after_cut = False
+        verbatim = "".join(kept)
         if _docstring(node, index):
             return None  # the vendored module's own docstring points to the runtime's documentation
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchport.results import FileResult
 
 FALLBACK = (2, 6)
 # `torch>=2.4`, `torch==2.5.1`, `torch~=2.3`, `torch >= 2.1, < 3`: the bound a requirement starts from.
@@ -59,3 +64,30 @@ def project_torch_version(root: Path) -> tuple[int, int]:
         return int(major), int(minor)
     except (metadata.PackageNotFoundError, ValueError):
         return FALLBACK
+
+
+def fallback_note(results: Iterable[FileResult], version: tuple[int, int]) -> str | None:
+    """The summary's one line on the native run's sites that call the vendored runtime instead (None if none):
+    how many, why, and the ``--torch-version`` that would make those held back by ``version`` native.
+
+    Args:
+        results: the run's results; `torchport.emit.native` records each such site in ``facts["vendored"]``,
+            and the torch version its native form needs (``major * 100 + minor``) in ``facts["vendored_needs"]``.
+        version: ``(major, minor)``, the torch version the native output was written for.
+    """
+    results = list(results)
+    total = sum(len(r.facts.get("vendored", ())) for r in results if r.changed)
+    if not total:
+        return None
+    needs = [n for r in results if r.changed for n in r.facts.get("vendored_needs", ())]
+    parts = [f"native mode: {total} site(s) call the vendored runtime instead of plain PyTorch"]
+    if needs:
+        top = max(needs)
+        parts.append(f"{len(needs)} because their plain form needs a newer torch than {version[0]}.{version[1]}, "
+                     "the oldest this project supports (its torch requirement, or --torch-version); "
+                     f"--torch-version {top // 100}.{top % 100} makes them native, if the project can require "
+                     f"torch>={top // 100}.{top % 100}")
+    if total > len(needs):
+        parts.append(f"{total - len(needs)} because no plain-PyTorch form keeps their CUDA behaviour "
+                     "(each site's note says why)")
+    return "; ".join(parts)

@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pathspec
 
+from torchport.emit.vendor import GENERATED, MODULE_NAME
 from torchport.errors import TorchportError
 
 # Folders that never hold the user's own code.
+GENERATED_NAME = f"{MODULE_NAME}.py"
+GENERATED_MARK = GENERATED.encode()
 SKIP_DIRS = frozenset({
     "__pycache__", "build", "dist", "site-packages", "node_modules", "venv", "env",
     "__pypackages__", "_build", "buck-out",
@@ -69,6 +72,15 @@ def _gitignore(folder: Path) -> pathspec.PathSpec | None:
         return _spec(ignore.read_text(encoding="utf-8", errors="replace").splitlines())
     except OSError:
         return None
+
+
+def _generated(path: Path) -> bool:
+    """Whether ``path`` is a copy of the runtime that torchport wrote (`torchport.emit.vendor`)."""
+    try:
+        with path.open("rb") as file:
+            return file.read(len(GENERATED_MARK)) == GENERATED_MARK
+    except OSError:
+        return False
 
 
 def _is_virtualenv(folder: Path) -> bool:
@@ -153,6 +165,8 @@ def _walk(root: Path, excluded: pathspec.PathSpec, config: tuple[str, pathspec.P
             if not name.endswith(suffixes) or ignored(rel_here + name, False):
                 continue
             path = here / name
+            if name == GENERATED_NAME and _generated(path):
+                continue  # torchport's vendored runtime: its CUDA branches are the port, not CUDA-only code
             display = str(root / (rel_here + name))
             if path.is_symlink():
                 try:

@@ -1,14 +1,15 @@
-"""The project's vendored runtime (``--runtime vendor``, and native's fallback): one copy, where every
-migrated file can import it, holding only what they call; or the reason it cannot be written.
+"""The project's vendored runtime (``--runtime vendor``, and native's fallback): a copy where the migrated
+files can import it, holding only what they call; or the reason it cannot be written.
 
-Placement (`project_location`), unless ``--vendor-path`` says where: the files that may need the runtime
-(those that mention CUDA or NCCL) decide it.
+Placement, unless ``--vendor-path`` names the one copy:
 
-* When they all belong to one top-level package, or import it (``projects/adder.py`` doing ``from mingpt
-  import ...``), the copy goes in that package: ``from mingpt import _torchport_runtime as tp``.
-* Otherwise it goes in the folder that holds them all (the project's root, for loose scripts in several
-  folders): a script there imports it as it is (``import _torchport_runtime as tp``); a file in a
-  subfolder first puts that folder on ``sys.path``, computed from its own ``__file__``::
+* A file in a package imports the copy in its top-level package (``from mylib import _torchport_runtime as
+  tp``), so that the package's wheel ships it.
+* Files in no package share one copy (`project_location`, decided from those that mention CUDA or NCCL).
+  When they all import a package that has its copy (``projects/adder.py`` doing ``from mingpt import ...``),
+  they use that one. Otherwise it goes in the folder that holds them all (the project's root, for loose
+  scripts in several folders): a script there imports it as it is (``import _torchport_runtime as tp``); a
+  file in a subfolder first puts that folder on ``sys.path``, computed from its own ``__file__``::
 
       sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
       import _torchport_runtime as tp  # noqa: E402
@@ -28,7 +29,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from torchport.config import Settings
-from torchport.emit.vendor import MODULE_NAME, kept_names, package_root, runtime_names, vendor_location, vendored_source
+from torchport.emit.vendor import (
+    GENERATED,
+    MODULE_NAME,
+    kept_names,
+    package_root,
+    runtime_names,
+    vendor_location,
+    vendored_source,
+)
 from torchport.results import FileResult
 
 _MAY_NEED = re.compile(rb"(?i)cuda|nccl")
@@ -42,7 +51,8 @@ def _imports(text: str, package: str) -> bool:
 
 
 def project_location(files: Iterable[Path]) -> Path | None:
-    """Where the project's one copy goes (see the module docstring); None when no file may need it.
+    """Where the copy that files in no package import goes (see the module docstring); None when no such
+    file may need it. Files in a package use the copy in their top-level package.
 
     Args:
         files: the files being migrated (unreadable ones are skipped).
@@ -55,26 +65,25 @@ def project_location(files: Iterable[Path]) -> Path | None:
             continue
         if _MAY_NEED.search(data):
             texts[Path(os.path.abspath(path))] = data
-    if not texts:
-        return None
     tops = {path: package_root(path.parent) for path in texts}
+    loose = [path for path, top in tops.items() if top is None]
+    if not loose:
+        return None
     packages = Counter(top for top in tops.values() if top is not None)
     if packages:
         package = packages.most_common(1)[0][0]
-        if all(top == package or _imports(texts[path].decode("utf-8", "replace"), package.name)
-               for path, top in tops.items()):
+        if all(_imports(texts[path].decode("utf-8", "replace"), package.name) for path in loose):
             return package / f"{MODULE_NAME}.py"
-    roots = [str(top.parent if top is not None else path.parent) for path, top in tops.items()]
-    return Path(os.path.commonpath(roots)) / f"{MODULE_NAME}.py"
+    return Path(os.path.commonpath([str(path.parent) for path in loose])) / f"{MODULE_NAME}.py"
 
 
 def place(settings: Settings, files: Iterable[Path]) -> Settings:
-    """``settings`` with the project's copy placed (``vendor_path``), unless ``--vendor-path`` or the package
-    runtime leaves nothing to decide."""
+    """``settings`` with the copy for files in no package placed (``vendor_scripts``), unless ``--vendor-path``
+    or the package runtime leaves nothing to decide."""
     if settings.runtime == "package" or settings.vendor_path:
         return settings
     location = project_location(files)
-    return settings if location is None else replace(settings, vendor_path=str(location))
+    return settings if location is None else replace(settings, vendor_scripts=str(location))
 
 
 def called_names(text: str) -> set[str]:
@@ -101,7 +110,7 @@ def refusal(location: Path, copy_of: Path | None = None) -> str | None:
             first = location.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             return f"it exists and cannot be read ({exc})"
-        if not first.startswith("# Generated by torchport"):
+        if not first.startswith(GENERATED):
             return "it exists and was not generated by torchport (--vendor-path can put the copy elsewhere)"
         if not os.access(location, os.W_OK):
             return "it is read-only"
@@ -114,16 +123,17 @@ def refusal(location: Path, copy_of: Path | None = None) -> str | None:
 
 
 def vendored_results(results: Sequence[FileResult], vendor_path: str = "",
-                     copy_of: Path | None = None) -> list[FileResult]:
+                     copy_of: Path | None = None, scripts: str = "") -> list[FileResult]:
     """A result per vendored module that the migrated files import: new, updated, unchanged, or refused
-    (``error`` says why; then nothing may be written, see `refusal`)."""
+    (``error`` says why; then nothing may be written, see `refusal`). ``vendor_path`` and ``scripts``: as
+    in `torchport.emit.vendor.vendor_location`."""
     wanted: dict[Path, tuple[str, set[str]]] = {}
     public = set(runtime_names())
     for result in results:
         text = result.migrated if result.migrated is not None else result.original
         if result.error is not None or not text or MODULE_NAME not in text:
             continue
-        location, _ = vendor_location(result.path, vendor_path)
+        location, _ = vendor_location(result.path, vendor_path, scripts)
         # shown as the migrated files are: relative to where they are shown from
         beside = os.path.relpath(location, Path(os.path.abspath(result.path)).parent)
         display = os.path.normpath(os.path.join(os.path.dirname(result.display), beside))

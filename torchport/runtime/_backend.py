@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -43,7 +44,7 @@ _ACCELERATORS = ("cuda", "mps", "xpu")  # probe order
 _STATE = frozenset(
     {"_TYPE", "_DEVICE", "_DEVICE_STR", "_MODULE", "_CUDA", "_INDEXED", "_ACCEL", "_SPECS"}
 )
-_SPEC_INDICES = 64  # "cuda:0" .. "cuda:63" are looked up without parsing
+_SPEC_INDICES = range(64)  # "cuda:0" .. "cuda:63" are looked up without parsing
 _lock = threading.RLock()
 _resets: list[Callable[[], None]] = []  # other modules' caches of picked values (see _forget)
 _avoided: str | None = None  # why this program keeps off MPS (`avoid_mps`); survives `_forget`
@@ -130,12 +131,12 @@ def _specs(kind: str, dev: torch.device) -> dict[str, torch.device]:
     """What ``device()`` returns for ``"cuda"`` and ``"cuda:i"`` on backend ``kind``."""
     if kind == "cuda":  # exactly torch.device(spec)
         table = {"cuda": torch.device("cuda")}
-        table.update({f"cuda:{i}": torch.device("cuda", i) for i in range(_SPEC_INDICES)})
+        table.update({f"cuda:{i}": torch.device("cuda", i) for i in _SPEC_INDICES})
     elif kind == "xpu":
         table = {"cuda": dev}
-        table.update({f"cuda:{i}": torch.device("xpu", i) for i in range(_SPEC_INDICES)})
+        table.update({f"cuda:{i}": torch.device("xpu", i) for i in _SPEC_INDICES})
     else:  # one device
-        table = dict.fromkeys(["cuda", *(f"cuda:{i}" for i in range(_SPEC_INDICES))], dev)
+        table = dict.fromkeys(["cuda", *(f"cuda:{i}" for i in _SPEC_INDICES)], dev)
     return table
 
 

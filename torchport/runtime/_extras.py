@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Iterator, TypeVar
+from collections.abc import Iterator
+from typing import Any, TypeVar
 
 import torch
 
@@ -13,17 +14,17 @@ from . import _backend as _b
 
 T = TypeVar("T")
 
-_tls = threading.local()  # per-thread stack of open record_function ranges, as NVTX's
+_range_tls = threading.local()  # per-thread stack of open record_function ranges, as NVTX's
 _runtime_default_device = False  # set_default_tensor_type() called torch.set_default_device
 
 
-def _reset() -> None:
+def _reset_extras() -> None:
     global _runtime_default_device
     _runtime_default_device = False
-    _tls.__dict__.pop("ranges", None)
+    _range_tls.__dict__.pop("ranges", None)
 
 
-_b._resets.append(_reset)
+_b._resets.append(_reset_extras)
 
 
 def pin_memory_available() -> bool:
@@ -72,9 +73,9 @@ def on_accelerator(tensor: torch.Tensor | torch.nn.Module) -> bool:
 
 
 def _ranges() -> list[Any]:
-    ranges = getattr(_tls, "ranges", None)
+    ranges = getattr(_range_tls, "ranges", None)
     if ranges is None:
-        ranges = _tls.ranges = []
+        ranges = _range_tls.ranges = []
     return ranges
 
 
@@ -124,7 +125,7 @@ def _record_range(name: str) -> Iterator[None]:
         yield
 
 
-def range(msg: str, *args: Any, **kwargs: Any) -> contextlib.AbstractContextManager:  # noqa: A001
+def range(msg: str, *args: Any, **kwargs: Any) -> contextlib.AbstractContextManager:
     """Context manager and decorator for a named range; mirrors ``torch.cuda.nvtx.range``.
 
     ``with tp.range("step {}", i): ...`` or ``@tp.range("forward")``. Extra

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Any
+from typing import Any, final
 
 import torch
 
@@ -137,6 +137,7 @@ class MpsEvent(_HostEvent):
         self._event.wait()
 
 
+@final  # its __enter__ returns a HostStream (a subclass would want typing.Self, from Python 3.11)
 class HostStream:
     """Stream for the MPS and CPU backends; mirrors ``torch.cuda.Stream``.
 
@@ -249,7 +250,7 @@ def _host_default() -> HostStream:
     return _DEFAULT_HOST_STREAM
 
 
-def _reset() -> None:
+def _reset_streams() -> None:
     global _CLASSES, _DEFAULT_HOST_STREAM
     _CLASSES = _DEFAULT_HOST_STREAM = None
     globals().pop("Stream", None)
@@ -259,7 +260,7 @@ def _reset() -> None:
             delattr(_tls, name)
 
 
-_b._resets.append(_reset)
+_b._resets.append(_reset_streams)
 
 
 def __getattr__(name: str) -> Any:

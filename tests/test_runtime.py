@@ -320,6 +320,34 @@ def test_rng_state_roundtrip_and_seed():
     assert tp.initial_seed() != 7  # 64-bit random seed: equal with ~0 probability
 
 
+@cpu_only
+def test_rng_state_of_every_device_roundtrips_on_the_one_generator():
+    tp.manual_seed(11)
+    states = tp.get_rng_state_all()
+    assert len(states) == 1 and torch.equal(states[0], torch.get_rng_state())
+    first = torch.rand(3, device=tp.device())
+    tp.set_rng_state_all(states)
+    assert torch.equal(first, torch.rand(3, device=tp.device()))
+    tp.set_rng_state_all(iter(states))  # any iterable, as torch.cuda's
+    assert torch.equal(first, torch.rand(3, device=tp.device()))
+    tp.set_rng_state_all([])  # nothing to set, as on CUDA
+    assert not torch.equal(first, torch.rand(3, device=tp.device()))
+
+
+def test_ported_rng_state_save_and_restore_repeats_the_draw():
+    """The seed's fork-and-restore of every device's state, ported: the draw repeats where the tensors went."""
+    from pathlib import Path
+
+    from torchport.codemods.api import migrate_code
+
+    source = (Path(__file__).parent / "fixtures" / "cuda_api" / "rng_state_all_devices.py").read_text()
+    namespace: dict = {}
+    exec(compile(migrate_code(source).code, "ported.py", "exec"), namespace)
+    for draw in (namespace["draw_twice"], namespace["draw_twice_random_module"]):
+        first, second = draw()
+        assert first.device.type == tp.device_type() and torch.equal(first, second)
+
+
 # --- distributed -----------------------------------------------------------
 
 

@@ -288,7 +288,8 @@ script("sim_cuda", enabled=NO_ACCELERATOR)(
         "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
         "reset_max_memory_allocated", "memory_stats", "memory_summary", "mem_get_info",
         "manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state",
-        "set_rng_state", "stream", "current_stream", "default_stream", "set_stream",
+        "set_rng_state", "get_rng_state_all", "set_rng_state_all", "stream", "current_stream", "default_stream",
+        "set_stream",
     ]
     for name in cuda_names:
         setattr(torch.cuda, name, recorder("torch.cuda." + name))
@@ -302,7 +303,7 @@ script("sim_cuda", enabled=NO_ACCELERATOR)(
         def pin_memory(self):
             return recorder("Tensor.pin_memory")()
 
-    state, stream, obj = object(), object(), Obj()
+    state, states, stream, obj = object(), (object(), object()), object(), Obj()
     # (runtime call, args, kwargs, torch call, args it must receive)
     cases = [
         ("is_available", (), {}, "torch.cuda.is_available", ()),
@@ -341,6 +342,8 @@ script("sim_cuda", enabled=NO_ACCELERATOR)(
         ("set_rng_state", (state,), {}, "torch.cuda.set_rng_state", (state, "cuda")),
         ("set_rng_state", (state, "cuda:1"), {}, "torch.cuda.set_rng_state", (state, "cuda:1")),
         ("set_rng_state", (), {"new_state": state, "device": 1}, "torch.cuda.set_rng_state", (state, 1)),
+        ("get_rng_state_all", (), {}, "torch.cuda.get_rng_state_all", ()),
+        ("set_rng_state_all", (states,), {}, "torch.cuda.set_rng_state_all", (states,)),
         ("stream", (stream,), {}, "torch.cuda.stream", (stream,)),
         ("stream", (None,), {}, "torch.cuda.stream", (None,)),
         ("current_stream", (1,), {}, "torch.cuda.current_stream", (1,)),
@@ -478,6 +481,10 @@ class FakeXpuEvent:  # torch.xpu.Event needs XPU hardware; same signature
 torch.xpu.Event = FakeXpuEvent
 """
 XPU_EXTRA = """
+torch.xpu.get_rng_state_all = recorder("torch.xpu.get_rng_state_all")
+torch.xpu.set_rng_state_all = recorder("torch.xpu.set_rng_state_all")
+tp.get_rng_state_all()
+tp.set_rng_state_all(["s0", "s1"])
 tp.record_stream(Obj(), object())  # passed through to Tensor.record_stream on XPU
 out["event_is_xpu_event"] = isinstance(ev, FakeXpuEvent)
 """
@@ -489,6 +496,11 @@ class FakeMpsEvent:  # torch.mps.Event needs MPS hardware
 torch.mps.Event = FakeMpsEvent
 """
 MPS_EXTRA = """
+torch.mps.get_rng_state = lambda device="mps": "mps state"
+torch.mps.set_rng_state = recorder("torch.mps.set_rng_state")
+out["rng_state_all"] = tp.get_rng_state_all()
+tp.set_rng_state_all(iter(["s0", "s1"]))  # one generator: device 0's state
+tp.set_rng_state_all([])
 tp.record_stream(Obj(), tp.Stream())  # a no-op: nothing recorded
 tp.record_stream(torch.ones(1), tp.current_stream())
 out["stream_priority"] = tp.Stream(priority=-1).priority
@@ -517,6 +529,8 @@ def test_simulated_xpu():
         ["torch.set_default_tensor_type", ["torch.FloatTensor"]],
         ["torch.set_default_device", ["None"]],
         ["torch.set_default_tensor_type", ["<class 'torch.DoubleTensor'>"]],
+        ["torch.xpu.get_rng_state_all", []],
+        ["torch.xpu.set_rng_state_all", ["['s0', 's1']"]],
         ["Tensor.record_stream", ["object"]],
     ]
 
@@ -570,7 +584,9 @@ def test_simulated_mps():
         ["torch.set_default_tensor_type", ["torch.FloatTensor"]],
         ["torch.set_default_device", ["None"]],
         ["torch.set_default_tensor_type", ["<class 'torch.DoubleTensor'>"]],
+        ["torch.mps.set_rng_state", ["s0"]],
     ]
+    assert out["rng_state_all"] == ["mps state"]
 
 
 # --- the availability idiom and programs kept off MPS ---------------------------

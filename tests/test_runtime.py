@@ -348,6 +348,27 @@ def test_ported_rng_state_save_and_restore_repeats_the_draw():
         assert first.device.type == tp.device_type() and torch.equal(first, second)
 
 
+@cpu_only
+def test_ported_model_parallel_runs_on_the_one_device_and_warns_once_per_index(monkeypatch):
+    """`cuda:0` and `cuda:1` in one module (the tutorial's model parallel), ported: it runs here, device 1 is
+    the CPU, and the run says so once."""
+    from pathlib import Path
+
+    from torchport.codemods.api import migrate_code
+    from torchport.runtime import _device
+
+    monkeypatch.setattr(_device, "_WARNED", set())
+    source = (Path(__file__).parent / "fixtures" / "device" / "model_parallel.py").read_text()
+    namespace: dict = {}
+    exec(compile(migrate_code(source).code, "ported.py", "exec"), namespace)
+    with pytest.warns(UserWarning) as caught:
+        outputs, extra = namespace["train_step"]()
+        namespace["train_step"]()
+    assert outputs.device == extra.device == tp.device() and outputs.shape == (20, 5)
+    assert [str(w.message).split(";")[0] for w in caught] == ["cuda:1: this machine has 1 cpu device(s)"]
+    assert all(w.filename == "ported.py" for w in caught)  # the warning points at the ported line
+
+
 # --- distributed -----------------------------------------------------------
 
 

@@ -266,6 +266,11 @@ script("sim_cuda", enabled=NO_ACCELERATOR)(
     out["unequal"] = [repr(s) for s in specs
                       if not (tp.device(s) == D(s) and tp.device_str(s) == str(D(s)))]
     out["unequal"] += [i for i in range(8) if tp.device(i) != D("cuda", i)]
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out["nth"] = [str(tp.nth_device(i)) for i in (0, 1, 12)] + [tp.nth_device_str(3)]
+    out["nth_warnings"] = len(caught)
     out["same_object"] = tp.device(specs[7]) is specs[7]
     errors = []
     for bad in ["cuda:x", "cuda:", -1]:
@@ -403,6 +408,8 @@ def test_simulated_cuda_mapping_and_classes():
 def test_simulated_cuda_device_equals_torch_device():
     out = run_json("sim_cuda")
     assert out["unequal"] == [] and out["same_object"] is True
+    # several device numbers stay what they name on CUDA, beyond the count too (it fails where the original did)
+    assert out["nth"] == ["cuda:0", "cuda:1", "cuda:12", "cuda:3"] and out["nth_warnings"] == 0
     assert out["errors"] == [True, True, True]
 
 
@@ -439,6 +446,11 @@ class Obj:
     def record_stream(self, stream):
         calls.append(["Tensor.record_stream", [type(stream).__name__]])
 out = {{}}
+import warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    out["nth"] = [str(tp.nth_device(i)) for i in (0, 1, 3, 1)] + [tp.nth_device_str(3)]
+out["nth_warnings"] = [str(w.message).split(";")[0] for w in caught]
 out["mapping"] = [
     [tp.device_type(), tp.is_available(), tp.device_count(), tp.process_count(),
      tp.distributed_backend(), tp.ddp_device_ids([1])],
@@ -512,6 +524,9 @@ script("sim_mps", enabled=NO_ACCELERATOR)(COMMON.format(fake=MPS_FAKE, extra=MPS
 @needs_no_accelerator
 def test_simulated_xpu():
     out = run_json("sim_xpu")
+    # several device numbers: those the machine has, then the picked device, warned once per index
+    assert out["nth"] == ["xpu:0", "xpu:1", "xpu", "xpu:1", "xpu"]
+    assert out["nth_warnings"] == ["cuda:3: this machine has 2 xpu device(s)"]
     assert out["mapping"] == [
         ["xpu", True, 2, 2, "gloo", [1]],  # xccl is not built into this torch
         ["xpu", "xpu:1", "xpu", "xpu:12", "xpu:3", "xpu"],
@@ -567,6 +582,8 @@ def test_simulated_mps_moves_to_the_cpu_in_a_process_group():
 @needs_no_accelerator
 def test_simulated_mps():
     out = run_json("sim_mps")
+    assert out["nth"] == ["mps"] * 5
+    assert out["nth_warnings"] == ["cuda:1: this machine has 1 mps device(s)", "cuda:3: this machine has 1 mps device(s)"]
     assert out["mapping"] == [
         ["mps", True, 1, 1, "gloo", None],
         ["mps", "mps", "mps", "mps", "mps", "mps"],

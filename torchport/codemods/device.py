@@ -1185,7 +1185,8 @@ class UnclassifiedString(Rule):
     code = "TP102"
     moves_data = False
     name = "unclassified-device-string"
-    summary = "A CUDA device string where torchport cannot tell a device from text."
+    summary = ("A CUDA device string whose use torchport cannot tell (a device, or text: a label, a message, an "
+               "argument of an unknown function); left unchanged.")
     before = 'foo("cuda:0")'
     safety, effort = "manual", "low"
     triggers = (r"cuda",)

@@ -22,8 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import torchport
-# torch-free: the child traces, this process prints
-from torchport.checks.names import BOOTSTRAP, CHILD_ENV, audit_summary
+from torchport.checks.names import BOOTSTRAP, CHILD_ENV, audit_summary  # torch-free: the child traces
 
 _PY_OPTS_WITH_VALUE = {"-W", "-X", "-Q"}
 _ONCE = ("op", "site", "all", "none")

@@ -544,6 +544,18 @@ def test_cuda_set_device_and_seeds():
 
 
 @cuda_only
+def test_cuda_rng_state_of_every_device_and_device_numbers_are_torch_cudas():
+    states = tp.get_rng_state_all()
+    assert len(states) == torch.cuda.device_count()
+    assert all(torch.equal(a, b) for a, b in zip(states, torch.cuda.get_rng_state_all()))
+    first = torch.rand(4, device=tp.device())
+    tp.set_rng_state_all(states)
+    assert torch.equal(first, torch.rand(4, device=tp.device()))
+    assert [tp.nth_device(i) for i in range(3)] == [torch.device("cuda", i) for i in range(3)]
+    assert tp.nth_device_str(1) == "cuda:1"
+
+
+@cuda_only
 def test_cuda_new_functions_are_the_torch_calls():
     assert tp.process_count() == torch.cuda.device_count()
     assert tp.is_available() is torch.cuda.is_available()

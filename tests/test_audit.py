@@ -136,6 +136,19 @@ def test_report_format():
     assert empty.getvalue() == "[torchport audit] no run-time CUDA use found\n"
 
 
+
+def test_summary_counts_silent_fallbacks_apart_from_cuda_uses():
+    from torchport.checks.names import audit_summary
+
+    audit = Audit(report=False)
+    audit._counts = {("TPA01", "torch.cuda.x", "/a.py", 1): 2, ("TPA04", "torch.autocast('cuda')", "/a.py", 2): 3,
+                     ("TPA07", "CUDA profiling", "/a.py", 3): 1}
+    assert audit.format().splitlines()[-1] == (
+        "[torchport audit] 1 run-time CUDA use site(s), 2 use(s); 2 silent fallback site(s), 4 time(s)")
+    assert audit_summary([("TPA05", 1)]) == "no run-time CUDA use found; 1 silent fallback site(s), 1 time(s)"
+    assert audit_summary([]) == "no run-time CUDA use found"
+
+
 SCRIPT = """\
 import torch
 import torchport.runtime as tp

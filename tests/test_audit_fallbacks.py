@@ -85,3 +85,28 @@ def test_mps_fallback_warnings_are_reported_per_op_at_the_users_line(monkeypatch
     assert found(audit, "TPA06") == [("aten::_linalg_solve_ex.result", line_of("marker: fallback op"), 3)]
     assert [str(w.message) for w in shown] == [FALLBACK] * 3  # still shown, as before
     assert "fell back to the CPU on MPS (PYTORCH_ENABLE_MPS_FALLBACK)" in audit.format()
+
+
+@pytest.mark.skipif(CUDA, reason="CUDA profiling works where CUDA is")
+def test_cuda_profiling_that_torch_dropped_is_reported_at_the_line_that_asked_for_it():
+    from torch.profiler import ProfilerActivity, profile
+
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("ignore")  # even a program that ignores warnings
+        with Audit(report=False) as audit:
+            for _ in range(2):
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:  # marker: activity
+                    torch.ones(2) + 1
+            with torch.autograd.profiler.profile(use_device="cuda"):  # marker: use_device
+                torch.ones(2)
+            with profile(activities=[ProfilerActivity.CPU]):  # the CPU asked for, the CPU profiled: no finding
+                torch.ones(2)
+    assert prof.key_averages()  # behaviour unchanged: the CPU events are there
+    assert found(audit, "TPA07") == [
+        ("CUDA profiling (torch.profiler.ProfilerActivity.CUDA)", line_of("marker: activity"), 2),
+        ("CUDA profiling (torch.autograd.profiler.profile(use_device='cuda'))", line_of("marker: use_device"), 1)]
+    assert [str(w.message) for w in shown] == ["CUDA is not available, disabling CUDA profiling"] * 3  # each time
+    text = audit.format()
+    assert "dropped at run time: CUDA is not available" in text
+    assert text.endswith("; 2 silent fallback site(s), 3 time(s)")  # not CUDA use sites
+    assert not [f for f in warnings.filters if "disabling CUDA profiling" in str(f[1])]  # its filter is gone

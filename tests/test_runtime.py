@@ -320,6 +320,55 @@ def test_rng_state_roundtrip_and_seed():
     assert tp.initial_seed() != 7  # 64-bit random seed: equal with ~0 probability
 
 
+@cpu_only
+def test_rng_state_of_every_device_roundtrips_on_the_one_generator():
+    tp.manual_seed(11)
+    states = tp.get_rng_state_all()
+    assert len(states) == 1 and torch.equal(states[0], torch.get_rng_state())
+    first = torch.rand(3, device=tp.device())
+    tp.set_rng_state_all(states)
+    assert torch.equal(first, torch.rand(3, device=tp.device()))
+    tp.set_rng_state_all(iter(states))  # any iterable, as torch.cuda's
+    assert torch.equal(first, torch.rand(3, device=tp.device()))
+    tp.set_rng_state_all([])  # nothing to set, as on CUDA
+    assert not torch.equal(first, torch.rand(3, device=tp.device()))
+
+
+def test_ported_rng_state_save_and_restore_repeats_the_draw():
+    """The seed's fork-and-restore of every device's state, ported: the draw repeats where the tensors went."""
+    from pathlib import Path
+
+    from torchport.codemods.api import migrate_code
+
+    source = (Path(__file__).parent / "fixtures" / "cuda_api" / "rng_state_all_devices.py").read_text()
+    namespace: dict = {}
+    exec(compile(migrate_code(source).code, "ported.py", "exec"), namespace)
+    for draw in (namespace["draw_twice"], namespace["draw_twice_random_module"]):
+        first, second = draw()
+        assert first.device.type == tp.device_type() and torch.equal(first, second)
+
+
+@cpu_only
+def test_ported_model_parallel_runs_on_the_one_device_and_warns_once_per_index(monkeypatch):
+    """`cuda:0` and `cuda:1` in one module (the tutorial's model parallel), ported: it runs here, device 1 is
+    the CPU, and the run says so once."""
+    from pathlib import Path
+
+    from torchport.codemods.api import migrate_code
+    from torchport.runtime import _device
+
+    monkeypatch.setattr(_device, "_WARNED", set())
+    source = (Path(__file__).parent / "fixtures" / "device" / "model_parallel.py").read_text()
+    namespace: dict = {}
+    exec(compile(migrate_code(source).code, "ported.py", "exec"), namespace)
+    with pytest.warns(UserWarning) as caught:
+        outputs, extra = namespace["train_step"]()
+        namespace["train_step"]()
+    assert outputs.device == extra.device == tp.device() and outputs.shape == (20, 5)
+    assert [str(w.message).split(";")[0] for w in caught] == ["cuda:1: this machine has 1 cpu device(s)"]
+    assert all(w.filename == "ported.py" for w in caught)  # the warning points at the ported line
+
+
 # --- distributed -----------------------------------------------------------
 
 
@@ -492,6 +541,18 @@ def test_cuda_set_device_and_seeds():
     tp.set_rng_state(state)
     assert torch.equal(first, torch.rand(4, device=tp.device()))
 
+
+
+@cuda_only
+def test_cuda_rng_state_of_every_device_and_device_numbers_are_torch_cudas():
+    states = tp.get_rng_state_all()
+    assert len(states) == torch.cuda.device_count()
+    assert all(torch.equal(a, b) for a, b in zip(states, torch.cuda.get_rng_state_all()))
+    first = torch.rand(4, device=tp.device())
+    tp.set_rng_state_all(states)
+    assert torch.equal(first, torch.rand(4, device=tp.device()))
+    assert [tp.nth_device(i) for i in range(3)] == [torch.device("cuda", i) for i in range(3)]
+    assert tp.nth_device_str(1) == "cuda:1"
 
 
 @cuda_only

@@ -77,3 +77,23 @@ def test_runtime_picked_before_compiling_stays_constant_without_recompiles():
     for _ in range(3):
         f(torch.ones(2))
     assert len(counts) == 1
+
+
+def test_device_numbers_of_several_gpus_trace_without_graph_breaks(monkeypatch):
+    """`tp.nth_device(1)` in a compiled forward: no graph break; the warning is left to eager calls."""
+    import warnings
+
+    from torchport.runtime import _device
+
+    monkeypatch.setattr(_device, "_WARNED", set())
+
+    def forward(x):
+        return x.to(tp.nth_device(0)) + torch.ones(2, device=tp.nth_device(1)).to(tp.nth_device_str(1))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning inside the traced code would raise here
+        compiled = torch.compile(forward, fullgraph=True, backend="eager")
+        assert torch.equal(compiled(torch.ones(2)), torch.full((2,), 2.0))
+    if tp.device_type() not in ("cuda", "xpu"):
+        with pytest.warns(UserWarning, match="cuda:1"):
+            forward(torch.ones(2))

@@ -266,6 +266,11 @@ script("sim_cuda", enabled=NO_ACCELERATOR)(
     out["unequal"] = [repr(s) for s in specs
                       if not (tp.device(s) == D(s) and tp.device_str(s) == str(D(s)))]
     out["unequal"] += [i for i in range(8) if tp.device(i) != D("cuda", i)]
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out["nth"] = [str(tp.nth_device(i)) for i in (0, 1, 12)] + [tp.nth_device_str(3)]
+    out["nth_warnings"] = len(caught)
     out["same_object"] = tp.device(specs[7]) is specs[7]
     errors = []
     for bad in ["cuda:x", "cuda:", -1]:
@@ -288,7 +293,8 @@ script("sim_cuda", enabled=NO_ACCELERATOR)(
         "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
         "reset_max_memory_allocated", "memory_stats", "memory_summary", "mem_get_info",
         "manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state",
-        "set_rng_state", "stream", "current_stream", "default_stream", "set_stream",
+        "set_rng_state", "get_rng_state_all", "set_rng_state_all", "stream", "current_stream", "default_stream",
+        "set_stream",
     ]
     for name in cuda_names:
         setattr(torch.cuda, name, recorder("torch.cuda." + name))
@@ -302,7 +308,7 @@ script("sim_cuda", enabled=NO_ACCELERATOR)(
         def pin_memory(self):
             return recorder("Tensor.pin_memory")()
 
-    state, stream, obj = object(), object(), Obj()
+    state, states, stream, obj = object(), (object(), object()), object(), Obj()
     # (runtime call, args, kwargs, torch call, args it must receive)
     cases = [
         ("is_available", (), {}, "torch.cuda.is_available", ()),
@@ -341,6 +347,8 @@ script("sim_cuda", enabled=NO_ACCELERATOR)(
         ("set_rng_state", (state,), {}, "torch.cuda.set_rng_state", (state, "cuda")),
         ("set_rng_state", (state, "cuda:1"), {}, "torch.cuda.set_rng_state", (state, "cuda:1")),
         ("set_rng_state", (), {"new_state": state, "device": 1}, "torch.cuda.set_rng_state", (state, 1)),
+        ("get_rng_state_all", (), {}, "torch.cuda.get_rng_state_all", ()),
+        ("set_rng_state_all", (states,), {}, "torch.cuda.set_rng_state_all", (states,)),
         ("stream", (stream,), {}, "torch.cuda.stream", (stream,)),
         ("stream", (None,), {}, "torch.cuda.stream", (None,)),
         ("current_stream", (1,), {}, "torch.cuda.current_stream", (1,)),
@@ -400,6 +408,8 @@ def test_simulated_cuda_mapping_and_classes():
 def test_simulated_cuda_device_equals_torch_device():
     out = run_json("sim_cuda")
     assert out["unequal"] == [] and out["same_object"] is True
+    # several device numbers stay what they name on CUDA, beyond the count too (it fails where the original did)
+    assert out["nth"] == ["cuda:0", "cuda:1", "cuda:12", "cuda:3"] and out["nth_warnings"] == 0
     assert out["errors"] == [True, True, True]
 
 
@@ -436,6 +446,11 @@ class Obj:
     def record_stream(self, stream):
         calls.append(["Tensor.record_stream", [type(stream).__name__]])
 out = {{}}
+import warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    out["nth"] = [str(tp.nth_device(i)) for i in (0, 1, 3, 1)] + [tp.nth_device_str(3)]
+out["nth_warnings"] = [str(w.message).split(";")[0] for w in caught]
 out["mapping"] = [
     [tp.device_type(), tp.is_available(), tp.device_count(), tp.process_count(),
      tp.distributed_backend(), tp.ddp_device_ids([1])],
@@ -478,6 +493,10 @@ class FakeXpuEvent:  # torch.xpu.Event needs XPU hardware; same signature
 torch.xpu.Event = FakeXpuEvent
 """
 XPU_EXTRA = """
+torch.xpu.get_rng_state_all = recorder("torch.xpu.get_rng_state_all")
+torch.xpu.set_rng_state_all = recorder("torch.xpu.set_rng_state_all")
+tp.get_rng_state_all()
+tp.set_rng_state_all(["s0", "s1"])
 tp.record_stream(Obj(), object())  # passed through to Tensor.record_stream on XPU
 out["event_is_xpu_event"] = isinstance(ev, FakeXpuEvent)
 """
@@ -489,6 +508,11 @@ class FakeMpsEvent:  # torch.mps.Event needs MPS hardware
 torch.mps.Event = FakeMpsEvent
 """
 MPS_EXTRA = """
+torch.mps.get_rng_state = lambda device="mps": "mps state"
+torch.mps.set_rng_state = recorder("torch.mps.set_rng_state")
+out["rng_state_all"] = tp.get_rng_state_all()
+tp.set_rng_state_all(iter(["s0", "s1"]))  # one generator: device 0's state
+tp.set_rng_state_all([])
 tp.record_stream(Obj(), tp.Stream())  # a no-op: nothing recorded
 tp.record_stream(torch.ones(1), tp.current_stream())
 out["stream_priority"] = tp.Stream(priority=-1).priority
@@ -500,6 +524,9 @@ script("sim_mps", enabled=NO_ACCELERATOR)(COMMON.format(fake=MPS_FAKE, extra=MPS
 @needs_no_accelerator
 def test_simulated_xpu():
     out = run_json("sim_xpu")
+    # several device numbers: those the machine has, then the picked device, warned once per index
+    assert out["nth"] == ["xpu:0", "xpu:1", "xpu", "xpu:1", "xpu"]
+    assert out["nth_warnings"] == ["cuda:3: this machine has 2 xpu device(s)"]
     assert out["mapping"] == [
         ["xpu", True, 2, 2, "gloo", [1]],  # xccl is not built into this torch
         ["xpu", "xpu:1", "xpu", "xpu:12", "xpu:3", "xpu"],
@@ -517,6 +544,8 @@ def test_simulated_xpu():
         ["torch.set_default_tensor_type", ["torch.FloatTensor"]],
         ["torch.set_default_device", ["None"]],
         ["torch.set_default_tensor_type", ["<class 'torch.DoubleTensor'>"]],
+        ["torch.xpu.get_rng_state_all", []],
+        ["torch.xpu.set_rng_state_all", ["['s0', 's1']"]],
         ["Tensor.record_stream", ["object"]],
     ]
 
@@ -553,6 +582,8 @@ def test_simulated_mps_moves_to_the_cpu_in_a_process_group():
 @needs_no_accelerator
 def test_simulated_mps():
     out = run_json("sim_mps")
+    assert out["nth"] == ["mps"] * 5
+    assert out["nth_warnings"] == [f"cuda:{i}: this machine has 1 mps device(s)" for i in (1, 3)]
     assert out["mapping"] == [
         ["mps", True, 1, 1, "gloo", None],
         ["mps", "mps", "mps", "mps", "mps", "mps"],
@@ -570,7 +601,9 @@ def test_simulated_mps():
         ["torch.set_default_tensor_type", ["torch.FloatTensor"]],
         ["torch.set_default_device", ["None"]],
         ["torch.set_default_tensor_type", ["<class 'torch.DoubleTensor'>"]],
+        ["torch.mps.set_rng_state", ["s0"]],
     ]
+    assert out["rng_state_all"] == ["mps state"]
 
 
 # --- the availability idiom and programs kept off MPS ---------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 
 # Rules whose findings only explain a decision (effort "info"): they never fail `--check`.
 # Kept here, not read from the rules, so that a cached check loads no rule; tests/test_registry.py ties them.
-INFO_CODES = frozenset({"TP107", "TP110"})
+INFO_CODES = frozenset({"TP107", "TP108", "TP110"})
 
 
 @dataclass(frozen=True)

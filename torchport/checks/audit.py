@@ -40,6 +40,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from torchport.checks import audit_fallbacks
+from torchport.checks.names import audit_summary
 from torchport.checks.trace import TORCHPORT_DIRS, _short_path, is_internal
 from torchport.runtime._backend import _TYPE
 
@@ -52,6 +53,8 @@ CODES = {
     "TPA04": "{api} disabled itself at run time (a silent fallback: torch only warns)",
     "TPA05": "{api} (silent fallback to the CPU)",
     "TPA06": "{api} fell back to the CPU on MPS (PYTORCH_ENABLE_MPS_FALLBACK)",
+    "TPA07": "{api} dropped at run time: CUDA is not available, so the profile has no GPU events (a silent "
+             "fallback: torch only warns)",
 }
 _getattr = ModuleType.__getattribute__
 
@@ -61,7 +64,7 @@ class Finding:
     """One run-time CUDA use at one line.
 
     Attributes:
-        code: ``"TPA01"``, ``"TPA02"`` or ``"TPA03"`` (see :data:`CODES`).
+        code: ``"TPA01"`` to ``"TPA07"`` (see :data:`CODES`).
         api: what was used: ``"torch.cuda.synchronize"``, ``"Tensor.cuda"``,
             ``"Tensor.to('cuda')"``, ``"torch.zeros(device='cuda:1')"``.
         file: the caller's ``co_filename`` (absolute for imported modules).
@@ -447,14 +450,11 @@ class Audit:
         return sorted(found, key=lambda x: (x.file, x.line, x.code, x.api))
 
     def format(self) -> str:
-        """One ``path:line: TPA0x ...`` line per finding, then a count line."""
+        """One ``path:line: TPA0x ...`` line per finding, then a count line (CUDA use sites, then silent
+        fallbacks apart: see `torchport.checks.names.audit_summary`)."""
         found = self.findings
         lines = [f.format() for f in found]
-        total = sum(f.count for f in found)
-        lines.append(
-            f"[torchport audit] {len(found)} run-time CUDA use site(s), {total} use(s)"
-            if found else "[torchport audit] no run-time CUDA use found"
-        )
+        lines.append(f"[torchport audit] {audit_summary([(f.code, f.count) for f in found])}")
         return "\n".join(lines)
 
     def report(self, file: IO[str] | None = None) -> None:

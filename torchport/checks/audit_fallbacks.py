@@ -10,6 +10,9 @@
   process, that "the operator 'aten::X' is not currently supported on the MPS backend and will fall back to run
   on the CPU"; while an audit runs on MPS with the fallback on, torch is told to warn every time
   (``torch._C._set_warnAlways``) and each such warning is recorded at the user's line.
+* ``TPA07`` CUDA profiling dropped: ``torch.profiler.profile(activities=[ProfilerActivity.CUDA])`` (or the
+  autograd profiler's ``use_device="cuda"``) where CUDA is not available profiles the CPU only, and torch only
+  warns "CUDA is not available, disabling CUDA profiling" (once per line of torch: under the audit, every time).
 
 Each is reported at the first frame outside torch, like the CUDA uses. Eager code only: inside
 ``torch.compile`` these checks are skipped (they would need the frame, which breaks the graph).
@@ -27,9 +30,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from torchport.checks.trace import is_internal
+
 MPS_FALLBACK_ENV = "PYTORCH_ENABLE_MPS_FALLBACK"
 _MPS_FALLBACK = re.compile(r"The operator '([^']+)' is not currently supported on the MPS backend and will fall "
                            r"back to run on the CPU")
+_PROFILING_DROPPED = re.compile(r"CUDA is not available, disabling CUDA profiling")
 
 # What belongs on an accelerator if anything does: reported when every tensor argument is on the CPU.
 COMPUTE = {F.linear: "F.linear", F.conv1d: "F.conv1d", F.conv2d: "F.conv2d", F.conv3d: "F.conv3d",
@@ -72,8 +78,9 @@ def install(record: Any) -> None:
     scaler.__init__ = _scaler_init  # type: ignore[method-assign]
     _state["showwarning"] = warnings.showwarning
     warnings.showwarning = _showwarning
-    warnings.filterwarnings("always", message=_MPS_FALLBACK.pattern)  # never swallowed as "already shown"
-    _state["filter"] = warnings.filters[0]
+    for pattern in (_MPS_FALLBACK.pattern, _PROFILING_DROPPED.pattern):  # never swallowed as "already shown"
+        warnings.filterwarnings("always", message=pattern)
+    _state["filters"] = warnings.filters[:2]
     if _state["accelerator"] == "mps" and os.environ.get(MPS_FALLBACK_ENV, "") not in ("", "0"):
         _state["warn_always"] = torch._C._get_warnAlways()
         torch._C._set_warnAlways(True)  # torch warns once per process: every fallback op, not only the first
@@ -88,9 +95,10 @@ def remove() -> None:
     if warnings.showwarning is _showwarning:
         warnings.showwarning = _state["showwarning"]
     filters: list = warnings.filters  # type: ignore[assignment]  # a list at run time
-    if _state["filter"] in filters:
-        filters.remove(_state["filter"])
-        warnings._filters_mutated()  # type: ignore[attr-defined]
+    for added in _state["filters"]:
+        if added in filters:
+            filters.remove(added)
+    warnings._filters_mutated()  # type: ignore[attr-defined]
     if "warn_always" in _state:
         torch._C._set_warnAlways(_state["warn_always"])
     _state.clear()
@@ -152,10 +160,27 @@ def check_compute(func: Any, args: tuple, kwargs: dict) -> None:
 def _showwarning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
                  line: str | None = None) -> None:
     match = _MPS_FALLBACK.search(str(message))
-    if match is not None:
+    dropped = match is None and _PROFILING_DROPPED.search(str(message)) is not None
+    if match is not None or dropped:
         frame: FrameType | None = sys._getframe(1)
         while frame is not None and frame.f_code.co_filename == warnings.__file__:  # warnings' own frames
             frame = frame.f_back
-        _report("TPA06", match.group(1), frame)
+        if match is not None:
+            _report("TPA06", match.group(1), frame)
+        else:
+            _report("TPA07", _profiling_api(frame), frame)
     shown = _state.get("showwarning") or warnings._showwarning_orig  # type: ignore[attr-defined]
     shown(message, category, filename, lineno, file, line)
+
+
+_PROFILER = os.path.join("torch", "profiler", "profiler.py")
+
+
+def _profiling_api(frame: FrameType | None) -> str:
+    """What asked for the CUDA profiling torch dropped: ``torch.profiler.profile`` (its ``ProfilerActivity.CUDA``)
+    when it is among the frames that warned, else the autograd profiler's ``use_device``."""
+    while frame is not None and is_internal(frame.f_code.co_filename):
+        if frame.f_code.co_filename.endswith(_PROFILER):
+            return "CUDA profiling (torch.profiler.ProfilerActivity.CUDA)"
+        frame = frame.f_back
+    return "CUDA profiling (torch.autograd.profiler.profile(use_device='cuda'))"

@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import torchport
-from torchport.checks.names import BOOTSTRAP, CHILD_ENV  # torch-free: the child traces, this process prints
+from torchport.checks.names import BOOTSTRAP, CHILD_ENV, audit_summary  # torch-free: the child traces
 
 _PY_OPTS_WITH_VALUE = {"-W", "-X", "-Q"}
 _ONCE = ("op", "site", "all", "none")
@@ -116,11 +116,8 @@ def print_report(result: dict[str, Any], console: Console, top: int = 10) -> Non
         findings = result["audit"]
         for finding in findings:
             console.print(escape(finding["text"]), highlight=False)
-        total = sum(f["count"] for f in findings)
-        console.print(
-            f"[bold]torchport audit[/]: {len(findings)} run-time CUDA use site(s), {total} use(s)"
-            if findings else "[bold]torchport audit[/]: no run-time CUDA use found", highlight=False,
-        )
+        summary = audit_summary([(f["code"], f["count"]) for f in findings])
+        console.print(f"[bold]torchport audit[/]: {escape(summary)}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

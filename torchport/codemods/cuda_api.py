@@ -187,9 +187,8 @@ class CudaMemoryApi(_Rename):
 # CUDA generator state set or read where the runtime has no equivalent: a module using one keeps every CUDA RNG call
 # (reading, seeding and setting state move together, or a tracker draws from the wrong generator off CUDA).
 _UNPORTABLE_RNG = frozenset({
-    "torch.cuda.default_generators", "torch.cuda.random.default_generators", "torch.cuda.get_rng_state_all",
-    "torch.cuda.set_rng_state_all", "torch.cuda.random.get_rng_state_all", "torch.cuda.random.set_rng_state_all",
-    "torch._C._cuda_setRNGState", "torch._C._cuda_getRNGState",
+    "torch.cuda.default_generators", "torch.cuda.random.default_generators", "torch._C._cuda_setRNGState",
+    "torch._C._cuda_getRNGState",
 })
 
 
@@ -199,7 +198,7 @@ def _unportable_rng_state(m: Migrator, rule: Rule) -> str | None:
     store = m.store(rule)
     if "blocker" not in store:
         store["blocker"] = None
-        if m.syntax is not None and re.search(r"default_generators|rng_state_all|_cuda_[sg]etRNGState", m.source):
+        if m.syntax is not None and re.search(r"default_generators|_cuda_[sg]etRNGState", m.source):
             for node in ast.walk(m.syntax):
                 dotted = ast_chain(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
                 found = sorted(qualify(dotted, m.imports) & _UNPORTABLE_RNG) if dotted else []
@@ -220,10 +219,13 @@ class CudaRngApi(_Rename):
     summary = "`torch.cuda` seeds and RNG state become the runtime's."
     before, after = "torch.cuda.manual_seed_all(0)", "tp.manual_seed_all(0)"
     renames = {**{n: n for n in ("manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state",
-                               "set_rng_state")}, "seed_all": "seed"}
+                               "set_rng_state", "get_rng_state_all", "set_rng_state_all")}, "seed_all": "seed"}
     names = frozenset(f"torch.cuda.{n}" for n in renames)
     examples = (
         Example("import torch\ntorch.cuda.manual_seed_all(0)\n", "import torch\ntp.manual_seed_all(0)\n"),
+        # The state of every device moves with the tensors: on the CPU a list of one, the CPU generator's.
+        Example("import torch\nstates = torch.cuda.get_rng_state_all()\ntorch.cuda.random.set_rng_state_all(states)\n",
+                "import torch\nstates = tp.get_rng_state_all()\ntp.set_rng_state_all(states)\n"),
         # `torch.manual_seed(seed)` already seeds every device, the picked one included.
         Example("import torch\ntorch.manual_seed(seed)\ntorch.cuda.manual_seed_all(seed)\n"),
         # The state is also set where the runtime cannot follow: reading and seeding stay with it.

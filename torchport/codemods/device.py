@@ -72,7 +72,7 @@ _OTHER_ACCELERATORS = frozenset({"mps", "xpu"})
 DEVICE_WORD = re.compile(r"(?:^|_)(?:device|dev|map_location)(?:$|_)|device$", re.I)
 # `torch.device(<runtime call>)` -> the runtime call that returns the device itself
 _AS_DEVICE = {"device": "device", "device_str": "device", "available_device": "available_device",
-              "available_device_str": "available_device"}
+              "available_device_str": "available_device", "nth_device": "nth_device", "nth_device_str": "nth_device"}
 _STRING_KEYWORDS = frozenset({"device", "default", "map_location", "device_name", "device_str"})
 # torch functions whose first positional argument is a device.
 _DEVICE_FIRST = frozenset({"torch.device", "torch.set_default_device", "torch.get_device_module"})
@@ -163,18 +163,39 @@ def is_device_string(node: cst.BaseExpression) -> bool:
 
 
 def _multi_device(m: Migrator) -> bool:
-    """Whether the module names two or more fixed CUDA indices (``"cuda:0"`` and ``"cuda:1"``)."""
+    """Whether the module names two or more fixed CUDA indices (``"cuda:0"`` and ``"cuda:1"``, ``.cuda(1)``,
+    ``torch.device("cuda", 1)``)."""
     found = m.shared.multi_device
     if found is None:
-        indices: set[str] = set()
-        if m.syntax is not None and re.search(r"cuda:\d", m.source):
-            for node in ast.walk(m.syntax):  # string constants in code, not comments
+        indices: set[int] = set()
+        if m.syntax is not None and re.search(r"cuda:\d|\.cuda\(\s*\d|cuda['\"],\s*\d", m.source):
+            for node in ast.walk(m.syntax):  # constants in code, not comments
                 if isinstance(node, ast.Constant) and isinstance(node.value, str):
                     match = CUDA_DEVICE_RE.match(node.value)
                     if match and match.group(1) is not None:
-                        indices.add(match.group(1))
+                        indices.add(int(match.group(1)))
+                elif isinstance(node, ast.Call) and node.args and not node.keywords:
+                    index = _literal_cuda_index(node)
+                    if index is not None:
+                        indices.add(index)
         found = m.shared.multi_device = len(indices) > 1
     return found
+
+
+def _literal_cuda_index(call: ast.Call) -> int | None:
+    """The index of ``x.cuda(1)`` or ``torch.device("cuda", 1)`` (by spelling), else None."""
+    args = call.args
+    last = args[-1]
+    if not (isinstance(last, ast.Constant) and type(last.value) is int):
+        return None
+    func = call.func
+    if len(args) == 1 and isinstance(func, ast.Attribute) and func.attr == "cuda":
+        return last.value
+    named = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    first = args[0]
+    if named == "device" and len(args) == 2 and isinstance(first, ast.Constant) and first.value == "cuda":
+        return last.value
+    return None
 
 
 def rewrite_string(m: Migrator, code: str, original: cst.BaseExpression,
@@ -188,11 +209,6 @@ def rewrite_string(m: Migrator, code: str, original: cst.BaseExpression,
     if context is None or context[1] != code:
         return None
     kind = context[0]
-    if _multi_device(m) and re.search(r"cuda:\d", cst.Module([]).code_for_node(original)):
-        m.mark_handled(original)  # `cuda:0` and `cuda:1` in one module: code for two GPUs
-        m.report("TP102", original, "a CUDA device with a fixed index in a module that names several: code written "
-                 "for more than one GPU; left unchanged")
-        return None
     if runtime_string(updated):
         if kind == "type" or not m.apply(code, original):
             return None
@@ -204,7 +220,16 @@ def rewrite_string(m: Migrator, code: str, original: cst.BaseExpression,
         return None
     if kind == "type":
         return m.runtime_call("device_type", [])
-    return m.runtime_call("device" if kind == "device" else "device_str", [index] if index is not None else [])
+    return device_call(m, "device" if kind == "device" else "device_str", [index] if index is not None else [])
+
+
+def device_call(m: Migrator, name: str, args: Sequence[cst.BaseExpression]) -> cst.Call:
+    """``tp.device(...)`` or ``tp.device_str(...)`` (``name``); a literal index in a module that names several
+    (``"cuda:0"`` and ``"cuda:1"``: code for several GPUs) goes to ``tp.nth_device(i)`` / ``nth_device_str``, which
+    map the indices beyond the devices there are to the one device, with a warning at run time."""
+    if len(args) == 1 and isinstance(args[0], cst.Integer) and _multi_device(m):
+        name = f"nth_{name}"
+    return m.runtime_call(name, args)
 
 
 class _StringRule(Rule):
@@ -294,7 +319,7 @@ class CudaMethod(Rule):
         if device_arg is not None and m.runtime_call_name(device_arg) == "device":
             target = device_arg  # `.cuda(torch.cuda.current_device())`, already made a device
         else:
-            target = m.runtime_call("device", [device_arg] if device_arg is not None else [])
+            target = device_call(m, "device", [device_arg] if device_arg is not None else [])
         if rest and rest[-1] is not updated.args[-1]:  # a trailing comma only where the user wrote one
             rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(target), *rest])
@@ -435,7 +460,7 @@ class DeviceLiteral(_StringRule):
             m.mark_handled(original.args[0].value)
             if not m.apply(self.code, original):
                 return None
-            return m.runtime_call("device", [updated.args[1].value])
+            return device_call(m, "device", [updated.args[1].value])
         if len(updated.args) == 1 and updated.args[0].keyword is None:
             inner = updated.args[0].value
             name = m.runtime_call_name(inner)
@@ -925,12 +950,6 @@ class AvailabilityIdiom(Rule):
                 m.mark_handled(branch)
             m.skip_region(node, SEVERAL_BACKENDS if shape[3] else CUDA_ONLY)
             return True
-        if shape[1] is not None and _multi_device(m):
-            m.mark_handled(node)
-            m.report("TP102", node, "a CUDA device with a fixed index in a module that names several: code written "
-                     "for more than one GPU; left unchanged")
-            m.skip_region(node)
-            return True
         if m.hold is not None:  # the project needs CUDA-or-CPU here; TP110 keeps it, with the reason
             m.shared.held_idioms.add(id(node))
             return True
@@ -1119,9 +1138,9 @@ class IntegerDeviceId(Rule):
             return None
         if not (kind == "local" or is_index(original) or is_current_device_call(m, original)):
             return None
-        if m.runtime_call_name(updated) == "device" or not m.apply(self.code, original):
+        if m.runtime_call_name(updated) in ("device", "nth_device") or not m.apply(self.code, original):
             return None
-        return m.runtime_call("device", [updated])
+        return device_call(m, "device", [updated])
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         func = original.func
@@ -1222,7 +1241,8 @@ class UnclassifiedString(Rule):
     code = "TP102"
     moves_data = False
     name = "unclassified-device-string"
-    summary = "A CUDA device string where torchport cannot tell a device from text."
+    summary = ("A CUDA device string whose use torchport cannot tell (a device, or text: a label, a message, an "
+               "argument of an unknown function); left unchanged.")
     before = 'foo("cuda:0")'
     safety, effort = "manual", "low"
     triggers = (r"cuda",)

@@ -4,6 +4,7 @@
 |-------|----------------------------------------------------|-------------------------------------|
 | TP009 | assert torch.cuda.is_available()                   | (removed; unsafe)                   |
 | TP107 | torch.backends.cudnn.benchmark = True              | (noted once per file)               |
+| TP108 | activities=[ProfilerActivity.CUDA]                 | (noted: torch drops it off CUDA)    |
 | TP201 | g = torch.cuda.CUDAGraph()                         | (reported, high effort)             |
 | TP202 | pool = torch.cuda.MemPool()                        | (reported, high effort)             |
 | TP203 | s = torch.cuda.ExternalStream(ptr)                 | (reported, medium effort)           |
@@ -197,6 +198,37 @@ class BackendFlags(Rule):
         if site is not None:
             m.report(self.code, site, "torch.backends.cudnn/cuda flags left unchanged: "
                      "they are harmless on other backends")
+
+
+# torch.profiler's CUDA activity, under each name torch exports it.
+_CUDA_ACTIVITY = frozenset({"torch.profiler.ProfilerActivity.CUDA", "torch.autograd.ProfilerActivity.CUDA",
+                            "torch.autograd.profiler.ProfilerActivity.CUDA",
+                            "torch._C._profiler.ProfilerActivity.CUDA"})
+
+
+class CudaProfilerActivity(Rule):
+    code = "TP108"
+    moves_data = False
+    name = "cuda-profiler-activity"
+    summary = ("`ProfilerActivity.CUDA` is left as it is: where CUDA is not available torch drops CUDA profiling "
+               "(it only warns) and the profile has CPU events only.")
+    before = "profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])"
+    safety, effort = "manual", "info"
+    names = _CUDA_ACTIVITY
+    examples = (
+        Example("from torch.profiler import ProfilerActivity, profile\n\n"
+                "with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):\n    step()\n"),
+        # Asked for only where CUDA is: nothing is dropped.
+        Example("import torch\nfrom torch.profiler import ProfilerActivity\n\nactivities = [ProfilerActivity.CPU]\n"
+                "if torch.cuda.is_available():\n    activities.append(ProfilerActivity.CUDA)\n"),
+    )
+
+    def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:
+        if id(node) in m.inner or not m.qnames(node) & _CUDA_ACTIVITY or m.in_skipped_region:
+            return
+        m.report(self.code, node, "`ProfilerActivity.CUDA` left unchanged: where CUDA is not available torch drops "
+                 "CUDA profiling with only a warning (the profile has CPU events only; the audit reports it as "
+                 "TPA07); on XPU profile `ProfilerActivity.XPU`")
 
 
 class _CudaOnlyApi(Rule):

@@ -86,9 +86,9 @@ def query(name: str, target: str) -> object:
     if name == "torch.accelerator.current_accelerator":
         return Device(target) if accelerator else None
     if _runtime(name):
-        if tail in ("device", "available_device", "accelerator_device"):
+        if tail in ("device", "available_device", "accelerator_device", "nth_device"):
             return Device(target)
-        if tail in ("device_str", "available_device_str", "device_type", "available_device_type"):
+        if tail in ("device_str", "available_device_str", "device_type", "available_device_type", "nth_device_str"):
             return target
         if tail == "is_available":
             return accelerator

@@ -34,6 +34,8 @@ from ._device import (
     get_device_properties,
     is_available,
     is_bf16_supported,
+    nth_device,
+    nth_device_str,
     process_count,
     set_device,
     synchronize,
@@ -62,7 +64,16 @@ from ._memory import (
     reset_max_memory_allocated,
     reset_peak_memory_stats,
 )
-from ._random import get_rng_state, initial_seed, manual_seed, manual_seed_all, seed, set_rng_state
+from ._random import (
+    get_rng_state,
+    get_rng_state_all,
+    initial_seed,
+    manual_seed,
+    manual_seed_all,
+    seed,
+    set_rng_state,
+    set_rng_state_all,
+)
 from ._serialization import map_location
 from ._streams import current_stream, default_stream, record_stream, set_stream, stream
 
@@ -91,6 +102,7 @@ __all__ = [
     "get_device_name",
     "get_device_properties",
     "get_rng_state",
+    "get_rng_state_all",
     "initial_seed",
     "is_available",
     "is_bf16_supported",
@@ -105,6 +117,8 @@ __all__ = [
     "memory_reserved",
     "memory_stats",
     "memory_summary",
+    "nth_device",
+    "nth_device_str",
     "on_accelerator",
     "pin_memory",
     "pin_memory_available",
@@ -121,6 +135,7 @@ __all__ = [
     "set_default_tensor_type",
     "set_device",
     "set_rng_state",
+    "set_rng_state_all",
     "set_stream",
     "stream",
     "synchronize",

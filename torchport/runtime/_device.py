@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,6 +120,56 @@ def device_str(spec: str | int | torch.device | None = None) -> str:
     if not isinstance(spec, (str, int, torch.device)):
         raise TypeError(f"device_str() expects str, int, torch.device or None, got {spec!r}")
     return str(device(spec))
+
+
+_WARNED: set[int] = set()  # indices `nth_device` warned about: once per index and process
+
+
+def nth_device(index: int) -> torch.device:
+    """Return the device for CUDA device number ``index`` of code written for several GPUs.
+
+    What a port writes for a fixed index (``"cuda:1"``, ``.cuda(1)``) in a module that names several
+    (``"cuda:0"`` and ``"cuda:1"``: model parallel), so that the code runs on the devices there are.
+    No ``torch.cuda`` counterpart; the mapping is :func:`device`'s.
+
+    Args:
+        index: the CUDA device number the original code named.
+
+    Returns:
+        On CUDA: ``torch.device("cuda", index)``, what the original named (an index beyond the count
+        fails where the original did). On XPU: ``xpu:index`` where that device exists. Otherwise (MPS and
+        the CPU have one device; an XPU index beyond the count): the picked device, as :func:`device`
+        gives it, with a ``UserWarning`` the first time each index is so mapped (not inside code
+        ``torch.compile`` traces: a warning there would break the graph; the next eager call warns).
+
+    Raises:
+        RuntimeError: ``index`` is negative (torch's error, as on CUDA).
+    """
+    return _nth(index)
+
+
+def nth_device_str(index: int) -> str:
+    """Return ``str(nth_device(index))``: the str form of :func:`nth_device` (``"cuda:1"`` on CUDA).
+
+    Raises:
+        RuntimeError: as :func:`nth_device`.
+    """
+    return str(_nth(index))
+
+
+def _nth(index: int) -> torch.device:
+    """`nth_device`, warning at the caller of the public function."""
+    if _b._CUDA or index < 0:
+        return torch.device("cuda", index)
+    count = _b._MODULE.device_count() if _b._INDEXED else 1
+    if index < count:
+        return device(index)
+    picked = device()
+    if index not in _WARNED and not torch.compiler.is_compiling():
+        _WARNED.add(index)
+        warnings.warn(f"cuda:{index}: this machine has {count} {_b._TYPE} device(s); using {picked} for it (torchport "
+                      "maps the devices of code written for several GPUs to the devices there are)", stacklevel=3)
+    return picked
 
 
 def _arg(dev: Any) -> Any:

@@ -8,6 +8,8 @@ generator (``torch.manual_seed``, ``torch.get_rng_state``, ...). Note that
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import torch
 
 from . import _backend as _b
@@ -97,4 +99,37 @@ def set_rng_state(new_state: torch.Tensor, device: Device = "cuda") -> None:
         torch.set_rng_state(new_state)
     else:
         _b._MODULE.set_rng_state(new_state, dev)
+    return None
+
+
+def get_rng_state_all() -> list[torch.Tensor]:
+    """Return the RNG state of every device, one uint8 tensor each; mirrors ``torch.cuda.get_rng_state_all``.
+
+    On CUDA: exactly ``torch.cuda.get_rng_state_all()``; XPU: ``torch.xpu.get_rng_state_all()``. MPS and
+    CPU have one generator: ``[torch.mps.get_rng_state()]``, ``[torch.get_rng_state()]``, so a state saved
+    and restored with :func:`set_rng_state_all` repeats the draws on the device the tensors moved to.
+    """
+    if _b._INDEXED:
+        return _b._MODULE.get_rng_state_all()
+    return [torch.get_rng_state() if _b._MODULE is None else _b._MODULE.get_rng_state()]
+
+
+def set_rng_state_all(new_states: Iterable[torch.Tensor]) -> None:
+    """Set the RNG state of every device from :func:`get_rng_state_all`; mirrors ``torch.cuda.set_rng_state_all``.
+
+    On CUDA: exactly ``torch.cuda.set_rng_state_all(new_states)``; XPU: ``torch.xpu``'s. MPS and CPU have
+    one generator: it takes the first state (device 0's); an empty iterable sets nothing, as on CUDA.
+
+    Raises:
+        RuntimeError: from torch, a state that is not this generator's (saved on another backend).
+    """
+    if _b._INDEXED:
+        return _b._MODULE.set_rng_state_all(new_states)
+    state = next(iter(new_states), None)
+    if state is None:
+        return None
+    if _b._MODULE is None:
+        torch.set_rng_state(state)
+    else:
+        _b._MODULE.set_rng_state(state)
     return None

@@ -313,3 +313,18 @@ def test_gates_other_modules_define_skip_stop_or_answer_false_off_cuda() -> None
     on_cuda = {getattr(u.node, "name", ""): u for u in Evaluator(ast.parse(textwrap.dedent(source)), "cuda",
                                                                   gates=gates).units()}
     assert on_cuda["test_fast"].skipped is None and len(on_cuda["pick"].paths) == 2
+
+
+@pytest.mark.parametrize("body, held", [
+    ("    return self.render(x, self.device)\n", True),  # never read
+    ("    device = x.device\n    return x.to(device)\n", True),  # bound before any read
+    ("    return x.to(device)\n", False),
+    ("    if x is None:\n        device = 'cpu'\n    return x.to(device)\n", False),  # bound only on one branch
+    ("    return f(**locals())\n", False),
+])
+def test_a_default_the_function_never_reads_is_not_ported(body: str, held: bool) -> None:
+    source = "import torch\n\n\ndef render(self, x, device='cuda'):\n" + body
+    migrated = source.replace("device='cuda'", "device=tp.device_str()").replace(
+        "import torch\n", "import torch\nfrom torchport import runtime as tp\n")
+    checked = check_port(source, migrated)
+    assert (checked.code == source) is held, checked.code

@@ -85,7 +85,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
             runs.setdefault(line, stop)
         for span, was in evaluator.taken.items():
             taken[span] = taken.get(span, False) or was
-    dead = [span for span, was in taken.items() if not was]
+    dead = [span for span, was in taken.items() if not was] + _unread_defaults(tree)
     if dead:  # lines changed one for one are read one by one: a rewrite in a branch never taken stays out alone
         hunks = [single for op in hunks for single in (
             [(op[0], op[1] + k, op[1] + k + 1, op[3] + k, op[3] + k + 1) for k in range(op[2] - op[1])]
@@ -128,6 +128,41 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     except SyntaxError:
         return Checked(original, [Held(1, len(old), None)])
     return Checked(code, held)
+
+
+def _unread_defaults(tree: ast.Module) -> list[tuple[int, int, int, int]]:
+    """The spans of the defaults of parameters their function never reads (``def render(self, device="cuda")``
+    whose body uses ``self.device``, or rebinds ``device`` before any use): no call is changed by them. A
+    function that reads ``locals()`` or ``vars()`` reads every parameter."""
+    spans: list[tuple[int, int, int, int]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        spec = node.args
+        positional = [*spec.posonlyargs, *spec.args]
+        pairs = [*zip(positional[len(positional) - len(spec.defaults):], spec.defaults, strict=True),
+                 *((a, d) for a, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True) if d is not None)]
+        if not pairs or any(isinstance(n, ast.Name) and n.id in ("locals", "vars")
+                            for stmt in node.body for n in ast.walk(stmt)):
+            continue
+        spans.extend((d.lineno, d.col_offset, d.end_lineno or d.lineno, d.end_col_offset or 0)
+                     for a, d in pairs if not _reads_first(node.body, a.arg))
+    return spans
+
+
+def _reads_first(body: list[ast.stmt], name: str) -> bool:
+    """Whether ``body`` may read ``name`` before a statement of its own level binds it (``x = ...``)."""
+    for stmt in body:
+        loads = any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Store)
+                    or isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id == name
+                    for n in ast.walk(stmt))
+        if loads:
+            return True
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+            stmt, ast.AnnAssign) and stmt.value is not None else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return False
+    return False
 
 
 def _inside(spans: Sequence[tuple[int, int, int, int]], old: Sequence[str], new: Sequence[str], first: int) -> bool:

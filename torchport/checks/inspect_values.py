@@ -238,7 +238,8 @@ class _Seen:
         self.got.update(i for i, m in enumerate(mask) if m)
 
 
-def _watch_inputs(tag: str, pairs: Sequence[tuple[int, torch.Tensor, torch.Tensor]], seen: _Seen) -> None:
+def _watch_inputs(tag: str, pairs: Sequence[tuple[int, torch.Tensor, torch.Tensor]], seen: _Seen,
+                  below_autograd: bool = False) -> None:
     """Pre-hooks on the autograd nodes of the inputs of one call: a backward pass that reaches input ``i`` after
     no gradient came through result ``i``, which no longer exists (so no later pass can use it), warns that the
     result was unused, once. ``pairs``: (index, input, result). The hooks hold no tensor; an input used nowhere
@@ -257,8 +258,13 @@ def _watch_inputs(tag: str, pairs: Sequence[tuple[int, torch.Tensor, torch.Tenso
         return pre
 
     for i, x, out in pairs:
-        node = torch.autograd.graph.get_gradient_edge(x).node
-        handles.append(node.register_prehook(make(i, weakref.ref(out))))
+        pre = make(i, weakref.ref(out))
+        if x.grad_fn is not None:
+            handles.append(x.grad_fn.register_prehook(pre))
+        elif below_autograd:  # a leaf seen inside the op's autograd formula: its AccumulateGrad is out of reach
+            handles.append(x.register_hook(pre))
+        else:
+            handles.append(torch.autograd.graph.get_gradient_edge(x).node.register_prehook(pre))
 
 
 def _from_tensors(entry: _Entry, xs: Sequence[torch.Tensor]) -> list[Any]:
@@ -329,7 +335,7 @@ def _define_ops() -> None:
                 _AOT_NEEDS.update((hook, i) for i, rg in enumerate(ctx.rg) if rg)
         elif torch._C._current_graph_task_id() == -1:  # a graph that runs under eager autograd
             _watch_inputs(_HOOKS[hook].tag, [(i, x, o) for i, (x, o) in enumerate(zip(xs, output)) if ctx.rg[i]],
-                          ctx.seen)
+                          ctx.seen, below_autograd=True)
 
     def inspect_backward(ctx: Any, grads: list[torch.Tensor | None]) -> tuple[list[torch.Tensor | None], None]:
         mask = [rg and g is not None for rg, g in zip(ctx.rg, grads)]

@@ -122,7 +122,7 @@ def _compare_record(a: dict[str, Any], b: dict[str, Any], rtol: float, atol: flo
         return row
     if a["dtype"] != b["dtype"] and not ignore_dtype:
         row.status, row.ratio = "dtype", math.inf
-    if not a["numel"] and "value" in a and a.get("value") != b.get("value"):  # a constant (a string, None)
+    if row.status == "ok" and not a["numel"] and "value" in a and a["value"] != b.get("value"):  # a constant
         row.status, row.ratio, row.worst = "value", math.inf, f"value {a['value']!r} vs {b.get('value')!r}"
         return row
     for stat in STATS:

@@ -237,7 +237,7 @@ def test_one_argument_callbacks_get_only_the_keywords_they_take(capsys):
                     ("bwd", (3,))]
     assert capsys.readouterr().out == "text\n"  # no tag given: no header
     before = len(inspect_values._SIGNATURES)
-    for i in range(5):  # a lambda made anew each time: its signature is read once
+    for _ in range(5):  # a lambda made anew each time: its signature is read once
         tpd.inspect(x, fwd=lambda t: None)
     assert len(inspect_values._SIGNATURES) == before + 1
 

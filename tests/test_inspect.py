@@ -310,6 +310,7 @@ def _seed_program(x):
     c = tpd.inspect(b, tag="f", phase="fwd", fwd=_phased, bwd=_phased)  # forward only
     d = tpd.inspect(c, tag="g", phase="bwd", fwd=_phased, bwd=_phased)  # backward only
     tpd.inspect(d, "label", fmt="{1}: n={n} s={s} sum={v:.2f}", n=x.shape[0], s="str", v=d.sum())
+    tpd.inspect(x.shape, fmt="x.shape={}")                         # constants only (torch's print takes no tuple)
     e = tpd.inspect(d, tag="e")                                    # default print: [e][fwd], [e][bwd]
     h = x * 3
     tpd.inspect(h, tag="unused", bwd=_one)                         # result unused: a warning
@@ -348,7 +349,7 @@ def test_seed_usage_eager_and_compiled(backend, capsys):
     assert unused == 1  # warned once
     torch.testing.assert_close(grad, torch.tensor([10.0, 6.0, 10.0, 6.0]))  # two passes
     lines = [ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("    values=")]
-    expected = ["[a][fwd]", "[f][fwd]", "label: n=4 s=str sum=0.00", "[e][fwd]", "  e output", "[relu][fwd]",
+    expected = ["[a][fwd]", "[f][fwd]", "label: n=4 s=str sum=0.00", "x.shape=torch.Size([4])", "[e][fwd]", "  e output", "[relu][fwd]",
                 "[relu][bwd]", "[relu.g][bwd]", "[e][bwd]", "  e grad", "[g][bwd]", "[a][bwd]"]
     assert sorted(ln.split(":")[0] if ln.startswith("  e") else ln for ln in lines) == sorted(expected * 2)
     if backend != "inductor":

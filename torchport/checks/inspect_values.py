@@ -539,6 +539,8 @@ def _inspect_in_graph(values: Sequence[Any], items: Sequence[Any], kinds: tuple[
     ``torchport::inspect``."""
     xs = [v if k == "t" else torch.scalar_tensor(v, dtype=_SCALAR_DTYPES[k])
           for v, k in zip(items, kinds) if k != "c"]
+    if not xs:  # constants only: Inductor places an op by its tensors, so give it one (ignored)
+        xs = [torch.zeros(())]
     if torch.compiler.is_dynamo_compiling():
         torch._dynamo.comptime.comptime(_register_traced)  # reads the locals named in it
         hook = _last_id()

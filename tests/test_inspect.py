@@ -349,7 +349,8 @@ def test_seed_usage_eager_and_compiled(backend, capsys):
     assert unused == 1  # warned once
     torch.testing.assert_close(grad, torch.tensor([10.0, 6.0, 10.0, 6.0]))  # two passes
     lines = [ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("    values=")]
-    expected = ["[a][fwd]", "[f][fwd]", "label: n=4 s=str sum=0.00", "x.shape=torch.Size([4])", "[e][fwd]", "  e output", "[relu][fwd]",
+    expected = ["[a][fwd]", "[f][fwd]", "label: n=4 s=str sum=0.00", "x.shape=torch.Size([4])", "[e][fwd]",
+                "  e output", "[relu][fwd]",
                 "[relu][bwd]", "[relu.g][bwd]", "[e][bwd]", "  e grad", "[g][bwd]", "[a][bwd]"]
     assert sorted(ln.split(":")[0] if ln.startswith("  e") else ln for ln in lines) == sorted(expected * 2)
     if backend != "inductor":

@@ -243,7 +243,8 @@ def _watch_inputs(tag: str, pairs: Sequence[tuple[int, torch.Tensor, torch.Tenso
     """Pre-hooks on the autograd nodes of the inputs of one call: a backward pass that reaches input ``i`` after
     no gradient came through result ``i``, which no longer exists (so no later pass can use it), warns that the
     result was unused, once. ``pairs``: (index, input, result). The hooks hold no tensor; an input used nowhere
-    else dies with the unused result, and its hook with it."""
+    else dies with the unused result, and its hook with it. ``below_autograd``: called inside the op's autograd
+    formula, where a leaf's AccumulateGrad node cannot be reached, so a leaf gets a tensor hook instead."""
     handles: list[Any] = []
 
     def make(i: int, result: weakref.ref[torch.Tensor]) -> Callable[..., None]:

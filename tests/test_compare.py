@@ -188,3 +188,15 @@ def test_whole_saved_tensors_are_compared_element_wise(tmp_path):
     a, b = debug.load(tmp_path / "a")["records"], debug.load(tmp_path / "b")["records"]
     row = compare_runs(a, b).rows[0]
     assert row.status == "drift" and row.worst.split("]")[0] in ("value[0", "value[1", "value[100", "value[101")
+
+
+def test_numbers_and_constants_a_module_returned_are_compared():
+    def rec(value, key="m.1"):
+        return {"step": 0, "kind": "output", "key": key, **debug.value_stats(value)}
+
+    same = [rec(3), rec("a", "m.2"), rec(None, "m.3")]
+    assert compare_runs(same, [dict(r) for r in same]).ok
+    assert compare_runs([rec(2.0)], [rec(2.5)]).rows[0].status == "drift"  # a number: stats with tolerances
+    row = compare_runs([rec("cuda")], [rec("mps")]).rows[0]
+    assert (row.status, row.worst) == ("value", "value 'cuda' vs 'mps'")
+    assert compare_runs([rec("a")], [rec(None)]).rows[0].status == "dtype"  # str vs NoneType

@@ -321,3 +321,55 @@ def test_watch_records_a_model_compiled_and_run_before_it_began(dynamo, backend)
     assert dict(dynamo["graph_break"]) == {}
     compiled(x)  # the watch is over: recompiled without its hooks, nothing recorded
     assert len(w.records) == 12
+
+
+# ------------------------------------------------------------------ non-tensor outputs (issue 30)
+
+class Mixed(nn.Module):
+    """Returns what real modules return besides tensors: sizes, scalars, flags, names, None."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return y, x.shape[0], 0.5, True, "mixed", None
+
+
+MIXED_KEYS = [("output", "fc"), ("output", "<root>.0"), ("output", "<root>.1"), ("output", "<root>.2"),
+              ("output", "<root>.3"), ("output", "<root>.4"), ("output", "<root>.5")]
+
+
+@pytest.mark.parametrize("backend", [None, "eager", "aot_eager", "inductor"])
+def test_watch_records_numbers_and_constants_eager_and_compiled(dynamo, backend, tmp_path):
+    model = Mixed()
+    run = model if backend is None else torch.compile(model, backend=backend, fullgraph=True)
+    x = torch.randn(3, 4)
+    with debug.watch(run, level=debug.Level.SAVE, run_dir=tmp_path) as w:
+        out = run(x)
+        run(x)
+    assert out[1:] == (3, 0.5, True, "mixed", None)  # returned unchanged
+    assert dict(dynamo["graph_break"]) == {}
+    keys = [(r["kind"], r["key"]) for r in w.records]
+    if backend == "inductor":  # Inductor may run independent record ops in another order than written
+        keys = sorted(keys[:7]) + sorted(keys[7:])
+        assert keys == sorted(MIXED_KEYS) + sorted((k, n + "#1") for k, n in MIXED_KEYS)
+    else:
+        assert keys == MIXED_KEYS + [(k, n + "#1") for k, n in MIXED_KEYS]
+    recs = {r["key"]: r for r in debug.load(tmp_path)["records"]}  # weights_only loads them
+    assert [(recs[f"<root>.{i}"]["value"], recs[f"<root>.{i}"]["type"]) for i in range(1, 6)] == [
+        (3, "int"), (0.5, "float"), (True, "bool"), ("mixed", "str"), (None, "NoneType")]
+    assert (recs["<root>.1"]["dtype"], recs["<root>.1"]["mean"], recs["<root>.2"]["values"].item()) == \
+        ("int64", 3.0, 0.5)  # a number is also a 0-d tensor: compare checks it with tolerances
+
+
+def test_print_shows_the_value_of_non_tensor_outputs(capsys):
+    model = Mixed()
+    with debug.watch(model, level=debug.Level.PRINT):
+        model(torch.randn(3, 4))
+    text = capsys.readouterr().out.splitlines()
+    assert text[-5:] == ["[torchport] <root>.1 output: value=3 (int)", "[torchport] <root>.2 output: value=0.5 (float)",
+                         "[torchport] <root>.3 output: value=True (bool)",
+                         "[torchport] <root>.4 output: value='mixed' (str)",
+                         "[torchport] <root>.5 output: value=None (NoneType)"]

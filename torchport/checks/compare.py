@@ -46,8 +46,8 @@ class CompareError(Exception):
 
 @dataclass
 class Row:
-    """One matched (or unmatched) record: ``status`` is ok, drift, shape, dtype, nan/inf, missing in A/B,
-    or zero grad only in A/B (ok: see the module docstring)."""
+    """One matched (or unmatched) record: ``status`` is ok, drift, shape, dtype, value (a constant output that
+    differs), nan/inf, missing in A/B, or zero grad only in A/B (ok: see the module docstring)."""
 
     step: int
     kind: str
@@ -122,6 +122,9 @@ def _compare_record(a: dict[str, Any], b: dict[str, Any], rtol: float, atol: flo
         return row
     if a["dtype"] != b["dtype"] and not ignore_dtype:
         row.status, row.ratio = "dtype", math.inf
+    if row.status == "ok" and not a["numel"] and "value" in a and a["value"] != b.get("value"):  # a constant
+        row.status, row.ratio, row.worst = "value", math.inf, f"value {a['value']!r} vs {b.get('value')!r}"
+        return row
     for stat in STATS:
         diff, ratio = _close(float(a[stat]), float(b[stat]), rtol, atol)
         row.max_abs = max(row.max_abs, diff)

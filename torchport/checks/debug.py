@@ -76,7 +76,7 @@ import torch
 from torch import nn
 
 __all__ = ["ENV_DIR", "ENV_LEVEL", "ENV_NAMES", "FORMAT", "Level", "MAX_VALUES", "Watch", "flush", "inspect",
-           "level_from_env", "load", "name_filter", "tensor_stats", "watch"]
+           "level_from_env", "load", "name_filter", "tensor_stats", "value_stats", "watch"]
 
 ENV_LEVEL = "TORCHPORT_DEBUG_VALUES"
 ENV_DIR = "TORCHPORT_DEBUG_DIR"
@@ -210,6 +210,8 @@ def _fmt_values(v: Any) -> str:
 
 def _format(rec: dict[str, Any], prefix: str = "[torchport]") -> str:
     head = f"{prefix} {rec['key']} {rec['kind']}:"
+    if "value" in rec:  # a number or a constant, as Inductor's printer prints "Value: arg" for non-tensors
+        return f"{head} value={rec['value']!r} ({rec['type']})"
     if rec["numel"] == 0:
         return f"{head} shape={tuple(rec['shape'])} dtype={rec['dtype']} device={rec['device']} numel=0"
     text = (f"{head} shape={tuple(rec['shape'])} dtype={rec['dtype']} device={rec['device']} "
@@ -220,7 +222,29 @@ def _format(rec: dict[str, Any], prefix: str = "[torchport]") -> str:
     return text
 
 
-def _record_into(w: Watch, t: torch.Tensor, name: str, kind: str) -> None:
+# Non-tensor values a record keeps as they are (weights_only-loadable); other constants are kept as their repr.
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def value_stats(value: Any, max_values: int | None = MAX_VALUES) -> dict[str, Any]:
+    """Stats of a module output or :func:`inspect` value that is not a tensor (eager; plain Python values).
+
+    A number (``int``, ``float``, ``bool``, or a SymInt/SymFloat/SymBool already made concrete) gets the stats of
+    a 0-d tensor of it (as :func:`tensor_stats`: ``dtype`` ``"int64"``, ``"float64"`` or ``"bool"``) plus
+    ``value`` (the number) and ``type`` (``"int"``, ...), so ``torchport compare`` checks it as a tensor. Any
+    other value (a string, ``None``, a dtype) gets ``shape`` ``[]``, ``dtype`` and ``type`` its type's name,
+    ``device`` ``""``, ``numel`` 0, NaN stats and ``value``: the value itself when it is a ``str``/``None``,
+    else its ``repr``.
+    """
+    if isinstance(value, (bool, int, float)):
+        return {**tensor_stats(torch.tensor(value), max_values), "value": value, "type": type(value).__name__}
+    kind = type(value).__name__
+    return {"shape": [], "dtype": kind, "device": "", "numel": 0, "values": None, "mean": math.nan,
+            "min": math.nan, "max": math.nan, "std": math.nan, "nan": 0, "inf": 0,
+            "value": value if isinstance(value, _PLAIN) else repr(value), "type": kind}
+
+
+def _record_into(w: Watch, t: Any, name: str, kind: str) -> None:
     with _LOCK:
         counter = w._calls.setdefault((kind, name), 0)
         w._calls[(kind, name)] = counter + 1
@@ -228,14 +252,15 @@ def _record_into(w: Watch, t: torch.Tensor, name: str, kind: str) -> None:
     if w.level == Level.NAMES:
         print(f"[torchport] {key}" + ("" if kind == "output" else f" ({kind})"), file=w.stream or sys.stdout)
         return
-    rec = {"name": name, "call": counter, "key": key, "kind": kind, "step": w._step,
-           "order": len(w.records), **tensor_stats(t, w.max_values)}
+    stats = tensor_stats(t, w.max_values) if isinstance(t, torch.Tensor) else value_stats(t, w.max_values)
+    rec = {"name": name, "call": counter, "key": key, "kind": kind, "step": w._step, "order": len(w.records),
+           **stats}
     w.records.append(rec)
     if w.level == Level.PRINT:
         print(_format(rec), file=w.stream or sys.stdout)
 
 
-def _record(t: torch.Tensor, name: str, watch_id: int, kind: str) -> None:
+def _record(t: Any, name: str, watch_id: int, kind: str) -> None:
     w = _WATCHES.get(watch_id)
     if w is None:  # a removed watch whose compiled graph is still cached
         return
@@ -247,17 +272,47 @@ def _rank() -> int | None:
     return dist.get_rank() if dist.is_available() and dist.is_initialized() else None
 
 
-def _report(t: torch.Tensor, name: str, kind: str) -> None:
-    """Default action of :func:`inspect`: into every active watch whose filter takes ``name``, else print."""
+def _header(tag: str, phase: str) -> str:
+    """``[tag][fwd]`` (``[rank N][tag][fwd]`` in a distributed run), as torch's opaque tensor inspector labels."""
+    rank = _rank()
+    return ("" if rank is None else f"[rank {rank}]") + (f"[{tag}]" if tag else "") + f"[{phase}]"
+
+
+def _report(values: Sequence[Any], names: Sequence[str], kind: str, header: str) -> None:
+    """Default action of :func:`inspect`: into every active watch whose filter takes the name, else printed
+    under ``header`` (``[tag][fwd]``), one indented stats line per value."""
     watches = list(_WATCHES.values())
     if watches:
-        for w in watches:
-            if (w.match is None or w.match(name)) and (kind == "output" or w.grads):
-                _record_into(w, t, name, kind)
+        for v, name in zip(values, names):
+            for w in watches:
+                if (w.match is None or w.match(name)) and (kind == "output" or w.grads):
+                    _record_into(w, v, name, kind)
         return
-    rank = _rank()
-    rec = {"key": name, "kind": kind, **tensor_stats(t)}
-    print(_format(rec, "[torchport]" if rank is None else f"[torchport rank {rank}]"), flush=True)
+    lines = [header]
+    for v, name in zip(values, names):
+        stats = tensor_stats(v) if isinstance(v, torch.Tensor) else value_stats(v)
+        lines.append(_format({"key": name, "kind": kind, **stats}, " ").replace("\n", "\n  "))
+    print("\n".join(lines), flush=True)
+
+
+_EFFECTS_DONE: set[Any] = set()
+
+
+def _register_effects(*ops: Any) -> None:
+    """Mark ops as ordered side effects (as ``torch._higher_order_ops.print`` is), so that AOTAutograd and
+    Inductor keep them when their result is unused. The API is private and has moved between releases: best
+    effort, only when something will be traced."""
+    todo = [op for op in ops if op not in _EFFECTS_DONE]
+    if not todo:
+        return
+    _EFFECTS_DONE.update(todo)
+    try:
+        from torch._higher_order_ops.effects import _EffectType, _register_effectful_op
+
+        for op in todo:
+            _register_effectful_op(op, _EffectType.ORDERED)
+    except Exception:  # noqa: BLE001 - best effort, see above
+        pass
 
 
 def _define_ops() -> None:
@@ -293,14 +348,63 @@ def _define_ops() -> None:
 
     debug_record.register_autograd(backward, setup_context=setup_context)
 
+    # A number (as a 0-d tensor) or a constant (its text) that a module returned; no result: an ordered effect.
+    @torch.library.custom_op("torchport::debug_record_value", mutates_args=())
+    def debug_record_value(x: torch.Tensor | None, text: str, type_name: str, name: str, watch_id: int) -> None:
+        _record(_untensor(x, text, type_name), name, watch_id, "output")
+
+    @debug_record_value.register_fake
+    def _(x: torch.Tensor | None, text: str, type_name: str, name: str, watch_id: int) -> None:
+        return None
+
 
 _define_ops()
 
 
+_NUMBERS = {"bool": torch.bool, "int": torch.int64, "float": torch.float64}
+
+
+def _number_type(value: Any) -> str | None:
+    """``"bool"``, ``"int"`` or ``"float"`` for a Python number or a SymBool/SymInt/SymFloat, else ``None``."""
+    for types_, name in (((bool, torch.SymBool), "bool"), ((int, torch.SymInt), "int"),
+                         ((float, torch.SymFloat), "float")):
+        if isinstance(value, types_):
+            return name
+    return None
+
+
+def _untensor(x: torch.Tensor | None, text: str, type_name: str) -> Any:
+    """The value :func:`_record_value_op` took apart: a number again, or the constant (a string, else its repr)."""
+    if x is not None:
+        return {"bool": bool, "int": int, "float": float}[type_name](x.item())
+    return None if type_name == "NoneType" else text
+
+
+def _record_value_op(value: Any, name: str, watch_id: int) -> None:
+    """Record a non-tensor output at run time, also inside a compiled graph (numbers enter as 0-d tensors)."""
+    number = _number_type(value)
+    if not torch.compiler.is_compiling():  # eager: no op needed
+        _record(value, name, watch_id, "output")
+    elif number is not None:
+        torch.ops.torchport.debug_record_value(torch.scalar_tensor(value, dtype=_NUMBERS[number]), "", number,
+                                               name, watch_id)
+    else:
+        torch.ops.torchport.debug_record_value(None, value if isinstance(value, str) else repr(value),
+                                               type(value).__name__, name, watch_id)
+
+
+# Non-tensor outputs that are recorded ("Value: arg", as Inductor's debug printer): numbers and these constants.
+_CONSTANTS = (str, bytes, type(None), torch.dtype, torch.device)
+
+
 def _wrap(value: Any, name: str, watch_id: int, grads: bool, depth: int = 0) -> Any:
-    """Pass every tensor in ``value`` (tensor, tuple, list, dict, nested) through the record op."""
+    """Pass every tensor in ``value`` (tensor, tuple, list, dict, nested) through the record op; record numbers
+    and constants (strings, ``None``, dtypes, devices) as they are."""
     if isinstance(value, torch.Tensor):
         return torch.ops.torchport.debug_record(value, name, watch_id, grads and value.requires_grad)
+    if _number_type(value) is not None or isinstance(value, _CONSTANTS):
+        _record_value_op(value, name, watch_id)
+        return value
     if depth > 4:
         return value
     if isinstance(value, (tuple, list)):
@@ -341,6 +445,7 @@ class Watch:
         self._active = True
         if model is None:  # records only what inspect() reports
             return
+        _register_effects(torch.ops.torchport.debug_record_value.default)
         # A torch.compile'd module (OptimizedModule) wraps the model as `_orig_mod`: hook the model itself
         # so that names do not depend on whether it was compiled.
         if type(model).__name__ == "OptimizedModule":  # by name: importing torch._dynamo costs ~1 s

@@ -135,6 +135,14 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("def f(t, y):\n    if t.is_cuda:\n        y = y.cuda()\n", (2, "data moved only where other data is on CUDA "
                                                              "(`.is_cuda`)")),
     ("def f(t):\n    if t.is_cuda:\n        torch.cuda.synchronize()\n", None),  # nothing placed
+    # numpy's default float64, made into a tensor and moved in one expression
+    ("z = torch.from_numpy(np.random.RandomState(seed).randn(1, 512)).to(device)\n",
+     (1, "float64 numpy arrays made into tensors")),
+    ("t = torch.tensor(np.linspace(0, 1, 5)).cuda()\n", (1, "float64 numpy arrays made into tensors")),
+    ("z = torch.from_numpy(np.random.randn(1, 512)).float().to(device)\n", None),  # cast on the way
+    ("z = torch.from_numpy(np.random.randn(1, 512).astype(np.float32)).to(device)\n", None),
+    ("z = torch.tensor(random.uniform(0, 1)).to(device)\n", None),  # Python's float: float32
+    ("z = torch.from_numpy(torch.randn(3).numpy()).to(device)\n", None),
 ])
 def test_blocker(text: str, expected: tuple[int, str] | None) -> None:
     assert blocker(text) == expected

@@ -73,6 +73,14 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
             text, tree))):
         found.extend((number, "float64 numpy arrays made into tensors") for number, line in enumerate(lines, 1)
                      if _NUMPY_FLOAT64.search(line.split("#", 1)[0]))
+    if _FROM_NUMPY_TO_DEVICE.search(text) and _NUMPY_MAKERS.search(text):
+        if tree is None:
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+        if tree is not None:
+            found.extend((line, "float64 numpy arrays made into tensors") for line in _numpy_defaults_moved(tree))
     if "is_cuda" in text:
         if tree is None:
             try:
@@ -93,6 +101,58 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
         elif tree is not None:
             found.extend(_wide_dtype_lines(tree, text, certain))
     return min(found) if found else None
+
+
+# numpy calls whose arrays are float64 unless given a dtype (`np.random.randn`, `RandomState(s).randn`,
+# `np.linspace`, `.astype(float)`).
+_NUMPY_MAKERS = re.compile(r"\b(?:randn|rand|normal|uniform|standard_normal|linspace|logspace)\(|\.astype\(float\)")
+_MAKERS = frozenset({"randn", "rand", "normal", "uniform", "standard_normal", "linspace", "logspace"})
+# Tensor methods that change a dtype on the way to the device.
+_CASTS = frozenset({"float", "half", "bfloat16", "type", "int", "long", "bool", "to"})
+
+
+def _numpy_defaults_moved(tree: ast.Module) -> list[int]:
+    """Lines where a tensor made from a numpy array of float64 by default (``torch.from_numpy(rng.randn(1, z))``,
+    no ``dtype=``) is put on a device in the same expression (``.to(device)``, ``.cuda()``) with no cast between."""
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("to", "cuda") and (node.func.attr == "cuda" or node.args or node.keywords)):
+            continue
+        if any(k.arg == "dtype" for k in node.keywords):
+            continue
+        inner = node.func.value
+        while isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr not in _CASTS \
+                and inner.func.attr not in ("from_numpy", "tensor", "as_tensor"):
+            inner = inner.func.value  # `.unsqueeze(0)`, `.contiguous()`: no cast
+        if not (isinstance(inner, ast.Call) and isinstance(inner.func, (ast.Attribute, ast.Name)) and inner.args
+                and (inner.func.attr if isinstance(inner.func, ast.Attribute) else inner.func.id)
+                in ("from_numpy", "tensor", "as_tensor") and not any(k.arg == "dtype" for k in inner.keywords)):
+            continue
+        if _float64_maker(inner.args[0]):
+            found.append(node.lineno)
+    return found
+
+
+def _float64_maker(node: ast.expr) -> bool:
+    """``np.random.randn(...)``, ``rng.normal(...)``, ``np.linspace(...)`` without a dtype, ``x.astype(float)``,
+    through reshapes and indexing that keep the dtype."""
+    while True:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "reshape", "transpose", "squeeze", "copy", "clip"):
+            node = node.func.value
+        else:
+            break
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return False
+    if node.func.attr == "astype":
+        return bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id == "float"
+    receiver = node.func.value  # not torch's (float32) nor Python's `random` (a float: float32 as a tensor)
+    return node.func.attr in _MAKERS and not any(k.arg == "dtype" for k in node.keywords) and not (
+        isinstance(receiver, ast.Name) and receiver.id in ("torch", "th", "random")) and not (
+        isinstance(receiver, ast.Attribute) and ast.unparse(receiver).split(".", 1)[0] in ("torch", "th"))
 
 
 def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:

@@ -236,3 +236,19 @@ def test_a_call_of_a_function_another_module_leaves_cuda_only_stops_the_path(tmp
     results = _run(tmp_path)
     assert results["train.py"].migrated == (tmp_path / "train.py").read_text()
     assert "x.to(tp.device())" in results["other.py"].migrated
+
+
+@pytest.mark.parametrize("script, gets_it", [
+    ("import torch\nfrom layers import build\nmodel = build().cuda()\nprint(model)\n", True),  # no __main__
+    ("from inference import run\n\nif __name__ == '__main__':\n    run()\n", True),  # the callee places the data
+    ("from inference import run\n\nprint(run)\n", False),  # calls nothing of it: places no data
+])
+def test_scripts_that_reach_what_mps_lacks_keep_the_cpu_on_a_mac(tmp_path: Path, script: str, gets_it: bool) -> None:
+    _tree(tmp_path, {
+        "layers.py": "import torch\n\n\ndef build():\n    return torch.nn.Linear(2, 2)\n\n\n"
+                     "def adjacency(i, v):\n    return torch.sparse_coo_tensor(i, v, (2, 2))\n",
+        "inference.py": "import torch\nfrom layers import build\n\n\ndef run():\n    return build().cuda()\n",
+        "main.py": script,
+    })
+    migrated = _run(tmp_path)["main.py"].migrated or ""
+    assert ('tp.avoid_mps("sparse tensors, layers.py:9")' in migrated) is gets_it, migrated

@@ -400,7 +400,7 @@ class DefaultTensorType(Rule):
 
 class LoadMapLocation(Rule):
     code = "TP018"
-    moves_data = False
+    moves_data = True  # where loaded tensors go: with a held choice, they stay where it keeps the rest
     name = "load-map-location"
     summary = ("`torch.load` of a checkpoint saved on a GPU restores it where it was saved on CUDA and on the "
                "runtime device elsewhere.")

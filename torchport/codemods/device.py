@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 from libcst import matchers
@@ -401,6 +401,33 @@ def _compared(m: Migrator, node: cst.CSTNode) -> bool:
         isinstance(chain[-1], cst.Comparison) and chain[-1].left is node))
 
 
+def _bound_label(m: Migrator, node: cst.Call, store: dict[str, Any]) -> str | None:
+    """The name an assignment binds ``node`` to (``cpu, gpu = torch.device("cpu"), torch.device("cuda")``), where
+    the module compares that name with another name (``if device == gpu``): a label of CUDA, as in a test's device
+    list. None otherwise."""
+    statement = next((a for a in reversed(m.ancestors) if isinstance(a, cst.Assign)), None)
+    if statement is None or m.syntax is None:
+        return None
+    names = {n.value for t in statement.targets for n in _target_names(t.target)}
+    if not names:
+        return None
+    if "compared" not in store:  # once per module
+        store["compared"] = {side.id for c in ast.walk(m.syntax) if isinstance(c, ast.Compare)
+                             and len(c.comparators) == 1 and isinstance(c.ops[0], (ast.Eq, ast.NotEq, ast.Is,
+                                                                                    ast.IsNot))
+                             and isinstance(c.left, ast.Name) and isinstance(c.comparators[0], ast.Name)
+                             for side in (c.left, c.comparators[0])}
+    return next((n for n in sorted(names) if n in store["compared"]), None)
+
+
+def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    return []
+
+
 class DeviceLiteral(_StringRule):
     code = "TP002"
     moves_data = True
@@ -423,6 +450,9 @@ class DeviceLiteral(_StringRule):
                 "import torch\nstate = torch.load(path, map_location=tp.device())\n"),
         # A comparison with the CUDA device asks whether the device is CUDA's: it stays.
         Example('import torch\nif device == torch.device("cuda"):\n    print("on CUDA")\n'),
+        # ... as does a name for it that the module compares with another (a test's device list).
+        Example('import torch\ncpu, gpu = torch.device("cpu"), torch.device("cuda")\n\n\ndef test_x(device):\n'
+                '    if device == gpu and not torch.cuda.is_available():\n        return\n'),
     )
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
@@ -432,6 +462,10 @@ class DeviceLiteral(_StringRule):
         if "torch.device" in names and _compared(m, node):
             m.skip_region(node, CUDA_QUERY, "a comparison with a CUDA device asks whether the device is CUDA's: "
                                             "the runtime's device would answer yes on the CPU or MPS too")
+            return
+        if "torch.device" in names and (label := _bound_label(m, node, m.store(self))) is not None:
+            m.skip_region(node, CUDA_QUERY, f"`{label}` is compared with other devices (`device == {label}`): it "
+                                            "names CUDA's device, and the runtime's would equal the CPU's there")
             return
         if names & _DEVICE_FIRST:
             args = node.args

@@ -122,7 +122,9 @@ class _Scan(cst.CSTVisitor):
         if id(node) in self.inner:
             return
         for name in self.m.qnames(node):
-            if name.startswith("torch.cuda.") and not _portable_cuda(name):
+            if name.startswith("torch.cuda.") and name.endswith("Tensor"):
+                self.chooses = self.cuda_only = True  # a legacy tensor type: where its tensors go, CUDA's alone
+            elif name.startswith("torch.cuda.") and not _portable_cuda(name):
                 self.cuda_only = True
             elif name.startswith(_TORCH_CUDA_INTERNALS) or cuda_only_import(name.rsplit(".", 1)[0]) is not None:
                 self.cuda_only = True

@@ -46,7 +46,7 @@ def fingerprint() -> str:
     package = Path(__file__).parent.parent
     # An editable install changes rules without changing the version: hash their source too.
     sources = [*package.rglob("codemods/**/*.py"), *package.glob("style/*.py"), *package.glob("emit/*.py"),
-               package / "pipeline" / "engine.py", package / "config.py", package / "pipeline" / "notebooks.py"]
+               *package.glob("model/*.py"), *package.glob("pipeline/*.py"), package / "config.py"]
     for source in sorted(sources):
         digest.update(source.relative_to(package).as_posix().encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()

@@ -341,18 +341,18 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
     found: dict[int, tuple[int, str] | None] = {}
     reasons: dict[int, str] = {}
     for index, result in enumerate(results):
-        if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019") \
-                or not _PLACES_DATA.search(result.original or ""):
+        if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019"):
             continue
         tree, name = trees[index], project.names[index]
-        if tree is None or not (is_script(tree) or name in scripts and _kind(
-                result, tree, name, scripts, is_imported(index)) == "console-script"):
-            continue  # a `__main__` block or a console script: a module that merely does work at import is not
+        if tree is None or not (is_script(tree) or _kind(result, tree, name, scripts, is_imported(index)) in (
+                "script", "console-script")):
+            continue  # a `__main__` block, a console script, or top-level work in a module nothing imports
         if name not in scripts and (is_imported(index) or project.in_package(index)):
             continue  # a library module with a demo `__main__`: the call would run in every program importing it
         reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
-        if not project.reach(index) & moving:
-            continue
+        if not project.reach(index) & moving or not (
+                _PLACES_DATA.search(result.original or "") or _calls_into(index, tree, project, moving)):
+            continue  # it places no data, itself or through what it calls (a data-preparation script)
         if "init_process_group" in "".join(results[i].original or "" for i in reach) and _joins_a_group(
                 index, trees, project):
             continue  # the program always makes a process group: on a Mac the runtime picks the CPU already
@@ -369,6 +369,22 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
                 break
     has_call = {i for i in reasons} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")}
     return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
+
+
+def _calls_into(index: int, tree: ast.Module, project: Project, moving: set[int]) -> bool:
+    """Whether module ``index`` calls something it binds from a module in ``moving`` (deepspeech's
+    ``transcribe.py`` calling ``inference.transcribe``, which places the data)."""
+    bound = {local for local, other, _ in project.bindings(index) if other in moving}
+    if not bound:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            head = node.func
+            while isinstance(head, ast.Attribute):
+                head = head.value
+            if isinstance(head, ast.Name) and head.id in bound:
+                return True
+    return False
 
 
 def _group_line(tree: ast.Module | None) -> int:

@@ -252,3 +252,17 @@ def test_scripts_that_reach_what_mps_lacks_keep_the_cpu_on_a_mac(tmp_path: Path,
     })
     migrated = _run(tmp_path)["main.py"].migrated or ""
     assert ('tp.avoid_mps("sparse tensors, layers.py:9")' in migrated) is gets_it, migrated
+
+
+def test_a_legacy_tensor_type_chosen_beside_the_device_keeps_the_module_whole(tmp_path: Path) -> None:
+    """PyTorch-GAN: `device` and `Tensor` are both chosen CUDA-or-CPU. Porting the device line alone would put
+    the model on MPS and the tensors made from `Tensor` on the CPU, so the module stays as it is (R13)."""
+    source = ("import numpy as np\nimport torch\nimport torch.nn as nn\n\n"
+              'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+              "cuda = torch.cuda.is_available()\ngenerator = nn.Linear(4, 4).to(device)\n"
+              "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"
+              "print(generator(Tensor(np.ones((2, 4)))).shape)\n")
+    _tree(tmp_path, {"esrgan.py": source})
+    result = _run(tmp_path)["esrgan.py"]
+    assert result.migrated == source
+    assert any("R13 held-choice" in d.message for d in result.diagnostics)

@@ -328,3 +328,42 @@ def test_a_default_the_function_never_reads_is_not_ported(body: str, held: bool)
         "import torch\n", "import torch\nfrom torchport import runtime as tp\n")
     checked = check_port(source, migrated)
     assert (checked.code == source) is held, checked.code
+
+
+def test_no_tensor_is_of_a_cuda_tensor_type_off_cuda() -> None:
+    source = """
+    import torch
+
+    def pad(out, zero_pads):
+        if isinstance(out.data, torch.cuda.FloatTensor):
+            zero_pads = zero_pads.cuda()
+        return zero_pads
+    """
+    assert [sorted(p.lines) for p in _unit(source, "pad", "cpu").paths] == [[5, 7]]
+    assert len(_unit(source, "pad", "cuda").paths) == 2
+    mixed = source.replace("torch.cuda.FloatTensor", "(torch.cuda.FloatTensor, torch.FloatTensor)")
+    assert len(_unit(mixed, "pad", "cpu").paths) == 2  # a CPU type too: either
+
+
+@pytest.mark.parametrize("call, stops", [
+    ("model.sample(64, 'cuda')", True),  # a device for a method the model cannot follow
+    ("helpers.to_device(x, 'cuda:1')", True),
+    ("print('cuda')", False),
+    ("parser.add_argument('--device', 'cuda')", False),
+    ("cfg.get('device', 'cuda')", False),
+    ("torch.device('cuda')", False),  # torch's own: a value, placed where it is used
+])
+def test_a_cuda_device_given_to_a_call_it_cannot_follow_stops_off_cuda(call: str, stops: bool) -> None:
+    source = f"import torch\nimport helpers\n{call}\n"
+    assert _module_paths(source, "cpu") == [(3, "cuda" if stops else None)]
+
+
+def test_in_a_closed_module_a_function_never_named_never_runs() -> None:
+    source = ("import torch\n\n\ndef train(x):\n    return x.cuda()\n\n\ndef evaluate(x):\n    return x.cuda()\n\n\n"
+              "print(evaluate(torch.ones(2)))\n")
+    migrated = source.replace("x.cuda()", "x.to(tp.device())").replace(
+        "import torch\n", "import torch\nfrom torchport import runtime as tp\n")
+    closed = check_port(source, migrated, closed=True)
+    assert "def train(x):\n    return x.cuda()" in closed.code
+    assert "def evaluate(x):\n    return x.to(tp.device())" in closed.code
+    assert check_port(source, migrated).code == migrated  # a module others may import: both stay ported

@@ -44,12 +44,13 @@ class Checked:
 
 def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(),
                syntax: ast.Module | None = None, tree: ast.Module | None = None,
-               gates: frozenset[str] = frozenset()) -> Checked:
+               gates: frozenset[str] = frozenset(), closed: bool = False) -> Checked:
     """Hold back the hunks of ``migrated`` (the rules' output for ``original``) that no clean path off CUDA runs.
 
     ``exempt``: lines of ``migrated`` whose stops do not count (CUDA on purpose: ``# torchport: ignore``).
     ``syntax``, ``tree``: the parses of ``original`` and ``migrated`` when the caller has them. ``gates``: local
-    names of the CUDA gates and CUDA-only functions other modules define (see `Evaluator`).
+    names of the CUDA gates and CUDA-only functions other modules define (see `Evaluator`). ``closed``: nothing
+    imports the module (a notebook): a module-level function it never names never runs.
     A port that unbinds a name its code still reads (an import removed, a use kept) is refused whole.
     Returns ``migrated`` unchanged when every hunk stays, ``original`` when none does (its support, such as an
     added import, goes with it), else the mix. Never raises: code CPython cannot parse is returned as given.
@@ -86,6 +87,8 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         for span, was in evaluator.taken.items():
             taken[span] = taken.get(span, False) or was
     dead = [span for span, was in taken.items() if not was] + _unread_defaults(tree)
+    if closed:
+        dead += _never_named(tree)
     if dead:  # lines changed one for one are read one by one: a rewrite in a branch never taken stays out alone
         hunks = [single for op in hunks for single in (
             [(op[0], op[1] + k, op[1] + k + 1, op[3] + k, op[3] + k + 1) for k in range(op[2] - op[1])]
@@ -128,6 +131,16 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     except SyntaxError:
         return Checked(original, [Held(1, len(old), None)])
     return Checked(code, held)
+
+
+def _never_named(tree: ast.Module) -> list[tuple[int, int, int, int]]:
+    """The spans of the module-level functions the module never names (a notebook's copy of a training loop that
+    no cell calls)."""
+    named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} | {
+        n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    return [(f.lineno, 0, f.end_lineno or f.lineno, 10**6) for f in tree.body
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name not in named
+            and not any(isinstance(c, ast.Constant) and c.value == f.name for c in ast.walk(tree))]
 
 
 def _unread_defaults(tree: ast.Module) -> list[tuple[int, int, int, int]]:

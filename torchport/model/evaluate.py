@@ -101,7 +101,8 @@ def _imports(tree: ast.Module) -> dict[str, str]:
     return bound
 
 
-_BUILTINS = frozenset({"any", "all", "len", "str", "int", "bool", "exit", "quit"})  # the builtins it evaluates
+# the builtins it evaluates
+_BUILTINS = frozenset({"any", "all", "len", "str", "int", "bool", "exit", "quit", "isinstance"})
 _GROUP = "<process group>"  # bound on a path that made a process group
 
 
@@ -618,6 +619,11 @@ class Evaluator:
             return Mark(skip)
         if name in torch_facts.SKIP_ALWAYS:
             return Mark(True)
+        kinds = (args[1].values if isinstance(args[1], Items) else (args[1],)) if len(args) == 2 else ()
+        if name == "isinstance" and kinds and self.target != "cuda" and all(
+                isinstance(kind, Name) and _cuda_tensor_type(kind.qualified) for kind in kinds):
+            self._touched = True
+            return False  # no tensor is of a CUDA tensor type where there is no CUDA
         if name in ("any", "all") and args and isinstance(args[0], Items):
             known = [truth(v) for v in args[0].values]
             wanted = name == "any"
@@ -636,6 +642,8 @@ class Evaluator:
         if name in ("torch.autocast", "torch.amp.autocast") or "GradScaler" in name:
             return UNKNOWN  # device= there labels, it does not place
         self._placement(node, keywords, p)
+        if not name.startswith("torch.") and name not in torch_facts.TEXT_CALLS and not name.startswith("logging."):
+            self._passes_cuda(node, name, p)
         return UNKNOWN
 
     def _method(self, method: str, node: ast.Call, receiver: object, args: list[object],
@@ -662,7 +670,18 @@ class Evaluator:
                 p.env[key] = Items((*receiver.values, args[0]))
             return None
         self._placement(node, keywords, p)
+        if method not in torch_facts.TEXT_CALLS and not isinstance(receiver, (str, Prefix, Name)):
+            self._passes_cuda(node, method, p)
         return UNKNOWN
+
+    def _passes_cuda(self, node: ast.Call, callee: str, p: Path) -> None:
+        """A CUDA device written as a positional argument of a call the model cannot follow
+        (``model.sample(64, "cuda")``): the callee gets CUDA's device, so off CUDA the path still needs it."""
+        for arg in node.args:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and torch_facts.CUDA_SPEC.fullmatch(
+                    arg.value):
+                self._needs_cuda(node, f"`{callee}()` is given {arg.value!r}", p)
+                return
 
     def _placement(self, node: ast.Call, keywords: dict[str | None, object], p: Path) -> None:
         for keyword in torch_facts.ACCELERATOR_KEYWORDS:
@@ -739,6 +758,12 @@ def _key(node: ast.expr) -> str | None:
         base = _key(node.value)
         return None if base is None else f"{base}.{node.attr}"
     return None
+
+
+def _cuda_tensor_type(name: str) -> bool:
+    """``torch.cuda.FloatTensor`` and the other legacy CUDA tensor types."""
+    return name.startswith("torch.cuda.") and name.endswith("Tensor") and name[len("torch.cuda."):] in \
+        torch_facts.RAISES_OFF_CUDA
 
 
 def _span(node: ast.expr) -> tuple[int, int, int, int]:

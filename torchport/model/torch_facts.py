@@ -42,6 +42,14 @@ CUDA_ACCELERATORS = frozenset({"cuda", "gpu"})
 GROUP_CUDA_LAYERS = frozenset({"torch.nn.SyncBatchNorm", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
                                "torch.nn.modules.batchnorm.SyncBatchNorm"})
 
+# Calls whose arguments are text or container keys, not devices: a CUDA device string given to them places
+# nothing. Given positionally to any other call the model cannot follow, it is where that call puts data.
+TEXT_CALLS = frozenset({"print", "format", "join", "startswith", "endswith", "replace", "split", "append", "write",
+                        "info", "debug", "warning", "warn", "error", "get", "setdefault", "pop", "index", "count",
+                        "add_argument", "set_defaults", "add", "extend", "insert", "remove", "str", "isinstance",
+                        "getattr", "hasattr", "setattr"})
+CUDA_SPEC = re.compile(r"cuda(?::\d+)?")
+
 # Process-group backends that need CUDA.
 CUDA_BACKENDS = frozenset({"nccl"})
 

@@ -183,7 +183,8 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
             return result
         narrowed = settings.for_file(result.path)
         if syntax is not None and tree is not None and narrowed.select in ((), ("ALL",)) and not narrowed.ignore:
-            _hold_half_ports(text, migration, syntax, tree, gates)  # a narrowed rule set: a partial port asked for
+            _hold_half_ports(text, migration, syntax, tree, gates,  # a narrowed rule set: a partial port asked for
+                             closed=result.path.suffix == ".ipynb")
     result.migrated = migration.code
     result.rewrites = migration.rewrites
     result.diagnostics = migration.diagnostics
@@ -193,16 +194,18 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
 
 
 def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tree: ast.Module,
-                     gates: frozenset[str] = frozenset()) -> None:
+                     gates: frozenset[str] = frozenset(), closed: bool = False) -> None:
     """Put back the hunks of ``migration`` that no path off CUDA runs clean (`torchport.model.check`): their
     sites leave the rewrites, and one TP110 note per stop says where the path still stops. ``gates``: local names
-    of the CUDA gates and CUDA-only functions other modules define."""
+    of the CUDA gates and CUDA-only functions other modules define. ``closed``: nothing imports the module (a
+    notebook), so a function it never names never runs."""
     from torchport.codemods.api import suppressions
     from torchport.codemods.core.reasons import HALF_PORT, note
     from torchport.model.check import check_port
     from torchport.results import Diagnostic
 
-    checked = check_port(original, migration.code, frozenset(suppressions(migration.code)), syntax, tree, gates)
+    checked = check_port(original, migration.code, frozenset(suppressions(migration.code)), syntax, tree, gates,
+                         closed)
     if not checked.held:
         return
     migration.code = checked.code

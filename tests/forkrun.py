@@ -6,9 +6,9 @@ codes, environment variables read by torchport), not for ``import torch`` itself
 about 2 CPU-seconds per interpreter, and a child forked from a multiprocessing fork server that preloaded it
 costs a few milliseconds. The child sees what ``python ARGS`` would see: ``sys.argv``, ``sys.path`` (the
 script's folder or the working folder, then ``PYTHONPATH``, then the interpreter's default path), the
-environment, ``__main__``, atexit handlers, and the exit code of ``SystemExit`` or of an uncaught exception.
-Not for code that must see torch imported after something else (an environment variable torch reads at
-import) or that runs torch.distributed.run workers needing a second torch import anyway.
+environment, warning filters (``-W``, ``PYTHONWARNINGS``), ``__main__``, atexit handlers, and the exit code
+of ``SystemExit`` or of an uncaught exception. Not for code that must see torch imported after something
+else (an environment variable torch reads at import), nor for interpreter options other than -W and -u.
 """
 
 from __future__ import annotations
@@ -72,10 +72,11 @@ def _child(args: list[str], cwd: str, env: dict[str, str], out: str, err: str, b
     os.environ.update(env)
     atexit._clear()  # the fork server's handlers are not this program's
     args = list(args)
+    options = [o for o in env.get("PYTHONWARNINGS", "").split(",") if o]
     while args and args[0] in ("-W", "-u"):
-        option = args.pop(0)
-        if option == "-W":
-            warnings.simplefilter(args.pop(0))  # type: ignore[arg-type]
+        if args.pop(0) == "-W":
+            options.append(args.pop(0))
+    warnings._processoptions(options)  # type: ignore[attr-defined] - what the interpreter does with -W
     extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     code = 0
     try:

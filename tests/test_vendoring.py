@@ -13,6 +13,7 @@ import sys
 import types
 from pathlib import Path
 
+import forkrun
 import pytest
 from typer.testing import CliRunner
 
@@ -161,9 +162,8 @@ def test_a_package_and_the_scripts_that_import_it_share_the_package_copy(tmp_pat
         f"mingpt/{MODULE_NAME}.py"]
     adder = (tmp_path / "projects/adder/adder.py").read_text()
     assert f"from mingpt import {MODULE_NAME} as tp, trainer\n" in adder and "sys.path" not in adder
-    done = subprocess.run([sys.executable, "-c", HIDE_TORCHPORT + "import runpy; runpy.run_path("
-                           "'projects/adder/adder.py')"], cwd=tmp_path, env={**ENV, "PYTHONPATH": str(tmp_path)},
-                          capture_output=True, text=True, timeout=120)
+    done = forkrun.run(["-c", HIDE_TORCHPORT + "import runpy; runpy.run_path('projects/adder/adder.py')"],
+                       cwd=tmp_path, env={**ENV, "PYTHONPATH": str(tmp_path)}, timeout=120)
     assert done.returncode == 0 and done.stdout == "cpu\n", done.stderr
 
 

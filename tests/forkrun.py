@@ -5,15 +5,18 @@ text=True)`` in tests that need a fresh process for what it runs (import side ef
 codes, environment variables read by torchport), not for ``import torch`` itself: ``import torch`` costs
 about 2 CPU-seconds per interpreter, and a child forked from a multiprocessing fork server that preloaded it
 costs a few milliseconds. The child sees what ``python ARGS`` would see: ``sys.argv``, ``sys.path`` (the
-script's folder or the working folder, then ``PYTHONPATH``, then the interpreter's default path), the
-environment, warning filters (``-W``, ``PYTHONWARNINGS``), ``__main__``, atexit handlers, and the exit code
-of ``SystemExit`` or of an uncaught exception. Not for code that must see torch imported after something
+script's folder or the working folder, then ``PYTHONPATH``, then the interpreter's default path; a
+``sitecustomize`` on ``PYTHONPATH`` runs first), the environment, warning filters (``-W``,
+``PYTHONWARNINGS``), ``__main__``, atexit handlers, and the exit code of ``SystemExit`` or of an uncaught
+exception. Not for code that must see torch imported after something
 else (an environment variable torch reads at import), nor for interpreter options other than -W and -u.
 """
 
 from __future__ import annotations
 
 import atexit
+import importlib
+import importlib.util
 import multiprocessing
 import os
 import runpy
@@ -77,22 +80,24 @@ def _child(args: list[str], cwd: str, env: dict[str, str], out: str, err: str, b
         if args.pop(0) == "-W":
             options.append(args.pop(0))
     warnings._processoptions(options)  # type: ignore[attr-defined] - what the interpreter does with -W
-    extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[:] = [*(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p), *base_path]
     code = 0
     try:
+        if importlib.util.find_spec("sitecustomize") is not None:  # a PYTHONPATH's: site imports it at start-up
+            importlib.import_module("sitecustomize")
         if args[0] == "-c":
             sys.argv = ["-c", *args[2:]]
-            sys.path[:] = [os.getcwd(), *extra, *base_path]
+            sys.path.insert(0, os.getcwd())
             main = type(sys)("__main__")
             sys.modules["__main__"] = main
             exec(compile(args[1], "<string>", "exec"), vars(main))  # noqa: S102 - the test's own program
         elif args[0] == "-m":
             sys.argv = [args[1], *args[2:]]
-            sys.path[:] = [os.getcwd(), *extra, *base_path]
+            sys.path.insert(0, os.getcwd())
             runpy.run_module(args[1], run_name="__main__", alter_sys=True)
         else:
             sys.argv = list(args)
-            sys.path[:] = [str(Path(args[0]).resolve().parent), *extra, *base_path]
+            sys.path.insert(0, str(Path(args[0]).resolve().parent))
             runpy.run_path(args[0], run_name="__main__")
     except SystemExit as exc:
         code = _exit_code(exc)

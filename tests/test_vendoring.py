@@ -120,8 +120,7 @@ def _run_hidden(script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     hide = cwd / "_hide_torchport"
     hide.mkdir(exist_ok=True)
     (hide / "sitecustomize.py").write_text(HIDE_TORCHPORT)
-    return subprocess.run([sys.executable, str(script)], cwd=cwd, env={**ENV, "PYTHONPATH": str(hide)},
-                          capture_output=True, text=True, timeout=120)
+    return forkrun.run([str(script)], cwd=cwd, env={**ENV, "PYTHONPATH": str(hide)}, timeout=120)
 
 
 def test_scripts_in_several_folders_share_one_copy_at_the_root(tmp_path: Path) -> None:

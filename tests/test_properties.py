@@ -36,6 +36,9 @@ except ImportError:  # pragma: no cover - in the test extra; skip cleanly where 
     hypothesmith = None
 
 needs_hypothesmith = pytest.mark.skipif(hypothesmith is None, reason="hypothesmith is not installed")
+# One strategy for every test, built at its first draw: each from_grammar() builds a LALR parser of CPython's grammar
+# (seconds), which the import of this module used to pay four times.
+PYTHON_PROGRAMS = st.just("") if hypothesmith is None else st.deferred(hypothesmith.from_grammar)
 
 
 def examples(count: int) -> settings:
@@ -217,14 +220,14 @@ def test_programs_seeded_with_cuda_constructs_default_settings(source: str) -> N
 
 @needs_hypothesmith
 @examples(40)
-@given(st.just("") if hypothesmith is None else hypothesmith.from_grammar())
+@given(PYTHON_PROGRAMS)
 def test_random_valid_programs(source: str) -> None:
     check_migration(source)
 
 
 @needs_hypothesmith
 @examples(40)
-@given(st.just("") if hypothesmith is None else hypothesmith.from_grammar(),
+@given(PYTHON_PROGRAMS,
        st.lists(st.sampled_from(EXPRESSIONS), min_size=1, max_size=4), run_settings())
 def test_random_valid_programs_with_cuda_appended(program: str, snippets: list[str], run: Settings) -> None:
     lines = ["import torch", *(f"v{i} = " + s.format(t="torch", x="x") for i, s in enumerate(snippets))]
@@ -313,7 +316,7 @@ def test_fuzz_programs_seeded_with_cuda_constructs(source: str, run: Settings) -
 @pytest.mark.fuzz
 @needs_hypothesmith
 @fuzz(1000)
-@given(st.just("") if hypothesmith is None else hypothesmith.from_grammar(),
+@given(PYTHON_PROGRAMS,
        st.lists(st.sampled_from(EXPRESSIONS), min_size=1, max_size=4), run_settings())
 def test_fuzz_random_valid_programs_with_cuda_appended(program: str, snippets: list[str], run: Settings) -> None:
     test_random_valid_programs_with_cuda_appended.hypothesis.inner_test(program, snippets, run)  # type: ignore[attr-defined]
@@ -322,7 +325,7 @@ def test_fuzz_random_valid_programs_with_cuda_appended(program: str, snippets: l
 @pytest.mark.fuzz
 @needs_hypothesmith
 @fuzz(1000)
-@given(st.just("") if hypothesmith is None else hypothesmith.from_grammar())
+@given(PYTHON_PROGRAMS)
 def test_fuzz_random_valid_programs(source: str) -> None:
     check_migration(source)
 

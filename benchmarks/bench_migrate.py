@@ -161,8 +161,8 @@ def tree_table(root: Path, repeat: int, warm_runs: int) -> None:
 def sites_table(sizes: list[int], repeat: int) -> None:
     """Print the cold check of one file of n one-site lines, for each n in ``sizes``: cost per site."""
     print(f"\none generated file of n one-site lines, torchport cold --check -j 1 --no-cache; {_load()}")
-    print(f"{'sites':>7} {'wall s':>8} {'peak MB':>8} {'us/site':>9} {'KB/site':>8} {'marginal us/site':>17} "
-          f"{'marginal KB/site':>17}")
+    print(f"{'sites':>7} {'wall s':>8} {'cpu s':>8} {'peak MB':>8} {'us/site':>9} {'cpu us/site':>12} "
+          f"{'KB/site':>8} {'marginal us/site':>17} {'marginal cpu us/site':>21} {'marginal KB/site':>17}")
     previous: tuple[int, dict[str, float]] | None = None
     for n in sizes:
         with tempfile.TemporaryDirectory() as folder:
@@ -172,9 +172,10 @@ def sites_table(sizes: list[int], repeat: int) -> None:
         if previous:
             sites, before = n - previous[0], previous[1]
             marginal = (f"{(run['wall'] - before['wall']) / sites * 1e6:>17.1f} "
+                        f"{(run['cpu'] - before['cpu']) / sites * 1e6:>21.1f} "
                         f"{(run['peak_mb'] - before['peak_mb']) * 1024 / sites:>17.2f}")
-        print(f"{n:>7} {run['wall']:>8.2f} {run['peak_mb']:>8.0f} {run['wall'] / n * 1e6:>9.1f} "
-              f"{run['peak_mb'] * 1024 / n:>8.2f} {marginal}")
+        print(f"{n:>7} {run['wall']:>8.2f} {run['cpu']:>8.2f} {run['peak_mb']:>8.0f} {run['wall'] / n * 1e6:>9.1f} "
+              f"{run['cpu'] / n * 1e6:>12.1f} {run['peak_mb'] * 1024 / n:>8.2f} {marginal}")
         previous = (n, run)
     print(f"({_load()})")
 

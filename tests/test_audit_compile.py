@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
+import forkrun
 import pytest
 import torch
 
@@ -86,18 +85,10 @@ print("done", cuda.device_count() >= 0, sum(counters["graph_break"].values()))  
 PLAIN = 'import sys\nimport torch\nprint(sys.argv[1:])\ngetattr(torch, "cuda").is_available()\nsys.exit(3)\n'
 
 
-class Started:
-    """A subprocess started now, its output going to files; :meth:`result` waits for it."""
-
-    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
-        self.out, self.err = cwd / "stdout.txt", cwd / "stderr.txt"
-        with open(self.out, "w") as out, open(self.err, "w") as err:
-            self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, text=True)
-
-    def result(self) -> tuple[int, str, str]:
-        """``(returncode, stdout, stderr)``."""
-        code = self.proc.wait(timeout=300)
-        return code, self.out.read_text(), self.err.read_text()
+def _result(run: forkrun.Started) -> tuple[int, str, str]:
+    """``(returncode, stdout, stderr)`` of a program :func:`programs` started."""
+    done = run.wait(timeout=300)
+    return done.returncode, done.stdout, done.stderr
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -118,17 +109,15 @@ def programs(tmp_path_factory):
     assert migrated and "x.to(tp.device())" in migrated and 'getattr(torch, "cuda")' in migrated
     (folder / "train.py").write_text(migrated)
     started = {"train_source": migrated}
-    started["train"] = Started([sys.executable, "train.py"], folder, {
+    started["train"] = forkrun.start(["train.py"], cwd=folder, env={
         **env, "TORCHPORT_AUDIT": "1", "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
         "TORCHINDUCTOR_COMPILE_THREADS": "1"})
     folder = tmp_path_factory.mktemp("plain")
     (folder / "plain.py").write_text(PLAIN)
-    started["plain"] = Started([sys.executable, "-m", "torchport.checks.audit", "plain.py", "a", "-b"], folder, env)
+    started["plain"] = forkrun.start(["-m", "torchport.checks.audit", "plain.py", "a", "-b"], cwd=folder, env=env)
     yield started
     for run in (started["train"], started["plain"]):
-        if run.proc.poll() is None:
-            run.proc.kill()
-            run.proc.wait()
+        run.kill()
 
 
 @pytest.fixture
@@ -164,7 +153,7 @@ def test_device_request_in_compiled_code_is_recorded_when_traced_not_in_generate
 
 
 def test_python_m_audit_runs_a_program_that_never_imports_the_runtime(programs):
-    code, out, err = programs["plain"].result()
+    code, out, err = _result(programs["plain"])
     assert (code, out) == (3, "['a', '-b']\n"), err
     assert err.splitlines() == [
         "plain.py:4: TPA01 torch.cuda.is_available touched at run time",
@@ -182,14 +171,14 @@ def test_python_m_audit_usage(capsys):
 
 
 def test_migrated_code_compiles_fullgraph_with_no_graph_break_under_audit(programs):
-    code, out, err = programs["train"].result()
+    code, out, err = _result(programs["train"])
     assert code == 0, err
     assert out.splitlines()[0] == "model graph breaks 0 0"
     assert "model.py" not in err and "<" not in err.replace("[torchport audit]", ""), err
 
 
 def test_leftover_inside_compiled_code_is_reported_at_its_own_line(programs):
-    code, out, err = programs["train"].result()
+    code, out, err = _result(programs["train"])
     assert code == 0, err
     assert out.splitlines()[1] == "done True 0"  # ran to the end, no graph break
     lines = programs["train_source"].splitlines()

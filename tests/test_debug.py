@@ -6,9 +6,8 @@ import io
 import math
 import os
 import re
-import subprocess
-import sys
 
+import forkrun
 import pytest
 import torch
 from torch import nn
@@ -162,8 +161,8 @@ def test_repeated_calls_get_an_index_and_flush_writes(tmp_path):
 
 def test_runtime_import_does_not_import_debug():
     code = "import sys, torchport.runtime; print('torchport.checks.debug' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    out = forkrun.run(["-c", code], cwd=os.getcwd(), env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
 
 

@@ -5,17 +5,19 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+import forkrun
 import torch
 
-EXAMPLE = Path(__file__).parent.parent / "examples" / "cuda_train"
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "cuda_train"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
-def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=300)
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` in ``cwd``, forked from a process that imported torch (see forkrun.py)."""
+    return forkrun.run(list(args), cwd=cwd, env=ENV, timeout=300)
 
 
 def test_migrated_example_runs_here(tmp_path: Path) -> None:
@@ -26,10 +28,10 @@ def test_migrated_example_runs_here(tmp_path: Path) -> None:
     if not torch.cuda.is_available():
         assert original.returncode != 0, "the example must need CUDA before migration"
 
-    migrated = _run("-m", "torchport", "migrate", str(target), "--apply")
+    migrated = _run("-m", "torchport", "migrate", str(target), "--apply", cwd=REPO)
     assert migrated.returncode == 0, migrated.stderr
     assert "from torchport import runtime as tp" in (target / "train.py").read_text()
-    assert _run("-m", "torchport", "migrate", str(target), "--check").returncode == 0
+    assert _run("-m", "torchport", "migrate", str(target), "--check", cwd=REPO).returncode == 0
 
     run = _run("train.py", "--steps", "5", cwd=target)
     assert run.returncode == 0, run.stderr

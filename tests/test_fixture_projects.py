@@ -8,9 +8,9 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+import forkrun
 import pytest
 from typer.testing import CliRunner
 
@@ -41,7 +41,8 @@ def _ported(name: str, tmp_path: Path, *options: str) -> Path:
 
 
 def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], cwd=folder, env=ENV, capture_output=True, text=True, timeout=120)
+    """``python ARGS`` in ``folder``, forked from a process that imported torch (torchrun's workers start afresh)."""
+    return forkrun.run(list(args), cwd=folder, env=ENV, timeout=120)
 
 
 def test_a_ddp_template_that_asserts_cuda_trains_under_torchrun_on_the_cpu(tmp_path: Path) -> None:

@@ -36,6 +36,9 @@ except ImportError:  # pragma: no cover - in the test extra; skip cleanly where 
     hypothesmith = None
 
 needs_hypothesmith = pytest.mark.skipif(hypothesmith is None, reason="hypothesmith is not installed")
+# One strategy for every test, built at its first draw: each from_grammar() builds a LALR parser of CPython's grammar
+# (seconds), which the import of this module used to pay four times.
+PYTHON_PROGRAMS = st.just("") if hypothesmith is None else st.deferred(hypothesmith.from_grammar)
 
 
 def examples(count: int) -> settings:
@@ -203,28 +206,28 @@ def check_migration(source: str, run: Settings = Settings()) -> str:
     return code
 
 
-@examples(100)
+@examples(40)
 @given(cuda_programs(), run_settings())
 def test_programs_seeded_with_cuda_constructs(source: str, run: Settings) -> None:
     check_migration(source, run)
 
 
-@examples(50)
+@examples(20)
 @given(cuda_programs())
 def test_programs_seeded_with_cuda_constructs_default_settings(source: str) -> None:
     check_migration(source)
 
 
 @needs_hypothesmith
-@examples(80)
-@given(st.just("") if hypothesmith is None else hypothesmith.from_grammar())
+@examples(40)
+@given(PYTHON_PROGRAMS)
 def test_random_valid_programs(source: str) -> None:
     check_migration(source)
 
 
 @needs_hypothesmith
-@examples(80)
-@given(st.just("") if hypothesmith is None else hypothesmith.from_grammar(),
+@examples(40)
+@given(PYTHON_PROGRAMS,
        st.lists(st.sampled_from(EXPRESSIONS), min_size=1, max_size=4), run_settings())
 def test_random_valid_programs_with_cuda_appended(program: str, snippets: list[str], run: Settings) -> None:
     lines = ["import torch", *(f"v{i} = " + s.format(t="torch", x="x") for i, s in enumerate(snippets))]
@@ -267,7 +270,7 @@ def rule_example_programs(draw: st.DrawFn) -> str:
     return "".join(parts)
 
 
-@examples(60)
+@examples(30)
 @given(st.one_of(cuda_programs(), rule_example_programs()), run_settings())
 def test_skipping_quiet_statements_changes_nothing(source: str, run: Settings) -> None:
     import torchport.codemods.core.transformer as transformer
@@ -296,7 +299,8 @@ def _migrate_without_skipping(source: str, run: Settings, transformer: object) -
 
 
 # ---- long fuzz runs, by hand: `python -m pytest -m fuzz tests/test_properties.py` ------------------------
-# Random draws (not derandomized) and many examples: they look for new cases; the default run above is fixed.
+# Random draws (not derandomized) and many examples: they look for new cases; the default run above is fixed
+# and small (40 examples or fewer each, to keep the default suite under 3 minutes on 2 cores).
 
 def fuzz(count: int) -> settings:
     return settings(max_examples=count, deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -312,7 +316,22 @@ def test_fuzz_programs_seeded_with_cuda_constructs(source: str, run: Settings) -
 @pytest.mark.fuzz
 @needs_hypothesmith
 @fuzz(1000)
-@given(st.just("") if hypothesmith is None else hypothesmith.from_grammar(),
+@given(PYTHON_PROGRAMS,
        st.lists(st.sampled_from(EXPRESSIONS), min_size=1, max_size=4), run_settings())
 def test_fuzz_random_valid_programs_with_cuda_appended(program: str, snippets: list[str], run: Settings) -> None:
     test_random_valid_programs_with_cuda_appended.hypothesis.inner_test(program, snippets, run)  # type: ignore[attr-defined]
+
+
+@pytest.mark.fuzz
+@needs_hypothesmith
+@fuzz(1000)
+@given(PYTHON_PROGRAMS)
+def test_fuzz_random_valid_programs(source: str) -> None:
+    check_migration(source)
+
+
+@pytest.mark.fuzz
+@fuzz(1000)
+@given(st.one_of(cuda_programs(), rule_example_programs()), run_settings())
+def test_fuzz_skipping_quiet_statements_changes_nothing(source: str, run: Settings) -> None:
+    test_skipping_quiet_statements_changes_nothing.hypothesis.inner_test(source, run)  # type: ignore[attr-defined]

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
 import sys
 import textwrap
 import threading
 import time
 
+import forkrun
 import pytest
 import torch
 
@@ -378,8 +378,7 @@ def _in_a_child(body: str, tmp_path) -> None:
     script = ("import os, sys, pytest, torch\nimport torch.distributed as dist\nfrom torchport import runtime as tp\n"
               f"store = {str(tmp_path / 'store')!r}\n" + textwrap.dedent(body)
               + "print('ok', flush=True)\nos._exit(0)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    done = forkrun.run(["-c", script], cwd=os.getcwd(), env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=120)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
 
 

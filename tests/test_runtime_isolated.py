@@ -1,12 +1,11 @@
 """torchport.runtime tests of the pick itself and of simulated backends.
 
-Fresh interpreters (subprocesses): import side effects, TORCHPORT_DEVICE=cpu end
+Fresh processes (forked from one that imported torch, see forkrun.py): import side effects, TORCHPORT_DEVICE=cpu end
 to end, and the CUDA/XPU/MPS paths simulated by faking availability (nothing
 touches real hardware; the CUDA-path checks replace ``torch.cuda`` functions by
 recorders and assert the runtime called them with the arguments unchanged).
 Every script of this module starts at once, in parallel, when the first test
-needs one (a fresh interpreter mostly waits on ``import torch``); each test
-then checks its script's output.
+needs one; each test then checks its script's output.
 
 In process, with ``_backend._forget()`` before and after: TORCHPORT_DEVICE
 errors at first use, an index pin, and the first use inside ``torch.compile``.
@@ -16,11 +15,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
+import forkrun
 import pytest
 import torch
 
@@ -35,7 +33,7 @@ NO_ACCELERATOR = not (
 needs_no_accelerator = pytest.mark.skipif(not NO_ACCELERATOR, reason="fakes accelerators")
 
 SCRIPTS: dict[str, tuple[str, str | None]] = {}  # name -> (code, TORCHPORT_DEVICE)
-_running: dict[str, subprocess.Popen] = {}
+_running: dict[str, forkrun.Started] = {}
 _done: dict[str, tuple[int, str, str]] = {}
 
 
@@ -54,10 +52,7 @@ def _start(name: str) -> None:
     env["OMP_NUM_THREADS"] = "1"
     if device is not None:
         env[ENV_VAR] = device
-    _running[name] = subprocess.Popen(
-        [sys.executable, "-W", "ignore", "-c", code], cwd=REPO, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
+    _running[name] = forkrun.start(["-W", "ignore", "-c", code], cwd=REPO, env=env)
 
 
 def run(name: str) -> tuple[int, str, str]:
@@ -66,8 +61,8 @@ def run(name: str) -> tuple[int, str, str]:
         for other in SCRIPTS:
             _start(other)
     if name not in _done:
-        out, err = _running[name].communicate(timeout=300)
-        _done[name] = (_running[name].returncode, out, err)
+        done = _running[name].wait(timeout=300)
+        _done[name] = (done.returncode, done.stdout, done.stderr)
     return _done[name]
 
 
@@ -79,9 +74,7 @@ def run_json(name: str) -> dict:
 
 def teardown_module() -> None:
     for proc in _running.values():
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        proc.kill()
 
 
 # --- import hygiene and the lazy pick ----------------------------------------

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
+import forkrun
 import pytest
 import torch
 from typer.testing import CliRunner
@@ -26,8 +26,7 @@ HIDE_TORCHPORT = "import sys; sys.modules['torchport'] = None; sys.path.insert(0
 
 
 def _run(folder: Path, code: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", HIDE_TORCHPORT + code], cwd=folder, env=ENV,
-                          capture_output=True, text=True, timeout=timeout)
+    return forkrun.run(["-c", HIDE_TORCHPORT + code], cwd=folder, env=ENV, timeout=timeout)
 
 
 def test_vendored_module_imports_with_torch_alone(tmp_path: Path) -> None:
@@ -168,8 +167,7 @@ def test_native_ddp_trains_with_gloo_on_two_processes(tmp_path: Path) -> None:
     assert "torchport" not in migrated.code and "cuda" not in migrated.code.replace('"cuda"', "")
     assert "DEVICE = torch.accelerator.current_accelerator() if torch.accelerator.device_count()" in migrated.code
     (tmp_path / "ddp.py").write_text(migrated.code)
-    done = subprocess.run([sys.executable, "ddp.py", str(tmp_path / "store")], cwd=tmp_path, env=ENV,
-                          capture_output=True, text=True, timeout=120)
+    done = forkrun.run(["ddp.py", str(tmp_path / "store")], cwd=tmp_path, env=ENV, timeout=120)
     assert done.returncode == 0, done.stderr
     losses = dict(re.findall(r"rank (\d) loss ([\d.]+)", done.stdout))  # two processes share stdout
     assert set(losses) == {"0", "1"} and losses["0"] == losses["1"]  # DDP kept the ranks in step

@@ -457,17 +457,30 @@ main()
 """
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
-def test_signal_during_apply_leaves_every_file_wholly_old_or_wholly_new(tmp_path: Path, signum: int) -> None:
-    root = tmp_path / "src"
+@pytest.fixture(scope="module")
+def signal_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """The 30 files the signal tests migrate: ``(old, new)`` bytes by file name, ported once for all of them."""
+    root = tmp_path_factory.mktemp("signal") / "src"
     root.mkdir()
-    old: dict[Path, bytes] = {}
+    old: dict[str, bytes] = {}
     for i in range(30):
         path = root / f"m{i:02d}.py"
         path.write_text(f"import torch\n\nx{i} = torch.zeros({i}).cuda()\ntorch.cuda.synchronize()\n" + "# pad\n" * i)
-        old[path] = path.read_bytes()
-    new = {r.path: (r.migrated or "").encode() for r in runner.run(list(discover([root])), jobs=2)}
-    assert all(new[p] != old[p] for p in old)
+        old[path.name] = path.read_bytes()
+    new = {r.path.name: (r.migrated or "").encode() for r in runner.run(list(discover([root])), jobs=2)}
+    assert all(new[name] != old[name] for name in old)
+    return old, new
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_signal_during_apply_leaves_every_file_wholly_old_or_wholly_new(
+        tmp_path: Path, signum: int, signal_tree: tuple[dict[str, bytes], dict[str, bytes]]) -> None:
+    root = tmp_path / "src"
+    root.mkdir()
+    for name, text in signal_tree[0].items():
+        (root / name).write_bytes(text)
+    old = {root / name: text for name, text in signal_tree[0].items()}
+    new = {root / name: text for name, text in signal_tree[1].items()}
     first = root / "m00.py"  # written first: the files are written in the order found
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_CLI, str(root)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"})

@@ -13,6 +13,7 @@ import sys
 import types
 from pathlib import Path
 
+import forkrun
 import pytest
 from typer.testing import CliRunner
 
@@ -156,8 +157,7 @@ def _run_hidden(script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     hide = cwd / "_hide_torchport"
     hide.mkdir(exist_ok=True)
     (hide / "sitecustomize.py").write_text(HIDE_TORCHPORT)
-    return subprocess.run([sys.executable, str(script)], cwd=cwd, env={**ENV, "PYTHONPATH": str(hide)},
-                          capture_output=True, text=True, timeout=120)
+    return forkrun.run([str(script)], cwd=cwd, env={**ENV, "PYTHONPATH": str(hide)}, timeout=120)
 
 
 def test_scripts_in_several_folders_share_one_copy_at_the_root(tmp_path: Path) -> None:
@@ -198,9 +198,8 @@ def test_a_package_and_the_scripts_that_import_it_share_the_package_copy(tmp_pat
         f"mingpt/{MODULE_NAME}.py"]
     adder = (tmp_path / "projects/adder/adder.py").read_text()
     assert f"from mingpt import {MODULE_NAME} as tp, trainer\n" in adder and "sys.path" not in adder
-    done = subprocess.run([sys.executable, "-c", HIDE_TORCHPORT + "import runpy; runpy.run_path("
-                           "'projects/adder/adder.py')"], cwd=tmp_path, env={**ENV, "PYTHONPATH": str(tmp_path)},
-                          capture_output=True, text=True, timeout=120)
+    done = forkrun.run(["-c", HIDE_TORCHPORT + "import runpy; runpy.run_path('projects/adder/adder.py')"],
+                       cwd=tmp_path, env={**ENV, "PYTHONPATH": str(tmp_path)}, timeout=120)
     assert done.returncode == 0 and done.stdout == "cpu\n", done.stderr
 
 

@@ -210,3 +210,15 @@ def test_the_runtime_import_goes_to_the_first_cell_that_uses_it_where_that_comes
     assert cells == ["!pip install x", "from torchport import runtime as tp\nfrom mylib import build\n"
                      "model = build().to(tp.device())",
                      "import torch\nx = torch.ones(2).to(tp.device())\nprint(model(x))"]
+
+
+def test_a_cuda_only_note_names_its_guard_by_cell(tmp_path: Path) -> None:
+    nb = v4.new_notebook()
+    nb.cells = [v4.new_code_cell("import torch"), v4.new_code_cell("x = 1\nif torch.cuda.is_available():\n"
+                                                                     "    torch.cuda.set_device(0)")]
+    for index, cell in enumerate(nb.cells):
+        cell["id"] = f"c{index}"
+    nbformat.write(nb, tmp_path / "nb.ipynb")
+    result = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache"])
+    assert ("nb.ipynb:cell_2:3:5: TP110 left as written (TP010 would apply): [R01 cuda-only] this code runs only on "
+            "CUDA (under the CUDA guard at cell 2, line 2)") in result.stderr

@@ -37,6 +37,19 @@ except ImportError:  # pragma: no cover - in the test extra; skip cleanly where 
 
 needs_hypothesmith = pytest.mark.skipif(hypothesmith is None, reason="hypothesmith is not installed")
 
+_GRAMMAR = None if hypothesmith is None else hypothesmith.from_grammar()  # built once: building it is slow
+
+
+@st.composite
+def random_programs(draw: st.DrawFn) -> str:
+    """A program from CPython's grammar (hypothesmith), drawn without the SyntaxWarnings its own compile() of
+    random code prints (``1()``: 'int' object is not callable)."""
+    if _GRAMMAR is None:
+        return ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return draw(_GRAMMAR)
+
 
 def examples(count: int) -> settings:
     """A bounded number of examples and no deadline (a parse can take a while on a slow machine)."""
@@ -217,14 +230,14 @@ def test_programs_seeded_with_cuda_constructs_default_settings(source: str) -> N
 
 @needs_hypothesmith
 @examples(80)
-@given(st.just("") if hypothesmith is None else hypothesmith.from_grammar())
+@given(random_programs())
 def test_random_valid_programs(source: str) -> None:
     check_migration(source)
 
 
 @needs_hypothesmith
 @examples(80)
-@given(st.just("") if hypothesmith is None else hypothesmith.from_grammar(),
+@given(random_programs(),
        st.lists(st.sampled_from(EXPRESSIONS), min_size=1, max_size=4), run_settings())
 def test_random_valid_programs_with_cuda_appended(program: str, snippets: list[str], run: Settings) -> None:
     lines = ["import torch", *(f"v{i} = " + s.format(t="torch", x="x") for i, s in enumerate(snippets))]
@@ -312,7 +325,7 @@ def test_fuzz_programs_seeded_with_cuda_constructs(source: str, run: Settings) -
 @pytest.mark.fuzz
 @needs_hypothesmith
 @fuzz(1000)
-@given(st.just("") if hypothesmith is None else hypothesmith.from_grammar(),
+@given(random_programs(),
        st.lists(st.sampled_from(EXPRESSIONS), min_size=1, max_size=4), run_settings())
 def test_fuzz_random_valid_programs_with_cuda_appended(program: str, snippets: list[str], run: Settings) -> None:
     test_random_valid_programs_with_cuda_appended.hypothesis.inner_test(program, snippets, run)  # type: ignore[attr-defined]

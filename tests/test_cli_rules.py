@@ -90,3 +90,26 @@ def test_explain(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert "is-cuda" in result.stdout and "unsafe" in result.stdout and "tp.on_accelerator(x)" in result.stdout
     assert CliRunner().invoke(app, ["explain", "TP999"]).exit_code == 2
+
+
+def test_explain_says_what_every_rule_does_in_whole_lines() -> None:
+    from torchport.codemods.api import RULES
+
+    for code, rule in RULES.items():
+        result = CliRunner().invoke(app, ["explain", code])  # piped: 80 columns, which must not cut a line
+        lines = result.stdout.splitlines()
+        assert result.exit_code == 0 and lines[1] == rule.summary, code
+        label = "before:" if rule.kind == "rewrite" else "reported:"
+        shown = lines[lines.index(label) + 1:]
+        example = shown[:shown.index("after:")] if rule.after else shown[:len(rule.before.splitlines())]
+        assert example == ["    " + line for line in rule.before.splitlines()], code
+        if rule.after:
+            after = shown[shown.index("after:") + 1:][:len(rule.after.splitlines())]
+            assert after == ["    " + line for line in rule.after.splitlines()], code
+
+
+def test_explain_tp009_says_which_asserts_go_by_default() -> None:
+    out = CliRunner().invoke(app, ["explain", "TP009"]).stdout
+    assert "Applied by default to `assert torch.cuda.is_available()` outside tests" in out
+    assert "Applied only with --unsafe-fixes" not in out
+    assert "Applied only with --unsafe-fixes" in CliRunner().invoke(app, ["explain", "TP007"]).stdout

@@ -97,6 +97,13 @@ def test_the_readme_starts_with_the_two_commands() -> None:
     assert text.startswith("# torchport\n\n```bash\n" + TWO_COMMANDS + "```\n")
 
 
+def test_the_readme_says_how_to_get_the_cpu_wheel_right_below_them() -> None:
+    # On Linux, torch==2.13.0 from PyPI is the CUDA build with its nvidia-* wheels: a stock machine needs the CPU index.
+    blocks = re.findall(r"^```\w*\n(.*?)^```", README.read_text(), re.M | re.S)
+    assert blocks[1] == "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu\n"
+    assert "pip never pulls CUDA wheels" not in README.read_text()
+
+
 def test_nothing_points_outside_the_repository() -> None:
     texts = [README, *DOCS.glob("*.md"), *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "scripts").glob("*.py")]
     assert [p.name for p in texts if "shared/" in p.read_text()] == []

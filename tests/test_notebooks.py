@@ -3,15 +3,21 @@ counts, metadata and the JSON layout kept; a second run changes nothing."""
 
 from __future__ import annotations
 
+import io
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbformat import v4
+from rich.console import Console
 from typer.testing import CliRunner
 
 from torchport.cli import app
+from torchport.pipeline.runner import run_bytes
+from torchport.report.console import print_diff
 
 CELLS = [
     ("markdown", "# Train on `cuda`"),
@@ -46,7 +52,9 @@ def test_notebook_is_migrated_cell_by_cell_and_everything_else_is_kept(tmp_path:
     before_text = _notebook(path, indent)
     runner = CliRunner()
     dry = runner.invoke(app, ["migrate", str(tmp_path), "--no-cache"])
-    assert dry.exit_code == 0 and f"+++ b/{path}:cell_3" in dry.stdout and f"+++ b/{path}:cell_4" in dry.stdout
+    assert dry.exit_code == 0 and f"+++ b/{path}\n" in dry.stdout and ":cell_" not in dry.stdout  # a patch of the file
+    assert dry.stdout.count("\n+ ") == 3
+    assert '"source": "%%time\\nmodel = torch.nn.Linear(2, 2).to(tp.device())' in dry.stdout
     assert f"{path}:cell_4:2:9: TP001 [*]" in dry.stderr  # the line in its cell; %%time is line 1
     assert f"{path}:cell_6:2:5: TP001 [*]" in dry.stderr
     assert path.read_text() == before_text
@@ -72,6 +80,51 @@ def test_notebook_is_migrated_cell_by_cell_and_everything_else_is_kept(tmp_path:
 
     again = runner.invoke(app, ["migrate", str(tmp_path), "--check", "--no-cache"])
     assert again.exit_code == 0 and path.read_text(encoding="utf-8") == after_text
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(repo), *args],
+                          capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def test_the_dry_run_diff_is_a_patch_git_applies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _notebook(repo / "train.ipynb")
+    lines = {"cells": [{"cell_type": "code", "execution_count": None, "id": "a", "metadata": {}, "outputs": [],
+                        "source": ["import torch\n", "x = torch.ones(2).cuda()\n", "print(x)"]}],
+             "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (repo / "sub").mkdir()
+    (repo / "sub" / "lines.ipynb").write_text(json.dumps(lines, indent=2))  # no newline at its end
+    (repo / "train.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "init")
+    applied = tmp_path / "applied"
+    shutil.copytree(repo, applied)
+    monkeypatch.chdir(repo)
+    dry = CliRunner().invoke(app, ["migrate", ".", "--no-cache"])
+    assert dry.exit_code == 0, dry.stderr
+    (tmp_path / "port.patch").write_text(dry.stdout)
+    _git(repo, "apply", "--check", str(tmp_path / "port.patch"))
+    _git(repo, "apply", str(tmp_path / "port.patch"))
+    assert CliRunner().invoke(app, ["migrate", str(applied), "--apply", "--no-cache"]).exit_code == 0
+    changed = ["sub/lines.ipynb", "train.ipynb", "train.py"]
+    assert sorted(_git(repo, "diff", "--name-only").split()) == changed
+    for name in changed:
+        assert (repo / name).read_bytes() == (applied / name).read_bytes(), name
+
+
+def test_a_terminal_shows_a_notebooks_diff_per_cell(tmp_path: Path) -> None:
+    path = tmp_path / "train.ipynb"
+    _notebook(path)
+    result = run_bytes(path.read_bytes(), path, str(path))
+    shown = io.StringIO()
+    print_diff(Console(file=shown, force_terminal=True, width=200, color_system=None), result)
+    assert f"+++ b/{path}:cell_4" in shown.getvalue() and f"+++ b/{path}:cell_6" in shown.getvalue()
 
 
 def test_notebooks_count_in_statistics_and_json(tmp_path: Path) -> None:
@@ -157,3 +210,15 @@ def test_the_runtime_import_goes_to_the_first_cell_that_uses_it_where_that_comes
     assert cells == ["!pip install x", "from torchport import runtime as tp\nfrom mylib import build\n"
                      "model = build().to(tp.device())",
                      "import torch\nx = torch.ones(2).to(tp.device())\nprint(model(x))"]
+
+
+def test_a_cuda_only_note_names_its_guard_by_cell(tmp_path: Path) -> None:
+    nb = v4.new_notebook()
+    nb.cells = [v4.new_code_cell("import torch"), v4.new_code_cell("x = 1\nif torch.cuda.is_available():\n"
+                                                                     "    torch.cuda.set_device(0)")]
+    for index, cell in enumerate(nb.cells):
+        cell["id"] = f"c{index}"
+    nbformat.write(nb, tmp_path / "nb.ipynb")
+    result = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache"])
+    assert ("nb.ipynb:cell_2:3:5: TP110 left as written (TP010 would apply): [R01 cuda-only] this code runs only on "
+            "CUDA (under the CUDA guard at cell 2, line 2)") in result.stderr

@@ -194,3 +194,34 @@ def test_a_script_that_exits_unless_another_modules_predicate_answers_runs_only_
     assert script["runs_on"] == ["cuda"] and script["blockers"][0]["line"] == 5
     file = _migrated(tmp_path)["tp_example.py"]
     assert not file["changed"] and "[R06 cuda-only-program]" in file["diagnostics"][0]["message"]
+
+
+def test_every_blocker_is_shown_whole_and_a_notebooks_by_cell(tmp_path: Path) -> None:
+    import nbformat
+    from nbformat import v4
+
+    (tmp_path / "main.py").write_text("import torch\nimport a\nimport b\n\nif __name__ == '__main__':\n"
+                                      "    x = torch.ones(2).cuda()\n")
+    (tmp_path / "a.py").write_text("import torch\n\n\ndef f():\n    return torch.ones(2, dtype=torch.float64).cuda()\n")
+    (tmp_path / "b.py").write_text("import triton\n")
+    nb = v4.new_notebook()
+    nb.cells = [v4.new_markdown_cell("# CUDA"), v4.new_code_cell("import torch\nimport triton"),
+                v4.new_code_cell("x = torch.zeros(2).cuda()")]
+    for index, cell in enumerate(nb.cells):
+        cell["id"] = f"c{index}"
+    nbformat.write(nb, tmp_path / "nb.ipynb")
+    concise = CliRunner().invoke(app, ["programs", str(tmp_path), "--no-cache"]).stdout.splitlines()
+    assert concise == [  # both of main.py's MPS blockers, not the first alone
+        "main.py: script: runs on cuda; not mps: uses float64, which MPS lacks: on a Mac it runs on the CPU (a.py:5); "
+        "not mps, xpu, cpu: imports triton (GPU kernels) (b.py:1); 0 rewrite(s)",
+        "nb.ipynb: notebook: runs on cuda; not mps, xpu, cpu: imports triton (GPU kernels) (nb.ipynb:cell_2:2); "
+        "0 rewrite(s)"]
+    table = CliRunner().invoke(app, ["programs", str(tmp_path), "--no-cache", "--format", "full"]).stdout
+    assert len(table.splitlines()) == 2 + 2 + 1  # piped, nothing folded: header, rule, main.py's two lines, nb's one
+    for reason in ("mps: uses float64, which MPS lacks: on a Mac it runs on the CPU (a.py:5)",
+                   "mps, xpu, cpu: imports triton (GPU kernels) (b.py:1)",
+                   "mps, xpu, cpu: imports triton (GPU kernels) (nb.ipynb:cell_2:2)"):
+        assert reason in table
+    found = _programs(tmp_path)
+    assert {(b["cell"], b["line"]) for b in found["nb.ipynb"]["blockers"]} == {(2, 2)}
+    assert all("cell" not in b for b in found["main.py"]["blockers"])

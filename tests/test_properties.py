@@ -38,7 +38,19 @@ except ImportError:  # pragma: no cover - in the test extra; skip cleanly where 
 needs_hypothesmith = pytest.mark.skipif(hypothesmith is None, reason="hypothesmith is not installed")
 # One strategy for every test, built at its first draw: each from_grammar() builds a LALR parser of CPython's grammar
 # (seconds), which the import of this module used to pay four times.
-PYTHON_PROGRAMS = st.just("") if hypothesmith is None else st.deferred(hypothesmith.from_grammar)
+_GRAMMAR = st.just("") if hypothesmith is None else st.deferred(hypothesmith.from_grammar)
+
+
+@st.composite
+def _random_programs(draw: st.DrawFn) -> str:
+    """A program from CPython's grammar (hypothesmith), drawn without the SyntaxWarnings its own compile() of
+    random code prints (``1()``: 'int' object is not callable)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return draw(_GRAMMAR)
+
+
+PYTHON_PROGRAMS = _random_programs()
 
 
 def examples(count: int) -> settings:

@@ -422,7 +422,11 @@ def _migrate_stdin(err: Console, named: Path | None, settings: config.Settings, 
     stdout = sys.stdout.buffer
     if diff or mode.name == "check":
         if diff and result.changed:
-            stdout.write(unified_diff(result).encode())
+            try:
+                stdout.write(unified_diff(result).encode())
+            except ValueError as exc:  # a notebook whose cells cannot be put back
+                result.error = str(exc)
+                err.print(f"[red]error:[/] {escape(display)}: {escape(result.error)}", highlight=False, soft_wrap=True)
     elif result.changed:
         try:
             stdout.write(writes.output_text(result).encode(result.encoding))

@@ -21,6 +21,9 @@ from torchport.errors import TorchportError
 from torchport.pipeline import runner
 from torchport.pipeline.files import check_paths, discover
 
+# The width of a table written to a pipe or file: wide enough that no row is folded.
+_PIPED_WIDTH = 10_000
+
 
 class ProgramsFormat(str, Enum):
     full = "full"
@@ -48,6 +51,8 @@ def programs(
     from torchport.pipeline.programs import programs as find_programs  # loads the analysis (and LibCST)
 
     err, out = Console(stderr=True), Console()
+    if not out.is_terminal:  # piped: a table as wide as its rows, not cut to 80 columns
+        out = Console(width=_PIPED_WIDTH)
     try:
         if any(str(p) == "-" for p in paths):
             raise TorchportError("- (standard input) holds no project: give files or folders")
@@ -63,7 +68,7 @@ def programs(
     if fmt == ProgramsFormat.json:
         out.file.write(json.dumps({"programs": [p.as_json() for p in made]}, indent=2) + "\n")
     elif fmt == ProgramsFormat.concise:
-        lines(out, (f"{p.path}: {p.kind}: {p.verdict()}; {p.rewrites} rewrite(s)" for p in made))
+        lines(out, (f"{p.path}: {p.kind}: {p.verdict(every=True)}; {p.rewrites} rewrite(s)" for p in made))
     else:
         from rich.table import Table
 
@@ -71,7 +76,7 @@ def programs(
         for column in ("program", "kind", "runs on", "what keeps it off the others", "rewrites"):
             table.add_column(column, overflow="fold")
         for p in made:
-            kept = "\n".join(escape(reason) for reason in p.reasons())
+            kept = "\n".join(escape(reason) for reason in p.reasons(every=True))
             table.add_row(escape(p.path), p.kind, ", ".join(p.runs_on), kept, str(p.rewrites))
         out.print(table)
     failed = sum(1 for r in results if r.error)

@@ -61,13 +61,12 @@ def explain(code: Annotated[str, typer.Argument(help="A rule code or name (TP007
     reason = BY_ID.get(code.strip().upper()) or next((r for r in BY_ID.values() if r.slug == code.strip().lower()),
                                                      None)
     if reason is not None:
-        console = Console()
+        console = Console(soft_wrap=True)
         console.print(f"[bold]{reason.id}[/] {escape(reason.slug)}  (a reason code is left as written; TP110)",
                       highlight=False)
         console.print(escape(reason.sentence), highlight=False)
         console.print("\n[dim]left as written:[/]")
-        for line in reason.example.splitlines():
-            console.print(f"    {line}", highlight=False, markup=False)
+        _code(console, reason.example)
         return
 
     wanted = code.strip().lower().replace("_", "-")
@@ -77,14 +76,24 @@ def explain(code: Annotated[str, typer.Argument(help="A rule code or name (TP007
         Console(stderr=True).print(f"[red]error:[/] unknown rule {escape(repr(code))}; `torchport rules` lists them",
                                    highlight=False)
         raise typer.Exit(EXIT_FAILED)
-    console = Console()
+    console = Console(soft_wrap=True)  # lines whole when piped; a terminal wraps them itself
     console.print(f"[bold]{rule.code}[/] {escape(rule.name)}  ({rule.kind}, {rule.safety}"
                   + (f", effort {rule.effort}" if rule.effort else "") + ")", highlight=False)
     console.print(escape(rule.summary), highlight=False)
-    console.print("\n[dim]before:[/]")
-    console.print(f"    {rule.before}", highlight=False, markup=False)
+    console.print("\n[dim]before:[/]" if rule.after else "\n[dim]reported:[/]")
+    _code(console, rule.before)
     if rule.after:
         console.print("[dim]after:[/]")
-        console.print(f"    {rule.after}", highlight=False, markup=False)
+        _code(console, rule.after)
     if rule.safety == "unsafe":
-        console.print("\nApplied only with --unsafe-fixes; otherwise the site is reported.")
+        console.print("\n" + escape(rule.safety_note or "Applied only with --unsafe-fixes; otherwise the site is "
+                                     "reported."), highlight=False)
+    if rule.code == "TP110":
+        console.print("\nEach note names its reason (`[R03 cuda-gate]`): `torchport explain R03` shows one, "
+                      "docs/reasons.md lists them all.", highlight=False, markup=False)
+
+
+def _code(console: Console, code: str) -> None:
+    """Print ``code`` indented, every line of it, as it is (no markup, no highlighting)."""
+    for line in code.splitlines():
+        console.print(f"    {line}", highlight=False, markup=False)

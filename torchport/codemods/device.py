@@ -888,7 +888,8 @@ class DeviceTypeString(_StringRule):
     code = "TP004"
     moves_data = False
     name = "device-type-string"
-    summary = 'The device type "cuda" given as device_type= or assigned to a *type name.'
+    summary = ('The device type "cuda" given as device_type= or assigned to a *type name becomes the runtime\'s '
+               "device type.")
     before, after = 'device_type = "cuda"', "device_type = tp.device_type()"
     triggers = (r"cuda",)
     examples = (

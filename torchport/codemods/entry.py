@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchport.codemods.analysis.lacks import blocker
-from torchport.codemods.analysis.programs import NOTEBOOK_CELL, cell_at, is_program
+from torchport.codemods.analysis.programs import NOTEBOOK_CELL, is_program, where
 from torchport.codemods.core.base import Diagnostic, dotted_name
 from torchport.codemods.core.rule import Example, Rule
 from torchport.emit.placement import after_imports
@@ -61,7 +61,7 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
         found = blocker(m.source, m.syntax, certain=True)
         if found is None:
             return updated
-        reason = f"{found[1]}, {_where(m.source, found[0])}"
+        reason = f"{found[1]}, {where(m.source, found[0])}"
     if not m.enabled(KeepOffMps.code) or _has_call(updated):
         return updated
     # In a notebook, after the cell's `import torch`, where the runtime's import goes (its first cells often
@@ -76,12 +76,6 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
     m.sites.append(Diagnostic(KeepOffMps.code, line, 0, KeepOffMps.summary))
     call = cst.SimpleStatementLine([cst.Expr(m.runtime_call("avoid_mps", [cst.SimpleString(_quoted(reason))]))])
     return updated.with_changes(body=[*updated.body[:at], call, *updated.body[at:]])
-
-
-def _where(source: str, line: int) -> str:
-    """``line 12`` of a module; ``cell 9, line 3`` of a notebook's joined cells (cells counted from 1)."""
-    found = cell_at(source, line) if source.startswith(NOTEBOOK_CELL) else None
-    return f"line {line}" if found is None else f"cell {found[0] + 1}, line {found[1]}"
 
 
 def _imports_torch(statement: cst.BaseStatement) -> bool:

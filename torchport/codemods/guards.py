@@ -27,7 +27,7 @@ import libcst as cst
 
 from torchport.codemods import cuda_api
 from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
-from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, closed_functions, cuda_only_program
+from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, closed_functions, cuda_only_program, where
 from torchport.codemods.analysis.requirements import cuda_only_functions, cuda_only_import
 from torchport.codemods.core.base import (
     call_name,
@@ -232,16 +232,26 @@ _PORTABLE_IMPORT = re.compile(r"^(?:torch_npu|habana_frameworks|intel_extension_
                               r"(?:^|\.)accelerator(?:\.|$)")
 
 
-def _portable_or_cuda_only_module(m: Migrator, module: cst.Module) -> bool:
+def _guarded(m: Migrator, guard: cst.CSTNode, place: str) -> str:
+    """The TP110 detail of code that runs only on CUDA because of ``guard``: ``place`` (``"under the CUDA guard"``)
+    and the guard's line, so that the note names the check it kept."""
+    return (f"this code runs only on CUDA ({place} at {where(m.source, m.start(guard).line)}): a rewrite would "
+            "change nothing anywhere")
+
+
+def _portable_or_cuda_only_module(m: Migrator, module: cst.Module) -> tuple[Reason, str] | None:
     """A module written for several backends already (it imports an accelerator layer, e.g. DeepSpeed's
     ``get_accelerator``, or uses ``torch.accelerator``), or one that cannot run without CUDA at all (it
     imports triton or a CUDA-only library at its top level, unconditionally): its rewrites would change
-    nothing anywhere. Its diagnostics still run."""
-    if m.syntax is not None and ("accelerator" in m.source) and any(  # code, not a comment or a docstring
-            (isinstance(n, ast.Attribute) and n.attr == "accelerator" and isinstance(n.value, ast.Name)
-             and "torch" in m.imports.get(n.value.id, ())) or (isinstance(n, ast.Name) and n.id == "get_accelerator")
-            for n in ast.walk(m.syntax)):
-        return True
+    nothing anywhere. Its diagnostics still run. Returns the reason and the TP110 detail, or None."""
+    if m.syntax is not None and ("accelerator" in m.source):  # code, not a comment or a docstring
+        for n in ast.walk(m.syntax):
+            if isinstance(n, ast.Attribute) and n.attr == "accelerator" and isinstance(n.value, ast.Name) and (
+                    "torch" in m.imports.get(n.value.id, ())):
+                return SEVERAL_BACKENDS, "this module uses torch.accelerator: it supports several backends already"
+            if isinstance(n, ast.Name) and n.id == "get_accelerator":
+                return SEVERAL_BACKENDS, ("this module asks an accelerator layer (`get_accelerator`) for its device: "
+                                          "it supports several backends already")
     for statement in module.body:
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
@@ -251,9 +261,13 @@ def _portable_or_cuda_only_module(m: Migrator, module: cst.Module) -> bool:
                 names = [dotted_name(a.name) or "" for a in small.names]
             elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
                 names = [dotted_name(small.module) or ""]
-            if any(cuda_only_import(n) is not None or _PORTABLE_IMPORT.search(n) for n in names):
-                return True
-    return False
+            for name in names:
+                if (why := cuda_only_import(name)) is not None:
+                    return CUDA_ONLY_LIBRARY, f"at its top level this module {why}: it runs only on CUDA"
+                if _PORTABLE_IMPORT.search(name):
+                    return SEVERAL_BACKENDS, (f"this module imports {name}, a backend layer: it supports several "
+                                              "backends already")
+    return None
 
 
 def _sizing(m: Migrator) -> frozenset[str]:
@@ -671,7 +685,7 @@ class CudaGuard(Rule):
         after = False
         for statement in body:
             if after:
-                m.skip_region(statement)
+                m.skip_region(statement, CUDA_ONLY, _guarded(m, node, "after the CUDA check"))
             after = after or statement is node
 
     def _mixed(self, m: Migrator, function: cst.FunctionDef | None) -> bool:
@@ -691,8 +705,8 @@ class CudaGuard(Rule):
     def visit_Module(self, m: Migrator, node: cst.Module) -> None:
         if m.hold is None and "mps" in m.source and m.names_mps:
             m.hold = "this module already moves data to MPS itself; a runtime guard would add a second choice"
-        if _portable_or_cuda_only_module(m, node):
-            m.skip_region(node)
+        if (whole := _portable_or_cuda_only_module(m, node)) is not None:
+            m.skip_region(node, *whole)
         elif _only_data(node):  # its tables stay data (a lone `device = "cuda"` is still a setting to port)
             for statement in node.body:
                 for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
@@ -704,7 +718,8 @@ class CudaGuard(Rule):
                           "descriptors "
                           "that need no GPU")
         elif m.syntax is not None and (line := cuda_only_program(m.syntax, m.gates)) is not None:
-            m.skip_region(node)
+            m.skip_region(node, CUDA_ONLY_PROGRAM, "this program runs only where CUDA GPUs are (it checks at "
+                          f"{where(m.source, line)})")
             m.report_at(self.code, line, 0, f"{CUDA_ONLY_PROGRAM.tag} this program runs only where CUDA GPUs are "
                         "(it checks here); "
                         "left as written")
@@ -725,7 +740,7 @@ class CudaGuard(Rule):
     def visit_BooleanOperation(self, m: Migrator, node: cst.BooleanOperation) -> None:
         """``torch.version.cuda and torch.cuda.is_bf16_supported()``: the right side runs only on CUDA."""
         if isinstance(node.operator, cst.And) and _cuda_detection(m, node.left):
-            m.skip_region(node.right)
+            m.skip_region(node.right, CUDA_ONLY, _guarded(m, node.left, "after the CUDA check"))
 
     def visit_IfExp(self, m: Migrator, node: cst.IfExp) -> None:
         """``"cuda:0" if torch.cuda.is_available() and n > 0 else "cpu"``: the first branch runs only on CUDA."""
@@ -736,11 +751,12 @@ class CudaGuard(Rule):
                        f"availability idiom kept as written: {m.hold}")
             if _availability_based(m, node.test) and _scan(m, node.body).chooses:
                 m.fact("kept", node)
-            m.skip_region(node.body)
+            m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.test, "in the CUDA branch of the conditional"))
         elif (id(node) not in m.shared.idioms and isinstance(node.test, cst.UnaryOperation)
               and isinstance(node.test.operator, cst.Not) and _cuda_detection(m, node.test.expression)
               and not _availability_based(m, node.test.expression)):
-            m.skip_region(node.orelse)  # `"cpu" if not device.startswith("cuda") else "cuda"`
+            # `"cpu" if not device.startswith("cuda") else "cuda"`
+            m.skip_region(node.orelse, CUDA_ONLY, _guarded(m, node.test, "in the CUDA branch of the conditional"))
 
     def visit_If(self, m: Migrator, node: cst.If) -> None:
         parent = m.ancestors[-2] if len(m.ancestors) > 1 else None
@@ -779,14 +795,14 @@ class CudaGuard(Rule):
             self._keep(m, positive, node.test, HELD_CHOICE if portable else CUDA_ONLY,
                        f"CUDA guard kept as written: {m.hold}" if portable else
                        "CUDA guard kept: the code under it runs only on CUDA, as before")
-            m.skip_region(node.body)
+            m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.test, "under the CUDA guard"))
         elif _cuda_detection(m, node.test):
             if _availability_based(m, node.test) and _scan(m, node.body).chooses:
                 m.fact("kept", node)
-            m.skip_region(node.body)
+            m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.test, "under the CUDA guard"))
         elif _negated_detection(m, node.test):
             if node.orelse is not None:  # `if not x.is_cuda: ... else: <CUDA only>`
-                m.skip_region(node.orelse)
+                m.skip_region(node.orelse, CUDA_ONLY, _guarded(m, node.test, "in the else branch of the CUDA check"))
             if _exits(node.body):  # `if not torch.cuda.is_available(): return`: the rest of the block is CUDA only
                 self._skip_rest_of_block(m, node)
 
@@ -820,7 +836,7 @@ class CudaGuard(Rule):
                 and isinstance(it.args[-1].value, cst.Call) and not it.args[-1].value.args
                 and m.has_qname(it.args[-1].value.func, _COUNT)):
             self._keep(m, [it.args[-1].value], node, None)
-            m.skip_region(node.body)
+            m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.iter, "in the loop over CUDA devices"))
 
     def visit_FunctionDef(self, m: Migrator, node: cst.FunctionDef | cst.ClassDef) -> None:
         if node.name.value in m.store(self).get("own_gates", ()) and len(m.ancestors) <= 2:

@@ -102,10 +102,13 @@ class GpuRequiredAssert(Rule):
     code = "TP009"
     moves_data = False
     name = "gpu-required-assert"
-    summary = ("`assert torch.cuda.is_available()` stops the port on any other device; the fix removes it (safe "
-               "outside tests; an assert that counts GPUs needs --unsafe-fixes).")
+    summary = ("An assert that CUDA is there (`assert torch.cuda.is_available()`, a GPU count) stops every run off "
+               "CUDA; the fix removes it.")
     before, after = "assert torch.cuda.is_available()", "(removed)"
     safety = "unsafe"
+    safety_note = ("Applied by default to `assert torch.cuda.is_available()` outside tests where no CUDA-only library "
+                   "(apex, triton, ...) follows it in its block. An assert that counts GPUs (`device_count() > rank`), "
+                   "a test's assert, or one before CUDA-only code is removed only with --unsafe-fixes (else reported).")
     names = _GPU_TESTS
     examples = (
         Example("import torch\n# needs a GPU\nassert torch.cuda.is_available()  # hard requirement\nrun()\n",
@@ -412,8 +415,8 @@ class CudaOnlyImport(Rule):
     code = "TP208"
     moves_data = False
     name = "cuda-only-import"
-    summary = ("A CUDA-only library (apex, flash_attn, xformers, bitsandbytes, transformer_engine, pynvml, cupy, "
-               "numba.cuda).")
+    summary = ("An import of a CUDA-only library (apex, flash_attn, xformers, bitsandbytes, transformer_engine, "
+               "pynvml, cupy, numba.cuda): the code that uses it runs only on CUDA.")
     before = "import apex"
     safety, effort = "manual", "medium"
     triggers = (r"\b(?:apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda)\b", r"numba")

@@ -284,13 +284,31 @@ def render(result: NotebookResult) -> str:
     return _dumps(notebook, layout, ending)
 
 
+def text_diff(before: str, after: str, label: str) -> str:
+    """``before`` to ``after`` as a unified diff with git's ``a/label`` and ``b/label`` headers; a last line
+    without its newline is marked as ``diff`` and ``git apply`` expect."""
+    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                 f"a/{label}", f"b/{label}")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def file_diff(result: NotebookResult) -> str:
+    """The change to a notebook as a patch of its JSON file: the bytes read against those ``--apply`` writes
+    (`render`), so that ``git apply`` takes it.
+
+    Raises:
+        ValueError: as `render` does.
+    """
+    return text_diff(result.raw, render(result), result.display)
+
+
 def cell_diffs(result: NotebookResult) -> str:
-    """The change to a notebook as unified diffs, one per changed cell (``a/nb.ipynb:cell_3``)."""
+    """The change to a notebook as unified diffs, one per changed cell (``a/nb.ipynb:cell_3``): easier to read
+    than `file_diff`, but no patch (the paths name cells, not files).
+
+    Raises:
+        ValueError: when the migrated cells do not line up with the notebook's.
+    """
     old = {index: _unmask(source, result.magics) for index, (_, source) in split_cells(result.original or "").items()}
-    out: list[str] = []
-    for index, new in _new_sources(result).items():
-        label = f"{result.display}:cell_{index + 1}"
-        lines = difflib.unified_diff(old[index].splitlines(keepends=True), new.splitlines(keepends=True),
-                                     f"a/{label}", f"b/{label}")
-        out.extend(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
-    return "".join(out)
+    return "".join(text_diff(old[index], new, f"{result.display}:cell_{index + 1}")
+                   for index, new in _new_sources(result).items())

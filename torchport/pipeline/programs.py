@@ -21,12 +21,13 @@ import os
 import re
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from torchport.codemods.analysis.lacks import LACKS_TEXT
 from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, always_run, is_script
+from torchport.pipeline.notebooks import SUFFIX, locate
 from torchport.pipeline.project import _MEMO_LIMIT, Project, fewer_collections, lacking, parse, split_choice
 from torchport.results import Diagnostic, FileResult
 
@@ -57,12 +58,24 @@ _TEST_FILE = re.compile(r"^(?:test_.*|.*_test)\.py$")
 
 @dataclass(frozen=True)
 class Blocker:
-    """What keeps a program off ``target``: ``reason`` at ``path:line`` (``path`` relative to the folder given)."""
+    """What keeps a program off ``target``: ``reason`` at ``path:line`` (``path`` relative to the folder given); in
+    a notebook, ``line`` of code cell ``cell`` (counted from 1 over every cell, as `torchport migrate` shows it)."""
 
     target: str
     reason: str
     path: str
     line: int
+    cell: int | None = None
+
+    @property
+    def place(self) -> str:
+        """``lib/model.py:12``, or ``nb.ipynb:cell_3:2`` in a notebook."""
+        return f"{self.path}:{'' if self.cell is None else f'cell_{self.cell}:'}{self.line}"
+
+    def in_cell(self, result: FileResult) -> Blocker:
+        """This blocker with its line placed in ``result``'s cells, when ``result`` (its file) is a notebook."""
+        cell, line = locate(result, self.line)
+        return self if not cell else replace(self, cell=int(cell[5:-1]), line=line)
 
 
 @dataclass
@@ -85,25 +98,26 @@ class Program:
     rewrites: int = 0
     reached: set[int] = field(default_factory=set, repr=False)
 
-    def reasons(self) -> list[str]:
-        """The first blocker of each target it cannot use, targets with the same one together:
-        ``"mps, xpu, cpu: imports triton (GPU kernels) (kernels/fused.py:1)"``."""
-        why: dict[tuple[str, str, int], list[str]] = {}
+    def reasons(self, every: bool = False) -> list[str]:
+        """The first blocker of each target it cannot use (``every``: all its blockers), targets with the same one
+        together: ``"mps, xpu, cpu: imports triton (GPU kernels) (kernels/fused.py:1)"``."""
+        why: dict[tuple[str, str], list[str]] = {}
         for target in OFF_CUDA:
-            first = next((b for b in self.blockers if b.target == target), None)
-            if first is not None:
-                why.setdefault((first.reason, first.path, first.line), []).append(target)
-        return [f"{', '.join(targets)}: {reason} ({path}:{line})" for (reason, path, line), targets in why.items()]
+            shown = [b for b in self.blockers if b.target == target][:None if every else 1]
+            for blocker in shown:
+                why.setdefault((blocker.reason, blocker.place), []).append(target)
+        return [f"{', '.join(targets)}: {reason} ({place})" for (reason, place), targets in why.items()]
 
-    def verdict(self) -> str:
-        """One line: where it runs, and why not elsewhere."""
-        return "; ".join([f"runs on {', '.join(self.runs_on)}", *(f"not {reason}" for reason in self.reasons())])
+    def verdict(self, every: bool = False) -> str:
+        """One line: where it runs, and why not elsewhere (the first blocker per target, or ``every`` one)."""
+        return "; ".join([f"runs on {', '.join(self.runs_on)}",
+                          *(f"not {reason}" for reason in self.reasons(every))])
 
     def as_json(self) -> dict[str, object]:
         """The program as the JSON report gives it (``reached`` left out)."""
         return {"path": self.path, "kind": self.kind, "runs_on": self.runs_on,
-                "blockers": [{"target": b.target, "reason": b.reason, "path": b.path, "line": b.line}
-                             for b in self.blockers],
+                "blockers": [{"target": b.target, "reason": b.reason, "path": b.path,
+                              **({} if b.cell is None else {"cell": b.cell}), "line": b.line} for b in self.blockers],
                 "rewrites": self.rewrites, "modules": len(self.reached)}
 
 
@@ -128,10 +142,13 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
     imported = {other for index in range(len(results)) for other in project.imports(index)}
     paths_shown: dict[int, str] = {}
 
+    shown_index: dict[str, int] = {}
+
     def shown_as(index: int) -> str:
         """``results[index]``'s path as shown (resolved once: a module many programs reach is shown in each)."""
         if index not in paths_shown:
             paths_shown[index] = _shown(results[index].path, root)
+            shown_index[paths_shown[index]] = index
         return paths_shown[index]
 
     kinds: dict[int, str] = {}
@@ -188,6 +205,8 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         program.blockers.extend(b for b in _stops(results[entry], kind, trees.get(entry), program.path)
                                 if b.target not in blocked)
         program.blockers.sort(key=lambda b: OFF_CUDA.index(b.target))
+        program.blockers = [b.in_cell(results[shown_index[b.path]]) if b.path.endswith(SUFFIX) else b
+                            for b in program.blockers]
         blocked = {b.target for b in program.blockers}
         program.runs_on = ["cuda", *(t for t in OFF_CUDA if t not in blocked)]
         made.append(program)

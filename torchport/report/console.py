@@ -7,7 +7,6 @@ that ``[mps]`` in a message or a file name is shown as it is.
 
 from __future__ import annotations
 
-import difflib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -15,33 +14,39 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.markup import escape
 
-from torchport.pipeline.notebooks import NotebookResult, cell_diffs, not_migrated
+from torchport.pipeline.notebooks import NotebookResult, cell_diffs, file_diff, not_migrated, text_diff
 from torchport.report.formats import findings
 from torchport.report.statistics import file_statistics, rule_counts
 from torchport.results import FileResult
 
 
 def unified_diff(result: FileResult) -> str:
-    """The change to one file as a unified diff (``a/`` and ``b/`` prefixes, like git); one per changed
-    cell for a notebook (``a/nb.ipynb:cell_3``)."""
+    """The change to one file as a unified diff (``a/`` and ``b/`` prefixes, like git) that ``git apply``
+    takes; for a notebook, the diff of its JSON file.
+
+    Raises:
+        ValueError: for a notebook whose migrated cells cannot be put back (`notebooks.render`).
+    """
     if isinstance(result, NotebookResult):
-        return cell_diffs(result)
-    before = (result.original or "").splitlines(keepends=True)
-    after = (result.migrated or "").splitlines(keepends=True)
-    lines = difflib.unified_diff(before, after, f"a/{result.display}", f"b/{result.display}")
-    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+        return file_diff(result)
+    return text_diff(result.original or "", result.migrated or "", result.display)
 
 
 def print_diff(out: Console, result: FileResult) -> None:
-    """Print one file's diff: coloured when ``out`` is a terminal, plain text otherwise."""
-    diff = unified_diff(result)
-    if out.is_terminal:
-        from rich.syntax import Syntax
+    """Print one file's diff: coloured when ``out`` is a terminal (a notebook's per cell, to be read), else
+    as a patch (`unified_diff`). A notebook that cannot be put back gets an ``error`` and no diff."""
+    try:
+        if not out.is_terminal:
+            out.file.write(unified_diff(result))
+            out.file.flush()
+            return
+        diff = cell_diffs(result) if isinstance(result, NotebookResult) else unified_diff(result)
+    except ValueError as exc:
+        result.error = str(exc)
+        return
+    from rich.syntax import Syntax
 
-        out.print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
-    else:
-        out.file.write(diff)
-        out.file.flush()
+    out.print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
 
 
 def print_summary(err: Console, results: Sequence[FileResult], mode: str, quiet: bool = False) -> None:

@@ -119,6 +119,13 @@ def cell_at(source: str, line: int) -> tuple[int, int] | None:
     return None if best is None else (best[0], max(1, line - best[1] + 1))
 
 
+def where(source: str, line: int) -> str:
+    """``line 12`` of a module; ``cell 9, line 3`` of a notebook's joined cells (cells counted from 1), as a
+    message names a place."""
+    found = cell_at(source, line) if source.startswith(NOTEBOOK_CELL) else None
+    return f"line {line}" if found is None else f"cell {found[0] + 1}, line {found[1]}"
+
+
 def is_program(module: ast.Module, source: str) -> bool:
     """Whether a module runs as a program: a ``__main__`` block, or a notebook's code cells."""
     return source.startswith(NOTEBOOK_CELL) or is_script(module)

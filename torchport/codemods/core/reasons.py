@@ -33,8 +33,8 @@ class Reason:
 
 
 CUDA_ONLY = Reason(
-    "R01", "cuda-only", "Code that runs only on CUDA (under a CUDA guard, after a CUDA check), or already supports "
-    "several backends: a rewrite would change nothing anywhere.",
+    "R01", "cuda-only", "Code that runs only on CUDA (under a CUDA guard, after a CUDA check, in the CUDA branch of a "
+    "conditional): a rewrite would change nothing anywhere. The note names the check.",
     "import torch\nif torch.cuda.is_available():\n    import pynvml\n    pynvml.nvmlInit()\n"
     "    x = torch.ones(2).cuda()\n")
 SEVERAL_BACKENDS = Reason(

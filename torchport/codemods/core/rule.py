@@ -61,6 +61,8 @@ class Rule:
             empty for diagnostics).
         safety: ``safe`` rewrites apply by default, ``unsafe`` ones only with ``--unsafe-fixes``
             (reported otherwise), ``manual`` rules only report.
+        safety_note: for an ``unsafe`` rule whose fix is safe at some sites (applied there by default), which
+            sites those are, as ``torchport explain`` says it.
         effort: for manual rules, how much work a person needs (``info``/``low``/``medium``/``high``).
         triggers: regular expressions; source matching none of them cannot hold a site of this rule.
             Without them, they are derived from ``names`` (see `trigger_patterns`).
@@ -79,6 +81,7 @@ class Rule:
     before: ClassVar[str]
     after: ClassVar[str] = ""
     safety: ClassVar[Safety] = "safe"
+    safety_note: ClassVar[str] = ""
     effort: ClassVar[Effort | None] = None
     triggers: ClassVar[tuple[str, ...]] = ()
     names: ClassVar[frozenset[str]] = frozenset()

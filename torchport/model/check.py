@@ -19,7 +19,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from torchport.model.evaluate import Evaluator, Stop, Unit, evaluate
+from torchport.model.evaluate import Evaluator, Stop, Unit, defaults, evaluate
 
 OFF_CUDA = ("cpu", "mps")  # in this order; xpu answers as mps does for every query the model reads, bar its name
 
@@ -151,10 +151,7 @@ def _unread_defaults(tree: ast.Module) -> list[tuple[int, int, int, int]]:
     for node in ast.walk(tree):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        spec = node.args
-        positional = [*spec.posonlyargs, *spec.args]
-        pairs = [*zip(positional[len(positional) - len(spec.defaults):], spec.defaults, strict=True),
-                 *((a, d) for a, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True) if d is not None)]
+        pairs = defaults(node.args)
         if not pairs or any(isinstance(n, ast.Name) and n.id in ("locals", "vars")
                             for stmt in node.body for n in ast.walk(stmt)):
             continue

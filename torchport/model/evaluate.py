@@ -822,12 +822,17 @@ def _parameters(args: ast.arguments) -> Iterator[str]:
         yield args.kwarg.arg
 
 
+def defaults(spec: ast.arguments) -> list[tuple[ast.arg, ast.expr]]:
+    """Each parameter of ``spec`` that has a default, with it (positional, then keyword-only)."""
+    positional = [*spec.posonlyargs, *spec.args]
+    return [*zip(positional[len(positional) - len(spec.defaults):], spec.defaults, strict=True),
+            *((a, d) for a, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True) if d is not None)]
+
+
 def _bind_arguments(spec: ast.arguments, args: list[object], keywords: dict[str | None, object],
                     evaluator: Evaluator, p: Path) -> dict[str, object]:
     positional = [*spec.posonlyargs, *spec.args]
-    defaults: dict[str, ast.expr] = dict(zip([a.arg for a in positional[len(positional) - len(spec.defaults):]],
-                                             spec.defaults, strict=True))
-    defaults.update({a.arg: d for a, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True) if d is not None})
+    given_defaults = {a.arg: d for a, d in defaults(spec)}
     env: dict[str, object] = {name: UNKNOWN for name in _parameters(spec)}
     for arg, value in zip(positional, args, strict=False):
         env[arg.arg] = value
@@ -838,7 +843,7 @@ def _bind_arguments(spec: ast.arguments, args: list[object], keywords: dict[str 
             given.add(name)
     if None in keywords or len(args) > len(positional):
         return env  # **kwargs or *args: the rest is unknown
-    for name, default in defaults.items():
+    for name, default in given_defaults.items():
         if name not in given:
             env[name] = evaluator.value(default, Path(dict(evaluator.globals)))
     return env

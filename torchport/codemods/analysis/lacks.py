@@ -73,28 +73,16 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
             text, tree))):
         found.extend((number, "float64 numpy arrays made into tensors") for number, line in enumerate(lines, 1)
                      if _NUMPY_FLOAT64.search(line.split("#", 1)[0]))
-    if _FROM_NUMPY_TO_DEVICE.search(text) and _NUMPY_MAKERS.search(text):
-        if tree is None:
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = None
-        if tree is not None:
-            found.extend((line, "float64 numpy arrays made into tensors") for line in _numpy_defaults_moved(tree))
-    if "is_cuda" in text:
-        if tree is None:
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = None
-        if tree is not None:
-            found.extend(_placed_if_on_cuda(tree))
+    if tree is None and (_WIDE_TEXT.search(text) or "is_cuda" in text or _NUMPY_MAKERS.search(text)):
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+    if tree is not None and _FROM_NUMPY_TO_DEVICE.search(text) and _NUMPY_MAKERS.search(text):
+        found.extend((line, "float64 numpy arrays made into tensors") for line in _numpy_defaults_moved(tree))
+    if tree is not None and "is_cuda" in text:
+        found.extend(_placed_if_on_cuda(tree))
     if _WIDE_TEXT.search(text):
-        if tree is None:
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = None
         if tree is None and not certain:
             found.extend((number, _WIDE[m.group(0)]) for number, line in enumerate(lines, 1)
                          if (m := _WIDE_TEXT.search(line.split("#", 1)[0])))

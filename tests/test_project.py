@@ -266,3 +266,18 @@ def test_a_legacy_tensor_type_chosen_beside_the_device_keeps_the_module_whole(tm
     result = _run(tmp_path)["esrgan.py"]
     assert result.migrated == source
     assert any("R13 held-choice" in d.message for d in result.diagnostics)
+
+
+def test_a_model_a_library_places_under_a_cuda_guard_moves_with_the_inputs_choice(tmp_path: Path) -> None:
+    """basaran: the model is placed by transformers' `device_map` only under a CUDA guard, while the inputs go to a
+    `"cuda" if available else "cpu"` device. Ported alone, the inputs would go to MPS and meet a CPU model; the
+    guard is a device choice too, so both move."""
+    source = ("import torch\n\n\ndef load_model(name):\n    kwargs = {}\n    if torch.cuda.is_available():\n"
+              "        kwargs['device_map'] = 'auto'\n    return AutoModel.from_pretrained(name, **kwargs)\n\n\n"
+              "class StreamModel:\n    def __init__(self, model):\n        self.model = model\n"
+              "        self.device = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n"
+              "    def __call__(self, ids):\n        return self.model(ids.to(self.device))\n")
+    _tree(tmp_path, {"model.py": source})
+    migrated = _run(tmp_path)["model.py"].migrated or ""
+    assert "    if tp.is_available():\n        kwargs['device_map'] = 'auto'" in migrated
+    assert "self.device = tp.available_device_str()" in migrated

@@ -56,6 +56,7 @@ from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import tensor_type_check
 from torchport.codemods.unported import removable_assert
 from torchport.model.torch_facts import FAKES_CUDA as FAKES_CUDA_TEXT
+from torchport.model.torch_facts import LIBRARY_PLACEMENT_KEYWORDS
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -129,10 +130,14 @@ class _Scan(cst.CSTVisitor):
             elif name.startswith(_TORCH_CUDA_INTERNALS) or cuda_only_import(name.rsplit(".", 1)[0]) is not None:
                 self.cuda_only = True
 
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None and node.keyword.value in LIBRARY_PLACEMENT_KEYWORDS:
+            self.chooses = True  # `from_pretrained(..., device_map="auto")`: the library places the model
+
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if is_cuda_literal(node):
-            self.chooses = True
         value = string_value(node)
+        if is_cuda_literal(node) or value in LIBRARY_PLACEMENT_KEYWORDS:  # `kwargs["device_map"] = "auto"`
+            self.chooses = True
         if value is not None and (value.lower() == "nccl" or value.endswith((".cu", ".cuh"))):
             self.cuda_only = True
 

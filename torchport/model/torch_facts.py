@@ -33,6 +33,10 @@ RANKS = frozenset({"torch.distributed.get_rank", "torch.distributed.get_world_si
 # Keyword arguments that place data on the device they name (``device_type=`` only labels an autocast).
 PLACEMENT_KEYWORDS = frozenset({"device", "map_location"})
 
+# Keyword arguments with which a library places a model itself (Hugging Face's `from_pretrained(device_map=...)`):
+# a guard that sets one chooses where the model goes, as `.to(device)` does.
+LIBRARY_PLACEMENT_KEYWORDS = frozenset({"device_map"})
+
 # Keyword arguments that name the accelerator a framework must find (Lightning's Trainer and Fabric), and the
 # values that ask for CUDA: without it the framework raises.
 ACCELERATOR_KEYWORDS = frozenset({"accelerator"})

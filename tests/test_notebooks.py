@@ -222,3 +222,23 @@ def test_a_cuda_only_note_names_its_guard_by_cell(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache"])
     assert ("nb.ipynb:cell_2:3:5: TP110 left as written (TP010 would apply): [R01 cuda-only] this code runs only on "
             "CUDA (under the CUDA guard at cell 2, line 2)") in result.stderr
+
+
+def test_a_notebook_no_usual_layout_writes_keeps_its_other_bytes(tmp_path: Path) -> None:
+    """Colab writes `"text": [ ]` and upper-case escapes (`\\u001B`) that json.dumps would not: only the lines of
+    the changed cells' sources change, outputs and metadata stay byte for byte."""
+    notebook = v4.new_notebook()
+    notebook.cells = [v4.new_code_cell("import torch\nmodel = torch.nn.Linear(2, 2).cuda()",
+                                       outputs=[v4.new_output("stream", name="stdout", text="\u001b[K done\n")]),
+                      v4.new_markdown_cell("")]
+    raw = json.dumps(notebook, indent=1, ensure_ascii=True) + "\n"
+    raw = raw.replace("\\u001b", "\\u001B").replace('"source": ""', '"source": [ ]')
+    path = tmp_path / "colab.ipynb"
+    path.write_text(raw)
+    done = CliRunner().invoke(app, ["migrate", str(path), "--apply", "--no-cache"])
+    assert done.exit_code == 0, done.output
+    before, after = raw.splitlines(), path.read_text().splitlines()
+    changed = [line for line in after if line not in before]
+    assert changed and all("torchport" in line or "tp.device()" in line for line in changed), changed
+    assert any('"source": [ ]' in line for line in after)
+    assert any("\\u001B[K done" in line for line in after)

@@ -271,7 +271,9 @@ def render(result: NotebookResult) -> str:
     ending = "\n" if result.raw.endswith("\n") else ""
     layouts: list[tuple[int | str, bool]] = [(1, False), (2, False), (1, True), (2, True), (4, False), (4, True),
                                              ("\t", False)]
-    layout = next((lay for lay in layouts if _dumps(notebook, lay, ending) == result.raw), (1, False))
+    layout = next((lay for lay in layouts if _dumps(notebook, lay, ending) == result.raw), None)
+    # no usual layout reproduces the file (`[ ]`, `\u001B`): its lines are kept wherever the cells did not change
+    unchanged = _dumps(notebook, (1, False), ending) if layout is None else None
     for index, source in _new_sources(result).items():
         cell = notebook["cells"][index]
         if source.endswith("\n") and not _cell_source(cell).endswith("\n"):
@@ -281,7 +283,22 @@ def render(result: NotebookResult) -> str:
         nbformat.validate(nbformat.from_dict(notebook))
     except nbformat.ValidationError as exc:
         raise ValueError(f"the migrated notebook is not valid: {exc.message}") from None
-    return _dumps(notebook, layout, ending)
+    if unchanged is None:
+        return _dumps(notebook, layout or (1, False), ending)
+    return _splice(result.raw, unchanged, _dumps(notebook, (1, False), ending))
+
+
+def _splice(raw: str, before: str, after: str) -> str:
+    """``after`` (the file written anew) with ``raw``'s own lines wherever ``before`` (the file read, written anew)
+    and ``after`` agree; ``after`` itself where ``raw`` and ``before`` do not line up one for one."""
+    raw_lines, old = raw.splitlines(keepends=True), before.splitlines(keepends=True)
+    new = after.splitlines(keepends=True)
+    if len(raw_lines) != len(old):
+        return after
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        out.extend(raw_lines[i1:i2] if tag == "equal" else new[j1:j2])
+    return "".join(out)
 
 
 def text_diff(before: str, after: str, label: str) -> str:

@@ -239,3 +239,50 @@ def test_native_below_torch_2_6_is_all_vendored() -> None:
     migrated = migrate_code(source, Settings(runtime="native", torch_version=(2, 5)))
     assert "DEVICE" not in migrated.code and migrated.code.count("tp.") == 2
     assert all("needs torch >= 2.6" in d.message for d in migrated.diagnostics if "vendored" in d.message)
+
+
+_SCRIPT_WITH_PATH = '''\
+"""Train from the repository's scripts folder."""
+import os
+import sys
+
+import numpy
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from mylib.model import make
+
+model = make()
+print(torch.cuda.get_device_name(0) if False else "ok", torch.zeros(1).cuda().device.type == model.weight.device.type)
+'''
+
+
+@pytest.mark.parametrize("mode", ["package", "vendor", "native"])
+def test_runtime_import_goes_after_the_sys_path_change_that_makes_it_importable(tmp_path: Path, mode: str) -> None:
+    """A script in a subfolder puts the repository root on ``sys.path`` and then imports the package, whose
+    copy of the runtime (vendor, native's fallback) it imports too: the import goes after that line, and the
+    ported script runs (from another folder, torchport unimportable where the mode needs none)."""
+    (tmp_path / "mylib").mkdir()
+    (tmp_path / "mylib" / "__init__.py").write_text("")
+    (tmp_path / "mylib" / "model.py").write_text(
+        "import torch\n\n\ndef make():\n    return torch.nn.Linear(2, 2).cuda()\n")
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "train.py"
+    script.write_text("import torch\n" + _SCRIPT_WITH_PATH.replace("if False", "if 0"))
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--runtime", mode, "--torch-version", "2.9",
+                                    "--apply", "--allow-dirty", "--no-cache", "-j1"])
+    assert done.exit_code == 0, done.output
+    ported = script.read_text()
+    lines = ported.splitlines()
+    change = next(i for i, line in enumerate(lines) if line.startswith("sys.path.insert"))
+    runtime_import = [i for i, line in enumerate(lines) if re.search(r"import (runtime|_torchport_runtime) as tp", line)]
+    device_line = [i for i, line in enumerate(lines) if line.startswith("DEVICE =")]
+    assert runtime_import or device_line, ported
+    assert all(i > change for i in runtime_import + device_line), ported
+    if mode == "vendor":
+        assert "from mylib import _torchport_runtime as tp" in ported
+    hide = "" if mode == "package" else HIDE_TORCHPORT
+    run = subprocess.run([sys.executable, "-c", hide + f"import runpy; runpy.run_path({str(script)!r}, "
+                          "run_name='__main__')"], cwd=tmp_path.parent, env=ENV, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr + ported
+    assert run.stdout.split() == ["ok", "True"]

@@ -201,8 +201,10 @@ class NativeRuntime:
 
     def _add_device_line(self, module: cst.Module, torch_name: str, grouped: bool) -> cst.Module:
         """``DEVICE = ...`` after the module's leading imports (and docstring); see `torchport.emit.placement`."""
+        uses = re.compile(rf"\b{self.device_name}\b")
         at = placement.after_imports(module.body, lambda statement: any(
-            isinstance(s, cst.Import) and any(_binds(a, torch_name) for a in s.names) for s in _smalls(statement)))
+            isinstance(s, cst.Import) and any(_binds(a, torch_name) for a in s.names) for s in _smalls(statement)),
+            lambda statement: uses.search(cst.Module([]).code_for_node(statement)) is not None)
         lines = [cst.parse_statement(_device_line(torch_name, self.device_name))]
         if grouped:
             lines.append(cst.parse_statement(_OFF_MPS.format(D=self.device_name, t=torch_name)))

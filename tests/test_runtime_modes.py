@@ -252,7 +252,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from mylib.model import make
 
 model = make()
-print(torch.cuda.get_device_name(0) if False else "ok", torch.zeros(1).cuda().device.type == model.weight.device.type)
+print(torch.cuda.get_device_name(0) if 0 else "ok", torch.zeros(1).cuda().device.type == model.weight.device.type)
 '''
 
 
@@ -267,14 +267,15 @@ def test_runtime_import_goes_after_the_sys_path_change_that_makes_it_importable(
         "import torch\n\n\ndef make():\n    return torch.nn.Linear(2, 2).cuda()\n")
     (tmp_path / "scripts").mkdir()
     script = tmp_path / "scripts" / "train.py"
-    script.write_text("import torch\n" + _SCRIPT_WITH_PATH.replace("if False", "if 0"))
+    script.write_text("import torch\n" + _SCRIPT_WITH_PATH)
     done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--runtime", mode, "--torch-version", "2.9",
                                     "--apply", "--allow-dirty", "--no-cache", "-j1"])
     assert done.exit_code == 0, done.output
     ported = script.read_text()
     lines = ported.splitlines()
     change = next(i for i, line in enumerate(lines) if line.startswith("sys.path.insert"))
-    runtime_import = [i for i, line in enumerate(lines) if re.search(r"import (runtime|_torchport_runtime) as tp", line)]
+    imported = re.compile(r"import (runtime|_torchport_runtime) as tp")
+    runtime_import = [i for i, line in enumerate(lines) if imported.search(line)]
     device_line = [i for i, line in enumerate(lines) if line.startswith("DEVICE =")]
     assert runtime_import or device_line, ported
     assert all(i > change for i in runtime_import + device_line), ported

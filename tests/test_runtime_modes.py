@@ -192,14 +192,14 @@ def test_config_keys(tmp_path: Path) -> None:
 
 
 def test_native_fallback_in_a_package_imports_the_package_copy() -> None:
-    source = "import torch\nprint(torch.cuda.get_device_name(0))\nx = torch.zeros(2).cuda()\n"
+    source = "import torch\nprint(torch.cuda.Event())\nx = torch.zeros(2).cuda()\n"
     migrated = migrate_code(source, Settings(runtime="native", torch_version=(2, 9),
                                              vendor_module=f"pkg.{MODULE_NAME}"))
     assert migrated.code == (f"import torch\nfrom pkg import {MODULE_NAME} as tp\n\n"
                              'DEVICE = torch.accelerator.current_accelerator() if torch.accelerator.device_count() '
                              'else torch.device("cpu")\n'
-                             "print(tp.get_device_name(0))\nx = torch.zeros(2).to(DEVICE)\n")
-    assert [d.code for d in migrated.diagnostics if "vendored runtime" in d.message] == ["TP010"]
+                             "print(tp.Event())\nx = torch.zeros(2).to(DEVICE)\n")
+    assert [d.code for d in migrated.diagnostics if "vendored runtime" in d.message] == ["TP011"]
 
 
 def test_cli_native_reads_the_projects_torch_requirement(tmp_path: Path) -> None:
@@ -219,7 +219,7 @@ def test_native_fallbacks_under_an_old_torch_floor_are_summed_up_once(tmp_path: 
     (tmp_path / "requirements.txt").write_text("torch>=0.4.0\n")
     for name in ("a.py", "b.py"):
         (tmp_path / name).write_text("import torch\nx = torch.zeros(2).cuda()\ntorch.cuda.synchronize()\n"
-                                     "print(torch.cuda.get_device_name(0), torch.cuda.memory_allocated())\n")
+                                     "print(torch.cuda.current_stream(), torch.cuda.memory_allocated())\n")
     result = CliRunner().invoke(app, ["migrate", str(tmp_path), "--runtime", "native", "--no-cache"],
                                 env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output

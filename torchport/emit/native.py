@@ -245,10 +245,11 @@ class NativeRuntime:
         torch_name = m.torch_name or "torch"
         own = self._own_device(m, module)
         if own is not None:  # the module's own device line is the one: it picks the device, as it did
-            index, self.device_name = own
+            index, self.device_name, kind = own
             line = module.body[index]
             assert isinstance(line, cst.SimpleStatementLine) and isinstance(line.body[0], cst.Assign)
-            chosen = cst.parse_expression(_AVAILABLE.format(t=torch_name))
+            chosen = cst.parse_expression(_AVAILABLE.format(t=torch_name) if kind == "available_device" else
+                                          _device_line(torch_name, "_").partition(" = ")[2])
             body = list(module.body)
             body[index] = line.with_changes(body=[line.body[0].with_changes(value=chosen), *line.body[1:]])
             module = module.with_changes(body=body)
@@ -264,20 +265,22 @@ class NativeRuntime:
                 module = module.with_changes(body=[*module.body[:own[0] + 1], off_mps, *module.body[own[0] + 1:]])
         return self.vendor.finish(m, module)
 
-    def _own_device(self, m: Migrator, module: cst.Module) -> tuple[int, str] | None:
-        """``(index, name)`` of the module's own top-level ``name = <the available device>`` (the port of
-        ``torch.device("cuda" if torch.cuda.is_available() else "cpu")``), where ``name`` is bound nowhere
-        else in the module and no statement that runs at import before it needs the device; else None."""
+    def _own_device(self, m: Migrator, module: cst.Module) -> tuple[int, str, str] | None:
+        """``(index, name, runtime call)`` of the module's own top-level ``name = <the device>`` (the port
+        of ``torch.device("cuda" if torch.cuda.is_available() else "cpu")``, ``available_device``, or of
+        ``torch.device("cuda")``, ``device``), where ``name`` is bound nowhere else in the module and no
+        statement that runs at import before it needs the device; else None."""
         if self.version < (2, 6):
             return None
         for index, statement in enumerate(module.body):
             smalls = _smalls(statement)
             if len(smalls) == 1 and isinstance(smalls[0], cst.Assign) and len(smalls[0].targets) == 1 \
                     and isinstance(smalls[0].targets[0].target, cst.Name) \
-                    and self.called(smalls[0].value) == "available_device" \
+                    and self.called(smalls[0].value) in ("available_device", "device") \
                     and not smalls[0].value.args:  # type: ignore[attr-defined]
                 name = smalls[0].targets[0].target.value
-                return (index, name) if _bound_once(m.source, name) else None
+                kind = self.called(smalls[0].value)
+                return (index, name, kind) if kind and _bound_once(m.source, name) else None
             if isinstance(statement, cst.FunctionDef):  # its body runs later; decorators and defaults now
                 statement = statement.with_changes(body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]))
             if _PLACEHOLDER in cst.Module([]).code_for_node(statement):

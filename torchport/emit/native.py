@@ -364,6 +364,10 @@ class _Rewriter(cst.CSTTransformer):
     def visit_Assign(self, node: cst.Assign) -> None:
         self._bare.add(id(node.value))
 
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self._bare.add(id(node.value))
+
     def visit_Arg(self, node: cst.Arg) -> None:
         self._bare.add(id(node.value))
 

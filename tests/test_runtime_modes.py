@@ -287,3 +287,72 @@ def test_runtime_import_goes_after_the_sys_path_change_that_makes_it_importable(
                          timeout=120)
     assert run.returncode == 0, run.stderr + ported
     assert run.stdout.split() == ["ok", "True"]
+
+
+_TREE = {
+    "train.py": "import torch\n\n\ndef main(model, x):\n    model.cuda()\n    torch.cuda.manual_seed_all(0)\n"
+                "    start = torch.cuda.Event(enable_timing=True)\n    torch.cuda.synchronize()\n"
+                "    return model(x.cuda()), start, torch.cuda.memory_allocated()\n",
+    "tools/probe.py": "import torch\n\nprint(torch.zeros(2).cuda().device.type, torch.cuda.get_device_name(0) != '',"
+                      " type(torch.cuda.current_stream()).__name__ != '')\n",
+    "pkg/__init__.py": "",
+    "pkg/model.py": "import torch\n\n\ndef make():\n    return torch.nn.Linear(2, 2).cuda(), torch.cuda.Event()\n",
+}
+
+
+def _port(root: Path, mode: str) -> None:
+    done = CliRunner().invoke(app, ["migrate", str(root), "--runtime", mode, "--torch-version", "2.9", "--apply",
+                                    "--allow-dirty", "--no-cache", "-j1"])
+    assert done.exit_code == 0, done.output
+
+
+def _sources(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*.py"))
+            if p.name != f"{MODULE_NAME}.py"}
+
+
+@pytest.mark.parametrize(("first", "then"), [("package", "vendor"), ("package", "native"), ("vendor", "package"),
+                                             ("native", "package"), ("vendor", "native"), ("native", "vendor")])
+def test_switching_the_runtime_mode_of_a_ported_tree(tmp_path: Path, first: str, then: str) -> None:
+    """A tree ported in one mode, ported again in another, is what porting the original in that mode makes
+    (a script in a subfolder included: vendor mode's ``sys.path`` line comes and goes), and it runs."""
+    for name in ("switched", "direct"):
+        for path, text in _TREE.items():
+            (tmp_path / name / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name / path).write_text(text)
+    _port(tmp_path / "switched", first)
+    assert _sources(tmp_path / "switched") != _TREE
+    _port(tmp_path / "switched", then)
+    _port(tmp_path / "direct", then)
+    assert _sources(tmp_path / "switched") == _sources(tmp_path / "direct")
+    again = CliRunner().invoke(app, ["migrate", str(tmp_path / "switched"), "--runtime", then, "--torch-version", "2.9",
+                                     "--check", "--no-cache", "-j1"])
+    assert again.exit_code == 0, again.output  # nothing left to do
+    hide = "" if then == "package" else HIDE_TORCHPORT
+    run = subprocess.run([sys.executable, "-c", hide + "import runpy; runpy.run_path('tools/probe.py')"],
+                         cwd=tmp_path / "switched", env=ENV, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.split() == ["cpu", "True", "True"], run.stderr
+
+
+def test_switching_native_to_package_keeps_the_modules_own_device_line() -> None:
+    """The documented difference: a device line of the module's own reads the runtime's device, and the code
+    that read it keeps reading it (a direct port writes ``tp.device()`` there). In the tutorials' form it counts
+    as native output where the module imports a runtime too (here for ``Event``)."""
+    source = ('import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+              "x = torch.zeros(2).cuda()\ne = torch.cuda.Event()\n")
+    native = migrate_code(source, Settings(runtime="native", torch_version=(2, 9))).code
+    assert native == (f"import torch\nimport {MODULE_NAME} as tp\n\ndevice = torch.accelerator.current_accelerator() "
+                      'if torch.accelerator.is_available() else torch.device("cpu")\nx = torch.zeros(2).to(device)\n'
+                      "e = tp.Event()\n")
+    package = migrate_code(native, Settings()).code
+    assert package == ("import torch\nfrom torchport import runtime as tp\n\ndevice = tp.available_device()\n"
+                       "x = torch.zeros(2).to(device)\ne = tp.Event()\n")
+    assert migrate_code(package, Settings(runtime="native", torch_version=(2, 9))).code == native
+
+
+def test_a_modules_own_tutorial_device_line_is_not_switched() -> None:
+    """PyTorch's tutorial idiom written by a person (no runtime imported) is not taken for native output."""
+    source = ('import torch\n\nDEVICE = torch.accelerator.current_accelerator() if torch.accelerator.is_available() '
+              'else torch.device("cpu")\nprint(DEVICE.type, str(DEVICE), torch.accelerator.device_count())\n')
+    for settings in (Settings(), Settings(runtime="vendor")):
+        assert migrate_code(source, settings).code == source

@@ -134,6 +134,12 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
     """
     check_patterns(settings.select + settings.ignore)
     select = settings.select or ("ALL",)
+    from torchport.emit.switch import switch_source
+
+    switched = switch_source(source, _renderer(settings))  # ported before in another runtime mode
+    if switched is not None:
+        source, syntax = switched[0], None
+    done = Migration(source, facts=switched[1].facts) if switched is not None else None
 
     def enabled(code: str) -> bool:
         return matches(code, select) and not matches(code, settings.ignore)
@@ -144,7 +150,7 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
         imports = import_map(syntax)
         lines = code_trigger_lines(source, syntax, imports)
         if not lines and avoid_mps is None and not reached:  # only comments and strings matched: no LibCST parse
-            return Migration(source)
+            return done or Migration(source)
         if lines:  # names bound only to ints and read as devices, which no trigger finds (`analysis.indices`)
             lines = sorted(set(lines).union(int_name_lines(syntax, source)))
 
@@ -166,7 +172,8 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
     )
     tree = codemod.transform_module(module)
     if not codemod.rewrites:  # any difference would be LibCST's regeneration, not a rewrite
-        return Migration(source, {}, codemod.diagnostics, codemod.sites, facts=codemod.facts)
+        return Migration(source, {}, codemod.diagnostics, codemod.sites, facts={**(done.facts if done else {}),
+                                                                               **codemod.facts})
     code = tree.code
     if code.startswith(("\n", "\r\n")) and not source.startswith(("\n", "\r\n")):
         code = code.lstrip("\r\n")  # a removed first import leaves its blank line behind

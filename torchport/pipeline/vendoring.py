@@ -41,7 +41,7 @@ from torchport.emit.vendor import (
 from torchport.results import FileResult
 from torchport.style import style_for
 
-_MAY_NEED = re.compile(rb"(?i)cuda|nccl")
+_MAY_NEED = re.compile(rb"(?i)cuda|nccl|torchport import runtime|_torchport_runtime")
 _IMPORT = re.compile(rf"^[ \t]*(?:import\s+(?:[\w.]+\.)?{MODULE_NAME}|from\s+[\w.]+\s+import\s+{MODULE_NAME})"
                      rf"\s+as\s+(\w+)", re.MULTILINE)
 

@@ -356,3 +356,25 @@ def test_a_modules_own_tutorial_device_line_is_not_switched() -> None:
               'else torch.device("cpu")\nprint(DEVICE.type, str(DEVICE), torch.accelerator.device_count())\n')
     for settings in (Settings(), Settings(runtime="vendor")):
         assert migrate_code(source, settings).code == source
+
+
+@pytest.mark.parametrize("mode", ["package", "vendor"])
+def test_notebook_runtime_import_stays_after_the_sys_path_cell(tmp_path: Path, mode: str) -> None:
+    """A notebook whose second cell puts the project on ``sys.path``: the runtime import is not moved up to
+    the first cell's ``import torch``, above the line that makes the package's copy importable."""
+    import json
+
+    (tmp_path / "mylib").mkdir()
+    (tmp_path / "mylib" / "__init__.py").write_text("import torch\n\n\ndef make():\n    return torch.zeros(1).cuda()\n")
+    cells = ["import torch", "import os\nimport sys\nsys.path.insert(0, os.path.abspath('..'))",
+             "from mylib import make\nx = make()\nprint(torch.cuda.get_device_name(0))"]
+    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [],
+                           "source": text} for i, text in enumerate(cells)],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "nb").mkdir()
+    path = tmp_path / "nb" / "demo.ipynb"
+    path.write_text(json.dumps(notebook, indent=1))
+    _port(tmp_path, mode)
+    sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    assert "runtime as tp" not in sources[0] and "_torchport_runtime as tp" not in sources[0], sources
+    assert re.search(r"import (runtime|_torchport_runtime) as tp", sources[2]), sources

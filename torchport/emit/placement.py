@@ -12,16 +12,13 @@ documents that statement, not the added line.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from torchport.emit.patterns import PATH_CHANGE
+
 _DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
-# `sys.path.insert(...)`, `.append`, `.extend`, `sys.path += ...`, `sys.path[:0] = ...`, `sys.path = ...`,
-# `site.addsitedir(...)`: what makes a module importable that was not.
-PATH_CHANGE = re.compile(r"\bsys\.path\s*(?:\.\s*(?:insert|append|extend)\s*\(|\+=|=[^=]|\[[^\]]*\]\s*=[^=])"
-                          r"|\bsite\.addsitedir\s*\(")
 
 
 def _smalls(statement: cst.BaseStatement) -> Sequence[cst.BaseSmallStatement]:

@@ -28,14 +28,12 @@ import libcst as cst
 from torchport.emit import native as native_forms
 from torchport.emit.names import dotted_name
 from torchport.emit.package import RUNTIME_MODULE, PackageRuntime
+from torchport.emit.patterns import RUNTIME_TEXT
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
     from torchport.emit.package import Renderer
 
-# Text a module in some runtime mode has: what makes a file worth parsing for a switch.
-RUNTIME_TEXT = re.compile(r"torchport import runtime|torchport\.runtime|_torchport_runtime"
-                          r"|accelerator\.current_accelerator\(\)")
 _VENDORED = "_torchport_runtime"
 _BOOTSTRAP_COMMENT = "# where torchport's vendored runtime is"
 _A0, _ARGS = "__tp_a0__", "__tp_args__"

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from torchport.codemods.analysis.programs import NOTEBOOK_CELL, cell_at
-from torchport.emit.placement import PATH_CHANGE
+from torchport.emit.patterns import PATH_CHANGE
 from torchport.results import FileResult
 
 SUFFIX = ".ipynb"

@@ -14,7 +14,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from torchport.emit.placement import PATH_CHANGE
+from torchport.emit.patterns import PATH_CHANGE
 from torchport.style._config import SECTIONS, Style
 
 _STDLIB = frozenset(sys.stdlib_module_names)

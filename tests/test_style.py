@@ -464,7 +464,7 @@ def test_pinned_isort_passes_on_the_ported_files(tmp_path: Path, mode: str) -> N
 def test_single_quotes_of_the_project(tmp_path: Path) -> None:
     """Code the port adds is single-quoted where ruff format's quote-style (or flake8-quotes) says so, or,
     with no formatter, where the module's strings mostly are; strings the line had are kept as written."""
-    source = ("import torch\n\nx = torch.zeros(2).cuda()\nname = 'a' + 'c'\n"
+    source = ("import torch\n\nx = torch.zeros(2).cuda()\nname = 'a' + 'c' + 'd' + 'e' + 'f'\n"
               "print(torch.cuda.get_device_name(0), \"b\")\n")
     native = Settings(runtime="native", torch_version=(2, 9))
     _project(tmp_path, {"ruff/ruff.toml": '[format]\nquote-style = "single"\n',
@@ -475,13 +475,13 @@ def test_single_quotes_of_the_project(tmp_path: Path) -> None:
         "import torch\n\n"
         "DEVICE = torch.accelerator.current_accelerator() if torch.accelerator.device_count() "
         "else torch.device('cpu')\n\n"
-        "x = torch.zeros(2).to(DEVICE)\nname = 'a' + 'c'\n"
+        "x = torch.zeros(2).to(DEVICE)\nname = 'a' + 'c' + 'd' + 'e' + 'f'\n"
         "print(torch.get_device_module(DEVICE).get_device_name(0) if DEVICE.type in ('cuda', 'xpu') "
         "else DEVICE.type, \"b\")\n"
     )
     migrated = migrate_code(source, native).code
     assert restyle(source, migrated, tmp_path / "none" / "m.py", Style(single_quotes=True)) == expected
     assert restyle(source, migrated, tmp_path / "none" / "m.py", NO_STYLE) == expected  # the module's own quotes
-    double = source.replace("'a' + 'c'", '"a"')
+    double = source.replace("'a' + 'c' + 'd'", '"a"')
     assert restyle(double, migrate_code(double, native).code, tmp_path / "none" / "m.py", NO_STYLE) == \
         migrate_code(double, native).code

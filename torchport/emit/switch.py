@@ -206,7 +206,8 @@ def _off_mps(statement: cst.BaseStatement, name: str) -> bool:
         _canonical(f'{name}.type == "mps"')
 
 
-def _torch_name(module: cst.Module) -> str:
+def torch_name(module: cst.Module) -> str:
+    """The module's name for torch (``import torch as th``), else ``torch``."""
     for statement in module.body:
         for small in _smalls(statement):
             if isinstance(small, cst.Import):
@@ -219,7 +220,7 @@ def _torch_name(module: cst.Module) -> str:
 def _strip(module: cst.Module, target: str | None, is_native: bool) -> tuple[cst.Module, int]:
     """``module`` with the runtime of another mode taken out and each of its calls written as
     ``__torchport_switch__.name(...)``, and how many things moved; ``(module, 0)`` when it uses none."""
-    torch = _torch_name(module)
+    torch = torch_name(module)
     body = list(module.body)
     device = None
     for index, statement in enumerate(body):
@@ -278,35 +279,31 @@ class _Render(cst.CSTTransformer):
         return updated
 
 
-def switch_source(source: str, renderer: Renderer) -> tuple[str, Migrator] | None:
-    """``source`` (a module ported in some runtime mode) written for ``renderer``'s mode, and the
-    `Migrator` that holds the notes its renderer made; None when it uses no runtime of another mode.
+def switch(source: str, renderer: Renderer) -> cst.Module | None:
+    """``source`` (a module ported in some runtime mode) with the runtime of another mode taken out, each of
+    its calls written ``__torchport_switch__.name(...)`` for `render` to hand to ``renderer``; None when it
+    uses no runtime of another mode.
 
     Raises:
         libcst.ParserSyntaxError: when ``source`` does not parse.
     """
-    from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
-
-    from torchport.codemods.core.transformer import Migrator, _add_imports
-
     if not RUNTIME_TEXT.search(source):
         return None
     is_native = isinstance(renderer, native_forms.NativeRuntime)
     target = renderer.vendor.module if isinstance(renderer, native_forms.NativeRuntime) else (
         renderer.module if isinstance(renderer, PackageRuntime) else None)
     stripped, moved = _strip(cst.parse_module(source), target, is_native)
-    if not moved:
-        return None
-    m = Migrator(CodemodContext(), source=stripped.code, renderer=renderer)
-    m.torch_name = _torch_name(stripped)
-    renderer.prepare(m, stripped)
-    module = renderer.finish(m, stripped.visit(_Render(m, renderer)))
-    if "sys.path" in source and "sys.path" not in module.code.replace(_BOOTSTRAP_COMMENT, ""):
-        for name in ("os", "sys"):  # the vendored copy's `sys.path` line needed them
+    return stripped if moved else None
+
+
+def render(m: Migrator, module: cst.Module, renderer: Renderer, original: str) -> cst.Module:
+    """`switch`'s ``module`` with its calls written by ``renderer`` (prepared, then finished, as in a pass);
+    the imports it schedules are ``m``'s to add. Where ``original`` had the vendored copy's ``sys.path``
+    line, ``os`` and ``sys`` are dropped if nothing else uses them."""
+    m.torch_name = torch_name(module)
+    renderer.prepare(m, module)
+    done = renderer.finish(m, module.visit(_Render(m, renderer)))
+    if _BOOTSTRAP_COMMENT in original:
+        for name in ("os", "sys"):
             m.remove_unused_import(name)
-    if AddImportsVisitor.CONTEXT_KEY in m.context.scratch:
-        module = _add_imports(m.context, module)
-    if RemoveImportsVisitor.CONTEXT_KEY in m.context.scratch:
-        module = RemoveImportsVisitor(m.context).transform_module(module)
-    return module.code, m
+    return done

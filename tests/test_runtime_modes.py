@@ -190,14 +190,14 @@ def test_config_keys(tmp_path: Path) -> None:
 
 
 def test_native_fallback_in_a_package_imports_the_package_copy() -> None:
-    source = "import torch\nprint(torch.cuda.get_device_name(0))\nx = torch.zeros(2).cuda()\n"
+    source = "import torch\nprint(torch.cuda.Event())\nx = torch.zeros(2).cuda()\n"
     migrated = migrate_code(source, Settings(runtime="native", torch_version=(2, 9),
                                              vendor_module=f"pkg.{MODULE_NAME}"))
     assert migrated.code == (f"import torch\nfrom pkg import {MODULE_NAME} as tp\n\n"
                              'DEVICE = torch.accelerator.current_accelerator() if torch.accelerator.device_count() '
                              'else torch.device("cpu")\n'
-                             "print(tp.get_device_name(0))\nx = torch.zeros(2).to(DEVICE)\n")
-    assert [d.code for d in migrated.diagnostics if "vendored runtime" in d.message] == ["TP010"]
+                             "print(tp.Event())\nx = torch.zeros(2).to(DEVICE)\n")
+    assert [d.code for d in migrated.diagnostics if "vendored runtime" in d.message] == ["TP011"]
 
 
 def test_cli_native_reads_the_projects_torch_requirement(tmp_path: Path) -> None:
@@ -217,7 +217,7 @@ def test_native_fallbacks_under_an_old_torch_floor_are_summed_up_once(tmp_path: 
     (tmp_path / "requirements.txt").write_text("torch>=0.4.0\n")
     for name in ("a.py", "b.py"):
         (tmp_path / name).write_text("import torch\nx = torch.zeros(2).cuda()\ntorch.cuda.synchronize()\n"
-                                     "print(torch.cuda.get_device_name(0), torch.cuda.memory_allocated())\n")
+                                     "print(torch.cuda.current_stream(), torch.cuda.memory_allocated())\n")
     result = CliRunner().invoke(app, ["migrate", str(tmp_path), "--runtime", "native", "--no-cache"],
                                 env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
@@ -237,3 +237,142 @@ def test_native_below_torch_2_6_is_all_vendored() -> None:
     migrated = migrate_code(source, Settings(runtime="native", torch_version=(2, 5)))
     assert "DEVICE" not in migrated.code and migrated.code.count("tp.") == 2
     assert all("needs torch >= 2.6" in d.message for d in migrated.diagnostics if "vendored" in d.message)
+
+
+_SCRIPT_WITH_PATH = '''\
+"""Train from the repository's scripts folder."""
+import os
+import sys
+
+import numpy
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from mylib.model import make
+
+model = make()
+print(torch.cuda.get_device_name(0) if 0 else "ok", torch.zeros(1).cuda().device.type == model.weight.device.type)
+'''
+
+
+@pytest.mark.parametrize("mode", ["package", "vendor", "native"])
+def test_runtime_import_goes_after_the_sys_path_change_that_makes_it_importable(tmp_path: Path, mode: str) -> None:
+    """A script in a subfolder puts the repository root on ``sys.path`` and then imports the package, whose
+    copy of the runtime (vendor, native's fallback) it imports too: the import goes after that line, and the
+    ported script runs (from another folder, torchport unimportable where the mode needs none)."""
+    (tmp_path / "mylib").mkdir()
+    (tmp_path / "mylib" / "__init__.py").write_text("")
+    (tmp_path / "mylib" / "model.py").write_text(
+        "import torch\n\n\ndef make():\n    return torch.nn.Linear(2, 2).cuda()\n")
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "train.py"
+    script.write_text("import torch\n" + _SCRIPT_WITH_PATH)
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--runtime", mode, "--torch-version", "2.9",
+                                    "--apply", "--allow-dirty", "--no-cache", "-j1"])
+    assert done.exit_code == 0, done.output
+    ported = script.read_text()
+    lines = ported.splitlines()
+    change = next(i for i, line in enumerate(lines) if line.startswith("sys.path.insert"))
+    imported = re.compile(r"import (runtime|_torchport_runtime) as tp")
+    runtime_import = [i for i, line in enumerate(lines) if imported.search(line)]
+    device_line = [i for i, line in enumerate(lines) if line.startswith("DEVICE =")]
+    assert runtime_import or device_line, ported
+    assert all(i > change for i in runtime_import + device_line), ported
+    if mode == "vendor":
+        assert "from mylib import _torchport_runtime as tp" in ported
+    hide = "" if mode == "package" else HIDE_TORCHPORT
+    run = subprocess.run([sys.executable, "-c", hide + f"import runpy; runpy.run_path({str(script)!r}, "
+                          "run_name='__main__')"], cwd=tmp_path.parent, env=ENV, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr + ported
+    assert run.stdout.split() == ["ok", "True"]
+
+
+_TREE = {
+    "train.py": "import torch\n\n\ndef main(model, x):\n    model.cuda()\n    torch.cuda.manual_seed_all(0)\n"
+                "    start = torch.cuda.Event(enable_timing=True)\n    torch.cuda.synchronize()\n"
+                "    return model(x.cuda()), start, torch.cuda.memory_allocated()\n",
+    "tools/probe.py": "import torch\n\nprint(torch.zeros(2).cuda().device.type, torch.cuda.get_device_name(0) != '',"
+                      " type(torch.cuda.current_stream()).__name__ != '')\n",
+    "pkg/__init__.py": "",
+    "pkg/model.py": "import torch\n\n\ndef make():\n    return torch.nn.Linear(2, 2).cuda(), torch.cuda.Event()\n",
+}
+
+
+def _port(root: Path, mode: str) -> None:
+    done = CliRunner().invoke(app, ["migrate", str(root), "--runtime", mode, "--torch-version", "2.9", "--apply",
+                                    "--allow-dirty", "--no-cache", "-j1"])
+    assert done.exit_code == 0, done.output
+
+
+def _sources(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*.py"))
+            if p.name != f"{MODULE_NAME}.py"}
+
+
+@pytest.mark.parametrize(("first", "then"), [("package", "vendor"), ("package", "native"), ("vendor", "package"),
+                                             ("native", "package"), ("vendor", "native"), ("native", "vendor")])
+def test_switching_the_runtime_mode_of_a_ported_tree(tmp_path: Path, first: str, then: str) -> None:
+    """A tree ported in one mode, ported again in another, is what porting the original in that mode makes
+    (a script in a subfolder included: vendor mode's ``sys.path`` line comes and goes), and it runs."""
+    for name in ("switched", "direct"):
+        for path, text in _TREE.items():
+            (tmp_path / name / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name / path).write_text(text)
+    _port(tmp_path / "switched", first)
+    assert _sources(tmp_path / "switched") != _TREE
+    _port(tmp_path / "switched", then)
+    _port(tmp_path / "direct", then)
+    assert _sources(tmp_path / "switched") == _sources(tmp_path / "direct")
+    again = CliRunner().invoke(app, ["migrate", str(tmp_path / "switched"), "--runtime", then, "--torch-version", "2.9",
+                                     "--check", "--no-cache", "-j1"])
+    assert again.exit_code == 0, again.output  # nothing left to do
+    hide = "" if then == "package" else HIDE_TORCHPORT
+    run = subprocess.run([sys.executable, "-c", hide + "import runpy; runpy.run_path('tools/probe.py')"],
+                         cwd=tmp_path / "switched", env=ENV, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.split() == ["cpu", "True", "True"], run.stderr
+
+
+def test_switching_native_to_package_keeps_the_modules_own_device_line() -> None:
+    """The documented difference: a device line of the module's own reads the runtime's device, and the code
+    that read it keeps reading it (a direct port writes ``tp.device()`` there). In the tutorials' form it counts
+    as native output where the module imports a runtime too (here for ``Event``)."""
+    source = ('import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+              "x = torch.zeros(2).cuda()\ne = torch.cuda.Event()\n")
+    native = migrate_code(source, Settings(runtime="native", torch_version=(2, 9))).code
+    assert native == (f"import torch\nimport {MODULE_NAME} as tp\n\ndevice = torch.accelerator.current_accelerator() "
+                      'if torch.accelerator.is_available() else torch.device("cpu")\nx = torch.zeros(2).to(device)\n'
+                      "e = tp.Event()\n")
+    package = migrate_code(native, Settings()).code
+    assert package == ("import torch\nfrom torchport import runtime as tp\n\ndevice = tp.available_device()\n"
+                       "x = torch.zeros(2).to(device)\ne = tp.Event()\n")
+    assert migrate_code(package, Settings(runtime="native", torch_version=(2, 9))).code == native
+
+
+def test_a_modules_own_tutorial_device_line_is_not_switched() -> None:
+    """PyTorch's tutorial idiom written by a person (no runtime imported) is not taken for native output."""
+    source = ('import torch\n\nDEVICE = torch.accelerator.current_accelerator() if torch.accelerator.is_available() '
+              'else torch.device("cpu")\nprint(DEVICE.type, str(DEVICE), torch.accelerator.device_count())\n')
+    for settings in (Settings(), Settings(runtime="vendor")):
+        assert migrate_code(source, settings).code == source
+
+
+@pytest.mark.parametrize("mode", ["package", "vendor"])
+def test_notebook_runtime_import_stays_after_the_sys_path_cell(tmp_path: Path, mode: str) -> None:
+    """A notebook whose second cell puts the project on ``sys.path``: the runtime import is not moved up to
+    the first cell's ``import torch``, above the line that makes the package's copy importable."""
+    import json
+
+    (tmp_path / "mylib").mkdir()
+    (tmp_path / "mylib" / "__init__.py").write_text("import torch\n\n\ndef make():\n    return torch.zeros(1).cuda()\n")
+    cells = ["import torch", "import os\nimport sys\nsys.path.insert(0, os.path.abspath('..'))",
+             "from mylib import make\nx = make()\nprint(torch.cuda.get_device_name(0))"]
+    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [],
+                           "source": text} for i, text in enumerate(cells)],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "nb").mkdir()
+    path = tmp_path / "nb" / "demo.ipynb"
+    path.write_text(json.dumps(notebook, indent=1))
+    _port(tmp_path, mode)
+    sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    assert "runtime as tp" not in sources[0] and "_torchport_runtime as tp" not in sources[0], sources
+    assert re.search(r"import (runtime|_torchport_runtime) as tp", sources[2]), sources

@@ -28,7 +28,7 @@ WARM_CHECK = {
     "torchport.cli.rules",
     "torchport.codemods", "torchport.codemods.analysis", "torchport.codemods.analysis.lacks",
     "torchport.codemods.analysis.programs",
-    "torchport.config", "torchport.emit", "torchport.emit.vendor", "torchport.errors",
+    "torchport.config", "torchport.emit", "torchport.emit.patterns", "torchport.emit.vendor", "torchport.errors",
     "torchport.model", "torchport.model.evaluate", "torchport.model.torch_facts",
     "torchport.model.values",  # what the project pass asks the program model
     "torchport.pipeline", "torchport.pipeline.cache", "torchport.pipeline.engine", "torchport.pipeline.files",

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from torchport.codemods.api import migrate_code
+from torchport.config import Settings
 from torchport.pipeline.engine import migrate_file
 from torchport.style import NO_STYLE, restyle, style_for, wrap
 from torchport.style._config import Style
@@ -233,7 +234,8 @@ def test_flake8_length_wraps_changed_lines_black_style(tmp_path: Path) -> None:
         if out > torch.ones(3).cuda().sum().item() + 10:
             pass
         long_already = model(inputs.cuda(), extra.cuda(), scale=2, k=3)
-        return result, long_already
+        shorter = torch.cuda.synchronize() or model(inputs, extra, scale=2, k=3, more=4)
+        return result, long_already, shorter
     '''
     root = _project(tmp_path, {"setup.cfg": FLAKE8, "app.py": module})
     out = _migrated(root / "app.py")
@@ -252,8 +254,14 @@ def test_flake8_length_wraps_changed_lines_black_style(tmp_path: Path) -> None:
                 > torch.ones(3).to(tp.device()).sum().item() + 10
             ):
                 pass
-            long_already = model(inputs.to(tp.device()), extra.to(tp.device()), scale=2, k=3)
-            return result, long_already
+            long_already = model(
+                inputs.to(tp.device()),
+                extra.to(tp.device()),
+                scale=2,
+                k=3,
+            )
+            shorter = tp.synchronize() or model(inputs, extra, scale=2, k=3, more=4)
+            return result, long_already, shorter
         ''')
 
 
@@ -382,3 +390,98 @@ def test_added_last_argument_gets_the_formatters_trailing_comma(tmp_path: Path) 
     assert restyle(original, migrated, tmp_path / "m.py", Style(line_length=88)) == migrated
     assert restyle(original, original.replace("path", "p"), tmp_path / "m.py",
                    Style(line_length=88, formatter=True)) == original.replace("path", "p")
+
+
+PINNED_ISORT = """
+[tool.isort]
+profile = "black"
+force_single_line = true
+known_first_party = ["mylib"]
+line_length = 100
+"""
+
+
+@pytest.mark.parametrize("mode", ["package", "vendor", "native"])
+def test_pinned_isort_passes_on_the_ported_files(tmp_path: Path, mode: str) -> None:
+    """A project that pins isort (profile black, one name an import, its first-party package, 100 columns):
+    ``isort --check`` finds nothing in the ported files (the vendored copy included), and no line the port
+    made longer is over 100 columns; the import after the ``sys.path`` change stays there."""
+    isort = shutil.which("isort")
+    if isort is None:
+        pytest.skip("isort is not installed")
+    from typer.testing import CliRunner
+
+    from torchport.cli import app
+
+    _project(tmp_path, {
+        "pyproject.toml": PINNED_ISORT,
+        "mylib/__init__.py": "",
+        "mylib/util.py": "def helper():\n    pass\n",
+        "mylib/model.py": '''
+            import os
+            from typing import Any
+
+            import numpy as np
+            import torch
+
+            from mylib.util import helper
+
+
+            def make(cfg: Any) -> torch.nn.Module:
+                model = torch.nn.Linear(2, 2).cuda()
+                print(torch.cuda.get_device_name(0), torch.cuda.Event(), torch.cuda.memory_allocated(), np, os, helper)
+                return model
+            ''',
+        "scripts/train.py": '''
+            import os
+            import sys
+
+            import torch
+
+            sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+            from mylib.model import make  # noqa: E402
+
+            model = make({})
+            print(torch.zeros(2).cuda(), torch.cuda.Event(), torch.cuda.current_stream())
+            ''',
+    })
+    before = {p: p.read_text() for p in tmp_path.rglob("*.py")}
+    assert subprocess.run([isort, "--check", "--settings-path", str(tmp_path), str(tmp_path)],
+                          capture_output=True).returncode == 0
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--runtime", mode, "--apply", "--allow-dirty",
+                                    "--no-cache", "-j1", "--torch-version", "2.9"])
+    assert done.exit_code == 0, done.output
+    checked = subprocess.run([isort, "--check", "--diff", "--settings-path", str(tmp_path), str(tmp_path)],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    for path, text in before.items():
+        ported = path.read_text()
+        added = set(ported.splitlines()) - set(text.splitlines())
+        assert all(len(line) <= 100 for line in added), ported
+    assert (mode == "package") == ("_torchport_runtime" not in (tmp_path / "scripts" / "train.py").read_text())
+
+
+def test_single_quotes_of_the_project(tmp_path: Path) -> None:
+    """Code the port adds is single-quoted where ruff format's quote-style (or flake8-quotes) says so, or,
+    with no formatter, where the module's strings mostly are; strings the line had are kept as written."""
+    source = ("import torch\n\nx = torch.zeros(2).cuda()\nname = 'a' + 'c' + 'd' + 'e' + 'f'\n"
+              "print(torch.cuda.get_device_name(0), \"b\")\n")
+    native = Settings(runtime="native", torch_version=(2, 9))
+    _project(tmp_path, {"ruff/ruff.toml": '[format]\nquote-style = "single"\n',
+                        "flake8/setup.cfg": "[flake8]\ninline-quotes = '\n", "none/m.py": source})
+    assert style_for(tmp_path / "ruff" / "m.py").single_quotes
+    assert style_for(tmp_path / "flake8" / "m.py").single_quotes
+    expected = (
+        "import torch\n\n"
+        "DEVICE = torch.accelerator.current_accelerator() if torch.accelerator.device_count() "
+        "else torch.device('cpu')\n\n"
+        "x = torch.zeros(2).to(DEVICE)\nname = 'a' + 'c' + 'd' + 'e' + 'f'\n"
+        "print(torch.get_device_module(DEVICE).get_device_name(0) if DEVICE.type in ('cuda', 'xpu') "
+        "else DEVICE.type, \"b\")\n"
+    )
+    migrated = migrate_code(source, native).code
+    assert restyle(source, migrated, tmp_path / "none" / "m.py", Style(single_quotes=True)) == expected
+    assert restyle(source, migrated, tmp_path / "none" / "m.py", NO_STYLE) == expected  # the module's own quotes
+    double = source.replace("'a' + 'c' + 'd'", '"a"')
+    assert restyle(double, migrate_code(double, native).code, tmp_path / "none" / "m.py", NO_STYLE) == \
+        migrate_code(double, native).code

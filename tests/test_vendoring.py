@@ -304,7 +304,8 @@ def _library(root: Path, name: str) -> None:
                            "    start = torch.cuda.Event(enable_timing=True)\n    torch.cuda.synchronize()\n"
                            "    return x.device.type, type(start).__name__, torch.cuda.get_device_name(0)\n",
         f"{name}/sub/__init__.py": "",
-        f"{name}/sub/ops.py": "import torch\n\n\ndef name():\n    return torch.cuda.get_device_name()\n",
+        f"{name}/sub/ops.py": "import torch\n\n\ndef name():\n    torch.cuda.current_stream().synchronize()\n"
+                              "    return torch.cuda.get_device_name()\n",
         # a test and a script outside the package that mention CUDA: the copy once went to the root for them
         "tests/test_core.py": "import torch\n\n\ndef test_ones():\n    assert torch.ones(1).cuda().sum() == 1\n",
         "scripts/train.py": CUDA_SCRIPT,

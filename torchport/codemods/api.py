@@ -28,7 +28,7 @@ from torchport.codemods.core.registry import (
     matches,
 )
 from torchport.codemods.core.rule import Example, Rule
-from torchport.codemods.core.transformer import Migrator
+from torchport.codemods.core.transformer import Migrator, _add_imports
 from torchport.codemods.core.triggers import code_trigger_lines, confirmed_matches
 from torchport.config import DEFAULT, Settings
 from torchport.emit.package import PackageRuntime, Renderer
@@ -113,6 +113,27 @@ def _renderer(settings: Settings) -> Renderer:
     return NativeRuntime(settings.torch_version, module, settings.vendor_bootstrap)
 
 
+def _switched(source: str, settings: Settings) -> Migration | None:
+    """``source``, ported before in another runtime mode, in ``settings.runtime``'s (see
+    `torchport.emit.switch`); None when it uses no runtime of another mode."""
+    from torchport.emit.switch import render, switch
+
+    renderer = _renderer(settings)
+    stripped = switch(source, renderer)
+    if stripped is None:
+        return None
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+
+    m = Migrator(CodemodContext(), source=stripped.code, renderer=renderer)
+    module = render(m, stripped, renderer, source)
+    if AddImportsVisitor.CONTEXT_KEY in m.context.scratch:
+        module = _add_imports(m.context, module)
+    if RemoveImportsVisitor.CONTEXT_KEY in m.context.scratch:
+        module = RemoveImportsVisitor(m.context).transform_module(module)
+    return Migration(module.code, facts=m.facts)
+
+
 def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module | None = None,
                  hold: str | None = None, avoid_mps: str | None = None,
                  gates: frozenset[str] = frozenset(), reached: bool = False) -> Migration:
@@ -134,6 +155,9 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
     """
     check_patterns(settings.select + settings.ignore)
     select = settings.select or ("ALL",)
+    done = _switched(source, settings)  # ported before in another runtime mode
+    if done is not None:
+        source, syntax = done.code, None
 
     def enabled(code: str) -> bool:
         return matches(code, select) and not matches(code, settings.ignore)
@@ -144,7 +168,7 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
         imports = import_map(syntax)
         lines = code_trigger_lines(source, syntax, imports)
         if not lines and avoid_mps is None and not reached:  # only comments and strings matched: no LibCST parse
-            return Migration(source)
+            return done or Migration(source)
         if lines:  # names bound only to ints and read as devices, which no trigger finds (`analysis.indices`)
             lines = sorted(set(lines).union(int_name_lines(syntax, source)))
 
@@ -166,7 +190,8 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
     )
     tree = codemod.transform_module(module)
     if not codemod.rewrites:  # any difference would be LibCST's regeneration, not a rewrite
-        return Migration(source, {}, codemod.diagnostics, codemod.sites, facts=codemod.facts)
+        return Migration(source, {}, codemod.diagnostics, codemod.sites, facts={**(done.facts if done else {}),
+                                                                               **codemod.facts})
     code = tree.code
     if code.startswith(("\n", "\r\n")) and not source.startswith(("\n", "\r\n")):
         code = code.lstrip("\r\n")  # a removed first import leaves its blank line behind

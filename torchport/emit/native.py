@@ -17,6 +17,7 @@ replaces (``torch.get_device_module(DEVICE)`` is ``torch.cuda`` there), and righ
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -76,6 +77,16 @@ _FORMS: dict[str, tuple[tuple[int, int], Callable[[int], bool], str]] = {
     "fsdp_device_id": ((2, 6), lambda n: n == 1,
                        '{0} if {D}.type == "cuda" else {D} if {D}.type == "xpu" else {t}.device("cpu")'),
 }
+# Calls with no form, and why: said in the site's note.
+_NO_FORM = {
+    "Event": "torch.Event cannot record on the CPU (torch 2.13: \"cpu backend doesn't support events\") and "
+             "torch.cpu.Event has no elapsed_time: no plain form works on every device",
+    "Stream": "torch.cuda.Stream has no plain form that works on every device (torch.Stream on the CPU cannot "
+              "record or wait for events)",
+    "current_stream": "torch.accelerator.current_stream() raises on the CPU, torch.cpu's stream has no "
+                      "synchronize() or query(), and torch.mps has no current_stream: no plain form works on "
+                      "every device",
+}
 # Forms whose argument is written twice: only a plain name may be repeated.
 _REPEATS = {"pin_memory": "{0}.pin_memory() if {D}.type in " + _INDEXED + " else {0}"}
 
@@ -86,6 +97,28 @@ _GROUP_SOURCE = re.compile(r"\b(?:init_process_group|DistributedDataParallel|Ful
 # torch.distributed has no MPS backend (gloo carries CPU tensors): as the runtime does once a group exists.
 _OFF_MPS = ('if {D}.type == "mps":  # torch.distributed has no MPS backend: a process group computes on the CPU\n'
             '    {D} = {t}.device("cpu")\n')
+
+
+# The device as PyTorch's tutorials pick it: where the module picked its own device, as it did, so that
+# asking CUDA whether it is available at import (which a later fork's children feel) stays as it was.
+_AVAILABLE = '{t}.accelerator.current_accelerator() if {t}.accelerator.is_available() else {t}.device("cpu")'
+
+
+def _bound_once(source: str, name: str) -> bool:
+    """Whether ``name`` is bound exactly once in the module ``source`` (an assignment, a parameter, an
+    import, a ``def``, ``global``... anywhere count)."""
+    count = 0
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) or isinstance(node, ast.arg):
+            count += (node.id if isinstance(node, ast.Name) else node.arg) == name
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler,
+                               ast.MatchAs, ast.MatchStar)):
+            count += getattr(node, "name", None) == name
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            count += 2 * (name in node.names)
+        elif isinstance(node, ast.alias):
+            count += (node.asname or node.name.split(".")[0]) == name
+    return count == 1
 
 
 def _device_line(torch_name: str, name: str) -> str:
@@ -134,13 +167,18 @@ class NativeRuntime:
 
         ``to_argument``: the call is the device argument of ``.to(...)``, where an index passes as it is.
         """
-        if name not in _FORMS and name not in _REPEATS and name != "device_str":
+        if name in _NO_FORM:
+            return None, _NO_FORM[name]
+        if name not in _FORMS and name not in _REPEATS and name not in ("device_str", "get_device_name"):
             return None, "no plain-PyTorch form keeps its CUDA behaviour and works on every device"
         if self.version < (2, 6):
             return None, "its native form needs torch >= 2.6 (torch.accelerator)"
         if any(a.keyword or a.star for a in args):
             return None, "no native form for keyword or unpacked arguments"
         codes = [cst.Module([]).code_for_node(a.value) for a in args]
+        # an argument that binds looser than a conditional expression keeps its own parentheses in the form
+        codes = [f"({c})" if isinstance(a.value, (cst.IfExp, cst.Lambda, cst.NamedExpr)) and not a.value.lpar
+                 else c for a, c in zip(args, codes, strict=True)]
         fill = {"D": self.device_name, "t": torch_name, "args": ", ".join(codes)}
         if name == "device_str" and len(args) == 1 and _indexed_cuda_string(args[0].value):
             text = codes[0]  # f"cuda:{rank}" -> f"{DEVICE.type}:{rank}", the same string on CUDA
@@ -148,6 +186,8 @@ class NativeRuntime:
             body = text[text.index(quote) + 1 + len("cuda"):-1]
             indexed = f"f{quote}{{{self.device_name}.type}}{body}{quote}"
             return f"{indexed} if {self.device_name}.type in {_INDEXED} else str({self.device_name})", ""
+        if name == "get_device_name":
+            return self._device_name(args, codes, fill)
         if name == "device" and len(args) == 1:
             device = self._indexed_device(args[0].value, codes[0], fill, to_argument)
             if device is not None:
@@ -164,8 +204,20 @@ class NativeRuntime:
             return None, "no native form for these arguments"
         return template.format(*codes, **fill), ""
 
+    def _device_name(self, args: Sequence[cst.Arg], codes: list[str], fill: dict[str, str]) -> tuple[str | None, str]:
+        """``get_device_name()``, ``(0)`` or ``(DEVICE)``: on CUDA and XPU the backend's own call (exactly
+        ``torch.cuda.get_device_name`` on CUDA); on MPS and CPU the device type, a name to print."""
+        d = fill["D"]
+        if len(args) > 1 or (args and not (isinstance(args[0].value, cst.Integer) or (
+                isinstance(args[0].value, cst.Name) and args[0].value.value == d))):
+            return None, "no native form for this argument (on XPU the runtime maps a CUDA device to the XPU)"
+        return (f"{fill['t']}.get_device_module({d}).get_device_name({fill['args']}) if {d}.type in {_INDEXED} "
+                f"else {d}.type"), ""
+
     def needed(self, name: str) -> tuple[int, int] | None:
         """The oldest torch where the runtime's ``name`` has a native form (for some arguments), else None."""
+        if name == "get_device_name":
+            return (2, 6)
         if name in _FORMS:
             return max(_FORMS[name][0], (2, 6))
         return (2, 6) if name in _REPEATS else None
@@ -191,18 +243,56 @@ class NativeRuntime:
 
     def finish(self, m: Migrator, module: cst.Module) -> cst.Module:
         torch_name = m.torch_name or "torch"
+        own = self._own_device(m, module)
+        if own is not None:  # the module's own device line is the one: it picks the device, as it did
+            index, self.device_name, kind = own
+            line = module.body[index]
+            assert isinstance(line, cst.SimpleStatementLine) and isinstance(line.body[0], cst.Assign)
+            chosen = cst.parse_expression(_AVAILABLE.format(t=torch_name) if kind == "available_device" else
+                                          _device_line(torch_name, "_").partition(" = ")[2])
+            body = list(module.body)
+            body[index] = line.with_changes(body=[line.body[0].with_changes(value=chosen), *line.body[1:]])
+            module = module.with_changes(body=body)
         rewriter = _Rewriter(self, m, torch_name)
         module = module.visit(rewriter)
-        if rewriter.native:
+        if rewriter.native or own is not None:
             m.torch_attr("device")  # schedules `import torch` where the module has none
             grouped = bool(rewriter.names & _GROUP_CALLS) or _GROUP_SOURCE.search(m.source) is not None
-            module = self._add_device_line(module, torch_name, grouped)
+            if own is None:
+                module = self._add_device_line(module, torch_name, grouped)
+            elif grouped:
+                off_mps = cst.parse_statement(_OFF_MPS.format(D=self.device_name, t=torch_name))
+                module = module.with_changes(body=[*module.body[:own[0] + 1], off_mps, *module.body[own[0] + 1:]])
         return self.vendor.finish(m, module)
+
+    def _own_device(self, m: Migrator, module: cst.Module) -> tuple[int, str, str] | None:
+        """``(index, name, runtime call)`` of the module's own top-level ``name = <the device>`` (the port
+        of ``torch.device("cuda" if torch.cuda.is_available() else "cpu")``, ``available_device``, or of
+        ``torch.device("cuda")``, ``device``), where ``name`` is bound nowhere else in the module and no
+        statement that runs at import before it needs the device; else None."""
+        if self.version < (2, 6):
+            return None
+        for index, statement in enumerate(module.body):
+            smalls = _smalls(statement)
+            if len(smalls) == 1 and isinstance(smalls[0], cst.Assign) and len(smalls[0].targets) == 1 \
+                    and isinstance(smalls[0].targets[0].target, cst.Name) \
+                    and self.called(smalls[0].value) in ("available_device", "device") \
+                    and not smalls[0].value.args:  # type: ignore[attr-defined]
+                name = smalls[0].targets[0].target.value
+                kind = self.called(smalls[0].value)
+                return (index, name, kind) if kind and _bound_once(m.source, name) else None
+            if isinstance(statement, cst.FunctionDef):  # its body runs later; decorators and defaults now
+                statement = statement.with_changes(body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]))
+            if _PLACEHOLDER in cst.Module([]).code_for_node(statement):
+                return None
+        return None
 
     def _add_device_line(self, module: cst.Module, torch_name: str, grouped: bool) -> cst.Module:
         """``DEVICE = ...`` after the module's leading imports (and docstring); see `torchport.emit.placement`."""
+        uses = re.compile(rf"\b{self.device_name}\b")
         at = placement.after_imports(module.body, lambda statement: any(
-            isinstance(s, cst.Import) and any(_binds(a, torch_name) for a in s.names) for s in _smalls(statement)))
+            isinstance(s, cst.Import) and any(_binds(a, torch_name) for a in s.names) for s in _smalls(statement)),
+            lambda statement: uses.search(cst.Module([]).code_for_node(statement)) is not None)
         lines = [cst.parse_statement(_device_line(torch_name, self.device_name))]
         if grouped:
             lines.append(cst.parse_statement(_OFF_MPS.format(D=self.device_name, t=torch_name)))
@@ -246,6 +336,14 @@ class _Rewriter(cst.CSTTransformer):
 
         self._bare: set[int] = set()  # values that need no parentheses around a conditional expression
         self._quotes: list[str] = []  # the quote of each f-string around the node being visited
+        self._conditionals = 0  # conditional expressions around the node being visited
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._conditionals += 1
+
+    def leave_IfExp(self, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression:
+        self._conditionals -= 1
+        return updated
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         self._quotes.append(node.start[-1])
@@ -265,6 +363,10 @@ class _Rewriter(cst.CSTTransformer):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._bare.add(id(node.value))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self._bare.add(id(node.value))
 
     def visit_Arg(self, node: cst.Arg) -> None:
         self._bare.add(id(node.value))
@@ -297,10 +399,14 @@ class _Rewriter(cst.CSTTransformer):
                 code, reason = None, "inside nested f-strings that use both quotes"
             elif self._quotes[0] == '"':
                 code = code.replace('"', "'")
-        if code is None:
+        expression = cst.parse_expression(code) if code is not None else None
+        if isinstance(expression, cst.IfExp) and (self._conditionals or any(
+                isinstance(a.value, cst.IfExp) for a in updated.args)):
+            expression, reason = None, "its native form is a conditional expression and would sit in another one " \
+                                       "(a one-line nested conditional)"
+        if expression is None:
             return updated.with_changes(func=self._fallback(original.func, reason))  # type: ignore[arg-type]
         self.native += 1
-        expression = cst.parse_expression(code)
         if isinstance(expression, cst.IfExp) and id(original) not in self._bare:
             return cst.parse_expression(f"({code})")
         return expression

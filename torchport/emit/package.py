@@ -104,8 +104,7 @@ class PackageRuntime:
         if not self.used or self.imported:
             return module
         if not self.bootstrap:
-            m.add_needed_import(*self.import_from, asname=self.alias)
-            return module
+            return self._import(m, module)
         m.add_needed_import("os")
         m.add_needed_import("sys")
         parent, name = self.import_from
@@ -114,3 +113,19 @@ class PackageRuntime:
                      leading_lines=[cst.EmptyLine(comment=cst.Comment("# where torchport's vendored runtime is"))]),
                  cst.parse_statement(f"{imported} as {self.alias}  # noqa: E402\n")]
         return placement.insert(module, placement.after_imports(module.body, lambda _: False), lines)
+
+    def _import(self, m: Migrator, module: cst.Module) -> cst.Module:
+        """The runtime's import: with the leading imports, or after a ``sys.path`` change above the first
+        ``def`` (`torchport.emit.placement.path_change`), which may be what makes it importable."""
+        change = placement.path_change(module.body)
+        uses = re.compile(rf"\b{self.alias}\.")
+        at = placement.after_imports(module.body, lambda _: False,
+                                     lambda s: uses.search(cst.Module([]).code_for_node(s)) is not None)
+        if change is None or at <= change:
+            m.add_needed_import(*self.import_from, asname=self.alias)
+            return module
+        parent, name = self.import_from
+        imported = f"from {parent} import {name}" if name else f"import {parent}"
+        above = cst.Module([]).code_for_node(module.body[at - 1]).rstrip().splitlines()[-1]
+        noqa = "  # noqa: E402" if "noqa" in above.partition("#")[2] else ""  # as the project's own imports there
+        return placement.insert(module, at, [cst.parse_statement(f"{imported} as {self.alias}{noqa}\n")])

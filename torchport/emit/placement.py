@@ -2,7 +2,9 @@
 ``sys.path`` line), and the blank lines around it.
 
 It goes after the module's docstring, ``__future__`` imports and leading imports (and after torch's own
-import where that comes later), as a person would put it. The blank lines are those pycodestyle and
+import where that comes later), and after a top-level ``sys.path`` change above the first ``def`` or ``class``
+with the imports right after it (``sys.path.insert(0, ROOT)``, then the project's imports: an import the port
+adds may need that folder too), as a person would put it. The blank lines are those pycodestyle and
 isort (ruff's ``E3`` and ``I001``) want: one after the imports, two before a ``def`` or ``class`` that
 follows (or after one that precedes). A comment above the statement that followed stays with it: it
 documents that statement, not the added line.
@@ -13,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import libcst as cst
+
+from torchport.emit.patterns import PATH_CHANGE
 
 _DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
 
@@ -26,9 +30,25 @@ def _imports_only(statement: cst.BaseStatement) -> bool:
     return bool(small) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in small)
 
 
-def after_imports(body: Sequence[cst.BaseStatement], also_after: Callable[[cst.BaseStatement], bool]) -> int:
-    """The index in ``body`` after the docstring and the leading imports, and after the last statement
-    ``also_after`` accepts (torch's own import, when it comes later) and the imports right after it."""
+def path_change(body: Sequence[cst.BaseStatement]) -> int | None:
+    """The index in ``body`` of the last top-level statement above the first ``def`` or ``class`` that
+    changes ``sys.path`` (an ``if`` around one counts), else None."""
+    last = None
+    for index, statement in enumerate(body):
+        if isinstance(statement, _DEFINITIONS):
+            break
+        if isinstance(statement, (cst.SimpleStatementLine, cst.If)) and PATH_CHANGE.search(
+                cst.Module([]).code_for_node(statement)):
+            last = index
+    return last
+
+
+def after_imports(body: Sequence[cst.BaseStatement], also_after: Callable[[cst.BaseStatement], bool],
+                  uses: Callable[[cst.BaseStatement], bool] = lambda _: False) -> int:
+    """The index in ``body`` after the docstring and the leading imports, after the last statement
+    ``also_after`` accepts (torch's own import, when it comes later), and after the last ``sys.path``
+    change (`path_change`) unless a statement before it ``uses`` what is placed; then after the imports
+    right after it."""
     at = 0
     for index, statement in enumerate(body):
         small = _smalls(statement)
@@ -40,6 +60,9 @@ def after_imports(body: Sequence[cst.BaseStatement], also_after: Callable[[cst.B
     for index, statement in enumerate(body):
         if also_after(statement):
             at = max(at, index + 1)
+    change = path_change(body)
+    if change is not None and change >= at and not any(uses(s) for s in body[at:change + 1]):
+        at = change + 1
     while at < len(body) and _imports_only(body[at]):
         at += 1
     return at
@@ -66,6 +89,8 @@ def insert(module: cst.Module, at: int,
         lead = 2
     else:
         lead = 1 if _imports_only(before) else min(max(gap, 1), 2)
+        if _imports_only(before) and _imports_only(statements[0]):
+            lead = 0  # an import among imports
     new = [s.with_changes(leading_lines=[*_blank(lead), *s.leading_lines]) if i == 0 else s
            for i, s in enumerate(statements)]
     if after is not None:

@@ -69,10 +69,12 @@ def read_file(path: Path, display: str | None = None) -> tuple[FileResult, bytes
 
 
 def needs_parse(data: bytes) -> bool:
-    """Whether any rule could match ``data``; a file that fails this is not parsed at all."""
+    """Whether any rule could match ``data``, or it uses a runtime; a file that fails this is not parsed at all."""
     from torchport.codemods.api import PREFILTER
+    from torchport.emit.patterns import RUNTIME_BYTES
 
-    return PREFILTER.search(data) is not None
+    # a module ported before, which another --runtime may switch (`torchport.emit.switch`)
+    return PREFILTER.search(data) is not None or RUNTIME_BYTES.search(data) is not None
 
 
 # CPython's own limits; LibCST's native parser has none and overflows the C stack (a segfault) on such input.

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from torchport.codemods.analysis.programs import NOTEBOOK_CELL, cell_at
+from torchport.emit.patterns import PATH_CHANGE
 from torchport.results import FileResult
 
 SUFFIX = ".ipynb"
@@ -201,6 +202,9 @@ def _move_runtime_import(before: dict[int, tuple[int, str]], after: dict[int, tu
     added = _RUNTIME_IMPORT.search(after[added_in][1])
     assert added is not None
     used = re.compile(rf"\b{added.group(1)}\.")
+    if any(PATH_CHANGE.search(source) for index, (_, source) in after.items() if index < added_in) or \
+            PATH_CHANGE.search(after[added_in][1][:added.start()]):
+        return  # placed after a sys.path change (`torchport.emit.placement`): moved up, it may not import
     for index, (start, source) in after.items():
         text = source if index != added_in else source[:added.start()] + source[added.end():]
         torch_import = _TORCH_IMPORT.search(text)

@@ -39,8 +39,9 @@ from torchport.emit.vendor import (
     vendored_source,
 )
 from torchport.results import FileResult
+from torchport.style import style_for
 
-_MAY_NEED = re.compile(rb"(?i)cuda|nccl")
+_MAY_NEED = re.compile(rb"(?i)cuda|nccl|torchport import runtime|_torchport_runtime")
 _IMPORT = re.compile(rf"^[ \t]*(?:import\s+(?:[\w.]+\.)?{MODULE_NAME}|from\s+[\w.]+\s+import\s+{MODULE_NAME})"
                      rf"\s+as\s+(\w+)", re.MULTILINE)
 
@@ -147,6 +148,16 @@ def vendored_results(results: Sequence[FileResult], vendor_path: str = "",
         if reason is not None:
             result.error = f"the migrated files import this copy of the runtime, which cannot be written: {reason}"
         else:
-            result.migrated = vendored_source(names | (set(kept_names(original)) & public))
+            result.migrated = _styled(vendored_source(names | (set(kept_names(original)) & public)), location)
         made.append(result)
     return made
+
+
+def _styled(text: str, location: Path) -> str:
+    """The vendored module ``text`` as the project's import sorter wants it at ``location``: one name a
+    ``from`` import where it forces single lines (isort's ``force_single_line``, ruff's ``force-single-line``)."""
+    if not style_for(location).force_single_line:
+        return text
+    return re.sub(r"^from (\S+) import ([^(\n]+,[^(\n]+)$",
+                  lambda m: "\n".join(f"from {m[1]} import {name.strip()}" for name in m[2].split(",")),
+                  text, flags=re.MULTILINE)

@@ -56,8 +56,8 @@ def _last_element(lines: list[str], row: int) -> bool:
 
 def wrap_changed(original: str, migrated: str, limit: int, commas: bool = False) -> str:
     """``migrated`` with each line the port changed that is longer than ``limit`` wrapped; a line whose
-    original was already over the limit is left as the project had it. ``commas``: a last element the
-    port added to brackets exploded one element a line gets the trailing comma black would give it."""
+    original was already over the limit, and no shorter, is left as the project had it. ``commas``: a last
+    element the port added to brackets exploded one element a line gets the trailing comma black would give it."""
     old, new = original.splitlines(keepends=True), migrated.splitlines(keepends=True)
     rows: tuple[set[int], dict[int, int]] | None = None
     out: list[str] = []
@@ -66,9 +66,10 @@ def wrap_changed(original: str, migrated: str, limit: int, commas: bool = False)
         for row in range(j1, j2):
             # a line replaced one for one is judged against its own original, others against the chunk's
             pair = old[i1 + row - j1: i1 + row - j1 + 1] if i2 - i1 == j2 - j1 else old[i1:i2]
-            tolerated = any(len(line.rstrip("\r\n")) > limit for line in pair)
             line = new[row]
             text = line.rstrip("\r\n")
+            # the project's own long line, not made longer
+            tolerated = any(limit < len(old_line.rstrip("\r\n")) >= len(text) for old_line in pair)
             if op != "equal" and commas and _last_element(new, row):
                 rows = _rows(migrated) if rows is None else rows
                 if row + 1 not in rows[0] and rows[1].get(row + 1, 0) > 0:
@@ -90,6 +91,43 @@ def wrap_changed(original: str, migrated: str, limit: int, commas: bool = False)
     return "".join(out)
 
 
+def _mostly_single(code: str) -> bool:
+    """Whether the module's plain string literals are single-quoted (its own quote style): five or more, and
+    more than three in four."""
+    counts = {"'": 0, '"': 0}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type == tokenize.STRING and token.string[:1] in counts and token.string[:3] not in ('"""', "'''"):
+                counts[token.string[0]] += 1
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return counts["'"] >= 5 and counts["'"] > 3 * counts['"']  # a habit, not one `'__main__'`
+
+
+def requote(original: str, migrated: str) -> str:
+    """``migrated`` with the double-quoted strings the port added (``"cpu"``, with no quote or backslash
+    inside) single-quoted, on the lines it changed; strings the original chunk had are left as they were."""
+    old, new = original.splitlines(keepends=True), migrated.splitlines(keepends=True)
+    unsafe = _rows(migrated)[0]
+    out: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.extend(new[j1:j2])
+            continue
+        before = "".join(old[i1:i2])
+        for row, line in enumerate(new[j1:j2], j1 + 1):
+            tokens = None if row in unsafe else _tokens(line.strip())
+            indent = len(line) - len(line.lstrip())
+            for token in reversed(tokens or []):
+                text = token.string
+                if token.type == tokenize.STRING and len(text) >= 2 and text[0] == text[-1] == '"' \
+                        and not any(c in text[1:-1] for c in "'\"\\") and text not in before:
+                    start, end = indent + token.start[1], indent + token.end[1]
+                    line = line[:start] + "'" + text[1:-1] + "'" + line[end:]
+            out.append(line)
+    return "".join(out)
+
+
 def restyle(original: str, migrated: str, path: Path, style: Style | None = None) -> str:
     """``migrated`` (the codemods' output for ``original``, the file at ``path``) made to pass the
     project's own import sorting, unused-import and line-length checks where the port broke them.
@@ -98,10 +136,17 @@ def restyle(original: str, migrated: str, path: Path, style: Style | None = None
     unchanged when the result would not parse or anything goes wrong: a style pass never costs a port.
     """
     style = style_for(path) if style is None else style
-    if style == NO_STYLE:
+    single = style.single_quotes or (not style.formatter and _mostly_single(original))
+    if style == NO_STYLE and not single:
         return migrated
     try:
+        if style == NO_STYLE:
+            code = requote(original, migrated)
+            ast.parse(code)
+            return code
         code = remove_unused(original, migrated, path)
+        if single:
+            code = requote(original, code)
         if style.sort_imports:
             code = place_added(original, code, style, path)
         if style.line_length:

@@ -34,6 +34,10 @@ class Style:
         from_first: ``from`` imports before plain ones within a section.
         no_sections: one section for everything but ``__future__``.
         formatter: black or ``ruff format`` formats the project (magic trailing commas are expected).
+        force_single_line: one imported name per ``from`` import (isort's ``force_single_line``, ruff's
+            ``force-single-line``).
+        single_quotes: the project's strings are single-quoted (ruff format's ``quote-style = "single"``,
+            flake8-quotes' ``inline-quotes``), so added code is too.
     """
 
     sort_imports: bool = False
@@ -47,6 +51,8 @@ class Style:
     from_first: bool = False
     no_sections: bool = False
     formatter: bool = False
+    force_single_line: bool = False
+    single_quotes: bool = False
 
 
 NO_STYLE = Style()
@@ -146,6 +152,17 @@ def _flake8_length(folder: Path) -> int | None:
     return None
 
 
+def _flake8_single_quotes(folder: Path) -> bool:
+    """flake8-quotes' ``inline-quotes`` asks for single quotes."""
+    for here in _up(folder):
+        for name in ("setup.cfg", "tox.ini", ".flake8"):
+            cfg = _ini(here / name)
+            if cfg is not None and cfg.has_section("flake8"):
+                value = cfg["flake8"].get("inline-quotes", cfg["flake8"].get("inline_quotes", ""))
+                return value.strip() in ("'", "single")
+    return False
+
+
 def _int(value: Any, default: int) -> int:
     try:
         return int(value)
@@ -184,12 +201,20 @@ def _from_ruff(root: Path, ruff: dict[str, Any]) -> Style:
         from_first=_bool(isort.get("from-first", False)),
         no_sections=_bool(isort.get("no-sections", False)),
         formatter=True,
+        force_single_line=_bool(isort.get("force-single-line", False)),
+        single_quotes=str(ruff.get("format", {}).get("quote-style", "")).strip() == "single",
     )
 
 
-def _from_isort(root: Path, isort: dict[str, Any], length: int | None, formatter: bool) -> Style:
-    google = str(isort.get("profile", "")).strip() == "google"
+def _from_isort(root: Path, isort: dict[str, Any], length: int | None, formatter: bool, quotes: bool) -> Style:
+    profile = str(isort.get("profile", "")).strip()
+    google = profile == "google"
     src = isort.get("src_paths", [".", "src"])
+    if length is None:  # isort's own length (its profile's), what the project wraps its imports at
+        default = {"black": 88, "google": 1000, "django": 79, "pycharm": 79}.get(profile)
+        length = _int(isort.get("line_length", isort.get("line-length")), default or 79) if (
+            "line_length" in isort or "line-length" in isort or default) else None
+        formatter = formatter or profile == "black"
     return Style(
         sort_imports=True,
         line_length=length,
@@ -202,6 +227,8 @@ def _from_isort(root: Path, isort: dict[str, Any], length: int | None, formatter
         from_first=_bool(isort.get("from_first", False)),
         no_sections=_bool(isort.get("no_sections", False)),
         formatter=formatter,
+        force_single_line=_bool(isort.get("force_single_line", google)),
+        single_quotes=quotes,
     )
 
 
@@ -211,9 +238,12 @@ def _style_in(folder: Path) -> Style:
         return _from_ruff(*ruff)
     black = _black_length(folder)
     length = black or _flake8_length(folder)
+    quotes = black is None and _flake8_single_quotes(folder)
     if (isort := _isort(folder)) is not None:
-        return _from_isort(*isort, length, black is not None)
-    return Style(line_length=length, formatter=black is not None) if length else NO_STYLE
+        return _from_isort(*isort, length, black is not None, quotes)
+    if length or quotes:
+        return Style(line_length=length, formatter=black is not None, single_quotes=quotes)
+    return NO_STYLE
 
 
 def style_for(path: Path) -> Style:

@@ -14,6 +14,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from torchport.emit.patterns import PATH_CHANGE
 from torchport.style._config import SECTIONS, Style
 
 _STDLIB = frozenset(sys.stdlib_module_names)
@@ -269,6 +270,9 @@ def _move(code: str, added: Import, style: Style, path: Path) -> str | None:
     rest = _delete(lines, added.lineno - 1, added.end_lineno)  # type: ignore[arg-type]
     tree = ast.parse("".join(rest))
     blocks = _blocks(tree)
+    change = _path_change(tree, rest)
+    if change is not None and change < added.lineno:  # it may need that change: not above it
+        blocks = [b for b in blocks if b[0].lineno > change]
     target = next((b for b in blocks if any(section(s, style, path) == kind for s in b)), None)
     if target is None:
         # its own block: the one it was placed at the end of (or the start of)
@@ -293,6 +297,17 @@ def _move(code: str, added: Import, style: Style, path: Path) -> str | None:
         return None  # a move past a use would leave the name undefined there
     moved = rest[:at] + chunk + rest[at:]
     return "".join(moved)
+
+
+def _path_change(tree: ast.Module, lines: list[str]) -> int | None:
+    """The last line of the last top-level ``sys.path`` change above the first ``def`` or ``class``."""
+    last = None
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            break
+        if PATH_CHANGE.search("".join(lines[stmt.lineno - 1: _end(stmt)])):
+            last = _end(stmt)
+    return last
 
 
 def _uses(tree: ast.Module, names: set[str]) -> list[int]:

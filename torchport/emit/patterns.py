@@ -1,0 +1,16 @@
+"""Text patterns the emitters and the pipeline share, kept free of LibCST so that a cached run, which
+parses nothing, does not import it."""
+
+from __future__ import annotations
+
+import re
+
+# `sys.path.insert(...)`, `.append`, `.extend`, `sys.path += ...`, `sys.path[:0] = ...`, `sys.path = ...`,
+# `site.addsitedir(...)`: what makes a module importable that was not.
+PATH_CHANGE = re.compile(r"\bsys\.path\s*(?:\.\s*(?:insert|append|extend)\s*\(|\+=|=[^=]|\[[^\]]*\]\s*=[^=])"
+                         r"|\bsite\.addsitedir\s*\(")
+
+# Text a module in some runtime mode has (`torchport.emit.switch`): what makes a file worth parsing for a switch.
+RUNTIME_TEXT = re.compile(r"torchport import runtime|torchport\.runtime|_torchport_runtime"
+                          r"|accelerator\.current_accelerator\(\)")
+RUNTIME_BYTES = re.compile(RUNTIME_TEXT.pattern.encode())

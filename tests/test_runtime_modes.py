@@ -280,9 +280,8 @@ def test_runtime_import_goes_after_the_sys_path_change_that_makes_it_importable(
     if mode == "vendor":
         assert "from mylib import _torchport_runtime as tp" in ported
     hide = "" if mode == "package" else HIDE_TORCHPORT
-    run = subprocess.run([sys.executable, "-c", hide + f"import runpy; runpy.run_path({str(script)!r}, "
-                          "run_name='__main__')"], cwd=tmp_path.parent, env=ENV, capture_output=True, text=True,
-                         timeout=120)
+    run = forkrun.run(["-c", hide + f"import runpy; runpy.run_path({str(script)!r}, run_name='__main__')"],
+                      cwd=tmp_path.parent, env=ENV, timeout=120)
     assert run.returncode == 0, run.stderr + ported
     assert run.stdout.split() == ["ok", "True"]
 
@@ -327,8 +326,8 @@ def test_switching_the_runtime_mode_of_a_ported_tree(tmp_path: Path, first: str,
                                      "--check", "--no-cache", "-j1"])
     assert again.exit_code == 0, again.output  # nothing left to do
     hide = "" if then == "package" else HIDE_TORCHPORT
-    run = subprocess.run([sys.executable, "-c", hide + "import runpy; runpy.run_path('tools/probe.py')"],
-                         cwd=tmp_path / "switched", env=ENV, capture_output=True, text=True, timeout=120)
+    run = forkrun.run(["-c", hide + "import runpy; runpy.run_path('tools/probe.py')"], cwd=tmp_path / "switched",
+                      env=ENV, timeout=120)
     assert run.returncode == 0 and run.stdout.split() == ["cpu", "True", "True"], run.stderr
 
 

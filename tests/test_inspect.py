@@ -188,6 +188,8 @@ def _run(fn, tmp_path, name):
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+# the program's unused results warn, as they should (test_seed_usage_eager_and_compiled checks that warning)
+@pytest.mark.filterwarnings("ignore:torchport.debug.inspect:UserWarning")
 def test_compiled_fullgraph_matches_eager_without_graph_break(backend, tmp_path, capsys):
     from torch._dynamo.utils import counters
 

@@ -88,3 +88,21 @@ def test_the_cache_key_is_the_same_in_every_process(tmp_path: Path) -> None:
     keys = {subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.py")], capture_output=True, text=True,
                            check=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
     assert len(keys) == 1
+
+
+def test_without_the_cli_extra_the_command_says_how_to_get_it() -> None:
+    """`pip install torchport` is the runtime alone (what `--add-dependency` adds to a ported project): the command
+    then names the `cli` extra instead of failing with a traceback."""
+    code = "import sys; sys.modules['typer'] = None; from torchport.command import main; main()"
+    done = subprocess.run([sys.executable, "-c", code, "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'torchport[cli]'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_runtime_distribution_depends_on_nothing() -> None:
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]
+    assert project["dependencies"] == []
+    cli = set(project["optional-dependencies"]["cli"])
+    assert cli and cli <= set(project["optional-dependencies"]["test"])  # the README's install runs the CLI

@@ -1,3 +1,3 @@
-from torchport.cli import main
+from torchport.command import main
 
 main()

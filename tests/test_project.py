@@ -281,3 +281,18 @@ def test_a_model_a_library_places_under_a_cuda_guard_moves_with_the_inputs_choic
     migrated = _run(tmp_path)["model.py"].migrated or ""
     assert "    if tp.is_available():\n        kwargs['device_map'] = 'auto'" in migrated
     assert "self.device = tp.available_device_str()" in migrated
+
+
+@pytest.mark.parametrize("load, gets_it", [
+    ("samples = torch.load(path)\n    print(model(samples))\n", True),  # data on MPS beside a CPU model
+    ("model.load_state_dict(torch.load(path)['model'])\n", False),  # copied into the CPU model: nothing moves
+])
+def test_a_checkpoint_loaded_beside_a_kept_choice(tmp_path: Path, load: str, gets_it: bool) -> None:
+    script = ("import torch\n\ngpu = 0\n"
+              "device = torch.device('cuda:' + str(gpu) if torch.cuda.is_available() else 'cpu')\n"
+              "model = torch.nn.Linear(2, 2).to(device)\n\n\ndef run(path):\n    " + load + "\n\n"
+              "if __name__ == '__main__':\n    run('ckpt.pt')\n")
+    _tree(tmp_path, {"latent_ode.py": script})
+    migrated = _run(tmp_path)["latent_ode.py"].migrated or ""
+    assert "map_location=tp.map_location()" in migrated  # on the CPU, a checkpoint saved on CUDA loads
+    assert ("tp.avoid_mps(" in migrated) is gets_it, migrated

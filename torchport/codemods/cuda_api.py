@@ -474,7 +474,20 @@ class LoadMapLocation(Rule):
                 return updated.with_changes(args=args)
         if not updated.args or updated.args[0].keyword is not None or not m.apply(self.code, original):
             return None
+        if _into_state_dict(m):
+            m.fact("state_loads", original)  # copied into the module's own tensors: wherever they are
         return append_arg(updated, keyword_arg("map_location", m.runtime_call("map_location", [])))
+
+
+def _into_state_dict(m: Migrator) -> bool:
+    """Whether the call being left is given to ``load_state_dict`` (``m.load_state_dict(torch.load(p)["model"])``),
+    which copies the tensors into the module's own, on its device."""
+    for node in reversed(m.ancestors):
+        if isinstance(node, cst.Call):
+            return isinstance(node.func, cst.Attribute) and node.func.attr.value == "load_state_dict"
+        if not isinstance(node, (cst.Arg, cst.Subscript, cst.SubscriptElement, cst.Index)):
+            return False
+    return False
 
 
 class _Strings(cst.CSTVisitor):

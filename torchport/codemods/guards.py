@@ -136,7 +136,8 @@ class _Scan(cst.CSTVisitor):
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         value = string_value(node)
-        if is_cuda_literal(node) or value in LIBRARY_PLACEMENT_KEYWORDS:  # `kwargs["device_map"] = "auto"`
+        # `kwargs["device_map"] = "auto"`; `"cuda:" + str(gpu)`, the start of a device built at run time
+        if is_cuda_literal(node) or value in LIBRARY_PLACEMENT_KEYWORDS or value == "cuda:":
             self.chooses = True
         if value is not None and (value.lower() == "nccl" or value.endswith((".cu", ".cuh"))):
             self.cuda_only = True

@@ -312,9 +312,10 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
 
 def split_choice(result: FileResult) -> tuple[int, str] | None:
     """``(line, what)`` where a file keeps its own device choice CUDA-or-CPU while it moves other data to the
-    runtime's device: on MPS its tensors would be on two devices, so its programs keep the CPU on a Mac."""
-    if result.error is None and result.facts.get("moves") and result.facts.get("kept") \
-            and not result.facts.get("choices"):
+    runtime's device: on MPS its tensors would be on two devices, so its programs keep the CPU on a Mac. A
+    checkpoint loaded straight into ``load_state_dict`` moves nothing: the module copies it onto its device."""
+    moves = set(result.facts.get("moves", ())) - set(result.facts.get("state_loads", ()))
+    if result.error is None and moves and result.facts.get("kept") and not result.facts.get("choices"):
         return result.facts["kept"][0], "a device choice kept CUDA-or-CPU beside data moved to the picked device"
     return None
 

@@ -133,7 +133,7 @@ class Evaluator:
         self._depth = 0
         self._calling: set[int] = set()
         self._methods = _methods(tree)  # a method's id -> its class
-        self._stored = _stored_elsewhere(tree)  # attributes set on something other than `self`
+        self._stored_names: set[str] | None = None  # attributes set on something other than `self` (lazily)
         self._class_facts: dict[int, dict[str, object]] = {}
         self._classes: list[ast.ClassDef | None] = [None]  # the class of the method being run
         # the span of each branch of a conditional expression evaluated -> whether some evaluation took it
@@ -143,11 +143,7 @@ class Evaluator:
 
     def units(self, functions: bool = True) -> list[Unit]:
         """The module body, then (``functions``) every function and method, each with its paths."""
-        self._forks = 0
-        module = Unit(self.tree, self.run(self.tree.body, [Path({"__name__": "__main__"})]))
-        self.globals = _merged(module.paths)
-        self.globals_queried = set().union(*(p.queried for p in module.paths)) if module.paths else set()
-        found = [module]
+        found = [self._module_unit()]
         if not functions:
             return found
         skipped: dict[int, Stop] = {}
@@ -160,6 +156,25 @@ class Evaluator:
                 self._forks = 0
                 found.append(self._function_unit(node, skipped.get(id(node))))
         return found
+
+    def top_functions(self, names: Iterable[str] | None = None) -> list[Unit]:
+        """The module's own top-level functions (those named in ``names``, if given), each with its paths, after
+        the module body has run (its globals)."""
+        self._module_unit()
+        wanted = None if names is None else set(names)
+        units = []
+        for node in self.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (wanted is None or node.name in wanted):
+                self._forks = 0
+                units.append(self._function_unit(node, None))
+        return units
+
+    def _module_unit(self) -> Unit:
+        self._forks = 0
+        module = Unit(self.tree, self.run(self.tree.body, [Path({"__name__": "__main__"})]))
+        self.globals = _merged(module.paths)
+        self.globals_queried = set().union(*(p.queried for p in module.paths)) if module.paths else set()
+        return module
 
     def _skipped(self, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef, outer: Stop | None) -> Stop | None:
         if outer is not None:
@@ -327,6 +342,12 @@ class Evaluator:
         for q in out:
             q.gated -= by_query
         return out
+
+    @property
+    def _stored(self) -> set[str]:
+        if self._stored_names is None:
+            self._stored_names = _stored_elsewhere(self.tree)
+        return self._stored_names
 
     def _gate(self, node: ast.expr) -> str | None:
         """The gate ``node`` names or calls (``RunIf(min_gpus=1)``, ``requires_gpu``), if it is one of ``gates``."""
@@ -779,21 +800,27 @@ def _methods(tree: ast.Module) -> dict[int, ast.ClassDef]:
 
 def _stored_elsewhere(tree: ast.Module) -> set[str]:
     """Attribute names the module sets on something other than ``self`` (``args.cuda = ...``), or on ``self`` in
-    a nested function; ``*`` where ``setattr`` sets a name it computes."""
+    a nested function; every attribute name where ``setattr`` sets a name it computes. One pass over the tree."""
     stored: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            nested = [n for child in ast.iter_child_nodes(node) for n in ast.walk(child)
-                      if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
-            stored.update(n.attr for inner in nested for n in ast.walk(inner)
-                          if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store))
-        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and not (
-                isinstance(node.value, ast.Name) and node.value.id == "self"):
-            stored.add(node.attr)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
-            name = node.args[1] if len(node.args) > 1 else None
-            stored.add(name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else "*")
-    if "*" in stored:
+    computed = False
+
+    def visit(node: ast.AST, depth: int) -> None:
+        nonlocal computed
+        for child in ast.iter_child_nodes(node):
+            inner = depth + isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Store) and (depth > 1 or not (
+                    isinstance(child.value, ast.Name) and child.value.id == "self")):
+                stored.add(child.attr)
+            elif isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == "setattr":
+                name = child.args[1] if len(child.args) > 1 else None
+                if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                    stored.add(name.value)
+                else:
+                    computed = True
+            visit(child, inner)
+
+    visit(tree, 0)
+    if computed:
         stored.update(n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute))
     return stored
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from torchport.codemods.analysis.lacks import LACKS_TEXT
 from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, always_run, is_script
+from torchport.model.torch_facts import RAISES_OFF_CUDA
 from torchport.pipeline.notebooks import SUFFIX, locate
 from torchport.pipeline.project import _MEMO_LIMIT, Project, fewer_collections, lacking, parse, split_choice
 from torchport.results import Diagnostic, FileResult
@@ -495,7 +496,9 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     return {index: frozenset(names) for index in changed if (names := _bound(index, project, defined))}
 
 
-_STUCK_TEXT = re.compile(r"\.cuda\(|\bcuda\.\w*Tensor\b|[\"']cuda")  # what may still stop a module's port
+# What may still stop a module's port: `.cuda()`, a torch.cuda call that raises off CUDA, a CUDA device string.
+_STUCK_TEXT = re.compile(r"\.cuda\(|\bcuda\.(?:" + "|".join(sorted(n for n in RAISES_OFF_CUDA if "." not in n))
+                         + r")\b|[\"']cuda(?::\d+)?[\"']")
 
 
 def _stuck_functions(results: Sequence[FileResult]) -> dict[int, dict[str, int]]:
@@ -512,13 +515,13 @@ def _stuck_functions(results: Sequence[FileResult]) -> dict[int, dict[str, int]]
         tree = parse(text)
         if tree is None:
             continue
-        top = {id(f): f for f in tree.body if isinstance(f, ast.FunctionDef)}
         names: dict[str, int] | None = None
-        for target in ("cpu", "mps"):
-            units = [u for u in Evaluator(tree, target).units() if id(u.node) in top and u.paths]
-            here = {u.node.name: u.node.lineno for u in units  # type: ignore[attr-defined]
-                    if all(p.stop is not None and p.stop.kind == "cuda" for p in u.paths)}
-            names = here if names is None else {n: line for n, line in names.items() if n in here}
+        for target in ("cpu", "mps"):  # MPS only for what stops on the CPU
+            units = Evaluator(tree, target).top_functions(None if names is None else names)
+            names = {u.node.name: u.node.lineno for u in units if u.paths  # type: ignore[attr-defined]
+                     and all(p.stop is not None and p.stop.kind == "cuda" for p in u.paths)}
+            if not names:
+                break
         if names:
             found[index] = names
     return found

@@ -349,13 +349,14 @@ def test_no_tensor_is_of_a_cuda_tensor_type_off_cuda() -> None:
     ("model.sample(64, 'cuda')", True),  # a device for a method the model cannot follow
     ("helpers.to_device(x, 'cuda:1')", True),
     ("print('cuda')", False),
+    ("warnings.warn('cuda')", False),  # text, wherever the call comes from
     ("parser.add_argument('--device', 'cuda')", False),
     ("cfg.get('device', 'cuda')", False),
     ("torch.device('cuda')", False),  # torch's own: a value, placed where it is used
 ])
 def test_a_cuda_device_given_to_a_call_it_cannot_follow_stops_off_cuda(call: str, stops: bool) -> None:
-    source = f"import torch\nimport helpers\n{call}\n"
-    assert _module_paths(source, "cpu") == [(3, "cuda" if stops else None)]
+    source = f"import torch\nimport helpers\nimport warnings\n{call}\n"
+    assert _module_paths(source, "cpu") == [(4, "cuda" if stops else None)]
 
 
 def test_in_a_closed_module_a_function_never_named_never_runs() -> None:

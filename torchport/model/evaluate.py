@@ -663,7 +663,7 @@ class Evaluator:
         if name in ("torch.autocast", "torch.amp.autocast") or "GradScaler" in name:
             return UNKNOWN  # device= there labels, it does not place
         self._placement(node, keywords, p)
-        if not name.startswith("torch.") and name not in torch_facts.TEXT_CALLS and not name.startswith("logging."):
+        if not name.startswith(("torch.", "logging.")) and name.rsplit(".", 1)[-1] not in torch_facts.TEXT_CALLS:
             self._passes_cuda(node, name, p)
         return UNKNOWN
 

@@ -242,3 +242,16 @@ def test_a_notebook_no_usual_layout_writes_keeps_its_other_bytes(tmp_path: Path)
     assert changed and all("torchport" in line or "tp.device()" in line for line in changed), changed
     assert any('"source": [ ]' in line for line in after)
     assert any("\\u001B[K done" in line for line in after)
+
+
+def test_an_import_added_at_the_end_of_a_cell_leaves_no_blank_line(tmp_path: Path) -> None:
+    notebook = v4.new_notebook()
+    notebook.cells = [v4.new_code_cell("import torch\nfrom denoiser import Denoiser"),
+                      v4.new_code_cell("model = torch.nn.Linear(2, 2).cuda()")]
+    path = tmp_path / "inference.ipynb"
+    path.write_text(json.dumps(notebook, indent=1) + "\n")
+    done = CliRunner().invoke(app, ["migrate", str(path), "--apply", "--no-cache"])
+    assert done.exit_code == 0, done.output
+    cells = json.loads(path.read_text())["cells"]
+    assert "".join(cells[0]["source"]) == ("import torch\nfrom denoiser import Denoiser\n"
+                                           "from torchport import runtime as tp")

@@ -281,7 +281,8 @@ def render(result: NotebookResult) -> str:
     for index, source in _new_sources(result).items():
         cell = notebook["cells"][index]
         if source.endswith("\n") and not _cell_source(cell).endswith("\n"):
-            source = source[:-1]  # joining the cells ended each with a newline
+            # joining the cells ended each with a newline; an import added last leaves a blank line to drop too
+            source = source.rstrip("\n")
         cell["source"] = source.splitlines(keepends=True) if isinstance(cell.get("source"), list) else source
     try:
         nbformat.validate(nbformat.from_dict(notebook))

@@ -191,10 +191,13 @@ class Evaluator:
         stop = self._skipped(node, outer)
         if stop is not None:
             return Unit(node, [], stop)
-        env: dict[str, object] = {name: UNKNOWN for name in _parameters(node.args)}
+        return Unit(node, self._run_alone(node))
+
+    def _run_alone(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Path]:
+        """The paths of a function run on its own: its parameters unknown, in its class (a method)."""
         self._classes.append(self._methods.get(id(node)))
         try:
-            return Unit(node, self.run(node.body, [Path(env)]))
+            return self.run(node.body, [Path({name: UNKNOWN for name in _parameters(node.args)})])
         finally:
             self._classes.pop()
 
@@ -220,12 +223,7 @@ class Evaluator:
                 if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not _sets_self(method):
                     continue
                 self._forks = 0
-                self._classes.append(cls)
-                try:
-                    ends = self.run(method.body, [Path({name: UNKNOWN for name in _parameters(method.args)})])
-                finally:
-                    self._classes.pop()
-                for path in ends:
+                for path in self._run_alone(method):
                     for key, value in path.env.items():
                         if key.startswith("self.") and key.count(".") == 1:
                             values.setdefault(key, []).append(value)

@@ -113,13 +113,18 @@ def _numpy_defaults_moved(tree: ast.Module) -> list[int]:
         while isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr not in _CASTS \
                 and inner.func.attr not in ("from_numpy", "tensor", "as_tensor"):
             inner = inner.func.value  # `.unsqueeze(0)`, `.contiguous()`: no cast
-        if not (isinstance(inner, ast.Call) and isinstance(inner.func, (ast.Attribute, ast.Name)) and inner.args
-                and (inner.func.attr if isinstance(inner.func, ast.Attribute) else inner.func.id)
-                in ("from_numpy", "tensor", "as_tensor") and not any(k.arg == "dtype" for k in inner.keywords)):
-            continue
-        if _float64_maker(inner.args[0]):
+        if isinstance(inner, ast.Call) and _tensor_of_array(inner) and _float64_maker(inner.args[0]):
             found.append(node.lineno)
     return found
+
+
+def _tensor_of_array(call: ast.Call) -> bool:
+    """``from_numpy(a)``, ``torch.tensor(a)``, ``torch.as_tensor(a)`` with no ``dtype=`` of its own: the tensor
+    has the array's dtype."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return name in ("from_numpy", "tensor", "as_tensor") and bool(call.args) and not any(
+        k.arg == "dtype" for k in call.keywords)
 
 
 def _float64_maker(node: ast.expr) -> bool:
@@ -176,11 +181,8 @@ def _arrays_moved(text: str, tree: ast.Module | None) -> bool:
         if not placed:
             continue
         for inner in ast.walk(node):
-            if (isinstance(inner, ast.Call) and isinstance(inner.func, (ast.Attribute, ast.Name))
-                    and (inner.func.attr if isinstance(inner.func, ast.Attribute) else inner.func.id)
-                    in ("from_numpy", "tensor", "as_tensor") and inner.args
-                    and not isinstance(inner.args[0], (ast.List, ast.Tuple, ast.Constant))
-                    and not any(k.arg == "dtype" for k in inner.keywords)):
+            if isinstance(inner, ast.Call) and _tensor_of_array(inner) and not isinstance(
+                    inner.args[0], (ast.List, ast.Tuple, ast.Constant)):
                 return True
     return False
 

@@ -160,7 +160,9 @@ def test_a_program_that_calls_a_projects_cuda_gate_runs_only_on_cuda(tmp_path: P
         "    return torch.ones(2).cuda()\n\n\nif __name__ == '__main__':\n    main(None)\n")
     train = _programs(tmp_path)["train.py"]
     assert train["runs_on"] == ["cuda"]
-    assert train["blockers"][0]["reason"] == "calls `helpers.setup`, which stops unless CUDA is there (helpers.py:5)"
+    assert {k: train["blockers"][0][k] for k in ("reason", "path", "line")} == {  # where it exits, the call named
+        "reason": "stops unless CUDA is there (`helpers.setup`, called at train.py:6)",
+        "path": "helpers.py", "line": 10}
     files = _migrated(tmp_path)
     assert not files["train.py"]["changed"]
     assert "[R03 cuda-gate] `main` calls helpers.setup(), which stops or fails without CUDA" in \

@@ -184,10 +184,10 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         program = Program(shown_as(entry), kind, reached=set(reach),
                           rewrites=sum(sum(results[i].rewrites.values()) for i in reach))
         if kind in ("script", "console-script") and (gated := _calls_a_gate(entry, trees, project, gates)):
-            line, name, where = gated
-            program.blockers.extend(Blocker(target, f"calls `{name}`, which stops unless CUDA is there "
-                                                    f"({shown_as(where[0])}:{where[1]})",
-                                            program.path, line) for target in OFF_CUDA)
+            line, name, where = gated  # shown where it stops, the way a maintainer looks for it
+            program.blockers.extend(Blocker(target, f"stops unless CUDA is there (`{name}`, called at "
+                                                    f"{program.path}:{line})", shown_as(where[0]), where[1])
+                                    for target in OFF_CUDA)
         always = project.reach(entry, always=True)  # a module imported in a function, under a guard or lazily
         for index in reach:                          # is a path the program may not take: no blocker
             if index not in always:
@@ -771,9 +771,19 @@ def _exiting_gates(text: str, tree: ast.Module) -> dict[str, int]:
     if text not in _EXITING:
         if len(_EXITING) >= _MEMO_LIMIT:
             _EXITING.clear()
-        _EXITING[text] = {s.name: s.lineno for s in tree.body
+        _EXITING[text] = {s.name: _stop_line(tree, s) for s in tree.body
                           if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and exits_without_cuda(s)}
     return _EXITING[text]
+
+
+def _stop_line(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """The line where ``function`` (a gate of ``tree``), run on the CPU, stops first (its ``sys.exit``, ``raise``
+    or ``assert``); its ``def`` line when the evaluation finds no stop."""
+    from torchport.model.evaluate import Evaluator
+
+    units = Evaluator(tree, "cpu").top_functions([function.name])
+    lines = [p.stop.line for unit in units for p in unit.paths if p.stop is not None]
+    return min(lines) if lines else function.lineno
 
 
 def _shown(path: Path, root: Path) -> str:

@@ -368,3 +368,34 @@ def test_in_a_closed_module_a_function_never_named_never_runs() -> None:
     assert "def train(x):\n    return x.cuda()" in closed.code
     assert "def evaluate(x):\n    return x.to(tp.device())" in closed.code
     assert check_port(source, migrated).code == migrated  # a module others may import: both stay ported
+
+
+_STOPS_LATER = '''\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.buffer = torch.zeros(4).cuda()
+
+
+{setup}x = torch.rand(2).type(torch.cuda.LongTensor)
+{use}
+'''
+
+
+@pytest.mark.parametrize(("setup", "use", "closed", "held"), [
+    ("", "print(Net())", False, True),  # vae.py: every path stops before `Net` is named, importers' too
+    ("if __name__ == '__main__':\n    ", "    print(Net())", False, False),  # an importer may still use `Net`
+    ("if __name__ == '__main__':\n    ", "    print(Net())", True, True),  # nothing imports it
+    ("net = Net()\n", "print(net)", False, False),  # `Net` runs before the stop
+])
+def test_a_definition_only_named_after_the_module_body_always_stops_never_runs(
+        setup: str, use: str, closed: bool, held: bool) -> None:
+    source = _STOPS_LATER.format(setup=setup, use=use)
+    migrated = source.replace("torch.zeros(4).cuda()", "torch.zeros(4).to(tp.device())").replace(
+        "import torch\n", "import torch\nfrom torchport import runtime as tp\n", 1)
+    checked = check_port(source, migrated, closed=closed)
+    assert ("torch.zeros(4).cuda()" in checked.code) is held

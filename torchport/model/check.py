@@ -74,6 +74,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     runs: dict[int, Stop | None] = {}
     before: list[tuple[int, int, Stop]] = []  # (first, last line) of a unit -> a stop of its paths
     taken: dict[tuple[int, int, int, int], bool] = {}  # branches of conditional expressions, on any target
+    module_stops: list[Stop] | None = []  # where every path of the module body stops, on every target
     for target in OFF_CUDA:
         evaluator = Evaluator(tree, target, exempt, gates)
         try:
@@ -82,6 +83,10 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
             return Checked(migrated, [])
         found: dict[int, Stop | None] = {}
         _record(units, found, before)
+        if module_stops is not None and units[0].paths and not any(p.clean for p in units[0].paths):
+            module_stops.extend(p.stop for p in units[0].paths if p.stop is not None)
+        else:
+            module_stops = None
         for line, stop in found.items():
             runs.setdefault(line, stop)
         for span, was in evaluator.taken.items():
@@ -89,6 +94,8 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     dead = [span for span, was in taken.items() if not was] + _unread_defaults(tree)
     if closed:
         dead += _never_named(tree)
+    if module_stops:
+        dead += _never_run_after(tree, max(stop.line for stop in module_stops), closed)
     if dead:  # lines changed one for one are read one by one: a rewrite in a branch never taken stays out alone
         hunks = [single for op in hunks for single in (
             [(op[0], op[1] + k, op[1] + k + 1, op[3] + k, op[3] + k + 1) for k in range(op[2] - op[1])]
@@ -141,6 +148,44 @@ def _never_named(tree: ast.Module) -> list[tuple[int, int, int, int]]:
     return [(f.lineno, 0, f.end_lineno or f.lineno, 10**6) for f in tree.body
             if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name not in named
             and not any(isinstance(c, ast.Constant) and c.value == f.name for c in ast.walk(tree))]
+
+
+def _never_run_after(tree: ast.Module, stop: int, closed: bool) -> list[tuple[int, int, int, int]]:
+    """The spans of the module-level functions and classes that never run off CUDA because the module body always
+    stops at line ``stop`` before anything names them (vae.py's ``VAE`` class, used only after a line that still
+    needs CUDA): importing the module stops there too. A stop under ``if __name__ == "__main__":`` counts only in a
+    module nothing imports (``closed``): an importer may call the functions."""
+    if not closed and any(isinstance(s, ast.If) and _main_guard(s.test) and s.lineno <= stop <= (s.end_lineno or 0)
+                          for s in tree.body):
+        return []
+    defined = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    run: list[ast.AST] = []  # what the module body runs up to the stop: decorators, defaults, bases of definitions
+    for statement in tree.body:
+        if statement.lineno > stop:
+            break
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            run.extend(statement.decorator_list)
+            run.extend(statement.args.defaults + [d for d in statement.args.kw_defaults if d is not None]
+                       if not isinstance(statement, ast.ClassDef) else [*statement.bases, *statement.keywords])
+        else:
+            run.append(statement)
+    # in the module body, what comes after the stop's line does not run; in a definition that runs, all may
+    named = {n.id for part in run for n in ast.walk(part) if isinstance(n, ast.Name) and n.lineno <= stop
+             and n.id in defined}
+    bodies = [defined[name] for name in named]
+    while bodies:
+        for node in ast.walk(bodies.pop()):
+            if isinstance(node, ast.Name) and node.id in defined and node.id not in named:
+                named.add(node.id)
+                bodies.append(defined[node.id])
+    return [(d.lineno, 0, d.end_lineno or d.lineno, 10**6) for name, d in defined.items()
+            if name not in named and d.lineno < stop]
+
+
+def _main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"``."""
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
 
 
 def _unread_defaults(tree: ast.Module) -> list[tuple[int, int, int, int]]:

@@ -220,7 +220,7 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
     for site in kept:
         migration.rewrites[site.code] = migration.rewrites.get(site.code, 0) + 1
     if not kept:  # the whole file stays: said once, with the first stop
-        held = held[:1]
+        held = [next((h for h in held if h.stop is not None), held[0])]
     said: set[object] = set()
     for h in held:
         key = (h.stop.origin or h.stop.line) if h.stop else None

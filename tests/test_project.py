@@ -148,10 +148,25 @@ def test_blocker(text: str, expected: tuple[int, str] | None) -> None:
     assert blocker(text) == expected
 
 
-def test_a_held_module_keeps_its_unconditional_moves(tmp_path: Path) -> None:
-    """On a Mac the held guard keeps the model on the CPU; moving the input to the picked device (MPS)
-    would split them, so data moves in a held module stay as written, reported. The path then still stops off
-    CUDA at the kept `.cuda()`, so the synchronize after it stays too (no half port), said once (R19)."""
+def test_a_module_whose_unconditional_moves_fail_on_the_cpu_is_ported_whole_not_held(tmp_path: Path) -> None:
+    """Held, the guard would keep the CPU on a Mac as before, but `x = torch.ones(2).cuda()` beside it already
+    fails on any machine without CUDA: a hold is no "as before" there (DGI's `tot = tot.cuda()`). The module is
+    ported whole and its program keeps the CPU on a Mac with `tp.avoid_mps`."""
+    _tree(tmp_path, {
+        "timing.py": "import torch\n\n\ndef adjacency(i, v):\n    return torch.sparse_coo_tensor(i, v)\n",
+        "run.py": "import timing\nimport torch\n\nif torch.cuda.is_available():\n    model = model.cuda()\n"
+                  "x = torch.ones(2).cuda()\ntorch.cuda.synchronize()\n",
+    })
+    run = _run(tmp_path)["run.py"]
+    assert run.hold is None and run.avoid_mps is not None
+    assert run.migrated is not None and ".cuda()" not in run.migrated and "tp.avoid_mps(" in run.migrated
+    assert "if tp.is_available():" in run.migrated and "torch.ones(2).to(tp.device())" in run.migrated
+
+
+def test_a_module_held_for_a_blocker_that_may_not_reach_the_device_keeps_its_moves(tmp_path: Path) -> None:
+    """`x.double()` may run on the CPU: no `tp.avoid_mps` would keep a Mac's program off MPS, so the module stays
+    held and its unconditional moves stay as written, reported; the path then still stops off CUDA at the kept
+    `.cuda()`, so the synchronize after it stays too (no half port), said once (R19)."""
     _tree(tmp_path, {
         "timing.py": "import torch\n\n\ndef dtw(x):\n    return x.double()\n",
         "run.py": "import timing\nimport torch\n\nif torch.cuda.is_available():\n    model = model.cuda()\n"
@@ -162,6 +177,18 @@ def test_a_held_module_keeps_its_unconditional_moves(tmp_path: Path) -> None:
     assert run.migrated == run.original and not run.rewrites
     assert any(d.code == "TP110" and "TP001 would apply" in d.message for d in run.diagnostics)
     assert [d.line for d in run.diagnostics if "R19" in d.message] == [7]
+
+
+def test_a_held_module_keeps_its_guarded_moves(tmp_path: Path) -> None:
+    """On a Mac the held guard keeps the model on the CPU, as before: what it guards stays as written, reported."""
+    _tree(tmp_path, {
+        "timing.py": "import torch\n\n\ndef dtw(x):\n    return x.double()\n",
+        "run.py": "import timing\nimport torch\n\nif torch.cuda.is_available():\n    model = model.cuda()\n",
+    })
+    run = _run(tmp_path)["run.py"]
+    assert run.hold is not None
+    assert run.migrated == run.original and not run.rewrites
+    assert any(d.code == "TP110" and "R13" in d.message for d in run.diagnostics)
 
 
 @pytest.mark.parametrize(("text", "expected"), [

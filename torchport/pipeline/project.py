@@ -287,7 +287,10 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
     for index in candidates:
         for other in sorted(project.reach(index)):
             found = lacking(results[other].original or "")
-            if found is not None:
+            if found is not None and lacking(results[other].original or "", certain=True) is not None \
+                    and _stops_on_the_cpu(results[index].original):
+                break  # held, it would not run on the CPU "as before": ported whole, its programs keep the CPU on
+            if found is not None:  # a Mac (`tp.avoid_mps`, which a certain blocker gives them)
                 reasons[index] = (f"{results[other].display}:{found[0]} uses {found[1]}, which MPS lacks; "
                                   "on a Mac this keeps running on the CPU, as before")
                 break
@@ -308,6 +311,22 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
                                   "too (on MPS their tensors would be on different devices)")
                 changed = True
     return reasons
+
+
+def _stops_on_the_cpu(text: str | None) -> bool:
+    """Whether the module as written has code that stops on the CPU at a CUDA need, on some path of its body or of
+    a function (DGI's ``tot = tot.cuda()`` beside its ``if torch.cuda.is_available():`` guard): a hold keeping its
+    choices CUDA-or-CPU would leave that code failing there."""
+    from torchport.model.evaluate import Evaluator
+
+    tree = parse(text)
+    if tree is None:
+        return False
+    try:
+        units = Evaluator(tree, "cpu").units()
+    except RecursionError:
+        return False
+    return any(p.stop is not None and p.stop.kind == "cuda" for unit in units for p in unit.paths)
 
 
 def split_choice(result: FileResult) -> tuple[int, str] | None:

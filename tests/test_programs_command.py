@@ -227,3 +227,43 @@ def test_every_blocker_is_shown_whole_and_a_notebooks_by_cell(tmp_path: Path) ->
     found = _programs(tmp_path)
     assert {(b["cell"], b["line"]) for b in found["nb.ipynb"]["blockers"]} == {(2, 2)}
     assert all("cell" not in b for b in found["main.py"]["blockers"])
+
+
+def test_a_unittest_class_gated_by_a_projects_skip_decorator_is_a_cuda_only_test(tmp_path: Path) -> None:
+    """tnt's `skip_if_not_gpu = unittest.skipUnless(torch.cuda.is_available(), ...)` in a helper module: a test
+    file whose tests it skips is a program (a `TestCase` whose name does not start with "test") that runs only
+    on CUDA, the gate named where it skips."""
+    (tmp_path / "helpers.py").write_text(
+        "import unittest\nimport torch\n\nskip_if_not_gpu = unittest.skipUnless(torch.cuda.is_available(), 'GPU')\n")
+    (tmp_path / "test_timer_gpu.py").write_text(
+        "import unittest\nimport torch\nfrom helpers import skip_if_not_gpu\n\n\n"
+        "class TimerGPUTest(unittest.TestCase):\n    @skip_if_not_gpu\n    def test_sync(self):\n"
+        "        torch.ones(2, device='cuda')\n        torch.cuda.synchronize()\n")
+    test = _programs(tmp_path)["test_timer_gpu.py"]
+    assert test["runs_on"] == ["cuda"]
+    assert [(b["target"], b["line"]) for b in test["blockers"]] == [("mps", 7), ("xpu", 7), ("cpu", 7)]
+    assert "`skip_if_not_gpu` skips it without CUDA" in test["blockers"][0]["reason"]
+
+
+def test_a_flag_the_entry_point_sets_from_cuda_decides_other_modules_and_their_choice_is_kept(tmp_path: Path) -> None:
+    """PatchTST: `args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False` in the script,
+    read as `self.args.use_gpu` in another module, is false without CUDA: the CUDA device behind it is left as
+    written (dead off CUDA), and a module that moves data to the runtime's device beside that kept CUDA-or-CPU
+    choice would split the program's tensors on a Mac, so the program keeps the CPU there."""
+    (tmp_path / "run.py").write_text(
+        "import argparse\nimport torch\nfrom exp import Exp\n\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--use_gpu', type=bool, default=True)\nargs = parser.parse_args()\n"
+        "args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\nprint(Exp(args).train())\n")
+    (tmp_path / "exp.py").write_text(
+        "import torch\nfrom layers import pick\n\n\nclass Exp:\n    def __init__(self, args):\n"
+        "        self.args = args\n        if self.args.use_gpu:\n            self.device = torch.device('cuda:0')\n"
+        "        else:\n            self.device = torch.device('cpu')\n\n    def train(self):\n"
+        "        return pick(torch.ones(4, device=self.device))\n")
+    (tmp_path / "layers.py").write_text(
+        "import torch\n\n\ndef pick(x):\n    index = torch.arange(4).cuda()\n    return torch.gather(x, 0, index)\n")
+    files = _migrated(tmp_path)
+    assert not files["exp.py"]["changed"]
+    assert files["layers.py"]["changed"]
+    run = _programs(tmp_path)["run.py"]
+    assert run["runs_on"] == ["cuda", "xpu", "cpu"]
+    assert (run["blockers"][0]["path"], run["blockers"][0]["line"]) == ("exp.py", 9)

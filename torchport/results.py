@@ -46,6 +46,7 @@ class FileResult:
         facts: where the module chooses a device from CUDA's availability (`Migration.facts`).
         hold: why the project-level pass kept this module's device choices CUDA-or-CPU, or None.
         avoid_mps: what MPS lacks in the program this entry point starts (``tp.avoid_mps`` is written), or None.
+        gates: local names of the CUDA gates other modules of the project define, that this module uses.
     """
 
     path: Path
@@ -60,6 +61,7 @@ class FileResult:
     facts: dict[str, list[int]] = field(default_factory=dict)
     hold: str | None = None
     avoid_mps: str | None = None
+    gates: frozenset[str] = frozenset()
 
     @property
     def changed(self) -> bool:

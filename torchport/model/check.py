@@ -19,7 +19,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from torchport.model.evaluate import Evaluator, Stop, Unit, defaults, evaluate
+from torchport.model.evaluate import Evaluator, Stop, Unit, defaults
 
 OFF_CUDA = ("cpu", "mps")  # in this order; xpu answers as mps does for every query the model reads, bar its name
 
@@ -328,22 +328,23 @@ def unbound(original: ast.Module, migrated: ast.Module) -> str | None:
 
 
 @functools.lru_cache(maxsize=512)  # a run asks for each entry point's verdict more than once
-def program_stops(original: str, migrated: str, kind: str,
-                  targets: tuple[str, ...] = ("mps", "xpu", "cpu")) -> tuple[Stop | None, ...]:
-    """`program_stop` for each of ``targets``, the port parsed once."""
+def program_stops(original: str, migrated: str, kind: str, targets: tuple[str, ...] = ("mps", "xpu", "cpu"),
+                  gates: frozenset[str] = frozenset()) -> tuple[Stop | None, ...]:
+    """`program_stop` for each of ``targets``, the port parsed once; ``gates`` as `Evaluator` takes them."""
     try:
         tree = ast.parse(migrated)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return tuple(None for _ in targets)
-    return tuple(program_stop(original, migrated, target, kind, tree) for target in targets)
+    return tuple(program_stop(original, migrated, target, kind, tree, gates) for target in targets)
 
 
 def program_stop(original: str, migrated: str, target: str, kind: str,
-                 tree: ast.Module | None = None) -> Stop | None:
+                 tree: ast.Module | None = None, gates: frozenset[str] = frozenset()) -> Stop | None:
     """Where the ported program ``migrated`` always stops on ``target``, on the original's lines, or None.
 
     ``kind``: ``test`` (a test module stops where every test is skipped or stops), or a script's kind (it stops
-    where every path of its body stops). ``tree``: the parse of ``migrated`` when the caller has it.
+    where every path of its body stops). ``tree``: the parse of ``migrated`` when the caller has it. ``gates``:
+    local names of the CUDA gates other modules define (see `Evaluator`).
     """
     if tree is None:
         try:
@@ -351,7 +352,7 @@ def program_stop(original: str, migrated: str, target: str, kind: str,
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
     try:
-        units = evaluate(tree, target, functions=kind == "test")
+        units = Evaluator(tree, target, gates=gates).units(kind == "test")
     except RecursionError:
         return None
     if kind == "test":

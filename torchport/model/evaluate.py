@@ -115,6 +115,8 @@ class Evaluator:
         exempt: lines whose CUDA needs do not stop a path (marked CUDA on purpose).
         gates: local names (``RunIf``, ``helpers.requires_gpu``, ``dtw_cuda``) of what other modules define that
             works only on CUDA: off CUDA a skip mark it makes skips, a test of it is false, a call of it stops.
+            ``.<attr>`` names a flag attribute that every assignment in the project sets to what is false without
+            CUDA (``args.use_gpu = torch.cuda.is_available() and args.use_gpu``): off CUDA it reads false.
     """
 
     def __init__(self, tree: ast.Module, target: str, exempt: frozenset[int] = frozenset(),
@@ -488,6 +490,9 @@ class Evaluator:
         if node.attr in torch_facts.ON_CUDA_FLAGS and node.attr not in self._stored and self.target != "cuda":
             self._touched = True
             return False  # no data is on CUDA where there is none
+        if f".{node.attr}" in self.gates and node.attr not in self._stored and self.target != "cuda":
+            self._touched = True
+            return False  # a flag every module sets from a device query (`args.use_gpu = cuda and args.use_gpu`)
         if isinstance(base, Name):
             return Name(f"{base.qualified}.{node.attr}")
         if isinstance(base, Device) and node.attr == "type":

@@ -191,7 +191,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
     result.rewrites = migration.rewrites
     result.diagnostics = migration.diagnostics
     result.sites = migration.sites
-    result.facts, result.hold, result.avoid_mps = migration.facts, hold, avoid_mps
+    result.facts, result.hold, result.avoid_mps, result.gates = migration.facts, hold, avoid_mps, gates
     return result
 
 

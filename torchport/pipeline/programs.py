@@ -202,6 +202,12 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             program.blockers.append(Blocker("mps", "always makes a process group, which takes no MPS tensors: on a "
                                                    "Mac the runtime picks the CPU", program.path,
                                             _group_line(trees.get(entry))))
+        if "mps" not in {b.target for b in program.blockers} and (avoid := results[entry].avoid_mps):
+            what, _, spot = avoid.rpartition(", ")  # the project pass gave it `tp.avoid_mps`: what and where
+            path, _, number = spot.rpartition(":")
+            program.blockers.append(Blocker("mps", f"uses {what}: on a Mac it runs on the CPU",
+                                            _shown(results[entry].path.parent / path, root) if path else program.path,
+                                            int(number) if number.isdigit() else 1))
         blocked = {b.target for b in program.blockers}  # where nothing else blocks it, its port evaluated there
         program.blockers.extend(b for b in _stops(results[entry], kind, trees.get(entry), program.path)
                                 if b.target not in blocked)
@@ -222,10 +228,11 @@ def _stops(result: FileResult, kind: str, tree: ast.Module | None, shown: str) -
     if kind == "library" or result.original is None or tree is None:
         return []
     migrated = result.migrated if result.migrated is not None else result.original
-    if "cuda" not in migrated and not result.changed:
+    if "cuda" not in migrated and not result.changed and not result.gates:
         return []  # nothing there needs CUDA
     return [Blocker(target, f"stops there once ported: {stop.message}", shown, stop.line)
-            for target, stop in zip(OFF_CUDA, program_stops(result.original, migrated, kind), strict=True)
+            for target, stop in zip(OFF_CUDA, program_stops(result.original, migrated, kind, gates=result.gates),
+                                    strict=True)
             if stop is not None]
 
 
@@ -346,11 +353,14 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         demo ``__main__`` block: the call would run in every program that imports it).
     """
     moving = {i for i, r in enumerate(results) if r.changed and r.facts.get("moves")}
-    if not moving or not any(LACKS_TEXT.search(r.original or "") or split_choice(r) for r in results):
+    if not moving or not any(LACKS_TEXT.search(r.original or "") or split_choice(r) or _KEPT_PLACEMENT.search(
+            r.migrated or r.original or "") for r in results):
         return {}
     trees, project = _model(results)
     scripts = _console_scripts(Path.cwd())
     imported: set[int] = set()  # what the project imports, read only where a console script's kind needs it
+    # moves other than checkpoints loaded into a module (copied onto the module's device: nothing moves)
+    carrying = {i for i in moving if set(results[i].facts["moves"]) - set(results[i].facts.get("state_loads", ()))}
 
     def is_imported(index: int) -> bool:
         if not imported:
@@ -371,7 +381,9 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             continue  # a library module with a demo `__main__`: the call would run in every program importing it
         reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
         if not project.reach(index) & moving or not (
-                _PLACES_DATA.search(result.original or "") or _calls_into(index, tree, project, moving)):
+                _PLACES_DATA.search(result.original or "") or _calls_into(index, tree, project, moving)
+                or (reach & carrying and any(_KEPT_PLACEMENT.search(results[i].migrated or results[i].original or "")
+                                             for i in reach))):
             continue  # it places no data, itself or through what it calls (a data-preparation script)
         if "init_process_group" in "".join(results[i].original or "" for i in reach) and _joins_a_group(
                 index, trees, project):
@@ -380,7 +392,7 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             if other not in found:
                 found[other] = (lacking(results[other].original or "", certain=True) or split_choice(results[other])
                                 ) if trees[other] else None
-            lacks = found[other]
+            lacks = found[other] or (_kept_placement(results[other]) if reach & carrying else None)
             if lacks is not None:
                 where = results[other].display
                 if Path(where).is_absolute():  # the run was given absolute paths: from the entry point's folder
@@ -389,6 +401,17 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
                 break
     has_call = {i for i in reasons} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")}
     return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
+
+
+def _kept_placement(result: FileResult) -> tuple[int, str] | None:
+    """``(line, what)`` where a module of a program that moves data to the runtime's device still places data on
+    CUDA as written (PatchTST's ``torch.device('cuda:{}'...)`` behind a flag that is false without CUDA): that choice
+    is CUDA-or-CPU, so on a Mac the moved data would meet it on another device; the program keeps the CPU there."""
+    text = result.migrated if result.migrated is not None else result.original
+    for number, line in enumerate((text or "").splitlines(), 1):
+        if _KEPT_PLACEMENT.search(line.split("#", 1)[0]):
+            return number, "a device choice kept CUDA-or-CPU beside data moved to the picked device"
+    return None
 
 
 def _calls_into(index: int, tree: ast.Module, project: Project, moving: set[int]) -> bool:
@@ -468,8 +491,11 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     gating = {i for i, r in enumerate(results) if r.original and GATE_TEXT.search(r.original)}
     needing = {i for i, r in enumerate(results) if r.original and CUDA_ONLY_TEXT.search(r.original)}
     stuck = _stuck_functions(results) if changed else {}
+    flags = _cuda_flags(results) if changed else set()
+    readers = {i: frozenset(f".{flag}" for flag in flags if f".{flag}" in (results[i].original or ""))
+               for i in changed} if flags else {}
     if not changed or not (gating or needing or stuck):
-        return {}
+        return {i: names for i, names in readers.items() if names}
     trees, project = _model(results)
     # The project's modules that need CUDA whenever imported: a function that imports one needs it too.
     needy = {i for i in needing if trees[i] is not None
@@ -491,14 +517,68 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
                 tree, project.package(index), cuda_only).items() if "." not in name})
         if gates:
             defined[index] = gates
-    if not defined:
-        return {}
-    return {index: frozenset(names) for index in changed if (names := _bound(index, project, defined))}
+    found = {index: frozenset(_bound(index, project, defined)) | readers.get(index, frozenset()) for index in changed}
+    return {index: names for index, names in found.items() if names}
 
 
 # What may still stop a module's port: `.cuda()`, a torch.cuda call that raises off CUDA, a CUDA device string.
 _STUCK_TEXT = re.compile(r"\.cuda\(|\bcuda\.(?:" + "|".join(sorted(n for n in RAISES_OFF_CUDA if "." not in n))
                          + r")\b|[\"']cuda(?::\d+)?[\"']")
+
+
+def _cuda_flags(results: Sequence[FileResult]) -> set[str]:
+    """The attribute names that every assignment in the project sets to what is false without CUDA, evaluated on
+    the CPU and on MPS: ``args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False`` in
+    PatchTST's entry point, read as ``self.args.use_gpu`` in another module. An attribute some assignment sets to
+    anything else (``self.<name>`` included: the evaluator reads a class's own facts itself) is no flag."""
+    from torchport.model.evaluate import Evaluator
+    from torchport.model.evaluate import Path as Run
+
+    names = {m.group(1) for r in results for m in _ATTRIBUTE_SET.finditer(r.original or "")}
+    if not names:
+        return set()
+    setting = re.compile(r"\.(" + "|".join(sorted(map(re.escape, names))) + r")\s*(?:[-+*/|&]?=[^=]|:)")
+    assigned: dict[str, list[tuple[int, ast.expr | None]]] = {}
+    for index, result in enumerate(results):
+        text = result.original or ""
+        if not setting.search(text) or (tree := parse(text)) is None:
+            continue
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, (ast.AnnAssign, ast.AugAssign)) else []
+            for target in targets:
+                if isinstance(target, ast.Attribute) and target.attr in names:
+                    value = None if isinstance(node, ast.AugAssign) or (isinstance(target.value, ast.Name) and
+                                                                        target.value.id == "self") else \
+                        node.value  # type: ignore[attr-defined]
+                    assigned.setdefault(target.attr, []).append((index, value))
+    flags = set()
+    evaluators: dict[tuple[int, str], Evaluator] = {}
+    for name, sets in assigned.items():
+        falsy = True
+        for index, value in sets:
+            for device in ("cpu", "mps"):
+                if value is None or not _QUERY.search(ast.unparse(value)):
+                    falsy = False
+                    break
+                if (index, device) not in evaluators:
+                    tree = parse(results[index].original)
+                    assert tree is not None  # assigned above
+                    evaluators[index, device] = Evaluator(tree, device)
+                    evaluators[index, device].top_functions(())  # the module's globals
+                falsy = evaluators[index, device].value(value, Run({})) is False
+                if not falsy:
+                    break
+            if not falsy:
+                break
+        if falsy:
+            flags.add(name)
+    return flags
+
+
+_ATTRIBUTE_SET = re.compile(r"\w\.(\w+)\s*=[^=].*\bcuda\.(?:is_available|device_count)\(")
+_QUERY = re.compile(r"\bcuda\.(?:is_available|device_count)\(")
+_KEPT_PLACEMENT = re.compile(r"\.cuda\(|\bdevice\(\s*f?[\"']cuda|\bdevice\s*=\s*f?[\"']cuda")
 
 
 def _stuck_functions(results: Sequence[FileResult]) -> dict[int, dict[str, int]]:
@@ -655,9 +735,7 @@ def _kind(result: FileResult, tree: ast.Module | None, module: str | None, scrip
         return "notebook"
     if tree is None:
         return None
-    if _TEST_FILE.match(result.path.name) and not imported and any(
-            isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name.lower().startswith("test")
-            for n in tree.body):
+    if _TEST_FILE.match(result.path.name) and not imported and any(_a_test(n) for n in tree.body):
         return "test"
     if module is not None and module in scripts:
         return "console-script"
@@ -666,6 +744,14 @@ def _kind(result: FileResult, tree: ast.Module | None, module: str | None, scrip
     if result.path.name == "hubconf.py" and not is_script(tree):
         return "library"
     return "script" if is_script(tree) or (not imported and _works_at_top(tree)) else None
+
+
+def _a_test(node: ast.stmt) -> bool:
+    """A test function, or a class that holds one (unittest's ``class TimerGPUTest(unittest.TestCase)``)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node.name.lower().startswith("test")
+    return isinstance(node, ast.ClassDef) and (node.name.lower().startswith("test") or any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test") for n in node.body))
 
 
 def _works_at_top(tree: ast.Module) -> bool:

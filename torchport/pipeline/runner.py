@@ -209,7 +209,7 @@ def _again(results: list[FileResult], directives: Mapping[int, Directive], setti
             entry = cache_module.key(f"{told}\0{result.original}".encode(), settings.for_file(result.path),
                                      style_for(result.path))
             if cache.get(entry, result):
-                result.hold, result.avoid_mps = hold, avoid
+                result.hold, result.avoid_mps, result.gates = hold, avoid, gates
                 continue
         keys[index] = entry
 

@@ -399,3 +399,14 @@ def test_a_definition_only_named_after_the_module_body_always_stops_never_runs(
         "import torch\n", "import torch\nfrom torchport import runtime as tp\n", 1)
     checked = check_port(source, migrated, closed=closed)
     assert ("torch.zeros(4).cuda()" in checked.code) is held
+
+
+@pytest.mark.parametrize(("body", "held"), [
+    ('devices.append("cuda")', True),  # fairscale: on MPS the list would get "cuda" where the query chose it
+    ("torch.cuda.manual_seed(0)", False),  # the port's body runs clean on MPS: the guard's port is worth it
+])
+def test_a_guard_ported_only_where_its_body_runs_clean_off_cuda(body: str, held: bool) -> None:
+    source = f"import torch\n\ndevices = ['cpu']\nif torch.cuda.is_available():\n    {body}\n"
+    migrated = source.replace("import torch\n", "import torch\nfrom torchport import runtime as tp\n").replace(
+        "torch.cuda.is_available()", "tp.is_available()").replace("torch.cuda.manual_seed", "tp.manual_seed")
+    assert (check_port(source, migrated).code == source) is held

@@ -68,6 +68,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     old, new = original.splitlines(keepends=True), migrated.splitlines(keepends=True)
     hunks = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
     starts = _statement_starts(tree)
+    guards = [n for n in ast.walk(tree) if isinstance(n, ast.If) and not n.orelse]
     support, old_support = _support_lines(tree), _support_lines(parsed, imports_only=True)
     # a statement's first line -> None if a clean path runs it, else a stop: on the CPU, and on MPS for what the
     # CPU never runs (a branch for MPS); an int device, MPS's index 0, is no port for the CPU
@@ -110,7 +111,8 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
             continue  # an import or helper added, changed or removed: it goes with the rest
         statements = {starts[line] for line in lines if line in starts}
         if not statements or (any(runs.get(s, _NEVER) is None for s in statements)
-                              and not _inside(dead, old[i1:i2], new[j1:j2], j1 + 1)):
+                              and not _inside(dead, old[i1:i2], new[j1:j2], j1 + 1)
+                              and not _guard_for_nothing(lines, guards, runs)):
             decisions[index] = True
             kept_code = True
             continue
@@ -148,6 +150,17 @@ def _never_named(tree: ast.Module) -> list[tuple[int, int, int, int]]:
     return [(f.lineno, 0, f.end_lineno or f.lineno, 10**6) for f in tree.body
             if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name not in named
             and not any(isinstance(c, ast.Constant) and c.value == f.name for c in ast.walk(tree))]
+
+
+def _guard_for_nothing(lines: set[int], guards: Sequence[ast.If], runs: dict[int, Stop | None]) -> bool:
+    """Whether the changed ``lines`` lie in the test of an ``if`` with no ``else`` whose body no clean path off
+    CUDA runs (fairscale's ``if tp.is_available(): devices.append("cuda")`` on MPS): the port of the test only
+    opens a path that still fails, or none."""
+    for guard in guards:
+        test = range(guard.test.lineno, (guard.test.end_lineno or guard.test.lineno) + 1)
+        if lines <= set(test):
+            return not any(runs.get(s.lineno, _NEVER) is None for s in guard.body)
+    return False
 
 
 def _never_run_after(tree: ast.Module, stop: int, closed: bool) -> list[tuple[int, int, int, int]]:

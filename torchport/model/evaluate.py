@@ -690,6 +690,9 @@ class Evaluator:
             return Prefix(receiver.split("{", 1)[0])
         if method == "append" and isinstance(receiver, Items) and isinstance(node.func, ast.Attribute):
             key = _key(node.func.value)
+            if self.target != "cuda" and p.gated and args and isinstance(args[0], str) and \
+                    torch_facts.CUDA_SPEC.fullmatch(args[0]):  # fairscale's `devices.append("cuda")` under a query
+                return self._needs_cuda(node, f"a list of devices gets {args[0]!r} where a device query chose", p)
             if key is not None and args:
                 p.env[key] = Items((*receiver.values, args[0]))
             return None

@@ -462,8 +462,10 @@ class Evaluator:
             self._bind(node.target, value, p)
             return value
         if isinstance(node, ast.Subscript):
-            self.value(node.value, p)
+            base, queried = self._asking(node.value, p)
             self.value(node.slice, p)
+            if base is None and queried:  # PatchTST's `get_available_cuda()[0]`, None without CUDA
+                self._end(Stop("gate", node.lineno, f"`{ast.unparse(node.value)}` is None without CUDA"), p)
             return UNKNOWN
         if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             return UNKNOWN  # run later, if ever

@@ -599,7 +599,7 @@ def _stuck_functions(results: Sequence[FileResult]) -> dict[int, dict[str, int]]
         for target in ("cpu", "mps"):  # MPS only for what stops on the CPU
             units = Evaluator(tree, target).top_functions(None if names is None else names)
             names = {u.node.name: u.node.lineno for u in units if u.paths  # type: ignore[attr-defined]
-                     and all(p.stop is not None and p.stop.kind == "cuda" for p in u.paths)}
+                     and all(p.stop is not None and p.stop.kind in ("cuda", "gate") for p in u.paths)}
             if not names:
                 break
         if names:

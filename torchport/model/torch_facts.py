@@ -8,19 +8,182 @@ with CUDA enabled" or a lazy-init error); the other ``torch.cuda`` calls return 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 TARGETS = ("cuda", "mps", "xpu", "cpu")
 
+class Api(NamedTuple):
+    """What torchport knows of one CUDA API (a name under ``torch.cuda``, or torch's private CUDA state).
+
+    rule: the rule that ports or reports it (``"TP010"``); None where none does.
+    becomes: the name the rule renames it to (the runtime's; torch's for TP014); None where it is not renamed.
+    off_cuda: ``"raises"`` where CUDA is not there ("Torch not compiled with CUDA enabled" or a lazy-init
+        error, measured on torch 2.13's CPU build), ``"quiet"`` where it returns or does nothing.
+    why: the reason it is in the table.
+    dtype: for a legacy tensor type (TP015), the dtype it means.
+    portable: False for state the runtime has no equivalent of (a module using it keeps its CUDA RNG calls).
+    role: what the rules ask of it by name: ``"available"`` and ``"count"`` (the device queries a guard or an
+        assert tests), ``"index"`` (returns a device index: off CUDA a tensor's ``.device.index`` is None, never
+        that 0), ``"seed"`` (seeds what ``torch.manual_seed`` already seeds on every device).
+    """
+
+    rule: str | None
+    becomes: str | None
+    off_cuda: str
+    why: str
+    dtype: str | None = None
+    portable: bool = True
+    role: str = ""
+
+
+_DEVICE = "device management: the runtime's is the same call on CUDA"
+_STREAMS = "streams and events: the runtime's are CUDA's on CUDA"
+_MEMORY = "memory queries: the runtime's are CUDA's on CUDA (renamed where torch renamed them)"
+_RNG = "seeds and RNG state: the runtime's are CUDA's on CUDA"
+_OOM = "the out-of-memory error: torch's catches CUDA's"
+_TYPES = "legacy CUDA tensor types: a dtype on the runtime device"
+_NVTX = "NVTX ranges: the runtime's are NVTX on CUDA, profiler ranges elsewhere"
+_QUERY = "availability queries: ported only where the guards say so"
+_GRAPHS = "CUDA graphs: no portable equivalent"
+_ALLOCATOR = "memory pools and allocators: no portable equivalent"
+_INTEROP = "CUDA interop: no portable equivalent"
+_SNAPSHOT = "memory snapshots: no portable equivalent"
+_RAISES = "raises off CUDA; no rule rewrites it"
+
+R, Q = "raises", "quiet"
+# Every CUDA API torchport decides on, by qualified name; in each rule's order (its renames keep it).
+CUDA_APIS: dict[str, Api] = {
+    "torch.cuda.current_device": Api("TP010", "current_device", R, _DEVICE, role="index"),
+    "torch.cuda.set_device": Api("TP010", "set_device", R, _DEVICE),
+    "torch.cuda.get_device_name": Api("TP010", "get_device_name", R, _DEVICE),
+    "torch.cuda.get_device_properties": Api("TP010", "get_device_properties", R, _DEVICE),
+    "torch.cuda.get_device_capability": Api("TP010", "get_device_capability", R, _DEVICE),
+    "torch.cuda.synchronize": Api("TP010", "synchronize", R, _DEVICE),
+    "torch.cuda.is_bf16_supported": Api("TP010", "is_bf16_supported", Q, _DEVICE),
+    "torch.cuda.device": Api("TP010", "device_index", R, _DEVICE + " (`device` is the runtime's selector)"),
+    "torch.cuda.is_available": Api("TP010", None, Q, _QUERY, role="available"),
+    "torch.cuda.device_count": Api("TP010", None, Q, _QUERY, role="count"),
+    "torch.cuda.is_initialized": Api(None, None, Q, _QUERY),
+    "torch.cuda.Stream": Api("TP011", "Stream", R, _STREAMS),
+    "torch.cuda.stream": Api("TP011", "stream", Q, _STREAMS),
+    "torch.cuda.current_stream": Api("TP011", "current_stream", R, _STREAMS),
+    "torch.cuda.default_stream": Api("TP011", "default_stream", R, _STREAMS),
+    "torch.cuda.set_stream": Api("TP011", "set_stream", Q, _STREAMS),
+    "torch.cuda.Event": Api("TP011", "Event", R, _STREAMS),
+    "torch.cuda.empty_cache": Api("TP012", "empty_cache", Q, _MEMORY),
+    "torch.cuda.ipc_collect": Api("TP012", "ipc_collect", R, _MEMORY),
+    "torch.cuda.memory_allocated": Api("TP012", "memory_allocated", Q, _MEMORY),
+    "torch.cuda.max_memory_allocated": Api("TP012", "max_memory_allocated", Q, _MEMORY),
+    "torch.cuda.memory_reserved": Api("TP012", "memory_reserved", Q, _MEMORY),
+    "torch.cuda.max_memory_reserved": Api("TP012", "max_memory_reserved", Q, _MEMORY),
+    "torch.cuda.reset_peak_memory_stats": Api("TP012", "reset_peak_memory_stats", R, _MEMORY),
+    "torch.cuda.reset_max_memory_allocated": Api("TP012", "reset_max_memory_allocated", R, _MEMORY),
+    "torch.cuda.memory_stats": Api("TP012", "memory_stats", Q, _MEMORY),
+    "torch.cuda.memory_summary": Api("TP012", "memory_summary", R, _MEMORY),
+    "torch.cuda.mem_get_info": Api("TP012", "mem_get_info", R, _MEMORY),
+    "torch.cuda.memory_cached": Api("TP012", "memory_reserved", Q, _MEMORY),
+    "torch.cuda.max_memory_cached": Api("TP012", "max_memory_reserved", Q, _MEMORY),
+    "torch.cuda.reset_max_memory_cached": Api("TP012", "reset_peak_memory_stats", Q, _MEMORY),
+    "torch.cuda.manual_seed": Api("TP013", "manual_seed", Q, _RNG, role="seed"),
+    "torch.cuda.manual_seed_all": Api("TP013", "manual_seed_all", Q, _RNG, role="seed"),
+    "torch.cuda.seed": Api("TP013", "seed", Q, _RNG),
+    "torch.cuda.initial_seed": Api("TP013", "initial_seed", R, _RNG),
+    "torch.cuda.get_rng_state": Api("TP013", "get_rng_state", R, _RNG),
+    "torch.cuda.set_rng_state": Api("TP013", "set_rng_state", Q, _RNG),
+    "torch.cuda.get_rng_state_all": Api("TP013", "get_rng_state_all", Q, _RNG),
+    "torch.cuda.set_rng_state_all": Api("TP013", "set_rng_state_all", Q, _RNG),
+    "torch.cuda.seed_all": Api("TP013", "seed", Q, _RNG),
+    "torch.cuda.default_generators": Api("TP013", None, Q, _RNG, portable=False),
+    "torch.cuda.random.default_generators": Api("TP013", None, Q, _RNG, portable=False),
+    "torch._C._cuda_setRNGState": Api("TP013", None, Q, _RNG, portable=False),
+    "torch._C._cuda_getRNGState": Api("TP013", None, Q, _RNG, portable=False),
+    "torch.cuda.OutOfMemoryError": Api("TP014", "OutOfMemoryError", Q, _OOM),
+    "torch.cuda.FloatTensor": Api("TP015", None, R, _TYPES, "float32"),
+    "torch.cuda.DoubleTensor": Api("TP015", None, R, _TYPES, "float64"),
+    "torch.cuda.HalfTensor": Api("TP015", None, R, _TYPES, "float16"),
+    "torch.cuda.BFloat16Tensor": Api("TP015", None, R, _TYPES, "bfloat16"),
+    "torch.cuda.ByteTensor": Api("TP015", None, R, _TYPES, "uint8"),
+    "torch.cuda.CharTensor": Api("TP015", None, R, _TYPES, "int8"),
+    "torch.cuda.ShortTensor": Api("TP015", None, R, _TYPES, "int16"),
+    "torch.cuda.IntTensor": Api("TP015", None, R, _TYPES, "int32"),
+    "torch.cuda.LongTensor": Api("TP015", None, R, _TYPES, "int64"),
+    "torch.cuda.BoolTensor": Api("TP015", None, R, _TYPES, "bool"),
+    "torch.cuda.nvtx.range_push": Api("TP016", "range_push", R, _NVTX),
+    "torch.cuda.nvtx.range_pop": Api("TP016", "range_pop", R, _NVTX),
+    "torch.cuda.nvtx.range": Api("TP016", "range", R, _NVTX),
+    "torch.cuda.nvtx.mark": Api("TP016", "mark", R, _NVTX),
+    "torch.cuda.init": Api(None, None, R, _RAISES),
+    "torch.cuda.utilization": Api(None, None, R, _RAISES),
+    "torch.cuda.CUDAGraph": Api("TP201", None, R, _GRAPHS),
+    "torch.cuda.graph": Api("TP201", None, R, _GRAPHS),
+    "torch.cuda.graphs": Api("TP201", None, Q, _GRAPHS),
+    "torch.cuda.make_graphed_callables": Api("TP201", None, R, _GRAPHS),
+    "torch.cuda.graph_pool_handle": Api("TP201", None, Q, _GRAPHS),
+    "torch.cuda.is_current_stream_capturing": Api("TP201", None, Q, _GRAPHS),
+    "torch.cuda.MemPool": Api("TP202", None, Q, _ALLOCATOR),
+    "torch.cuda.use_mem_pool": Api("TP202", None, Q, _ALLOCATOR),
+    "torch.cuda.CUDAPluggableAllocator": Api("TP202", None, Q, _ALLOCATOR),
+    "torch.cuda.change_current_allocator": Api("TP202", None, Q, _ALLOCATOR),
+    "torch.cuda.memory.CUDAPluggableAllocator": Api("TP202", None, Q, _ALLOCATOR),
+    "torch.cuda.memory.change_current_allocator": Api("TP202", None, Q, _ALLOCATOR),
+    "torch.cuda.set_per_process_memory_fraction": Api("TP202", None, R, _ALLOCATOR),
+    "torch.cuda.caching_allocator_alloc": Api("TP202", None, R, _ALLOCATOR),
+    "torch.cuda.caching_allocator_delete": Api("TP202", None, Q, _ALLOCATOR),
+    "torch.cuda.cudart": Api("TP203", None, Q, _INTEROP),
+    "torch.cuda.ExternalStream": Api("TP203", None, Q, _INTEROP),
+    "torch.cuda.get_stream_from_external": Api("TP203", None, Q, _INTEROP),
+    "torch.cuda.can_device_access_peer": Api("TP203", None, Q, _INTEROP),
+    "torch.cuda.comm": Api("TP203", None, Q, _INTEROP),
+    "torch.cuda.nccl": Api("TP203", None, Q, _INTEROP),
+    "torch.cuda.memory._record_memory_history": Api("TP204", None, Q, _SNAPSHOT),
+    "torch.cuda.memory._dump_snapshot": Api("TP204", None, Q, _SNAPSHOT),
+    "torch.cuda.memory._snapshot": Api("TP204", None, Q, _SNAPSHOT),
+    "torch.cuda.memory_snapshot": Api("TP204", None, Q, _SNAPSHOT),
+    "torch.cuda._record_memory_history": Api("TP204", None, Q, _SNAPSHOT),
+    "torch.cuda._dump_snapshot": Api("TP204", None, Q, _SNAPSHOT),
+}
+# Submodules of torch.cuda whose names torch.cuda re-exports (`torch.cuda.memory.empty_cache` is `empty_cache`).
+CUDA_SUBMODULES = ("memory", "random", "streams")
+_CUDA = "torch.cuda."
+
+
+def api(name: str) -> Api | None:
+    """The record of the qualified CUDA API ``name`` (``"torch.cuda.synchronize"``), or None."""
+    return CUDA_APIS.get(name)
+
+
+def named(*roles: str) -> frozenset[str]:
+    """The qualified names of the CUDA APIs with one of ``roles`` (see `Api.role`)."""
+    return frozenset(name for name, a in CUDA_APIS.items() if a.role in roles)
+
+
+def cuda_tail(qualified_name: str) -> str | None:
+    """``torch.cuda.memory.empty_cache`` -> ``empty_cache`` (the name under torch.cuda, through the submodules it
+    re-exports); None outside ``torch.cuda``."""
+    if not qualified_name.startswith(_CUDA):
+        return None
+    name = qualified_name[len(_CUDA):]
+    head, _, tail = name.partition(".")
+    return tail if head in CUDA_SUBMODULES and tail else name
+
+
+def renames(rule: str) -> dict[str, str]:
+    """The names under ``torch.cuda`` that ``rule`` (``"TP010"``) renames -> the name each becomes, in table order."""
+    return {name[len(_CUDA):]: a.becomes for name, a in CUDA_APIS.items() if a.rule == rule and a.becomes}
+
+
+def names_of(rule: str) -> tuple[str, ...]:
+    """The names under ``torch.cuda`` that ``rule`` ports or reports, in table order."""
+    return tuple(name[len(_CUDA):] for name, a in CUDA_APIS.items() if a.rule == rule and name.startswith(_CUDA))
+
+
 # torch.cuda calls (names under ``torch.cuda``) that raise where CUDA is not there.
-RAISES_OFF_CUDA = frozenset({
-    "current_device", "synchronize", "set_device", "get_device_name", "get_device_properties",
-    "get_device_capability", "get_rng_state", "initial_seed", "current_stream", "default_stream", "Stream", "Event",
-    "device", "init", "ipc_collect", "mem_get_info", "memory_summary", "reset_peak_memory_stats",
-    "reset_max_memory_allocated", "set_per_process_memory_fraction", "caching_allocator_alloc", "utilization",
-    "CUDAGraph", "graph", "make_graphed_callables", "nvtx.range_push", "nvtx.range_pop", "nvtx.range", "nvtx.mark",
-    "FloatTensor", "HalfTensor", "BFloat16Tensor", "DoubleTensor", "LongTensor", "IntTensor", "ByteTensor",
-    "BoolTensor", "CharTensor", "ShortTensor",
-})
+RAISES_OFF_CUDA = frozenset(name[len(_CUDA):] for name, a in CUDA_APIS.items() if a.off_cuda == R)
+# Legacy CUDA tensor types (names under ``torch.cuda``) -> the dtype each means.
+LEGACY_TYPES = {name[len(_CUDA):]: a.dtype for name, a in CUDA_APIS.items() if a.dtype is not None}
+# CUDA generator state the runtime has no equivalent of, by qualified name.
+UNPORTABLE_RNG = frozenset(name for name, a in CUDA_APIS.items() if not a.portable)
+
 
 # Attributes of data (tensors, modules' parameters, packed sequences) that say whether it is on CUDA: False
 # wherever there is no CUDA.

@@ -30,6 +30,7 @@ import libcst as cst
 from torchport.codemods.analysis.requirements import CUDA_ONLY_APIS, CUDA_ONLY_MODULES, KERNEL_MODULES
 from torchport.codemods.core.base import dotted_name, string_value
 from torchport.codemods.core.rule import Example, Rule
+from torchport.model import torch_facts
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -505,6 +506,9 @@ class MpsComplex128(Rule):
             m.report(self.code, node, "[mps] complex128 is not supported on MPS; use complex64 there")
 
 
+_CHECKED_AUTOCASTS = torch_facts.named("autocast")
+
+
 class CpuFloat16Autocast(Rule):
     code = "TP321"
     moves_data = False
@@ -517,7 +521,7 @@ class CpuFloat16Autocast(Rule):
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         names = m.qnames(node.func)
-        if "cpu" in m.targets and names & {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast"}:
+        if "cpu" in m.targets and names & _CHECKED_AUTOCASTS:
             dtype = next((a.value for a in node.args if a.keyword and a.keyword.value == "dtype"), None)
             if dtype is None and len(node.args) > 1 and not (node.args[1].keyword or node.args[1].star):
                 dtype = node.args[1].value  # dtype is the second parameter of every autocast

@@ -22,9 +22,8 @@ class Api(NamedTuple):
     why: the reason it is in the table.
     dtype: for a legacy tensor type (TP015), the dtype it means.
     portable: False for state the runtime has no equivalent of (a module using it keeps its CUDA RNG calls).
-    role: what the rules ask of it by name: ``"available"`` and ``"count"`` (the device queries a guard or an
-        assert tests), ``"index"`` (returns a device index: off CUDA a tensor's ``.device.index`` is None, never
-        that 0), ``"seed"`` (seeds what ``torch.manual_seed`` already seeds on every device).
+    roles: what the rules ask of it by name (`ROLES`).
+    params: its positional parameters, where a rule turns them into keywords.
     """
 
     rule: str | None
@@ -33,7 +32,8 @@ class Api(NamedTuple):
     why: str
     dtype: str | None = None
     portable: bool = True
-    role: str = ""
+    roles: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()
 
 
 _DEVICE = "device management: the runtime's is the same call on CUDA"
@@ -49,11 +49,12 @@ _ALLOCATOR = "memory pools and allocators: no portable equivalent"
 _INTEROP = "CUDA interop: no portable equivalent"
 _SNAPSHOT = "memory snapshots: no portable equivalent"
 _RAISES = "raises off CUDA; no rule rewrites it"
+_AMP = "CUDA automatic mixed precision: torch.amp's on the runtime's device type (autocast and scaler move together)"
 
 R, Q = "raises", "quiet"
 # Every CUDA API torchport decides on, by qualified name; in each rule's order (its renames keep it).
 CUDA_APIS: dict[str, Api] = {
-    "torch.cuda.current_device": Api("TP010", "current_device", R, _DEVICE, role="index"),
+    "torch.cuda.current_device": Api("TP010", "current_device", R, _DEVICE, roles=("index",)),
     "torch.cuda.set_device": Api("TP010", "set_device", R, _DEVICE),
     "torch.cuda.get_device_name": Api("TP010", "get_device_name", R, _DEVICE),
     "torch.cuda.get_device_properties": Api("TP010", "get_device_properties", R, _DEVICE),
@@ -61,8 +62,8 @@ CUDA_APIS: dict[str, Api] = {
     "torch.cuda.synchronize": Api("TP010", "synchronize", R, _DEVICE),
     "torch.cuda.is_bf16_supported": Api("TP010", "is_bf16_supported", Q, _DEVICE),
     "torch.cuda.device": Api("TP010", "device_index", R, _DEVICE + " (`device` is the runtime's selector)"),
-    "torch.cuda.is_available": Api("TP010", None, Q, _QUERY, role="available"),
-    "torch.cuda.device_count": Api("TP010", None, Q, _QUERY, role="count"),
+    "torch.cuda.is_available": Api("TP010", None, Q, _QUERY, roles=("available",)),
+    "torch.cuda.device_count": Api("TP010", None, Q, _QUERY, roles=("count",)),
     "torch.cuda.is_initialized": Api(None, None, Q, _QUERY),
     "torch.cuda.Stream": Api("TP011", "Stream", R, _STREAMS),
     "torch.cuda.stream": Api("TP011", "stream", Q, _STREAMS),
@@ -84,8 +85,8 @@ CUDA_APIS: dict[str, Api] = {
     "torch.cuda.memory_cached": Api("TP012", "memory_reserved", Q, _MEMORY),
     "torch.cuda.max_memory_cached": Api("TP012", "max_memory_reserved", Q, _MEMORY),
     "torch.cuda.reset_max_memory_cached": Api("TP012", "reset_peak_memory_stats", Q, _MEMORY),
-    "torch.cuda.manual_seed": Api("TP013", "manual_seed", Q, _RNG, role="seed"),
-    "torch.cuda.manual_seed_all": Api("TP013", "manual_seed_all", Q, _RNG, role="seed"),
+    "torch.cuda.manual_seed": Api("TP013", "manual_seed", Q, _RNG, roles=("seed",)),
+    "torch.cuda.manual_seed_all": Api("TP013", "manual_seed_all", Q, _RNG, roles=("seed",)),
     "torch.cuda.seed": Api("TP013", "seed", Q, _RNG),
     "torch.cuda.initial_seed": Api("TP013", "initial_seed", R, _RNG),
     "torch.cuda.get_rng_state": Api("TP013", "get_rng_state", R, _RNG),
@@ -112,6 +113,16 @@ CUDA_APIS: dict[str, Api] = {
     "torch.cuda.nvtx.range_pop": Api("TP016", "range_pop", R, _NVTX),
     "torch.cuda.nvtx.range": Api("TP016", "range", R, _NVTX),
     "torch.cuda.nvtx.mark": Api("TP016", "mark", R, _NVTX),
+    "torch.cuda.amp.autocast": Api("TP020", "torch.amp.autocast", Q, _AMP, roles=("autocast",),
+                                   params=("enabled", "dtype", "cache_enabled")),
+    "torch.cuda.amp.autocast_mode.autocast": Api("TP020", "torch.amp.autocast", Q, _AMP,
+                                                 params=("enabled", "dtype", "cache_enabled")),
+    "torch.cuda.amp.GradScaler": Api("TP021", "torch.amp.GradScaler", Q, _AMP, roles=("scaler",)),
+    "torch.cuda.amp.grad_scaler.GradScaler": Api("TP021", "torch.amp.GradScaler", Q, _AMP, roles=("scaler",)),
+    "torch.cuda.amp.custom_fwd": Api("TP022", "torch.amp.custom_fwd", Q, _AMP),
+    "torch.cuda.amp.autocast_mode.custom_fwd": Api("TP022", "torch.amp.custom_fwd", Q, _AMP),
+    "torch.cuda.amp.custom_bwd": Api("TP022", "torch.amp.custom_bwd", Q, _AMP),
+    "torch.cuda.amp.autocast_mode.custom_bwd": Api("TP022", "torch.amp.custom_bwd", Q, _AMP),
     "torch.cuda.init": Api(None, None, R, _RAISES),
     "torch.cuda.utilization": Api(None, None, R, _RAISES),
     "torch.cuda.CUDAGraph": Api("TP201", None, R, _GRAPHS),
@@ -142,6 +153,26 @@ CUDA_APIS: dict[str, Api] = {
     "torch.cuda._record_memory_history": Api("TP204", None, Q, _SNAPSHOT),
     "torch.cuda._dump_snapshot": Api("TP204", None, Q, _SNAPSHOT),
 }
+# Other names the rules decide on, by qualified name -> their roles (`ROLES`).
+TORCH_NAMES: dict[str, tuple[str, ...]] = {
+    "torch.autocast": ("autocast", "generic_autocast"),
+    "torch.amp.autocast": ("autocast", "generic_autocast"),
+    "torch.amp.autocast_mode.autocast": ("generic_autocast",),
+    "torch.amp.GradScaler": ("scaler", "generic_scaler"),
+    "torch.amp.grad_scaler.GradScaler": ("scaler", "generic_scaler"),
+    "torch.GradScaler": ("scaler",),
+}
+# Each role -> why the rules ask for the names that have it.
+ROLES = {
+    "available": "asks whether CUDA is there: a guard or an assert tests it",
+    "count": "counts CUDA devices: a guard or an assert tests it",
+    "index": "returns a device index: off CUDA a tensor's `.device.index` is None, never that 0",
+    "seed": "seeds what `torch.manual_seed` already seeds on every device",
+    "autocast": "an autocast TP321 checks for float16 on the CPU",
+    "generic_autocast": "torch.amp's autocast: its first argument names the device type",
+    "scaler": "a GradScaler (its autocast moves with it)",
+    "generic_scaler": "torch.amp's GradScaler: its first argument names the device type",
+}
 # Submodules of torch.cuda whose names torch.cuda re-exports (`torch.cuda.memory.empty_cache` is `empty_cache`).
 CUDA_SUBMODULES = ("memory", "random", "streams")
 _CUDA = "torch.cuda."
@@ -153,8 +184,16 @@ def api(name: str) -> Api | None:
 
 
 def named(*roles: str) -> frozenset[str]:
-    """The qualified names of the CUDA APIs with one of ``roles`` (see `Api.role`)."""
-    return frozenset(name for name, a in CUDA_APIS.items() if a.role in roles)
+    """The qualified names (in `CUDA_APIS` or `TORCH_NAMES`) with one of ``roles`` (`ROLES`)."""
+    assert all(role in ROLES for role in roles), roles
+    wanted = set(roles)
+    return frozenset([*(name for name, a in CUDA_APIS.items() if wanted.intersection(a.roles)),
+                      *(name for name, has in TORCH_NAMES.items() if wanted.intersection(has))])
+
+
+def of_rule(rule: str) -> frozenset[str]:
+    """The qualified names of the CUDA APIs ``rule`` (``"TP020"``) ports or reports."""
+    return frozenset(name for name, a in CUDA_APIS.items() if a.rule == rule)
 
 
 def cuda_tail(qualified_name: str) -> str | None:

@@ -11,6 +11,7 @@ import re
 from typing import NamedTuple
 
 TARGETS = ("cuda", "mps", "xpu", "cpu")
+OFF_CUDA = TARGETS[1:]  # the targets a port adds
 
 class Api(NamedTuple):
     """What torchport knows of one CUDA API (a name under ``torch.cuda``, or torch's private CUDA state).
@@ -161,6 +162,21 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "torch.amp.GradScaler": ("scaler", "generic_scaler"),
     "torch.amp.grad_scaler.GradScaler": ("scaler", "generic_scaler"),
     "torch.GradScaler": ("scaler",),
+    "torch.float64": ("float64",),
+    "torch.double": ("float64",),
+    "torch.complex128": ("complex128",),
+    "torch.cdouble": ("complex128",),
+    "torch.backends.cudnn": ("cuda_flags",),
+    "torch.backends.cuda": ("cuda_flags",),
+    "torch.profiler.ProfilerActivity.CUDA": ("cuda_activity",),
+    "torch.autograd.ProfilerActivity.CUDA": ("cuda_activity",),
+    "torch.autograd.profiler.ProfilerActivity.CUDA": ("cuda_activity",),
+    "torch._C._profiler.ProfilerActivity.CUDA": ("cuda_activity",),
+    "torch.utils.cpp_extension.CUDAExtension": ("cuda_extension",),
+    "torch.utils.cpp_extension.load": ("extension_loader",),
+    "torch.utils.cpp_extension.load_inline": ("extension_loader",),
+    "pytest": ("test_framework",),
+    "unittest": ("test_framework",),
 }
 # Each role -> why the rules ask for the names that have it.
 ROLES = {
@@ -172,6 +188,35 @@ ROLES = {
     "generic_autocast": "torch.amp's autocast: its first argument names the device type",
     "scaler": "a GradScaler (its autocast moves with it)",
     "generic_scaler": "torch.amp's GradScaler: its first argument names the device type",
+    "float64": "float64, which MPS does not support",
+    "complex128": "complex128, which MPS does not support",
+    "cuda_flags": "cuDNN/CUDA backend flags (a prefix): harmless elsewhere, left as they are",
+    "cuda_activity": "the profiler's CUDA activity, under each name torch exports it",
+    "cuda_extension": "builds a CUDA extension",
+    "extension_loader": "builds an extension from sources, CUDA ones where it is given them",
+    "test_framework": "a module importing it is a test: its asserts are what it checks",
+}
+
+
+class Library(NamedTuple):
+    """A library that needs an NVIDIA GPU.
+
+    kernels: True for a package of GPU kernels (triton: a GPU backend Triton supports, which here means CUDA).
+    uses: the prefix of its qualified names whose uses are CUDA-only (``cupy.cuda.``); "" where only its import is
+        reported.
+    """
+
+    kernels: bool
+    uses: str = ""
+
+
+# Libraries that need an NVIDIA GPU: the rules, the guards and the program model all ask `cuda_only_import`.
+CUDA_LIBRARIES = {
+    "apex": Library(False), "flash_attn": Library(False), "xformers": Library(False),
+    "bitsandbytes": Library(False), "transformer_engine": Library(False), "pynvml": Library(False),
+    "cupy": Library(False, "cupy.cuda."), "numba.cuda": Library(False, "numba.cuda."),
+    "pycuda": Library(False, "pycuda."), "tensorrt": Library(False), "polygraphy": Library(False),
+    "cuda": Library(False), "triton": Library(True),
 }
 # Submodules of torch.cuda whose names torch.cuda re-exports (`torch.cuda.memory.empty_cache` is `empty_cache`).
 CUDA_SUBMODULES = ("memory", "random", "streams")

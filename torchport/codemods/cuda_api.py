@@ -129,7 +129,7 @@ class CudaDeviceApi(_Rename):
 
 
 # A module that reads tensors' device indices (`p.device.index`) keys data by them: off CUDA they are None.
-_INDEX_BOOKKEEPING = re.compile(r"\.device\.index\b|\.get_device\(\)")
+_INDEX_BOOKKEEPING = torch_facts.text("index_bookkeeping")
 
 
 class CudaStreamApi(_Rename):

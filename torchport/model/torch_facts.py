@@ -7,6 +7,7 @@ with CUDA enabled" or a lazy-init error); the other ``torch.cuda`` calls return 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -175,6 +176,19 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "torch.utils.cpp_extension.CUDAExtension": ("cuda_extension",),
     "torch.utils.cpp_extension.load": ("extension_loader",),
     "torch.utils.cpp_extension.load_inline": ("extension_loader",),
+    "torch.backends.mps.is_available": ("accelerator_available",),
+    "torch.mps.is_available": ("accelerator_available",),
+    "torch.xpu.is_available": ("accelerator_available",),
+    "torch.accelerator.is_available": ("accelerator_available",),
+    "torch.device": ("device_first",),
+    "torch.set_default_device": ("device_first",),
+    "torch.get_device_module": ("device_first",),
+    "torch.multiprocessing.spawn": ("spawn",),
+    "torch.multiprocessing.start_processes": ("spawn",),
+    "torch.multiprocessing.spawn.spawn": ("spawn",),
+    "torch.multiprocessing.spawn.start_processes": ("spawn",),
+    "torch._C.": ("cuda_internals",),
+    "torch.utils.cpp_extension.": ("cuda_internals",),
     "pytest": ("test_framework",),
     "unittest": ("test_framework",),
 }
@@ -195,7 +209,86 @@ ROLES = {
     "cuda_extension": "builds a CUDA extension",
     "extension_loader": "builds an extension from sources, CUDA ones where it is given them",
     "test_framework": "a module importing it is a test: its asserts are what it checks",
+    "accelerator_available": "asks whether another accelerator is there: with CUDA's, the availability idiom",
+    "device_first": "a torch function whose first positional argument is a device",
+    "spawn": "starts processes: its process count sizes a process group",
+    "cuda_internals": "a prefix of torch's CUDA kernels, compiled or built here: CUDA-only under a guard",
+    # roles of words (`WORDS`)
+    "index_name": "a name that holds an integer device index in real code (`model.to(self.gpu_id)`)",
+    "index_list": "a name that holds a list of device indices",
+    "other_accelerator": "a device type the port's targets include besides the CPU",
+    "other_device": "a device type of another backend: a branch that names it is that backend's",
+    "string_keyword": "a keyword argument whose CUDA string is a device kept as text",
+    "message_call": "a call whose arguments are messages (logging, printing, skipping): a label, never a device",
+    "process_count": "a keyword argument of torch.distributed/multiprocessing (or their wrappers) that sizes processes",
+    "collective": "a collective: its tensor is for NCCL, which gloo on MPS or XPU could not take",
+    "exit_method": "a method that ends a path (a test's skip or fail, an exit)",
+    "missing_api": "what an older torch raises for an API it lacks",
 }
+
+# Bare words (argument, keyword, attribute and call names, device types) -> their roles (`ROLES`).
+WORDS: dict[str, tuple[str, ...]] = {
+    "rank": ("index_name",), "local_rank": ("index_name",), "gpu": ("index_name",), "gpu_id": ("index_name",),
+    "gpu_idx": ("index_name",), "gpu_index": ("index_name",), "local_gpu": ("index_name",),
+    "device_id": ("index_name",), "device_idx": ("index_name",), "device_index": ("index_name",),
+    "cuda_device": ("index_name",), "gpu_rank": ("index_name",),
+    "device_ids": ("index_list",), "gpu_ids": ("index_list",), "gpus": ("index_list",),
+    "mps": ("other_accelerator", "other_device"), "xpu": ("other_accelerator", "other_device"),
+    "npu": ("other_device",), "hpu": ("other_device",), "mlu": ("other_device",), "musa": ("other_device",),
+    "xla": ("other_device",),
+    "device": ("string_keyword",), "default": ("string_keyword",), "map_location": ("string_keyword",),
+    "device_name": ("string_keyword",), "device_str": ("string_keyword",),
+    "print": ("message_call",), "warn": ("message_call",), "debug": ("message_call",), "info": ("message_call",),
+    "warning": ("message_call",), "error": ("message_call",), "exception": ("message_call",),
+    "critical": ("message_call",), "log": ("message_call",), "write": ("message_call",), "echo": ("message_call",),
+    "secho": ("message_call",), "fail": ("message_call", "exit_method"), "skip": ("message_call", "exit_method"),
+    "xfail": ("message_call",),
+    "world_size": ("process_count",), "nprocs": ("process_count",), "nproc_per_node": ("process_count",),
+    "num_processes": ("process_count",),
+    "all_reduce": ("collective",), "all_gather": ("collective",), "all_gather_into_tensor": ("collective",),
+    "reduce_scatter": ("collective",), "broadcast": ("collective",), "reduce": ("collective",),
+    "all_to_all": ("collective",), "all_to_all_single": ("collective",), "gather": ("collective",),
+    "scatter": ("collective",), "send": ("collective",), "recv": ("collective",), "isend": ("collective",),
+    "irecv": ("collective",), "all_gather_list": ("collective",), "all_reduce_dict": ("collective",),
+    "exit": ("exit_method",), "skipTest": ("exit_method",),
+    "AttributeError": ("missing_api",), "ImportError": ("missing_api",), "ModuleNotFoundError": ("missing_api",),
+}
+
+
+@functools.cache
+def words(*roles: str) -> tuple[str, ...]:
+    """The words (`WORDS`) with one of ``roles``, in table order."""
+    assert all(role in ROLES for role in roles), roles
+    wanted = set(roles)
+    return tuple(word for word, has in WORDS.items() if wanted.intersection(has))
+
+
+# Text the rules search a module's source (or a name) for: name -> (regular expression, why).
+TEXT = {
+    "index_bookkeeping": (r"\.device\.index\b|\.get_device\(\)",
+                          "a module that reads tensors' device indices keys data by them: off CUDA they are None"),
+    "other_backend_module": (r"^torch\.(?:backends\.mps|mps|xpu|accelerator|npu|hpu|mlu|musa)\b|"
+                             r"^(?:torch_npu|torch_xla|habana_frameworks|intel_extension_for_pytorch|torch_mlu)\b",
+                             "another backend's module: a branch that uses it is that backend's"),
+    "other_backend_text": (r"\b(?:mps|xpu|npu|hpu|mlu|musa|xla)\b|accelerator|torch_xla",
+                           "text naming another backend: a module without it picks no other backend"),
+    "portable_import": (r"^(?:torch_npu|habana_frameworks|intel_extension_for_pytorch|torch_mlu)(?:\.|$)|"
+                        r"(?:^|\.)accelerator(?:\.|$)",
+                        "an import that adds a backend torch then uses on its own: no CUDA-only code"),
+    "device_word": (r"(?i)(?:^|_)(?:device|dev|map_location)(?:$|_)|device$",
+                    "assignment targets, parameters and keywords whose CUDA string is a device kept as text"),
+    "rank_text": (r"(?i)\brank\b", "an int() of text naming a rank is a device index"),
+    "fixed_cuda_index": (r"cuda:\d|\.cuda\(\s*\d|cuda['\"],\s*\d",
+                         "text of a fixed CUDA index (`\"cuda:1\"`, `.cuda(1)`): a module may use two GPUs"),
+    "native_device_line": (r"(?m)^(\w+) = \w+\.accelerator\.current_accelerator\(\)",
+                           "the device line native mode writes: its name is the ported device"),
+}
+
+
+@functools.cache
+def text(name: str) -> re.Pattern[str]:
+    """The compiled pattern `TEXT` names ``name``."""
+    return re.compile(TEXT[name][0])
 
 
 class Library(NamedTuple):
@@ -228,6 +321,7 @@ def api(name: str) -> Api | None:
     return CUDA_APIS.get(name)
 
 
+@functools.cache
 def named(*roles: str) -> frozenset[str]:
     """The qualified names (in `CUDA_APIS` or `TORCH_NAMES`) with one of ``roles`` (`ROLES`)."""
     assert all(role in ROLES for role in roles), roles
@@ -236,6 +330,7 @@ def named(*roles: str) -> frozenset[str]:
                       *(name for name, has in TORCH_NAMES.items() if wanted.intersection(has))])
 
 
+@functools.cache
 def of_rule(rule: str) -> frozenset[str]:
     """The qualified names of the CUDA APIs ``rule`` (``"TP020"``) ports or reports."""
     return frozenset(name for name, a in CUDA_APIS.items() if a.rule == rule)

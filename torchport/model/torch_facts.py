@@ -189,6 +189,16 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "torch.multiprocessing.spawn.start_processes": ("spawn",),
     "torch._C.": ("cuda_internals",),
     "torch.utils.cpp_extension.": ("cuda_internals",),
+    "torch.distributed.get_rank": ("rank",),
+    "torch.distributed.get_world_size": ("rank",),
+    "torch.distributed.get_local_rank": ("rank",),
+    "torch.nn.SyncBatchNorm": ("group_cuda_layer",),
+    "torch.nn.SyncBatchNorm.convert_sync_batchnorm": ("group_cuda_layer",),
+    "torch.nn.modules.batchnorm.SyncBatchNorm": ("group_cuda_layer",),
+    "sys.exit": ("exit",), "exit": ("exit",), "quit": ("exit",), "os._exit": ("exit",),
+    "pytest.skip": ("skip",), "unittest.SkipTest": ("skip",), "pytest.xfail": ("skip",),
+    "pytest.mark.skipif": ("skip_if",), "unittest.skipIf": ("skip_if",), "unittest.skipUnless": ("skip_unless",),
+    "pytest.mark.skip": ("skip_always",), "unittest.skip": ("skip_always",),
     "pytest": ("test_framework",),
     "unittest": ("test_framework",),
 }
@@ -213,7 +223,32 @@ ROLES = {
     "device_first": "a torch function whose first positional argument is a device",
     "spawn": "starts processes: its process count sizes a process group",
     "cuda_internals": "a prefix of torch's CUDA kernels, compiled or built here: CUDA-only under a guard",
+    "rank": "answers a process's rank or a count of processes: an int, not negative",
+    "group_cuda_layer": "in a process group, takes only CUDA (or XPU) input in training: SyncBatchNorm raises on "
+                        "CPU and MPS",
+    "exit": "ends a program on purpose",
+    "skip": "ends a test on purpose (a skip)",
+    "skip_if": "a skip mark whose condition says when to skip",
+    "skip_unless": "a skip mark whose condition says when to run",
+    "skip_always": "a skip mark without a condition",
     # roles of words (`WORDS`)
+    "cuda_submodule": "a submodule of torch.cuda whose names torch.cuda re-exports (`torch.cuda.memory.empty_cache`)",
+    "on_cuda_flag": "an attribute of data (tensors, parameters, packed sequences) that says whether it is on CUDA: "
+                    "False wherever there is no CUDA",
+    "placement_keyword": "a keyword argument that places data on the device it names (``device_type=`` only labels "
+                         "an autocast)",
+    "library_placement_keyword": "a keyword argument with which a library places a model itself (Hugging Face's "
+                                 "`from_pretrained(device_map=...)`): a guard that sets one chooses where the "
+                                 "model goes",
+    "accelerator_keyword": "a keyword argument that names the accelerator a framework must find (Lightning's "
+                           "Trainer and Fabric)",
+    "cuda_accelerator": "a value of such a keyword that asks for CUDA: without it the framework raises",
+    "text_call": "a call whose arguments are text or container keys, not devices: a CUDA device string given to it "
+                 "places nothing (given positionally to any other call the model cannot follow, it is where that "
+                 "call puts data)",
+    "cuda_backend": "a process-group backend that needs CUDA",
+    "catches_cuda_error": "an exception whose handler catches what a call off CUDA raises (AssertionError, "
+                          "RuntimeError)",
     "index_name": "a name that holds an integer device index in real code (`model.to(self.gpu_id)`)",
     "index_list": "a name that holds a list of device indices",
     "other_accelerator": "a device type the port's targets include besides the CPU",
@@ -228,7 +263,8 @@ ROLES = {
 
 # Bare words (argument, keyword, attribute and call names, device types) -> their roles (`ROLES`).
 WORDS: dict[str, tuple[str, ...]] = {
-    "rank": ("index_name",), "local_rank": ("index_name",), "gpu": ("index_name",), "gpu_id": ("index_name",),
+    "rank": ("index_name",), "local_rank": ("index_name",), "gpu": ("index_name", "cuda_accelerator"),
+    "gpu_id": ("index_name",),
     "gpu_idx": ("index_name",), "gpu_index": ("index_name",), "local_gpu": ("index_name",),
     "device_id": ("index_name",), "device_idx": ("index_name",), "device_index": ("index_name",),
     "cuda_device": ("index_name",), "gpu_rank": ("index_name",),
@@ -236,11 +272,14 @@ WORDS: dict[str, tuple[str, ...]] = {
     "mps": ("other_accelerator", "other_device"), "xpu": ("other_accelerator", "other_device"),
     "npu": ("other_device",), "hpu": ("other_device",), "mlu": ("other_device",), "musa": ("other_device",),
     "xla": ("other_device",),
-    "device": ("string_keyword",), "default": ("string_keyword",), "map_location": ("string_keyword",),
+    "device": ("string_keyword", "placement_keyword"), "default": ("string_keyword",),
+    "map_location": ("string_keyword", "placement_keyword"),
     "device_name": ("string_keyword",), "device_str": ("string_keyword",),
-    "print": ("message_call",), "warn": ("message_call",), "debug": ("message_call",), "info": ("message_call",),
-    "warning": ("message_call",), "error": ("message_call",), "exception": ("message_call",),
-    "critical": ("message_call",), "log": ("message_call",), "write": ("message_call",), "echo": ("message_call",),
+    "print": ("message_call", "text_call"), "warn": ("message_call", "text_call"),
+    "debug": ("message_call", "text_call"), "info": ("message_call", "text_call"),
+    "warning": ("message_call", "text_call"), "error": ("message_call", "text_call"), "exception": ("message_call",),
+    "critical": ("message_call",), "log": ("message_call",), "write": ("message_call", "text_call"),
+    "echo": ("message_call",),
     "secho": ("message_call",), "fail": ("message_call", "exit_method"), "skip": ("message_call", "exit_method"),
     "xfail": ("message_call",),
     "world_size": ("process_count",), "nprocs": ("process_count",), "nproc_per_node": ("process_count",),
@@ -252,6 +291,20 @@ WORDS: dict[str, tuple[str, ...]] = {
     "irecv": ("collective",), "all_gather_list": ("collective",), "all_reduce_dict": ("collective",),
     "exit": ("exit_method",), "skipTest": ("exit_method",),
     "AttributeError": ("missing_api",), "ImportError": ("missing_api",), "ModuleNotFoundError": ("missing_api",),
+    "memory": ("cuda_submodule",), "random": ("cuda_submodule",), "streams": ("cuda_submodule",),
+    "is_cuda": ("on_cuda_flag",),
+    "device_map": ("library_placement_keyword",),
+    "accelerator": ("accelerator_keyword",),
+    "cuda": ("cuda_accelerator",),
+    "nccl": ("cuda_backend",),
+    "format": ("text_call",), "join": ("text_call",), "startswith": ("text_call",), "endswith": ("text_call",),
+    "replace": ("text_call",), "split": ("text_call",), "append": ("text_call",), "get": ("text_call",),
+    "setdefault": ("text_call",), "pop": ("text_call",), "index": ("text_call",), "count": ("text_call",),
+    "add_argument": ("text_call",), "set_defaults": ("text_call",), "add": ("text_call",), "extend": ("text_call",),
+    "insert": ("text_call",), "remove": ("text_call",), "str": ("text_call",), "isinstance": ("text_call",),
+    "getattr": ("text_call",), "hasattr": ("text_call",), "setattr": ("text_call",),
+    "Exception": ("catches_cuda_error",), "BaseException": ("catches_cuda_error",),
+    "RuntimeError": ("catches_cuda_error",), "AssertionError": ("catches_cuda_error",),
 }
 
 
@@ -280,6 +333,10 @@ TEXT = {
     "rank_text": (r"(?i)\brank\b", "an int() of text naming a rank is a device index"),
     "fixed_cuda_index": (r"cuda:\d|\.cuda\(\s*\d|cuda['\"],\s*\d",
                          "text of a fixed CUDA index (`\"cuda:1\"`, `.cuda(1)`): a module may use two GPUs"),
+    "cuda_spec": (r"cuda(?::\d+)?", "a CUDA device string (with its index)"),
+    "fakes_cuda": (r"""patch(?:\.object)?\(\s*(?:torch\.cuda\s*,|["']torch\.cuda\.)""",
+                   "a test that fakes `torch.cuda` (patches it): what it calls sees CUDA where there is none, and the "
+                   "CUDA devices it names are descriptors that need no GPU"),
     "native_device_line": (r"(?m)^(\w+) = \w+\.accelerator\.current_accelerator\(\)",
                            "the device line native mode writes: its name is the ported device"),
 }
@@ -311,8 +368,6 @@ CUDA_LIBRARIES = {
     "pycuda": Library(False, "pycuda."), "tensorrt": Library(False), "polygraphy": Library(False),
     "cuda": Library(False), "triton": Library(True),
 }
-# Submodules of torch.cuda whose names torch.cuda re-exports (`torch.cuda.memory.empty_cache` is `empty_cache`).
-CUDA_SUBMODULES = ("memory", "random", "streams")
 _CUDA = "torch.cuda."
 
 
@@ -343,7 +398,7 @@ def cuda_tail(qualified_name: str) -> str | None:
         return None
     name = qualified_name[len(_CUDA):]
     head, _, tail = name.partition(".")
-    return tail if head in CUDA_SUBMODULES and tail else name
+    return tail if head in words("cuda_submodule") and tail else name
 
 
 def renames(rule: str) -> dict[str, str]:
@@ -364,53 +419,24 @@ LEGACY_TYPES = {name[len(_CUDA):]: a.dtype for name, a in CUDA_APIS.items() if a
 UNPORTABLE_RNG = frozenset(name for name, a in CUDA_APIS.items() if not a.portable)
 
 
-# Attributes of data (tensors, modules' parameters, packed sequences) that say whether it is on CUDA: False
-# wherever there is no CUDA.
-ON_CUDA_FLAGS = frozenset({"is_cuda"})
-
-# Calls that answer a process's rank or a count of processes: an int, not negative.
-RANKS = frozenset({"torch.distributed.get_rank", "torch.distributed.get_world_size",
-                   "torch.distributed.get_local_rank"})
-
-# Keyword arguments that place data on the device they name (``device_type=`` only labels an autocast).
-PLACEMENT_KEYWORDS = frozenset({"device", "map_location"})
-
-# Keyword arguments with which a library places a model itself (Hugging Face's `from_pretrained(device_map=...)`):
-# a guard that sets one chooses where the model goes, as `.to(device)` does.
-LIBRARY_PLACEMENT_KEYWORDS = frozenset({"device_map"})
-
-# Keyword arguments that name the accelerator a framework must find (Lightning's Trainer and Fabric), and the
-# values that ask for CUDA: without it the framework raises.
-ACCELERATOR_KEYWORDS = frozenset({"accelerator"})
-CUDA_ACCELERATORS = frozenset({"cuda", "gpu"})
-
-# Layers that, in a process group, take only CUDA (or XPU) input in training: SyncBatchNorm raises on CPU and MPS.
-GROUP_CUDA_LAYERS = frozenset({"torch.nn.SyncBatchNorm", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
-                               "torch.nn.modules.batchnorm.SyncBatchNorm"})
-
-# Calls whose arguments are text or container keys, not devices: a CUDA device string given to them places
-# nothing. Given positionally to any other call the model cannot follow, it is where that call puts data.
-TEXT_CALLS = frozenset({"print", "format", "join", "startswith", "endswith", "replace", "split", "append", "write",
-                        "info", "debug", "warning", "warn", "error", "get", "setdefault", "pop", "index", "count",
-                        "add_argument", "set_defaults", "add", "extend", "insert", "remove", "str", "isinstance",
-                        "getattr", "hasattr", "setattr"})
-CUDA_SPEC = re.compile(r"cuda(?::\d+)?")
-
-# Process-group backends that need CUDA.
-CUDA_BACKENDS = frozenset({"nccl"})
-
-# A test that fakes `torch.cuda` (patches it): what it calls sees CUDA where there is none, and the CUDA
-# devices it names are descriptors that need no GPU.
-FAKES_CUDA = re.compile(r"""patch(?:\.object)?\(\s*(?:torch\.cuda\s*,|["']torch\.cuda\.)""")
-
-# Calls that end a path on purpose: a program's exit, a test's skip.
-EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
-SKIPS = frozenset({"pytest.skip", "unittest.SkipTest", "pytest.xfail"})
+# Views of the tables above, by role, under the names the program model reads.
+ON_CUDA_FLAGS = frozenset(words("on_cuda_flag"))
+RANKS = named("rank")
+PLACEMENT_KEYWORDS = frozenset(words("placement_keyword"))
+LIBRARY_PLACEMENT_KEYWORDS = frozenset(words("library_placement_keyword"))
+ACCELERATOR_KEYWORDS = frozenset(words("accelerator_keyword"))
+CUDA_ACCELERATORS = frozenset(words("cuda_accelerator"))
+GROUP_CUDA_LAYERS = named("group_cuda_layer")
+TEXT_CALLS = frozenset(words("text_call"))
+CUDA_SPEC = text("cuda_spec")
+CUDA_BACKENDS = frozenset(words("cuda_backend"))
+FAKES_CUDA = text("fakes_cuda")
+EXITS = named("exit")
+SKIPS = named("skip")
 # Skip marks, each -> whether its condition says when to run (skipUnless) rather than when to skip.
-SKIP_IF = {"pytest.mark.skipif": False, "unittest.skipIf": False, "unittest.skipUnless": True}
-SKIP_ALWAYS = frozenset({"pytest.mark.skip", "unittest.skip"})
-# Exception names whose handler catches what a call off CUDA raises (AssertionError, RuntimeError).
-CATCHES_CUDA_ERRORS = frozenset({"Exception", "BaseException", "RuntimeError", "AssertionError"})
+SKIP_IF = {name: name in named("skip_unless") for name in named("skip_if", "skip_unless")}
+SKIP_ALWAYS = named("skip_always")
+CATCHES_CUDA_ERRORS = frozenset(words("catches_cuda_error"))
 
 
 def query(name: str, target: str) -> object:

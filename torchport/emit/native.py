@@ -26,6 +26,7 @@ import libcst as cst
 
 from torchport.emit import placement
 from torchport.emit.package import PackageRuntime
+from torchport.model import torch_facts
 from torchport.results import Diagnostic
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ _REPEATS = {"pin_memory": "{0}.pin_memory() if {D}.type in " + _INDEXED + " else
 
 # A module that makes a process group or wraps a model for one: the runtime's calls there, or the names.
 _GROUP_CALLS = frozenset({"distributed_backend", "ddp_device_ids", "process_group_device_id", "fsdp_device_id"})
-_GROUP_SOURCE = re.compile(r"\b(?:init_process_group|DistributedDataParallel|FullyShardedDataParallel)\b")
+_GROUP_SOURCE = torch_facts.text("group_source")
 # torch.distributed has no MPS backend (gloo carries CPU tensors): as the runtime does once a group exists.
 _OFF_MPS = ('if {D}.type == "mps":  # torch.distributed has no MPS backend: a process group computes on the CPU\n'
             '    {D} = {t}.device("cpu")\n')
@@ -131,7 +132,8 @@ def _indexed_cuda_string(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.FormattedString):
         return len(node.end) == 1 and bool(node.parts) and isinstance(node.parts[0], cst.FormattedStringText) \
             and node.parts[0].value.startswith("cuda:")
-    return isinstance(node, cst.SimpleString) and re.fullmatch(r"[rRuU]?(['\"])cuda:\d+\1", node.value) is not None
+    return isinstance(node, cst.SimpleString) and torch_facts.text("indexed_cuda_literal").fullmatch(
+        node.value) is not None
 
 
 class NativeRuntime:

@@ -157,18 +157,11 @@ CUDA_APIS: dict[str, Api] = {
 }
 # Other names the rules decide on, by qualified name -> their roles (`ROLES`).
 TORCH_NAMES: dict[str, tuple[str, ...]] = {
-    "torch.autocast": ("autocast", "generic_autocast"),
-    "torch.amp.autocast": ("autocast", "generic_autocast"),
-    "torch.amp.autocast_mode.autocast": ("generic_autocast",),
-    "torch.amp.GradScaler": ("scaler", "generic_scaler"),
-    "torch.amp.grad_scaler.GradScaler": ("scaler", "generic_scaler"),
-    "torch.GradScaler": ("scaler",),
-    "torch.float64": ("float64",),
-    "torch.double": ("float64",),
-    "torch.complex128": ("complex128",),
-    "torch.cdouble": ("complex128",),
-    "torch.backends.cudnn": ("cuda_flags",),
-    "torch.backends.cuda": ("cuda_flags",),
+    "torch.autocast": ("autocast", "generic_autocast"), "torch.amp.autocast": ("autocast", "generic_autocast"),
+    "torch.amp.autocast_mode.autocast": ("generic_autocast",), "torch.amp.GradScaler": ("scaler", "generic_scaler"),
+    "torch.amp.grad_scaler.GradScaler": ("scaler", "generic_scaler"), "torch.GradScaler": ("scaler",),
+    "torch.float64": ("float64",), "torch.double": ("float64",), "torch.complex128": ("complex128",),
+    "torch.cdouble": ("complex128",), "torch.backends.cudnn": ("cuda_flags",), "torch.backends.cuda": ("cuda_flags",),
     "torch.profiler.ProfilerActivity.CUDA": ("cuda_activity",),
     "torch.autograd.ProfilerActivity.CUDA": ("cuda_activity",),
     "torch.autograd.profiler.ProfilerActivity.CUDA": ("cuda_activity",),
@@ -176,31 +169,27 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "torch.utils.cpp_extension.CUDAExtension": ("cuda_extension",),
     "torch.utils.cpp_extension.load": ("extension_loader",),
     "torch.utils.cpp_extension.load_inline": ("extension_loader",),
-    "torch.backends.mps.is_available": ("accelerator_available",),
-    "torch.mps.is_available": ("accelerator_available",),
-    "torch.xpu.is_available": ("accelerator_available",),
-    "torch.accelerator.is_available": ("accelerator_available",),
-    "torch.device": ("device_first",),
-    "torch.set_default_device": ("device_first",),
-    "torch.get_device_module": ("device_first",),
-    "torch.multiprocessing.spawn": ("spawn",),
-    "torch.multiprocessing.start_processes": ("spawn",),
-    "torch.multiprocessing.spawn.spawn": ("spawn",),
-    "torch.multiprocessing.spawn.start_processes": ("spawn",),
-    "torch._C.": ("cuda_internals",),
-    "torch.utils.cpp_extension.": ("cuda_internals",),
-    "torch.distributed.get_rank": ("rank",),
-    "torch.distributed.get_world_size": ("rank",),
-    "torch.distributed.get_local_rank": ("rank",),
+    "torch.backends.mps.is_available": ("accelerator_available",), "torch.mps.is_available": ("accelerator_available",),
+    "torch.xpu.is_available": ("accelerator_available",), "torch.accelerator.is_available": ("accelerator_available",),
+    "torch.device": ("device_first",), "torch.set_default_device": ("device_first",),
+    "torch.get_device_module": ("device_first",), "torch.multiprocessing.spawn": ("spawn",),
+    "torch.multiprocessing.start_processes": ("spawn",), "torch.multiprocessing.spawn.spawn": ("spawn",),
+    "torch.multiprocessing.spawn.start_processes": ("spawn",), "torch._C.": ("cuda_internals",),
+    "torch.utils.cpp_extension.": ("cuda_internals",), "torch.distributed.get_rank": ("rank",),
+    "torch.distributed.get_world_size": ("rank",), "torch.distributed.get_local_rank": ("rank",),
     "torch.nn.SyncBatchNorm": ("group_cuda_layer",),
     "torch.nn.SyncBatchNorm.convert_sync_batchnorm": ("group_cuda_layer",),
-    "torch.nn.modules.batchnorm.SyncBatchNorm": ("group_cuda_layer",),
-    "sys.exit": ("exit",), "exit": ("exit",), "quit": ("exit",), "os._exit": ("exit",),
-    "pytest.skip": ("skip",), "unittest.SkipTest": ("skip",), "pytest.xfail": ("skip",),
-    "pytest.mark.skipif": ("skip_if",), "unittest.skipIf": ("skip_if",), "unittest.skipUnless": ("skip_unless",),
-    "pytest.mark.skip": ("skip_always",), "unittest.skip": ("skip_always",),
-    "pytest": ("test_framework",),
-    "unittest": ("test_framework",),
+    "torch.nn.modules.batchnorm.SyncBatchNorm": ("group_cuda_layer",), "sys.exit": ("exit",), "exit": ("exit",),
+    "quit": ("exit",), "os._exit": ("exit",), "pytest.skip": ("skip",), "unittest.SkipTest": ("skip",),
+    "pytest.xfail": ("skip",), "pytest.mark.skipif": ("skip_if",), "unittest.skipIf": ("skip_if",),
+    "unittest.skipUnless": ("skip_unless",), "pytest.mark.skip": ("skip_always",), "unittest.skip": ("skip_always",),
+    "pytest": ("test_framework",), "unittest": ("test_framework",),
+    "torch.nn.parallel.DistributedDataParallel": ("ddp",),
+    "torch.nn.parallel.distributed.DistributedDataParallel": ("ddp",),
+    "torch.distributed.init_process_group": ("init_process_group",),
+    "torch.distributed.distributed_c10d.init_process_group": ("init_process_group",),
+    "torch.distributed.fsdp.FullyShardedDataParallel": ("fsdp",),
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel": ("fsdp",),
 }
 # Each role -> why the rules ask for the names that have it.
 ROLES = {
@@ -262,6 +251,11 @@ ROLES = {
     "cpu_factory": "makes a tensor on the CPU unless given a device (a float64 tensor made there is not on MPS)",
     "numpy_maker": "a numpy call whose arrays are float64 unless given a dtype (`np.random.randn`, `np.linspace`)",
     "cast": "a tensor method that changes a dtype on the way to the device",
+    "ddp": "DistributedDataParallel (not DataParallel: without CUDA it ignores `device_ids` (CPU, MPS) or uses them "
+           "as given (XPU), so wrapping them would change nothing anywhere)",
+    "init_process_group": "makes the process group: its backend is ported",
+    "fsdp": "FullyShardedDataParallel: its `device_id` is ported",
+    "ddp_device_keyword": "a keyword argument of DistributedDataParallel that names devices",
 }
 
 # Bare words (argument, keyword, attribute and call names, device types) -> their roles (`ROLES`).
@@ -269,7 +263,7 @@ WORDS: dict[str, tuple[str, ...]] = {
     "rank": ("index_name",), "local_rank": ("index_name",), "gpu": ("index_name", "cuda_accelerator"),
     "gpu_id": ("index_name",), "gpu_idx": ("index_name",), "gpu_index": ("index_name",), "local_gpu": ("index_name",),
     "device_id": ("index_name",), "device_idx": ("index_name",), "device_index": ("index_name",),
-    "cuda_device": ("index_name",), "gpu_rank": ("index_name",), "device_ids": ("index_list",),
+    "cuda_device": ("index_name",), "gpu_rank": ("index_name",), "device_ids": ("index_list", "ddp_device_keyword"),
     "gpu_ids": ("index_list",), "gpus": ("index_list",), "mps": ("other_accelerator", "other_device"),
     "xpu": ("other_accelerator", "other_device"), "npu": ("other_device",), "hpu": ("other_device",),
     "mlu": ("other_device",), "musa": ("other_device",), "xla": ("other_device",),
@@ -309,6 +303,7 @@ WORDS: dict[str, tuple[str, ...]] = {
     "randn_like": ("cpu_factory",), "normal": ("numpy_maker",), "uniform": ("numpy_maker",),
     "standard_normal": ("numpy_maker",), "float": ("cast",), "half": ("cast",), "bfloat16": ("cast",),
     "type": ("cast",), "int": ("cast",), "long": ("cast",), "bool": ("cast",), "to": ("cast",),
+    "output_device": ("ddp_device_keyword",),
 }
 
 
@@ -367,6 +362,12 @@ TEXT = {
     "numpy_makers": (r"\b(?:randn|rand|normal|uniform|standard_normal|linspace|logspace)\(|\.astype\(float\)",
                      "numpy calls whose arrays are float64 unless given a dtype (`np.random.randn`, "
                      "`RandomState(s).randn`, `np.linspace`, `.astype(float)`)"),
+    "backend_setting": (r"(?i)^(?:dist_|distributed_|ddp_|torch_|process_group_|pg_)?backend$",
+                        "a setting that holds a torch.distributed backend (not, e.g., DeepSpeed's "
+                        "`comm_backend_name`)"),
+    "group_source": (r"\b(?:init_process_group|DistributedDataParallel|FullyShardedDataParallel)\b",
+                     "a module that makes a process group or wraps a model for one"),
+    "indexed_cuda_literal": (r"[rRuU]?(['\"])cuda:\d+\1", "a CUDA device with an index, as a string literal"),
 }
 
 

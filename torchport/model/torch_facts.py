@@ -256,6 +256,8 @@ ROLES = {
     "init_process_group": "makes the process group: its backend is ported",
     "fsdp": "FullyShardedDataParallel: its `device_id` is ported",
     "ddp_device_keyword": "a keyword argument of DistributedDataParallel that names devices",
+    "program_exit": "a call that ends a program or a test (`sys.exit`, `os._exit`, `pytest.skip`, `self.fail`)",
+    "gpu_only_call": "a call that needs a CUDA GPU whatever torch picks: faiss's GPU index resources",
 }
 
 # Bare words (argument, keyword, attribute and call names, device types) -> their roles (`ROLES`).
@@ -273,25 +275,26 @@ WORDS: dict[str, tuple[str, ...]] = {
     "debug": ("message_call", "text_call"), "info": ("message_call", "text_call"),
     "warning": ("message_call", "text_call"), "error": ("message_call", "text_call"), "exception": ("message_call",),
     "critical": ("message_call",), "log": ("message_call",), "write": ("message_call", "text_call"),
-    "echo": ("message_call",), "secho": ("message_call",), "fail": ("message_call", "exit_method"),
-    "skip": ("message_call", "exit_method"), "xfail": ("message_call",), "world_size": ("process_count",),
-    "nprocs": ("process_count",), "nproc_per_node": ("process_count",), "num_processes": ("process_count",),
-    "all_reduce": ("collective",), "all_gather": ("collective",), "all_gather_into_tensor": ("collective",),
-    "reduce_scatter": ("collective",), "broadcast": ("collective",), "reduce": ("collective",),
-    "all_to_all": ("collective",), "all_to_all_single": ("collective",), "gather": ("collective",),
-    "scatter": ("collective",), "send": ("collective",), "recv": ("collective",), "isend": ("collective",),
-    "irecv": ("collective",), "all_gather_list": ("collective",), "all_reduce_dict": ("collective",),
-    "exit": ("exit_method",), "skipTest": ("exit_method",), "AttributeError": ("missing_api",),
-    "ImportError": ("missing_api",), "ModuleNotFoundError": ("missing_api",), "memory": ("cuda_submodule",),
-    "random": ("cuda_submodule",), "streams": ("cuda_submodule",), "is_cuda": ("on_cuda_flag",),
-    "device_map": ("library_placement_keyword",), "accelerator": ("accelerator_keyword",),
-    "cuda": ("cuda_accelerator",), "nccl": ("cuda_backend",), "format": ("text_call",), "join": ("text_call",),
-    "startswith": ("text_call",), "endswith": ("text_call",), "replace": ("text_call",), "split": ("text_call",),
-    "append": ("text_call",), "get": ("text_call",), "setdefault": ("text_call",), "pop": ("text_call",),
-    "index": ("text_call",), "count": ("text_call",), "add_argument": ("text_call",), "set_defaults": ("text_call",),
-    "add": ("text_call",), "extend": ("text_call",), "insert": ("text_call",), "remove": ("text_call",),
-    "str": ("text_call",), "isinstance": ("text_call",), "getattr": ("text_call",), "hasattr": ("text_call",),
-    "setattr": ("text_call",), "Exception": ("catches_cuda_error",), "BaseException": ("catches_cuda_error",),
+    "echo": ("message_call",), "secho": ("message_call",), "fail": ("message_call", "exit_method", "program_exit"),
+    "skip": ("message_call", "exit_method", "program_exit"), "xfail": ("message_call",),
+    "world_size": ("process_count",), "nprocs": ("process_count",), "nproc_per_node": ("process_count",),
+    "num_processes": ("process_count",), "all_reduce": ("collective",), "all_gather": ("collective",),
+    "all_gather_into_tensor": ("collective",), "reduce_scatter": ("collective",), "broadcast": ("collective",),
+    "reduce": ("collective",), "all_to_all": ("collective",), "all_to_all_single": ("collective",),
+    "gather": ("collective",), "scatter": ("collective",), "send": ("collective",), "recv": ("collective",),
+    "isend": ("collective",), "irecv": ("collective",), "all_gather_list": ("collective",),
+    "all_reduce_dict": ("collective",), "exit": ("exit_method", "program_exit"),
+    "skipTest": ("exit_method", "program_exit"), "AttributeError": ("missing_api",), "ImportError": ("missing_api",),
+    "ModuleNotFoundError": ("missing_api",), "memory": ("cuda_submodule",), "random": ("cuda_submodule",),
+    "streams": ("cuda_submodule",), "is_cuda": ("on_cuda_flag",), "device_map": ("library_placement_keyword",),
+    "accelerator": ("accelerator_keyword",), "cuda": ("cuda_accelerator",), "nccl": ("cuda_backend",),
+    "format": ("text_call",), "join": ("text_call",), "startswith": ("text_call",), "endswith": ("text_call",),
+    "replace": ("text_call",), "split": ("text_call",), "append": ("text_call",), "get": ("text_call",),
+    "setdefault": ("text_call",), "pop": ("text_call",), "index": ("text_call",), "count": ("text_call",),
+    "add_argument": ("text_call",), "set_defaults": ("text_call",), "add": ("text_call",), "extend": ("text_call",),
+    "insert": ("text_call",), "remove": ("text_call",), "str": ("text_call",), "isinstance": ("text_call",),
+    "getattr": ("text_call",), "hasattr": ("text_call",), "setattr": ("text_call",),
+    "Exception": ("catches_cuda_error",), "BaseException": ("catches_cuda_error",),
     "RuntimeError": ("catches_cuda_error",), "AssertionError": ("catches_cuda_error",), "float64": ("float64",),
     "double": ("float64",), "complex128": ("complex128",), "cdouble": ("complex128",), "tensor": ("cpu_factory",),
     "as_tensor": ("cpu_factory",), "zeros": ("cpu_factory",), "ones": ("cpu_factory",), "full": ("cpu_factory",),
@@ -303,7 +306,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "randn_like": ("cpu_factory",), "normal": ("numpy_maker",), "uniform": ("numpy_maker",),
     "standard_normal": ("numpy_maker",), "float": ("cast",), "half": ("cast",), "bfloat16": ("cast",),
     "type": ("cast",), "int": ("cast",), "long": ("cast",), "bool": ("cast",), "to": ("cast",),
-    "output_device": ("ddp_device_keyword",),
+    "output_device": ("ddp_device_keyword",), "_exit": ("program_exit",), "StandardGpuResources": ("gpu_only_call",),
+    "index_cpu_to_gpu": ("gpu_only_call",), "index_cpu_to_all_gpus": ("gpu_only_call",),
 }
 
 
@@ -368,6 +372,21 @@ TEXT = {
     "group_source": (r"\b(?:init_process_group|DistributedDataParallel|FullyShardedDataParallel)\b",
                      "a module that makes a process group or wraps a model for one"),
     "indexed_cuda_literal": (r"[rRuU]?(['\"])cuda:\d+\1", "a CUDA device with an index, as a string literal"),
+    "cuda_only_text": (r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda|"
+                       r"tensorrt|polygraphy|from cuda import|import cuda|"
+                       r"import\s+\w+_cuda|import_module\(\s*[\"']\w+_cuda|"
+                       r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
+                       r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
+                       r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+)\b",
+                       "text every CUDA-only requirement's module holds (`requirements.cuda_only_import`, its blocking "
+                       "APIs; a test checks it against the tables): a run whose files hold none of it has no program "
+                       "that only CUDA can run"),
+    "gate_asks": (r"\b(?:is_available|device_count)\b", "text of a module that may define a CUDA gate: it asks CUDA"),
+    "gate_stops": (r"\b(?:sys\.exit|exit\(|raise\b)", "text of a module that may define a CUDA gate: it stops"),
+    "gate_asks_loose": (r"is_available|device_count", "`gate_asks`, faster"),
+    "gate_stops_loose": (r"sys\.exit|exit\(|raise", "`gate_stops`, faster"),
+    "places_data": (r"\.to\(|\.cuda\(|\bdevice\b|\bdev\(\)", "text of a module that places data on a device itself"),
+    "test_file": (r"^(?:test_.*|.*_test)\.py$", "pytest's names of test files"),
 }
 
 

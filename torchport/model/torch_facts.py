@@ -258,6 +258,9 @@ ROLES = {
     "ddp_device_keyword": "a keyword argument of DistributedDataParallel that names devices",
     "program_exit": "a call that ends a program or a test (`sys.exit`, `os._exit`, `pytest.skip`, `self.fail`)",
     "gpu_only_call": "a call that needs a CUDA GPU whatever torch picks: faiss's GPU index resources",
+    "gate_skip": "a call or mark with which a gate skips or stops (a test helper's `pytest.skip`, `skipif`)",
+    "plain_decorator": "a decorator that returns the function unchanged for callers (others may register it to be "
+                       "called elsewhere)",
 }
 
 # Bare words (argument, keyword, attribute and call names, device types) -> their roles (`ROLES`).
@@ -275,26 +278,27 @@ WORDS: dict[str, tuple[str, ...]] = {
     "debug": ("message_call", "text_call"), "info": ("message_call", "text_call"),
     "warning": ("message_call", "text_call"), "error": ("message_call", "text_call"), "exception": ("message_call",),
     "critical": ("message_call",), "log": ("message_call",), "write": ("message_call", "text_call"),
-    "echo": ("message_call",), "secho": ("message_call",), "fail": ("message_call", "exit_method", "program_exit"),
-    "skip": ("message_call", "exit_method", "program_exit"), "xfail": ("message_call",),
+    "echo": ("message_call",), "secho": ("message_call",),
+    "fail": ("message_call", "exit_method", "program_exit", "gate_skip"),
+    "skip": ("message_call", "exit_method", "program_exit", "gate_skip"), "xfail": ("message_call",),
     "world_size": ("process_count",), "nprocs": ("process_count",), "nproc_per_node": ("process_count",),
     "num_processes": ("process_count",), "all_reduce": ("collective",), "all_gather": ("collective",),
     "all_gather_into_tensor": ("collective",), "reduce_scatter": ("collective",), "broadcast": ("collective",),
     "reduce": ("collective",), "all_to_all": ("collective",), "all_to_all_single": ("collective",),
     "gather": ("collective",), "scatter": ("collective",), "send": ("collective",), "recv": ("collective",),
     "isend": ("collective",), "irecv": ("collective",), "all_gather_list": ("collective",),
-    "all_reduce_dict": ("collective",), "exit": ("exit_method", "program_exit"),
-    "skipTest": ("exit_method", "program_exit"), "AttributeError": ("missing_api",), "ImportError": ("missing_api",),
-    "ModuleNotFoundError": ("missing_api",), "memory": ("cuda_submodule",), "random": ("cuda_submodule",),
-    "streams": ("cuda_submodule",), "is_cuda": ("on_cuda_flag",), "device_map": ("library_placement_keyword",),
-    "accelerator": ("accelerator_keyword",), "cuda": ("cuda_accelerator",), "nccl": ("cuda_backend",),
-    "format": ("text_call",), "join": ("text_call",), "startswith": ("text_call",), "endswith": ("text_call",),
-    "replace": ("text_call",), "split": ("text_call",), "append": ("text_call",), "get": ("text_call",),
-    "setdefault": ("text_call",), "pop": ("text_call",), "index": ("text_call",), "count": ("text_call",),
-    "add_argument": ("text_call",), "set_defaults": ("text_call",), "add": ("text_call",), "extend": ("text_call",),
-    "insert": ("text_call",), "remove": ("text_call",), "str": ("text_call",), "isinstance": ("text_call",),
-    "getattr": ("text_call",), "hasattr": ("text_call",), "setattr": ("text_call",),
-    "Exception": ("catches_cuda_error",), "BaseException": ("catches_cuda_error",),
+    "all_reduce_dict": ("collective",), "exit": ("exit_method", "program_exit", "gate_skip"),
+    "skipTest": ("exit_method", "program_exit", "gate_skip"), "AttributeError": ("missing_api",),
+    "ImportError": ("missing_api",), "ModuleNotFoundError": ("missing_api",), "memory": ("cuda_submodule",),
+    "random": ("cuda_submodule",), "streams": ("cuda_submodule",), "is_cuda": ("on_cuda_flag",),
+    "device_map": ("library_placement_keyword",), "accelerator": ("accelerator_keyword",),
+    "cuda": ("cuda_accelerator",), "nccl": ("cuda_backend",), "format": ("text_call",), "join": ("text_call",),
+    "startswith": ("text_call",), "endswith": ("text_call",), "replace": ("text_call",), "split": ("text_call",),
+    "append": ("text_call",), "get": ("text_call",), "setdefault": ("text_call",), "pop": ("text_call",),
+    "index": ("text_call",), "count": ("text_call",), "add_argument": ("text_call",), "set_defaults": ("text_call",),
+    "add": ("text_call",), "extend": ("text_call",), "insert": ("text_call",), "remove": ("text_call",),
+    "str": ("text_call",), "isinstance": ("text_call",), "getattr": ("text_call",), "hasattr": ("text_call",),
+    "setattr": ("text_call",), "Exception": ("catches_cuda_error",), "BaseException": ("catches_cuda_error",),
     "RuntimeError": ("catches_cuda_error",), "AssertionError": ("catches_cuda_error",), "float64": ("float64",),
     "double": ("float64",), "complex128": ("complex128",), "cdouble": ("complex128",), "tensor": ("cpu_factory",),
     "as_tensor": ("cpu_factory",), "zeros": ("cpu_factory",), "ones": ("cpu_factory",), "full": ("cpu_factory",),
@@ -307,7 +311,10 @@ WORDS: dict[str, tuple[str, ...]] = {
     "standard_normal": ("numpy_maker",), "float": ("cast",), "half": ("cast",), "bfloat16": ("cast",),
     "type": ("cast",), "int": ("cast",), "long": ("cast",), "bool": ("cast",), "to": ("cast",),
     "output_device": ("ddp_device_keyword",), "_exit": ("program_exit",), "StandardGpuResources": ("gpu_only_call",),
-    "index_cpu_to_gpu": ("gpu_only_call",), "index_cpu_to_all_gpus": ("gpu_only_call",),
+    "index_cpu_to_gpu": ("gpu_only_call",), "index_cpu_to_all_gpus": ("gpu_only_call",), "skipif": ("gate_skip",),
+    "skipIf": ("gate_skip",), "skipUnless": ("gate_skip",), "SkipTest": ("gate_skip",), "no_grad": ("plain_decorator",),
+    "inference_mode": ("plain_decorator",), "enable_grad": ("plain_decorator",), "wraps": ("plain_decorator",),
+    "lru_cache": ("plain_decorator",), "cache": ("plain_decorator",),
 }
 
 
@@ -387,6 +394,16 @@ TEXT = {
     "gate_stops_loose": (r"sys\.exit|exit\(|raise", "`gate_stops`, faster"),
     "places_data": (r"\.to\(|\.cuda\(|\bdevice\b|\bdev\(\)", "text of a module that places data on a device itself"),
     "test_file": (r"^(?:test_.*|.*_test)\.py$", "pytest's names of test files"),
+    "gate_text": (r"\b(?:is_available|device_count)\b|==\s*[\"']cuda[\"']|[\"']cuda[\"']\s*==",
+                  "text a gate's module holds: a module without it defines none"),
+    "int_bound": (r"\b([A-Za-z_]\w*)\s*=\s*\d", "a name bound to an integer literal: maybe a device index"),
+    "cuda_device": (r"^cuda(?::(\d+))?$", "a CUDA device string, and its index"),
+    "cuda_text": (r"(?i)cuda|nccl", "text of a module that may hold CUDA code: one without it is not migrated"),
+    "path_change": (r"\bsys\.path\s*(?:\.\s*(?:insert|append|extend)\s*\(|\+=|=[^=]|\[[^\]]*\]\s*=[^=])"
+                    r"|\bsite\.addsitedir\s*\(",
+                    "`sys.path.insert(...)`, `sys.path += ...`, `site.addsitedir(...)`: what makes a module importable "
+                    "that was not"),
+    "dynamic_import": (r"\bimport_module\(|\b__import__\(", "a module imported by name at run time"),
 }
 
 

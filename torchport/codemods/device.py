@@ -66,8 +66,7 @@ _OTHER_ACCELERATORS = frozenset(torch_facts.words("other_accelerator"))
 # Assignment targets, parameters and keywords whose CUDA string is a device kept as text.
 DEVICE_WORD = torch_facts.text("device_word")
 # `torch.device(<runtime call>)` -> the runtime call that returns the device itself
-_AS_DEVICE = {"device": "device", "device_str": "device", "available_device": "available_device",
-              "available_device_str": "available_device", "nth_device": "nth_device", "nth_device_str": "nth_device"}
+_AS_DEVICE = {name: name.removesuffix("_str") for name in torch_facts.words("runtime_device")}
 _STRING_KEYWORDS = frozenset(torch_facts.words("string_keyword"))
 # torch functions whose first positional argument is a device.
 _DEVICE_FIRST = torch_facts.named("device_first")

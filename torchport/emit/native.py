@@ -79,21 +79,13 @@ _FORMS: dict[str, tuple[tuple[int, int], Callable[[int], bool], str]] = {
                        '{0} if {D}.type == "cuda" else {D} if {D}.type == "xpu" else {t}.device("cpu")'),
 }
 # Calls with no form, and why: said in the site's note.
-_NO_FORM = {
-    "Event": "torch.Event cannot record on the CPU (torch 2.13: \"cpu backend doesn't support events\") and "
-             "torch.cpu.Event has no elapsed_time: no plain form works on every device",
-    "Stream": "torch.cuda.Stream has no plain form that works on every device (torch.Stream on the CPU cannot "
-              "record or wait for events)",
-    "current_stream": "torch.accelerator.current_stream() raises on the CPU, torch.cpu's stream has no "
-                      "synchronize() or query(), and torch.mps has no current_stream: no plain form works on "
-                      "every device",
-}
+_NO_FORM = {str(api.becomes): api.no_plain_form for api in torch_facts.CUDA_APIS.values() if api.no_plain_form}
 # Forms whose argument is written twice: only a plain name may be repeated.
 _REPEATS = {"pin_memory": "{0}.pin_memory() if {D}.type in " + _INDEXED + " else {0}"}
 
 
 # A module that makes a process group or wraps a model for one: the runtime's calls there, or the names.
-_GROUP_CALLS = frozenset({"distributed_backend", "ddp_device_ids", "process_group_device_id", "fsdp_device_id"})
+_GROUP_CALLS = frozenset(torch_facts.words("runtime_group_call"))
 _GROUP_SOURCE = torch_facts.text("group_source")
 # torch.distributed has no MPS backend (gloo carries CPU tensors): as the runtime does once a group exists.
 _OFF_MPS = ('if {D}.type == "mps":  # torch.distributed has no MPS backend: a process group computes on the CPU\n'

@@ -26,6 +26,7 @@ class Api(NamedTuple):
     portable: False for state the runtime has no equivalent of (a module using it keeps its CUDA RNG calls).
     roles: what the rules ask of it by name (`ROLES`).
     params: its positional parameters, where a rule turns them into keywords.
+    no_plain_form: why native mode has no plain PyTorch form of the runtime call it becomes ("" where it has one).
     """
 
     rule: str | None
@@ -36,6 +37,7 @@ class Api(NamedTuple):
     portable: bool = True
     roles: tuple[str, ...] = ()
     params: tuple[str, ...] = ()
+    no_plain_form: str = ""
 
 
 _DEVICE = "device management: the runtime's is the same call on CUDA"
@@ -67,12 +69,18 @@ CUDA_APIS: dict[str, Api] = {
     "torch.cuda.is_available": Api("TP010", None, Q, _QUERY, roles=("available",)),
     "torch.cuda.device_count": Api("TP010", None, Q, _QUERY, roles=("count",)),
     "torch.cuda.is_initialized": Api(None, None, Q, _QUERY),
-    "torch.cuda.Stream": Api("TP011", "Stream", R, _STREAMS),
+    "torch.cuda.Stream": Api("TP011", "Stream", R, _STREAMS, no_plain_form=(
+        "torch.cuda.Stream has no plain form that works on every device (torch.Stream on the CPU cannot record or "
+        "wait for events)")),
     "torch.cuda.stream": Api("TP011", "stream", Q, _STREAMS),
-    "torch.cuda.current_stream": Api("TP011", "current_stream", R, _STREAMS),
+    "torch.cuda.current_stream": Api("TP011", "current_stream", R, _STREAMS, no_plain_form=(
+        "torch.accelerator.current_stream() raises on the CPU, torch.cpu's stream has no synchronize() or query(), "
+        "and torch.mps has no current_stream: no plain form works on every device")),
     "torch.cuda.default_stream": Api("TP011", "default_stream", R, _STREAMS),
     "torch.cuda.set_stream": Api("TP011", "set_stream", Q, _STREAMS),
-    "torch.cuda.Event": Api("TP011", "Event", R, _STREAMS),
+    "torch.cuda.Event": Api("TP011", "Event", R, _STREAMS, no_plain_form=(
+        "torch.Event cannot record on the CPU (torch 2.13: \"cpu backend doesn't support events\") and "
+        "torch.cpu.Event has no elapsed_time: no plain form works on every device")),
     "torch.cuda.empty_cache": Api("TP012", "empty_cache", Q, _MEMORY),
     "torch.cuda.ipc_collect": Api("TP012", "ipc_collect", R, _MEMORY),
     "torch.cuda.memory_allocated": Api("TP012", "memory_allocated", Q, _MEMORY),
@@ -261,6 +269,9 @@ ROLES = {
     "gate_skip": "a call or mark with which a gate skips or stops (a test helper's `pytest.skip`, `skipif`)",
     "plain_decorator": "a decorator that returns the function unchanged for callers (others may register it to be "
                        "called elsewhere)",
+    "runtime_device": "a runtime call that returns the device (or, ending in `_str`, its string): "
+                      "`torch.device(<it>)` is the call that returns the device itself",
+    "runtime_group_call": "a runtime call that makes a process group or wraps a model for one",
 }
 
 # Bare words (argument, keyword, attribute and call names, device types) -> their roles (`ROLES`).
@@ -272,14 +283,14 @@ WORDS: dict[str, tuple[str, ...]] = {
     "gpu_ids": ("index_list",), "gpus": ("index_list",), "mps": ("other_accelerator", "other_device"),
     "xpu": ("other_accelerator", "other_device"), "npu": ("other_device",), "hpu": ("other_device",),
     "mlu": ("other_device",), "musa": ("other_device",), "xla": ("other_device",),
-    "device": ("string_keyword", "placement_keyword"), "default": ("string_keyword",),
+    "device": ("string_keyword", "placement_keyword", "runtime_device"), "default": ("string_keyword",),
     "map_location": ("string_keyword", "placement_keyword"), "device_name": ("string_keyword",),
-    "device_str": ("string_keyword",), "print": ("message_call", "text_call"), "warn": ("message_call", "text_call"),
-    "debug": ("message_call", "text_call"), "info": ("message_call", "text_call"),
-    "warning": ("message_call", "text_call"), "error": ("message_call", "text_call"), "exception": ("message_call",),
-    "critical": ("message_call",), "log": ("message_call",), "write": ("message_call", "text_call"),
-    "echo": ("message_call",), "secho": ("message_call",),
-    "fail": ("message_call", "exit_method", "program_exit", "gate_skip"),
+    "device_str": ("string_keyword", "runtime_device"), "print": ("message_call", "text_call"),
+    "warn": ("message_call", "text_call"), "debug": ("message_call", "text_call"),
+    "info": ("message_call", "text_call"), "warning": ("message_call", "text_call"),
+    "error": ("message_call", "text_call"), "exception": ("message_call",), "critical": ("message_call",),
+    "log": ("message_call",), "write": ("message_call", "text_call"), "echo": ("message_call",),
+    "secho": ("message_call",), "fail": ("message_call", "exit_method", "program_exit", "gate_skip"),
     "skip": ("message_call", "exit_method", "program_exit", "gate_skip"), "xfail": ("message_call",),
     "world_size": ("process_count",), "nprocs": ("process_count",), "nproc_per_node": ("process_count",),
     "num_processes": ("process_count",), "all_reduce": ("collective",), "all_gather": ("collective",),
@@ -314,7 +325,11 @@ WORDS: dict[str, tuple[str, ...]] = {
     "index_cpu_to_gpu": ("gpu_only_call",), "index_cpu_to_all_gpus": ("gpu_only_call",), "skipif": ("gate_skip",),
     "skipIf": ("gate_skip",), "skipUnless": ("gate_skip",), "SkipTest": ("gate_skip",), "no_grad": ("plain_decorator",),
     "inference_mode": ("plain_decorator",), "enable_grad": ("plain_decorator",), "wraps": ("plain_decorator",),
-    "lru_cache": ("plain_decorator",), "cache": ("plain_decorator",),
+    "lru_cache": ("plain_decorator",), "cache": ("plain_decorator",), "available_device": ("runtime_device",),
+    "available_device_str": ("runtime_device",), "nth_device": ("runtime_device",),
+    "nth_device_str": ("runtime_device",), "distributed_backend": ("runtime_group_call",),
+    "ddp_device_ids": ("runtime_group_call",), "process_group_device_id": ("runtime_group_call",),
+    "fsdp_device_id": ("runtime_group_call",),
 }
 
 

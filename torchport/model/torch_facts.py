@@ -1,8 +1,17 @@
 """What torch does off CUDA, and what each target answers: the facts no evaluation of a project's code can know.
 
-Every list of names the program model decides with is here, each with the reason it exists. Measured on torch
-2.13's CPU build (a Mac's build has no CUDA either): the calls in `RAISES_OFF_CUDA` raise ("Torch not compiled
-with CUDA enabled" or a lazy-init error); the other ``torch.cuda`` calls return quietly.
+Every word list and regular expression the rules and the program model decide with is here, in a few tables, each
+entry with the reason it exists (``scripts/count_word_lists.py`` counts what is left elsewhere):
+
+- `CUDA_APIS`: one `Api` record per CUDA API, by qualified name (``api("torch.cuda.synchronize").off_cuda ==
+  "raises"``): the rule that ports it, the name it becomes, what it does off CUDA, its roles.
+- `TORCH_NAMES`: other qualified names (torch's, pytest's, ...) -> their roles; `WORDS`: bare words (keyword,
+  attribute and call names, device types) -> their roles; `ROLES`: why each role matters. Ask `named` and `words`.
+- `CUDA_LIBRARIES`: the libraries that need an NVIDIA GPU; `TEXT`: the patterns searched in source text (`text`).
+
+Measured on torch 2.13's CPU build (a Mac's build has no CUDA either): the calls in `RAISES_OFF_CUDA` raise ("Torch
+not compiled with CUDA enabled" or a lazy-init error); the other ``torch.cuda`` calls return quietly. The names
+below the tables (`RAISES_OFF_CUDA`, `EXITS`, ...) are views of them, by role.
 """
 
 from __future__ import annotations

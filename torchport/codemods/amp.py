@@ -20,32 +20,26 @@ from torchport.codemods.core.base import keyword_arg
 from torchport.codemods.core.reasons import MOVES_TOGETHER, SEVERAL_BACKENDS
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import rewrite_string
+from torchport.model import torch_facts
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
 
-_AUTOCAST = frozenset({"torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"})
-_GRADSCALER = frozenset({"torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"})
-_CUSTOM = {
-    "torch.cuda.amp.custom_fwd": "custom_fwd",
-    "torch.cuda.amp.autocast_mode.custom_fwd": "custom_fwd",
-    "torch.cuda.amp.custom_bwd": "custom_bwd",
-    "torch.cuda.amp.autocast_mode.custom_bwd": "custom_bwd",
-}
+_AUTOCAST = torch_facts.of_rule("TP020")
+_GRADSCALER = torch_facts.of_rule("TP021")
+_CUSTOM = {name: str(torch_facts.CUDA_APIS[name].becomes).removeprefix("torch.amp.")
+           for name in sorted(torch_facts.of_rule("TP022"))}
 
 # Generic APIs whose first argument (or device_type=/device=) names the device type.
-_GENERIC_TYPED = frozenset({
-    "torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast",
-    "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
-})
-_GENERIC_SCALER = frozenset({"torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler"})
+_GENERIC_SCALER = torch_facts.named("generic_scaler")
 # torch.cuda.amp.autocast(enabled, dtype, cache_enabled): positionals become keywords, as
 # torch.amp.autocast takes device_type first.
-_AUTOCAST_POSITIONALS = ("enabled", "dtype", "cache_enabled")
+_AUTOCAST_POSITIONALS = next(torch_facts.CUDA_APIS[name].params for name in sorted(_AUTOCAST))
 
 
 
-_GENERIC_AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})
+_GENERIC_AUTOCAST = torch_facts.named("generic_autocast")
+_GENERIC_TYPED = _GENERIC_AUTOCAST | _GENERIC_SCALER
 _SCALER_ALONE = ("no autocast in this module moves to the runtime's device type with it: off CUDA the original "
                  "scaler disables itself, and one enabled on MPS without autocast there scales fp32 gradients "
                  "(and fails on torch 2.7)")
@@ -102,7 +96,7 @@ def _autocast_alone(m: Migrator, call: cst.Call) -> bool:
     if any(a.keyword is not None and a.keyword.value == "dtype" and "bfloat16" in cst.Module([]).code_for_node(a.value)
            for a in call.args):
         return False
-    scalers = _GRADSCALER | _GENERIC_SCALER | {"torch.GradScaler"}
+    scalers = torch_facts.named("scaler")
     if m.syntax is None or any(isinstance(n, ast.Call) and qualify(ast_chain(n.func) or "", m.imports) & scalers
                                for n in ast.walk(m.syntax)):
         return False

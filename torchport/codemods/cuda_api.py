@@ -39,20 +39,12 @@ from torchport.codemods.core.base import (
 from torchport.codemods.core.reasons import CUDA_SETTING, INDEX_BOOKKEEPING, MOVES_TOGETHER, SEEDED
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.unported import cuda_api_rule
+from torchport.model import torch_facts
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
 
-_SUBMODULES = ("memory", "random", "streams")
-
-
-def cuda_tail(qualified_name: str) -> str | None:
-    """``torch.cuda.memory.empty_cache`` -> ``empty_cache``; None outside ``torch.cuda``."""
-    if not qualified_name.startswith("torch.cuda."):
-        return None
-    name = qualified_name[len("torch.cuda."):]
-    head, _, tail = name.partition(".")
-    return tail if head in _SUBMODULES and tail else name
+cuda_tail = torch_facts.cuda_tail
 
 
 _EMPTY = cst.Module([])
@@ -93,8 +85,8 @@ class _Rename(Rule):
         return self._rename(m, original) if m.is_name(original) else None
 
 
-_DEVICE = ("current_device", "set_device", "get_device_name", "get_device_properties", "get_device_capability",
-           "synchronize", "is_bf16_supported")
+_QUERIES = torch_facts.named("available", "count")  # renamed only where the guards say so
+_INDEX_CALLS = torch_facts.named("index")
 
 
 class CudaDeviceApi(_Rename):
@@ -103,8 +95,8 @@ class CudaDeviceApi(_Rename):
     name = "cuda-device-api"
     summary = "`torch.cuda` device management becomes the runtime's."
     before, after = "torch.cuda.synchronize()", "tp.synchronize()"
-    renames = {**{n: n for n in _DEVICE}, "device": "device_index"}  # `device` is the runtime's selector
-    names = frozenset(f"torch.cuda.{n}" for n in (*renames, "is_available", "device_count"))
+    renames = torch_facts.renames(code)
+    names = frozenset(f"torch.cuda.{n}" for n in torch_facts.names_of(code))
     examples = (
         Example("import torch\ntorch.cuda.synchronize()\n", "import torch\ntp.synchronize()\n"),
         Example("import torch\nif torch.cuda.is_available():\n    model.cuda()\n",
@@ -125,19 +117,19 @@ class CudaDeviceApi(_Rename):
 
     def _rename(self, m: Migrator, original: cst.CSTNode) -> cst.BaseExpression | None:
         names = m.qnames(original)
-        if names & {"torch.cuda.is_available", "torch.cuda.device_count"}:
+        if names & _QUERIES:
             new = m.shared.guard_renames.get(id(original))
             if new is None:
                 return None
             return m.runtime_attr(new) if m.apply(self.code, original) else None
-        if "torch.cuda.current_device" in names and _INDEX_BOOKKEEPING.search(m.source):
+        if names & _INDEX_CALLS and _INDEX_BOOKKEEPING.search(m.source):
             m.leave_as_written(self.code, original, INDEX_BOOKKEEPING)
             return None
         return super()._rename(m, original)
 
 
 # A module that reads tensors' device indices (`p.device.index`) keys data by them: off CUDA they are None.
-_INDEX_BOOKKEEPING = re.compile(r"\.device\.index\b|\.get_device\(\)")
+_INDEX_BOOKKEEPING = torch_facts.text("index_bookkeeping")
 
 
 class CudaStreamApi(_Rename):
@@ -146,7 +138,7 @@ class CudaStreamApi(_Rename):
     name = "cuda-stream-api"
     summary = "`torch.cuda` streams and events become the runtime's; `x.record_stream(s)` too."
     before, after = "torch.cuda.Event(enable_timing=True)", "tp.Event(enable_timing=True)"
-    renames = {n: n for n in ("Stream", "stream", "current_stream", "default_stream", "set_stream", "Event")}
+    renames = torch_facts.renames(code)
     names = frozenset(f"torch.cuda.{n}" for n in renames)
     triggers = (r"cuda", r"\brecord_stream\b")
     examples = (
@@ -167,29 +159,21 @@ class CudaStreamApi(_Rename):
         return None
 
 
-_MEMORY = ("empty_cache", "ipc_collect", "memory_allocated", "max_memory_allocated", "memory_reserved",
-           "max_memory_reserved", "reset_peak_memory_stats", "reset_max_memory_allocated", "memory_stats",
-           "memory_summary", "mem_get_info")
-
-
 class CudaMemoryApi(_Rename):
     code = "TP012"
     moves_data = False
     name = "cuda-memory-api"
     summary = "`torch.cuda` memory queries become the runtime's."
     before, after = "torch.cuda.max_memory_allocated()", "tp.max_memory_allocated()"
-    renames = {**{n: n for n in _MEMORY}, "memory_cached": "memory_reserved",
-               "max_memory_cached": "max_memory_reserved", "reset_max_memory_cached": "reset_peak_memory_stats"}
+    renames = torch_facts.renames(code)
     names = frozenset(f"torch.cuda.{n}" for n in renames)
     examples = (Example("import torch\ntorch.cuda.empty_cache()\n", "import torch\ntp.empty_cache()\n"),)
 
 
 # CUDA generator state set or read where the runtime has no equivalent: a module using one keeps every CUDA RNG call
 # (reading, seeding and setting state move together, or a tracker draws from the wrong generator off CUDA).
-_UNPORTABLE_RNG = frozenset({
-    "torch.cuda.default_generators", "torch.cuda.random.default_generators", "torch._C._cuda_setRNGState",
-    "torch._C._cuda_getRNGState",
-})
+_UNPORTABLE_RNG = torch_facts.UNPORTABLE_RNG
+_UNPORTABLE_RNG_TEXT = re.compile("|".join(sorted({name.rsplit(".", 1)[-1] for name in _UNPORTABLE_RNG})))
 
 
 def _unportable_rng_state(m: Migrator, rule: Rule) -> str | None:
@@ -198,7 +182,7 @@ def _unportable_rng_state(m: Migrator, rule: Rule) -> str | None:
     store = m.store(rule)
     if "blocker" not in store:
         store["blocker"] = None
-        if m.syntax is not None and re.search(r"default_generators|_cuda_[sg]etRNGState", m.source):
+        if m.syntax is not None and _UNPORTABLE_RNG_TEXT.search(m.source):
             for node in ast.walk(m.syntax):
                 dotted = ast_chain(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
                 found = sorted(qualify(dotted, m.imports) & _UNPORTABLE_RNG) if dotted else []
@@ -212,14 +196,16 @@ def _unportable_rng_state(m: Migrator, rule: Rule) -> str | None:
     return blocker
 
 
+_SEEDS = torch_facts.named("seed")
+
+
 class CudaRngApi(_Rename):
     code = "TP013"
     moves_data = False
     name = "cuda-rng-api"
     summary = "`torch.cuda` seeds and RNG state become the runtime's."
     before, after = "torch.cuda.manual_seed_all(0)", "tp.manual_seed_all(0)"
-    renames = {**{n: n for n in ("manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state",
-                               "set_rng_state", "get_rng_state_all", "set_rng_state_all")}, "seed_all": "seed"}
+    renames = torch_facts.renames(code)
     names = frozenset(f"torch.cuda.{n}" for n in renames)
     examples = (
         Example("import torch\ntorch.cuda.manual_seed_all(0)\n", "import torch\ntp.manual_seed_all(0)\n"),
@@ -267,8 +253,7 @@ class CudaRngApi(_Rename):
             arg = _EMPTY.code_for_node(call.args[0].value)
             if m.has_qname(call.func, "torch.manual_seed"):
                 seeded.add(arg)
-            elif arg in seeded and (m.has_qname(call.func, "torch.cuda.manual_seed_all")
-                                    or m.has_qname(call.func, "torch.cuda.manual_seed")):
+            elif arg in seeded and any(m.has_qname(call.func, name) for name in _SEEDS):
                 m.skip_region(statement, SEEDED, f"torch.manual_seed({arg}) above already seeds every device")
 
 
@@ -278,19 +263,14 @@ class CudaOomError(_Rename):
     name = "cuda-oom-error"
     summary = "`torch.cuda.OutOfMemoryError` is `torch.OutOfMemoryError`."
     before, after = "except torch.cuda.OutOfMemoryError:", "except torch.OutOfMemoryError:"
-    renames = {"OutOfMemoryError": "OutOfMemoryError"}
-    names = frozenset({"torch.cuda.OutOfMemoryError"})
+    renames = torch_facts.renames(code)
+    names = frozenset(f"torch.cuda.{n}" for n in renames)
     to_torch = True
     examples = (Example("import torch\ntry:\n    f()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n",
                         "import torch\ntry:\n    f()\nexcept torch.OutOfMemoryError:\n    pass\n"),)
 
 
-# Legacy tensor types and the dtype each one means.
-LEGACY_TYPES = {
-    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16", "BFloat16Tensor": "bfloat16",
-    "ByteTensor": "uint8", "CharTensor": "int8", "ShortTensor": "int16", "IntTensor": "int32",
-    "LongTensor": "int64", "BoolTensor": "bool",
-}
+LEGACY_TYPES = torch_facts.LEGACY_TYPES
 
 
 def legacy_dtype(m: Migrator, node: cst.CSTNode) -> str | None:
@@ -355,8 +335,7 @@ class CudaNvtx(_Rename):
     name = "cuda-nvtx"
     summary = "NVTX ranges stay NVTX ranges on CUDA and become profiler ranges (`record_function`) elsewhere."
     before, after = 'torch.cuda.nvtx.range_push("step")', 'tp.range_push("step")'
-    renames = {"nvtx.range_push": "range_push", "nvtx.range_pop": "range_pop", "nvtx.range": "range",
-               "nvtx.mark": "mark"}
+    renames = torch_facts.renames(code)
     names = frozenset(f"torch.cuda.{n}" for n in renames)
     examples = (
         Example('import torch\ntorch.cuda.nvtx.range_push("step")\n', 'import torch\ntp.range_push("step")\n'),
@@ -563,11 +542,11 @@ class IsAvailableNotCalled(Rule):
     summary = "`torch.cuda.is_available` without a call is always true: a bug."
     before = "if torch.cuda.is_available:"
     safety, effort = "manual", "low"
-    names = frozenset({"torch.cuda.is_available"})
+    names = torch_facts.named("available")
     examples = (Example("import torch\nif torch.cuda.is_available:\n    pass\n"),)
 
     def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:
-        if id(node) not in m.called and id(node) not in m.inner and "torch.cuda.is_available" in m.qnames(node):
+        if id(node) not in m.called and id(node) not in m.inner and m.qnames(node) & self.names:
             m.mark_handled(node)
             m.report(self.code, node, "`torch.cuda.is_available` without a call is always true: call it")
 

@@ -47,39 +47,32 @@ from torchport.codemods.core.base import (
 )
 from torchport.codemods.core.reasons import CUDA_ONLY, CUDA_QUERY, CUDA_SETTING, DEAD_STORE, SEVERAL_BACKENDS
 from torchport.codemods.core.rule import Example, Rule
+from torchport.model import torch_facts
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
 
 # Names that hold an integer device index in real code (`model.to(self.gpu_id)`, `torch.device(local_rank)`).
-INDEX_NAMES = ("rank", "local_rank", "gpu", "gpu_id", "gpu_idx", "gpu_index", "local_gpu", "device_id", "device_idx",
-               "device_index", "cuda_device", "gpu_rank")
+INDEX_NAMES = torch_facts.words("index_name")
 _INDEX_NAME = re.compile("^(?:" + "|".join(INDEX_NAMES) + ")$")
-_INDEX_LISTS = re.compile(r"^(?:device_ids|gpu_ids|gpus)$")
-_INDEX_TRIGGER = r"\b(?:" + "|".join(INDEX_NAMES) + r"|device_ids|gpu_ids|gpus|LOCAL_RANK)\b"
+_INDEX_LIST_NAMES = torch_facts.words("index_list")
+_INDEX_LISTS = re.compile("^(?:" + "|".join(_INDEX_LIST_NAMES) + ")$")
+_INDEX_TRIGGER = r"\b(?:" + "|".join((*INDEX_NAMES, *_INDEX_LIST_NAMES)) + r"|LOCAL_RANK)\b"
 
 # Calls that answer "is there an accelerator?" and so form the availability idiom.
-AVAILABILITY_TESTS = frozenset({
-    "torch.cuda.is_available",
-    "torch.backends.mps.is_available",
-    "torch.mps.is_available",
-    "torch.xpu.is_available",
-    "torch.accelerator.is_available",
-})
-_OTHER_ACCELERATORS = frozenset({"mps", "xpu"})
+AVAILABILITY_TESTS = torch_facts.named("available", "accelerator_available")
+_OTHER_ACCELERATORS = frozenset(torch_facts.words("other_accelerator"))
 
 # Assignment targets, parameters and keywords whose CUDA string is a device kept as text.
-DEVICE_WORD = re.compile(r"(?:^|_)(?:device|dev|map_location)(?:$|_)|device$", re.I)
+DEVICE_WORD = torch_facts.text("device_word")
 # `torch.device(<runtime call>)` -> the runtime call that returns the device itself
-_AS_DEVICE = {"device": "device", "device_str": "device", "available_device": "available_device",
-              "available_device_str": "available_device", "nth_device": "nth_device", "nth_device_str": "nth_device"}
-_STRING_KEYWORDS = frozenset({"device", "default", "map_location", "device_name", "device_str"})
+_AS_DEVICE = {name: name.removesuffix("_str") for name in torch_facts.words("runtime_device")}
+_STRING_KEYWORDS = frozenset(torch_facts.words("string_keyword"))
 # torch functions whose first positional argument is a device.
-_DEVICE_FIRST = frozenset({"torch.device", "torch.set_default_device", "torch.get_device_module"})
+_DEVICE_FIRST = torch_facts.named("device_first")
 
 
-_MESSAGE_CALLS = frozenset({"print", "warn", "debug", "info", "warning", "error", "exception", "critical", "log",
-                            "write", "echo", "secho", "fail", "skip", "xfail"})
+_MESSAGE_CALLS = frozenset(torch_facts.words("message_call"))
 
 
 def _only_said(m: Migrator, name: str) -> bool:
@@ -123,20 +116,22 @@ def is_index(node: cst.BaseExpression) -> bool:
             and len(node.args) == 1:
         inner = node.args[0].value
         text = cst.Module([]).code_for_node(inner)
-        return is_index(inner) or "LOCAL_RANK" in text or bool(re.search(r"\brank\b", text, re.I))
+        return is_index(inner) or "LOCAL_RANK" in text or bool(torch_facts.text("rank_text").search(text))
     last = node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else None
     return isinstance(last, str) and bool(_INDEX_NAME.match(last))
 
 
 def is_current_device_call(m: Migrator, node: cst.BaseExpression) -> bool:
     """``torch.cuda.current_device()``: an int, the CUDA device index."""
-    return isinstance(node, cst.Call) and not node.args and m.has_qname(node.func, "torch.cuda.current_device")
+    return isinstance(node, cst.Call) and not node.args and any(
+        m.has_qname(node.func, name) for name in torch_facts.named("index"))
 
 
 def is_rank_index(m: Migrator, node: cst.BaseExpression) -> bool:
     """``rank % torch.cuda.device_count()``: an int, the CUDA device index of a process (DDP's idiom)."""
     return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo) and isinstance(
-        node.right, cst.Call) and not node.right.args and m.has_qname(node.right.func, "torch.cuda.device_count")
+        node.right, cst.Call) and not node.right.args and any(
+        m.has_qname(node.right.func, name) for name in torch_facts.named("count"))
 
 
 def runtime_string(node: cst.BaseExpression) -> bool:
@@ -168,7 +163,7 @@ def _multi_device(m: Migrator) -> bool:
     found = m.shared.multi_device
     if found is None:
         indices: set[int] = set()
-        if m.syntax is not None and re.search(r"cuda:\d|\.cuda\(\s*\d|cuda['\"],\s*\d", m.source):
+        if m.syntax is not None and torch_facts.text("fixed_cuda_index").search(m.source):
             for node in ast.walk(m.syntax):  # constants in code, not comments
                 if isinstance(node, ast.Constant) and isinstance(node.value, str):
                     match = CUDA_DEVICE_RE.match(node.value)
@@ -965,7 +960,7 @@ class AvailabilityIdiom(Rule):
     name = "availability-idiom"
     summary = '`"cuda" if torch.cuda.is_available() else "cpu"` becomes one runtime call.'
     before, after = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")', "tp.available_device()"
-    names = frozenset({"torch.cuda.is_available"})
+    names = torch_facts.named("available")
     examples = (
         Example('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
                 "import torch\ndevice = tp.available_device()\n"),
@@ -1313,7 +1308,7 @@ class UnclassifiedString(Rule):
                          "left unchanged")
 
 
-_NATIVE_DEVICE_LINE = re.compile(r"^(\w+) = \w+\.accelerator\.current_accelerator\(\)", re.M)
+_NATIVE_DEVICE_LINE = torch_facts.text("native_device_line")
 
 
 def _native_device_type(m: Migrator, node: cst.BaseExpression, store: dict) -> bool:

@@ -11,7 +11,6 @@ device_id=tp.process_group_device_id(dev)) |
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -21,22 +20,18 @@ from torchport.codemods.core.base import string_value
 from torchport.codemods.core.reasons import SEVERAL_BACKENDS
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import is_current_device_call, is_index
+from torchport.model import torch_facts
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
 
 # Not DataParallel: without CUDA it ignores `device_ids` (CPU, MPS: the module is returned as is) or uses
 # them as given (XPU), so wrapping them would change nothing anywhere.
-_PARALLEL = frozenset({
-    "torch.nn.parallel.DistributedDataParallel",
-    "torch.nn.parallel.distributed.DistributedDataParallel",
-})
-_INIT = frozenset({"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"})
-_DEVICE_KEYWORDS = ("device_ids", "output_device")
-_FSDP = frozenset({"torch.distributed.fsdp.FullyShardedDataParallel",
-                   "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"})
-# Settings that hold a torch.distributed backend (not, e.g., DeepSpeed's `comm_backend_name`).
-_BACKEND_SETTING = re.compile(r"(?i)^(?:dist_|distributed_|ddp_|torch_|process_group_|pg_)?backend$")
+_PARALLEL = torch_facts.named("ddp")
+_INIT = torch_facts.named("init_process_group")
+_DEVICE_KEYWORDS = torch_facts.words("ddp_device_keyword")
+_FSDP = torch_facts.named("fsdp")
+_BACKEND_SETTING = torch_facts.text("backend_setting")
 
 
 def is_nccl(node: cst.CSTNode) -> bool:
@@ -93,7 +88,7 @@ class NcclBackend(Rule):
         test, without = value.test, value.orelse
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test, without = test.expression, value.body
-        asks = isinstance(test, cst.Call) and bool(m.qnames(test.func) & {"torch.cuda.is_available"})
+        asks = isinstance(test, cst.Call) and bool(m.qnames(test.func) & torch_facts.named("available"))
         return asks and not _mentions_nccl(without)
 
     def _mark(self, m: Migrator, value: cst.BaseExpression) -> None:

@@ -55,33 +55,30 @@ from torchport.codemods.core.reasons import (
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import tensor_type_check
 from torchport.codemods.unported import removable_assert
+from torchport.model import torch_facts
 from torchport.model.torch_facts import FAKES_CUDA as FAKES_CUDA_TEXT
 from torchport.model.torch_facts import LIBRARY_PLACEMENT_KEYWORDS
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
 
-_AVAILABLE = "torch.cuda.is_available"
-_COUNT = "torch.cuda.device_count"
-_OTHER_BACKENDS = re.compile(r"^torch\.(?:backends\.mps|mps|xpu|accelerator|npu|hpu|mlu|musa)\b|"
-                             r"^(?:torch_npu|torch_xla|habana_frameworks|intel_extension_for_pytorch|torch_mlu)\b")
-_OTHER_DEVICE_STRINGS = frozenset({"mps", "xpu", "npu", "hpu", "mlu", "musa", "xla"})
-# Keyword arguments of torch.distributed and torch.multiprocessing (and of their wrappers) that size processes.
-_PROCESS_COUNT = frozenset({"world_size", "nprocs", "nproc_per_node", "num_processes"})
-_COLLECTIVES = frozenset({"all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "broadcast",
-                          "reduce", "all_to_all", "all_to_all_single", "gather", "scatter", "send", "recv",
-                          "isend", "irecv", "all_gather_list", "all_reduce_dict"})
-_SPAWN = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
-                    "torch.multiprocessing.spawn.spawn", "torch.multiprocessing.spawn.start_processes"})
+(_AVAILABLE,) = torch_facts.named("available")
+(_COUNT,) = torch_facts.named("count")
+_OTHER_BACKENDS = torch_facts.text("other_backend_module")
+_OTHER_DEVICE_STRINGS = frozenset(torch_facts.words("other_device"))
+_PROCESS_COUNT = frozenset(torch_facts.words("process_count"))
+_COLLECTIVES = frozenset(torch_facts.words("collective"))
+_SPAWN = torch_facts.named("spawn")
+_QUERY_TAILS = frozenset(torch_facts.cuda_tail(name) for name in torch_facts.named("available", "count"))
 # torch.cuda names some rule ports (the registry's RENAMED); anything else under a guard is CUDA-only.
 def _portable_cuda(name: str) -> bool:
     """Whether a ``torch.cuda`` name has a portable rewrite (a rule's ``renames``, or the idioms guards port)."""
     from torchport.codemods.core.registry import RENAMED  # the registry imports this module
 
     tail = cuda_api.cuda_tail(name)
-    return tail is not None and (tail in RENAMED or tail in ("is_available", "device_count")
+    return tail is not None and (tail in RENAMED or tail in _QUERY_TAILS
                                  or tail in cuda_api.LEGACY_TYPES)
-_TORCH_CUDA_INTERNALS = ("torch._C.", "torch.utils.cpp_extension.")  # CUDA kernels, compiled or built here
+_TORCH_CUDA_INTERNALS = tuple(sorted(torch_facts.named("cuda_internals")))  # CUDA kernels, compiled or built here
 
 
 class _Scan(cst.CSTVisitor):
@@ -233,9 +230,8 @@ class _OtherBackends(cst.CSTVisitor):
             self.found = True
 
 
-_OTHER_TEXT = re.compile(r"\b(?:mps|xpu|npu|hpu|mlu|musa|xla)\b|accelerator|torch_xla")
-_PORTABLE_IMPORT = re.compile(r"^(?:torch_npu|habana_frameworks|intel_extension_for_pytorch|torch_mlu)(?:\.|$)|"
-                              r"(?:^|\.)accelerator(?:\.|$)")
+_OTHER_TEXT = torch_facts.text("other_backend_text")
+_PORTABLE_IMPORT = torch_facts.text("portable_import")
 
 
 def _guarded(m: Migrator, guard: cst.CSTNode, place: str) -> str:
@@ -425,8 +421,8 @@ def _asserts_cuda(m: Migrator, function: cst.FunctionDef) -> bool:
     return False
 
 
-_EXIT_CALLS = frozenset({"skip", "exit", "fail", "skipTest"})
-_MISSING_API = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError"})  # what an older torch raises
+_EXIT_CALLS = frozenset(torch_facts.words("exit_method"))
+_MISSING_API = frozenset(torch_facts.words("missing_api"))  # what an older torch raises
 
 
 def _exits(block: cst.BaseSuite) -> bool:

@@ -30,19 +30,20 @@ import libcst as cst
 from torchport.codemods.analysis.requirements import CUDA_ONLY_APIS, CUDA_ONLY_MODULES, KERNEL_MODULES
 from torchport.codemods.core.base import dotted_name, string_value
 from torchport.codemods.core.rule import Example, Rule
+from torchport.model import torch_facts
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
 
-_GPU_TESTS = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
-_EXTENSIONS = frozenset({"torch.utils.cpp_extension.CUDAExtension"})
-_EXTENSION_LOADERS = frozenset({"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"})
-_FLOAT64 = frozenset({"torch.float64", "torch.double"})
-_COMPLEX128 = frozenset({"torch.complex128", "torch.cdouble"})
+_GPU_TESTS = torch_facts.named("available", "count")
+_EXTENSIONS = torch_facts.named("cuda_extension")
+_EXTENSION_LOADERS = torch_facts.named("extension_loader")
+_FLOAT64 = torch_facts.named("float64")
+_COMPLEX128 = torch_facts.named("complex128")
 
 
-_INFO_FLAGS = ("torch.backends.cudnn", "torch.backends.cuda")
-_CUDA_LIBRARY_USES = ("cupy.cuda.", "numba.cuda.", "pycuda.")
+_INFO_FLAGS = tuple(sorted(torch_facts.named("cuda_flags")))
+_CUDA_LIBRARY_USES = tuple(lib.uses for lib in torch_facts.CUDA_LIBRARIES.values() if lib.uses)
 
 
 def cuda_api_rule(name: str) -> str | None:
@@ -62,7 +63,10 @@ def _mentions_gpu_test(m: Migrator, node: cst.BaseExpression) -> cst.Call | None
     return node if isinstance(node, cst.Call) and m.qnames(node.func) & _GPU_TESTS else None
 
 
-_TEST_MODULES = frozenset({"pytest", "unittest"})
+_TEST_MODULES = torch_facts.named("test_framework")
+
+
+_AVAILABLE = torch_facts.named("available")
 
 
 def removable_assert(m: Migrator, node: cst.Assert) -> bool:
@@ -71,7 +75,7 @@ def removable_assert(m: Migrator, node: cst.Assert) -> bool:
     runs and stays unsafe; a test's assert is what the test checks (a module importing pytest or unittest, a
     ``test*`` function, a ``Test*`` class)."""
     test = node.test
-    if not (isinstance(test, cst.Call) and not test.args and m.has_qname(test.func, "torch.cuda.is_available")):
+    if not (isinstance(test, cst.Call) and not test.args and any(m.has_qname(test.func, name) for name in _AVAILABLE)):
         return False
     if any(root in _TEST_MODULES for root in (name.split(".", 1)[0] for name in m.imports)):
         return False
@@ -204,9 +208,7 @@ class BackendFlags(Rule):
 
 
 # torch.profiler's CUDA activity, under each name torch exports it.
-_CUDA_ACTIVITY = frozenset({"torch.profiler.ProfilerActivity.CUDA", "torch.autograd.ProfilerActivity.CUDA",
-                            "torch.autograd.profiler.ProfilerActivity.CUDA",
-                            "torch._C._profiler.ProfilerActivity.CUDA"})
+_CUDA_ACTIVITY = torch_facts.named("cuda_activity")
 
 
 class CudaProfilerActivity(Rule):
@@ -505,6 +507,9 @@ class MpsComplex128(Rule):
             m.report(self.code, node, "[mps] complex128 is not supported on MPS; use complex64 there")
 
 
+_CHECKED_AUTOCASTS = torch_facts.named("autocast")
+
+
 class CpuFloat16Autocast(Rule):
     code = "TP321"
     moves_data = False
@@ -517,7 +522,7 @@ class CpuFloat16Autocast(Rule):
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         names = m.qnames(node.func)
-        if "cpu" in m.targets and names & {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast"}:
+        if "cpu" in m.targets and names & _CHECKED_AUTOCASTS:
             dtype = next((a.value for a in node.args if a.keyword and a.keyword.value == "dtype"), None)
             if dtype is None and len(node.args) > 1 and not (node.args[1].keyword or node.args[1].star):
                 dtype = node.args[1].value  # dtype is the second parameter of every autocast

@@ -26,6 +26,7 @@ import libcst as cst
 
 from torchport.emit import placement
 from torchport.emit.package import PackageRuntime
+from torchport.model import torch_facts
 from torchport.results import Diagnostic
 
 if TYPE_CHECKING:
@@ -78,22 +79,14 @@ _FORMS: dict[str, tuple[tuple[int, int], Callable[[int], bool], str]] = {
                        '{0} if {D}.type == "cuda" else {D} if {D}.type == "xpu" else {t}.device("cpu")'),
 }
 # Calls with no form, and why: said in the site's note.
-_NO_FORM = {
-    "Event": "torch.Event cannot record on the CPU (torch 2.13: \"cpu backend doesn't support events\") and "
-             "torch.cpu.Event has no elapsed_time: no plain form works on every device",
-    "Stream": "torch.cuda.Stream has no plain form that works on every device (torch.Stream on the CPU cannot "
-              "record or wait for events)",
-    "current_stream": "torch.accelerator.current_stream() raises on the CPU, torch.cpu's stream has no "
-                      "synchronize() or query(), and torch.mps has no current_stream: no plain form works on "
-                      "every device",
-}
+_NO_FORM = {str(api.becomes): api.no_plain_form for api in torch_facts.CUDA_APIS.values() if api.no_plain_form}
 # Forms whose argument is written twice: only a plain name may be repeated.
 _REPEATS = {"pin_memory": "{0}.pin_memory() if {D}.type in " + _INDEXED + " else {0}"}
 
 
 # A module that makes a process group or wraps a model for one: the runtime's calls there, or the names.
-_GROUP_CALLS = frozenset({"distributed_backend", "ddp_device_ids", "process_group_device_id", "fsdp_device_id"})
-_GROUP_SOURCE = re.compile(r"\b(?:init_process_group|DistributedDataParallel|FullyShardedDataParallel)\b")
+_GROUP_CALLS = frozenset(torch_facts.words("runtime_group_call"))
+_GROUP_SOURCE = torch_facts.text("group_source")
 # torch.distributed has no MPS backend (gloo carries CPU tensors): as the runtime does once a group exists.
 _OFF_MPS = ('if {D}.type == "mps":  # torch.distributed has no MPS backend: a process group computes on the CPU\n'
             '    {D} = {t}.device("cpu")\n')
@@ -131,7 +124,8 @@ def _indexed_cuda_string(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.FormattedString):
         return len(node.end) == 1 and bool(node.parts) and isinstance(node.parts[0], cst.FormattedStringText) \
             and node.parts[0].value.startswith("cuda:")
-    return isinstance(node, cst.SimpleString) and re.fullmatch(r"[rRuU]?(['\"])cuda:\d+\1", node.value) is not None
+    return isinstance(node, cst.SimpleString) and torch_facts.text("indexed_cuda_literal").fullmatch(
+        node.value) is not None
 
 
 class NativeRuntime:

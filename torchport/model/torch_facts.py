@@ -1,74 +1,531 @@
 """What torch does off CUDA, and what each target answers: the facts no evaluation of a project's code can know.
 
-Every list of names the program model decides with is here, each with the reason it exists. Measured on torch
-2.13's CPU build (a Mac's build has no CUDA either): the calls in `RAISES_OFF_CUDA` raise ("Torch not compiled
-with CUDA enabled" or a lazy-init error); the other ``torch.cuda`` calls return quietly.
+Every word list and regular expression the rules and the program model decide with is here, in a few tables, each
+entry with the reason it exists (``scripts/count_word_lists.py`` counts what is left elsewhere):
+
+- `CUDA_APIS`: one `Api` record per CUDA API, by qualified name (``api("torch.cuda.synchronize").off_cuda ==
+  "raises"``): the rule that ports it, the name it becomes, what it does off CUDA, its roles.
+- `TORCH_NAMES`: other qualified names (torch's, pytest's, ...) -> their roles; `WORDS`: bare words (keyword,
+  attribute and call names, device types) -> their roles; `ROLES`: why each role matters. Ask `named` and `words`.
+- `CUDA_LIBRARIES`: the libraries that need an NVIDIA GPU; `TEXT`: the patterns searched in source text (`text`).
+
+Measured on torch 2.13's CPU build (a Mac's build has no CUDA either): the calls in `RAISES_OFF_CUDA` raise ("Torch
+not compiled with CUDA enabled" or a lazy-init error); the other ``torch.cuda`` calls return quietly. The names
+below the tables (`RAISES_OFF_CUDA`, `EXITS`, ...) are views of them, by role.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import NamedTuple
 
 TARGETS = ("cuda", "mps", "xpu", "cpu")
+OFF_CUDA = TARGETS[1:]  # the targets a port adds
+
+class Api(NamedTuple):
+    """What torchport knows of one CUDA API (a name under ``torch.cuda``, or torch's private CUDA state).
+
+    rule: the rule that ports or reports it (``"TP010"``); None where none does.
+    becomes: the name the rule renames it to (the runtime's; torch's for TP014); None where it is not renamed.
+    off_cuda: ``"raises"`` where CUDA is not there ("Torch not compiled with CUDA enabled" or a lazy-init
+        error, measured on torch 2.13's CPU build), ``"quiet"`` where it returns or does nothing.
+    why: the reason it is in the table.
+    dtype: for a legacy tensor type (TP015), the dtype it means.
+    portable: False for state the runtime has no equivalent of (a module using it keeps its CUDA RNG calls).
+    roles: what the rules ask of it by name (`ROLES`).
+    params: its positional parameters, where a rule turns them into keywords.
+    no_plain_form: why native mode has no plain PyTorch form of the runtime call it becomes ("" where it has one).
+    """
+
+    rule: str | None
+    becomes: str | None
+    off_cuda: str
+    why: str
+    dtype: str | None = None
+    portable: bool = True
+    roles: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()
+    no_plain_form: str = ""
+
+
+_DEVICE = "device management: the runtime's is the same call on CUDA"
+_STREAMS = "streams and events: the runtime's are CUDA's on CUDA"
+_MEMORY = "memory queries: the runtime's are CUDA's on CUDA (renamed where torch renamed them)"
+_RNG = "seeds and RNG state: the runtime's are CUDA's on CUDA"
+_OOM = "the out-of-memory error: torch's catches CUDA's"
+_TYPES = "legacy CUDA tensor types: a dtype on the runtime device"
+_NVTX = "NVTX ranges: the runtime's are NVTX on CUDA, profiler ranges elsewhere"
+_QUERY = "availability queries: ported only where the guards say so"
+_GRAPHS = "CUDA graphs: no portable equivalent"
+_ALLOCATOR = "memory pools and allocators: no portable equivalent"
+_INTEROP = "CUDA interop: no portable equivalent"
+_SNAPSHOT = "memory snapshots: no portable equivalent"
+_RAISES = "raises off CUDA; no rule rewrites it"
+_AMP = "CUDA automatic mixed precision: torch.amp's on the runtime's device type (autocast and scaler move together)"
+
+R, Q = "raises", "quiet"
+# Every CUDA API torchport decides on, by qualified name; in each rule's order (its renames keep it).
+CUDA_APIS: dict[str, Api] = {
+    "torch.cuda.current_device": Api("TP010", "current_device", R, _DEVICE, roles=("index",)),
+    "torch.cuda.set_device": Api("TP010", "set_device", R, _DEVICE),
+    "torch.cuda.get_device_name": Api("TP010", "get_device_name", R, _DEVICE),
+    "torch.cuda.get_device_properties": Api("TP010", "get_device_properties", R, _DEVICE),
+    "torch.cuda.get_device_capability": Api("TP010", "get_device_capability", R, _DEVICE),
+    "torch.cuda.synchronize": Api("TP010", "synchronize", R, _DEVICE),
+    "torch.cuda.is_bf16_supported": Api("TP010", "is_bf16_supported", Q, _DEVICE),
+    "torch.cuda.device": Api("TP010", "device_index", R, _DEVICE + " (`device` is the runtime's selector)"),
+    "torch.cuda.is_available": Api("TP010", None, Q, _QUERY, roles=("available",)),
+    "torch.cuda.device_count": Api("TP010", None, Q, _QUERY, roles=("count",)),
+    "torch.cuda.is_initialized": Api(None, None, Q, _QUERY),
+    "torch.cuda.Stream": Api("TP011", "Stream", R, _STREAMS, no_plain_form=(
+        "torch.cuda.Stream has no plain form that works on every device (torch.Stream on the CPU cannot record or "
+        "wait for events)")),
+    "torch.cuda.stream": Api("TP011", "stream", Q, _STREAMS),
+    "torch.cuda.current_stream": Api("TP011", "current_stream", R, _STREAMS, no_plain_form=(
+        "torch.accelerator.current_stream() raises on the CPU, torch.cpu's stream has no synchronize() or query(), "
+        "and torch.mps has no current_stream: no plain form works on every device")),
+    "torch.cuda.default_stream": Api("TP011", "default_stream", R, _STREAMS),
+    "torch.cuda.set_stream": Api("TP011", "set_stream", Q, _STREAMS),
+    "torch.cuda.Event": Api("TP011", "Event", R, _STREAMS, no_plain_form=(
+        "torch.Event cannot record on the CPU (torch 2.13: \"cpu backend doesn't support events\") and "
+        "torch.cpu.Event has no elapsed_time: no plain form works on every device")),
+    "torch.cuda.empty_cache": Api("TP012", "empty_cache", Q, _MEMORY),
+    "torch.cuda.ipc_collect": Api("TP012", "ipc_collect", R, _MEMORY),
+    "torch.cuda.memory_allocated": Api("TP012", "memory_allocated", Q, _MEMORY),
+    "torch.cuda.max_memory_allocated": Api("TP012", "max_memory_allocated", Q, _MEMORY),
+    "torch.cuda.memory_reserved": Api("TP012", "memory_reserved", Q, _MEMORY),
+    "torch.cuda.max_memory_reserved": Api("TP012", "max_memory_reserved", Q, _MEMORY),
+    "torch.cuda.reset_peak_memory_stats": Api("TP012", "reset_peak_memory_stats", R, _MEMORY),
+    "torch.cuda.reset_max_memory_allocated": Api("TP012", "reset_max_memory_allocated", R, _MEMORY),
+    "torch.cuda.memory_stats": Api("TP012", "memory_stats", Q, _MEMORY),
+    "torch.cuda.memory_summary": Api("TP012", "memory_summary", R, _MEMORY),
+    "torch.cuda.mem_get_info": Api("TP012", "mem_get_info", R, _MEMORY),
+    "torch.cuda.memory_cached": Api("TP012", "memory_reserved", Q, _MEMORY),
+    "torch.cuda.max_memory_cached": Api("TP012", "max_memory_reserved", Q, _MEMORY),
+    "torch.cuda.reset_max_memory_cached": Api("TP012", "reset_peak_memory_stats", Q, _MEMORY),
+    "torch.cuda.manual_seed": Api("TP013", "manual_seed", Q, _RNG, roles=("seed",)),
+    "torch.cuda.manual_seed_all": Api("TP013", "manual_seed_all", Q, _RNG, roles=("seed",)),
+    "torch.cuda.seed": Api("TP013", "seed", Q, _RNG),
+    "torch.cuda.initial_seed": Api("TP013", "initial_seed", R, _RNG),
+    "torch.cuda.get_rng_state": Api("TP013", "get_rng_state", R, _RNG),
+    "torch.cuda.set_rng_state": Api("TP013", "set_rng_state", Q, _RNG),
+    "torch.cuda.get_rng_state_all": Api("TP013", "get_rng_state_all", Q, _RNG),
+    "torch.cuda.set_rng_state_all": Api("TP013", "set_rng_state_all", Q, _RNG),
+    "torch.cuda.seed_all": Api("TP013", "seed", Q, _RNG),
+    "torch.cuda.default_generators": Api("TP013", None, Q, _RNG, portable=False),
+    "torch.cuda.random.default_generators": Api("TP013", None, Q, _RNG, portable=False),
+    "torch._C._cuda_setRNGState": Api("TP013", None, Q, _RNG, portable=False),
+    "torch._C._cuda_getRNGState": Api("TP013", None, Q, _RNG, portable=False),
+    "torch.cuda.OutOfMemoryError": Api("TP014", "OutOfMemoryError", Q, _OOM),
+    "torch.cuda.FloatTensor": Api("TP015", None, R, _TYPES, "float32"),
+    "torch.cuda.DoubleTensor": Api("TP015", None, R, _TYPES, "float64"),
+    "torch.cuda.HalfTensor": Api("TP015", None, R, _TYPES, "float16"),
+    "torch.cuda.BFloat16Tensor": Api("TP015", None, R, _TYPES, "bfloat16"),
+    "torch.cuda.ByteTensor": Api("TP015", None, R, _TYPES, "uint8"),
+    "torch.cuda.CharTensor": Api("TP015", None, R, _TYPES, "int8"),
+    "torch.cuda.ShortTensor": Api("TP015", None, R, _TYPES, "int16"),
+    "torch.cuda.IntTensor": Api("TP015", None, R, _TYPES, "int32"),
+    "torch.cuda.LongTensor": Api("TP015", None, R, _TYPES, "int64"),
+    "torch.cuda.BoolTensor": Api("TP015", None, R, _TYPES, "bool"),
+    "torch.cuda.nvtx.range_push": Api("TP016", "range_push", R, _NVTX),
+    "torch.cuda.nvtx.range_pop": Api("TP016", "range_pop", R, _NVTX),
+    "torch.cuda.nvtx.range": Api("TP016", "range", R, _NVTX),
+    "torch.cuda.nvtx.mark": Api("TP016", "mark", R, _NVTX),
+    "torch.cuda.amp.autocast": Api("TP020", "torch.amp.autocast", Q, _AMP, roles=("autocast",),
+                                   params=("enabled", "dtype", "cache_enabled")),
+    "torch.cuda.amp.autocast_mode.autocast": Api("TP020", "torch.amp.autocast", Q, _AMP,
+                                                 params=("enabled", "dtype", "cache_enabled")),
+    "torch.cuda.amp.GradScaler": Api("TP021", "torch.amp.GradScaler", Q, _AMP, roles=("scaler",)),
+    "torch.cuda.amp.grad_scaler.GradScaler": Api("TP021", "torch.amp.GradScaler", Q, _AMP, roles=("scaler",)),
+    "torch.cuda.amp.custom_fwd": Api("TP022", "torch.amp.custom_fwd", Q, _AMP),
+    "torch.cuda.amp.autocast_mode.custom_fwd": Api("TP022", "torch.amp.custom_fwd", Q, _AMP),
+    "torch.cuda.amp.custom_bwd": Api("TP022", "torch.amp.custom_bwd", Q, _AMP),
+    "torch.cuda.amp.autocast_mode.custom_bwd": Api("TP022", "torch.amp.custom_bwd", Q, _AMP),
+    "torch.cuda.init": Api(None, None, R, _RAISES),
+    "torch.cuda.utilization": Api(None, None, R, _RAISES),
+    "torch.cuda.CUDAGraph": Api("TP201", None, R, _GRAPHS),
+    "torch.cuda.graph": Api("TP201", None, R, _GRAPHS),
+    "torch.cuda.graphs": Api("TP201", None, Q, _GRAPHS),
+    "torch.cuda.make_graphed_callables": Api("TP201", None, R, _GRAPHS),
+    "torch.cuda.graph_pool_handle": Api("TP201", None, Q, _GRAPHS),
+    "torch.cuda.is_current_stream_capturing": Api("TP201", None, Q, _GRAPHS),
+    "torch.cuda.MemPool": Api("TP202", None, Q, _ALLOCATOR),
+    "torch.cuda.use_mem_pool": Api("TP202", None, Q, _ALLOCATOR),
+    "torch.cuda.CUDAPluggableAllocator": Api("TP202", None, Q, _ALLOCATOR),
+    "torch.cuda.change_current_allocator": Api("TP202", None, Q, _ALLOCATOR),
+    "torch.cuda.memory.CUDAPluggableAllocator": Api("TP202", None, Q, _ALLOCATOR),
+    "torch.cuda.memory.change_current_allocator": Api("TP202", None, Q, _ALLOCATOR),
+    "torch.cuda.set_per_process_memory_fraction": Api("TP202", None, R, _ALLOCATOR),
+    "torch.cuda.caching_allocator_alloc": Api("TP202", None, R, _ALLOCATOR),
+    "torch.cuda.caching_allocator_delete": Api("TP202", None, Q, _ALLOCATOR),
+    "torch.cuda.cudart": Api("TP203", None, Q, _INTEROP),
+    "torch.cuda.ExternalStream": Api("TP203", None, Q, _INTEROP),
+    "torch.cuda.get_stream_from_external": Api("TP203", None, Q, _INTEROP),
+    "torch.cuda.can_device_access_peer": Api("TP203", None, Q, _INTEROP),
+    "torch.cuda.comm": Api("TP203", None, Q, _INTEROP),
+    "torch.cuda.nccl": Api("TP203", None, Q, _INTEROP),
+    "torch.cuda.memory._record_memory_history": Api("TP204", None, Q, _SNAPSHOT),
+    "torch.cuda.memory._dump_snapshot": Api("TP204", None, Q, _SNAPSHOT),
+    "torch.cuda.memory._snapshot": Api("TP204", None, Q, _SNAPSHOT),
+    "torch.cuda.memory_snapshot": Api("TP204", None, Q, _SNAPSHOT),
+    "torch.cuda._record_memory_history": Api("TP204", None, Q, _SNAPSHOT),
+    "torch.cuda._dump_snapshot": Api("TP204", None, Q, _SNAPSHOT),
+}
+# Other names the rules decide on, by qualified name -> their roles (`ROLES`).
+TORCH_NAMES: dict[str, tuple[str, ...]] = {
+    "torch.autocast": ("autocast", "generic_autocast"), "torch.amp.autocast": ("autocast", "generic_autocast"),
+    "torch.amp.autocast_mode.autocast": ("generic_autocast",), "torch.amp.GradScaler": ("scaler", "generic_scaler"),
+    "torch.amp.grad_scaler.GradScaler": ("scaler", "generic_scaler"), "torch.GradScaler": ("scaler",),
+    "torch.float64": ("float64",), "torch.double": ("float64",), "torch.complex128": ("complex128",),
+    "torch.cdouble": ("complex128",), "torch.backends.cudnn": ("cuda_flags",), "torch.backends.cuda": ("cuda_flags",),
+    "torch.profiler.ProfilerActivity.CUDA": ("cuda_activity",),
+    "torch.autograd.ProfilerActivity.CUDA": ("cuda_activity",),
+    "torch.autograd.profiler.ProfilerActivity.CUDA": ("cuda_activity",),
+    "torch._C._profiler.ProfilerActivity.CUDA": ("cuda_activity",),
+    "torch.utils.cpp_extension.CUDAExtension": ("cuda_extension",),
+    "torch.utils.cpp_extension.load": ("extension_loader",),
+    "torch.utils.cpp_extension.load_inline": ("extension_loader",),
+    "torch.backends.mps.is_available": ("accelerator_available",), "torch.mps.is_available": ("accelerator_available",),
+    "torch.xpu.is_available": ("accelerator_available",), "torch.accelerator.is_available": ("accelerator_available",),
+    "torch.device": ("device_first",), "torch.set_default_device": ("device_first",),
+    "torch.get_device_module": ("device_first",), "torch.multiprocessing.spawn": ("spawn",),
+    "torch.multiprocessing.start_processes": ("spawn",), "torch.multiprocessing.spawn.spawn": ("spawn",),
+    "torch.multiprocessing.spawn.start_processes": ("spawn",), "torch._C.": ("cuda_internals",),
+    "torch.utils.cpp_extension.": ("cuda_internals",), "torch.distributed.get_rank": ("rank",),
+    "torch.distributed.get_world_size": ("rank",), "torch.distributed.get_local_rank": ("rank",),
+    "torch.nn.SyncBatchNorm": ("group_cuda_layer",),
+    "torch.nn.SyncBatchNorm.convert_sync_batchnorm": ("group_cuda_layer",),
+    "torch.nn.modules.batchnorm.SyncBatchNorm": ("group_cuda_layer",), "sys.exit": ("exit",), "exit": ("exit",),
+    "quit": ("exit",), "os._exit": ("exit",), "pytest.skip": ("skip",), "unittest.SkipTest": ("skip",),
+    "pytest.xfail": ("skip",), "pytest.mark.skipif": ("skip_if",), "unittest.skipIf": ("skip_if",),
+    "unittest.skipUnless": ("skip_unless",), "pytest.mark.skip": ("skip_always",), "unittest.skip": ("skip_always",),
+    "pytest": ("test_framework",), "unittest": ("test_framework",),
+    "torch.nn.parallel.DistributedDataParallel": ("ddp",),
+    "torch.nn.parallel.distributed.DistributedDataParallel": ("ddp",),
+    "torch.distributed.init_process_group": ("init_process_group",),
+    "torch.distributed.distributed_c10d.init_process_group": ("init_process_group",),
+    "torch.distributed.fsdp.FullyShardedDataParallel": ("fsdp",),
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel": ("fsdp",),
+}
+# Each role -> why the rules ask for the names that have it.
+ROLES = {
+    "available": "asks whether CUDA is there: a guard or an assert tests it",
+    "count": "counts CUDA devices: a guard or an assert tests it",
+    "index": "returns a device index: off CUDA a tensor's `.device.index` is None, never that 0",
+    "seed": "seeds what `torch.manual_seed` already seeds on every device",
+    "autocast": "an autocast TP321 checks for float16 on the CPU",
+    "generic_autocast": "torch.amp's autocast: its first argument names the device type",
+    "scaler": "a GradScaler (its autocast moves with it)",
+    "generic_scaler": "torch.amp's GradScaler: its first argument names the device type",
+    "float64": "float64, which MPS does not support",
+    "complex128": "complex128, which MPS does not support",
+    "cuda_flags": "cuDNN/CUDA backend flags (a prefix): harmless elsewhere, left as they are",
+    "cuda_activity": "the profiler's CUDA activity, under each name torch exports it",
+    "cuda_extension": "builds a CUDA extension",
+    "extension_loader": "builds an extension from sources, CUDA ones where it is given them",
+    "test_framework": "a module importing it is a test: its asserts are what it checks",
+    "accelerator_available": "asks whether another accelerator is there: with CUDA's, the availability idiom",
+    "device_first": "a torch function whose first positional argument is a device",
+    "spawn": "starts processes: its process count sizes a process group",
+    "cuda_internals": "a prefix of torch's CUDA kernels, compiled or built here: CUDA-only under a guard",
+    "rank": "answers a process's rank or a count of processes: an int, not negative",
+    "group_cuda_layer": "in a process group, takes only CUDA (or XPU) input in training: SyncBatchNorm raises on "
+                        "CPU and MPS",
+    "exit": "ends a program on purpose",
+    "skip": "ends a test on purpose (a skip)",
+    "skip_if": "a skip mark whose condition says when to skip",
+    "skip_unless": "a skip mark whose condition says when to run",
+    "skip_always": "a skip mark without a condition",
+    # roles of words (`WORDS`)
+    "cuda_submodule": "a submodule of torch.cuda whose names torch.cuda re-exports (`torch.cuda.memory.empty_cache`)",
+    "on_cuda_flag": "an attribute of data (tensors, parameters, packed sequences) that says whether it is on CUDA: "
+                    "False wherever there is no CUDA",
+    "placement_keyword": "a keyword argument that places data on the device it names (``device_type=`` only labels "
+                         "an autocast)",
+    "library_placement_keyword": "a keyword argument with which a library places a model itself (Hugging Face's "
+                                 "`from_pretrained(device_map=...)`): a guard that sets one chooses where the "
+                                 "model goes",
+    "accelerator_keyword": "a keyword argument that names the accelerator a framework must find (Lightning's "
+                           "Trainer and Fabric)",
+    "cuda_accelerator": "a value of such a keyword that asks for CUDA: without it the framework raises",
+    "text_call": "a call whose arguments are text or container keys, not devices: a CUDA device string given to it "
+                 "places nothing (given positionally to any other call the model cannot follow, it is where that "
+                 "call puts data)",
+    "cuda_backend": "a process-group backend that needs CUDA",
+    "catches_cuda_error": "an exception whose handler catches what a call off CUDA raises (AssertionError, "
+                          "RuntimeError)",
+    "index_name": "a name that holds an integer device index in real code (`model.to(self.gpu_id)`)",
+    "index_list": "a name that holds a list of device indices",
+    "other_accelerator": "a device type the port's targets include besides the CPU",
+    "other_device": "a device type of another backend: a branch that names it is that backend's",
+    "string_keyword": "a keyword argument whose CUDA string is a device kept as text",
+    "message_call": "a call whose arguments are messages (logging, printing, skipping): a label, never a device",
+    "process_count": "a keyword argument of torch.distributed/multiprocessing (or their wrappers) that sizes processes",
+    "collective": "a collective: its tensor is for NCCL, which gloo on MPS or XPU could not take",
+    "exit_method": "a method that ends a path (a test's skip or fail, an exit)",
+    "missing_api": "what an older torch raises for an API it lacks",
+    "cpu_factory": "makes a tensor on the CPU unless given a device (a float64 tensor made there is not on MPS)",
+    "numpy_maker": "a numpy call whose arrays are float64 unless given a dtype (`np.random.randn`, `np.linspace`)",
+    "cast": "a tensor method that changes a dtype on the way to the device",
+    "ddp": "DistributedDataParallel (not DataParallel: without CUDA it ignores `device_ids` (CPU, MPS) or uses them "
+           "as given (XPU), so wrapping them would change nothing anywhere)",
+    "init_process_group": "makes the process group: its backend is ported",
+    "fsdp": "FullyShardedDataParallel: its `device_id` is ported",
+    "ddp_device_keyword": "a keyword argument of DistributedDataParallel that names devices",
+    "program_exit": "a call that ends a program or a test (`sys.exit`, `os._exit`, `pytest.skip`, `self.fail`)",
+    "gpu_only_call": "a call that needs a CUDA GPU whatever torch picks: faiss's GPU index resources",
+    "gate_skip": "a call or mark with which a gate skips or stops (a test helper's `pytest.skip`, `skipif`)",
+    "plain_decorator": "a decorator that returns the function unchanged for callers (others may register it to be "
+                       "called elsewhere)",
+    "runtime_device": "a runtime call that returns the device (or, ending in `_str`, its string): "
+                      "`torch.device(<it>)` is the call that returns the device itself",
+    "runtime_group_call": "a runtime call that makes a process group or wraps a model for one",
+}
+
+# Bare words (argument, keyword, attribute and call names, device types) -> their roles (`ROLES`).
+WORDS: dict[str, tuple[str, ...]] = {
+    "rank": ("index_name",), "local_rank": ("index_name",), "gpu": ("index_name", "cuda_accelerator"),
+    "gpu_id": ("index_name",), "gpu_idx": ("index_name",), "gpu_index": ("index_name",), "local_gpu": ("index_name",),
+    "device_id": ("index_name",), "device_idx": ("index_name",), "device_index": ("index_name",),
+    "cuda_device": ("index_name",), "gpu_rank": ("index_name",), "device_ids": ("index_list", "ddp_device_keyword"),
+    "gpu_ids": ("index_list",), "gpus": ("index_list",), "mps": ("other_accelerator", "other_device"),
+    "xpu": ("other_accelerator", "other_device"), "npu": ("other_device",), "hpu": ("other_device",),
+    "mlu": ("other_device",), "musa": ("other_device",), "xla": ("other_device",),
+    "device": ("string_keyword", "placement_keyword", "runtime_device"), "default": ("string_keyword",),
+    "map_location": ("string_keyword", "placement_keyword"), "device_name": ("string_keyword",),
+    "device_str": ("string_keyword", "runtime_device"), "print": ("message_call", "text_call"),
+    "warn": ("message_call", "text_call"), "debug": ("message_call", "text_call"),
+    "info": ("message_call", "text_call"), "warning": ("message_call", "text_call"),
+    "error": ("message_call", "text_call"), "exception": ("message_call",), "critical": ("message_call",),
+    "log": ("message_call",), "write": ("message_call", "text_call"), "echo": ("message_call",),
+    "secho": ("message_call",), "fail": ("message_call", "exit_method", "program_exit", "gate_skip"),
+    "skip": ("message_call", "exit_method", "program_exit", "gate_skip"), "xfail": ("message_call",),
+    "world_size": ("process_count",), "nprocs": ("process_count",), "nproc_per_node": ("process_count",),
+    "num_processes": ("process_count",), "all_reduce": ("collective",), "all_gather": ("collective",),
+    "all_gather_into_tensor": ("collective",), "reduce_scatter": ("collective",), "broadcast": ("collective",),
+    "reduce": ("collective",), "all_to_all": ("collective",), "all_to_all_single": ("collective",),
+    "gather": ("collective",), "scatter": ("collective",), "send": ("collective",), "recv": ("collective",),
+    "isend": ("collective",), "irecv": ("collective",), "all_gather_list": ("collective",),
+    "all_reduce_dict": ("collective",), "exit": ("exit_method", "program_exit", "gate_skip"),
+    "skipTest": ("exit_method", "program_exit", "gate_skip"), "AttributeError": ("missing_api",),
+    "ImportError": ("missing_api",), "ModuleNotFoundError": ("missing_api",), "memory": ("cuda_submodule",),
+    "random": ("cuda_submodule",), "streams": ("cuda_submodule",), "is_cuda": ("on_cuda_flag",),
+    "device_map": ("library_placement_keyword",), "accelerator": ("accelerator_keyword",),
+    "cuda": ("cuda_accelerator",), "nccl": ("cuda_backend",), "format": ("text_call",), "join": ("text_call",),
+    "startswith": ("text_call",), "endswith": ("text_call",), "replace": ("text_call",), "split": ("text_call",),
+    "append": ("text_call",), "get": ("text_call",), "setdefault": ("text_call",), "pop": ("text_call",),
+    "index": ("text_call",), "count": ("text_call",), "add_argument": ("text_call",), "set_defaults": ("text_call",),
+    "add": ("text_call",), "extend": ("text_call",), "insert": ("text_call",), "remove": ("text_call",),
+    "str": ("text_call",), "isinstance": ("text_call",), "getattr": ("text_call",), "hasattr": ("text_call",),
+    "setattr": ("text_call",), "Exception": ("catches_cuda_error",), "BaseException": ("catches_cuda_error",),
+    "RuntimeError": ("catches_cuda_error",), "AssertionError": ("catches_cuda_error",), "float64": ("float64",),
+    "double": ("float64",), "complex128": ("complex128",), "cdouble": ("complex128",), "tensor": ("cpu_factory",),
+    "as_tensor": ("cpu_factory",), "zeros": ("cpu_factory",), "ones": ("cpu_factory",), "full": ("cpu_factory",),
+    "empty": ("cpu_factory",), "arange": ("cpu_factory",), "linspace": ("cpu_factory", "numpy_maker"),
+    "logspace": ("cpu_factory", "numpy_maker"), "rand": ("cpu_factory", "numpy_maker"),
+    "randn": ("cpu_factory", "numpy_maker"), "randint": ("cpu_factory",), "eye": ("cpu_factory",),
+    "from_numpy": ("cpu_factory",), "zeros_like": ("cpu_factory",), "ones_like": ("cpu_factory",),
+    "full_like": ("cpu_factory",), "empty_like": ("cpu_factory",), "rand_like": ("cpu_factory",),
+    "randn_like": ("cpu_factory",), "normal": ("numpy_maker",), "uniform": ("numpy_maker",),
+    "standard_normal": ("numpy_maker",), "float": ("cast",), "half": ("cast",), "bfloat16": ("cast",),
+    "type": ("cast",), "int": ("cast",), "long": ("cast",), "bool": ("cast",), "to": ("cast",),
+    "output_device": ("ddp_device_keyword",), "_exit": ("program_exit",), "StandardGpuResources": ("gpu_only_call",),
+    "index_cpu_to_gpu": ("gpu_only_call",), "index_cpu_to_all_gpus": ("gpu_only_call",), "skipif": ("gate_skip",),
+    "skipIf": ("gate_skip",), "skipUnless": ("gate_skip",), "SkipTest": ("gate_skip",), "no_grad": ("plain_decorator",),
+    "inference_mode": ("plain_decorator",), "enable_grad": ("plain_decorator",), "wraps": ("plain_decorator",),
+    "lru_cache": ("plain_decorator",), "cache": ("plain_decorator",), "available_device": ("runtime_device",),
+    "available_device_str": ("runtime_device",), "nth_device": ("runtime_device",),
+    "nth_device_str": ("runtime_device",), "distributed_backend": ("runtime_group_call",),
+    "ddp_device_ids": ("runtime_group_call",), "process_group_device_id": ("runtime_group_call",),
+    "fsdp_device_id": ("runtime_group_call",),
+}
+
+
+@functools.cache
+def words(*roles: str) -> tuple[str, ...]:
+    """The words (`WORDS`) with one of ``roles``, in table order."""
+    assert all(role in ROLES for role in roles), roles
+    wanted = set(roles)
+    return tuple(word for word, has in WORDS.items() if wanted.intersection(has))
+
+
+# Text the rules search a module's source (or a name) for: name -> (regular expression, why).
+TEXT = {
+    "index_bookkeeping": (r"\.device\.index\b|\.get_device\(\)",
+                          "a module that reads tensors' device indices keys data by them: off CUDA they are None"),
+    "other_backend_module": (r"^torch\.(?:backends\.mps|mps|xpu|accelerator|npu|hpu|mlu|musa)\b|"
+                             r"^(?:torch_npu|torch_xla|habana_frameworks|intel_extension_for_pytorch|torch_mlu)\b",
+                             "another backend's module: a branch that uses it is that backend's"),
+    "other_backend_text": (r"\b(?:mps|xpu|npu|hpu|mlu|musa|xla)\b|accelerator|torch_xla",
+                           "text naming another backend: a module without it picks no other backend"),
+    "portable_import": (r"^(?:torch_npu|habana_frameworks|intel_extension_for_pytorch|torch_mlu)(?:\.|$)|"
+                        r"(?:^|\.)accelerator(?:\.|$)",
+                        "an import that adds a backend torch then uses on its own: no CUDA-only code"),
+    "device_word": (r"(?i)(?:^|_)(?:device|dev|map_location)(?:$|_)|device$",
+                    "assignment targets, parameters and keywords whose CUDA string is a device kept as text"),
+    "rank_text": (r"(?i)\brank\b", "an int() of text naming a rank is a device index"),
+    "fixed_cuda_index": (r"cuda:\d|\.cuda\(\s*\d|cuda['\"],\s*\d",
+                         "text of a fixed CUDA index (`\"cuda:1\"`, `.cuda(1)`): a module may use two GPUs"),
+    "cuda_spec": (r"cuda(?::\d+)?", "a CUDA device string (with its index)"),
+    "fakes_cuda": (r"""patch(?:\.object)?\(\s*(?:torch\.cuda\s*,|["']torch\.cuda\.)""",
+                   "a test that fakes `torch.cuda` (patches it): what it calls sees CUDA where there is none, and the "
+                   "CUDA devices it names are descriptors that need no GPU"),
+    "native_device_line": (r"(?m)^(\w+) = \w+\.accelerator\.current_accelerator\(\)",
+                           "the device line native mode writes: its name is the ported device"),
+    "mps_lacks_sparse": (r"\bsparse_(?:coo|csr|csc|bsr|bsc)_tensor\b|\.to_sparse(?:_\w+)?\(|\bsparse\.\w*Tensor\(",
+                         "sparse tensors (and the legacy constructors, `torch.sparse.LongTensor(i, v, size)`): MPS "
+                         "lacks them"),
+    "mps_lacks_forced_align": (r"\bforced_align\b", "torchaudio's forced_align: MPS lacks it"),
+    "mps_lacks_data_parallel": (r"\bDataParallel\(.*\)\s*\.(?:cuda|to)\(",
+                                "DataParallel scatters its inputs to the GPUs only on CUDA: elsewhere it calls the "
+                                "module with the inputs where they are (the CPU), so a model moved to MPS meets CPU "
+                                "inputs"),
+    "lacks_text": (r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
+                   r"forced_align|DataParallel|is_cuda)\b",
+                   "text every MPS blocker's module holds: a run whose files hold none of it has no program that MPS "
+                   "cannot run"),
+    "collective_call": (r"\b(?:all_reduce|all_gather|all_gather_object|reduce_scatter|broadcast|all_to_all)\(",
+                        "a collective call: the arrays it takes are not the ones a module moves"),
+    "mentions_mps": (r"(?i)\bmps\b", "a module that mentions MPS handles it itself"),
+    "mps_spec": (r"(?i)mps(?::\d+)?", "an MPS device string (with its index)"),
+    "wide_dtype": (r"\b(?:float64|double|complex128|cdouble)\b", "float64 or complex128, which MPS does not support"),
+    "numpy_float64": (r"\b(?:np|numpy)\.(?:float64|double)\b", "numpy's float64"),
+    "from_numpy_to_device": (r"(?:\bfrom_numpy\(|\b(?:torch|th)\.(?:as_)?tensor\().*(?:\.to\(|\.cuda\(|device=)",
+                             "numpy float64 arrays reach a device where the module moves an array made into a tensor "
+                             "there, in one line (``th.from_numpy(arr).to(device=t.device)``)"),
+    "numpy_makers": (r"\b(?:randn|rand|normal|uniform|standard_normal|linspace|logspace)\(|\.astype\(float\)",
+                     "numpy calls whose arrays are float64 unless given a dtype (`np.random.randn`, "
+                     "`RandomState(s).randn`, `np.linspace`, `.astype(float)`)"),
+    "backend_setting": (r"(?i)^(?:dist_|distributed_|ddp_|torch_|process_group_|pg_)?backend$",
+                        "a setting that holds a torch.distributed backend (not, e.g., DeepSpeed's "
+                        "`comm_backend_name`)"),
+    "group_source": (r"\b(?:init_process_group|DistributedDataParallel|FullyShardedDataParallel)\b",
+                     "a module that makes a process group or wraps a model for one"),
+    "indexed_cuda_literal": (r"[rRuU]?(['\"])cuda:\d+\1", "a CUDA device with an index, as a string literal"),
+    "cuda_only_text": (r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda|"
+                       r"tensorrt|polygraphy|from cuda import|import cuda|"
+                       r"import\s+\w+_cuda|import_module\(\s*[\"']\w+_cuda|"
+                       r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
+                       r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
+                       r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+)\b",
+                       "text every CUDA-only requirement's module holds (`requirements.cuda_only_import`, its blocking "
+                       "APIs; a test checks it against the tables): a run whose files hold none of it has no program "
+                       "that only CUDA can run"),
+    "gate_asks": (r"\b(?:is_available|device_count)\b", "text of a module that may define a CUDA gate: it asks CUDA"),
+    "gate_stops": (r"\b(?:sys\.exit|exit\(|raise\b)", "text of a module that may define a CUDA gate: it stops"),
+    "gate_asks_loose": (r"is_available|device_count", "`gate_asks`, faster"),
+    "gate_stops_loose": (r"sys\.exit|exit\(|raise", "`gate_stops`, faster"),
+    "places_data": (r"\.to\(|\.cuda\(|\bdevice\b|\bdev\(\)", "text of a module that places data on a device itself"),
+    "test_file": (r"^(?:test_.*|.*_test)\.py$", "pytest's names of test files"),
+    "gate_text": (r"\b(?:is_available|device_count)\b|==\s*[\"']cuda[\"']|[\"']cuda[\"']\s*==",
+                  "text a gate's module holds: a module without it defines none"),
+    "int_bound": (r"\b([A-Za-z_]\w*)\s*=\s*\d", "a name bound to an integer literal: maybe a device index"),
+    "cuda_device": (r"^cuda(?::(\d+))?$", "a CUDA device string, and its index"),
+    "cuda_text": (r"(?i)cuda|nccl", "text of a module that may hold CUDA code: one without it is not migrated"),
+    "path_change": (r"\bsys\.path\s*(?:\.\s*(?:insert|append|extend)\s*\(|\+=|=[^=]|\[[^\]]*\]\s*=[^=])"
+                    r"|\bsite\.addsitedir\s*\(",
+                    "`sys.path.insert(...)`, `sys.path += ...`, `site.addsitedir(...)`: what makes a module importable "
+                    "that was not"),
+    "dynamic_import": (r"\bimport_module\(|\b__import__\(", "a module imported by name at run time"),
+}
+
+
+@functools.cache
+def text(name: str) -> re.Pattern[str]:
+    """The compiled pattern `TEXT` names ``name``."""
+    return re.compile(TEXT[name][0])
+
+
+class Library(NamedTuple):
+    """A library that needs an NVIDIA GPU.
+
+    kernels: True for a package of GPU kernels (triton: a GPU backend Triton supports, which here means CUDA).
+    uses: the prefix of its qualified names whose uses are CUDA-only (``cupy.cuda.``); "" where only its import is
+        reported.
+    """
+
+    kernels: bool
+    uses: str = ""
+
+
+# Libraries that need an NVIDIA GPU: the rules, the guards and the program model all ask `cuda_only_import`.
+CUDA_LIBRARIES = {
+    "apex": Library(False), "flash_attn": Library(False), "xformers": Library(False),
+    "bitsandbytes": Library(False), "transformer_engine": Library(False), "pynvml": Library(False),
+    "cupy": Library(False, "cupy.cuda."), "numba.cuda": Library(False, "numba.cuda."),
+    "pycuda": Library(False, "pycuda."), "tensorrt": Library(False), "polygraphy": Library(False),
+    "cuda": Library(False), "triton": Library(True),
+}
+_CUDA = "torch.cuda."
+
+
+def api(name: str) -> Api | None:
+    """The record of the qualified CUDA API ``name`` (``"torch.cuda.synchronize"``), or None."""
+    return CUDA_APIS.get(name)
+
+
+@functools.cache
+def named(*roles: str) -> frozenset[str]:
+    """The qualified names (in `CUDA_APIS` or `TORCH_NAMES`) with one of ``roles`` (`ROLES`)."""
+    assert all(role in ROLES for role in roles), roles
+    wanted = set(roles)
+    return frozenset([*(name for name, a in CUDA_APIS.items() if wanted.intersection(a.roles)),
+                      *(name for name, has in TORCH_NAMES.items() if wanted.intersection(has))])
+
+
+@functools.cache
+def of_rule(rule: str) -> frozenset[str]:
+    """The qualified names of the CUDA APIs ``rule`` (``"TP020"``) ports or reports."""
+    return frozenset(name for name, a in CUDA_APIS.items() if a.rule == rule)
+
+
+def cuda_tail(qualified_name: str) -> str | None:
+    """``torch.cuda.memory.empty_cache`` -> ``empty_cache`` (the name under torch.cuda, through the submodules it
+    re-exports); None outside ``torch.cuda``."""
+    if not qualified_name.startswith(_CUDA):
+        return None
+    name = qualified_name[len(_CUDA):]
+    head, _, tail = name.partition(".")
+    return tail if head in words("cuda_submodule") and tail else name
+
+
+def renames(rule: str) -> dict[str, str]:
+    """The names under ``torch.cuda`` that ``rule`` (``"TP010"``) renames -> the name each becomes, in table order."""
+    return {name[len(_CUDA):]: a.becomes for name, a in CUDA_APIS.items() if a.rule == rule and a.becomes}
+
+
+def names_of(rule: str) -> tuple[str, ...]:
+    """The names under ``torch.cuda`` that ``rule`` ports or reports, in table order."""
+    return tuple(name[len(_CUDA):] for name, a in CUDA_APIS.items() if a.rule == rule and name.startswith(_CUDA))
+
 
 # torch.cuda calls (names under ``torch.cuda``) that raise where CUDA is not there.
-RAISES_OFF_CUDA = frozenset({
-    "current_device", "synchronize", "set_device", "get_device_name", "get_device_properties",
-    "get_device_capability", "get_rng_state", "initial_seed", "current_stream", "default_stream", "Stream", "Event",
-    "device", "init", "ipc_collect", "mem_get_info", "memory_summary", "reset_peak_memory_stats",
-    "reset_max_memory_allocated", "set_per_process_memory_fraction", "caching_allocator_alloc", "utilization",
-    "CUDAGraph", "graph", "make_graphed_callables", "nvtx.range_push", "nvtx.range_pop", "nvtx.range", "nvtx.mark",
-    "FloatTensor", "HalfTensor", "BFloat16Tensor", "DoubleTensor", "LongTensor", "IntTensor", "ByteTensor",
-    "BoolTensor", "CharTensor", "ShortTensor",
-})
+RAISES_OFF_CUDA = frozenset(name[len(_CUDA):] for name, a in CUDA_APIS.items() if a.off_cuda == R)
+# Legacy CUDA tensor types (names under ``torch.cuda``) -> the dtype each means.
+LEGACY_TYPES = {name[len(_CUDA):]: a.dtype for name, a in CUDA_APIS.items() if a.dtype is not None}
+# CUDA generator state the runtime has no equivalent of, by qualified name.
+UNPORTABLE_RNG = frozenset(name for name, a in CUDA_APIS.items() if not a.portable)
 
-# Attributes of data (tensors, modules' parameters, packed sequences) that say whether it is on CUDA: False
-# wherever there is no CUDA.
-ON_CUDA_FLAGS = frozenset({"is_cuda"})
 
-# Calls that answer a process's rank or a count of processes: an int, not negative.
-RANKS = frozenset({"torch.distributed.get_rank", "torch.distributed.get_world_size",
-                   "torch.distributed.get_local_rank"})
-
-# Keyword arguments that place data on the device they name (``device_type=`` only labels an autocast).
-PLACEMENT_KEYWORDS = frozenset({"device", "map_location"})
-
-# Keyword arguments with which a library places a model itself (Hugging Face's `from_pretrained(device_map=...)`):
-# a guard that sets one chooses where the model goes, as `.to(device)` does.
-LIBRARY_PLACEMENT_KEYWORDS = frozenset({"device_map"})
-
-# Keyword arguments that name the accelerator a framework must find (Lightning's Trainer and Fabric), and the
-# values that ask for CUDA: without it the framework raises.
-ACCELERATOR_KEYWORDS = frozenset({"accelerator"})
-CUDA_ACCELERATORS = frozenset({"cuda", "gpu"})
-
-# Layers that, in a process group, take only CUDA (or XPU) input in training: SyncBatchNorm raises on CPU and MPS.
-GROUP_CUDA_LAYERS = frozenset({"torch.nn.SyncBatchNorm", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
-                               "torch.nn.modules.batchnorm.SyncBatchNorm"})
-
-# Calls whose arguments are text or container keys, not devices: a CUDA device string given to them places
-# nothing. Given positionally to any other call the model cannot follow, it is where that call puts data.
-TEXT_CALLS = frozenset({"print", "format", "join", "startswith", "endswith", "replace", "split", "append", "write",
-                        "info", "debug", "warning", "warn", "error", "get", "setdefault", "pop", "index", "count",
-                        "add_argument", "set_defaults", "add", "extend", "insert", "remove", "str", "isinstance",
-                        "getattr", "hasattr", "setattr"})
-CUDA_SPEC = re.compile(r"cuda(?::\d+)?")
-
-# Process-group backends that need CUDA.
-CUDA_BACKENDS = frozenset({"nccl"})
-
-# A test that fakes `torch.cuda` (patches it): what it calls sees CUDA where there is none, and the CUDA
-# devices it names are descriptors that need no GPU.
-FAKES_CUDA = re.compile(r"""patch(?:\.object)?\(\s*(?:torch\.cuda\s*,|["']torch\.cuda\.)""")
-
-# Calls that end a path on purpose: a program's exit, a test's skip.
-EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
-SKIPS = frozenset({"pytest.skip", "unittest.SkipTest", "pytest.xfail"})
+# Views of the tables above, by role, under the names the program model reads.
+ON_CUDA_FLAGS = frozenset(words("on_cuda_flag"))
+RANKS = named("rank")
+PLACEMENT_KEYWORDS = frozenset(words("placement_keyword"))
+LIBRARY_PLACEMENT_KEYWORDS = frozenset(words("library_placement_keyword"))
+ACCELERATOR_KEYWORDS = frozenset(words("accelerator_keyword"))
+CUDA_ACCELERATORS = frozenset(words("cuda_accelerator"))
+GROUP_CUDA_LAYERS = named("group_cuda_layer")
+TEXT_CALLS = frozenset(words("text_call"))
+CUDA_SPEC = text("cuda_spec")
+CUDA_BACKENDS = frozenset(words("cuda_backend"))
+FAKES_CUDA = text("fakes_cuda")
+EXITS = named("exit")
+SKIPS = named("skip")
 # Skip marks, each -> whether its condition says when to run (skipUnless) rather than when to skip.
-SKIP_IF = {"pytest.mark.skipif": False, "unittest.skipIf": False, "unittest.skipUnless": True}
-SKIP_ALWAYS = frozenset({"pytest.mark.skip", "unittest.skip"})
-# Exception names whose handler catches what a call off CUDA raises (AssertionError, RuntimeError).
-CATCHES_CUDA_ERRORS = frozenset({"Exception", "BaseException", "RuntimeError", "AssertionError"})
+SKIP_IF = {name: name in named("skip_unless") for name in named("skip_if", "skip_unless")}
+SKIP_ALWAYS = named("skip_always")
+CATCHES_CUDA_ERRORS = frozenset(words("catches_cuda_error"))
 
 
 def query(name: str, target: str) -> object:

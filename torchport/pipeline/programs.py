@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from torchport.codemods.analysis.lacks import LACKS_TEXT
 from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, always_run, is_script
+from torchport.model import torch_facts
 from torchport.model.torch_facts import RAISES_OFF_CUDA
 from torchport.pipeline.notebooks import SUFFIX, locate
 from torchport.pipeline.project import _MEMO_LIMIT, Project, fewer_collections, lacking, parse, split_choice
@@ -35,7 +36,7 @@ from torchport.results import Diagnostic, FileResult
 if TYPE_CHECKING:
     from torchport.codemods.analysis.requirements import Requirement
 
-OFF_CUDA = ("mps", "xpu", "cpu")  # the targets a port adds (`torchport.codemods.analysis.requirements`)
+OFF_CUDA = torch_facts.OFF_CUDA  # the targets a port adds
 # `analysis.programs.CUDA_ONLY_TEXT` without its word boundaries (a superset that Python's re scans faster): most
 # modules lack it, and are not scanned with the exact pattern.
 _CUDA_ONLY_LOOSE = re.compile(CUDA_ONLY_TEXT.pattern.replace(r"\b", ""))
@@ -43,18 +44,18 @@ _CUDA_ONLY_LOOSE = re.compile(CUDA_ONLY_TEXT.pattern.replace(r"\b", ""))
 # Text of a module that may define a CUDA gate that exits (`_calls_a_gate`): it asks CUDA and stops. Both
 # must be there, in either order (the two cannot overlap): two scans, where one pattern with ``.*`` between them
 # would scan the rest of the text from every match.
-_GATE_ASKS = re.compile(r"\b(?:is_available|device_count)\b")
-_GATE_STOPS = re.compile(r"\b(?:sys\.exit|exit\(|raise\b)")
-_GATE_LOOSE = (re.compile("is_available|device_count"), re.compile(r"sys\.exit|exit\(|raise"))  # the same, faster
+_GATE_ASKS = torch_facts.text("gate_asks")
+_GATE_STOPS = torch_facts.text("gate_stops")
+_GATE_LOOSE = (torch_facts.text("gate_asks_loose"), torch_facts.text("gate_stops_loose"))  # the same, faster
 # The tags of `codemods.core.reasons` the program-level decisions cite (a test ties them): the reasons load no rule,
 # but the warm path needs only their tags.
 _CUDA_ONLY_LIBRARY_TAG = "[R07 cuda-only-library]"  # CUDA_ONLY_LIBRARY
 FAKES_CUDA_TAG = "[R08 fakes-cuda]"  # FAKES_CUDA
 CUDA_ONLY_TAG = "[R01 cuda-only]"  # CUDA_ONLY
 # Text of a module that places data on a device itself.
-_PLACES_DATA = re.compile(r"\.to\(|\.cuda\(|\bdevice\b|\bdev\(\)")
+_PLACES_DATA = torch_facts.text("places_data")
 KINDS = ("script", "console-script", "test", "notebook", "library")
-_TEST_FILE = re.compile(r"^(?:test_.*|.*_test)\.py$")
+_TEST_FILE = torch_facts.text("test_file")
 
 
 @dataclass(frozen=True)

@@ -22,16 +22,16 @@ from __future__ import annotations
 
 import ast
 import gc
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from torchport.codemods.analysis.lacks import blocker
 from torchport.codemods.analysis.programs import absolute_module, always_run
+from torchport.model import torch_facts
 from torchport.results import FileResult
 
-_DYNAMIC_IMPORT = re.compile(r"\bimport_module\(|\b__import__\(")
+_DYNAMIC_IMPORT = torch_facts.text("dynamic_import")
 # What the steps of a run read from each module's text, kept so that no step parses or reads a module again (a run
 # asks in several steps: gates, holds, MPS blockers, the programs left whole, the summary). Keyed by the text
 # itself; emptied when it grows past `_MEMO_LIMIT` entries, so that a long-lived process does not keep old projects.

@@ -19,13 +19,13 @@ dispatches on the string itself, so its default names a branch, not where tensor
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Callable
 
 from torchport.codemods.analysis.programs import closed_functions, is_script
+from torchport.model import torch_facts
 
 # Decorators that return the function unchanged for callers (others may register it to be called elsewhere).
-_PLAIN_DECORATORS = frozenset({"no_grad", "inference_mode", "enable_grad", "wraps", "lru_cache", "cache"})
+_PLAIN_DECORATORS = frozenset(torch_facts.words("plain_decorator"))
 
 
 def _decorator_name(node: ast.expr) -> str:
@@ -140,8 +140,8 @@ def script_device_option(module: ast.Module, is_device_name: Callable[[str], boo
                for node in ast.walk(module))
 
 
-_CUDA_TEXT = re.compile(r"cuda(?::\d+)?")
-_OTHER_TEXT = frozenset({"cpu", "mps", "xpu"})
+_CUDA_TEXT = torch_facts.CUDA_SPEC
+_OTHER_TEXT = frozenset(torch_facts.OFF_CUDA)
 
 
 def dispatching_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:

@@ -8,14 +8,14 @@ runs only on CUDA and is left as it is. Recognised from what the definition does
 from __future__ import annotations
 
 import ast
-import re
 
 from torchport.codemods.analysis.programs import call_name, cuda_call
+from torchport.model import torch_facts
 
 # Text a gate's module holds: a module without it defines none (and is not walked).
-GATE_TEXT = re.compile(r"\b(?:is_available|device_count)\b|==\s*[\"']cuda[\"']|[\"']cuda[\"']\s*==")
-_QUERIES = frozenset({"is_available", "device_count"})
-_SKIPS = frozenset({"skip", "skipif", "skipIf", "skipUnless", "skipTest", "exit", "fail", "SkipTest"})
+GATE_TEXT = torch_facts.text("gate_text")
+_QUERIES = frozenset(str(torch_facts.cuda_tail(name)) for name in torch_facts.named("available", "count"))
+_SKIPS = frozenset(torch_facts.words("gate_skip"))
 
 
 def cuda_gates(tree: ast.Module) -> dict[str, int]:

@@ -24,6 +24,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from torchport.model import torch_facts
+
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
            ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -155,7 +157,7 @@ def function_int_names(function: ast.FunctionDef | ast.AsyncFunctionDef,
 _LAST: list[tuple[ast.Module, dict[int, IntNames]]] = []  # the last module asked about: asked twice per module
 
 
-_INT_BOUND = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*\d")
+_INT_BOUND = torch_facts.text("int_bound")
 _DEVICE_READ = r"(?:\.to\(|\bdevice\s*=|\bdevice\()\s*(?:{})\s*[,)]"
 
 

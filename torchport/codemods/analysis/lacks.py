@@ -10,33 +10,25 @@ import ast
 import re
 from collections.abc import Mapping
 
+from torchport.model import torch_facts
 from torchport.model.torch_facts import ON_CUDA_FLAGS
 
 # What MPS lacks that a module's text shows, as (pattern, description); float64 and complex128 are read from
 # the tree (`_wide_dtype_lines`). A module that mentions MPS handles it itself.
 _MPS_BLOCKERS = (
-    (re.compile(r"\bsparse_(?:coo|csr|csc|bsr|bsc)_tensor\b|\.to_sparse(?:_\w+)?\(|\bsparse\.\w*Tensor\("),
-     "sparse tensors"),  # and the legacy constructors, `torch.sparse.LongTensor(i, v, size)`
-    (re.compile(r"\bforced_align\b"), "torchaudio's forced_align"),
-    # DataParallel scatters its inputs to the GPUs only on CUDA: elsewhere it calls the module with the inputs
-    # where they are (the CPU), so a model moved to MPS meets CPU inputs.
-    (re.compile(r"\bDataParallel\(.*\)\s*\.(?:cuda|to)\("), "DataParallel, which moves its inputs only on CUDA"),
+    (torch_facts.text("mps_lacks_sparse"), "sparse tensors"),
+    (torch_facts.text("mps_lacks_forced_align"), "torchaudio's forced_align"),
+    (torch_facts.text("mps_lacks_data_parallel"), "DataParallel, which moves its inputs only on CUDA"),
 )
-# Text every blocker's module holds: a run whose files hold none of it has no program that MPS cannot run.
-LACKS_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
-                        r"forced_align|DataParallel|is_cuda)\b")
-_COLLECTIVES = re.compile(r"\b(?:all_reduce|all_gather|all_gather_object|reduce_scatter|broadcast|all_to_all)\(")
-_MENTIONS_MPS = re.compile(r"\bmps\b", re.IGNORECASE)
-_WIDE_TEXT = re.compile(r"\b(?:float64|double|complex128|cdouble)\b")
-_WIDE = {"float64": "float64", "double": "float64", "complex128": "complex128", "cdouble": "complex128"}
-# numpy float64 arrays reach a device where the module moves an array made into a tensor there, in one line
-# (``th.from_numpy(arr).to(device=t.device)``).
-_NUMPY_FLOAT64 = re.compile(r"\b(?:np|numpy)\.(?:float64|double)\b")
-_FROM_NUMPY_TO_DEVICE = re.compile(r"(?:\bfrom_numpy\(|\b(?:torch|th)\.(?:as_)?tensor\().*(?:\.to\(|\.cuda\(|device=)")
+LACKS_TEXT = torch_facts.text("lacks_text")
+_COLLECTIVES = torch_facts.text("collective_call")
+_MENTIONS_MPS = torch_facts.text("mentions_mps")
+_WIDE_TEXT = torch_facts.text("wide_dtype")
+_WIDE = {word: dtype for dtype in ("float64", "complex128") for word in torch_facts.words(dtype)}
+_NUMPY_FLOAT64 = torch_facts.text("numpy_float64")
+_FROM_NUMPY_TO_DEVICE = torch_facts.text("from_numpy_to_device")
 # Calls that make a tensor on the CPU unless given a device (a float64 tensor made there is not on MPS).
-_FACTORIES = frozenset({"tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange", "linspace", "logspace",
-                        "rand", "randn", "randint", "eye", "from_numpy", "zeros_like", "ones_like", "full_like",
-                        "empty_like", "rand_like", "randn_like"})
+_FACTORIES = frozenset(torch_facts.words("cpu_factory"))
 
 def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) -> tuple[int, str] | None:
     """The first line of a module (its source ``text``, CPython's ``tree`` of it if the caller has one) using
@@ -93,10 +85,10 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
 
 # numpy calls whose arrays are float64 unless given a dtype (`np.random.randn`, `RandomState(s).randn`,
 # `np.linspace`, `.astype(float)`).
-_NUMPY_MAKERS = re.compile(r"\b(?:randn|rand|normal|uniform|standard_normal|linspace|logspace)\(|\.astype\(float\)")
-_MAKERS = frozenset({"randn", "rand", "normal", "uniform", "standard_normal", "linspace", "logspace"})
+_NUMPY_MAKERS = torch_facts.text("numpy_makers")
+_MAKERS = frozenset(torch_facts.words("numpy_maker"))
 # Tensor methods that change a dtype on the way to the device.
-_CASTS = frozenset({"float", "half", "bfloat16", "type", "int", "long", "bool", "to"})
+_CASTS = frozenset(torch_facts.words("cast"))
 
 
 def _numpy_defaults_moved(tree: ast.Module) -> list[int]:
@@ -193,8 +185,8 @@ def handles_mps(tree: ast.Module) -> bool:
         if isinstance(node, ast.Attribute) and node.attr.lower() == "mps" or isinstance(node, ast.Name) \
                 and node.id.lower() == "mps":
             return True
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"(?i)mps(?::\d+)?",
-                                                                                             node.value):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and torch_facts.text("mps_spec").fullmatch(
+                node.value):
             return True
     return False
 

@@ -18,17 +18,14 @@ from __future__ import annotations
 import ast
 import re
 
+from torchport.model import torch_facts
+
 # Text every CUDA-only requirement's module holds (`requirements.cuda_only_import`, its blocking APIs; a test checks
 # it against the lists): a run whose files hold none of it has no program that only CUDA can run, and loads no
 # analysis (a warm run stays light).
-CUDA_ONLY_TEXT = re.compile(r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda|"
-                            r"tensorrt|polygraphy|from cuda import|import cuda|"
-                            r"import\s+\w+_cuda|import_module\(\s*[\"']\w+_cuda|"
-                            r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
-                            r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
-                            r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+)\b")
+CUDA_ONLY_TEXT = torch_facts.text("cuda_only_text")
 
-_EXIT_CALLS = frozenset({"exit", "_exit", "skip", "fail", "skipTest"})
+_EXIT_CALLS = frozenset(torch_facts.words("program_exit"))
 
 
 def cuda_call(node: ast.AST, name: str) -> bool:
@@ -246,7 +243,7 @@ def cuda_only_program(module: ast.Module, predicates: frozenset[str] = frozenset
 
 
 # Calls that need a CUDA GPU whatever torch picks: faiss's GPU index resources.
-_GPU_ONLY_CALLS = frozenset({"StandardGpuResources", "index_cpu_to_gpu", "index_cpu_to_all_gpus"})
+_GPU_ONLY_CALLS = frozenset(torch_facts.words("gpu_only_call"))
 
 
 def _gpu_only_work(module: ast.Module, call_site: ast.stmt) -> int | None:

@@ -18,14 +18,13 @@ from dataclasses import dataclass
 
 from torchport.codemods.analysis.names import ast_chain, import_map, qualify
 from torchport.codemods.analysis.programs import absolute_module, always_run, cuda_only_program
+from torchport.model import torch_facts
 
-OFF_CUDA = ("mps", "xpu", "cpu")
+OFF_CUDA = torch_facts.OFF_CUDA
 
-# Libraries that need an NVIDIA GPU (triton: a GPU backend Triton supports, which here means CUDA). The one list
-# of them: the rules, the guards and the program model all ask `cuda_only_import`.
-CUDA_ONLY_MODULES = ("apex", "flash_attn", "xformers", "bitsandbytes", "transformer_engine", "pynvml", "cupy",
-                     "numba.cuda", "pycuda", "tensorrt", "polygraphy", "cuda")
-KERNEL_MODULES = ("triton",)
+# Libraries that need an NVIDIA GPU (`torch_facts.CUDA_LIBRARIES`).
+CUDA_ONLY_MODULES = tuple(name for name, lib in torch_facts.CUDA_LIBRARIES.items() if not lib.kernels)
+KERNEL_MODULES = tuple(name for name, lib in torch_facts.CUDA_LIBRARIES.items() if lib.kernels)
 
 
 def cuda_only_import(name: str) -> str | None:
@@ -41,20 +40,10 @@ def cuda_only_import(name: str) -> str | None:
         return f"imports {name}, a compiled CUDA extension"
     return None
 # torch.cuda names (after "torch.cuda.") with no portable equivalent, by the rule that reports them.
-CUDA_ONLY_APIS = {
-    "TP201": ("CUDAGraph", "graph", "graphs", "make_graphed_callables", "graph_pool_handle",
-              "is_current_stream_capturing"),
-    "TP202": ("MemPool", "use_mem_pool", "CUDAPluggableAllocator", "change_current_allocator",
-              "memory.CUDAPluggableAllocator", "memory.change_current_allocator", "set_per_process_memory_fraction",
-              "caching_allocator_alloc", "caching_allocator_delete"),
-    "TP203": ("cudart", "ExternalStream", "get_stream_from_external", "can_device_access_peer",
-              "comm", "nccl"),
-    "TP204": ("memory._record_memory_history", "memory._dump_snapshot", "memory._snapshot", "memory_snapshot",
-              "_record_memory_history", "_dump_snapshot"),
-}
+CUDA_ONLY_APIS = {code: torch_facts.names_of(code) for code in ("TP201", "TP202", "TP203", "TP204")}
 # The ones a program cannot run without (the others are reported by their rules but only tune or observe).
 _BLOCKING_APIS = frozenset(f"torch.cuda.{name}" for code in ("TP201", "TP202") for name in CUDA_ONLY_APIS[code])
-_EXTENSION_LOADERS = frozenset({"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"})
+_EXTENSION_LOADERS = torch_facts.named("extension_loader")
 # Text those calls need (a bare ``graph`` is too common a word: ``cuda.graph``); a module without it is not walked.
 _API_TEXT = re.compile("|".join(sorted({name.rsplit(".", 1)[-1] for name in (*_BLOCKING_APIS, *_EXTENSION_LOADERS)}
                                        - {"graph", "graphs", "load"})) + r"|cuda\.graphs?\b|cpp_extension")

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from torchport.emit.names import dotted_name  # noqa: F401 - shared with the renderers
+from torchport.model import torch_facts
 from torchport.results import Diagnostic  # noqa: F401 - defined without LibCST, for the cache
 
 # "cuda", "cuda:0", and the same for the other spellings of a CUDA device type.
-CUDA_DEVICE_RE = re.compile(r"^cuda(?::(\d+))?$")
+CUDA_DEVICE_RE = torch_facts.text("cuda_device")
 
 
 def string_value(node: cst.CSTNode) -> str | None:

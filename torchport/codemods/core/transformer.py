@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ from torchport.codemods.core.shared import Shared
 from torchport.codemods.core.triggers import Anchors, map_statements
 from torchport.codemods.entry import avoid_mps
 from torchport.emit.package import PackageRuntime, Renderer
+from torchport.model import torch_facts
 
 if TYPE_CHECKING:
     from libcst.codemod import CodemodContext
@@ -52,7 +52,7 @@ def _tables(rules: Sequence[Rule]) -> tuple[dict[str, list], dict[str, list], di
 
 
 _VISITS, _ARGUMENTS, _REPLACING = _tables(RULES_IN_ORDER)
-_CUDA_TEXT = re.compile(r"cuda|nccl", re.I)
+_CUDA_TEXT = torch_facts.text("cuda_text")
 # Nodes that name nothing by themselves: an attribute's name, a keyword argument's name, a parameter's.
 _NAME_FIELDS = {cst.Attribute: "attr", cst.Arg: "keyword", cst.Param: "name", cst.FunctionDef: "name",
                 cst.ClassDef: "name"}

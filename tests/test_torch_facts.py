@@ -1,0 +1,60 @@
+"""The tables of `torchport.model.torch_facts`: every role they use is explained, and the deciding word lists and
+regexes stay in them (issue 27: at most 15, no ``cuda.<name>`` spelled elsewhere; `scripts/count_word_lists.py`)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+from torchport.model import torch_facts
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _counter():
+    spec = importlib.util.spec_from_file_location("count_word_lists", ROOT / "scripts" / "count_word_lists.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_role_is_explained_and_used():
+    used = {role for api in torch_facts.CUDA_APIS.values() for role in api.roles}
+    used |= {role for roles in (*torch_facts.TORCH_NAMES.values(), *torch_facts.WORDS.values()) for role in roles}
+    assert used == set(torch_facts.ROLES)
+
+
+def test_records_are_consistent():
+    for name, api in torch_facts.CUDA_APIS.items():
+        assert api.off_cuda in ("raises", "quiet"), name
+        assert api.why, name
+        assert not api.no_plain_form or api.becomes, name  # a missing native form is of the call it becomes
+    for name, (pattern, why) in torch_facts.TEXT.items():
+        assert why and re.compile(pattern), name
+    assert torch_facts.renames("TP010")["device"] == "device_index"
+    assert "synchronize" in torch_facts.RAISES_OFF_CUDA and "empty_cache" not in torch_facts.RAISES_OFF_CUDA
+
+
+def test_deciding_lists_live_in_torch_facts():
+    totals = _counter().totals()
+    assert totals["inside"] <= 15
+    # model/check.py's OFF_CUDA (cpu, mps: the targets the port check evaluates) is the one left outside.
+    assert totals["outside"] <= 1
+
+
+def test_counter_counts_lists_regexes_and_spellings(tmp_path, monkeypatch):
+    counter = _counter()
+    package = tmp_path / "torchport"
+    package.mkdir()
+    (package / "rule.py").write_text(
+        'import re\nA = frozenset({"x", "y"})\nB = ("one",)\nbefore, after = "a", "b"\n'
+        'P = re.compile(r"cuda\\.synchronize")\nif name == "torch.cuda.synchronize":\n    pass\n'
+        'triggers = (r"a", r"b")\n')
+    monkeypatch.setattr(counter, "ROOT", package)
+    found = counter.count(package / "rule.py")
+    assert [f.split(": ", 1)[1] for f in found["lists"]] == ["A"]
+    assert len(found["regexes"]) == 1 and len(found["spellings"]) == 2 and len(found["prefilters"]) == 1

@@ -368,6 +368,12 @@ TEXT = {
     "fixed_cuda_index": (r"cuda:\d|\.cuda\(\s*\d|cuda['\"],\s*\d",
                          "text of a fixed CUDA index (`\"cuda:1\"`, `.cuda(1)`): a module may use two GPUs"),
     "cuda_spec": (r"cuda(?::\d+)?", "a CUDA device string (with its index)"),
+    "flag_from_query": (r"\w\.(\w+)\s*=[^=].*\bcuda\.(?:is_available|device_count)\(",
+                        "an attribute set from a CUDA query (`args.use_gpu = cuda.is_available() and ...`): a flag "
+                        "other modules may read"),
+    "availability_query": (r"\bcuda\.(?:is_available|device_count)\(", "a CUDA availability query"),
+    "kept_placement": (r"\.cuda\(|\bdevice\(\s*f?[\"']cuda|\bdevice\s*=\s*f?[\"']cuda",
+                       "data placed on CUDA as written: left in a port, a choice kept CUDA-or-CPU"),
     "fakes_cuda": (r"""patch(?:\.object)?\(\s*(?:torch\.cuda\s*,|["']torch\.cuda\.)""",
                    "a test that fakes `torch.cuda` (patches it): what it calls sees CUDA where there is none, and the "
                    "CUDA devices it names are descriptors that need no GPU"),

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TypeVar
 from torchport.codemods.analysis.lacks import LACKS_TEXT
 from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, always_run, is_script
 from torchport.model import torch_facts
-from torchport.model.torch_facts import RAISES_OFF_CUDA
+from torchport.model.torch_facts import RAISES_OFF_CUDA, text
 from torchport.pipeline.notebooks import SUFFIX, locate
 from torchport.pipeline.project import _MEMO_LIMIT, Project, fewer_collections, lacking, parse, split_choice
 from torchport.results import Diagnostic, FileResult
@@ -577,9 +577,9 @@ def _cuda_flags(results: Sequence[FileResult]) -> set[str]:
     return flags
 
 
-_ATTRIBUTE_SET = re.compile(r"\w\.(\w+)\s*=[^=].*\bcuda\.(?:is_available|device_count)\(")
-_QUERY = re.compile(r"\bcuda\.(?:is_available|device_count)\(")
-_KEPT_PLACEMENT = re.compile(r"\.cuda\(|\bdevice\(\s*f?[\"']cuda|\bdevice\s*=\s*f?[\"']cuda")
+_ATTRIBUTE_SET = text("flag_from_query")
+_QUERY = text("availability_query")
+_KEPT_PLACEMENT = text("kept_placement")
 
 
 def _stuck_functions(results: Sequence[FileResult]) -> dict[int, dict[str, int]]:

@@ -267,3 +267,21 @@ def test_a_flag_the_entry_point_sets_from_cuda_decides_other_modules_and_their_c
     run = _programs(tmp_path)["run.py"]
     assert run["runs_on"] == ["cuda", "xpu", "cpu"]
     assert (run["blockers"][0]["path"], run["blockers"][0]["line"]) == ("exp.py", 9)
+
+
+def test_an_unchanged_script_that_calls_a_function_stuck_without_cuda_runs_only_on_cuda(tmp_path: Path) -> None:
+    """PatchTST's pretraining script calls `set_device()` at import, which subscripts what
+    `get_available_cuda()` returns: None without CUDA. The script itself has nothing to port, yet it runs only on
+    CUDA, and a script that has something to port after that call is left whole."""
+    (tmp_path / "basics.py").write_text(
+        "import torch\n\n\ndef get_available_cuda():\n    if not torch.cuda.is_available():\n        return\n"
+        "    return list(range(torch.cuda.device_count()))\n\n\ndef set_device():\n"
+        "    device_ids = get_available_cuda()\n    torch.cuda.set_device(device_ids[0])\n")
+    (tmp_path / "pretrain.py").write_text("import torch\nfrom basics import set_device\n\nset_device()\n"
+                                          "print(torch.ones(2).sum())\n")
+    (tmp_path / "finetune.py").write_text("import torch\nfrom basics import set_device\n\nset_device()\n"
+                                          "print(torch.ones(2, device='cuda').sum())\n")
+    found = _programs(tmp_path)
+    assert found["pretrain.py"]["runs_on"] == ["cuda"] and found["finetune.py"]["runs_on"] == ["cuda"]
+    assert [b["line"] for b in found["pretrain.py"]["blockers"]] == [4, 4, 4]
+    assert not _migrated(tmp_path)["finetune.py"]["changed"]

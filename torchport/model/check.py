@@ -192,7 +192,7 @@ def _never_run_after(tree: ast.Module, stop: int, closed: bool) -> list[tuple[in
                 named.add(node.id)
                 bodies.append(defined[node.id])
     return [(d.lineno, 0, d.end_lineno or d.lineno, 10**6) for name, d in defined.items()
-            if name not in named and d.lineno < stop]
+            if name not in named]  # one defined after the stop is never defined
 
 
 def _main_guard(test: ast.expr) -> bool:

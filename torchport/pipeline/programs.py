@@ -179,6 +179,7 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         return found[key]
 
     gates = _project_gates(results, trees)
+    unchanged_gates = gate_users(results, [i for i in kinds if not results[i].changed and not results[i].gates])
     made = []
     for entry, kind in kinds.items():
         reach = sorted(project.reach(entry), key=lambda i: (i != entry, str(results[i].path)))
@@ -210,6 +211,8 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                                             _shown(results[entry].path.parent / path, root) if path else program.path,
                                             int(number) if number.isdigit() else 1))
         blocked = {b.target for b in program.blockers}  # where nothing else blocks it, its port evaluated there
+        if entry in unchanged_gates:  # gates of other modules it uses, which its unchanged result does not hold
+            results[entry].gates = unchanged_gates[entry]
         program.blockers.extend(b for b in _stops(results[entry], kind, trees.get(entry), program.path)
                                 if b.target not in blocked)
         program.blockers.sort(key=lambda b: OFF_CUDA.index(b.target))
@@ -476,7 +479,7 @@ def _joins_a_group(entry: int, trees: Mapping[int, ast.Module | None], project: 
     return False
 
 
-def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
+def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None) -> dict[int, frozenset[str]]:
     """The changed files that use CUDA gates another file of the run defines, or its functions that always need CUDA
     (`analysis.requirements.cuda_only_functions`), with the local names of those (``RunIf``,
     ``helpers.requires_gpu``, ``dtw_cuda``): migrated again with them, what they gate or what always calls them is
@@ -484,11 +487,12 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
 
     Args:
         results: the run's results after the first pass.
+        users: the files to answer for (None: the changed ones; `programs` asks for the unchanged entry points).
     """
     from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
     from torchport.codemods.analysis.requirements import cuda_only_functions
 
-    changed = [i for i, r in enumerate(results) if r.changed]
+    changed = [i for i, r in enumerate(results) if r.changed] if users is None else list(users)
     gating = {i for i, r in enumerate(results) if r.original and GATE_TEXT.search(r.original)}
     needing = {i for i, r in enumerate(results) if r.original and CUDA_ONLY_TEXT.search(r.original)}
     stuck = _stuck_functions(results) if changed else {}

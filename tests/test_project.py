@@ -248,7 +248,7 @@ def test_cuda_autocast_stays_where_no_program_places_data(tmp_path: Path) -> Non
     assert results["cpu_only.py"].migrated == script and not results["cpu_only.py"].rewrites
     assert any("no program that reaches it puts data on a device" in d.message
                for d in results["cpu_only.py"].diagnostics)
-    assert "torch.amp.autocast(tp.device_type())" in results["placed.py"].migrated
+    assert 'torch.amp.autocast(tp.device_type(), enabled=tp.device_type() != "cpu")' in results["placed.py"].migrated
 
 
 def test_a_call_of_a_function_another_module_leaves_cuda_only_stops_the_path(tmp_path: Path) -> None:

@@ -2,10 +2,16 @@
 
 | Code  | Before                                        | After                                                  |
 |-------|-----------------------------------------------|--------------------------------------------------------|
-| TP020 | torch.cuda.amp.autocast(dtype=torch.float16)  | torch.amp.autocast(tp.device_type(), dtype=torch.float16) |
-| TP021 | torch.cuda.amp.GradScaler(enabled=use_amp)    | torch.amp.GradScaler(tp.device_type(), enabled=use_amp) |
+| TP020 | torch.cuda.amp.autocast(dtype=torch.float16)  | torch.amp.autocast(tp.device_type(), dtype=torch.float16, |
+|       |                                               |     enabled=tp.device_type() != "cpu")                 |
+| TP021 | torch.cuda.amp.GradScaler(enabled=use_amp)    | torch.amp.GradScaler(tp.device_type(),                 |
+|       |                                               |     enabled=use_amp and tp.device_type() != "cpu")     |
 | TP022 | @torch.cuda.amp.custom_fwd                    | @torch.amp.custom_fwd(device_type=tp.device_type())    |
-| TP023 | torch.autocast("cuda", dtype=torch.bfloat16)  | torch.autocast(tp.device_type(), dtype=torch.bfloat16) |
+| TP023 | torch.autocast("cuda", dtype=torch.bfloat16)  | torch.autocast(tp.device_type(), dtype=torch.bfloat16, |
+|       |                                               |     enabled=tp.device_type() != "cpu")                 |
+
+Where the runtime's device is the CPU, CUDA's autocast and scaler disabled themselves (no CUDA) and the program ran
+in fp32: the port keeps them off there, so only an accelerator gets mixed precision.
 """
 
 from __future__ import annotations
@@ -120,17 +126,39 @@ def _moved_autocast(call: ast.Call, m: Migrator) -> bool:
     return isinstance(device, ast.Constant) and isinstance(device.value, str) and device.value.startswith("cuda")
 
 
+def _off_the_cpu(m: Migrator, args: list[cst.Arg]) -> list[cst.Arg]:
+    """``args`` of a ported autocast or GradScaler with ``enabled=`` false where the runtime's device is the CPU:
+    there CUDA's own disabled itself (no CUDA) and the program ran in fp32, unscaled; a CPU autocast would change
+    the numbers (bf16) where nothing else changed. ``enabled=X`` -> ``enabled=X and tp.device_type() != "cpu"``;
+    none -> ``enabled=tp.device_type() != "cpu"``; ``enabled=False`` stays."""
+    accelerated = cst.Comparison(left=m.runtime_call("device_type", []), comparisons=[
+        cst.ComparisonTarget(operator=cst.NotEqual(), comparator=cst.SimpleString('"cpu"'))])
+    for index, arg in enumerate(args):
+        if arg.keyword is None or arg.keyword.value != "enabled":
+            continue
+        value = arg.value
+        if isinstance(value, cst.Name) and value.value in ("True", "False"):
+            return args if value.value == "False" else [*args[:index], arg.with_changes(value=accelerated),
+                                                        *args[index + 1:]]
+        if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not value.lpar:
+            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        joined = cst.BooleanOperation(left=value, operator=cst.And(), right=accelerated)
+        return [*args[:index], arg.with_changes(value=joined), *args[index + 1:]]
+    return [*args, keyword_arg("enabled", accelerated)]
+
+
 class CudaAmpAutocast(Rule):
     code = "TP020"
     moves_data = False
     name = "cuda-amp-autocast"
     summary = "`torch.cuda.amp.autocast` becomes `torch.amp.autocast` on the runtime's device type."
     before, after = ("torch.cuda.amp.autocast(dtype=torch.float16)",
-                     "torch.amp.autocast(tp.device_type(), dtype=torch.float16)")
+                     'torch.amp.autocast(tp.device_type(), dtype=torch.float16, enabled=tp.device_type() != "cpu")')
     names = _AUTOCAST
     renames = {n.removeprefix("torch.cuda."): "torch.amp.autocast" for n in _AUTOCAST}
     examples = (Example("import torch\nwith torch.cuda.amp.autocast(True):\n    pass\n",
-                        "import torch\nwith torch.amp.autocast(tp.device_type(), enabled=True):\n    pass\n"),
+                        'import torch\nwith torch.amp.autocast(tp.device_type(), enabled=tp.device_type() != "cpu"):\n'
+                        "    pass\n"),
                 # Its GradScaler is made elsewhere and given to the training step (it may stay CUDA's there).
                 Example("import torch\n\n\ndef step(model, x, optimizer, loss_scaler):\n"
                         "    with torch.cuda.amp.autocast():\n        loss = model(x)\n"
@@ -146,8 +174,8 @@ class CudaAmpAutocast(Rule):
         keywords = [keyword_arg(name, a.value) for name, a in zip(_AUTOCAST_POSITIONALS, positional)]
         if _autocast_stays(m, self.code, original, original) or not m.apply(self.code, original):
             return None
-        return cst.Call(func=m.torch_attr("amp.autocast"),
-                        args=[cst.Arg(m.runtime_call("device_type", [])), *keywords, *args[len(positional):]])
+        return cst.Call(func=m.torch_attr("amp.autocast"), args=_off_the_cpu(
+            m, [cst.Arg(m.runtime_call("device_type", [])), *keywords, *args[len(positional):]]))
 
 
 class CudaAmpGradScaler(Rule):
@@ -155,12 +183,14 @@ class CudaAmpGradScaler(Rule):
     moves_data = False
     name = "cuda-amp-gradscaler"
     summary = "`torch.cuda.amp.GradScaler` becomes `torch.amp.GradScaler` on the runtime's device type."
-    before, after = "torch.cuda.amp.GradScaler()", "torch.amp.GradScaler(tp.device_type())"
+    before, after = ("torch.cuda.amp.GradScaler()",
+                     'torch.amp.GradScaler(tp.device_type(), enabled=tp.device_type() != "cpu")')
     names = _GRADSCALER
     renames = {n.removeprefix("torch.cuda."): "torch.amp.GradScaler" for n in _GRADSCALER}
     examples = (Example("import torch\ns = torch.cuda.amp.GradScaler(enabled=amp)\n"
                         "with torch.cuda.amp.autocast():\n    pass\n",
-                        "import torch\ns = torch.amp.GradScaler(tp.device_type(), enabled=amp)\n"
+                        "import torch\n"
+                        's = torch.amp.GradScaler(tp.device_type(), enabled=amp and tp.device_type() != "cpu")\n'
                         "with torch.cuda.amp.autocast():\n    pass\n"),
                 # The autocast it scales for is not moved with it (elsewhere, or on a device chosen otherwise).
                 Example("import torch\ns = torch.cuda.amp.GradScaler(enabled=amp)\n"))
@@ -171,10 +201,10 @@ class CudaAmpGradScaler(Rule):
         if _scaler_alone(m):
             m.leave_as_written(self.code, original, MOVES_TOGETHER, _SCALER_ALONE)
             return None
-        if not m.apply(self.code, original):
-            return None
+        if sum(a.keyword is None for a in updated.args) > 4 or not m.apply(self.code, original):
+            return None  # `enabled` given by position: no keyword can join it
         return cst.Call(func=m.torch_attr("amp.GradScaler"),
-                        args=[cst.Arg(m.runtime_call("device_type", [])), *updated.args])
+                        args=_off_the_cpu(m, [cst.Arg(m.runtime_call("device_type", [])), *updated.args]))
 
 
 class CudaAmpCustomFwdBwd(Rule):
@@ -217,14 +247,16 @@ class AmpDeviceType(Rule):
     moves_data = False
     name = "amp-device-type"
     summary = '`"cuda"` given to `torch.autocast` or `torch.amp.GradScaler` becomes the runtime type.'
-    before, after = 'torch.autocast("cuda")', "torch.autocast(tp.device_type())"
+    before, after = 'torch.autocast("cuda")', 'torch.autocast(tp.device_type(), enabled=tp.device_type() != "cpu")'
     names = _GENERIC_TYPED
     examples = (Example('import torch\nwith torch.autocast("cuda", dtype=torch.bfloat16):\n    pass\n',
-                        "import torch\nwith torch.autocast(tp.device_type(), dtype=torch.bfloat16):\n    pass\n"),
+                        "import torch\nwith torch.autocast(tp.device_type(), dtype=torch.bfloat16, "
+                        'enabled=tp.device_type() != "cpu"):\n    pass\n'),
                 Example("# runs on CUDA\nimport torch\nscaler = torch.amp.GradScaler()\n"
                         "with torch.autocast('cuda'):\n    pass\n",
-                        "# runs on CUDA\nimport torch\nscaler = torch.amp.GradScaler(tp.device_type())\n"
-                        "with torch.autocast(tp.device_type()):\n    pass\n"),
+                        "# runs on CUDA\nimport torch\n"
+                        'scaler = torch.amp.GradScaler(tp.device_type(), enabled=tp.device_type() != "cpu")\n'
+                        'with torch.autocast(tp.device_type(), enabled=tp.device_type() != "cpu"):\n    pass\n'),
                 # The module decides about mixed precision on MPS itself (diffusers' training scripts).
                 Example("import torch\namp = not torch.backends.mps.is_available()\nscaler = torch.amp.GradScaler()\n"
                         "with torch.autocast('cuda', enabled=amp):\n    pass\n"))
@@ -255,5 +287,12 @@ class AmpDeviceType(Rule):
                 return None
             if not m.apply(self.code, original):
                 return None
-            return updated.with_changes(args=[cst.Arg(m.runtime_call("device_type", [])), *updated.args])
+            return updated.with_changes(args=_off_the_cpu(m, [cst.Arg(m.runtime_call("device_type", [])),
+                                                              *updated.args]))
+        if names & _GENERIC_TYPED and any(  # its "cuda" became the runtime's type: off on the CPU, as CUDA's was
+                isinstance(a.value, cst.SimpleString) and not isinstance(b.value, cst.SimpleString)
+                for a, b in zip(original.args, updated.args, strict=False)):
+            if sum(a.keyword is None for a in updated.args) > (4 if names & _GENERIC_SCALER else 2):
+                return None  # `enabled` given by position
+            return updated.with_changes(args=_off_the_cpu(m, list(updated.args)))
         return None

@@ -72,6 +72,11 @@ def _autocast_stays(m: Migrator, code: str, call: cst.Call, node: cst.CSTNode) -
     if _autocast_alone(m, call):
         m.leave_as_written(code, node, MOVES_TOGETHER, _AUTOCAST_ALONE)
         return True
+    if (line := _another_stays(m)) is not None:
+        m.leave_as_written(code, node, MOVES_TOGETHER, f"the autocast at line {line} stays for CUDA (its scaler is "
+                           "made elsewhere): this module's mixed precision moves as one, or evaluation would run in "
+                           "another precision than training off CUDA")
+        return True
     if m.names_mps:
         m.leave_as_written(code, node, SEVERAL_BACKENDS, _OWN_MPS_CHOICE)
         return True
@@ -113,6 +118,26 @@ def _autocast_alone(m: Migrator, call: cst.Call) -> bool:
     finder = _GivenCallables(params)
     function.body.visit(finder)
     return finder.found
+
+
+def _another_stays(m: Migrator) -> int | None:
+    """The line of an autocast of the module that stays for CUDA because its function hands the loss to a scaler
+    it was given (`_autocast_alone`, read from CPython's tree: deit's ``train_one_epoch``), if any."""
+    if m.syntax is None or any(isinstance(n, ast.Call) and qualify(ast_chain(n.func) or "", m.imports) & (
+            _GRADSCALER | _GENERIC_SCALER | {"torch.GradScaler"}) for n in ast.walk(m.syntax)):
+        return None
+    for function in ast.walk(m.syntax):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = {a.arg for a in (*function.args.args, *function.args.kwonlyargs)}
+        if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params
+                   and sum(not isinstance(a, ast.Starred) for a in n.args) >= 2 for n in ast.walk(function)):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Call) and _moved_autocast(node, m) and not any(
+                    k.arg == "dtype" and "bfloat16" in ast.unparse(k.value) for k in node.keywords):
+                return node.lineno
+    return None
 
 
 def _moved_autocast(call: ast.Call, m: Migrator) -> bool:

@@ -410,3 +410,20 @@ def test_a_guard_ported_only_where_its_body_runs_clean_off_cuda(body: str, held:
     migrated = source.replace("import torch\n", "import torch\nfrom torchport import runtime as tp\n").replace(
         "torch.cuda.is_available()", "tp.is_available()").replace("torch.cuda.manual_seed", "tp.manual_seed")
     assert (check_port(source, migrated).code == source) is held
+
+
+@pytest.mark.parametrize(("body", "held"), [
+    # tnt: the CUDA device is the value under test, and the test passes off CUDA as written
+    ('assert backend_for(torch.device("cuda")) == "nccl"', True),
+    # a placement of CUDA stops off CUDA: the test needs its port to run there
+    ('assert torch.ones(2, device=torch.device("cuda")).sum() == 2', False),
+    # a device query chooses: the port lets the test run on the accelerator
+    ('assert torch.ones(2, device=torch.device("cuda" if torch.cuda.is_available() else "cpu")).sum() == 2', False),
+])
+def test_a_test_that_passes_off_cuda_as_written_keeps_its_cuda_devices(body: str, held: bool) -> None:
+    source = f"import torch\nfrom lib import backend_for\n\n\ndef test_it():\n    {body}\n"
+    migrated = source.replace("import torch\n", "import torch\nfrom torchport import runtime as tp\n").replace(
+        'torch.device("cuda" if torch.cuda.is_available() else "cpu")', "tp.device()").replace(
+        'torch.device("cuda")', "tp.device()")
+    assert (check_port(source, migrated, tests=True).code == source) is held
+    assert check_port(source, migrated).code == migrated  # not a test module: its functions may place data

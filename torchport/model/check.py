@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from torchport.model.evaluate import Evaluator, Stop, Unit, defaults
+from torchport.model.torch_facts import text
 
 OFF_CUDA = ("cpu", "mps")  # in this order; xpu answers as mps does for every query the model reads, bar its name
 
@@ -44,13 +45,15 @@ class Checked:
 
 def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(),
                syntax: ast.Module | None = None, tree: ast.Module | None = None,
-               gates: frozenset[str] = frozenset(), closed: bool = False) -> Checked:
+               gates: frozenset[str] = frozenset(), closed: bool = False, tests: bool = False) -> Checked:
     """Hold back the hunks of ``migrated`` (the rules' output for ``original``) that no clean path off CUDA runs.
 
     ``exempt``: lines of ``migrated`` whose stops do not count (CUDA on purpose: ``# torchport: ignore``).
     ``syntax``, ``tree``: the parses of ``original`` and ``migrated`` when the caller has them. ``gates``: local
     names of the CUDA gates and CUDA-only functions other modules define (see `Evaluator`). ``closed``: nothing
-    imports the module (a notebook): a module-level function it never names never runs.
+    imports the module (a notebook): a module-level function it never names never runs. ``tests``: a test
+    module: a test that already runs clean off CUDA as written and asks no device query keeps its CUDA devices,
+    values it checks (tnt's ``get_process_group_backend_from_device(torch.device("cuda")) == "nccl"``).
     A port that unbinds a name its code still reads (an import removed, a use kept) is refused whole.
     Returns ``migrated`` unchanged when every hunk stays, ``original`` when none does (its support, such as an
     added import, goes with it), else the mix. Never raises: code CPython cannot parse is returned as given.
@@ -101,6 +104,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         hunks = [single for op in hunks for single in (
             [(op[0], op[1] + k, op[1] + k + 1, op[3] + k, op[3] + k + 1) for k in range(op[2] - op[1])]
             if op[0] == "replace" and op[2] - op[1] == op[4] - op[3] else [op])]
+    passing = _passing_tests(parsed, exempt) if tests else []
     held: list[Held] = []
     kept_code = False
     decisions: dict[int, bool] = {}
@@ -110,6 +114,10 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         if new_support and all(line in old_support or not old[line - 1].strip() for line in range(i1 + 1, i2 + 1)):
             continue  # an import or helper added, changed or removed: it goes with the rest
         statements = {starts[line] for line in lines if line in starts}
+        if any(first <= i1 + 1 and max(i2, i1 + 1) <= last for first, last in passing):
+            decisions[index] = False
+            held.append(Held(i1 + 1, max(i2, i1 + 1), Stop("passes", i1 + 1, _PASSES)))
+            continue
         if not statements or (any(runs.get(s, _NEVER) is None for s in statements)
                               and not _inside(dead, old[i1:i2], new[j1:j2], j1 + 1)
                               and not _guard_for_nothing(lines, guards, runs)):
@@ -150,6 +158,28 @@ def _never_named(tree: ast.Module) -> list[tuple[int, int, int, int]]:
     return [(f.lineno, 0, f.end_lineno or f.lineno, 10**6) for f in tree.body
             if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name not in named
             and not any(isinstance(c, ast.Constant) and c.value == f.name for c in ast.walk(tree))]
+
+
+def _passing_tests(original: ast.Module, exempt: frozenset[int]) -> list[tuple[int, int]]:
+    """The line spans of the tests of ``original`` (functions and methods named ``test*``) that run clean on the CPU
+    and on MPS as written, with no device query in them: nothing there needs CUDA, so what names it is a value the
+    test checks, not a placement (a placement of CUDA would stop the path)."""
+    spans = []
+    clean: dict[int, bool] = {}
+    for target in OFF_CUDA:
+        for unit in Evaluator(original, target, exempt).units():
+            node = unit.node
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+                clean[id(node)] = clean.get(id(node), True) and unit.skipped is None and bool(unit.paths) and all(
+                    p.stop is None for p in unit.paths)
+    for node in ast.walk(original):
+        if clean.get(id(node)) and not _QUERY.search(ast.unparse(node)):
+            spans.append((node.lineno, node.end_lineno or node.lineno))  # type: ignore[attr-defined]
+    return spans
+
+
+_QUERY = text("availability_query")
+_PASSES = "the test passes off CUDA as written: its CUDA devices are values it checks"
 
 
 def _guard_for_nothing(lines: set[int], guards: Sequence[ast.If], runs: dict[int, Stop | None]) -> bool:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchport.config import DEFAULT, Settings
+from torchport.model.torch_facts import text
 from torchport.results import FileResult
 from torchport.style import restyle
 
@@ -186,7 +187,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
         narrowed = settings.for_file(result.path)
         if syntax is not None and tree is not None and narrowed.select in ((), ("ALL",)) and not narrowed.ignore:
             _hold_half_ports(text, migration, syntax, tree, gates,  # a narrowed rule set: a partial port asked for
-                             closed=result.path.suffix == ".ipynb")
+                             closed=result.path.suffix == ".ipynb", tests=bool(_TEST_FILE.match(result.path.name)))
     result.migrated = migration.code
     result.rewrites = migration.rewrites
     result.diagnostics = migration.diagnostics
@@ -195,19 +196,22 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
     return result
 
 
+_TEST_FILE = text("test_file")
+
+
 def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tree: ast.Module,
-                     gates: frozenset[str] = frozenset(), closed: bool = False) -> None:
+                     gates: frozenset[str] = frozenset(), closed: bool = False, tests: bool = False) -> None:
     """Put back the hunks of ``migration`` that no path off CUDA runs clean (`torchport.model.check`): their
     sites leave the rewrites, and one TP110 note per stop says where the path still stops. ``gates``: local names
     of the CUDA gates and CUDA-only functions other modules define. ``closed``: nothing imports the module (a
-    notebook), so a function it never names never runs."""
+    notebook), so a function it never names never runs. ``tests``: a test module (see `check_port`)."""
     from torchport.codemods.api import suppressions
     from torchport.codemods.core.reasons import HALF_PORT, note
     from torchport.model.check import check_port
     from torchport.results import Diagnostic
 
     checked = check_port(original, migration.code, frozenset(suppressions(migration.code)), syntax, tree, gates,
-                         closed)
+                         closed, tests)
     if not checked.held:
         return
     migration.code = checked.code
@@ -227,8 +231,8 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
         if key in said:
             continue
         said.add(key)
-        where = (f"off CUDA the path still stops at line {h.stop.line}: {h.stop.message}" if h.stop else
-                 "no path off CUDA runs it")
+        where = ("no path off CUDA runs it" if h.stop is None else h.stop.message if h.stop.kind == "passes" else
+                 f"off CUDA the path still stops at line {h.stop.line}: {h.stop.message}")
         migration.diagnostics.append(Diagnostic("TP110", h.first, 0, note(HALF_PORT, f"left as written: {where}")))
     migration.diagnostics.sort(key=lambda d: (d.line, d.column))
 

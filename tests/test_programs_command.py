@@ -7,6 +7,7 @@ import ast
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from torchport.cli import app
@@ -285,3 +286,17 @@ def test_an_unchanged_script_that_calls_a_function_stuck_without_cuda_runs_only_
     assert found["pretrain.py"]["runs_on"] == ["cuda"] and found["finetune.py"]["runs_on"] == ["cuda"]
     assert [b["line"] for b in found["pretrain.py"]["blockers"]] == [4, 4, 4]
     assert not _migrated(tmp_path)["finetune.py"]["changed"]
+
+
+@pytest.mark.parametrize(("line", "kept"), [
+    ('self.device = torch.device("cuda:{}".format(gpu))', True),
+    ("x = x.cuda()", True),
+    ("y = torch.ones(2, device='cuda')", True),
+    ('self.device = tp.device("cuda:{}".format(gpu))', False),  # pfrl's agents once ported: the runtime's device
+])
+def test_a_placement_kept_as_written_is_told_from_a_ported_one(line: str, kept: bool) -> None:
+    from torchport.pipeline.programs import _kept_placement
+    from torchport.results import FileResult
+
+    result = FileResult(Path("m.py"), "m.py", original=line + "\n", migrated=line + "\n")
+    assert (_kept_placement(result) is not None) is kept

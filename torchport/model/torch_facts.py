@@ -372,7 +372,7 @@ TEXT = {
                         "an attribute set from a CUDA query (`args.use_gpu = cuda.is_available() and ...`): a flag "
                         "other modules may read"),
     "availability_query": (r"\bcuda\.(?:is_available|device_count)\(", "a CUDA availability query"),
-    "kept_placement": (r"\.cuda\(|\bdevice\(\s*f?[\"']cuda|\bdevice\s*=\s*f?[\"']cuda",
+    "kept_placement": (r"\.cuda\(|(?:\btorch\.|(?<![\w.]))device\(\s*f?[\"']cuda|\bdevice\s*=\s*f?[\"']cuda",
                        "data placed on CUDA as written: left in a port, a choice kept CUDA-or-CPU"),
     "fakes_cuda": (r"""patch(?:\.object)?\(\s*(?:torch\.cuda\s*,|["']torch\.cuda\.)""",
                    "a test that fakes `torch.cuda` (patches it): what it calls sees CUDA where there is none, and the "

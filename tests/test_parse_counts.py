@@ -14,8 +14,6 @@ What the engine does today, and what this test holds it to:
 
 from __future__ import annotations
 
-import ast
-import builtins
 import hashlib
 import os
 import shutil
@@ -24,59 +22,69 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import libcst.native
+import forkrun
 import pytest
-from typer.testing import CliRunner
 
-from torchport.cli import app
-
+REPO = Path(__file__).resolve().parents[1]
 PROJECT = Path(__file__).parent / "fixtures" / "projects" / "mixed"
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="the workers are forked only on Linux; spawned ones would not be counted")
 
+# Run in a fresh process (forked from one that imported torch only), so that no earlier test's memo of a text
+# (`torchport.pipeline.project.parse`) hides a parse. argv: the log, then the command line.
+_COUNTED_RUN = """
+import ast, builtins, hashlib, os, sys
+import libcst.native
 
-def _digest(text: object) -> str | None:
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    return hashlib.sha1(text.encode()).hexdigest() if isinstance(text, str) else None
+log, real_compile, real_parse = sys.argv[1], builtins.compile, libcst.native.parse_module
+
+
+def note(kind, source):
+    if isinstance(source, bytes):
+        source = source.decode("utf-8", "replace")
+    if isinstance(source, str):  # appended by this process and by each forked worker alike
+        with open(log, "a", encoding="utf-8") as file:
+            file.write(f"{kind} {os.getpid()} {hashlib.sha1(source.encode()).hexdigest()}\\n")
+
+
+def counted_compile(source, *args, **kwargs):
+    if (args[2] if len(args) > 2 else kwargs.get("flags", 0)) & ast.PyCF_ONLY_AST:
+        note("ast", source)
+    return real_compile(source, *args, **kwargs)
+
+
+def counted_parse(source, *args, **kwargs):
+    note("cst", source)
+    return real_parse(source, *args, **kwargs)
+
+
+with open(log, "w", encoding="utf-8") as file:
+    file.write(f"main {os.getpid()} -\\n")
+builtins.compile, libcst.native.parse_module = counted_compile, counted_parse
+from torchport.cli import main
+
+sys.argv = ["torchport", *sys.argv[2:]]
+main()
+"""
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()
 
 
 @pytest.fixture(scope="module")
 def parses(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], dict[str, str], list[tuple[str, ...]]]:
     """One ``migrate . --apply -j 1 --no-cache`` of a copy of the ``mixed`` project, with every parse logged:
-    (module by the digest of its text, module by the digest of its written output, one (kind, pid, digest) each)."""
+    (module by the digest of its text, module by the digest of its written output, one (kind, pid, digest) each,
+    the run's own process first as ("main", pid, "-"))."""
     folder = tmp_path_factory.mktemp("parses") / "mixed"
     shutil.copytree(PROJECT, folder)
     modules = {_digest(p.read_text()): p.relative_to(folder).as_posix() for p in sorted(folder.rglob("*.py"))}
     log = folder.parent / "parses.log"
-    real_compile, real_parse = builtins.compile, libcst.native.parse_module
-
-    def note(kind: str, source: object) -> None:
-        digest = _digest(source)
-        if digest is not None:  # appended by the parent and by each forked worker alike
-            with open(log, "a", encoding="utf-8") as file:
-                file.write(f"{kind} {os.getpid()} {digest}\n")
-
-    def counted_compile(source: Any, *args: Any, **kwargs: Any) -> Any:
-        flags = args[2] if len(args) > 2 else kwargs.get("flags", 0)
-        if flags & ast.PyCF_ONLY_AST:
-            note("ast", source)
-        return real_compile(source, *args, **kwargs)
-
-    def counted_parse(source: Any, *args: Any, **kwargs: Any) -> Any:
-        note("cst", source)
-        return real_parse(source, *args, **kwargs)
-
-    cwd = os.getcwd()
-    os.chdir(folder)
-    builtins.compile, libcst.native.parse_module = counted_compile, counted_parse
-    try:
-        done = CliRunner().invoke(app, ["migrate", ".", "--apply", "-j", "1", "--no-cache"])
-    finally:
-        builtins.compile, libcst.native.parse_module = real_compile, real_parse
-        os.chdir(cwd)
-    assert done.exit_code == 0, done.output
+    done = forkrun.run(["-c", _COUNTED_RUN, str(log), "migrate", str(folder), "--apply", "-j", "1", "--no-cache"],
+                       cwd=REPO, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=120)
+    assert done.returncode == 0, done.stderr
     outputs = {_digest(p.read_text()): p.relative_to(folder).as_posix() for p in sorted(folder.rglob("*.py"))}
     outputs = {digest: name for digest, name in outputs.items() if digest not in modules}
     records = [tuple(line.split()) for line in log.read_text(encoding="utf-8").splitlines()]
@@ -93,7 +101,7 @@ def _counts(records: list[tuple[str, ...]], names: dict[str, str], kind: str,
 
 def test_the_parent_parses_each_module_once_with_ast_and_never_with_libcst(parses: Any) -> None:
     modules, _, records = parses
-    parent = str(os.getpid())
+    parent = records[0][1]
     in_parent = _counts(records, modules, "ast", parent)
     assert set(in_parent) == set(modules.values())  # the project pass reads every module: the spy saw them
     assert max(in_parent.values()) == 1, in_parent
@@ -102,7 +110,7 @@ def test_the_parent_parses_each_module_once_with_ast_and_never_with_libcst(parse
 
 def test_each_migration_parses_a_module_once_with_ast_and_once_with_libcst(parses: Any) -> None:
     modules, _, records = parses
-    parent = str(os.getpid())
+    parent = records[0][1]
     workers = {p for _, p, _ in records if p != parent}
     assert len(workers) >= 2  # the first pass and the project pass each start a fresh worker
     for worker in workers:  # with -j 1, a worker migrates each of its modules once
@@ -123,7 +131,7 @@ def test_only_a_module_the_project_pass_tells_something_is_parsed_twice(parses: 
 def test_each_output_is_parsed_again_once_before_it_is_written_and_once_to_evaluate_its_program(parses: Any) -> None:
     _, outputs, records = parses
     assert outputs, "the run changed no file"
-    parent = str(os.getpid())
+    parent = records[0][1]
     assert not _counts(records, outputs, "cst")  # LibCST only ever parses what it rewrites
     before_writing = _counts(records, outputs, "ast", parent, other=True)
     assert before_writing == Counter(outputs.values())  # the safety check: each written output, once

@@ -218,27 +218,27 @@ def check_migration(source: str, run: Settings = Settings()) -> str:
     return code
 
 
-@examples(40)
+@examples(20)
 @given(cuda_programs(), run_settings())
 def test_programs_seeded_with_cuda_constructs(source: str, run: Settings) -> None:
     check_migration(source, run)
 
 
-@examples(20)
+@examples(10)
 @given(cuda_programs())
 def test_programs_seeded_with_cuda_constructs_default_settings(source: str) -> None:
     check_migration(source)
 
 
 @needs_hypothesmith
-@examples(40)
+@examples(20)
 @given(PYTHON_PROGRAMS)
 def test_random_valid_programs(source: str) -> None:
     check_migration(source)
 
 
 @needs_hypothesmith
-@examples(40)
+@examples(20)
 @given(PYTHON_PROGRAMS,
        st.lists(st.sampled_from(EXPRESSIONS), min_size=1, max_size=4), run_settings())
 def test_random_valid_programs_with_cuda_appended(program: str, snippets: list[str], run: Settings) -> None:
@@ -282,7 +282,7 @@ def rule_example_programs(draw: st.DrawFn) -> str:
     return "".join(parts)
 
 
-@examples(30)
+@examples(15)
 @given(st.one_of(cuda_programs(), rule_example_programs()), run_settings())
 def test_skipping_quiet_statements_changes_nothing(source: str, run: Settings) -> None:
     import torchport.codemods.core.transformer as transformer
@@ -312,7 +312,7 @@ def _migrate_without_skipping(source: str, run: Settings, transformer: object) -
 
 # ---- long fuzz runs, by hand: `python -m pytest -m fuzz tests/test_properties.py` ------------------------
 # Random draws (not derandomized) and many examples: they look for new cases; the default run above is fixed
-# and small (40 examples or fewer each, to keep the default suite under 3 minutes on 2 cores).
+# and small (20 examples or fewer each, to keep the default suite under 3 minutes on 2 cores).
 
 def fuzz(count: int) -> settings:
     return settings(max_examples=count, deadline=None, suppress_health_check=list(HealthCheck), database=None)

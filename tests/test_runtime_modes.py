@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import forkrun
@@ -308,25 +310,40 @@ def _sources(root: Path) -> dict[str, str]:
             if p.name != f"{MODULE_NAME}.py"}
 
 
+@pytest.fixture(scope="module")
+def ported_in(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """The folder of ``_TREE`` ported from the original in a mode, made once per mode for the switching tests."""
+    made: dict[str, Path] = {}
+
+    def port(mode: str) -> Path:
+        if mode not in made:
+            root = tmp_path_factory.mktemp(f"ported-{mode}")
+            for path, text in _TREE.items():
+                (root / path).parent.mkdir(parents=True, exist_ok=True)
+                (root / path).write_text(text)
+            _port(root, mode)
+            assert _sources(root) != _TREE
+            made[mode] = root
+        return made[mode]
+
+    return port
+
+
 @pytest.mark.parametrize(("first", "then"), [("package", "vendor"), ("package", "native"), ("vendor", "package"),
                                              ("native", "package"), ("vendor", "native"), ("native", "vendor")])
-def test_switching_the_runtime_mode_of_a_ported_tree(tmp_path: Path, first: str, then: str) -> None:
+def test_switching_the_runtime_mode_of_a_ported_tree(tmp_path: Path, first: str, then: str,
+                                                     ported_in: Callable[[str], Path]) -> None:
     """A tree ported in one mode, ported again in another, is what porting the original in that mode makes
     (a script in a subfolder included: vendor mode's ``sys.path`` line comes and goes), and it runs."""
-    for name in ("switched", "direct"):
-        for path, text in _TREE.items():
-            (tmp_path / name / path).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / name / path).write_text(text)
-    _port(tmp_path / "switched", first)
-    assert _sources(tmp_path / "switched") != _TREE
-    _port(tmp_path / "switched", then)
-    _port(tmp_path / "direct", then)
-    assert _sources(tmp_path / "switched") == _sources(tmp_path / "direct")
-    again = CliRunner().invoke(app, ["migrate", str(tmp_path / "switched"), "--runtime", then, "--torch-version", "2.9",
+    switched = tmp_path / "switched"
+    shutil.copytree(ported_in(first), switched)
+    _port(switched, then)
+    assert _sources(switched) == _sources(ported_in(then))
+    again = CliRunner().invoke(app, ["migrate", str(switched), "--runtime", then, "--torch-version", "2.9",
                                      "--check", "--no-cache", "-j1"])
     assert again.exit_code == 0, again.output  # nothing left to do
     hide = "" if then == "package" else HIDE_TORCHPORT
-    run = forkrun.run(["-c", hide + "import runpy; runpy.run_path('tools/probe.py')"], cwd=tmp_path / "switched",
+    run = forkrun.run(["-c", hide + "import runpy; runpy.run_path('tools/probe.py')"], cwd=switched,
                       env=ENV, timeout=120)
     assert run.returncode == 0 and run.stdout.split() == ["cpu", "True", "True"], run.stderr
 

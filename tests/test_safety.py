@@ -459,11 +459,12 @@ main()
 
 @pytest.fixture(scope="module")
 def signal_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes], dict[str, bytes]]:
-    """The 30 files the signal tests migrate: ``(old, new)`` bytes by file name, ported once for all of them."""
+    """The 4 files the signal tests migrate: ``(old, new)`` bytes by file name, ported once for all of them. The first
+    is written, the second held in its write until the signal: enough for old and new files side by side."""
     root = tmp_path_factory.mktemp("signal") / "src"
     root.mkdir()
     old: dict[str, bytes] = {}
-    for i in range(30):
+    for i in range(4):
         path = root / f"m{i:02d}.py"
         path.write_text(f"import torch\n\nx{i} = torch.zeros({i}).cuda()\ntorch.cuda.synchronize()\n" + "# pad\n" * i)
         old[path.name] = path.read_bytes()
@@ -510,7 +511,7 @@ def test_signal_during_apply_leaves_every_file_wholly_old_or_wholly_new(
 def test_interrupted_output_dir_leaves_no_partial_copy(tmp_path: Path) -> None:
     root = tmp_path / "src"
     root.mkdir()
-    for i in range(30):
+    for i in range(4):  # the second copy is held until the signal
         (root / f"m{i:02d}.py").write_text(CUDA_CODE + f"y = {i}\n")
     out = tmp_path / "out"
     script = _SLOW_CLI.replace("from torchport.pipeline import writes\nreal = writes.write_atomic",

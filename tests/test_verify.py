@@ -85,6 +85,13 @@ def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
     return found
 
 
+@pytest.fixture(autouse=True)
+def _plain_pytest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pytest runs verify starts load no plugin of this environment (hypothesis alone costs a CPU-second per
+    run); verify passes its environment on to CMD, and needs no plugin (junit XML is pytest's own)."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+
+
 def _verify(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(app, ["verify", *args])
     return result.exit_code, result.output

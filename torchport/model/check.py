@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import difflib
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -370,15 +369,26 @@ def unbound(original: ast.Module, migrated: ast.Module) -> str | None:
     return next((n.id for n in ast.walk(migrated) if isinstance(n, ast.Name) and n.id in lost), None)
 
 
-@functools.lru_cache(maxsize=512)  # a run asks for each entry point's verdict more than once
+_STOPS: dict[tuple[str, str, str, tuple[str, ...], frozenset[str]], tuple[Stop | None, ...]] = {}  # asked again
+
+
 def program_stops(original: str, migrated: str, kind: str, targets: tuple[str, ...] = ("mps", "xpu", "cpu"),
-                  gates: frozenset[str] = frozenset()) -> tuple[Stop | None, ...]:
-    """`program_stop` for each of ``targets``, the port parsed once; ``gates`` as `Evaluator` takes them."""
-    try:
-        tree = ast.parse(migrated)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return tuple(None for _ in targets)
-    return tuple(program_stop(original, migrated, target, kind, tree, gates) for target in targets)
+                  tree: ast.Module | None = None, gates: frozenset[str] = frozenset()) -> tuple[Stop | None, ...]:
+    """`program_stop` for each of ``targets``, the port parsed once (``tree``: its parse when the caller has it,
+    as for a module the port leaves unchanged; not kept); ``gates`` as `Evaluator` takes them."""
+    key = (original, migrated, kind, targets, gates)
+    if key in _STOPS:
+        return _STOPS[key]
+    if tree is None:
+        try:
+            tree = ast.parse(migrated)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+    if len(_STOPS) >= 512:
+        _STOPS.clear()
+    found = _STOPS[key] = tuple(program_stop(original, migrated, target, kind, tree, gates) if tree else None
+                                for target in targets)
+    return found
 
 
 def program_stop(original: str, migrated: str, target: str, kind: str,

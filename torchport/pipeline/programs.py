@@ -235,7 +235,9 @@ def _stops(result: FileResult, kind: str, tree: ast.Module | None, shown: str) -
     if "cuda" not in migrated and not result.changed and not result.gates:
         return []  # nothing there needs CUDA
     return [Blocker(target, f"stops there once ported: {stop.message}", shown, stop.line)
-            for target, stop in zip(OFF_CUDA, program_stops(result.original, migrated, kind, gates=result.gates),
+            for target, stop in zip(OFF_CUDA, program_stops(result.original, migrated, kind,
+                                                            tree=tree if migrated == result.original else None,
+                                                            gates=result.gates),
                                     strict=True)
             if stop is not None]
 

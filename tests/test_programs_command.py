@@ -288,15 +288,17 @@ def test_an_unchanged_script_that_calls_a_function_stuck_without_cuda_runs_only_
     assert not _migrated(tmp_path)["finetune.py"]["changed"]
 
 
-@pytest.mark.parametrize(("line", "kept"), [
-    ('self.device = torch.device("cuda:{}".format(gpu))', True),
-    ("x = x.cuda()", True),
-    ("y = torch.ones(2, device='cuda')", True),
-    ('self.device = tp.device("cuda:{}".format(gpu))', False),  # pfrl's agents once ported: the runtime's device
+@pytest.mark.parametrize(("source", "kept"), [
+    ('if torch.cuda.is_available():\n    device = torch.device("cuda:0")\n', True),
+    ("if args.use_gpu:\n    x = x.cuda()\n", True),  # a flag every assignment sets from a CUDA query
+    ("y = torch.ones(2, device='cuda') if torch.cuda.is_available() else None\n", True),
+    ("x = x.cuda()\n", False),  # no choice: a path that still fails off CUDA
+    ('def f(device):\n    """device -- torch.device(\'cuda:0\') if gpu_ids else cpu"""\n', False),  # CUT's docstring
+    ('if torch.cuda.is_available():\n    device = tp.device("cuda:0")\n', False),  # pfrl's agents, ported
 ])
-def test_a_placement_kept_as_written_is_told_from_a_ported_one(line: str, kept: bool) -> None:
+def test_a_device_choice_kept_as_written_is_told_from_a_port_and_from_a_failing_path(source: str, kept: bool) -> None:
     from torchport.pipeline.programs import _kept_placement
     from torchport.results import FileResult
 
-    result = FileResult(Path("m.py"), "m.py", original=line + "\n", migrated=line + "\n")
-    assert (_kept_placement(result) is not None) is kept
+    result = FileResult(Path("m.py"), "m.py", original=source, migrated=source)
+    assert (_kept_placement(result, {"use_gpu"}) is not None) is kept

@@ -376,9 +376,11 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
 
     found: dict[int, tuple[int, str] | None] = {}
     reasons: dict[int, str] = {}
+    flags: set[str] | None = None
     for index, result in enumerate(results):
-        if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019"):
-            continue
+        if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019") \
+                or _TEST_FILE.match(result.path.name):
+            continue  # a test module runs in a process with many others (fairscale's test_gossip has a `__main__`)
         tree, name = trees[index], project.names[index]
         if tree is None or not (is_script(tree) or _kind(result, tree, name, scripts, is_imported(index)) in (
                 "script", "console-script")):
@@ -398,7 +400,9 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             if other not in found:
                 found[other] = (lacking(results[other].original or "", certain=True) or split_choice(results[other])
                                 ) if trees[other] else None
-            lacks = found[other] or (_kept_placement(results[other]) if reach & carrying else None)
+            if reach & carrying and flags is None:
+                flags = _cuda_flags(results)
+            lacks = found[other] or (_kept_placement(results[other], flags or set()) if reach & carrying else None)
             if lacks is not None:
                 where = results[other].display
                 if Path(where).is_absolute():  # the run was given absolute paths: from the entry point's folder
@@ -409,14 +413,30 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
     return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
 
 
-def _kept_placement(result: FileResult) -> tuple[int, str] | None:
+def _kept_placement(result: FileResult, flags: set[str]) -> tuple[int, str] | None:
     """``(line, what)`` where a module of a program that moves data to the runtime's device still places data on
-    CUDA as written (PatchTST's ``torch.device('cuda:{}'...)`` behind a flag that is false without CUDA): that choice
-    is CUDA-or-CPU, so on a Mac the moved data would meet it on another device; the program keeps the CPU there."""
+    CUDA as written, in a branch that a device query or a flag of ``flags`` (`_cuda_flags`) decides: PatchTST's
+    ``torch.device('cuda:{}'...)`` behind ``self.args.use_gpu``. That choice is CUDA-or-CPU, so on a Mac the moved
+    data would meet it on another device; the program keeps the CPU there. A placement no such test decides (left
+    because its path still fails off CUDA) is no choice."""
     text = result.migrated if result.migrated is not None else result.original
-    for number, line in enumerate((text or "").splitlines(), 1):
-        if _KEPT_PLACEMENT.search(line.split("#", 1)[0]):
-            return number, "a device choice kept CUDA-or-CPU beside data moved to the picked device"
+    if not text or not _KEPT_PLACEMENT.search(text) or (tree := parse(text)) is None:
+        return None
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(tree):
+        for inner in ast.iter_child_nodes(node):
+            parents[id(inner)] = node
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not _KEPT_PLACEMENT.search(ast.unparse(node)):
+            continue
+        child: ast.AST = node
+        while (parent := parents.get(id(child))) is not None:
+            test = parent.test if isinstance(parent, (ast.If, ast.IfExp)) and child is not parent.test else None
+            if test is not None and (_QUERY.search(ast.unparse(test)) or any(
+                    isinstance(n, (ast.Name, ast.Attribute)) and (n.id if isinstance(n, ast.Name) else n.attr) in flags
+                    for n in ast.walk(test))):
+                return node.lineno, "a device choice kept CUDA-or-CPU beside data moved to the picked device"
+            child = parent
     return None
 
 

@@ -427,3 +427,18 @@ def test_a_test_that_passes_off_cuda_as_written_keeps_its_cuda_devices(body: str
         'torch.device("cuda")', "tp.device()")
     assert (check_port(source, migrated, tests=True).code == source) is held
     assert check_port(source, migrated).code == migrated  # not a test module: its functions may place data
+
+
+def test_a_helper_only_skipped_tests_call_never_runs_off_cuda() -> None:
+    """fairscale's test_offload: `_init()` picks CUDA and only `@skip_if_no_cuda` tests call it; `_shared()` is
+    also called by a test that runs everywhere, so its port stays."""
+    source = ("import pytest\nimport torch\n\nskip_if_no_cuda = pytest.mark.skipif(not torch.cuda.is_available(), "
+              "reason='cuda')\n\n\ndef _init():\n    return torch.device('cuda')\n\n\ndef _shared():\n"
+              "    return torch.device('cuda')\n\n\n@skip_if_no_cuda\ndef test_gpu():\n    _init()\n    _shared()\n\n\n"
+              "def test_everywhere():\n    _shared()\n")
+    migrated = source.replace("import torch\n", "import torch\nfrom torchport import runtime as tp\n").replace(
+        "torch.device('cuda')", "tp.device()")
+    checked = check_port(source, migrated, tests=True)
+    assert "def _init():\n    return torch.device('cuda')" in checked.code
+    assert "def _shared():\n    return tp.device()" in checked.code
+    assert check_port(source, migrated).code == migrated  # not a test module: an importer may call `_init`

@@ -78,6 +78,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     before: list[tuple[int, int, Stop]] = []  # (first, last line) of a unit -> a stop of its paths
     taken: dict[tuple[int, int, int, int], bool] = {}  # branches of conditional expressions, on any target
     module_stops: list[Stop] | None = []  # where every path of the module body stops, on every target
+    skipped: set[int] | None = None  # the units a skip mark skips on every target
     for target in OFF_CUDA:
         evaluator = Evaluator(tree, target, exempt, gates)
         try:
@@ -86,6 +87,8 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
             return Checked(migrated, [])
         found: dict[int, Stop | None] = {}
         _record(units, found, before)
+        skipped_here = {id(u.node) for u in units if u.skipped is not None}
+        skipped = skipped_here if skipped is None else skipped & skipped_here
         if module_stops is not None and units[0].paths and not any(p.clean for p in units[0].paths):
             module_stops.extend(p.stop for p in units[0].paths if p.stop is not None)
         else:
@@ -99,6 +102,8 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         dead += _never_named(tree)
     if module_stops:
         dead += _never_run_after(tree, max(stop.line for stop in module_stops), closed)
+    if tests:
+        dead += _helpers_of_skipped_tests(tree, skipped or set())
     if dead:  # lines changed one for one are read one by one: a rewrite in a branch never taken stays out alone
         hunks = [single for op in hunks for single in (
             [(op[0], op[1] + k, op[1] + k + 1, op[3] + k, op[3] + k + 1) for k in range(op[2] - op[1])]
@@ -157,6 +162,33 @@ def _never_named(tree: ast.Module) -> list[tuple[int, int, int, int]]:
     return [(f.lineno, 0, f.end_lineno or f.lineno, 10**6) for f in tree.body
             if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name not in named
             and not any(isinstance(c, ast.Constant) and c.value == f.name for c in ast.walk(tree))]
+
+
+def _helpers_of_skipped_tests(tree: ast.Module, skipped: set[int]) -> list[tuple[int, int, int, int]]:
+    """In a test module, the spans of the module-level helpers (functions not named ``test*``, undecorated) that
+    only tests a skip mark skips off CUDA name, directly or through other helpers (fairscale's ``_init()``, called by
+    ``@skip_if_no_cuda`` tests alone): they never run there. The module body, every test and method not skipped and
+    every decorated function (a fixture, a hook) may run."""
+    helpers = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and not s.name.startswith("test") and not s.decorator_list}
+    if not helpers:
+        return []
+
+    def reads(node: ast.AST) -> set[str]:
+        """The helpers ``node`` names, outside the units a skip mark skips."""
+        if id(node) in skipped:
+            return set()
+        if isinstance(node, ast.Name) and node.id in helpers:
+            return {node.id}
+        return set().union(*(reads(child) for child in ast.iter_child_nodes(node)))
+
+    named = set().union(*(reads(s) for s in tree.body if getattr(s, "name", None) not in helpers))
+    todo = list(named)
+    while todo:
+        for other in reads(helpers[todo.pop()]) - named:
+            named.add(other)
+            todo.append(other)
+    return [(f.lineno, 0, f.end_lineno or f.lineno, 10**6) for name, f in helpers.items() if name not in named]
 
 
 def _passing_tests(original: ast.Module, exempt: frozenset[int]) -> list[tuple[int, int]]:

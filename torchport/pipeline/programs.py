@@ -29,7 +29,17 @@ from torchport.codemods.analysis.lacks import LACKS_TEXT
 from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, always_run, is_script
 from torchport.model.torch_facts import RAISES_OFF_CUDA
 from torchport.pipeline.notebooks import SUFFIX, locate
-from torchport.pipeline.project import _MEMO_LIMIT, Project, fewer_collections, lacking, parse, split_choice
+from torchport.pipeline.project import (
+    _MEMO_LIMIT,
+    Outline,
+    Project,
+    fewer_collections,
+    lacking,
+    outline,
+    parse,
+    split_choice,
+    works_at_top,
+)
 from torchport.results import Diagnostic, FileResult
 
 if TYPE_CHECKING:
@@ -154,13 +164,13 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
 
     kinds: dict[int, str] = {}
     for index, result in enumerate(results):
-        kind = _kind(result, trees[index], project.names[index], scripts, index in imported)
+        kind = _kind(result, outline(result.original), project.names[index], scripts, index in imported)
         if kind is not None:
             kinds[index] = kind
     reached = {index for entry in kinds for index in project.reach(entry)}
     for index in range(len(results)):
         if index not in kinds and index not in reached and index not in imported \
-                and _public_module(shown_as(index), trees[index]):
+                and _public_module(shown_as(index), outline(results[index].original)):
             kinds[index] = "library"
     found: dict[tuple[int, bool], list[Requirement]] = {}
     predicates = _project_predicates(results, trees)
@@ -169,10 +179,11 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         """What keeps module ``index`` on CUDA (its gate too, as an entry point), then what MPS lacks in it."""
         key = (index, entry)
         if key not in found:
-            tree, text = trees[index], results[index].original or ""
-            lacks = lacking(text) if tree is not None else None
+            text = results[index].original or ""
+            parses = outline(text).parses
+            lacks = lacking(text) if parses else None
             bound = frozenset(_bound(index, project, predicates)) if entry else frozenset()
-            found[key] = [*(_requirements(text, entry, bound) if tree is not None else []),
+            found[key] = [*(_requirements(text, entry, bound) if parses else []),
                           *([Requirement(("mps",), f"uses {lacks[1]}, which MPS lacks: on a Mac it runs on the CPU",
                                          lacks[0])] if lacks else [])]
         return found[key]
@@ -363,15 +374,15 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
     for index, result in enumerate(results):
         if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019"):
             continue
-        tree, name = trees[index], project.names[index]
-        if tree is None or not (is_script(tree) or _kind(result, tree, name, scripts, is_imported(index)) in (
+        module, name = outline(result.original), project.names[index]
+        if not module.parses or not (module.script or _kind(result, module, name, scripts, is_imported(index)) in (
                 "script", "console-script")):
             continue  # a `__main__` block, a console script, or top-level work in a module nothing imports
         if name not in scripts and (is_imported(index) or project.in_package(index)):
             continue  # a library module with a demo `__main__`: the call would run in every program importing it
         reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
         if not project.reach(index) & moving or not (
-                _PLACES_DATA.search(result.original or "") or _calls_into(index, tree, project, moving)):
+                _PLACES_DATA.search(result.original or "") or _calls_into(index, trees[index], project, moving)):
             continue  # it places no data, itself or through what it calls (a data-preparation script)
         if "init_process_group" in "".join(results[i].original or "" for i in reach) and _joins_a_group(
                 index, trees, project):
@@ -379,7 +390,7 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         for other in sorted(reach, key=lambda i: (i != index, results[i].display)):
             if other not in found:
                 found[other] = (lacking(results[other].original or "", certain=True) or split_choice(results[other])
-                                ) if trees[other] else None
+                                ) if outline(results[other].original).parses else None
             lacks = found[other]
             if lacks is not None:
                 where = results[other].display
@@ -391,11 +402,11 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
     return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
 
 
-def _calls_into(index: int, tree: ast.Module, project: Project, moving: set[int]) -> bool:
-    """Whether module ``index`` calls something it binds from a module in ``moving`` (deepspeech's
+def _calls_into(index: int, tree: ast.Module | None, project: Project, moving: set[int]) -> bool:
+    """Whether module ``index`` (its ``tree``) calls something it binds from a module in ``moving`` (deepspeech's
     ``transcribe.py`` calling ``inference.transcribe``, which places the data)."""
     bound = {local for local, other, _ in project.bindings(index) if other in moving}
-    if not bound:
+    if not bound or tree is None:
         return False
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -472,7 +483,7 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
         return {}
     trees, project = _model(results)
     # The project's modules that need CUDA whenever imported: a function that imports one needs it too.
-    needy = {i for i in needing if trees[i] is not None
+    needy = {i for i in needing if outline(results[i].original).parses
              and any(need.targets == OFF_CUDA for need in _requirements(results[i].original or "", False))}
     cuda_only = frozenset(name for i in needy if (name := project.names[i]))
     if needy:  # `def f(): import kernels`
@@ -564,7 +575,7 @@ def cpu_only_amp(results: Sequence[FileResult]) -> dict[int, str]:
 
     trees = {i: _parse(results[i].original) for i in amp_only}
     amp_only = {i for i, tree in trees.items()  # a script placing no data itself: the rest is read only then
-                if tree is not None and (is_script(tree) or _works_at_top(tree)) and not places(i, tree)}
+                if tree is not None and (is_script(tree) or works_at_top(tree)) and not places(i, tree)}
     if not amp_only:
         return {}
     project = Project(results)
@@ -644,54 +655,32 @@ def leave(results: list[FileResult], left: Mapping[int, str], tag: str = _CUDA_O
         result.diagnostics = sorted([*result.diagnostics, note], key=lambda d: (d.line, d.column))
 
 
-def _kind(result: FileResult, tree: ast.Module | None, module: str | None, scripts: set[str],
-          imported: bool) -> str | None:
-    """The entry-point kind of a file (None: not one). A module the project imports is an entry point only with a
-    ``__main__`` block (an imported ``engine_test.py`` is an engine, not a test module); ``setup.py`` is none, and
-    torch.hub's ``hubconf.py``, which hub loads into its caller's process, is a library."""
-    from torchport.codemods.analysis.programs import is_script
-
+def _kind(result: FileResult, module: Outline, name: str | None, scripts: set[str], imported: bool) -> str | None:
+    """The entry-point kind of a file (None: not one), from its `Outline`. A module the project imports is an entry
+    point only with a ``__main__`` block (an imported ``engine_test.py`` is an engine, not a test module);
+    ``setup.py`` is none, and torch.hub's ``hubconf.py``, which hub loads into its caller's process, is a library."""
     if result.path.suffix == ".ipynb":
         return "notebook"
-    if tree is None:
+    if not module.parses:
         return None
-    if _TEST_FILE.match(result.path.name) and not imported and any(
-            isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name.lower().startswith("test")
-            for n in tree.body):
+    if _TEST_FILE.match(result.path.name) and not imported and module.tests:
         return "test"
-    if module is not None and module in scripts:
+    if name is not None and name in scripts:
         return "console-script"
     if result.path.name == "setup.py":
         return None
-    if result.path.name == "hubconf.py" and not is_script(tree):
+    if result.path.name == "hubconf.py" and not module.script:
         return "library"
-    return "script" if is_script(tree) or (not imported and _works_at_top(tree)) else None
+    return "script" if module.script or (not imported and module.works_at_top) else None
 
 
-def _works_at_top(tree: ast.Module) -> bool:
-    """Whether the module does its work when run (a call or a loop at the top level, as a script without a
-    ``__main__`` block does), not only define things."""
-    return any(isinstance(s, (ast.For, ast.While, ast.With))
-               or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and not _reports(s.value))
-               for s in tree.body)
-
-
-def _reports(call: ast.Call) -> bool:
-    """``warnings.warn(...)``, ``logging.basicConfig(...)``: a module that only says something
-    when imported (a deprecated re-export) does no work."""
-    head = call.func
-    while isinstance(head, ast.Attribute):
-        head = head.value
-    return isinstance(head, ast.Name) and head.id in ("warnings", "logging")
-
-
-def _public_module(shown: str, tree: ast.Module | None) -> bool:
+def _public_module(shown: str, module: Outline) -> bool:
     """A module a library's users import (``shown``: its path in the project): not private (``_x.py``, an
     ``__init__``), not setup or test configuration, not under ``tests/``."""
     path = Path(shown)
-    return (tree is not None and path.suffix == ".py" and not path.name.startswith("_")
+    return (module.parses and path.suffix == ".py" and not path.name.startswith("_")
             and path.name not in ("setup.py", "conftest.py") and not {"test", "tests"} & set(path.parts)
-            and any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for s in tree.body))
+            and module.defines)
 
 
 def _console_scripts(root: Path) -> set[str]:
@@ -735,7 +724,7 @@ def _model(results: Sequence[FileResult]) -> tuple[Mapping[int, ast.Module | Non
     if _last is not None and _last[0] == key:
         return _last[1], _last[2]
     trees = _Trees([r.original for r in results])
-    project = Project(results, trees)
+    project = Project(results)
     _last = (key, trees, project)
     return trees, project
 

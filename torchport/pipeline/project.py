@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple, cast
 
 from torchport.codemods.analysis.lacks import blocker
 from torchport.codemods.analysis.programs import absolute_module, always_run, is_script
@@ -42,10 +43,28 @@ _OUTLINES: dict[str, Outline] = {}
 _LACKING: dict[tuple[str, bool], tuple[int, str] | None] = {}
 _MEMO_LIMIT = 20_000
 # The last trees parsed, for the steps that read a few modules whole (entry points, gates), up to this much text:
-# a tree takes about 20 times its text.
+# a tree takes about 20 times its text (and the memory a dropped tree held stays with the process).
 _TREES: OrderedDict[str, ast.Module | None] = OrderedDict()
-_TREES_TEXT_LIMIT = 4_000_000
+_TREES_TEXT_LIMIT = 1_000_000
 _trees_text = 0
+
+
+class Imported(NamedTuple):
+    """An import statement as the project steps read it: ``import a.b as c`` (``level`` 0, ``module`` None) or
+    ``from ..m import x as y`` (``is_from``), with its ``(name, asname)`` pairs; a tuple takes a tenth of the
+    statement's tree (diffusers' ``__init__`` files import thousands of names)."""
+
+    is_from: bool
+    module: str | None
+    level: int
+    names: tuple[tuple[str, str | None], ...]
+
+
+def _imported(node: ast.Import | ast.ImportFrom) -> Imported:
+    names = tuple((alias.name, alias.asname) for alias in node.names)
+    if isinstance(node, ast.Import):
+        return Imported(False, None, 0, names)
+    return Imported(True, node.module, node.level, names)
 
 
 @dataclass(frozen=True)
@@ -59,8 +78,8 @@ class Outline:
     """
 
     parses: bool
-    imports: tuple[ast.Import | ast.ImportFrom, ...] = ()
-    always: tuple[ast.Import | ast.ImportFrom, ...] = ()
+    imports: tuple[Imported, ...] = ()
+    always: tuple[Imported, ...] = ()
     script: bool = False
     works_at_top: bool = False
     tests: bool = False
@@ -119,8 +138,9 @@ def outline(text: str | None) -> Outline:
         found = Outline(False)
     else:
         defines = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-        found = Outline(True, tuple(s for s in _statements(tree.body) if isinstance(s, (ast.Import, ast.ImportFrom))),
-                        tuple(s for s in always_run(tree.body) if isinstance(s, (ast.Import, ast.ImportFrom))),
+        imports = {id(s): _imported(s) for s in _statements(tree.body) if isinstance(s, (ast.Import, ast.ImportFrom))}
+        found = Outline(True, tuple(imports.values()),
+                        tuple(imports[id(s)] for s in always_run(tree.body) if id(s) in imports),
                         is_script(tree), works_at_top(tree), any(s.name.lower().startswith("test") for s in defines),
                         bool(defines))
     if len(_OUTLINES) >= _MEMO_LIMIT:
@@ -214,17 +234,17 @@ class Project:
         path = self.results[index].path
         package = self.package(index)
         for node in module.always if always else module.imports:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    found.update(self._resolve(alias.name, path) or self._beside(path, alias.name, 0))
-            elif isinstance(node, ast.ImportFrom):
+            if not node.is_from:
+                for name, _ in node.names:
+                    found.update(self._resolve(name, path) or self._beside(path, name, 0))
+            else:
                 relative = node.module or ""
-                base = absolute_module(node, package)
+                base = absolute_module(cast(ast.ImportFrom, node), package)  # it reads .module and .level
                 found.update(self._resolve(base, path)
                              or (self._beside(path, relative, node.level) if relative else ()))
-                for alias in node.names:
-                    dotted = f"{relative}.{alias.name}" if relative else alias.name
-                    found.update(self._resolve(f"{base}.{alias.name}" if base else alias.name, path)
+                for name, _ in node.names:
+                    dotted = f"{relative}.{name}" if relative else name
+                    found.update(self._resolve(f"{base}.{name}" if base else name, path)
                                  or self._beside(path, dotted, node.level))
         if path.name == "__init__.py" and _DYNAMIC_IMPORT.search(text) and not always:
             folder = self._folder(path)
@@ -256,21 +276,21 @@ class Project:
         package = self.package(index)
         found: list[tuple[str, int, str | None]] = []
         for node in module.imports:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    for target in self._resolve(alias.name, path) or self._beside(path, alias.name, 0):
-                        found.append((alias.asname or alias.name, target, None))
-            elif isinstance(node, ast.ImportFrom):
+            if not node.is_from:
+                for name, asname in node.names:
+                    for target in self._resolve(name, path) or self._beside(path, name, 0):
+                        found.append((asname or name, target, None))
+            else:
                 relative = node.module or ""
-                base = absolute_module(node, package)
+                base = absolute_module(cast(ast.ImportFrom, node), package)
                 targets = self._resolve(base, path) or (self._beside(path, relative, node.level) if relative else [])
-                for alias in node.names:
-                    local = alias.asname or alias.name
-                    dotted = f"{relative}.{alias.name}" if relative else alias.name
-                    modules = self._resolve(f"{base}.{alias.name}" if base else alias.name, path) \
+                for name, asname in node.names:
+                    local = asname or name
+                    dotted = f"{relative}.{name}" if relative else name
+                    modules = self._resolve(f"{base}.{name}" if base else name, path) \
                         or self._beside(path, dotted, node.level)
                     found.extend((local, target, None) for target in modules)  # a module of a package
-                    found.extend((local, target, alias.name) for target in targets)
+                    found.extend((local, target, name) for target in targets)
         return found
 
     def _resolve(self, dotted: str, importer: Path) -> list[int]:

@@ -200,7 +200,7 @@ class Project:
         self._found_beside: dict[tuple[Path, str, int], list[int]] = {}
         self._bases: dict[Path, list[Path]] = {}  # a folder and the folders above it
         self._module_at: dict[tuple[Path, str], int | None] = {}  # (folder, dotted name) -> the module there
-        self._reached: dict[tuple[int, bool], frozenset[int]] = {}
+        self._reached: dict[tuple[int, bool], tuple[int, ...]] = {}  # a tuple: a third of a set
         self.package_dirs = {path.parent for path in paths if path.name == "__init__.py"}
         self.names: list[str | None] = [None] * len(results)
         self.by_name: dict[str, list[int]] = {}
@@ -355,7 +355,7 @@ class Project:
                     if other not in seen:
                         seen.add(other)
                         todo.append(other)
-            self._reached[key] = frozenset(seen)
+            self._reached[key] = tuple(seen)
         return set(self._reached[key])
 
 

@@ -478,10 +478,13 @@ def gate_users(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     changed = [i for i, r in enumerate(results) if r.changed]
     gating = {i for i, r in enumerate(results) if r.original and GATE_TEXT.search(r.original)}
     needing = {i for i, r in enumerate(results) if r.original and CUDA_ONLY_TEXT.search(r.original)}
-    stuck = _stuck_functions(results) if changed else {}
-    if not changed or not (gating or needing or stuck):
+    if not changed:
         return {}
     trees, project = _model(results)
+    # A name reaches a changed file only from a module it binds from: no other module's functions are evaluated.
+    stuck = _stuck_functions(results, {target for i in changed for _, target, _ in project.bindings(i) if target != i})
+    if not (gating or needing or stuck):
+        return {}
     # The project's modules that need CUDA whenever imported: a function that imports one needs it too.
     needy = {i for i in needing if outline(results[i].original).parses
              and any(need.targets == OFF_CUDA for need in _requirements(results[i].original or "", False))}
@@ -512,16 +515,17 @@ _STUCK_TEXT = re.compile(r"\.cuda\(|\bcuda\.(?:" + "|".join(sorted(n for n in RA
                          + r")\b|[\"']cuda(?::\d+)?[\"']")
 
 
-def _stuck_functions(results: Sequence[FileResult]) -> dict[int, dict[str, int]]:
+def _stuck_functions(results: Sequence[FileResult], among: set[int]) -> dict[int, dict[str, int]]:
     """The module-level functions whose every path, evaluated on the CPU and on MPS, still stops at a CUDA need in
     the module as it will be written (the port, or the original where nothing changes): ``torch.cuda.LongTensor``
-    that no rule ports, a ``.cuda()`` held. Index -> name -> line. A module that calls one stops there too."""
+    that no rule ports, a ``.cuda()`` held. Index -> name -> line, for the modules of ``among``. A module that calls
+    one stops there too."""
     from torchport.model.evaluate import Evaluator
 
     found: dict[int, dict[str, int]] = {}
     for index, result in enumerate(results):
         text = result.migrated if result.migrated is not None else result.original
-        if not text or result.error or not _STUCK_TEXT.search(text):
+        if index not in among or not text or result.error or not _STUCK_TEXT.search(text):
             continue
         tree = parse(text)
         if tree is None:

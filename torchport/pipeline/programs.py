@@ -30,7 +30,17 @@ from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, always_run, is_
 from torchport.model import torch_facts
 from torchport.model.torch_facts import RAISES_OFF_CUDA, text
 from torchport.pipeline.notebooks import SUFFIX, locate
-from torchport.pipeline.project import _MEMO_LIMIT, Project, fewer_collections, lacking, parse, split_choice
+from torchport.pipeline.project import (
+    _MEMO_LIMIT,
+    Outline,
+    Project,
+    fewer_collections,
+    lacking,
+    outline,
+    parse,
+    split_choice,
+    works_at_top,
+)
 from torchport.results import Diagnostic, FileResult
 
 if TYPE_CHECKING:
@@ -155,13 +165,13 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
 
     kinds: dict[int, str] = {}
     for index, result in enumerate(results):
-        kind = _kind(result, trees[index], project.names[index], scripts, index in imported)
+        kind = _kind(result, outline(result.original), project.names[index], scripts, index in imported)
         if kind is not None:
             kinds[index] = kind
     reached = {index for entry in kinds for index in project.reach(entry)}
     for index in range(len(results)):
         if index not in kinds and index not in reached and index not in imported \
-                and _public_module(shown_as(index), trees[index]):
+                and _public_module(shown_as(index), outline(results[index].original)):
             kinds[index] = "library"
     found: dict[tuple[int, bool], list[Requirement]] = {}
     predicates = _project_predicates(results, trees)
@@ -170,10 +180,11 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         """What keeps module ``index`` on CUDA (its gate too, as an entry point), then what MPS lacks in it."""
         key = (index, entry)
         if key not in found:
-            tree, text = trees[index], results[index].original or ""
-            lacks = lacking(text) if tree is not None else None
+            text = results[index].original or ""
+            parses = outline(text).parses
+            lacks = lacking(text) if parses else None
             bound = frozenset(_bound(index, project, predicates)) if entry else frozenset()
-            found[key] = [*(_requirements(text, entry, bound) if tree is not None else []),
+            found[key] = [*(_requirements(text, entry, bound) if parses else []),
                           *([Requirement(("mps",), f"uses {lacks[1]}, which MPS lacks: on a Mac it runs on the CPU",
                                          lacks[0])] if lacks else [])]
         return found[key]
@@ -381,15 +392,15 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019") \
                 or _TEST_FILE.match(result.path.name):
             continue  # a test module runs in a process with many others (fairscale's test_gossip has a `__main__`)
-        tree, name = trees[index], project.names[index]
-        if tree is None or not (is_script(tree) or _kind(result, tree, name, scripts, is_imported(index)) in (
+        module, name = outline(result.original), project.names[index]
+        if not module.parses or not (module.script or _kind(result, module, name, scripts, is_imported(index)) in (
                 "script", "console-script")):
             continue  # a `__main__` block, a console script, or top-level work in a module nothing imports
         if name not in scripts and (is_imported(index) or project.in_package(index)):
             continue  # a library module with a demo `__main__`: the call would run in every program importing it
         reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
         if not project.reach(index) & moving or not (
-                _PLACES_DATA.search(result.original or "") or _calls_into(index, tree, project, moving)
+                _PLACES_DATA.search(result.original or "") or _calls_into(index, trees[index], project, moving)
                 or (reach & carrying and any(_KEPT_PLACEMENT.search(results[i].migrated or results[i].original or "")
                                              for i in reach))):
             continue  # it places no data, itself or through what it calls (a data-preparation script)
@@ -399,7 +410,7 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         for other in sorted(reach, key=lambda i: (i != index, results[i].display)):
             if other not in found:
                 found[other] = (lacking(results[other].original or "", certain=True) or split_choice(results[other])
-                                ) if trees[other] else None
+                                ) if outline(results[other].original).parses else None
             if reach & carrying and flags is None:
                 flags = _cuda_flags(results)
             lacks = found[other] or (_kept_placement(results[other], flags or set()) if reach & carrying else None)
@@ -440,11 +451,11 @@ def _kept_placement(result: FileResult, flags: set[str]) -> tuple[int, str] | No
     return None
 
 
-def _calls_into(index: int, tree: ast.Module, project: Project, moving: set[int]) -> bool:
-    """Whether module ``index`` calls something it binds from a module in ``moving`` (deepspeech's
+def _calls_into(index: int, tree: ast.Module | None, project: Project, moving: set[int]) -> bool:
+    """Whether module ``index`` (its ``tree``) calls something it binds from a module in ``moving`` (deepspeech's
     ``transcribe.py`` calling ``inference.transcribe``, which places the data)."""
     bound = {local for local, other, _ in project.bindings(index) if other in moving}
-    if not bound:
+    if not bound or tree is None:
         return False
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -517,15 +528,18 @@ def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None
     changed = [i for i, r in enumerate(results) if r.changed] if users is None else list(users)
     gating = {i for i, r in enumerate(results) if r.original and GATE_TEXT.search(r.original)}
     needing = {i for i, r in enumerate(results) if r.original and CUDA_ONLY_TEXT.search(r.original)}
-    stuck = _stuck_functions(results) if changed else {}
-    flags = _cuda_flags(results) if changed else set()
+    if not changed:
+        return {}
+    flags = _cuda_flags(results)
     readers = {i: frozenset(f".{flag}" for flag in flags if f".{flag}" in (results[i].original or ""))
                for i in changed} if flags else {}
-    if not changed or not (gating or needing or stuck):
-        return {i: names for i, names in readers.items() if names}
     trees, project = _model(results)
+    # A name reaches a changed file only from a module it binds from: no other module's functions are evaluated.
+    stuck = _stuck_functions(results, {target for i in changed for _, target, _ in project.bindings(i) if target != i})
+    if not (gating or needing or stuck):
+        return {i: names for i, names in readers.items() if names}
     # The project's modules that need CUDA whenever imported: a function that imports one needs it too.
-    needy = {i for i in needing if trees[i] is not None
+    needy = {i for i in needing if outline(results[i].original).parses
              and any(need.targets == OFF_CUDA for need in _requirements(results[i].original or "", False))}
     cuda_only = frozenset(name for i in needy if (name := project.names[i]))
     if needy:  # `def f(): import kernels`
@@ -608,16 +622,17 @@ _QUERY = text("availability_query")
 _KEPT_PLACEMENT = text("kept_placement")
 
 
-def _stuck_functions(results: Sequence[FileResult]) -> dict[int, dict[str, int]]:
+def _stuck_functions(results: Sequence[FileResult], among: set[int]) -> dict[int, dict[str, int]]:
     """The module-level functions whose every path, evaluated on the CPU and on MPS, still stops at a CUDA need in
     the module as it will be written (the port, or the original where nothing changes): ``torch.cuda.LongTensor``
-    that no rule ports, a ``.cuda()`` held. Index -> name -> line. A module that calls one stops there too."""
+    that no rule ports, a ``.cuda()`` held. Index -> name -> line, for the modules of ``among``. A module that calls
+    one stops there too."""
     from torchport.model.evaluate import Evaluator
 
     found: dict[int, dict[str, int]] = {}
     for index, result in enumerate(results):
         text = result.migrated if result.migrated is not None else result.original
-        if not text or result.error or not _STUCK_TEXT.search(text):
+        if index not in among or not text or result.error or not _STUCK_TEXT.search(text):
             continue
         tree = parse(text)
         if tree is None:
@@ -671,7 +686,7 @@ def cpu_only_amp(results: Sequence[FileResult]) -> dict[int, str]:
 
     trees = {i: _parse(results[i].original) for i in amp_only}
     amp_only = {i for i, tree in trees.items()  # a script placing no data itself: the rest is read only then
-                if tree is not None and (is_script(tree) or _works_at_top(tree)) and not places(i, tree)}
+                if tree is not None and (is_script(tree) or works_at_top(tree)) and not places(i, tree)}
     if not amp_only:
         return {}
     project = Project(results)
@@ -751,60 +766,32 @@ def leave(results: list[FileResult], left: Mapping[int, str], tag: str = _CUDA_O
         result.diagnostics = sorted([*result.diagnostics, note], key=lambda d: (d.line, d.column))
 
 
-def _kind(result: FileResult, tree: ast.Module | None, module: str | None, scripts: set[str],
-          imported: bool) -> str | None:
-    """The entry-point kind of a file (None: not one). A module the project imports is an entry point only with a
-    ``__main__`` block (an imported ``engine_test.py`` is an engine, not a test module); ``setup.py`` is none, and
-    torch.hub's ``hubconf.py``, which hub loads into its caller's process, is a library."""
-    from torchport.codemods.analysis.programs import is_script
-
+def _kind(result: FileResult, module: Outline, name: str | None, scripts: set[str], imported: bool) -> str | None:
+    """The entry-point kind of a file (None: not one), from its `Outline`. A module the project imports is an entry
+    point only with a ``__main__`` block (an imported ``engine_test.py`` is an engine, not a test module);
+    ``setup.py`` is none, and torch.hub's ``hubconf.py``, which hub loads into its caller's process, is a library."""
     if result.path.suffix == ".ipynb":
         return "notebook"
-    if tree is None:
+    if not module.parses:
         return None
-    if _TEST_FILE.match(result.path.name) and not imported and any(_a_test(n) for n in tree.body):
+    if _TEST_FILE.match(result.path.name) and not imported and module.tests:
         return "test"
-    if module is not None and module in scripts:
+    if name is not None and name in scripts:
         return "console-script"
     if result.path.name == "setup.py":
         return None
-    if result.path.name == "hubconf.py" and not is_script(tree):
+    if result.path.name == "hubconf.py" and not module.script:
         return "library"
-    return "script" if is_script(tree) or (not imported and _works_at_top(tree)) else None
+    return "script" if module.script or (not imported and module.works_at_top) else None
 
 
-def _a_test(node: ast.stmt) -> bool:
-    """A test function, or a class that holds one (unittest's ``class TimerGPUTest(unittest.TestCase)``)."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return node.name.lower().startswith("test")
-    return isinstance(node, ast.ClassDef) and (node.name.lower().startswith("test") or any(
-        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test") for n in node.body))
-
-
-def _works_at_top(tree: ast.Module) -> bool:
-    """Whether the module does its work when run (a call or a loop at the top level, as a script without a
-    ``__main__`` block does), not only define things."""
-    return any(isinstance(s, (ast.For, ast.While, ast.With))
-               or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and not _reports(s.value))
-               for s in tree.body)
-
-
-def _reports(call: ast.Call) -> bool:
-    """``warnings.warn(...)``, ``logging.basicConfig(...)``: a module that only says something
-    when imported (a deprecated re-export) does no work."""
-    head = call.func
-    while isinstance(head, ast.Attribute):
-        head = head.value
-    return isinstance(head, ast.Name) and head.id in ("warnings", "logging")
-
-
-def _public_module(shown: str, tree: ast.Module | None) -> bool:
+def _public_module(shown: str, module: Outline) -> bool:
     """A module a library's users import (``shown``: its path in the project): not private (``_x.py``, an
     ``__init__``), not setup or test configuration, not under ``tests/``."""
     path = Path(shown)
-    return (tree is not None and path.suffix == ".py" and not path.name.startswith("_")
+    return (module.parses and path.suffix == ".py" and not path.name.startswith("_")
             and path.name not in ("setup.py", "conftest.py") and not {"test", "tests"} & set(path.parts)
-            and any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for s in tree.body))
+            and module.defines)
 
 
 def _console_scripts(root: Path) -> set[str]:
@@ -848,7 +835,7 @@ def _model(results: Sequence[FileResult]) -> tuple[Mapping[int, ast.Module | Non
     if _last is not None and _last[0] == key:
         return _last[1], _last[2]
     trees = _Trees([r.original for r in results])
-    project = Project(results, trees)
+    project = Project(results)
     _last = (key, trees, project)
     return trees, project
 

@@ -22,22 +22,68 @@ from __future__ import annotations
 
 import ast
 import gc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple, cast
 
 from torchport.codemods.analysis.lacks import blocker
-from torchport.codemods.analysis.programs import absolute_module, always_run
+from torchport.codemods.analysis.programs import absolute_module, always_run, is_script
 from torchport.model import torch_facts
 from torchport.results import FileResult
 
 _DYNAMIC_IMPORT = torch_facts.text("dynamic_import")
-# What the steps of a run read from each module's text, kept so that no step parses or reads a module again (a run
-# asks in several steps: gates, holds, MPS blockers, the programs left whole, the summary). Keyed by the text
-# itself; emptied when it grows past `_MEMO_LIMIT` entries, so that a long-lived process does not keep old projects.
-_TREES: dict[str, ast.Module | None] = {}
+# What the steps of a run read from each module's text, kept so that no step reads a module again (a run asks in
+# several steps: gates, holds, MPS blockers, the programs left whole, the summary): its `Outline` and its blockers,
+# never its whole tree (every tree of diffusers is 1.2 GB). Keyed by the text itself; emptied when it grows past
+# `_MEMO_LIMIT` entries, so that a long-lived process does not keep old projects.
+_OUTLINES: dict[str, Outline] = {}
 _LACKING: dict[tuple[str, bool], tuple[int, str] | None] = {}
 _MEMO_LIMIT = 20_000
+# The last trees parsed, for the steps that read a few modules whole (entry points, gates), up to this much text:
+# a tree takes about 20 times its text (and the memory a dropped tree held stays with the process).
+_TREES: OrderedDict[str, ast.Module | None] = OrderedDict()
+_TREES_TEXT_LIMIT = 1_000_000
+_trees_text = 0
+
+
+class Imported(NamedTuple):
+    """An import statement as the project steps read it: ``import a.b as c`` (``level`` 0, ``module`` None) or
+    ``from ..m import x as y`` (``is_from``), with its ``(name, asname)`` pairs; a tuple takes a tenth of the
+    statement's tree (diffusers' ``__init__`` files import thousands of names)."""
+
+    is_from: bool
+    module: str | None
+    level: int
+    names: tuple[tuple[str, str | None], ...]
+
+
+def _imported(node: ast.Import | ast.ImportFrom) -> Imported:
+    names = tuple((alias.name, alias.asname) for alias in node.names)
+    if isinstance(node, ast.Import):
+        return Imported(False, None, 0, names)
+    return Imported(True, node.module, node.level, names)
+
+
+@dataclass(frozen=True)
+class Outline:
+    """What the project steps read of every module, kept in place of its tree.
+
+    ``parses``: CPython parses it. ``imports``: its import statements, nested ones too, in order; ``always``: those
+    it runs whenever it is imported (`analysis.programs.always_run`). ``script``: it has a ``__main__`` block;
+    ``works_at_top``: a call or loop at its top level (`works_at_top`); ``tests``: a top-level function or class
+    named ``test*``; ``defines``: a top-level function or class.
+    """
+
+    parses: bool
+    imports: tuple[Imported, ...] = ()
+    always: tuple[Imported, ...] = ()
+    script: bool = False
+    works_at_top: bool = False
+    tests: bool = False
+    defines: bool = False
 
 
 @contextmanager
@@ -55,22 +101,76 @@ def fewer_collections() -> Iterator[None]:
 
 
 def parse(text: str | None) -> ast.Module | None:
-    """CPython's tree of ``text`` (None for no text, or one that does not parse); each text is parsed once.
-    The tree is shared: read it, never change it."""
+    """CPython's tree of ``text`` (None for no text, or one that does not parse). The last trees are kept (up to
+    `_TREES_TEXT_LIMIT` characters of text), so that the steps reading one module in turn parse it once. The tree is
+    shared: read it, never change it."""
+    global _trees_text
     if text is None:
         return None
     try:
-        return _TREES[text]
+        tree = _TREES[text]
     except KeyError:
         pass
+    else:
+        _TREES.move_to_end(text)
+        return tree
     try:
-        tree: ast.Module | None = ast.parse(text)
+        tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         tree = None
-    if len(_TREES) >= _MEMO_LIMIT:
-        _TREES.clear()
     _TREES[text] = tree
+    _trees_text += len(text)
+    while _trees_text > _TREES_TEXT_LIMIT and len(_TREES) > 1:
+        _trees_text -= len(_TREES.popitem(last=False)[0])
     return tree
+
+
+def outline(text: str | None) -> Outline:
+    """The `Outline` of a module's ``text``, read once per text."""
+
+    text = text or ""
+    try:
+        return _OUTLINES[text]
+    except KeyError:
+        pass
+    tree = parse(text)
+    if tree is None:
+        found = Outline(False)
+    else:
+        defines = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        imports = {id(s): _imported(s) for s in _statements(tree.body) if isinstance(s, (ast.Import, ast.ImportFrom))}
+        found = Outline(True, tuple(imports.values()),
+                        tuple(imports[id(s)] for s in always_run(tree.body) if id(s) in imports),
+                        is_script(tree), works_at_top(tree), any(_a_test(s) for s in defines), bool(defines))
+    if len(_OUTLINES) >= _MEMO_LIMIT:
+        _OUTLINES.clear()
+    _OUTLINES[text] = found
+    return found
+
+
+def _a_test(node: ast.stmt) -> bool:
+    """A test function, or a class that holds one (unittest's ``class TimerGPUTest(unittest.TestCase)``)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node.name.lower().startswith("test")
+    return isinstance(node, ast.ClassDef) and (node.name.lower().startswith("test") or any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test") for n in node.body))
+
+
+def works_at_top(tree: ast.Module) -> bool:
+    """Whether the module does its work when run (a call or a loop at the top level, as a script without a
+    ``__main__`` block does), not only define things."""
+    return any(isinstance(s, (ast.For, ast.While, ast.With))
+               or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and not _reports(s.value))
+               for s in tree.body)
+
+
+def _reports(call: ast.Call) -> bool:
+    """``warnings.warn(...)``, ``logging.basicConfig(...)``: a module that only says something
+    when imported (a deprecated re-export) does no work."""
+    head = call.func
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    return isinstance(head, ast.Name) and head.id in ("warnings", "logging")
 
 
 def lacking(text: str, certain: bool = False) -> tuple[int, str] | None:
@@ -82,7 +182,7 @@ def lacking(text: str, certain: bool = False) -> tuple[int, str] | None:
         pass
     if len(_LACKING) >= _MEMO_LIMIT:
         _LACKING.clear()
-    found = _LACKING[key] = blocker(text, parse(text), certain)
+    found = _LACKING[key] = blocker(text, _TREES.get(text), certain)  # parsed there only where a pattern asks
     return found
 
 
@@ -96,9 +196,8 @@ class Project:
     ``pkg/sub/`` hold an ``__init__.py`` of the run; a loose script is its own top-level module.
     """
 
-    def __init__(self, results: Sequence[FileResult], trees: Mapping[int, ast.Module | None] | None = None) -> None:
+    def __init__(self, results: Sequence[FileResult]) -> None:
         self.results = results
-        self._trees = trees or {}  # CPython's trees where the caller has them (else each file is parsed here)
         resolved = [(index, result.path.resolve()) for index, result in enumerate(results)
                     if result.original is not None]
         self._resolved = resolved
@@ -108,7 +207,7 @@ class Project:
         self._found_beside: dict[tuple[Path, str, int], list[int]] = {}
         self._bases: dict[Path, list[Path]] = {}  # a folder and the folders above it
         self._module_at: dict[tuple[Path, str], int | None] = {}  # (folder, dotted name) -> the module there
-        self._reached: dict[tuple[int, bool], frozenset[int]] = {}
+        self._reached: dict[tuple[int, bool], tuple[int, ...]] = {}  # a tuple: a third of a set
         self.package_dirs = {path.parent for path in paths if path.name == "__init__.py"}
         self.names: list[str | None] = [None] * len(results)
         self.by_name: dict[str, list[int]] = {}
@@ -136,23 +235,23 @@ class Project:
         found: set[int] = set()
         self._edges[key] = found
         text = self.results[index].original or ""
-        tree = self._trees.get(index) or parse(text)
-        if tree is None:
+        module = outline(text)
+        if not module.parses:
             return found
         path = self.results[index].path
         package = self.package(index)
-        for node in always_run(tree.body) if always else _statements(tree.body):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    found.update(self._resolve(alias.name, path) or self._beside(path, alias.name, 0))
-            elif isinstance(node, ast.ImportFrom):
+        for node in module.always if always else module.imports:
+            if not node.is_from:
+                for name, _ in node.names:
+                    found.update(self._resolve(name, path) or self._beside(path, name, 0))
+            else:
                 relative = node.module or ""
-                base = absolute_module(node, package)
+                base = absolute_module(cast(ast.ImportFrom, node), package)  # it reads .module and .level
                 found.update(self._resolve(base, path)
                              or (self._beside(path, relative, node.level) if relative else ()))
-                for alias in node.names:
-                    dotted = f"{relative}.{alias.name}" if relative else alias.name
-                    found.update(self._resolve(f"{base}.{alias.name}" if base else alias.name, path)
+                for name, _ in node.names:
+                    dotted = f"{relative}.{name}" if relative else name
+                    found.update(self._resolve(f"{base}.{name}" if base else name, path)
                                  or self._beside(path, dotted, node.level))
         if path.name == "__init__.py" and _DYNAMIC_IMPORT.search(text) and not always:
             folder = self._folder(path)
@@ -177,28 +276,28 @@ class Project:
         """What file ``index`` binds from the files of the run: ``(local name, file, name in it)``, e.g.
         ``("RunIf", 3, "RunIf")`` for ``from helpers import RunIf`` or ``("h", 3, None)`` for ``import helpers as h``
         (the module itself). Read statically, as `imports`."""
-        tree = self._trees.get(index) or parse(self.results[index].original or "")
-        if tree is None:
+        module = outline(self.results[index].original)
+        if not module.parses:
             return []
         path = self.results[index].path
         package = self.package(index)
         found: list[tuple[str, int, str | None]] = []
-        for node in _statements(tree.body):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    for target in self._resolve(alias.name, path) or self._beside(path, alias.name, 0):
-                        found.append((alias.asname or alias.name, target, None))
-            elif isinstance(node, ast.ImportFrom):
+        for node in module.imports:
+            if not node.is_from:
+                for name, asname in node.names:
+                    for target in self._resolve(name, path) or self._beside(path, name, 0):
+                        found.append((asname or name, target, None))
+            else:
                 relative = node.module or ""
-                base = absolute_module(node, package)
+                base = absolute_module(cast(ast.ImportFrom, node), package)
                 targets = self._resolve(base, path) or (self._beside(path, relative, node.level) if relative else [])
-                for alias in node.names:
-                    local = alias.asname or alias.name
-                    dotted = f"{relative}.{alias.name}" if relative else alias.name
-                    modules = self._resolve(f"{base}.{alias.name}" if base else alias.name, path) \
+                for name, asname in node.names:
+                    local = asname or name
+                    dotted = f"{relative}.{name}" if relative else name
+                    modules = self._resolve(f"{base}.{name}" if base else name, path) \
                         or self._beside(path, dotted, node.level)
                     found.extend((local, target, None) for target in modules)  # a module of a package
-                    found.extend((local, target, alias.name) for target in targets)
+                    found.extend((local, target, name) for target in targets)
         return found
 
     def _resolve(self, dotted: str, importer: Path) -> list[int]:
@@ -263,7 +362,7 @@ class Project:
                     if other not in seen:
                         seen.add(other)
                         todo.append(other)
-            self._reached[key] = frozenset(seen)
+            self._reached[key] = tuple(seen)
         return set(self._reached[key])
 
 

@@ -87,57 +87,51 @@ _AUTOCAST_ALONE = ("this step hands its loss to a scaler it was given (`loss_sca
                    "elsewhere and kept for CUDA there: an fp16 autocast moved without it would train unscaled on MPS")
 
 
-class _GivenCallables(cst.CSTVisitor):
-    """Calls of a function's own parameters with two or more positional arguments (``loss_scaler(loss, opt)``)."""
-
-    def __init__(self, params: set[str]) -> None:
-        super().__init__()
-        self.params = params
-        self.found = False
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value in self.params \
-                and sum(a.keyword is None and not a.star for a in node.args) >= 2:
-            self.found = True
-
-
 def _autocast_alone(m: Migrator, call: cst.Call) -> bool:
-    """An fp16 autocast (no dtype, or float16) in a module that makes no GradScaler, inside a function that hands
-    its loss to a callable it was given: its scaler is made elsewhere, where the port may keep it for CUDA."""
-    if any(a.keyword is not None and a.keyword.value == "dtype" and "bfloat16" in cst.Module([]).code_for_node(a.value)
-           for a in call.args):
-        return False
-    scalers = torch_facts.named("scaler")
-    if m.syntax is None or any(isinstance(n, ast.Call) and qualify(ast_chain(n.func) or "", m.imports) & scalers
-                               for n in ast.walk(m.syntax)):
-        return False
-    function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
-    if function is None:
-        return False
-    params = {p.name.value for p in (*function.params.params, *function.params.kwonly_params)}
-    finder = _GivenCallables(params)
-    function.body.visit(finder)
-    return finder.found
+    """Whether the autocast ``call`` is one of `_staying_autocasts`."""
+    return m.start(call).line in _staying_autocasts(m)
 
 
 def _another_stays(m: Migrator) -> int | None:
-    """The line of an autocast of the module that stays for CUDA because its function hands the loss to a scaler
-    it was given (`_autocast_alone`, read from CPython's tree: deit's ``train_one_epoch``), if any."""
-    if m.syntax is None or any(isinstance(n, ast.Call) and qualify(ast_chain(n.func) or "", m.imports) & (
-            _GRADSCALER | _GENERIC_SCALER | {"torch.GradScaler"}) for n in ast.walk(m.syntax)):
-        return None
-    for function in ast.walk(m.syntax):
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        params = {a.arg for a in (*function.args.args, *function.args.kwonlyargs)}
-        if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params
+    """The line of an autocast of the module that stays for CUDA because its scaler is made elsewhere
+    (`_staying_autocasts`: deit's ``train_one_epoch``), if any: the module's other autocasts stay with it."""
+    lines = _staying_autocasts(m)
+    return lines[0] if lines else None
+
+
+def _staying_autocasts(m: Migrator) -> list[int]:
+    """The lines of the fp16 autocasts (no dtype, or float16) that the port moves, in a module that makes no
+    GradScaler, inside a function that hands its loss to a callable it was given (``loss_scaler(loss, opt)``, two or
+    more positional arguments): their scaler is made elsewhere, where the port may keep it for CUDA. Read once per
+    module from CPython's tree."""
+    if m.shared.staying_autocasts is not None:
+        return m.shared.staying_autocasts
+    lines: list[int] = []
+    scalers = torch_facts.named("scaler")
+    if m.syntax is not None and not any(isinstance(n, ast.Call) and qualify(ast_chain(n.func) or "", m.imports)
+                                        & scalers for n in ast.walk(m.syntax)):
+        for function in ast.walk(m.syntax):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = {a.arg for a in (*function.args.args, *function.args.kwonlyargs)}
+            if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params
                    and sum(not isinstance(a, ast.Starred) for a in n.args) >= 2 for n in ast.walk(function)):
-            continue
-        for node in ast.walk(function):
-            if isinstance(node, ast.Call) and _moved_autocast(node, m) and not any(
-                    k.arg == "dtype" and "bfloat16" in ast.unparse(k.value) for k in node.keywords):
-                return node.lineno
-    return None
+                lines.extend(node.lineno for node in _own_nodes(function) if isinstance(node, ast.Call)
+                             and _moved_autocast(node, m) and not any(
+                                 k.arg == "dtype" and "bfloat16" in ast.unparse(k.value) for k in node.keywords))
+    m.shared.staying_autocasts = sorted(lines)
+    return m.shared.staying_autocasts
+
+
+def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """The nodes of ``function``'s body outside the functions nested in it (theirs are read with them)."""
+    found: list[ast.AST] = []
+    todo: list[ast.AST] = list(function.body)
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        todo.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return found
 
 
 def _moved_autocast(call: ast.Call, m: Migrator) -> bool:

@@ -28,6 +28,8 @@ class Shared:
         multi_device: whether the module names two or more fixed CUDA indices (TP002); None until asked.
         scaler_alone: whether no autocast of the module moves to the runtime's device type, so that its
             GradScaler keeps CUDA's (TP021, TP023); None until asked.
+        staying_autocasts: the lines of the autocasts that stay for CUDA, their scaler made elsewhere (TP020,
+            TP023); None until asked.
     """
 
     idioms: dict[int, tuple[bool, cst.BaseExpression | None]] = field(default_factory=dict)
@@ -36,3 +38,4 @@ class Shared:
     cuda_flags: set[tuple[str, str]] = field(default_factory=set)
     multi_device: bool | None = None
     scaler_alone: bool | None = None
+    staying_autocasts: list[int] | None = None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from torchport.model.evaluate import Evaluator, Stop, Unit, defaults
@@ -183,12 +183,7 @@ def _helpers_of_skipped_tests(tree: ast.Module, skipped: set[int]) -> list[tuple
         return set().union(*(reads(child) for child in ast.iter_child_nodes(node)))
 
     named = set().union(*(reads(s) for s in tree.body if getattr(s, "name", None) not in helpers))
-    todo = list(named)
-    while todo:
-        for other in reads(helpers[todo.pop()]) - named:
-            named.add(other)
-            todo.append(other)
-    return [(f.lineno, 0, f.end_lineno or f.lineno, 10**6) for name, f in helpers.items() if name not in named]
+    return _unnamed_spans(helpers, named, reads)
 
 
 def _passing_tests(original: ast.Module, exempt: frozenset[int]) -> list[tuple[int, int]]:
@@ -246,14 +241,21 @@ def _never_run_after(tree: ast.Module, stop: int, closed: bool) -> list[tuple[in
     # in the module body, what comes after the stop's line does not run; in a definition that runs, all may
     named = {n.id for part in run for n in ast.walk(part) if isinstance(n, ast.Name) and n.lineno <= stop
              and n.id in defined}
-    bodies = [defined[name] for name in named]
-    while bodies:
-        for node in ast.walk(bodies.pop()):
-            if isinstance(node, ast.Name) and node.id in defined and node.id not in named:
-                named.add(node.id)
-                bodies.append(defined[node.id])
-    return [(d.lineno, 0, d.end_lineno or d.lineno, 10**6) for name, d in defined.items()
-            if name not in named]  # one defined after the stop is never defined
+    return _unnamed_spans(defined, named, lambda node: {  # one defined after the stop is never defined
+        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in defined})
+
+
+def _unnamed_spans(defined: Mapping[str, ast.stmt], named: set[str],
+                   reads: Callable[[ast.AST], set[str]]) -> list[tuple[int, int, int, int]]:
+    """The whole-line spans of the module-level ``defined`` functions and classes that neither ``named`` (what
+    runs names) nor the definitions it names, in turn (``reads``: the names of ``defined`` a definition reads)
+    ever name: they never run."""
+    todo = list(named)
+    while todo:
+        for other in reads(defined[todo.pop()]) - named:
+            named.add(other)
+            todo.append(other)
+    return [(d.lineno, 0, d.end_lineno or d.lineno, 10**6) for name, d in defined.items() if name not in named]
 
 
 def _main_guard(test: ast.expr) -> bool:

@@ -222,9 +222,8 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                                             _shown(results[entry].path.parent / path, root) if path else program.path,
                                             int(number) if number.isdigit() else 1))
         blocked = {b.target for b in program.blockers}  # where nothing else blocks it, its port evaluated there
-        if entry in unchanged_gates:  # gates of other modules it uses, which its unchanged result does not hold
-            results[entry].gates = unchanged_gates[entry]
-        program.blockers.extend(b for b in _stops(results[entry], kind, trees.get(entry), program.path)
+        used = results[entry].gates or unchanged_gates.get(entry, frozenset())  # an unchanged result holds none
+        program.blockers.extend(b for b in _stops(results[entry], kind, trees.get(entry), program.path, used)
                                 if b.target not in blocked)
         program.blockers.sort(key=lambda b: OFF_CUDA.index(b.target))
         program.blockers = [b.in_cell(results[shown_index[b.path]]) if b.path.endswith(SUFFIX) else b
@@ -235,20 +234,21 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
     return sorted(made, key=lambda p: p.path)
 
 
-def _stops(result: FileResult, kind: str, tree: ast.Module | None, shown: str) -> list[Blocker]:
+def _stops(result: FileResult, kind: str, tree: ast.Module | None, shown: str,
+           gates: frozenset[str] = frozenset()) -> list[Blocker]:
     """Where the ported entry point always stops off CUDA, per target: its port evaluated there
-    (`torchport.model.check.program_stops`)."""
+    (`torchport.model.check.program_stops`), with the ``gates`` of other modules it uses."""
     from torchport.model.check import program_stops
 
     if kind == "library" or result.original is None or tree is None:
         return []
     migrated = result.migrated if result.migrated is not None else result.original
-    if "cuda" not in migrated and not result.changed and not result.gates:
+    if "cuda" not in migrated and not result.changed and not gates:
         return []  # nothing there needs CUDA
     return [Blocker(target, f"stops there once ported: {stop.message}", shown, stop.line)
             for target, stop in zip(OFF_CUDA, program_stops(result.original, migrated, kind,
                                                             tree=tree if migrated == result.original else None,
-                                                            gates=result.gates),
+                                                            gates=gates),
                                     strict=True)
             if stop is not None]
 
@@ -571,18 +571,30 @@ def _cuda_flags(results: Sequence[FileResult]) -> set[str]:
     """The attribute names that every assignment in the project sets to what is false without CUDA, evaluated on
     the CPU and on MPS: ``args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False`` in
     PatchTST's entry point, read as ``self.args.use_gpu`` in another module. An attribute some assignment sets to
-    anything else (``self.<name>`` included: the evaluator reads a class's own facts itself) is no flag."""
+    anything else (``self.<name>`` included: the evaluator reads a class's own facts itself) is no flag. Read from
+    the original texts alone, so the run's steps (the gates, the MPS blockers, the report) share one answer."""
+    texts = tuple(r.original for r in results)
+    if _FLAGS and _FLAGS[0][0] == texts:
+        return _FLAGS[0][1]
+    flags = _read_cuda_flags(texts)
+    _FLAGS[:] = [(texts, flags)]
+    return flags
+
+
+_FLAGS: list[tuple[tuple[str | None, ...], set[str]]] = []  # the last run's texts (the same objects) and flags
+
+
+def _read_cuda_flags(texts: Sequence[str | None]) -> set[str]:
     from torchport.model.evaluate import Evaluator
     from torchport.model.evaluate import Path as Run
 
-    names = {m.group(1) for r in results for m in _ATTRIBUTE_SET.finditer(r.original or "")}
+    names = {m.group(1) for source in texts for m in _ATTRIBUTE_SET.finditer(source or "")}
     if not names:
         return set()
     setting = re.compile(r"\.(" + "|".join(sorted(map(re.escape, names))) + r")\s*(?:[-+*/|&]?=[^=]|:)")
-    assigned: dict[str, list[tuple[int, ast.expr | None]]] = {}
-    for index, result in enumerate(results):
-        text = result.original or ""
-        if not setting.search(text) or (tree := parse(text)) is None:
+    assigned: dict[str, list[tuple[ast.Module, ast.expr | None]]] = {}
+    for source in texts:
+        if not setting.search(source or "") or (tree := parse(source)) is None:
             continue
         for node in ast.walk(tree):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
@@ -592,29 +604,22 @@ def _cuda_flags(results: Sequence[FileResult]) -> set[str]:
                     value = None if isinstance(node, ast.AugAssign) or (isinstance(target.value, ast.Name) and
                                                                         target.value.id == "self") else \
                         node.value  # type: ignore[attr-defined]
-                    assigned.setdefault(target.attr, []).append((index, value))
-    flags = set()
+                    assigned.setdefault(target.attr, []).append((tree, value))
     evaluators: dict[tuple[int, str], Evaluator] = {}
-    for name, sets in assigned.items():
-        falsy = True
-        for index, value in sets:
-            for device in ("cpu", "mps"):
-                if value is None or not _QUERY.search(ast.unparse(value)):
-                    falsy = False
-                    break
-                if (index, device) not in evaluators:
-                    tree = parse(results[index].original)
-                    assert tree is not None  # assigned above
-                    evaluators[index, device] = Evaluator(tree, device)
-                    evaluators[index, device].top_functions(())  # the module's globals
-                falsy = evaluators[index, device].value(value, Run({})) is False
-                if not falsy:
-                    break
-            if not falsy:
-                break
-        if falsy:
-            flags.add(name)
-    return flags
+
+    def falsy(tree: ast.Module, value: ast.expr | None) -> bool:
+        """Whether ``value`` asks CUDA and is false on the CPU and on MPS, with its module's globals."""
+        if value is None or not _QUERY.search(ast.unparse(value)):
+            return False
+        for device in ("cpu", "mps"):
+            if (id(tree), device) not in evaluators:
+                evaluators[id(tree), device] = Evaluator(tree, device)
+                evaluators[id(tree), device].top_functions(())  # the module's globals
+            if evaluators[id(tree), device].value(value, Run({})) is not False:
+                return False
+        return True
+
+    return {name for name, sets in assigned.items() if all(falsy(tree, value) for tree, value in sets)}
 
 
 _ATTRIBUTE_SET = text("flag_from_query")

@@ -32,6 +32,15 @@ def _port(source: str) -> FileResult:
     return migrate_source(result)
 
 
+def _hand_port(source: str, *pairs: tuple[str, str]) -> str:
+    """``source`` ported by hand as the rules write it: the runtime imported after ``import torch``, and each
+    ``(old, new)`` replaced."""
+    migrated = source.replace("import torch\n", "import torch\nfrom torchport import runtime as tp\n", 1)
+    for old, new in pairs:
+        migrated = migrated.replace(old, new)
+    return migrated
+
+
 DDP_HALF = (Path(__file__).parent / "fixtures" / "projects" / "ddp_half" / "train.py").read_text()
 
 
@@ -264,9 +273,8 @@ def test_a_rewrite_in_a_branch_of_a_conditional_expression_never_taken_off_cuda_
             lengths = torch.ones(3).cuda()
             return batch, lengths
     """)
-    migrated = source.replace("batch.cuda()", "batch.to(tp.device())").replace(
-        "torch.ones(3).cuda()", "torch.ones(3).to(tp.device())").replace(
-        "import torch\n", "import torch\nfrom torchport import runtime as tp\n")
+    migrated = _hand_port(source, ("batch.cuda()", "batch.to(tp.device())"),
+                          ("torch.ones(3).cuda()", "torch.ones(3).to(tp.device())"))
     checked = check_port(source, migrated)
     assert "batch = batch.cuda() if next(model.parameters()).is_cuda else batch" in checked.code
     assert "lengths = torch.ones(3).to(tp.device())" in checked.code
@@ -324,8 +332,7 @@ def test_gates_other_modules_define_skip_stop_or_answer_false_off_cuda() -> None
 ])
 def test_a_default_the_function_never_reads_is_not_ported(body: str, held: bool) -> None:
     source = "import torch\n\n\ndef render(self, x, device='cuda'):\n" + body
-    migrated = source.replace("device='cuda'", "device=tp.device_str()").replace(
-        "import torch\n", "import torch\nfrom torchport import runtime as tp\n")
+    migrated = _hand_port(source, ("device='cuda'", "device=tp.device_str()"))
     checked = check_port(source, migrated)
     assert (checked.code == source) is held, checked.code
 
@@ -362,8 +369,7 @@ def test_a_cuda_device_given_to_a_call_it_cannot_follow_stops_off_cuda(call: str
 def test_in_a_closed_module_a_function_never_named_never_runs() -> None:
     source = ("import torch\n\n\ndef train(x):\n    return x.cuda()\n\n\ndef evaluate(x):\n    return x.cuda()\n\n\n"
               "print(evaluate(torch.ones(2)))\n")
-    migrated = source.replace("x.cuda()", "x.to(tp.device())").replace(
-        "import torch\n", "import torch\nfrom torchport import runtime as tp\n")
+    migrated = _hand_port(source, ("x.cuda()", "x.to(tp.device())"))
     closed = check_port(source, migrated, closed=True)
     assert "def train(x):\n    return x.cuda()" in closed.code
     assert "def evaluate(x):\n    return x.to(tp.device())" in closed.code
@@ -395,8 +401,7 @@ class Net(nn.Module):
 def test_a_definition_only_named_after_the_module_body_always_stops_never_runs(
         setup: str, use: str, closed: bool, held: bool) -> None:
     source = _STOPS_LATER.format(setup=setup, use=use)
-    migrated = source.replace("torch.zeros(4).cuda()", "torch.zeros(4).to(tp.device())").replace(
-        "import torch\n", "import torch\nfrom torchport import runtime as tp\n", 1)
+    migrated = _hand_port(source, ("torch.zeros(4).cuda()", "torch.zeros(4).to(tp.device())"))
     checked = check_port(source, migrated, closed=closed)
     assert ("torch.zeros(4).cuda()" in checked.code) is held
 
@@ -407,8 +412,8 @@ def test_a_definition_only_named_after_the_module_body_always_stops_never_runs(
 ])
 def test_a_guard_ported_only_where_its_body_runs_clean_off_cuda(body: str, held: bool) -> None:
     source = f"import torch\n\ndevices = ['cpu']\nif torch.cuda.is_available():\n    {body}\n"
-    migrated = source.replace("import torch\n", "import torch\nfrom torchport import runtime as tp\n").replace(
-        "torch.cuda.is_available()", "tp.is_available()").replace("torch.cuda.manual_seed", "tp.manual_seed")
+    migrated = _hand_port(source, ("torch.cuda.is_available()", "tp.is_available()"),
+                          ("torch.cuda.manual_seed", "tp.manual_seed"))
     assert (check_port(source, migrated).code == source) is held
 
 
@@ -422,9 +427,8 @@ def test_a_guard_ported_only_where_its_body_runs_clean_off_cuda(body: str, held:
 ])
 def test_a_test_that_passes_off_cuda_as_written_keeps_its_cuda_devices(body: str, held: bool) -> None:
     source = f"import torch\nfrom lib import backend_for\n\n\ndef test_it():\n    {body}\n"
-    migrated = source.replace("import torch\n", "import torch\nfrom torchport import runtime as tp\n").replace(
-        'torch.device("cuda" if torch.cuda.is_available() else "cpu")', "tp.device()").replace(
-        'torch.device("cuda")', "tp.device()")
+    migrated = _hand_port(source, ('torch.device("cuda" if torch.cuda.is_available() else "cpu")', "tp.device()"),
+                          ('torch.device("cuda")', "tp.device()"))
     assert (check_port(source, migrated, tests=True).code == source) is held
     assert check_port(source, migrated).code == migrated  # not a test module: its functions may place data
 
@@ -436,8 +440,7 @@ def test_a_helper_only_skipped_tests_call_never_runs_off_cuda() -> None:
               "reason='cuda')\n\n\ndef _init():\n    return torch.device('cuda')\n\n\ndef _shared():\n"
               "    return torch.device('cuda')\n\n\n@skip_if_no_cuda\ndef test_gpu():\n    _init()\n    _shared()\n\n\n"
               "def test_everywhere():\n    _shared()\n")
-    migrated = source.replace("import torch\n", "import torch\nfrom torchport import runtime as tp\n").replace(
-        "torch.device('cuda')", "tp.device()")
+    migrated = _hand_port(source, ("torch.device('cuda')", "tp.device()"))
     checked = check_port(source, migrated, tests=True)
     assert "def _init():\n    return torch.device('cuda')" in checked.code
     assert "def _shared():\n    return tp.device()" in checked.code

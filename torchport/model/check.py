@@ -27,11 +27,12 @@ OFF_CUDA = ("cpu", "mps")  # in this order; xpu answers as mps does for every qu
 @dataclass(frozen=True)
 class Held:
     """Original lines ``first``..``last`` (1-based) kept as written, because every path off CUDA that runs their
-    port stops at ``stop`` (None: no path off CUDA runs them)."""
+    port stops at ``stop`` (None: no path off CUDA runs them), or for ``why`` (a test that needs no port)."""
 
     first: int
     last: int
     stop: Stop | None
+    why: str = ""
 
 
 @dataclass
@@ -120,7 +121,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         statements = {starts[line] for line in lines if line in starts}
         if any(first <= i1 + 1 and max(i2, i1 + 1) <= last for first, last in passing):
             decisions[index] = False
-            held.append(Held(i1 + 1, max(i2, i1 + 1), Stop("passes", i1 + 1, _PASSES)))
+            held.append(Held(i1 + 1, max(i2, i1 + 1), None, _PASSES))
             continue
         if not statements or (any(runs.get(s, _NEVER) is None for s in statements)
                               and not _inside(dead, old[i1:i2], new[j1:j2], j1 + 1)

@@ -42,8 +42,7 @@ class Stop:
 
     Args:
         kind: ``cuda`` (needs CUDA), ``gate`` (an assert, exit, skip or raise decided by a device query), ``raise``,
-            ``exit`` or ``skip`` (not decided by one); ``passes`` (`torchport.model.check`: a test that needs no
-            port).
+            ``exit`` or ``skip`` (not decided by one).
         line: 1-based line.
         message: what stopped it, in a few words.
         origin: the line of the call or placement that stops it, inside a called function (0: ``line``).

@@ -224,15 +224,15 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
     for site in kept:
         migration.rewrites[site.code] = migration.rewrites.get(site.code, 0) + 1
     if not kept:  # the whole file stays: said once, with the first stop
-        held = [next((h for h in held if h.stop is not None), held[0])]
+        held = [next((h for h in held if h.stop is not None or h.why), held[0])]
     said: set[object] = set()
     for h in held:
-        key = (h.stop.origin or h.stop.line) if h.stop else None
+        key = (h.stop.origin or h.stop.line) if h.stop else h.first if h.why else None
         if key in said:
             continue
         said.add(key)
-        where = ("no path off CUDA runs it" if h.stop is None else h.stop.message if h.stop.kind == "passes" else
-                 f"off CUDA the path still stops at line {h.stop.line}: {h.stop.message}")
+        where = h.why or ("no path off CUDA runs it" if h.stop is None else
+                          f"off CUDA the path still stops at line {h.stop.line}: {h.stop.message}")
         migration.diagnostics.append(Diagnostic("TP110", h.first, 0, note(HALF_PORT, f"left as written: {where}")))
     migration.diagnostics.sort(key=lambda d: (d.line, d.column))
 

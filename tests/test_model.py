@@ -445,3 +445,28 @@ def test_a_helper_only_skipped_tests_call_never_runs_off_cuda() -> None:
     assert "def _init():\n    return torch.device('cuda')" in checked.code
     assert "def _shared():\n    return tp.device()" in checked.code
     assert check_port(source, migrated).code == migrated  # not a test module: an importer may call `_init`
+
+
+def test_a_flag_joined_bitwise_from_cudas_answer_decides_its_branch_off_cuda() -> None:
+    """`is_cuda & config.cuda` is False wherever CUDA's answer is: the branch it opens never runs off CUDA, so its
+    port would change nothing anywhere (Pytorch-Project-Template's agents)."""
+    source = """\
+    import torch
+
+
+    class Agent:
+        def __init__(self, config, model):
+            self.is_cuda = torch.cuda.is_available()
+            self.cuda = self.is_cuda & config.cuda
+            if self.cuda:
+                torch.cuda.manual_seed(config.seed)
+                self.device = torch.device("cuda")
+            else:
+                self.device = torch.device("cpu")
+    """
+    result = _port(source)
+    assert result.migrated == textwrap.dedent(source)
+    assert [d.message for d in result.diagnostics if "R19" in d.message] == [
+        "[R19 half-port] left as written: no path off CUDA runs it"]
+    either = source.replace("self.is_cuda & config.cuda", "self.is_cuda | config.cuda")
+    assert _port(either).migrated != textwrap.dedent(either)  # `|` with an unknown flag may run off CUDA

@@ -560,6 +560,13 @@ class Evaluator:
             return left
         if isinstance(node.op, ast.Mod) and isinstance(left, str):
             return Prefix(left.split("%", 1)[0])
+        if isinstance(node.op, (ast.BitAnd, ast.BitOr)) and (left is not UNKNOWN or right is not UNKNOWN):
+            # flags joined bitwise (`is_cuda & config.cuda`): a False one decides `&`, a True one `|`
+            decides = isinstance(node.op, ast.BitOr)
+            if decides in (left, right) and all(isinstance(v, bool) or v is UNKNOWN for v in (left, right)):
+                return decides
+            if isinstance(left, bool) and isinstance(right, bool):
+                return (left | right) if decides else (left & right)
         if isinstance(left, int) and isinstance(right, int) and not isinstance(left, bool):
             ops = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__}
             operation = ops.get(type(node.op))

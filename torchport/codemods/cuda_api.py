@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING
 import libcst as cst
 import libcst.matchers as matchers
 
-from torchport.codemods.analysis.names import ast_chain, qualify
+from torchport.codemods.analysis.names import Imports, ast_chain, qualify
 from torchport.codemods.core.base import (
     append_arg,
     dotted_name,
     keyword_arg,
     string_value,
 )
-from torchport.codemods.core.reasons import CUDA_SETTING, INDEX_BOOKKEEPING, MOVES_TOGETHER, SEEDED
+from torchport.codemods.core.reasons import CUDA_SETTING, INDEX_BOOKKEEPING, MOVES_TOGETHER, SAVED_HERE, SEEDED
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.unported import cuda_api_rule
 from torchport.model import torch_facts
@@ -399,6 +399,7 @@ class LoadMapLocation(Rule):
                 "import torch\nmap_location = tp.map_location({'cuda:%d' % 0: 'cuda:%d' % rank})\n"
                 "state = torch.load(path, map_location=map_location)\n"),
         Example("import torch\nstate = torch.load(path, map_location=device)\n"),
+        Example("import torch\ntorch.save(model.state_dict(), 'best.pkl')\nstate = torch.load('best.pkl')\n"),
         Example("# runs on CUDA\nimport torch\nstate = torch.load(\n    path\n)\n",
                 "# runs on CUDA\nimport torch\n"
                 "state = torch.load(\n    path,\n    map_location=tp.map_location()\n)\n"),
@@ -451,11 +452,56 @@ class LoadMapLocation(Rule):
                 args = list(updated.args)
                 args[index] = arg.with_changes(value=m.runtime_call("map_location", [arg.value]))
                 return updated.with_changes(args=args)
-        if not updated.args or updated.args[0].keyword is not None or not m.apply(self.code, original):
+        if not updated.args or updated.args[0].keyword is not None:
+            return None
+        if self._saved_here(m, original):
+            m.leave_as_written(self.code, original, SAVED_HERE)
+            return None
+        if not m.apply(self.code, original):
             return None
         if _into_state_dict(m):
             m.fact("state_loads", original)  # copied into the module's own tensors: wherever they are
         return append_arg(updated, keyword_arg("map_location", m.runtime_call("map_location", [])))
+
+    def _saved_here(self, m: Migrator, call: cst.Call) -> bool:
+        """Whether the scope around ``call`` (a ``torch.load``) saved to the same path expression on an earlier line,
+        in the same run: the checkpoint holds tensors where this run keeps them."""
+        store = m.store(self)
+        if "saves" not in store:
+            store["saves"] = _saves(m.syntax, m.imports) if m.syntax is not None else []
+        line = m.start(call).line
+        scopes = [(first, last, saved) for first, last, saved in store["saves"] if first <= line <= last]
+        if not scopes:
+            return False
+        _, _, saved = min(scopes, key=lambda s: s[1] - s[0])  # the innermost function around the load
+        try:
+            target = ast.unparse(ast.parse(cst.Module([]).code_for_node(call.args[0].value).strip(), mode="eval"))
+        except SyntaxError:
+            return False
+        return any(at < line and path == target for at, path in saved)
+
+
+def _saves(tree: ast.Module, imports: Imports) -> list[tuple[int, int, list[tuple[int, str]]]]:
+    """Per scope (the module, each function), its span and its ``torch.save`` calls: (line, the path's source,
+    normalised by `ast.unparse`)."""
+    scopes = []
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for scope in [tree, *functions]:
+        saved = []
+        nodes = list(ast.iter_child_nodes(scope))
+        while nodes:
+            node = nodes.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            nodes.extend(ast.iter_child_nodes(node))
+            if isinstance(node, ast.Call) and "torch.save" in qualify(ast_chain(node.func) or "", imports):
+                path = node.args[1] if len(node.args) > 1 else next(
+                    (k.value for k in node.keywords if k.arg == "f"), None)
+                if path is not None:
+                    saved.append((node.lineno, ast.unparse(path)))
+        first, last = (1, 10**9) if isinstance(scope, ast.Module) else (scope.lineno, scope.end_lineno or scope.lineno)
+        scopes.append((first, last, saved))
+    return scopes
 
 
 def _into_state_dict(m: Migrator) -> bool:

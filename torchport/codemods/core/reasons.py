@@ -126,10 +126,16 @@ HALF_PORT = Reason(
     "import torch\n\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\nx = torch.ones(2).double().to(device)\n"
     "y = torch.ones(2).cuda()\ntorch.cuda.synchronize()\n")
 
+SAVED_HERE = Reason(
+    "R20", "saved-here", "A checkpoint the same code saved earlier to the same path holds tensors where this run keeps "
+    "them: loading it needs no map on any backend.",
+    "import torch\n\n\ndef train(model):\n    torch.save(model.state_dict(), 'best.pkl')\n"
+    "    model.load_state_dict(torch.load('best.pkl'))\n")
+
 REASONS: tuple[Reason, ...] = (CUDA_ONLY, SEVERAL_BACKENDS, CUDA_GATE, GATE_DEFINITION, CUDA_TEST, CUDA_ONLY_PROGRAM,
                                CUDA_ONLY_LIBRARY, FAKES_CUDA, CUDA_SETTING, DEAD_STORE, SEEDED, MOVES_TOGETHER,
                                HELD_CHOICE, CUDA_QUERY, UNSET_ATTRIBUTE, OLDER_TORCH, INDEX_BOOKKEEPING,
-                               CONFIG_DATA, HALF_PORT)
+                               CONFIG_DATA, HALF_PORT, SAVED_HERE)
 BY_ID = {reason.id: reason for reason in REASONS}
 
 

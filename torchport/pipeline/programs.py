@@ -201,8 +201,10 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             program.blockers.extend(Blocker(target, f"stops unless CUDA is there (`{name}`, called at "
                                                     f"{program.path}:{line})", shown_as(where[0]), where[1])
                                     for target in OFF_CUDA)
-        always = project.reach(entry, always=True)  # a module imported in a function, under a guard or lazily
-        for index in reach:                          # is a path the program may not take: no blocker
+        # a module imported in a function, under a guard or lazily is a path the program may not take: no blocker
+        always, arms = project.run_as_script(entry) if kind in ("script", "console-script") else (
+            project.reach(entry, always=True), [])
+        for index in reach:
             if index not in always:
                 continue
             shown, seen = shown_as(index), set[str]()
@@ -210,6 +212,13 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                 program.blockers.extend(Blocker(target, need.reason, shown, need.line)
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)
+        for chain in arms:  # an `if`/`else` every arm of which imports what needs CUDA: no way around it
+            first = [next(((i, n) for i in sorted(arm, key=lambda i: str(results[i].path)) for n in needs(i, False)
+                           if n.targets == OFF_CUDA), None) for arm in chain]
+            if all(first) and first[0] is not None and not any(b.target == "cpu" for b in program.blockers):
+                index, need = first[0]
+                program.blockers.extend(Blocker(t, f"{need.reason} (every arm of its `if` needs CUDA)",
+                                                shown_as(index), need.line) for t in OFF_CUDA)
         if "mps" not in {b.target for b in program.blockers} and kind != "library" and _joins_a_group(
                 entry, trees, project):
             program.blockers.append(Blocker("mps", "always makes a process group, which takes no MPS tensors: on a "
@@ -446,9 +455,23 @@ def _kept_placement(result: FileResult, flags: set[str]) -> tuple[int, str] | No
             if test is not None and (_QUERY.search(ast.unparse(test)) or any(
                     isinstance(n, (ast.Name, ast.Attribute)) and (n.id if isinstance(n, ast.Name) else n.attr) in flags
                     for n in ast.walk(test))):
+                if _chooses_mps(parent, parents):
+                    break  # accelerate's `if is_mps_available(): ... elif torch.cuda.is_available(): ...`
                 return node.lineno, "a device choice kept CUDA-or-CPU beside data moved to the picked device"
             child = parent
     return None
+
+
+def _chooses_mps(branch: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """Whether the ``if``/``elif`` chain (or conditional expression) around ``branch`` has an arm for MPS itself:
+    then it is a choice among several backends, not CUDA-or-CPU."""
+    top: ast.AST = branch
+    while isinstance(parent := parents.get(id(top)), (ast.If, ast.IfExp)) and top is not parent.test and (
+            isinstance(parent, ast.IfExp) or parent.orelse == [top]):
+        top = parent
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("mps")
+               or isinstance(n, (ast.Name, ast.Attribute)) and "mps" in (n.id if isinstance(n, ast.Name) else n.attr)
+               for n in ast.walk(top))
 
 
 def _calls_into(index: int, tree: ast.Module | None, project: Project, moving: set[int]) -> bool:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import NamedTuple, cast
 
 from torchport.codemods.analysis.lacks import blocker
-from torchport.codemods.analysis.programs import absolute_module, always_run, is_script
+from torchport.codemods.analysis.programs import absolute_module, always_run, is_main, is_script
 from torchport.model import torch_facts
 from torchport.results import FileResult
 
@@ -74,7 +74,9 @@ class Outline:
     ``parses``: CPython parses it. ``imports``: its import statements, nested ones too, in order; ``always``: those
     it runs whenever it is imported (`analysis.programs.always_run`). ``script``: it has a ``__main__`` block;
     ``works_at_top``: a call or loop at its top level (`works_at_top`); ``tests``: a top-level function or class
-    named ``test*``; ``defines``: a top-level function or class.
+    named ``test*``; ``defines``: a top-level function or class. ``main``: the imports its ``__main__`` block always
+    runs; ``arms``: per ``if``/``elif``/``else`` chain that runs whenever it does (at the top or in that block), whose
+    every arm imports, the imports of each arm: one of them runs.
     """
 
     parses: bool
@@ -84,6 +86,8 @@ class Outline:
     works_at_top: bool = False
     tests: bool = False
     defines: bool = False
+    main: tuple[Imported, ...] = ()
+    arms: tuple[tuple[tuple[Imported, ...], ...], ...] = ()
 
 
 @contextmanager
@@ -139,13 +143,33 @@ def outline(text: str | None) -> Outline:
     else:
         defines = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
         imports = {id(s): _imported(s) for s in _statements(tree.body) if isinstance(s, (ast.Import, ast.ImportFrom))}
+        main = [s for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
+        run_main = [s for block in main for s in always_run(block.body)]
         found = Outline(True, tuple(imports.values()),
                         tuple(imports[id(s)] for s in always_run(tree.body) if id(s) in imports),
-                        is_script(tree), works_at_top(tree), any(_a_test(s) for s in defines), bool(defines))
+                        is_script(tree), works_at_top(tree), any(_a_test(s) for s in defines), bool(defines),
+                        tuple(imports[id(s)] for s in run_main if id(s) in imports),
+                        tuple(_arms(s, imports) for s in [*tree.body, *(b for m in main for b in m.body)]
+                              if isinstance(s, ast.If) and s.orelse and not is_main(s.test) and _arms(s, imports)))
     if len(_OUTLINES) >= _MEMO_LIMIT:
         _OUTLINES.clear()
     _OUTLINES[text] = found
     return found
+
+
+def _arms(statement: ast.If, imports: dict[int, Imported]) -> tuple[tuple[Imported, ...], ...]:
+    """The imports each arm of an ``if``/``elif``/``else`` chain always runs; empty unless every arm imports."""
+    arms: list[tuple[Imported, ...]] = []
+    node: ast.stmt = statement
+    while True:
+        assert isinstance(node, ast.If)
+        arms.append(tuple(imports[id(s)] for s in always_run(node.body) if id(s) in imports))
+        if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            node = node.orelse[0]
+            continue
+        arms.append(tuple(imports[id(s)] for s in always_run(node.orelse) if id(s) in imports))
+        break
+    return tuple(arms) if all(arms) else ()
 
 
 def _a_test(node: ast.stmt) -> bool:
@@ -238,9 +262,23 @@ class Project:
         module = outline(text)
         if not module.parses:
             return found
+        found.update(self.resolved(index, module.always if always else module.imports))
+        path = self.results[index].path
+        if path.name == "__init__.py" and _DYNAMIC_IMPORT.search(text) and not always:
+            folder = self._folder(path)
+            for other, other_path in self._resolved:
+                if other_path.parent == folder or (
+                        other_path.name == "__init__.py" and other_path.parent.parent == folder):
+                    found.add(other)
+        found.discard(index)
+        return found
+
+    def resolved(self, index: int, nodes: Iterable[Imported]) -> set[int]:
+        """The files of the run that import statements ``nodes`` of file ``index`` name."""
+        found: set[int] = set()
         path = self.results[index].path
         package = self.package(index)
-        for node in module.always if always else module.imports:
+        for node in nodes:
             if not node.is_from:
                 for name, _ in node.names:
                     found.update(self._resolve(name, path) or self._beside(path, name, 0))
@@ -253,14 +291,19 @@ class Project:
                     dotted = f"{relative}.{name}" if relative else name
                     found.update(self._resolve(f"{base}.{name}" if base else name, path)
                                  or self._beside(path, dotted, node.level))
-        if path.name == "__init__.py" and _DYNAMIC_IMPORT.search(text) and not always:
-            folder = self._folder(path)
-            for other, other_path in self._resolved:
-                if other_path.parent == folder or (
-                        other_path.name == "__init__.py" and other_path.parent.parent == folder):
-                    found.add(other)
-        found.discard(index)
         return found
+
+    def run_as_script(self, entry: int) -> tuple[set[int], list[list[set[int]]]]:
+        """What file ``entry`` cannot avoid when run as a program: the files it always reaches (its ``__main__``
+        block's imports too), and per ``if``/``else`` chain whose every arm imports, the files each arm always
+        reaches (`Outline.arms`)."""
+        module = outline(self.results[entry].original)
+        always = self.reach(entry, always=True)
+        for other in self.resolved(entry, module.main):
+            always |= self.reach(other, always=True)
+        arms = [[{n for other in self.resolved(entry, arm) for n in self.reach(other, always=True)} for arm in chain]
+                for chain in module.arms]
+        return always, arms
 
     def package(self, index: int) -> str:
         """The package of file ``index``, from which its relative imports are read (``p.q`` for ``p/q/m.py`` and for

@@ -142,7 +142,9 @@ def absolute_module(node: ast.ImportFrom, package: str) -> str:
 def always_run(body: list[ast.stmt]) -> list[ast.stmt]:
     """The statements of ``body`` that run whenever it does: not under ``if``/``try``, nor in a function. A ``try``
     whose every handler raises again (``except ImportError: raise RuntimeError("needs triton")``) is no way around
-    its body: that body counts."""
+    its body: that body counts. The imports of an ``except ImportError:`` handler count too: they run wherever the
+    body's import fails (``try: import _raymarching`` / ``except ImportError: from .backend import _backend``, which
+    builds the extension)."""
     run: list[ast.stmt] = []
     for statement in body:
         if isinstance(statement, (ast.With, ast.AsyncWith)):
@@ -150,10 +152,20 @@ def always_run(body: list[ast.stmt]) -> list[ast.stmt]:
         elif isinstance(statement, ast.Try) and statement.handlers and all(
                 h.body and isinstance(h.body[-1], ast.Raise) for h in statement.handlers):
             run.extend(always_run(statement.body))
-        elif not isinstance(statement, (ast.If, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+        elif isinstance(statement, ast.Try):
+            # where the body's import fails (a compiled extension not built), the handler's imports run instead
+            run.extend(s for h in statement.handlers if _catches_import_error(h)
+                       for s in always_run(h.body) if isinstance(s, (ast.Import, ast.ImportFrom)))
+        elif not isinstance(statement, (ast.If, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                                         ast.For, ast.While)):
             run.append(statement)
     return run
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    """``except ImportError:`` (or ``ModuleNotFoundError``, in a tuple too)."""
+    caught = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, ast.Name) and t.id in ("ImportError", "ModuleNotFoundError") for t in caught)
 
 
 def is_main(test: ast.AST) -> bool:

@@ -214,6 +214,7 @@ class CudaRngApi(_Rename):
                 "import torch\nstates = tp.get_rng_state_all()\ntp.set_rng_state_all(states)\n"),
         # `torch.manual_seed(seed)` already seeds every device, the picked one included.
         Example("import torch\ntorch.manual_seed(seed)\ntorch.cuda.manual_seed_all(seed)\n"),
+        Example("import torch\ntorch.manual_seed(seed + 1)\ntorch.cuda.manual_seed_all(seed)\n"),
         # The state is also set where the runtime cannot follow: reading and seeding stay with it.
         Example("import torch\nstate = torch.cuda.get_rng_state()\ntorch.cuda.manual_seed(seed)\n"
                 "torch.cuda.default_generators[0].set_state(state)\n"),
@@ -244,17 +245,18 @@ class CudaRngApi(_Rename):
         self._after_global_seed(m, node.body)
 
     def _after_global_seed(self, m: Migrator, body: Sequence[cst.BaseStatement]) -> None:
-        """``torch.cuda.manual_seed[_all](x)`` after ``torch.manual_seed(x)`` in the same block changes nothing."""
-        seeded: set[str] = set()
+        """``torch.cuda.manual_seed[_all](y)`` after ``torch.manual_seed(x)`` in the same block: on CUDA it stays as
+        written; elsewhere it seeded nothing, and a port would seed again what ``torch.manual_seed`` seeded (with
+        ``y``, where the program gave that generator ``x``)."""
+        seeded: str | None = None
         for statement in body:
             call = _lone_call(statement)
             if call is None or len(call.args) != 1:
                 continue
-            arg = _EMPTY.code_for_node(call.args[0].value)
             if m.has_qname(call.func, "torch.manual_seed"):
-                seeded.add(arg)
-            elif arg in seeded and any(m.has_qname(call.func, name) for name in _SEEDS):
-                m.skip_region(statement, SEEDED, f"torch.manual_seed({arg}) above already seeds every device")
+                seeded = _EMPTY.code_for_node(call.args[0].value)
+            elif seeded is not None and any(m.has_qname(call.func, name) for name in _SEEDS):
+                m.skip_region(statement, SEEDED, f"torch.manual_seed({seeded}) above already seeds every device")
 
 
 class CudaOomError(_Rename):

@@ -390,8 +390,13 @@ def _defines_own_cuda(module: cst.Module) -> bool:
 
 
 def _compared(m: Migrator, node: cst.CSTNode) -> bool:
-    """Whether ``node`` is an operand of a comparison (``device == torch.device("cuda")``)."""
-    chain = [a for a in m.ancestors if a is not node][-2:]
+    """Whether ``node`` is an operand of a comparison (``device == torch.device("cuda")``), or its ``.type`` is
+    (stable-baselines3's ``device.type == th.device("cuda").type``)."""
+    chain = [a for a in m.ancestors if a is not node][-3:]
+    if chain and isinstance(chain[-1], cst.Attribute) and chain[-1].value is node and chain[-1].attr.value in (
+            "type", "index"):
+        node, chain = chain[-1], chain[:-1]
+    chain = chain[-2:]
     return bool(chain) and (isinstance(chain[-1], cst.ComparisonTarget) or (
         isinstance(chain[-1], cst.Comparison) and chain[-1].left is node))
 
@@ -445,6 +450,7 @@ class DeviceLiteral(_StringRule):
                 "import torch\nstate = torch.load(path, map_location=tp.device())\n"),
         # A comparison with the CUDA device asks whether the device is CUDA's: it stays.
         Example('import torch\nif device == torch.device("cuda"):\n    print("on CUDA")\n'),
+        Example('import torch\nif device.type == torch.device("cuda").type:\n    print("on CUDA")\n'),
         # ... as does a name for it that the module compares with another (a test's device list).
         Example('import torch\ncpu, gpu = torch.device("cpu"), torch.device("cuda")\n\n\ndef test_x(device):\n'
                 '    if device == gpu and not torch.cuda.is_available():\n        return\n'),

@@ -470,3 +470,27 @@ def test_a_flag_joined_bitwise_from_cudas_answer_decides_its_branch_off_cuda() -
         "[R19 half-port] left as written: no path off CUDA runs it"]
     either = source.replace("self.is_cuda & config.cuda", "self.is_cuda | config.cuda")
     assert _port(either).migrated != textwrap.dedent(either)  # `|` with an unknown flag may run off CUDA
+
+
+def test_an_assert_before_calls_into_a_cuda_only_library_stays() -> None:
+    """accelerate's Megatron-LM setup: what the module binds from megatron (under its own availability test) needs
+    an NVIDIA GPU, so removing the assert before it would only change how the run fails off CUDA."""
+    source = """\
+    import torch
+
+    from .imports import is_megatron_lm_available
+
+    if is_megatron_lm_available():
+        from megatron.training import parse_args
+
+
+    def initialize(accelerator):
+        assert torch.cuda.is_available(), "Megatron requires CUDA."
+        return parse_args()
+    """
+    result = _port(source)
+    assert result.migrated == textwrap.dedent(source)
+    assert [d.message for d in result.diagnostics if "R19" in d.message] == [
+        "[R19 half-port] left as written: off CUDA the path still stops at line 11: `parse_args()` needs CUDA"]
+    portable = source.replace("from megatron.training import parse_args", "from argparse_helpers import parse_args")
+    assert "assert torch.cuda" not in _port(portable).migrated

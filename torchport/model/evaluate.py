@@ -101,6 +101,11 @@ def _imports(tree: ast.Module) -> dict[str, str]:
     return bound
 
 
+def _cuda_library(name: str) -> bool:
+    """Whether module or name ``name`` comes from a library that needs an NVIDIA GPU (`torch_facts.CUDA_LIBRARIES`)."""
+    return any(name == lib or name.startswith(lib + ".") for lib in torch_facts.CUDA_LIBRARIES)
+
+
 # the builtins it evaluates
 _BUILTINS = frozenset({"any", "all", "len", "str", "int", "bool", "exit", "quit", "isinstance"})
 _GROUP = "<process group>"  # bound on a path that made a process group
@@ -123,10 +128,12 @@ class Evaluator:
                  gates: frozenset[str] = frozenset()) -> None:
         self.tree = tree
         self.exempt = exempt
-        self.gates = gates
-        self._testing = 0  # inside a condition
         self.target = target
         self.imports = _imports(tree)
+        # what the module binds from a CUDA-only library (`from megatron.training import parse_args`, under a guard
+        # too) works only on CUDA, as another module's gate does
+        self.gates = gates | {local for local, name in self.imports.items() if _cuda_library(name)}
+        self._testing = 0  # inside a condition
         self.globals: dict[str, object] = {}
         self.globals_queried: set[str] = set()
         self._forks = 0

@@ -461,7 +461,7 @@ CUDA_LIBRARIES = {
     "bitsandbytes": Library(False), "transformer_engine": Library(False), "pynvml": Library(False),
     "cupy": Library(False, "cupy.cuda."), "numba.cuda": Library(False, "numba.cuda."),
     "pycuda": Library(False, "pycuda."), "tensorrt": Library(False), "polygraphy": Library(False),
-    "cuda": Library(False), "triton": Library(True),
+    "cuda": Library(False), "megatron": Library(False), "triton": Library(True),
 }
 _CUDA = "torch.cuda."
 

@@ -14,6 +14,7 @@ parameters unknown, the module's globals as the module body leaves them.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -84,6 +85,29 @@ class Unit:
     skipped: Stop | None = None
 
 
+@dataclass
+class _TreeFacts:
+    """What every evaluation of one tree reads first: its imports (local name -> dotted name), the class of each
+    method (by the method's id), the attributes set on something other than ``self`` (read lazily)."""
+
+    imports: dict[str, str]
+    methods: dict[int, ast.ClassDef]
+    stored: set[str] | None = None
+
+
+# A module is evaluated for several targets, entry points and checks: its facts are read once per tree (trees are
+# shared by text, `torchport.pipeline.project.parse`), and go with it.
+_FACTS: weakref.WeakKeyDictionary[ast.Module, _TreeFacts] = weakref.WeakKeyDictionary()
+
+
+def _tree_facts(tree: ast.Module) -> _TreeFacts:
+    facts = _FACTS.get(tree)
+    if facts is None:
+        facts = _FACTS[tree] = _TreeFacts(_imports(tree), _methods(tree))
+    return facts
+
+
+
 def _imports(tree: ast.Module) -> dict[str, str]:
     bound: dict[str, str] = {}
     for node in ast.walk(tree):
@@ -129,7 +153,8 @@ class Evaluator:
         self.tree = tree
         self.exempt = exempt
         self.target = target
-        self.imports = _imports(tree)
+        facts = _tree_facts(tree)
+        self.imports = facts.imports
         # what the module binds from a CUDA-only library (`from megatron.training import parse_args`, under a guard
         # too) works only on CUDA, as another module's gate does
         self.gates = gates | {local for local, name in self.imports.items() if _cuda_library(name)}
@@ -141,7 +166,7 @@ class Evaluator:
         self._quiet = 0  # inside an operand that may not run: nothing stops there
         self._depth = 0
         self._calling: set[int] = set()
-        self._methods = _methods(tree)  # a method's id -> its class
+        self._methods = facts.methods  # a method's id -> its class
         self._stored_names: set[str] | None = None  # attributes set on something other than `self` (lazily)
         self._class_facts: dict[int, dict[str, object]] = {}
         self._classes: list[ast.ClassDef | None] = [None]  # the class of the method being run
@@ -353,7 +378,10 @@ class Evaluator:
     @property
     def _stored(self) -> set[str]:
         if self._stored_names is None:
-            self._stored_names = _stored_elsewhere(self.tree)
+            facts = _tree_facts(self.tree)
+            if facts.stored is None:
+                facts.stored = _stored_elsewhere(self.tree)
+            self._stored_names = facts.stored
         return self._stored_names
 
     def _gate(self, node: ast.expr) -> str | None:
@@ -786,11 +814,19 @@ def _merged(paths: Iterable[Path]) -> dict[str, object]:
     ends = [p.env for p in paths if p.stop is None] or [p.env for p in paths]
     if not ends:
         return {}
-    merged: dict[str, object] = {}
-    for key in set().union(*ends):
-        values = [env.get(key, UNKNOWN) for env in ends]
-        merged[key] = values[0] if all(v == values[0] for v in values) else UNKNOWN
+    merged = dict(ends[0])  # forks share most values: compare by identity first (a binding missing is UNKNOWN)
+    for env in ends[1:]:
+        for key, value in env.items():
+            old = merged.get(key, _MISSING)
+            if old is not value and old is not UNKNOWN and (old is _MISSING or not old == value):
+                merged[key] = UNKNOWN
+        if len(merged) > len(env):
+            for key in merged.keys() - env.keys():
+                merged[key] = UNKNOWN
     return merged
+
+
+_MISSING = object()
 
 
 def _key(node: ast.expr) -> str | None:

@@ -409,7 +409,7 @@ TEXT = {
     "group_source": (r"\b(?:init_process_group|DistributedDataParallel|FullyShardedDataParallel)\b",
                      "a module that makes a process group or wraps a model for one"),
     "indexed_cuda_literal": (r"[rRuU]?(['\"])cuda:\d+\1", "a CUDA device with an index, as a string literal"),
-    "cuda_only_text": (r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda|"
+    "cuda_only_text": (r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|megatron|pynvml|cupy|pycuda|"
                        r"tensorrt|polygraphy|from cuda import|import cuda|"
                        r"import\s+\w+_cuda|import_module\(\s*[\"']\w+_cuda|"
                        r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"

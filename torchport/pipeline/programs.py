@@ -265,31 +265,50 @@ def _stops(result: FileResult, kind: str, tree: ast.Module | None, shown: str,
 def _project_gates(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None]) -> dict[int, dict[str, int]]:
     """The functions each module defines that stop whenever CUDA is missing (`analysis.gates.exits_without_cuda`):
     index -> name -> line."""
-    from torchport.codemods.analysis.gates import GATE_TEXT
 
     found: dict[int, dict[str, int]] = {}
-    for index, result in enumerate(results):
-        tree = trees.get(index)
-        if tree is not None and GATE_TEXT.search(result.original or ""):
+    for index, result in enumerate(results):  # the text first: a tree is parsed when asked for
+        if _gating(result.original) and (tree := trees.get(index)) is not None:
             gates = _exiting_gates(result.original or "", tree)
             if gates:
                 found[index] = gates
     return found
 
 
+def _gating(text: str | None) -> bool:
+    """Whether ``text`` could define a CUDA gate or predicate (`analysis.gates.GATE_TEXT`); read once per text."""
+    from torchport.codemods.analysis.gates import GATE_TEXT
+
+    if not text:
+        return False
+    if text not in _GATING:
+        if len(_GATING) >= _MEMO_LIMIT:
+            _GATING.clear()
+        _GATING[text] = GATE_TEXT.search(text) is not None
+    return _GATING[text]
+
+
 def _project_predicates(results: Sequence[FileResult],
                         trees: Mapping[int, ast.Module | None]) -> dict[int, dict[str, int]]:
     """The functions each module defines that answer whether CUDA is there (`analysis.programs.cuda_predicates`):
     index -> name -> line."""
-    from torchport.codemods.analysis.gates import GATE_TEXT
     from torchport.codemods.analysis.programs import cuda_predicates
 
     found: dict[int, dict[str, int]] = {}
     for index, result in enumerate(results):  # the text first: a tree is parsed when asked for
-        if GATE_TEXT.search(result.original or "") and (tree := trees.get(index)) is not None \
-                and (names := cuda_predicates(tree)):
-            found[index] = {s.name: s.lineno for s in tree.body
-                            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name in names}
+        text = result.original
+        if not _gating(text):
+            continue
+        assert text is not None
+        if text not in _PREDICATES:
+            if len(_PREDICATES) >= _MEMO_LIMIT:
+                _PREDICATES.clear()
+            tree = trees.get(index)
+            names = cuda_predicates(tree) if tree is not None else set()
+            _PREDICATES[text] = {s.name: s.lineno for s in tree.body if isinstance(
+                s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name in names} if tree is not None and names else {}
+        if _PREDICATES[text]:
+            found[index] = _PREDICATES[text]
     return found
 
 
@@ -545,12 +564,12 @@ def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None
         results: the run's results after the first pass.
         users: the files to answer for (None: the changed ones; `programs` asks for the unchanged entry points).
     """
-    from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
+    from torchport.codemods.analysis.gates import cuda_gates
     from torchport.codemods.analysis.requirements import cuda_only_functions
 
     changed = [i for i, r in enumerate(results) if r.changed] if users is None else list(users)
-    gating = {i for i, r in enumerate(results) if r.original and GATE_TEXT.search(r.original)}
-    needing = {i for i, r in enumerate(results) if r.original and CUDA_ONLY_TEXT.search(r.original)}
+    gating = {i for i, r in enumerate(results) if _gating(r.original)}
+    needing = {i for i, r in enumerate(results) if r.original and _needing(r.original)}
     if not changed:
         return {}
     flags = _cuda_flags(results)
@@ -766,6 +785,16 @@ def may_leave(results: Sequence[FileResult]) -> list[FileResult]:
 
 
 _CUDA_ONLY: dict[str, bool] = {}
+_NEEDING: dict[str, bool] = {}
+
+
+def _needing(text: str) -> bool:
+    """Whether ``text`` names what needs CUDA (`analysis.programs.CUDA_ONLY_TEXT`); read once per text."""
+    if text not in _NEEDING:
+        if len(_NEEDING) >= _MEMO_LIMIT:
+            _NEEDING.clear()
+        _NEEDING[text] = CUDA_ONLY_TEXT.search(text) is not None
+    return _NEEDING[text]
 
 
 def _cuda_only_text(text: str) -> bool:
@@ -875,6 +904,8 @@ def _parse(text: str | None) -> ast.Module | None:
 # What each module's text gives the steps of a run, read once per text (see `torchport.pipeline.project.parse`).
 _REQUIREMENTS: dict[tuple[str, bool, frozenset[str]], list[Requirement]] = {}
 _EXITING: dict[str, dict[str, int]] = {}
+_GATING: dict[str, bool] = {}
+_PREDICATES: dict[str, dict[str, int]] = {}
 
 
 def _requirements(text: str, entry: bool, predicates: frozenset[str] = frozenset()) -> list[Requirement]:

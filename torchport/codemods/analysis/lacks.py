@@ -61,15 +61,18 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
             if pattern.search(code):
                 found.append((number, what))
                 break
-    if _FROM_NUMPY_TO_DEVICE.search(text) and not (certain and (_COLLECTIVES.search(text) or not _arrays_moved(
-            text, tree))):
-        found.extend((number, "float64 numpy arrays made into tensors") for number, line in enumerate(lines, 1)
-                     if _NUMPY_FLOAT64.search(line.split("#", 1)[0]))
-    if tree is None and (_WIDE_TEXT.search(text) or "is_cuda" in text or _NUMPY_MAKERS.search(text)):
+    moves_arrays = _FROM_NUMPY_TO_DEVICE.search(text) and not (certain and (
+        _COLLECTIVES.search(text) or not _arrays_moved(text, tree)))
+    if tree is None and (_WIDE_TEXT.search(text) or "is_cuda" in text or _NUMPY_MAKERS.search(text)
+                         or moves_arrays and _NUMPY_FLOAT64.search(text)):
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree = None
+    if moves_arrays and _NUMPY_FLOAT64.search(text):
+        found.extend((number, "float64 numpy arrays made into tensors") for number in (
+            _numpy_float64_lines(tree) if tree is not None else
+            [n for n, line in enumerate(lines, 1) if _NUMPY_FLOAT64.search(line.split("#", 1)[0])]))
     if tree is not None and _FROM_NUMPY_TO_DEVICE.search(text) and _NUMPY_MAKERS.search(text):
         found.extend((line, "float64 numpy arrays made into tensors") for line in _numpy_defaults_moved(tree))
     if tree is not None and "is_cuda" in text:
@@ -89,6 +92,14 @@ _NUMPY_MAKERS = torch_facts.text("numpy_makers")
 _MAKERS = frozenset(torch_facts.words("numpy_maker"))
 # Tensor methods that change a dtype on the way to the device.
 _CASTS = frozenset(torch_facts.words("cast"))
+
+
+def _numpy_float64_lines(tree: ast.Module) -> list[int]:
+    """Lines whose code names numpy's float64 (``np.float64``, ``numpy.double``) other than to compare a dtype with
+    it (``if dtype == np.float64: return np.float32``); a docstring names nothing."""
+    compared = {id(n) for c in ast.walk(tree) if isinstance(c, ast.Compare) for n in ast.walk(c)}
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr in (
+        "float64", "double") and id(node) not in compared and _NUMPY_FLOAT64.fullmatch(ast.unparse(node))]
 
 
 def _numpy_defaults_moved(tree: ast.Module) -> list[int]:

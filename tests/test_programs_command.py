@@ -108,6 +108,16 @@ def test_float64_numpy_arrays_block_mps_only_where_they_reach_a_device() -> None
         8, "float64 numpy arrays made into tensors")
 
 
+def test_what_mps_lacks_in_a_branch_for_some_data_blocks_nothing() -> None:
+    """skorch's ``to_tensor`` makes a sparse tensor only for sparse input: that comes with the caller's data."""
+    dispatch = ("import torch\nfrom scipy import sparse\n\n\ndef to_tensor(X, device):\n"
+                "    if sparse.issparse(X):\n        return torch.sparse_coo_tensor(X.nonzero(), X.data).to(device)\n"
+                "    return torch.as_tensor(X, device=device)\n")
+    assert blocker(dispatch) is None
+    always = dispatch.replace("    if sparse.issparse(X):\n        return", "    return")
+    assert blocker(always) == (6, "sparse tensors")
+
+
 def test_migrate_leaves_whole_what_only_cuda_only_programs_reach(tmp_path: Path) -> None:
     done = CliRunner().invoke(app, ["migrate", str(MIXED), "--no-cache", "--format", "json"])
     assert done.exit_code == 0, done.output

@@ -61,6 +61,13 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
             if pattern.search(code):
                 found.append((number, what))
                 break
+    if found and tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+    if found and tree is not None:  # skorch's `if sparse.issparse(X): return torch.sparse_coo_tensor(...)`
+        found = [hit for hit in found if hit[0] not in _data_branch_lines(tree)]
     moves_arrays = _FROM_NUMPY_TO_DEVICE.search(text) and not (certain and (
         _COLLECTIVES.search(text) or not _arrays_moved(text, tree)))
     if tree is None and (_WIDE_TEXT.search(text) or "is_cuda" in text or _NUMPY_MAKERS.search(text)
@@ -92,6 +99,22 @@ _NUMPY_MAKERS = torch_facts.text("numpy_makers")
 _MAKERS = frozenset(torch_facts.words("numpy_maker"))
 # Tensor methods that change a dtype on the way to the device.
 _CASTS = frozenset(torch_facts.words("cast"))
+
+
+def _data_branch_lines(tree: ast.Module) -> set[int]:
+    """Lines a function runs only for some values of its parameters: the body of an ``if`` whose test reads one
+    (``if sparse.issparse(X):``). What runs there comes with the caller's data, not with every run of a program."""
+    found: set[int] = set()
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        args = function.args
+        parameters = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} - {"self", "cls"}
+        for node in ast.walk(function):
+            if isinstance(node, ast.If) and any(isinstance(n, ast.Name) and n.id in parameters
+                                                for n in ast.walk(node.test)):
+                found.update(range(node.body[0].lineno, (node.body[-1].end_lineno or node.body[-1].lineno) + 1))
+    return found
 
 
 def _numpy_float64_lines(tree: ast.Module) -> list[int]:

@@ -1,6 +1,6 @@
 """`migrate_code`, which runs the rules on one module, and the registry's tables it serves.
 
-Families: `device` (TP001-TP008, TP102-TP106), `cuda_api` (TP010-TP018, TP101, TP109),
+Families: `device` (TP001-TP008, TP024, TP102-TP106), `cuda_api` (TP010-TP018, TP101, TP109),
 `amp` (TP020-TP023), `distributed` (TP030-TP032, TP105), `pinned` (TP040-TP041),
 `unported` (TP009, TP107, TP108, TP2xx: what needs a person; TP3xx: what breaks on one target),
 `guards` (TP110: CUDA guards and CUDA-only regions). Each rule is a `Rule` class (see `_rule`).

@@ -10,6 +10,7 @@
 | TP006 | model.to(local_rank)                                | model.to(tp.device(local_rank))        |
 | TP007 | if x.is_cuda:                                       | if tp.on_accelerator(x):  (unsafe)     |
 | TP008 | if x.device.type == "cuda":                         | if tp.on_accelerator(x):  (unsafe)     |
+| TP024 | w = w.cuda() if x.is_cuda else w                    | w = w.to(x.device)                     |
 | TP102 | foo("cuda")                                         | (reported)                             |
 | TP104 | use_fused = device_type == "cuda"                   | (reported)                             |
 | TP106 | fn = x.cuda                                         | (reported)                             |
@@ -281,7 +282,7 @@ class CudaMethod(Rule):
         func = updated.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
             return None
-        if m.qname_startswith(original.func, "torch.cuda"):
+        if m.qname_startswith(original.func, "torch.cuda") or _in_followed(m):
             return None
         if any(arg.star for arg in updated.args):
             m.mark_handled(original)
@@ -318,6 +319,11 @@ class CudaMethod(Rule):
         if rest and rest[-1] is not updated.args[-1]:  # a trailing comma only where the user wrote one
             rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(target), *rest])
+
+
+def _in_followed(m: Migrator) -> bool:
+    """Whether the node being left is inside what TP024 rewrites whole."""
+    return bool(m.shared.followed) and any(id(a) in m.shared.followed for a in m.ancestors)
 
 
 def unseen_device_classes(tree: ast.Module) -> dict[str, int]:
@@ -393,8 +399,7 @@ def _compared(m: Migrator, node: cst.CSTNode) -> bool:
     """Whether ``node`` is an operand of a comparison (``device == torch.device("cuda")``), or its ``.type`` is
     (stable-baselines3's ``device.type == th.device("cuda").type``)."""
     chain = [a for a in m.ancestors if a is not node][-3:]
-    if chain and isinstance(chain[-1], cst.Attribute) and chain[-1].value is node and chain[-1].attr.value in (
-            "type", "index"):
+    if chain and isinstance(chain[-1], cst.Attribute) and chain[-1].value is node and chain[-1].attr.value == "type":
         node, chain = chain[-1], chain[:-1]
     chain = chain[-2:]
     return bool(chain) and (isinstance(chain[-1], cst.ComparisonTarget) or (
@@ -1210,7 +1215,8 @@ class IsCuda(Rule):
 
     def leave_Attribute(self, m: Migrator, original: cst.Attribute,
                         updated: cst.Attribute) -> cst.BaseExpression | None:
-        if original.attr.value != "is_cuda" or not m.apply(self.code, original):
+        if original.attr.value != "is_cuda" or id(original.value) in m.shared.followed \
+                or not m.apply(self.code, original):
             return None
         return m.runtime_call("on_accelerator", [updated.value])
 
@@ -1242,6 +1248,105 @@ def cuda_compared(node: cst.Comparison) -> list[cst.SimpleString]:
                       if isinstance(s, cst.SimpleString) and s.evaluated_value == "cuda"]
         left = target.comparator
     return found
+
+
+class FollowDevice(Rule):
+    code = "TP024"
+    moves_data = False  # to where other data already is, on every backend
+    name = "follow-device"
+    summary = ("Data moved to CUDA only where other data is on CUDA (`x.cuda() if y.is_cuda else x`) moves to that "
+               "data's device.")
+    before, after = "x = x.cuda() if y.is_cuda else x", "x = x.to(y.device)"
+    triggers = (r"\bis_cuda\b",)
+    examples = (
+        Example("import torch\nw = w.cuda() if x.is_cuda else w\n", "import torch\nw = w.to(x.device)\n"),
+        Example("import torch\nif raw_w.is_cuda: mask = mask.cuda()\n", "import torch\nmask = mask.to(raw_w.device)\n"),
+        Example("import torch\n\n\ndef f(x, w):\n    # follow x\n    if x.is_cuda:\n        w = w.cuda()  # moved\n"
+                "    return w * x\n",
+                "import torch\n\n\ndef f(x, w):\n    # follow x\n    w = w.to(x.device)  # moved\n    return w * x\n"),
+        # something else is moved, or more is done under the test: left to the guards
+        Example("import torch\nif x.is_cuda:\n    w = v.cuda()\n"),
+        Example("import torch\nif x.is_cuda:\n    w = w.cuda()\n    torch.cuda.synchronize()\n"),
+    )
+
+    def visit_IfExp(self, m: Migrator, node: cst.IfExp) -> None:
+        """``x.cuda() if y.is_cuda else x``."""
+        follow = _followed(node.test)
+        if follow is not None and _moved_to_cuda(node.body) == _code(node.orelse) is not None:
+            self._claim(m, node, follow)
+
+    def visit_If(self, m: Migrator, node: cst.If) -> None:
+        """``if y.is_cuda: x = x.cuda()``, alone in its ``if`` (no ``else``, no comment on its header)."""
+        follow = _followed(node.test)
+        body = node.body.body
+        if (follow is None or node.orelse is not None or len(body) != 1
+                or not isinstance(line := body[0] if isinstance(node.body, cst.IndentedBlock) else node.body,
+                                  (cst.SimpleStatementLine, cst.SimpleStatementSuite))):
+            return
+        small = line.body
+        if _header_comment(node) and line.trailing_whitespace.comment is not None:
+            return  # two comments for one line
+        if len(small) == 1 and isinstance(assign := small[0], cst.Assign) and len(assign.targets) == 1 \
+                and _moved_to_cuda(assign.value) == _code(assign.targets[0].target) is not None:
+            self._claim(m, node, follow)
+
+    def _claim(self, m: Migrator, node: cst.IfExp | cst.If, follow: cst.BaseExpression) -> None:
+        m.shared.followed.add(id(node))
+        m.shared.followed.add(id(follow))
+        m.store(self)[id(node)] = follow
+
+    def leave_IfExp(self, m: Migrator, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression | None:
+        follow = m.store(self).get(id(original))
+        if follow is None or not m.apply(self.code, original):
+            return None
+        return _to_device_of(original.orelse, follow).with_changes(lpar=original.lpar, rpar=original.rpar)
+
+    def leave_If(self, m: Migrator, original: cst.If, updated: cst.If) -> cst.BaseStatement | None:
+        follow = m.store(self).get(id(original))
+        if follow is None or not m.apply(self.code, original):
+            return None
+        line = original.body.body[0] if isinstance(original.body, cst.IndentedBlock) else original.body
+        assert isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+        assign = line.body[0]
+        assert isinstance(assign, cst.Assign)
+        moved = assign.with_changes(value=_to_device_of(assign.targets[0].target, follow))
+        trailing = line.trailing_whitespace
+        if isinstance(original.body, cst.IndentedBlock) and original.body.header.comment is not None:
+            trailing = original.body.header  # the test's comment goes with the line that replaces it
+        return cst.SimpleStatementLine([moved.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)],
+                                       leading_lines=original.leading_lines, trailing_whitespace=trailing)
+
+
+def _followed(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``y`` of a test ``y.is_cuda`` (``y`` a name or a chain of attributes), else None."""
+    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda" and _code(test.value) is not None:
+        return test.value
+    return None
+
+
+def _moved_to_cuda(node: cst.BaseExpression) -> str | None:
+    """The code of ``x`` in ``x.cuda()`` (no arguments; ``x`` a name or a chain of attributes), else None."""
+    if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute) \
+            and node.func.attr.value == "cuda":
+        return _code(node.func.value)
+    return None
+
+
+def _code(node: cst.BaseExpression) -> str | None:
+    """``a.b.c`` for a name or a chain of attributes (nothing a rewrite could change inside), else None."""
+    return chain(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+
+
+def _header_comment(node: cst.If) -> bool:
+    header = node.body.header if isinstance(node.body, cst.IndentedBlock) else None
+    return header is not None and header.comment is not None
+
+
+def _to_device_of(moved: cst.BaseExpression, follow: cst.BaseExpression) -> cst.Call:
+    """``moved.to(follow.device)``."""
+    device = cst.Attribute(follow.deep_clone(), cst.Name("device"))
+    return cst.Call(cst.Attribute(moved.deep_clone().with_changes(lpar=[], rpar=[]), cst.Name("to")),
+                    [cst.Arg(device)])
 
 
 class DeviceTypeCheck(Rule):

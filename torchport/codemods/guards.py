@@ -746,6 +746,8 @@ class CudaGuard(Rule):
 
     def visit_IfExp(self, m: Migrator, node: cst.IfExp) -> None:
         """``"cuda:0" if torch.cuda.is_available() and n > 0 else "cpu"``: the first branch runs only on CUDA."""
+        if id(node) in m.shared.followed:
+            return
         if id(node) not in m.shared.idioms and _cuda_detection(m, node.test):
             positive, other = _guard_calls(m, node.test)
             held = m.hold is not None and id(node) in m.shared.held_idioms
@@ -761,6 +763,8 @@ class CudaGuard(Rule):
             m.skip_region(node.orelse, CUDA_ONLY, _guarded(m, node.test, "in the CUDA branch of the conditional"))
 
     def visit_If(self, m: Migrator, node: cst.If) -> None:
+        if id(node) in m.shared.followed:
+            return
         parent = m.ancestors[-2] if len(m.ancestors) > 1 else None
         chain = _if_chain(node)
         if isinstance(node.test, cst.Comparison) and len(node.test.comparisons) == 1 and _cuda_type_string(node.test):

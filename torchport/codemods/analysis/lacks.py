@@ -184,10 +184,29 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
                 isinstance(n, ast.Attribute) and n.attr in ON_CUDA_FLAGS for n in ast.walk(node.test)):
             continue
         body = node.body if isinstance(node.body, list) else [node.body]
+        if _follows(node):
+            continue  # TP024 moves it to that data's device
         if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
                for part in body for n in ast.walk(part)):
             found.append((node.lineno, "data moved only where other data is on CUDA (`.is_cuda`)"))
     return found
+
+
+def _follows(node: ast.If | ast.IfExp) -> bool:
+    """``x.cuda() if y.is_cuda else x`` or ``if y.is_cuda: x = x.cuda()`` alone: TP024 writes ``x.to(y.device)``."""
+    def moved(call: ast.expr) -> str | None:
+        if isinstance(call, ast.Call) and not call.args and not call.keywords and isinstance(
+                call.func, ast.Attribute) and call.func.attr == "cuda" and isinstance(call.func.value, (
+                    ast.Name, ast.Attribute)):
+            return ast.unparse(call.func.value)
+        return None
+
+    if not (isinstance(node.test, ast.Attribute) and node.test.attr == "is_cuda"):
+        return False
+    if isinstance(node, ast.IfExp):
+        return moved(node.body) is not None and moved(node.body) == ast.unparse(node.orelse)
+    return (not node.orelse and len(node.body) == 1 and isinstance(assign := node.body[0], ast.Assign)
+            and len(assign.targets) == 1 and moved(assign.value) == ast.unparse(assign.targets[0]))
 
 
 def _arrays_moved(text: str, tree: ast.Module | None) -> bool:

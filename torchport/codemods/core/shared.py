@@ -30,6 +30,8 @@ class Shared:
             GradScaler keeps CUDA's (TP021, TP023); None until asked.
         staying_autocasts: the lines of the autocasts that stay for CUDA, their scaler made elsewhere (TP020,
             TP023); None until asked.
+        followed: ids of the nodes TP024 rewrites whole (``x.cuda() if y.is_cuda else x``, its ``if``, the ``.cuda()``
+            call and the ``.is_cuda`` in it): no other rule reads them as a CUDA guard or a move.
     """
 
     idioms: dict[int, tuple[bool, cst.BaseExpression | None]] = field(default_factory=dict)
@@ -39,3 +41,4 @@ class Shared:
     multi_device: bool | None = None
     scaler_alone: bool | None = None
     staying_autocasts: list[int] | None = None
+    followed: set[int] = field(default_factory=set)

@@ -108,6 +108,16 @@ def test_float64_numpy_arrays_block_mps_only_where_they_reach_a_device() -> None
         8, "float64 numpy arrays made into tensors")
 
 
+def test_rewards_a_gymnasium_environment_gives_are_float64_where_they_reach_a_device() -> None:
+    """cleanrl's PPO: ``torch.tensor(reward).to(device)`` of a vector environment's rewards (float64 arrays)."""
+    ppo = ("import gymnasium as gym\nimport torch\n\nenvs = gym.vector.SyncVectorEnv([])\n"
+           "obs, reward, terminations, truncations, infos = envs.step(action)\n"
+           "rewards = torch.tensor(reward).to(device).view(-1)\n")
+    assert blocker(ppo) == (6, "float64 numpy arrays made into tensors")
+    assert blocker(ppo.replace("import gymnasium as gym", "import myenvs as gym")) is None  # not known to be float64
+    assert blocker(ppo.replace("torch.tensor(reward)", "torch.tensor(reward, dtype=torch.float32)")) is None
+
+
 def test_what_mps_lacks_in_a_branch_for_some_data_blocks_nothing() -> None:
     """skorch's ``to_tensor`` makes a sparse tensor only for sparse input: that comes with the caller's data."""
     dispatch = ("import torch\nfrom scipy import sparse\n\n\ndef to_tensor(X, device):\n"

@@ -937,9 +937,26 @@ def _branch_kind(m: Migrator, node: cst.BaseExpression) -> str | None:
     return None
 
 
+def _idiom_flag(m: Migrator, node: cst.IfExp) -> cst.BaseExpression | None:
+    """``args.cuda`` of an idiom tested with ``torch.cuda.is_available() and args.cuda`` (either order; a name or a
+    chain of attributes of the program's own, not torch's: ``torch.version.cuda`` is a query), else None."""
+    test = node.test
+    if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)):
+        return None
+    for query, flag in ((test.left, test.right), (test.right, test.left)):
+        if (isinstance(query, cst.Call) and not query.args and m.qnames(query.func) & AVAILABILITY_TESTS
+                and isinstance(flag, (cst.Name, cst.Attribute)) and chain(flag) is not None
+                and not any(name.startswith("torch.") for name in m.qnames(flag))):
+            return flag
+    return None
+
+
 def _idiom_shape(m: Migrator, node: cst.IfExp) -> tuple[bool, cst.BaseExpression | None, bool, bool] | None:
     """``(wants_device_object, cuda_index, names_cuda, names_other)`` for ``A if <available> else B``."""
     test = node.test
+    if _idiom_flag(m, node) is not None:
+        assert isinstance(test, cst.BooleanOperation)
+        test = test.left if isinstance(test.left, cst.Call) else test.right
     if not (isinstance(test, cst.Call) and not test.args and m.qnames(test.func) & AVAILABILITY_TESTS):
         return None
     body, orelse = _branch_kind(m, node.body), _branch_kind(m, node.orelse)
@@ -977,6 +994,9 @@ class AvailabilityIdiom(Rule):
                 "import torch\ndevice = tp.available_device()\n"),
         Example('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n',
                 "import torch\ndevice = tp.available_device_str()\n"),
+        # the program's own flag still decides (cleanrl's `--cuda`)
+        Example('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")\n',
+                'import torch\ndevice = torch.device(tp.available_device_str() if args.cuda else "cpu")\n'),
         # Already chooses among several backends: left alone.
         Example('import torch\nd = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() '
                 'else "cpu"\n'),
@@ -1007,10 +1027,15 @@ class AvailabilityIdiom(Rule):
             return None
         m.fact("choices", original)
         # `available_*`: on CUDA the choice still asks torch.cuda.is_available(), as the original did
+        flag = _idiom_flag(m, original)  # its other branch stays: a device object only where it was one
         if kind == "type":
-            return m.runtime_call("available_device_type", [])
-        name = "available_device" if wants_object or kind == "device" else "available_device_str"
-        return m.runtime_call(name, [index] if index is not None else [])
+            call = m.runtime_call("available_device_type", [])
+        else:
+            name = "available_device" if wants_object or (kind == "device" and flag is None) else "available_device_str"
+            call = m.runtime_call(name, [index] if index is not None else [])
+        if flag is not None:  # `"cuda" if torch.cuda.is_available() and args.cuda else "cpu"`: the flag still decides
+            return updated.with_changes(test=flag.deep_clone(), body=call)
+        return call
 
 
 class IntegerDeviceId(Rule):

@@ -267,6 +267,8 @@ ROLES = {
     "missing_api": "what an older torch raises for an API it lacks",
     "cpu_factory": "makes a tensor on the CPU unless given a device (a float64 tensor made there is not on MPS)",
     "numpy_maker": "a numpy call whose arrays are float64 unless given a dtype (`np.random.randn`, `np.linspace`)",
+    "float64_env": "a reinforcement-learning environment library whose `step()` gives rewards as float64 numpy arrays "
+                   "(gymnasium's vector environments)",
     "cast": "a tensor method that changes a dtype on the way to the device",
     "ddp": "DistributedDataParallel (not DataParallel: without CUDA it ignores `device_ids` (CPU, MPS) or uses them "
            "as given (XPU), so wrapping them would change nothing anywhere)",
@@ -328,7 +330,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "from_numpy": ("cpu_factory",), "zeros_like": ("cpu_factory",), "ones_like": ("cpu_factory",),
     "full_like": ("cpu_factory",), "empty_like": ("cpu_factory",), "rand_like": ("cpu_factory",),
     "randn_like": ("cpu_factory",), "normal": ("numpy_maker",), "uniform": ("numpy_maker",),
-    "standard_normal": ("numpy_maker",), "float": ("cast",), "half": ("cast",), "bfloat16": ("cast",),
+    "standard_normal": ("numpy_maker",), "gym": ("float64_env",), "gymnasium": ("float64_env",),
+    "float": ("cast",), "half": ("cast",), "bfloat16": ("cast",),
     "type": ("cast",), "int": ("cast",), "long": ("cast",), "bool": ("cast",), "to": ("cast",),
     "output_device": ("ddp_device_keyword",), "_exit": ("program_exit",), "StandardGpuResources": ("gpu_only_call",),
     "index_cpu_to_gpu": ("gpu_only_call",), "index_cpu_to_all_gpus": ("gpu_only_call",), "skipif": ("gate_skip",),
@@ -409,8 +412,8 @@ TEXT = {
     "group_source": (r"\b(?:init_process_group|DistributedDataParallel|FullyShardedDataParallel)\b",
                      "a module that makes a process group or wraps a model for one"),
     "indexed_cuda_literal": (r"[rRuU]?(['\"])cuda:\d+\1", "a CUDA device with an index, as a string literal"),
-    "cuda_only_text": (r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|megatron|pynvml|cupy|pycuda|"
-                       r"tensorrt|polygraphy|from cuda import|import cuda|"
+    "cuda_only_text": (r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|megatron|pynvml|cupy|"
+                       r"pycuda|tensorrt|polygraphy|from cuda import|import cuda|"
                        r"import\s+\w+_cuda|import_module\(\s*[\"']\w+_cuda|"
                        r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
                        r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"

@@ -70,7 +70,8 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
         found = [hit for hit in found if hit[0] not in _data_branch_lines(tree)]
     moves_arrays = _FROM_NUMPY_TO_DEVICE.search(text) and not (certain and (
         _COLLECTIVES.search(text) or not _arrays_moved(text, tree)))
-    if tree is None and (_WIDE_TEXT.search(text) or "is_cuda" in text or _NUMPY_MAKERS.search(text)
+    makers = _NUMPY_MAKERS.search(text) or ".step(" in text  # an environment's rewards (`_rewards`)
+    if tree is None and (_WIDE_TEXT.search(text) or "is_cuda" in text or makers
                          or moves_arrays and _NUMPY_FLOAT64.search(text)):
         try:
             tree = ast.parse(text)
@@ -80,7 +81,7 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
         found.extend((number, "float64 numpy arrays made into tensors") for number in (
             _numpy_float64_lines(tree) if tree is not None else
             [n for n, line in enumerate(lines, 1) if _NUMPY_FLOAT64.search(line.split("#", 1)[0])]))
-    if tree is not None and _FROM_NUMPY_TO_DEVICE.search(text) and _NUMPY_MAKERS.search(text):
+    if tree is not None and _FROM_NUMPY_TO_DEVICE.search(text) and makers:
         found.extend((line, "float64 numpy arrays made into tensors") for line in _numpy_defaults_moved(tree))
     if tree is not None and "is_cuda" in text:
         found.extend(_placed_if_on_cuda(tree))
@@ -97,6 +98,7 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
 # `np.linspace`, `.astype(float)`).
 _NUMPY_MAKERS = torch_facts.text("numpy_makers")
 _MAKERS = frozenset(torch_facts.words("numpy_maker"))
+_ENV_LIBRARIES = frozenset(torch_facts.words("float64_env"))
 # Tensor methods that change a dtype on the way to the device.
 _CASTS = frozenset(torch_facts.words("cast"))
 
@@ -129,6 +131,7 @@ def _numpy_defaults_moved(tree: ast.Module) -> list[int]:
     """Lines where a tensor made from a numpy array of float64 by default (``torch.from_numpy(rng.randn(1, z))``,
     no ``dtype=``) is put on a device in the same expression (``.to(device)``, ``.cuda()``) with no cast between."""
     found = []
+    rewards = _rewards(tree)
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr in ("to", "cuda") and (node.func.attr == "cuda" or node.args or node.keywords)):
@@ -139,9 +142,23 @@ def _numpy_defaults_moved(tree: ast.Module) -> list[int]:
         while isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr not in _CASTS \
                 and inner.func.attr not in ("from_numpy", "tensor", "as_tensor"):
             inner = inner.func.value  # `.unsqueeze(0)`, `.contiguous()`: no cast
-        if isinstance(inner, ast.Call) and _tensor_of_array(inner) and _float64_maker(inner.args[0]):
+        if isinstance(inner, ast.Call) and _tensor_of_array(inner) and (_float64_maker(inner.args[0]) or (
+                isinstance(inner.args[0], ast.Name) and inner.args[0].id in rewards)):
             found.append(node.lineno)
     return found
+
+
+def _rewards(tree: ast.Module) -> set[str]:
+    """The names bound to the rewards an environment's ``step()`` gives (``obs, reward, *rest = envs.step(a)``),
+    where the module imports a library whose rewards are float64 arrays (`torch_facts` role ``float64_env``)."""
+    libraries = {alias.name.split(".", 1)[0] for node in tree.body if isinstance(node, ast.Import)
+                 for alias in node.names}
+    if not libraries & _ENV_LIBRARIES:
+        return set()
+    return {target.elts[1].id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute)
+            and node.value.func.attr == "step" for target in node.targets
+            if isinstance(target, ast.Tuple) and len(target.elts) >= 2 and isinstance(target.elts[1], ast.Name)}
 
 
 def _tensor_of_array(call: ast.Call) -> bool:

@@ -163,7 +163,9 @@ def always_run(body: list[ast.stmt]) -> list[ast.stmt]:
 
 
 def _catches_import_error(handler: ast.ExceptHandler) -> bool:
-    """``except ImportError:`` (or ``ModuleNotFoundError``, in a tuple too)."""
+    """``except ImportError:`` (or ``ModuleNotFoundError``, in a tuple too), or a bare ``except:``."""
+    if handler.type is None:
+        return True
     caught = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
     return any(isinstance(t, ast.Name) and t.id in ("ImportError", "ModuleNotFoundError") for t in caught)
 

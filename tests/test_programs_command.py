@@ -329,3 +329,47 @@ def test_a_device_choice_kept_as_written_is_told_from_a_port_and_from_a_failing_
 
     result = FileResult(Path("m.py"), "m.py", original=source, migrated=source)
     assert (_kept_placement(result, {"use_gpu"}) is not None) is kept
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_an_extension_built_where_its_prebuilt_import_fails_needs_cuda_on_every_arm(tmp_path: Path) -> None:
+    """torch-ngp: ``try: import _raymarching`` / ``except ImportError: from .backend import _backend`` (which builds
+    the CUDA extension), reached from every arm of the script's ``if opt.ff: ... else: ...`` imports."""
+    _write(tmp_path, {
+        "raymarching/__init__.py": "from .raymarching import march\n",
+        "raymarching/raymarching.py": "try:\n    import _raymarching as _backend\nexcept ImportError:\n"
+                                      "    from .backend import _backend\n\n\ndef march(x):\n    return x\n",
+        "raymarching/backend.py": "from torch.utils.cpp_extension import load\n\n"
+                                  "_backend = load(name='_raymarching', sources=['raymarching.cu'])\n",
+        "nerf/network.py": "import raymarching\n",
+        "nerf/network_ff.py": "import raymarching\n",
+        "main.py": "import argparse\n\nimport torch\n\nif __name__ == '__main__':\n"
+                   "    opt = argparse.ArgumentParser().parse_args()\n    if opt.ff:\n"
+                   "        from nerf.network_ff import Net\n    else:\n        from nerf.network import Net\n"
+                   "    x = torch.ones(2).cuda()\n",
+    })
+    main = _programs(tmp_path)["main.py"]
+    assert main["runs_on"] == ["cuda"]
+    assert {(b["path"], b["line"]) for b in main["blockers"]} == {("raymarching/backend.py", 3)}
+    (tmp_path / "nerf/network_ff.py").write_text("import torch\n")  # one arm runs without it: no way to know
+    assert "cpu" in _programs(tmp_path)["main.py"]["runs_on"]
+
+
+def test_a_cuda_branch_of_a_chain_that_picks_mps_first_keeps_no_program_off_mps(tmp_path: Path) -> None:
+    """accelerate's ``default_device``: ``if is_mps_available(): ... elif torch.cuda.is_available(): return
+    torch.device("cuda")``: a choice among several backends, not a CUDA-or-CPU one kept beside ported moves."""
+    _write(tmp_path, {
+        "state.py": "import torch\n\n\ndef is_mps_available():\n    return torch.backends.mps.is_available()\n\n\n"
+                    "def default_device():\n    if is_mps_available():\n        return torch.device('mps')\n"
+                    "    elif torch.cuda.is_available():\n        return torch.device('cuda')\n"
+                    "    return torch.device('cpu')\n",
+        "train.py": "import torch\n\nfrom state import default_device\n\nif __name__ == '__main__':\n"
+                    "    device = default_device()\n    x = torch.ones(2).cuda()\n",
+    })
+    assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]

@@ -359,6 +359,15 @@ def test_an_extension_built_where_its_prebuilt_import_fails_needs_cuda_on_every_
     assert {(b["path"], b["line"]) for b in main["blockers"]} == {("raymarching/backend.py", 3)}
     (tmp_path / "nerf/network_ff.py").write_text("import torch\n")  # one arm runs without it: no way to know
     assert "cpu" in _programs(tmp_path)["main.py"]["runs_on"]
+    # that program may reach the module, but the module itself needs CUDA whenever it is imported: left whole
+    (tmp_path / "raymarching/raymarching.py").write_text(
+        (tmp_path / "raymarching/raymarching.py").read_text().replace("return x", "return x.cuda()"))
+    ported = _migrated(tmp_path)
+    assert not ported["raymarching/raymarching.py"]["changed"]
+    message = ported["raymarching/raymarching.py"]["diagnostics"][0]["message"]
+    assert "it needs CUDA whenever it is imported (builds a CUDA extension, " in message
+    assert "raymarching/backend.py:3); it is left as written" in message
+    assert ported["main.py"]["changed"]
 
 
 def test_a_cuda_branch_of_a_chain_that_picks_mps_first_keeps_no_program_off_mps(tmp_path: Path) -> None:

@@ -378,7 +378,24 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
             first = reached_by[0]
             left[index] = (f"only programs that run only on CUDA reach this file ({first.path}: "
                            f"{first.reasons()[0].split(': ', 1)[1]}); it is left as written")
+    _, project = _model(results)
+    for index, result in enumerate(results):  # torch-ngp's gridencoder/grid.py: it builds its extension on import
+        if result.changed and index not in left and (need := _needs_cuda_on_import(index, results, project)):
+            left[index] = f"it needs CUDA whenever it is imported ({need}); it is left as written"
     return left
+
+
+def _needs_cuda_on_import(index: int, results: Sequence[FileResult], project: Project) -> str | None:
+    """What makes module ``index`` need CUDA whenever it is imported (its own imports or code, or a module it always
+    imports): ``"builds a CUDA extension, gridencoder/backend.py:31"``; None when nothing does."""
+    for other in sorted(project.reach(index, always=True), key=lambda i: (i != index, str(results[i].path))):
+        text = results[other].original or ""
+        if not outline(text).parses:
+            continue
+        need = next((n for n in _requirements(text, False) if n.targets == OFF_CUDA), None)
+        if need is not None:
+            return f"{need.reason}, {_shown(results[other].path, Path.cwd())}:{need.line}"  # as the programs show it
+    return None
 
 
 def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:

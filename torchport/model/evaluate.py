@@ -166,6 +166,7 @@ class Evaluator:
         self._quiet = 0  # inside an operand that may not run: nothing stops there
         self._depth = 0
         self._calling: set[int] = set()
+        self._calls: dict[tuple[object, ...], _Call] = {}  # calls of the module's own functions, evaluated once
         self._methods = facts.methods  # a method's id -> its class
         self._stored_names: set[str] | None = None  # attributes set on something other than `self` (lazily)
         self._class_facts: dict[int, dict[str, object]] = {}
@@ -207,6 +208,7 @@ class Evaluator:
         self._forks = 0
         module = Unit(self.tree, self.run(self.tree.body, [Path({"__name__": "__main__"})]))
         self.globals = _merged(module.paths)
+        self._calls.clear()  # they read the globals
         self.globals_queried = set().union(*(p.queried for p in module.paths)) if module.paths else set()
         return module
 
@@ -780,7 +782,42 @@ class Evaluator:
                        args: list[object], keywords: dict[str | None, object], p: Path) -> object:
         if self._depth >= _MAX_DEPTH or id(function) in self._calling or isinstance(function, ast.AsyncFunctionDef):
             return UNKNOWN
+        key = self._call_key(function, args, keywords, p)
+        known = self._calls.get(key) if key is not None else None
+        if known is not None and self._forks + known.forks <= _MAX_PATHS:  # the same evaluation, without a merge
+            self._forks += known.forks
+            self._touched |= known.touched
+        else:
+            known = self._evaluate_call(function, args, keywords, p)
+            if key is not None and known is not None:
+                self._calls[key] = known
+        if known is None or known.stop is None:
+            return known.returned if known is not None else UNKNOWN
+        first = known.stop
+        self._end(Stop(first.kind, node.lineno, f"`{function.name}()` stops at line {first.line}: "
+                                                f"{first.message}", first.origin or first.line), p)
+        return UNKNOWN
+
+    def _call_key(self, function: ast.FunctionDef, args: list[object], keywords: dict[str | None, object],
+                  p: Path) -> tuple[object, ...] | None:
+        """What an evaluation of a call of ``function`` depends on; None where an argument cannot be a key."""
+        key = (id(function), tuple((type(a), a) for a in args),
+               tuple(sorted(((str(k), type(v), v) for k, v in keywords.items()), key=lambda kv: kv[0])),
+               p.gated, self._depth, self._quiet > 0, frozenset(self._calling))
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return key
+
+    def _evaluate_call(self, function: ast.FunctionDef, args: list[object], keywords: dict[str | None, object],
+                       p: Path) -> _Call | None:
+        """Run ``function``'s body with its arguments bound: where every path stops, or what they return. None
+        where the evaluation depended on more than its key (a merge of paths past the budget, a query answered
+        inside a condition already asking one)."""
         env = _bind_arguments(function.args, args, keywords, self, p)
+        forks, touched = self._forks, self._touched
+        self._touched = False
         self._depth += 1
         self._calling.add(id(function))
         self._classes.append(self._methods.get(id(function)))
@@ -790,14 +827,15 @@ class Evaluator:
             self._depth -= 1
             self._calling.discard(id(function))
             self._classes.pop()
+            asked, self._touched = self._touched, touched or self._touched
         stops = [q.stop for q in ends if not q.clean]
         if ends and len(stops) == len(ends) and stops[0] is not None:
-            first = stops[0]
-            self._end(Stop(first.kind, node.lineno, f"`{function.name}()` stops at line {first.line}: "
-                                                    f"{first.message}", first.origin or first.line), p)
-            return UNKNOWN
-        returned = [q.returned for q in ends if q.clean and q.stop is None]
-        return returned[0] if returned and all(r == returned[0] for r in returned) else UNKNOWN
+            done = _Call(UNKNOWN, stops[0], self._forks - forks, asked)
+        else:
+            returned = [q.returned for q in ends if q.clean and q.stop is None]
+            done = _Call(returned[0] if returned and all(r == returned[0] for r in returned) else UNKNOWN, None,
+                         self._forks - forks, asked)
+        return done if self._forks <= _MAX_PATHS else None
 
     def _needs_cuda(self, node: ast.AST, message: str, p: Path) -> object:
         if self.target != "cuda" and getattr(node, "lineno", 0) not in self.exempt:
@@ -807,6 +845,17 @@ class Evaluator:
     def _end(self, stop: Stop, p: Path) -> None:
         if not self._quiet and p.stop is None:
             p.stop = stop
+
+
+@dataclass(frozen=True)
+class _Call:
+    """What evaluating a call of a module's own function gave: its value, or where all its paths stopped; the
+    forks it made and whether it answered a device query (the state it adds to its caller's)."""
+
+    returned: object
+    stop: Stop | None
+    forks: int
+    touched: bool
 
 
 def _merged(paths: Iterable[Path]) -> dict[str, object]:

@@ -268,7 +268,10 @@ def _project_gates(results: Sequence[FileResult], trees: Mapping[int, ast.Module
 
     found: dict[int, dict[str, int]] = {}
     for index, result in enumerate(results):  # the text first: a tree is parsed when asked for
-        if _gating(result.original) and (tree := trees.get(index)) is not None:
+        if not _gating(result.original):
+            continue
+        gates = _EXITING.get(result.original or "")
+        if gates is None and (tree := trees.get(index)) is not None:
             gates = _exiting_gates(result.original or "", tree)
             if gates:
                 found[index] = gates
@@ -335,11 +338,13 @@ def _calls_a_gate(entry: int, trees: Mapping[int, ast.Module | None], project: P
                   gates: Mapping[int, Mapping[str, int]]) -> tuple[int, str, tuple[int, int]] | None:
     """Where the entry point calls, as a statement of its own, a CUDA gate of the project (dino's
     ``utils.init_distributed_mode(args)``, which exits without a GPU): ``(line, name, (module, line there))``."""
-    tree = trees.get(entry)
-    if tree is None or not gates:
+    if not gates:
         return None
     bound = {name: (entry, line) for name, line in gates.get(entry, {}).items()}
     bound.update(_bound(entry, project, gates, others=False))
+    tree = trees.get(entry) if bound else None
+    if tree is None:
+        return None
     for node in ast.walk(tree):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             called = ast.unparse(node.value.func)
@@ -556,17 +561,26 @@ def _joins_a_group(entry: int, trees: Mapping[int, ast.Module | None], project: 
                 return True
         return False
 
+    def makers(target: int) -> dict[str, bool]:
+        """Module ``target``'s top-level functions, by name: whether each makes a group; read once per text."""
+        text = project.results[target].original or ""
+        if text not in _MAKERS:
+            if len(_MAKERS) >= _MEMO_LIMIT:
+                _MAKERS.clear()
+            found = functions(trees.get(target)) if "init_process_group" in text else {}
+            _MAKERS[text] = {name: makes_group(f.body) for name, f in found.items()}
+        return _MAKERS[text]
+
     tree = trees.get(entry)
     own = functions(tree)
-    defined = {target: functions(trees.get(target)) for _, target, _ in project.bindings(entry)}
-    bound = {local: function for local, (_, function) in _bound(entry, project, defined, others=False).items()}
+    defined = {target: makers(target) for _, target, _ in project.bindings(entry)}
+    bound = {local: maker for local, (_, maker) in _bound(entry, project, defined, others=False).items()}
     for body in (tree.body if tree else [], *(f.body for f in own.values())):
         if makes_group(body):
             return True
         for statement in always_run(body):
             for node in ast.walk(statement):
-                callee = bound.get(ast.unparse(node.func)) if isinstance(node, ast.Call) else None
-                if callee is not None and makes_group(callee.body):
+                if isinstance(node, ast.Call) and bound.get(ast.unparse(node.func)):
                     return True
     return False
 
@@ -922,6 +936,7 @@ def _parse(text: str | None) -> ast.Module | None:
 _REQUIREMENTS: dict[tuple[str, bool, frozenset[str]], list[Requirement]] = {}
 _EXITING: dict[str, dict[str, int]] = {}
 _GATING: dict[str, bool] = {}
+_MAKERS: dict[str, dict[str, bool]] = {}  # `_joins_a_group`
 _PREDICATES: dict[str, dict[str, int]] = {}
 
 

@@ -419,7 +419,7 @@ def program_stops(original: str, migrated: str, kind: str, targets: tuple[str, .
             tree = ast.parse(migrated)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree = None
-    if len(_STOPS) >= 512:
+    if len(_STOPS) >= 20_000:  # small values; the texts they key are the run's own
         _STOPS.clear()
     found = _STOPS[key] = tuple(program_stop(original, migrated, target, kind, tree, gates) if tree else None
                                 for target in targets)

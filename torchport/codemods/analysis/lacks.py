@@ -55,9 +55,10 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
             return None
     found: list[tuple[int, str]] = []
     lines = text.splitlines()
-    for number, line in enumerate(lines, 1):
+    present = [(pattern, what) for pattern, what in _MPS_BLOCKERS if pattern.search(text)]  # most texts: none
+    for number, line in enumerate(lines if present else (), 1):
         code = line.split("#", 1)[0]
-        for pattern, what in _MPS_BLOCKERS:
+        for pattern, what in present:
             if pattern.search(code):
                 found.append((number, what))
                 break

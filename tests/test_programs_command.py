@@ -100,7 +100,8 @@ def test_float64_numpy_arrays_block_mps_only_where_they_reach_a_device() -> None
     moved = table + "x = torch.from_numpy(b).to(device)\n"
     assert blocker(moved) == (3, "float64 numpy arrays made into tensors")
     # cleanrl's copy of stable-baselines3's buffers: a docstring and a dtype test name float64, no array holds it
-    cast = ('import numpy as np\nimport torch as th\n\n\ndef cast(dtype):\n    """Cast `np.float64` to `np.float32`."""\n'
+    cast = ('import numpy as np\nimport torch as th\n\n\ndef cast(dtype):\n'
+            '    """Cast `np.float64` to `np.float32`."""\n'
             '    if dtype == np.float64:\n        return np.float32\n    return dtype\n\n\n'
             'def to_torch(array, device):\n    return th.tensor(array, device=device)\n')
     assert blocker(cast) is None

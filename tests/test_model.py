@@ -494,3 +494,6 @@ def test_an_assert_before_calls_into_a_cuda_only_library_stays() -> None:
         "[R19 half-port] left as written: off CUDA the path still stops at line 11: `parse_args()` needs CUDA"]
     portable = source.replace("from megatron.training import parse_args", "from argparse_helpers import parse_args")
     assert "assert torch.cuda" not in _port(portable).migrated
+    # a blank line and a comment after the assert: the statement that runs in its place decides, not the `def`
+    spaced = source.replace('requires CUDA."\n', 'requires CUDA."\n\n        # parse\n')
+    assert _port(spaced).migrated == textwrap.dedent(spaced)

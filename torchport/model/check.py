@@ -114,7 +114,9 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     kept_code = False
     decisions: dict[int, bool] = {}
     for index, (_, i1, i2, j1, j2) in enumerate(hunks):
-        lines = set(range(j1 + 1, j2 + 1)) or {j1 + 1}
+        # a removal (an assert): the statement that runs next in its place, past blank and comment lines
+        lines = set(range(j1 + 1, j2 + 1)) or {next((n for n in range(j1 + 1, len(new) + 1) if n in starts and new[
+            n - 1].strip() and not new[n - 1].lstrip().startswith("#")), j1 + 1)}
         new_support = all(line in support or not new[line - 1].strip() for line in range(j1 + 1, j2 + 1))
         if new_support and all(line in old_support or not old[line - 1].strip() for line in range(i1 + 1, i2 + 1)):
             continue  # an import or helper added, changed or removed: it goes with the rest

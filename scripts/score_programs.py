@@ -5,8 +5,8 @@ fetched outside the project and never committed).
 
 LABELS.jsonl: one object a line: ``repo``, ``path`` (entry point, relative to the repo), ``cpu`` (bool), ``mps``
 (``yes``/``no``/``cpu-on-mac``), ``xpu`` (bool), ``blockers`` (``target``, ``path``, ``line``). REPOS_DIR/<repo>
-holds each repository. Prints agreement per target, blocker recall (same target, file, and line within 3), and
-every disagreement.
+holds each repository. Prints agreement per target, blocker recall (same target, file, and line within 3 of the
+blocker or of the entry point's import that leads to it), and every disagreement.
 """
 
 from __future__ import annotations
@@ -29,6 +29,15 @@ def _programs(repo: Path) -> dict[str, dict]:
     except (json.JSONDecodeError, KeyError):
         print(f"{repo.name}: no report ({done.stderr[-300:]})", file=sys.stderr)
         return {}
+
+
+def _places(blocker: dict) -> list[tuple[str, int]]:
+    """Where a blocker is, and where the entry point imports what leads to it (``via``): either end of one fact."""
+    found = [(blocker["path"], blocker["line"])]
+    if "via" in blocker:
+        path, _, line = blocker["via"].rpartition(":")
+        found.append((path, int(line)))
+    return found
 
 
 def _mps(runs_on: list[str]) -> str:
@@ -64,8 +73,8 @@ def main() -> int:
             if want.get("reason", "").startswith("secondary"):
                 continue
             total += 1
-            hit = any(b["target"] == want["target"] and b["path"] == want["path"] and abs(b["line"] - want["line"]) <= 3
-                      for b in blockers)
+            hit = any(b["target"] == want["target"] and any(
+                path == want["path"] and abs(line - want["line"]) <= 3 for path, line in _places(b)) for b in blockers)
             found += hit
             if not hit:
                 missed.append(f"{want['target']} {want['path']}:{want['line']}")

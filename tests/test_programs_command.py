@@ -45,8 +45,8 @@ def test_where_each_program_runs_and_why_not() -> None:
     assert found["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"] and found["train.py"]["blockers"] == []
     assert found["fast.py"]["runs_on"] == ["cuda"]
     assert found["fast.py"]["blockers"] == [
-        {"target": target, "reason": "imports triton (GPU kernels)", "path": "kernels/fused.py", "line": 1}
-        for target in OFF_CUDA]
+        {"target": target, "reason": "imports triton (GPU kernels)", "path": "kernels/fused.py", "line": 1,
+         "via": "fast.py:5"} for target in OFF_CUDA]  # the entry point's import that leads there
     assert found["gated.py"]["runs_on"] == ["cuda"]
     assert {(b["path"], b["line"]) for b in found["gated.py"]["blockers"]} == {("gated.py", 7)}
     # float64 numpy arrays made into tensors: MPS lacks float64, so on a Mac it keeps the CPU
@@ -66,8 +66,8 @@ def test_concise_is_one_line_per_program() -> None:
     assert done.exit_code == 0
     lines = done.stdout.splitlines()
     assert len(lines) == 7
-    assert "fast.py: script: runs on cuda; not mps, xpu, cpu: imports triton (GPU kernels) (kernels/fused.py:1); " \
-           "0 rewrite(s)" in lines  # a program that runs only on CUDA is left as written (see below)
+    assert "fast.py: script: runs on cuda; not mps, xpu, cpu: imports triton (GPU kernels) (kernels/fused.py:1, " \
+           "imported at fast.py:5); 0 rewrite(s)" in lines  # a program that runs only on CUDA is left as written (see below)
 
 
 def test_a_guarded_import_blocks_nothing() -> None:
@@ -139,7 +139,7 @@ def test_migrate_leaves_whole_what_only_cuda_only_programs_reach(tmp_path: Path)
     message = fast["diagnostics"][0]["message"]
     assert message.startswith("1 rewrite(s) not made: [R07 cuda-only-library] only programs that run only on CUDA "
                               "reach this file (")
-    assert "fast.py: imports triton (GPU kernels) (" in message and "kernels/fused.py:1)); it is left" in message
+    assert "fast.py: imports triton (GPU kernels) (" in message and "kernels/fused.py:1, imported at " in message
     # the portable programs and the library they share are ported
     assert files["train.py"]["changed"] and files["lib/unused.py"]["changed"]
 
@@ -243,14 +243,15 @@ def test_every_blocker_is_shown_whole_and_a_notebooks_by_cell(tmp_path: Path) ->
     nbformat.write(nb, tmp_path / "nb.ipynb")
     concise = CliRunner().invoke(app, ["programs", str(tmp_path), "--no-cache"]).stdout.splitlines()
     assert concise == [  # both of main.py's MPS blockers, not the first alone
-        "main.py: script: runs on cuda; not mps: uses float64, which MPS lacks: on a Mac it runs on the CPU (a.py:5); "
-        "not mps, xpu, cpu: imports triton (GPU kernels) (b.py:1); 0 rewrite(s)",
+        "main.py: script: runs on cuda; not mps: uses float64, which MPS lacks: on a Mac it runs on the CPU (a.py:5, "
+        "imported at main.py:2); not mps, xpu, cpu: imports triton (GPU kernels) (b.py:1, imported at main.py:3); "
+        "0 rewrite(s)",
         "nb.ipynb: notebook: runs on cuda; not mps, xpu, cpu: imports triton (GPU kernels) (nb.ipynb:cell_2:2); "
         "0 rewrite(s)"]
     table = CliRunner().invoke(app, ["programs", str(tmp_path), "--no-cache", "--format", "full"]).stdout
     assert len(table.splitlines()) == 2 + 2 + 1  # piped, nothing folded: header, rule, main.py's two lines, nb's one
-    for reason in ("mps: uses float64, which MPS lacks: on a Mac it runs on the CPU (a.py:5)",
-                   "mps, xpu, cpu: imports triton (GPU kernels) (b.py:1)",
+    for reason in ("mps: uses float64, which MPS lacks: on a Mac it runs on the CPU (a.py:5, imported at main.py:2)",
+                   "mps, xpu, cpu: imports triton (GPU kernels) (b.py:1, imported at main.py:3)",
                    "mps, xpu, cpu: imports triton (GPU kernels) (nb.ipynb:cell_2:2)"):
         assert reason in table
     found = _programs(tmp_path)

@@ -78,6 +78,7 @@ class Blocker:
     path: str
     line: int
     cell: int | None = None
+    via: str | None = None  # ``run.py:14``: the entry point's import that leads to it, in another file
 
     @property
     def place(self) -> str:
@@ -117,7 +118,8 @@ class Program:
         for target in OFF_CUDA:
             shown = [b for b in self.blockers if b.target == target][:None if every else 1]
             for blocker in shown:
-                why.setdefault((blocker.reason, blocker.place), []).append(target)
+                place = blocker.place if blocker.via is None else f"{blocker.place}, imported at {blocker.via}"
+                why.setdefault((blocker.reason, place), []).append(target)
         return [f"{', '.join(targets)}: {reason} ({place})" for (reason, place), targets in why.items()]
 
     def verdict(self, every: bool = False) -> str:
@@ -129,7 +131,8 @@ class Program:
         """The program as the JSON report gives it (``reached`` left out)."""
         return {"path": self.path, "kind": self.kind, "runs_on": self.runs_on,
                 "blockers": [{"target": b.target, "reason": b.reason, "path": b.path,
-                              **({} if b.cell is None else {"cell": b.cell}), "line": b.line} for b in self.blockers],
+                              **({} if b.cell is None else {"cell": b.cell}), "line": b.line,
+                              **({} if b.via is None else {"via": b.via})} for b in self.blockers],
                 "rewrites": self.rewrites, "modules": len(self.reached)}
 
 
@@ -208,8 +211,12 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             if index not in always:
                 continue
             shown, seen = shown_as(index), set[str]()
+            via = None
             for need in needs(index, index == entry):  # the first of each module, per target
-                program.blockers.extend(Blocker(target, need.reason, shown, need.line)
+                if via is None and index != entry and (at := project.import_line(
+                        entry, index, script=kind in ("script", "console-script"))) is not None:
+                    via = f"{program.path}:{at}"
+                program.blockers.extend(Blocker(target, need.reason, shown, need.line, via=via)
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)
         for chain in arms:  # an `if`/`else` every arm of which imports what needs CUDA: no way around it

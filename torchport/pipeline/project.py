@@ -58,13 +58,14 @@ class Imported(NamedTuple):
     module: str | None
     level: int
     names: tuple[tuple[str, str | None], ...]
+    line: int = 0
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> Imported:
     names = tuple((alias.name, alias.asname) for alias in node.names)
     if isinstance(node, ast.Import):
-        return Imported(False, None, 0, names)
-    return Imported(True, node.module, node.level, names)
+        return Imported(False, None, 0, names, node.lineno)
+    return Imported(True, node.module, node.level, names, node.lineno)
 
 
 @dataclass(frozen=True)
@@ -292,6 +293,16 @@ class Project:
                     found.update(self._resolve(f"{base}.{name}" if base else name, path)
                                  or self._beside(path, dotted, node.level))
         return found
+
+    def import_line(self, entry: int, target: int, script: bool = False) -> int | None:
+        """The line of the import in file ``entry`` by which it always reaches file ``target`` (directly or through
+        other files; ``script``: its ``__main__`` block's imports too), or None."""
+        module = outline(self.results[entry].original)
+        for node in (*module.always, *(module.main if script else ())):
+            if any(other == target or target in self.reach(other, always=True)
+                   for other in self.resolved(entry, [node])):
+                return node.line
+        return None
 
     def run_as_script(self, entry: int) -> tuple[set[int], list[list[set[int]]]]:
         """What file ``entry`` cannot avoid when run as a program: the files it always reaches (its ``__main__``

@@ -412,8 +412,8 @@ TEXT = {
     "group_source": (r"\b(?:init_process_group|DistributedDataParallel|FullyShardedDataParallel)\b",
                      "a module that makes a process group or wraps a model for one"),
     "indexed_cuda_literal": (r"[rRuU]?(['\"])cuda:\d+\1", "a CUDA device with an index, as a string literal"),
-    "cuda_only_text": (r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|megatron|msamp|pynvml|"
-                       r"cupy|pycuda|tensorrt|polygraphy|from cuda import|import cuda|"
+    "cuda_only_text": (r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|megatron|msamp|isaacgym|"
+                       r"pynvml|cupy|pycuda|tensorrt|polygraphy|from cuda import|import cuda|"
                        r"import\s+\w+_cuda|import_module\(\s*[\"']\w+_cuda|"
                        r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
                        r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
@@ -464,7 +464,8 @@ CUDA_LIBRARIES = {
     "bitsandbytes": Library(False), "transformer_engine": Library(False), "pynvml": Library(False),
     "cupy": Library(False, "cupy.cuda."), "numba.cuda": Library(False, "numba.cuda."),
     "pycuda": Library(False, "pycuda."), "tensorrt": Library(False), "polygraphy": Library(False),
-    "cuda": Library(False), "megatron": Library(False), "msamp": Library(False), "triton": Library(True),
+    "cuda": Library(False), "megatron": Library(False), "msamp": Library(False),
+    "isaacgym": Library(False), "triton": Library(True),
 }
 _CUDA = "torch.cuda."
 

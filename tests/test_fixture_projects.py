@@ -81,7 +81,22 @@ def test_without_the_entry_point_call_the_sampler_goes_to_mps_on_a_mac(tmp_path:
     assert mac.returncode != 0 and "mps" in mac.stderr.lower()
 
 
-@pytest.mark.parametrize("name", ["ddp_template", "sampler"])
+def test_an_agent_picked_by_its_own_flag_trains_on_the_cpu_and_may_use_mps(tmp_path: Path) -> None:
+    """The availability idiom with the program's flag keeps the flag (TP005), a mask that follows its weight to
+    CUDA follows it anywhere (TP024), a CUDA seed after torch.manual_seed stays (R11)."""
+    folder = _ported("rl_agent", tmp_path)
+    train, drop = (folder / "train.py").read_text(), (folder / "weight_drop.py").read_text()
+    assert 'device = torch.device(tp.available_device_str() if args.cuda else "cpu")' in train
+    assert "torch.cuda.manual_seed_all(seed)" in train and "avoid_mps" not in train
+    assert "mask = mask.to(raw_w.device)" in drop and "torchport" not in drop  # plain PyTorch
+    done = _run(folder, "train.py")
+    assert done.returncode == 0 and done.stdout.split()[0] == "cpu", done.stderr[-3000:]
+    programs = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--format", "json"])
+    assert {p["path"]: p["runs_on"] for p in json.loads(programs.stdout)["programs"]}["train.py"] == [
+        "cuda", "mps", "xpu", "cpu"]
+
+
+@pytest.mark.parametrize("name", ["ddp_template", "sampler", "rl_agent"])
 def test_a_second_run_changes_nothing(name: str, tmp_path: Path) -> None:
     folder = _ported(name, tmp_path)
     before = {p: p.read_bytes() for p in folder.rglob("*.py")}

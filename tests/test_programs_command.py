@@ -67,7 +67,7 @@ def test_concise_is_one_line_per_program() -> None:
     lines = done.stdout.splitlines()
     assert len(lines) == 7
     assert "fast.py: script: runs on cuda; not mps, xpu, cpu: imports triton (GPU kernels) (kernels/fused.py:1, " \
-           "imported at fast.py:5); 0 rewrite(s)" in lines  # a program that runs only on CUDA is left as written (see below)
+           "imported at fast.py:5); 0 rewrite(s)" in lines  # a program that runs only on CUDA is left as written
 
 
 def test_a_guarded_import_blocks_nothing() -> None:

@@ -116,5 +116,5 @@ def test_the_program_models_tag_is_the_catalogues() -> None:
     from torchport.codemods.core.reasons import CUDA_ONLY, CUDA_ONLY_LIBRARY, FAKES_CUDA
     from torchport.pipeline import programs
 
-    assert programs._CUDA_ONLY_LIBRARY_TAG == CUDA_ONLY_LIBRARY.tag
+    assert programs.CUDA_ONLY_LIBRARY_TAG == CUDA_ONLY_LIBRARY.tag
     assert (programs.FAKES_CUDA_TAG, programs.CUDA_ONLY_TAG) == (FAKES_CUDA.tag, CUDA_ONLY.tag)

@@ -29,8 +29,7 @@ WARM_CHECK = {
     "torchport.codemods", "torchport.codemods.analysis", "torchport.codemods.analysis.lacks",
     "torchport.codemods.analysis.programs",
     "torchport.config", "torchport.emit", "torchport.emit.patterns", "torchport.emit.vendor", "torchport.errors",
-    "torchport.model", "torchport.model.evaluate", "torchport.model.torch_facts",
-    "torchport.model.values",  # what the project pass asks the program model
+    "torchport.model", "torchport.model.torch_facts",  # the program model's decisions come from the cache
     "torchport.pipeline", "torchport.pipeline.cache", "torchport.pipeline.engine", "torchport.pipeline.files",
     "torchport.pipeline.library", "torchport.pipeline.notebooks", "torchport.pipeline.programs",
     "torchport.pipeline.project",

@@ -59,7 +59,7 @@ _GATE_STOPS = torch_facts.text("gate_stops")
 _GATE_LOOSE = (torch_facts.text("gate_asks_loose"), torch_facts.text("gate_stops_loose"))  # the same, faster
 # The tags of `codemods.core.reasons` the program-level decisions cite (a test ties them): the reasons load no rule,
 # but the warm path needs only their tags.
-_CUDA_ONLY_LIBRARY_TAG = "[R07 cuda-only-library]"  # CUDA_ONLY_LIBRARY
+CUDA_ONLY_LIBRARY_TAG = "[R07 cuda-only-library]"  # CUDA_ONLY_LIBRARY
 FAKES_CUDA_TAG = "[R08 fakes-cuda]"  # FAKES_CUDA
 CUDA_ONLY_TAG = "[R01 cuda-only]"  # CUDA_ONLY
 # Text of a module that places data on a device itself.
@@ -847,7 +847,7 @@ def _cuda_only_text(text: str) -> bool:
     return _CUDA_ONLY[text]
 
 
-def leave(results: list[FileResult], left: Mapping[int, str], tag: str = _CUDA_ONLY_LIBRARY_TAG) -> None:
+def leave(results: list[FileResult], left: Mapping[int, str], tag: str = CUDA_ONLY_LIBRARY_TAG) -> None:
     """Undo the rewrites of ``results[i]`` for each ``i`` in ``left``, with a TP110 note citing ``tag`` and giving
     ``left[i]``."""
     for index, reason in left.items():

@@ -144,9 +144,26 @@ def _run(found: Sequence[Found], settings: Settings, jobs: int, cache: cache_mod
     _migrate(keys, results, settings, jobs, _storing(results, keys, cache), progress)
     _project_pass(results, settings, jobs, cache, entries)
     _leave_cuda_only_programs(results, cache, entries)
-    programs.leave(results, programs.faked_by_tests(results), programs.FAKES_CUDA_TAG)
-    programs.leave(results, programs.cpu_only_amp(results), programs.CUDA_ONLY_TAG)
+    _leave(results, cache, entries, "fakes", programs.faked_by_tests, programs.FAKES_CUDA_TAG)
+    _leave(results, cache, entries, "amp", programs.cpu_only_amp, programs.CUDA_ONLY_TAG)
     return results
+
+
+def _leave(results: list[FileResult], cache: cache_module.Cache | None, entries: dict[int, str], kind: str,
+           decide: Callable[[list[FileResult]], Mapping[int, str]], tag: str) -> None:
+    """Leave as written the files ``decide`` names (`torchport.pipeline.programs.leave`, citing ``tag``); the
+    decision reads every file of the run, so it is cached under the keys of all of them (a warm run reads none)."""
+    project_key = _project_key(results, entries, kind) if cache is not None else None
+    if cache is not None and project_key is not None:
+        cached = cache.get_decisions(project_key)
+        if cached is not None:
+            by_display = {r.display: i for i, r in enumerate(results)}
+            programs.leave(results, {by_display[d]: why for d, why in cached.items() if d in by_display}, tag)
+            return
+    left = decide(results)
+    if cache is not None and project_key is not None:
+        cache.put_decisions(project_key, {results[i].display: why for i, why in left.items()})
+    programs.leave(results, left, tag)
 
 
 def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cache: cache_module.Cache | None,
@@ -230,22 +247,9 @@ def _storing(results: list[FileResult], keys: Mapping[int, str | None],
 
 def _leave_cuda_only_programs(results: list[FileResult], cache: cache_module.Cache | None,
                               entries: dict[int, str]) -> None:
-    """Files that only programs running only on CUDA reach stay as written (`torchport.pipeline.programs`).
-    The decision reads every file of the run: it is cached under the keys of all of them, so a warm run of an
-    unchanged project parses nothing."""
-    project_key = _project_key(results, entries, "programs") if cache is not None else None
-    if cache is not None and project_key is not None:  # asked first: a warm run then scans no text (the decision
-        cached = cache.get_decisions(project_key)   # is stored only where `may_leave` found some, for the same files)
-        if cached is not None:
-            by_display = {r.display: i for i, r in enumerate(results)}
-            programs.leave(results, {by_display[d]: why for d, why in cached.items() if d in by_display})
-            return
-    if not programs.may_leave(results):
-        return
-    left = programs.left_whole(results)
-    if cache is not None and project_key is not None:
-        cache.put_decisions(project_key, {results[i].display: why for i, why in left.items()})
-    programs.leave(results, left)
+    """Files that only programs running only on CUDA reach stay as written (`torchport.pipeline.programs`)."""
+    _leave(results, cache, entries, "programs", lambda found: programs.left_whole(found) if programs.may_leave(
+        found) else {}, programs.CUDA_ONLY_LIBRARY_TAG)
 
 
 def _migrate(

@@ -497,3 +497,32 @@ def test_an_assert_before_calls_into_a_cuda_only_library_stays() -> None:
     # a blank line and a comment after the assert: the statement that runs in its place decides, not the `def`
     spaced = source.replace('requires CUDA."\n', 'requires CUDA."\n\n        # parse\n')
     assert _port(spaced).migrated == textwrap.dedent(spaced)
+
+
+def test_a_call_evaluated_once_stops_each_caller_at_its_own_line() -> None:
+    """Calls of a module's own function are evaluated once per arguments; each caller still stops at its call."""
+    source = """\
+    import torch
+
+
+    def place(x, on_gpu):
+        if on_gpu:
+            return x.cuda()
+        return x
+
+
+    def first(x):
+        return place(x, True)
+
+
+    def second(x):
+        y = 1
+        return place(x, True)
+
+
+    def third(x):
+        return place(x, False)
+    """
+    stops = {name: [p.stop and (p.stop.kind, p.stop.line) for p in _unit(source, name, "cpu").paths]
+             for name in ("first", "second", "third")}
+    assert stops == {"first": [("cuda", 11)], "second": [("cuda", 16)], "third": [None]}

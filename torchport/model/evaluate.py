@@ -789,10 +789,10 @@ class Evaluator:
             self._touched |= known.touched
         else:
             known = self._evaluate_call(function, args, keywords, p)
-            if key is not None and known is not None:
+            if key is not None and self._forks <= _MAX_PATHS:  # no merge of paths past the budget in it
                 self._calls[key] = known
-        if known is None or known.stop is None:
-            return known.returned if known is not None else UNKNOWN
+        if known.stop is None:
+            return known.returned
         first = known.stop
         self._end(Stop(first.kind, node.lineno, f"`{function.name}()` stops at line {first.line}: "
                                                 f"{first.message}", first.origin or first.line), p)
@@ -811,10 +811,9 @@ class Evaluator:
         return key
 
     def _evaluate_call(self, function: ast.FunctionDef, args: list[object], keywords: dict[str | None, object],
-                       p: Path) -> _Call | None:
-        """Run ``function``'s body with its arguments bound: where every path stops, or what they return. None
-        where the evaluation depended on more than its key (a merge of paths past the budget, a query answered
-        inside a condition already asking one)."""
+                       p: Path) -> _Call:
+        """Run ``function``'s body with its arguments bound: where every path stops, or what they return, with the
+        forks it made and whether it answered a device query."""
         env = _bind_arguments(function.args, args, keywords, self, p)
         forks, touched = self._forks, self._touched
         self._touched = False
@@ -835,7 +834,7 @@ class Evaluator:
             returned = [q.returned for q in ends if q.clean and q.stop is None]
             done = _Call(returned[0] if returned and all(r == returned[0] for r in returned) else UNKNOWN, None,
                          self._forks - forks, asked)
-        return done if self._forks <= _MAX_PATHS else None
+        return done
 
     def _needs_cuda(self, node: ast.AST, message: str, p: Path) -> object:
         if self.target != "cuda" and getattr(node, "lineno", 0) not in self.exempt:

@@ -43,3 +43,18 @@ def test_a_top_level_requirement() -> None:
     # another module's CUDA predicates), never guessed from its name
     assert cuda_only_program(ast.parse(source)) is None
     assert cuda_only_program(ast.parse(source), frozenset({"verify_min_gpu_count"})) == 4
+
+
+def test_the_projects_gates_are_the_same_when_asked_again() -> None:
+    """A run asks for them twice (the programs left whole, then the report); the second time reads them from memory."""
+    from pathlib import Path
+
+    from torchport.pipeline import programs
+    from torchport.results import FileResult
+
+    gate = "import sys\nimport torch\n\n\ndef need_gpu():\n    if not torch.cuda.is_available():\n        sys.exit(1)\n"
+    results = [FileResult(path=Path("helpers.py"), display="helpers.py", original=gate, migrated=gate)]
+    trees = {0: ast.parse(gate)}
+    first = programs._project_gates(results, trees)
+    assert first == {0: {"need_gpu": 7}}
+    assert programs._project_gates(results, trees) == first

@@ -280,8 +280,8 @@ def _project_gates(results: Sequence[FileResult], trees: Mapping[int, ast.Module
         gates = _EXITING.get(result.original or "")
         if gates is None and (tree := trees.get(index)) is not None:
             gates = _exiting_gates(result.original or "", tree)
-            if gates:
-                found[index] = gates
+        if gates:
+            found[index] = gates
     return found
 
 

@@ -20,8 +20,9 @@ import ast
 import os
 import re
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -31,13 +32,13 @@ from torchport.model import torch_facts
 from torchport.model.torch_facts import RAISES_OFF_CUDA, text
 from torchport.pipeline.notebooks import SUFFIX, locate
 from torchport.pipeline.project import (
-    _MEMO_LIMIT,
     Outline,
     Project,
     fewer_collections,
     lacking,
     outline,
     parse,
+    remembered,
     split_choice,
     works_at_top,
 )
@@ -272,15 +273,9 @@ def _stops(result: FileResult, kind: str, tree: ast.Module | None, shown: str,
 def _project_gates(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None]) -> dict[int, dict[str, int]]:
     """The functions each module defines that stop whenever CUDA is missing (`analysis.gates.exits_without_cuda`):
     index -> name -> line."""
-
     found: dict[int, dict[str, int]] = {}
     for index, result in enumerate(results):  # the text first: a tree is parsed when asked for
-        if not _gating(result.original):
-            continue
-        gates = _EXITING.get(result.original or "")
-        if gates is None and (tree := trees.get(index)) is not None:
-            gates = _exiting_gates(result.original or "", tree)
-        if gates:
+        if _gating(result.original) and (gates := _exiting_gates(result.original or "", partial(trees.get, index))):
             found[index] = gates
     return found
 
@@ -291,11 +286,7 @@ def _gating(text: str | None) -> bool:
 
     if not text:
         return False
-    if text not in _GATING:
-        if len(_GATING) >= _MEMO_LIMIT:
-            _GATING.clear()
-        _GATING[text] = GATE_TEXT.search(text) is not None
-    return _GATING[text]
+    return remembered(_GATING, text, lambda: GATE_TEXT.search(text) is not None)
 
 
 def _project_predicates(results: Sequence[FileResult],
@@ -304,21 +295,17 @@ def _project_predicates(results: Sequence[FileResult],
     index -> name -> line."""
     from torchport.codemods.analysis.programs import cuda_predicates
 
+    def predicates(index: int) -> dict[str, int]:
+        tree = trees.get(index)
+        names = cuda_predicates(tree) if tree is not None else set()
+        return {s.name: s.lineno for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and s.name in names} if tree is not None and names else {}
+
     found: dict[int, dict[str, int]] = {}
     for index, result in enumerate(results):  # the text first: a tree is parsed when asked for
         text = result.original
-        if not _gating(text):
-            continue
-        assert text is not None
-        if text not in _PREDICATES:
-            if len(_PREDICATES) >= _MEMO_LIMIT:
-                _PREDICATES.clear()
-            tree = trees.get(index)
-            names = cuda_predicates(tree) if tree is not None else set()
-            _PREDICATES[text] = {s.name: s.lineno for s in tree.body if isinstance(
-                s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name in names} if tree is not None and names else {}
-        if _PREDICATES[text]:
-            found[index] = _PREDICATES[text]
+        if text and _gating(text) and (names := remembered(_PREDICATES, text, partial(predicates, index))):
+            found[index] = names
     return found
 
 
@@ -377,7 +364,7 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
     # Only a module that itself needs CUDA, or defines a CUDA gate, makes a program CUDA-only (an entry point's
     # own check leaves that file alone already): without one, the model of every program is not built.
     if not any(any(OFF_CUDA == need.targets for need in _requirements(r.original or "", False))
-               or _exiting_gates(r.original or "", tree)
+               or _exiting_gates(r.original or "", lambda: tree)
                for r in suspects if (tree := _parse(r.original)) is not None):
         return {}
     reaching: dict[int, list[Program]] = {}
@@ -571,12 +558,8 @@ def _joins_a_group(entry: int, trees: Mapping[int, ast.Module | None], project: 
     def makers(target: int) -> dict[str, bool]:
         """Module ``target``'s top-level functions, by name: whether each makes a group; read once per text."""
         text = project.results[target].original or ""
-        if text not in _MAKERS:
-            if len(_MAKERS) >= _MEMO_LIMIT:
-                _MAKERS.clear()
-            found = functions(trees.get(target)) if "init_process_group" in text else {}
-            _MAKERS[text] = {name: makes_group(f.body) for name, f in found.items()}
-        return _MAKERS[text]
+        return remembered(_MAKERS, text, lambda: {name: makes_group(f.body) for name, f in (
+            functions(trees.get(target)) if "init_process_group" in text else {}).items()})
 
     tree = trees.get(entry)
     own = functions(tree)
@@ -828,23 +811,15 @@ _NEEDING: dict[str, bool] = {}
 
 def _needing(text: str) -> bool:
     """Whether ``text`` names what needs CUDA (`analysis.programs.CUDA_ONLY_TEXT`); read once per text."""
-    if text not in _NEEDING:
-        if len(_NEEDING) >= _MEMO_LIMIT:
-            _NEEDING.clear()
-        _NEEDING[text] = CUDA_ONLY_TEXT.search(text) is not None
-    return _NEEDING[text]
+    return remembered(_NEEDING, text, lambda: CUDA_ONLY_TEXT.search(text) is not None)
 
 
 def _cuda_only_text(text: str) -> bool:
     """Whether ``text`` holds CUDA-only text, or asks CUDA and stops; read once per text (`may_leave` is asked
     twice a run)."""
-    if text not in _CUDA_ONLY:
-        if len(_CUDA_ONLY) >= _MEMO_LIMIT:
-            _CUDA_ONLY.clear()
-        asks, stops = _GATE_LOOSE
-        _CUDA_ONLY[text] = bool(_CUDA_ONLY_LOOSE.search(text) and CUDA_ONLY_TEXT.search(text) or (
-            asks.search(text) and _GATE_ASKS.search(text) and stops.search(text) and _GATE_STOPS.search(text)))
-    return _CUDA_ONLY[text]
+    asks, stops = _GATE_LOOSE
+    return remembered(_CUDA_ONLY, text, lambda: bool(_CUDA_ONLY_LOOSE.search(text) and CUDA_ONLY_TEXT.search(text) or (
+        asks.search(text) and _GATE_ASKS.search(text) and stops.search(text) and _GATE_STOPS.search(text))))
 
 
 def leave(results: list[FileResult], left: Mapping[int, str], tag: str = CUDA_ONLY_LIBRARY_TAG) -> None:
@@ -951,27 +926,24 @@ def _requirements(text: str, entry: bool, predicates: frozenset[str] = frozenset
     """`torchport.codemods.analysis.requirements.requirements` of a module that parses; read once per text."""
     from torchport.codemods.analysis.requirements import requirements
 
-    key = (text, entry, predicates)
-    if key not in _REQUIREMENTS:
+    def read() -> list[Requirement]:
         tree = parse(text)
         assert tree is not None
-        if len(_REQUIREMENTS) >= _MEMO_LIMIT:
-            _REQUIREMENTS.clear()
-        _REQUIREMENTS[key] = requirements(tree, text, entry, predicates)
-    return _REQUIREMENTS[key]
+        return requirements(tree, text, entry, predicates)
+
+    return remembered(_REQUIREMENTS, (text, entry, predicates), read)
 
 
-def _exiting_gates(text: str, tree: ast.Module) -> dict[str, int]:
+def _exiting_gates(text: str, tree: Callable[[], ast.Module | None]) -> dict[str, int]:
     """The module's top-level functions that stop whenever CUDA is missing (`analysis.gates.exits_without_cuda`),
-    name -> line; read once per text."""
+    name -> line; read once per text (``tree`` gives its tree the first time)."""
     from torchport.codemods.analysis.gates import exits_without_cuda
 
-    if text not in _EXITING:
-        if len(_EXITING) >= _MEMO_LIMIT:
-            _EXITING.clear()
-        _EXITING[text] = {s.name: _stop_line(tree, s) for s in tree.body
-                          if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and exits_without_cuda(s)}
-    return _EXITING[text]
+    def read(tree: ast.Module | None) -> dict[str, int]:
+        return {s.name: _stop_line(tree, s) for s in tree.body if isinstance(
+            s, (ast.FunctionDef, ast.AsyncFunctionDef)) and exits_without_cuda(s)} if tree is not None else {}
+
+    return remembered(_EXITING, text, lambda: read(tree()))
 
 
 def _stop_line(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:

@@ -23,11 +23,11 @@ from __future__ import annotations
 import ast
 import gc
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, cast
+from typing import NamedTuple, TypeVar, cast
 
 from torchport.codemods.analysis.lacks import blocker
 from torchport.codemods.analysis.programs import absolute_module, always_run, is_main, is_script
@@ -42,6 +42,8 @@ _DYNAMIC_IMPORT = torch_facts.text("dynamic_import")
 _OUTLINES: dict[str, Outline] = {}
 _LACKING: dict[tuple[str, bool], tuple[int, str] | None] = {}
 _MEMO_LIMIT = 20_000
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 # The last trees parsed, for the steps that read a few modules whole (entry points, gates), up to this much text:
 # a tree takes about 20 times its text (and the memory a dropped tree held stays with the process).
 _TREES: OrderedDict[str, ast.Module | None] = OrderedDict()
@@ -130,32 +132,40 @@ def parse(text: str | None) -> ast.Module | None:
     return tree
 
 
-def outline(text: str | None) -> Outline:
-    """The `Outline` of a module's ``text``, read once per text."""
-
-    text = text or ""
+def remembered(table: dict[_K, _V], key: _K, compute: Callable[[], _V]) -> _V:
+    """``table[key]``, ``compute()`` the first time it is asked (a table past `_MEMO_LIMIT` entries is emptied
+    first): what the steps of a run read from a module's text, once per text."""
     try:
-        return _OUTLINES[text]
+        return table[key]
     except KeyError:
         pass
+    if len(table) >= _MEMO_LIMIT:
+        table.clear()
+    found = table[key] = compute()
+    return found
+
+
+def outline(text: str | None) -> Outline:
+    """The `Outline` of a module's ``text``, read once per text."""
+    text = text or ""
+    return remembered(_OUTLINES, text, lambda: _outline(text))
+
+
+def _outline(text: str) -> Outline:
     tree = parse(text)
     if tree is None:
-        found = Outline(False)
-    else:
-        defines = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-        imports = {id(s): _imported(s) for s in _statements(tree.body) if isinstance(s, (ast.Import, ast.ImportFrom))}
-        main = [s for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
-        run_main = [s for block in main for s in always_run(block.body)]
-        found = Outline(True, tuple(imports.values()),
-                        tuple(imports[id(s)] for s in always_run(tree.body) if id(s) in imports),
-                        is_script(tree), works_at_top(tree), any(_a_test(s) for s in defines), bool(defines),
-                        tuple(imports[id(s)] for s in run_main if id(s) in imports),
-                        tuple(_arms(s, imports) for s in [*tree.body, *(b for m in main for b in m.body)]
-                              if isinstance(s, ast.If) and s.orelse and not is_main(s.test) and _arms(s, imports)))
-    if len(_OUTLINES) >= _MEMO_LIMIT:
-        _OUTLINES.clear()
-    _OUTLINES[text] = found
-    return found
+        return Outline(False)
+    defines = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    imports = {id(s): _imported(s) for s in _statements(tree.body) if isinstance(s, (ast.Import, ast.ImportFrom))}
+    main = [s for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
+    run_main = [s for block in main for s in always_run(block.body)]
+    chains = [s for s in [*tree.body, *(b for m in main for b in m.body)]
+              if isinstance(s, ast.If) and s.orelse and not is_main(s.test)]
+    return Outline(True, tuple(imports.values()),
+                   tuple(imports[id(s)] for s in always_run(tree.body) if id(s) in imports),
+                   is_script(tree), works_at_top(tree), any(_a_test(s) for s in defines), bool(defines),
+                   tuple(imports[id(s)] for s in run_main if id(s) in imports),
+                   tuple(arms for s in chains if (arms := _arms(s, imports))))
 
 
 def _arms(statement: ast.If, imports: dict[int, Imported]) -> tuple[tuple[Imported, ...], ...]:
@@ -200,15 +210,8 @@ def _reports(call: ast.Call) -> bool:
 
 def lacking(text: str, certain: bool = False) -> tuple[int, str] | None:
     """`torchport.codemods.analysis.lacks.blocker` of a module's ``text``, read once per text."""
-    key = (text, certain)
-    try:
-        return _LACKING[key]
-    except KeyError:
-        pass
-    if len(_LACKING) >= _MEMO_LIMIT:
-        _LACKING.clear()
-    found = _LACKING[key] = blocker(text, _TREES.get(text), certain)  # parsed there only where a pattern asks
-    return found
+    # parsed there only where a pattern asks
+    return remembered(_LACKING, (text, certain), lambda: blocker(text, _TREES.get(text), certain))
 
 
 class Project:

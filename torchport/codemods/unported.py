@@ -435,7 +435,7 @@ class CudaOnlyImport(Rule):
                 isinstance(a, cst.Try) and _catches_import_error(a) for a in m.ancestors):
             return  # already guarded: under a check (`elif engine:  # TensorRT`), or in `try: ... except ImportError:`
         for name in _imported(node):
-            if any(name == mod or name.startswith(mod + ".") for mod in CUDA_ONLY_MODULES):
+            if (library := torch_facts.cuda_library(name)) is not None and not library.kernels:
                 m.report(self.code, node, f"`{name}` is a CUDA-only library; guard it or find a portable alternative")
 
     def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:

@@ -87,10 +87,12 @@ class Unit:
 
 @dataclass
 class _TreeFacts:
-    """What every evaluation of one tree reads first: its imports (local name -> dotted name), the class of each
-    method (by the method's id), the attributes set on something other than ``self`` (read lazily)."""
+    """What every evaluation of one tree reads first: its imports (local name -> dotted name), the names it binds from
+    a CUDA-only library, the class of each method (by the method's id), the attributes set on something other than
+    ``self`` (read lazily)."""
 
     imports: dict[str, str]
+    cuda_names: frozenset[str]
     methods: dict[int, ast.ClassDef]
     stored: set[str] | None = None
 
@@ -103,9 +105,10 @@ _FACTS: weakref.WeakKeyDictionary[ast.Module, _TreeFacts] = weakref.WeakKeyDicti
 def _tree_facts(tree: ast.Module) -> _TreeFacts:
     facts = _FACTS.get(tree)
     if facts is None:
-        facts = _FACTS[tree] = _TreeFacts(_imports(tree), _methods(tree))
+        imports = _imports(tree)
+        cuda_names = frozenset(local for local, name in imports.items() if torch_facts.cuda_library(name))
+        facts = _FACTS[tree] = _TreeFacts(imports, cuda_names, _methods(tree))
     return facts
-
 
 
 def _imports(tree: ast.Module) -> dict[str, str]:
@@ -123,11 +126,6 @@ def _imports(tree: ast.Module) -> dict[str, str]:
                 if alias.name != "*":
                     bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     return bound
-
-
-def _cuda_library(name: str) -> bool:
-    """Whether module or name ``name`` comes from a library that needs an NVIDIA GPU (`torch_facts.CUDA_LIBRARIES`)."""
-    return any(name == lib or name.startswith(lib + ".") for lib in torch_facts.CUDA_LIBRARIES)
 
 
 # the builtins it evaluates
@@ -157,7 +155,7 @@ class Evaluator:
         self.imports = facts.imports
         # what the module binds from a CUDA-only library (`from megatron.training import parse_args`, under a guard
         # too) works only on CUDA, as another module's gate does
-        self.gates = gates | {local for local, name in self.imports.items() if _cuda_library(name)}
+        self.gates = gates | facts.cuda_names
         self._testing = 0  # inside a condition
         self.globals: dict[str, object] = {}
         self.globals_queried: set[str] = set()

@@ -470,6 +470,13 @@ CUDA_LIBRARIES = {
 _CUDA = "torch.cuda."
 
 
+def cuda_library(name: str) -> Library | None:
+    """The record of the library in `CUDA_LIBRARIES` that module or name ``name`` comes from
+    (``megatron.training.parse_args``: megatron's), or None."""
+    return next((lib for module, lib in CUDA_LIBRARIES.items() if name == module or name.startswith(module + ".")),
+                None)
+
+
 def api(name: str) -> Api | None:
     """The record of the qualified CUDA API ``name`` (``"torch.cuda.synchronize"``), or None."""
     return CUDA_APIS.get(name)

@@ -32,9 +32,10 @@ def cuda_only_import(name: str) -> str | None:
     (or a module of a ``triton`` package of the project: ``pkg.ops.triton.matmul``), ``"imports apex, a CUDA-only
     library"``, ``"imports fused_adam_cuda, a compiled CUDA extension"`` (the ``*_cuda`` name a ``CUDAExtension``
     gets)."""
-    if _under(name, KERNEL_MODULES) or "triton" in name.split(".")[1:]:
+    library = torch_facts.cuda_library(name)
+    if library is not None and library.kernels or "triton" in name.split(".")[1:]:
         return f"imports {name} (GPU kernels)"
-    if _under(name, CUDA_ONLY_MODULES):
+    if library is not None:
         return f"imports {name}, a CUDA-only library"
     if name.rsplit(".", 1)[-1].endswith("_cuda"):
         return f"imports {name}, a compiled CUDA extension"
@@ -107,10 +108,6 @@ def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
     if node.level or not node.module:
         return []
     return [node.module]
-
-
-def _under(name: str, modules: tuple[str, ...]) -> bool:
-    return any(name == module or name.startswith(module + ".") for module in modules)
 
 
 

@@ -1301,7 +1301,8 @@ class FollowDevice(Rule):
             self._claim(m, node, follow)
 
     def visit_If(self, m: Migrator, node: cst.If) -> None:
-        """``if y.is_cuda: x = x.cuda()``, alone in its ``if`` (no ``else``, no comment on its header)."""
+        """``if y.is_cuda: x = x.cuda()``, alone in its ``if`` (no ``else``; a comment on the header or the line, not
+        on both: the one line that replaces them keeps it)."""
         follow = _followed(node.test)
         body = node.body.body
         if (follow is None or node.orelse is not None or len(body) != 1

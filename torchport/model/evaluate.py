@@ -827,12 +827,10 @@ class Evaluator:
             asked, self._touched = self._touched, touched or self._touched
         stops = [q.stop for q in ends if not q.clean]
         if ends and len(stops) == len(ends) and stops[0] is not None:
-            done = _Call(UNKNOWN, stops[0], self._forks - forks, asked)
-        else:
-            returned = [q.returned for q in ends if q.clean and q.stop is None]
-            done = _Call(returned[0] if returned and all(r == returned[0] for r in returned) else UNKNOWN, None,
-                         self._forks - forks, asked)
-        return done
+            return _Call(UNKNOWN, stops[0], self._forks - forks, asked)
+        returned = [q.returned for q in ends if q.clean and q.stop is None]
+        return _Call(returned[0] if returned and all(r == returned[0] for r in returned) else UNKNOWN, None,
+                     self._forks - forks, asked)
 
     def _needs_cuda(self, node: ast.AST, message: str, p: Path) -> object:
         if self.target != "cuda" and getattr(node, "lineno", 0) not in self.exempt:

@@ -143,7 +143,7 @@ def _run(found: Sequence[Found], settings: Settings, jobs: int, cache: cache_mod
 
     _migrate(keys, results, settings, jobs, _storing(results, keys, cache), progress)
     _project_pass(results, settings, jobs, cache, entries)
-    _leave_cuda_only_programs(results, cache, entries)
+    _leave(results, cache, entries, "programs", programs.left_whole, programs.CUDA_ONLY_LIBRARY_TAG)
     _leave(results, cache, entries, "fakes", programs.faked_by_tests, programs.FAKES_CUDA_TAG)
     _leave(results, cache, entries, "amp", programs.cpu_only_amp, programs.CUDA_ONLY_TAG)
     return results
@@ -243,13 +243,6 @@ def _storing(results: list[FileResult], keys: Mapping[int, str | None],
             cache.put(entry, result)
 
     return done
-
-
-def _leave_cuda_only_programs(results: list[FileResult], cache: cache_module.Cache | None,
-                              entries: dict[int, str]) -> None:
-    """Files that only programs running only on CUDA reach stay as written (`torchport.pipeline.programs`)."""
-    _leave(results, cache, entries, "programs", lambda found: programs.left_whole(found) if programs.may_leave(
-        found) else {}, programs.CUDA_ONLY_LIBRARY_TAG)
 
 
 def _migrate(

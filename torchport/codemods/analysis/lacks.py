@@ -62,7 +62,9 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
             if pattern.search(code):
                 found.append((number, what))
                 break
-    if found and tree is None:
+    makers = _NUMPY_MAKERS.search(text) or ".step(" in text  # an environment's rewards (`_rewards`)
+    float64_named = _FROM_NUMPY_TO_DEVICE.search(text) and _NUMPY_FLOAT64.search(text)  # and arrays moved
+    if tree is None and (found or _WIDE_TEXT.search(text) or "is_cuda" in text or makers or float64_named):
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -71,14 +73,7 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
         found = [hit for hit in found if hit[0] not in _data_branch_lines(tree)]
     moves_arrays = _FROM_NUMPY_TO_DEVICE.search(text) and not (certain and (
         _COLLECTIVES.search(text) or not _arrays_moved(text, tree)))
-    makers = _NUMPY_MAKERS.search(text) or ".step(" in text  # an environment's rewards (`_rewards`)
-    if tree is None and (_WIDE_TEXT.search(text) or "is_cuda" in text or makers
-                         or moves_arrays and _NUMPY_FLOAT64.search(text)):
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            tree = None
-    if moves_arrays and _NUMPY_FLOAT64.search(text):
+    if moves_arrays and float64_named:
         found.extend((number, "float64 numpy arrays made into tensors") for number in (
             _numpy_float64_lines(tree) if tree is not None else
             [n for n, line in enumerate(lines, 1) if _NUMPY_FLOAT64.search(line.split("#", 1)[0])]))

@@ -107,6 +107,7 @@ def cuda_project(tmp_path: Path) -> Path:
     return project
 
 
+@pytest.mark.slow
 def test_pytest_project_fixed_test_and_reports(cuda_project: Path, tmp_path: Path) -> None:
     before = _snapshot(cuda_project)
     reports = tmp_path / "reports"
@@ -147,6 +148,7 @@ def test_port_that_breaks_a_test_exits_1(tmp_path: Path) -> None:
     assert [t["change"] for t in report["tests"]] == ["broken"]
 
 
+@pytest.mark.slow
 def test_script_exit_codes_and_flags_after_double_dash(tmp_path: Path) -> None:
     project = _write(tmp_path / "proj", {"script.py": CUDA_SCRIPT, "run.sh": "#!/bin/sh\n", "data/ro.txt": "x\n",
                                          ".venv/pyvenv.cfg": "", "__pycache__/x.pyc": "", ".git/HEAD": ""})
@@ -284,6 +286,7 @@ class TestImported(unittest.TestCase):
 """
 
 
+@pytest.mark.slow
 def test_unittest_discover_reports_two_fixed_tests(tmp_path: Path) -> None:
     project = _write(tmp_path / "proj", {"tests/test_cuda.py": UNITTEST_CUDA_TESTS,
                                          "tests/test_import.py": UNITTEST_CUDA_IMPORT})

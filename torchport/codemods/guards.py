@@ -492,12 +492,21 @@ def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
         sides = (test.left, target.comparator)
         if _cuda_type_string(test):
             return True  # `x.type() == "torch.cuda.HalfTensor"`: a CUDA tensor's type name
+        if any(_cuda_device_call(m, s) for s in sides):
+            return True  # `device == torch.device("cuda")`: TP002 keeps a compared CUDA device as written
         if not any(string_value(s) == "cuda" for s in sides):
             return False
         if tensor_type_check(test) is not None:
             return not (unsafe and m.enabled("TP008"))
         return True
     return False
+
+
+def _cuda_device_call(m: Migrator, node: cst.BaseExpression) -> bool:
+    """``torch.device("cuda")`` or ``torch.device("cuda:0")``: a CUDA device, which off CUDA nothing else equals."""
+    return (isinstance(node, cst.Call) and len(node.args) == 1 and not node.args[0].keyword
+            and (string_value(node.args[0].value) or "").split(":")[0] == "cuda"
+            and m.has_qname(node.func, "torch.device"))
 
 
 def _cuda_type_string(test: cst.Comparison) -> bool:

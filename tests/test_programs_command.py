@@ -299,6 +299,30 @@ def test_a_flag_the_entry_point_sets_from_cuda_decides_other_modules_and_their_c
     assert (run["blockers"][0]["path"], run["blockers"][0]["line"]) == ("exp.py", 9)
 
 
+def test_a_script_another_script_imports_keeps_the_cpu_on_a_mac_for_both(tmp_path: Path) -> None:
+    """SGC's TextSGC: `train.py` parses its command line at import and keeps its `args.cuda` choice beside data it
+    moves; `tuning.py` imports it. The call goes into train.py (it runs for both programs), both programs say so,
+    and the place is shown once from the root, though both live in a folder."""
+    folder = tmp_path / "downstream"
+    folder.mkdir()
+    (folder / "train.py").write_text(
+        "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--no-cuda', action='store_true')\nargs = parser.parse_args()\n"
+        "args.cuda = not args.no_cuda and torch.cuda.is_available()\n\n\ndef train(model, x):\n"
+        "    return model(x.cuda())\n\n\nif __name__ == '__main__':\n    model = torch.nn.Linear(2, 2)\n"
+        "    if args.cuda: model.cuda()\n    print(train(model, torch.ones(2)))\n")
+    (folder / "tuning.py").write_text(
+        "import torch\nfrom train import train\n\nif __name__ == '__main__':\n"
+        "    print(train(torch.nn.Linear(2, 2), torch.ones(2)))\n")
+    files = _migrated(tmp_path)
+    assert "TP019" in {r["code"] for r in files["downstream/train.py"]["rewrites"]}  # tp.avoid_mps(...)
+    assert not any(r["code"] == "TP019" for r in files["downstream/tuning.py"]["rewrites"])
+    found = _programs(tmp_path)
+    for entry in ("downstream/train.py", "downstream/tuning.py"):
+        assert found[entry]["runs_on"] == ["cuda", "xpu", "cpu"], entry
+        assert [(b["path"], b["line"]) for b in found[entry]["blockers"]] == [("downstream/train.py", 16)], entry
+
+
 def test_an_unchanged_script_that_calls_a_function_stuck_without_cuda_runs_only_on_cuda(tmp_path: Path) -> None:
     """PatchTST's pretraining script calls `set_device()` at import, which subscripts what
     `get_available_cuda()` returns: None without CUDA. The script itself has nothing to port, yet it runs only on

@@ -232,12 +232,14 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             program.blockers.append(Blocker("mps", "always makes a process group, which takes no MPS tensors: on a "
                                                    "Mac the runtime picks the CPU", program.path,
                                             _group_line(trees.get(entry))))
-        if "mps" not in {b.target for b in program.blockers} and (avoid := results[entry].avoid_mps):
-            what, _, spot = avoid.rpartition(", ")  # the project pass gave it `tp.avoid_mps`: what and where
+        # the project pass gave it, or a script it always imports, `tp.avoid_mps`: what and where
+        avoiding = next((i for i in reach if i in always and results[i].avoid_mps), None)
+        if "mps" not in {b.target for b in program.blockers} and avoiding is not None:
+            what, _, spot = (results[avoiding].avoid_mps or "").rpartition(", ")
             path, _, number = spot.rpartition(":")
             program.blockers.append(Blocker("mps", f"uses {what}: on a Mac it runs on the CPU",
-                                            _shown(results[entry].path.parent / path, root) if path else program.path,
-                                            int(number) if number.isdigit() else 1))
+                                            _spot(results[avoiding].path, path, root) if path else
+                                            shown_as(avoiding), int(number) if number.isdigit() else 1))
         blocked = {b.target for b in program.blockers}  # where nothing else blocks it, its port evaluated there
         used = results[entry].gates or unchanged_gates.get(entry, frozenset())  # an unchanged result holds none
         program.blockers.extend(b for b in _stops(results[entry], kind, trees.get(entry), program.path, used)
@@ -440,7 +442,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         if not module.parses or not (module.script or _kind(result, module, name, scripts, is_imported(index)) in (
                 "script", "console-script")):
             continue  # a `__main__` block, a console script, or top-level work in a module nothing imports
-        if name not in scripts and (is_imported(index) or project.in_package(index)):
+        if name not in scripts and (is_imported(index) or project.in_package(index)) \
+                and not _reads_command_line(trees[index]):
             continue  # a library module with a demo `__main__`: the call would run in every program importing it
         reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
         if not project.reach(index) & moving or not (
@@ -466,6 +469,16 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
                 break
     has_call = {i for i in reasons} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")}
     return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
+
+
+def _reads_command_line(tree: ast.Module | None) -> bool:
+    """Whether the module parses the command line whenever it is imported (``args = parser.parse_args()`` at its
+    top level): a script, whatever imports it, and every program that imports it runs its choices."""
+    if tree is None:
+        return False
+    top = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If))]
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr in ("parse_args", "parse_known_args") for s in top for n in ast.walk(s))
 
 
 def _kept_placement(result: FileResult, flags: set[str]) -> tuple[int, str] | None:
@@ -954,6 +967,13 @@ def _stop_line(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDe
     units = Evaluator(tree, "cpu").top_functions([function.name])
     lines = [p.stop.line for unit in units for p in unit.paths if p.stop is not None]
     return min(lines) if lines else function.lineno
+
+
+def _spot(module: Path, where: str, root: Path) -> str:
+    """The file of a ``tp.avoid_mps`` reason's ``where``, shown from ``root``: written relative to the folder of
+    the ``module`` that holds the call where the run was given absolute paths, else as the run shows it."""
+    beside = module.parent / where
+    return _shown(beside if beside.is_file() else Path(where), root)
 
 
 def _shown(path: Path, root: Path) -> str:

@@ -535,6 +535,11 @@ class DeviceString(_StringRule):
                 "import argparse\nimport torch\n\n\ndef get_args_parser():\n    parser = argparse.ArgumentParser()\n"
                 "    parser.add_argument('--device', default='cuda')\n    return parser\n\n\ndef main(args):\n"
                 "    return torch.device(tp.device(args.device))\n"),
+        # The same where a function above the parser makes the device (opacus's imdb.py).
+        Example("import argparse\nimport torch\n\n\ndef train(args):\n    return torch.device(args.device)\n\n\n"
+                "parser = argparse.ArgumentParser()\nparser.add_argument('--device', default='cuda')\n",
+                "import argparse\nimport torch\n\n\ndef train(args):\n    return torch.device(tp.device(args.device))\n"
+                "\n\nparser = argparse.ArgumentParser()\nparser.add_argument('--device', default='cuda')\n"),
         Example('def test_kwargs():\n    assert build(args) == {"device_map": "cuda"}\n'),
         Example('def test_offload_id(pipe):\n    pipe.enable_model_cpu_offload(gpu_id=5, device="cuda")\n'),
         # Labels are not devices.
@@ -561,7 +566,10 @@ class DeviceString(_StringRule):
         return bool(found)
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
-        mapped = m.store(self).get("mapped")
+        store = m.store(self)
+        if "ahead" not in store:  # `torch.device(args.device)` in a function above the parser's `add_argument`
+            store["ahead"] = _cuda_device_options(m.syntax) & _options_made_devices(m) if m.syntax else set()
+        mapped = store.get("mapped", set()) | store["ahead"]
         if mapped and m.has_qname(original.func, "torch.device") and len(updated.args) == 1 \
                 and updated.args[0].keyword is None and isinstance(updated.args[0].value, cst.Attribute) \
                 and updated.args[0].value.attr.value in mapped and m.apply(self.code, original):
@@ -867,6 +875,27 @@ def _options_made_devices(m: Migrator) -> set[str]:
                 arg = arg.args[0]
             if isinstance(arg, ast.Attribute):
                 found.add(arg.attr)
+    return found
+
+
+def _cuda_device_options(tree: ast.Module) -> set[str]:
+    """The ``dest`` of every ``add_argument("--device", default="cuda")`` in the module (CPython's tree): a device
+    option whose default is a CUDA device."""
+    found = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_argument"):
+            continue
+        default = next((k.value for k in node.keywords if k.arg == "default"), None)
+        if not (isinstance(default, ast.Constant) and isinstance(default.value, str)
+                and CUDA_DEVICE_RE.match(default.value)):
+            continue
+        dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
+                    None)
+        names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        dests = {n.lstrip("-").replace("-", "_") for n in names if n.startswith("--")} | (
+            {dest} if isinstance(dest, str) else set())
+        found.update(d for d in dests if DEVICE_WORD.search(d))
     return found
 
 

@@ -881,7 +881,7 @@ def _options_made_devices(m: Migrator) -> set[str]:
 def _cuda_device_options(tree: ast.Module) -> set[str]:
     """The ``dest`` of every ``add_argument("--device", default="cuda")`` in the module (CPython's tree): a device
     option whose default is a CUDA device."""
-    found = set()
+    found: set[str] = set()
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "add_argument"):

@@ -20,6 +20,7 @@ size), so one process starts on a CPU-only machine.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -45,6 +46,7 @@ from torchport.codemods.core.reasons import (
     CUDA_TEST,
     FAKES_CUDA,
     GATE_DEFINITION,
+    HALF_PORT,
     HELD_CHOICE,
     OLDER_TORCH,
     SEVERAL_BACKENDS,
@@ -292,6 +294,48 @@ def _sizing(m: Migrator) -> frozenset[str]:
         for value in values:
             found.update(ast.unparse(n) for n in ast.walk(value) if isinstance(n, (ast.Name, ast.Attribute)))
     return frozenset(found)
+
+
+def _rank_placement(tree: ast.Module) -> tuple[int, str] | None:
+    """``(line, code)`` of the first placement on a worker's rank as a bare device index (``data.to(rank)``,
+    ``device=rank``, ``torch.device(rank)``: CUDA device ``rank``, which no rule maps) in a function of the module
+    that ``mp.spawn``/``start_processes`` starts, or that such a function passes its rank to (CPython's tree)."""
+    functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    todo = [(call.args[0].id, 0) for call in ast.walk(tree) if isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute) and call.func.attr in ("spawn", "start_processes")
+            and call.args and isinstance(call.args[0], ast.Name) and call.args[0].id in functions]
+    seen: set[tuple[str, int]] = set()
+    while todo:
+        name, index = todo.pop()
+        function = functions[name]
+        params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        if (name, index) in seen or index >= len(params):
+            continue
+        seen.add((name, index))
+        ranks = {params[index]}
+        for node in ast.walk(function):  # `device = rank`
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in ranks:
+                ranks.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        rank = functools.partial(_names_one_of, ranks)
+        for node in ast.walk(function):
+            if not isinstance(node, ast.Call):
+                continue
+            placed = (isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "device")
+                      and len(node.args) == 1 and rank(node.args[0])) or any(
+                k.arg == "device" and rank(k.value) for k in node.keywords)
+            if placed:
+                return node.lineno, ast.unparse(node)
+            if isinstance(node.func, ast.Name) and node.func.id in functions:
+                todo.extend((node.func.id, i) for i, arg in enumerate(node.args) if rank(arg))
+                inner = functions[node.func.id].args
+                names = [a.arg for a in (*inner.posonlyargs, *inner.args)]
+                todo.extend((node.func.id, names.index(k.arg)) for k in node.keywords
+                            if k.arg in names and rank(k.value))
+    return None
+
+
+def _names_one_of(names: set[str], value: ast.expr) -> bool:
+    return isinstance(value, ast.Name) and value.id in names
 
 
 def _wraps_backend(node: cst.ClassDef) -> bool:
@@ -960,9 +1004,17 @@ class CudaGuard(Rule):
     def _count(self, m: Migrator, value: cst.BaseExpression) -> None:
         calls = _Calls(m)
         value.visit(calls)  # `n_workers or torch.cuda.device_count()` too
+        store = m.store(self)
+        if "rank_placed" not in store:
+            store["rank_placed"] = _rank_placement(m.syntax) if m.syntax is not None else None
         for call in calls.found:
             if not call.args and m.has_qname(call.func, _COUNT):
-                self._rewrite(m, call, "process_count")
+                if store["rank_placed"] is not None:
+                    self._keep(m, [call], call, HALF_PORT, "the processes it counts place data on the CUDA device "
+                               f"of their rank (`{store['rank_placed'][1]}`, line {store['rank_placed'][0]}), "
+                               "which stays: off CUDA none starts, as before")
+                else:
+                    self._rewrite(m, call, "process_count")
 
     def visit_BinaryOperation(self, m: Migrator, node: cst.BinaryOperation) -> None:
         """``rank % torch.cuda.device_count()``: a local rank from the number of devices, one process each;

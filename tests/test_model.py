@@ -152,6 +152,36 @@ def test_what_stops_a_path_off_cuda(expression: str, stops: bool) -> None:
     assert _module_paths(source, "cuda")[0][1] is None
 
 
+@pytest.mark.parametrize(("test", "stops"), [
+    ("gpus_per_machine <= torch.cuda.device_count()", True),  # YOLOX's launch, after its process group
+    ("torch.cuda.device_count() > local_rank", True),
+    ("gpus_per_machine >= torch.cuda.device_count()", False),  # asks for no device
+    ("gpus_per_machine <= len(devices)", False),  # no device query
+])
+def test_an_assert_that_asks_for_more_devices_than_a_count_of_0_stops_off_cuda(test: str, stops: bool) -> None:
+    source = f"import torch\n\n\ndef worker(local_rank, gpus_per_machine, devices):\n    assert {test}\n    return 1\n"
+    for target in ("cpu", "mps"):
+        assert (_unit(source, "worker", target).paths[0].stop is not None) is stops
+    assert _unit(source, "worker", "cuda").paths[0].stop is None
+
+
+def test_a_cuda_assert_before_one_that_asks_for_more_devices_than_there_are_stays() -> None:
+    """YOLOX's `_distributed_worker`: without the first assert it would fail later, after its process group."""
+    checked = _port("""\
+        import torch
+        import torch.distributed as dist
+
+
+        def worker(local_rank, world_size, gpus_per_machine, machine_rank, main):
+            assert torch.cuda.is_available(), "cuda is not available. Please check your installation."
+            dist.init_process_group("gloo", world_size=world_size, rank=machine_rank * gpus_per_machine + local_rank)
+            assert gpus_per_machine <= torch.cuda.device_count()
+            main()
+    """)
+    assert checked.migrated == checked.original
+    assert "off CUDA the path still stops at line 8" in "".join(d.message for d in checked.diagnostics)
+
+
 @pytest.mark.parametrize("expression", ["x.to(0)", "x.to(int(os.environ['LOCAL_RANK']))",
                                         "torch.ones(1, device=tp.current_device())",
                                         "x.to(dist.get_rank() % tp.device_count())"])

@@ -344,6 +344,8 @@ class Evaluator:
             value, queried = self._asking(stmt.test, p, test=True)
             if truth(value) is False and not p.stop:
                 p.stop = Stop("gate" if queried else "raise", stmt.lineno, "an assert fails")
+            elif truth(value) is UNKNOWN and not p.stop and self._beyond_no_devices(stmt.test, p):
+                p.stop = Stop("gate", stmt.lineno, "an assert fails: the device count it compares with is 0 here")
             return [p]
         if isinstance(stmt, ast.Raise):
             if stmt.exc is not None:
@@ -573,6 +575,19 @@ class Evaluator:
             elif known is (not is_and):
                 return UNKNOWN if i else result
         return UNKNOWN if undecided else result
+
+    def _beyond_no_devices(self, test: ast.expr, p: Path) -> bool:
+        """``n <= torch.cuda.device_count()`` (or ``<``, or mirrored) where the count is 0 here: a count or rank
+        ``n`` the model cannot read is at least 0, and one GPU at least is what such an assert asks for."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return False
+        op = test.ops[0]
+        count = test.comparators[0] if isinstance(op, (ast.Lt, ast.LtE)) else test.left if isinstance(
+            op, (ast.Gt, ast.GtE)) else None
+        if not isinstance(count, ast.Call):
+            return False
+        value = self.value(count, p)
+        return isinstance(value, int) and not isinstance(value, bool) and value == 0
 
     def _compare(self, node: ast.Compare, p: Path) -> object:
         left = self.value(node.left, p)

@@ -127,6 +127,8 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("x = y.double()  # a comment about MPS is not code\n", (1, "float64")),
     ("# x.double()\n", None),
     ("x = y.cpu().double()\n", None),
+    ("q = (-(-d.double().log1p_() * 2 * n).expm1_()).log_().float()\n", None),  # float32 once computed
+    ("q = (d.double() * 2).sum()\n", (1, "float64")),
     ("model = torch.nn.DataParallel(model).cuda()\n", (1, "DataParallel, which moves its inputs only on CUDA")),
     ("def f(x, allowed=(torch.float32, torch.float64)):\n    assert x.dtype in allowed\n", None),
     ("def f(x, dtype=torch.float64):\n    return x.to(dtype)\n", (1, "float64")),

@@ -82,7 +82,32 @@ def removable_assert(m: Migrator, node: cst.Assert) -> bool:
     if any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) and a.name.value.lower().startswith("test")
            for a in m.ancestors):
         return False
-    return not _guards_cuda_only_code(m)
+    return not _guards_cuda_only_code(m) and not _asked_again(m)
+
+
+def _asked_again(m: Migrator) -> bool:
+    """Whether the function around the assert being visited asks whether CUDA is there again after the statement
+    that holds it (yolov7's ``select_device``: ``elif device: assert torch.cuda.is_available(), 'invalid device'``,
+    then ``cuda = not cpu and torch.cuda.is_available()``): the assert checks a device the user asked for, and
+    without it the function would fall back to another device silently."""
+    function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
+    if function is None or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    inside = {id(a) for a in m.ancestors}
+    body = list(function.body.body)
+    holder = next((i for i, s in enumerate(body) if id(s) in inside), None)
+    if holder is None:
+        return False
+    found: list[cst.Call] = []
+
+    class _Queries(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if not node.args and any(m.has_qname(node.func, name) for name in _AVAILABLE):
+                found.append(node)
+
+    for statement in body[holder + 1:]:
+        statement.visit(_Queries())
+    return bool(found)
 
 
 # (`cuda`, the cuda-python package, only where imported: `torch.cuda` is no such use)
@@ -112,7 +137,8 @@ class GpuRequiredAssert(Rule):
     safety = "unsafe"
     safety_note = ("Applied by default to `assert torch.cuda.is_available()` outside tests where no CUDA-only library "
                    "(apex, triton, ...) follows it in its block. An assert that counts GPUs (`device_count() > rank`), "
-                   "a test's assert, or one before CUDA-only code is removed only with --unsafe-fixes (else reported).")
+                   "a test's assert, one before CUDA-only code, or one in a function that asks CUDA again after it is "
+                   "removed only with --unsafe-fixes (else reported).")
     names = _GPU_TESTS
     examples = (
         Example("import torch\n# needs a GPU\nassert torch.cuda.is_available()  # hard requirement\nrun()\n",
@@ -127,6 +153,11 @@ class GpuRequiredAssert(Rule):
         # The clear error of CUDA-only code that follows it.
         Example("import torch\n\n\ndef fused(name):\n    assert torch.cuda.is_available(), 'CUDA required for APEX'\n"
                 "    import apex\n    return apex.optimizers.FusedAdam\n"),
+        # It checks a device the user asked for; the function asks CUDA again, so without it, it would fall back.
+        Example("import torch\n\n\ndef select_device(device=''):\n    if device:\n"
+                "        assert torch.cuda.is_available(), f'invalid device {device} requested'\n"
+                "    cuda = device != 'cpu' and torch.cuda.is_available()\n"
+                "    return torch.device('cuda:0' if cuda else 'cpu')\n"),
     )
 
     def visit_Assert(self, m: Migrator, node: cst.Assert) -> None:

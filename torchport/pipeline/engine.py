@@ -186,8 +186,11 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
             return result
         narrowed = settings.for_file(result.path)
         if syntax is not None and tree is not None and narrowed.select in ((), ("ALL",)) and not narrowed.ignore:
+            from torchport.codemods.analysis.programs import is_test
+
             _hold_half_ports(text, migration, syntax, tree, gates,  # a narrowed rule set: a partial port asked for
-                             closed=result.path.suffix == ".ipynb", tests=bool(_TEST_FILE.match(result.path.name)))
+                             closed=result.path.suffix == ".ipynb",
+                             tests=bool(_TEST_FILE.match(result.path.name)) or any(is_test(s) for s in syntax.body))
     result.migrated = migration.code
     result.rewrites = migration.rewrites
     result.diagnostics = migration.diagnostics

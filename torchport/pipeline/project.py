@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
 from torchport.codemods.analysis.lacks import blocker
-from torchport.codemods.analysis.programs import absolute_module, always_run, is_main, is_script
+from torchport.codemods.analysis.programs import absolute_module, always_run, is_main, is_script, is_test
 from torchport.model import torch_facts
 from torchport.results import FileResult
 
@@ -163,7 +163,7 @@ def _outline(text: str) -> Outline:
               if isinstance(s, ast.If) and s.orelse and not is_main(s.test)]
     return Outline(True, tuple(imports.values()),
                    tuple(imports[id(s)] for s in always_run(tree.body) if id(s) in imports),
-                   is_script(tree), works_at_top(tree), any(_a_test(s) for s in defines), bool(defines),
+                   is_script(tree), works_at_top(tree), any(is_test(s) for s in defines), bool(defines),
                    tuple(imports[id(s)] for s in run_main if id(s) in imports),
                    tuple(arms for s in chains if (arms := _arms(s, imports))))
 
@@ -181,14 +181,6 @@ def _arms(statement: ast.If, imports: dict[int, Imported]) -> tuple[tuple[Import
         arms.append(tuple(imports[id(s)] for s in always_run(node.orelse) if id(s) in imports))
         break
     return tuple(arms) if all(arms) else ()
-
-
-def _a_test(node: ast.stmt) -> bool:
-    """A test function, or a class that holds one (unittest's ``class TimerGPUTest(unittest.TestCase)``)."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return node.name.lower().startswith("test")
-    return isinstance(node, ast.ClassDef) and (node.name.lower().startswith("test") or any(
-        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test") for n in node.body))
 
 
 def works_at_top(tree: ast.Module) -> bool:

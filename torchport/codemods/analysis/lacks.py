@@ -267,17 +267,39 @@ def _wide_dtype_lines(tree: ast.Module, text: str, certain: bool = False) -> lis
     collective: dict[int, bool] = {}  # per function: each is read once, however many dtypes it names
     found = []
     for node in ast.walk(tree):
+        called = isinstance(call := parents.get(id(node)), ast.Call) and call.func is node  # `x.double()`: below
         if isinstance(node, ast.Attribute) and node.attr in _WIDE and isinstance(node.ctx, ast.Load) \
-                and not _numpy_or_self(node.value):
+                and not _numpy_or_self(node.value) and not (called and node.attr == "double"):
             if _in_collective_function(node, parents, collective):
                 continue  # it runs in a process group, where a Mac's pick is the CPU already
             if _made_on_device(node, parents) if certain else _reaches_device(node, parents, text):
                 found.append((node.lineno, _WIDE[node.attr]))
         elif not certain and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "double" and not node.args and not _on_cpu(node.func.value) \
-                and not _in_collective_function(node, parents, collective):
+                and not _in_collective_function(node, parents, collective) and not _narrowed_again(node, parents):
             found.append((node.lineno, "float64"))
     return found
+
+
+_NARROWING = frozenset(("float", "half", "bfloat16", "int", "long", "short", "bool"))
+
+
+def _narrowed_again(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:
+    """Whether the float64 tensor ``node`` makes is cast to a narrower dtype in the same expression, before anything
+    else reads it: transformer-xl's ``(-(-dist.double().log1p_() * 2 * n).expm1_()).log_().float()`` computes in
+    float64 and keeps a float32 tensor."""
+    child: ast.AST = node
+    while (parent := parents.get(id(child))) is not None:
+        if isinstance(parent, ast.Attribute) and isinstance(call := parents.get(id(parent)), ast.Call) \
+                and call.func is parent:
+            if parent.attr in _NARROWING and not call.args:
+                return True
+            child = call
+        elif isinstance(parent, (ast.BinOp, ast.UnaryOp)):
+            child = parent
+        else:
+            return False
+    return False
 
 
 def _made_on_device(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:

@@ -273,3 +273,11 @@ def _gpu_only_work(module: ast.Module, call_site: ast.stmt) -> int | None:
                                 and node.func.attr in _GPU_ONLY_CALLS):
                             return node.lineno
     return None
+
+
+def is_test(node: ast.stmt) -> bool:
+    """A test function, or a class that holds one (unittest's ``class TimerGPUTest(unittest.TestCase)``)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node.name.lower().startswith("test")
+    return isinstance(node, ast.ClassDef) and (node.name.lower().startswith("test") or any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test") for n in node.body))

@@ -33,6 +33,12 @@ from torchport.codemods.analysis.gates import cuda_gates
     ("import torch\ndef f(x):\n    if x < 0:\n        raise ValueError(x)\n    return torch.cuda.device_count()\n",
      {}),
     ("import torch\ndef f():\n    assert torch.cuda.is_available()\n", {}),
+    # a check that raises only where CUDA is (RTVC's train: the batch must divide among the GPUs) is none; evaluated
+    # on the CPU, no path reaches its raise
+    ("import torch\ndef train(b):\n    if torch.cuda.is_available():\n        if b % torch.cuda.device_count():\n"
+     "            raise ValueError(b)\n    return b\n", {}),
+    ("import torch\ndef need(n):\n    if torch.cuda.device_count() < n:\n        raise RuntimeError(n)\n",
+     {"need": 2}),
 ])
 def test_cuda_gates(source: str, expected: dict[str, int]) -> None:
     assert cuda_gates(ast.parse(source)) == expected

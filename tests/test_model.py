@@ -165,6 +165,27 @@ def test_an_assert_that_asks_for_more_devices_than_a_count_of_0_stops_off_cuda(t
     assert _unit(source, "worker", "cuda").paths[0].stop is None
 
 
+def test_a_check_that_raises_is_ported_with_the_choice_whose_path_reaches_it() -> None:
+    """RTVC's `train`: on MPS the ported choice reaches `batch_size % torch.cuda.device_count()`, a division by 0
+    there; the check's port (the runtime's process count) goes with it, though its body only raises."""
+    checked = _port("""\
+        import torch
+
+
+        def train(schedule):
+            if torch.cuda.is_available():
+                device = torch.device("cuda")
+                for _, batch_size in schedule:
+                    if batch_size % torch.cuda.device_count() != 0:
+                        raise ValueError("`batch_size` must be evenly divisible by n_gpus!")
+            else:
+                device = torch.device("cpu")
+            return torch.ones(2).to(device)
+    """)
+    assert "if batch_size % tp.process_count() != 0:" in checked.migrated and "tp.is_available()" in checked.migrated
+    assert not any(d.code == "TP110" for d in checked.diagnostics)
+
+
 def test_a_cuda_assert_before_one_that_asks_for_more_devices_than_there_are_stays() -> None:
     """YOLOX's `_distributed_worker`: without the first assert it would fail later, after its process group."""
     checked = _port("""\

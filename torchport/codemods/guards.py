@@ -167,7 +167,7 @@ def _guard_calls(m: Migrator, test: cst.BaseExpression) -> tuple[list[cst.Call],
               and _means_any(node.comparisons[0])):
             positive.append(node.left)  # type: ignore[arg-type]
         else:
-            collector = _Calls(m)
+            collector = _Calls(m, counted=True)
             node.visit(collector)
             other.extend(collector.found)
 
@@ -184,13 +184,22 @@ def _means_any(target: cst.ComparisonTarget) -> bool:
 
 
 class _Calls(cst.CSTVisitor):
-    def __init__(self, m: Migrator) -> None:
+    """The CUDA availability and count calls in what it visits; ``counted``: not a count that divides (``n %
+    torch.cuda.device_count()``), which `visit_BinaryOperation` makes the runtime's process count."""
+
+    def __init__(self, m: Migrator, counted: bool = False) -> None:
         super().__init__()
         self.m = m
         self.found: list[cst.Call] = []
+        self._divisors: set[int] = set()
+        self._counted = counted
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if self._counted and isinstance(node.operator, (cst.Modulo, cst.FloorDivide)):
+            self._divisors.add(id(node.right))
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.m.qnames(node.func) & {_AVAILABLE, _COUNT}:
+        if id(node) not in self._divisors and self.m.qnames(node.func) & {_AVAILABLE, _COUNT}:
             self.found.append(node)
 
 

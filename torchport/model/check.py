@@ -218,6 +218,9 @@ def _guard_for_nothing(lines: set[int], guards: Sequence[ast.If], runs: dict[int
     for guard in guards:
         test = range(guard.test.lineno, (guard.test.end_lineno or guard.test.lineno) + 1)
         if lines <= set(test):
+            if all(isinstance(s, ast.Raise) for s in guard.body):
+                return False  # a check (RTVC's `if batch_size % tp.process_count() != 0: raise`): its port is
+                # for the path that goes on, which the kept test would stop (a division by CUDA's count of 0)
             return not any(runs.get(s.lineno, _NEVER) is None for s in guard.body)
     return False
 

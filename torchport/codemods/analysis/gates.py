@@ -8,6 +8,7 @@ runs only on CUDA and is left as it is. Recognised from what the definition does
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from torchport.codemods.analysis.programs import call_name, cuda_call
 from torchport.model import torch_facts
@@ -26,12 +27,30 @@ def cuda_gates(tree: ast.Module) -> dict[str, int]:
     ``unittest.skipIf``/``skipUnless``, ``self.skipTest``, ``sys.exit``, ``raise``).
     """
     gates: dict[str, int] = {}
+    stops: dict[str, set[int]] | None = None  # per function, the lines where a path stops on the CPU
+
+    def stops_off_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, branch: ast.If) -> bool:
+        """Whether, evaluated on the CPU, some path of ``function`` stops in ``branch`` (RTVC's ``train``: ``if
+        torch.cuda.is_available(): ... if batch_size % torch.cuda.device_count(): raise`` raises only on CUDA)."""
+        nonlocal stops
+        if stops is None:
+            from torchport.model.evaluate import Evaluator
+
+            try:
+                stops = {u.node.name: {p.stop.line for p in u.paths if p.stop is not None}  # type: ignore[attr-defined]
+                         for u in Evaluator(tree, "cpu").top_functions()}
+            except RecursionError:
+                stops = {}
+        lines = stops.get(function.name)
+        last = branch.end_lineno or branch.lineno
+        return lines is None or any(branch.lineno <= line <= last for line in lines)
+
     grown = True
     while grown:  # a function that calls a gate is one too (a decorator whose wrapper calls `skip_without_gpus()`)
         grown = False
         for statement in tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):  # (a test class's setUp: the guards)
-                if statement.name not in gates and _gates(statement, gates):
+                if statement.name not in gates and _gates(statement, gates, stops_off_cuda):
                     gates[statement.name] = statement.lineno
                     grown = True
             elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None \
@@ -44,13 +63,18 @@ def cuda_gates(tree: ast.Module) -> dict[str, int]:
     return gates
 
 
-def _gates(node: ast.AST, known: dict[str, int]) -> bool:
+def _gates(node: ast.AST, known: dict[str, int],
+           reached: Callable[[ast.FunctionDef | ast.AsyncFunctionDef, ast.If], bool] | None = None) -> bool:
     """What ``node`` does (a function's body: its decorators gate it, they do not make it a gate): it calls a known
     gate, skips with a CUDA query as the condition (``pytest.mark.skipif(not torch.cuda.is_available(), ...)``,
     through a local or a list of conditions too), or skips, raises or exits under an ``if`` that asks CUDA. A
     function that only asks CUDA somewhere and raises elsewhere (a default device pick, then ``raise KeyError``) is
-    none; nor is one that asserts CUDA (TP009 removes such an assert where the program can run elsewhere)."""
+    none; nor is one that asserts CUDA (TP009 removes such an assert where the program can run elsewhere).
+    ``reached``: whether evaluated off CUDA the function stops in such an ``if`` of its own body (not a nested
+    function's: a decorator's wrapper runs later)."""
     body = node.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else [node]
+    nested = {id(n) for part in body for d in ast.walk(part) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                                 ast.Lambda)) for n in ast.walk(d)}
     flags: set[str] = set()  # locals assigned from a CUDA query: `c = torch.cuda.device_count() < n`
     for inner in (n for part in body for n in ast.walk(part)):
         if isinstance(inner, ast.Assign) and _asks(inner.value, flags):
@@ -69,7 +93,9 @@ def _gates(node: ast.AST, known: dict[str, int]) -> bool:
                 return True
         elif isinstance(inner, ast.If) and _asks(inner.test, flags) and any(
                 isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and call_name(n) in _SKIPS)
-                for branch in (inner.body, inner.orelse) for statement in branch for n in ast.walk(statement)):
+                for branch in (inner.body, inner.orelse) for statement in branch for n in ast.walk(statement)) and (
+                reached is None or id(inner) in nested or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                or reached(node, inner)):
             return True
     return False
 

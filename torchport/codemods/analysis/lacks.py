@@ -281,9 +281,6 @@ def _wide_dtype_lines(tree: ast.Module, text: str, certain: bool = False) -> lis
     return found
 
 
-_NARROWING = frozenset(("float", "half", "bfloat16", "int", "long", "short", "bool"))
-
-
 def _narrowed_again(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:
     """Whether the float64 tensor ``node`` makes is cast to a narrower dtype in the same expression, before anything
     else reads it: transformer-xl's ``(-(-dist.double().log1p_() * 2 * n).expm1_()).log_().float()`` computes in
@@ -292,7 +289,7 @@ def _narrowed_again(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:
     while (parent := parents.get(id(child))) is not None:
         if isinstance(parent, ast.Attribute) and isinstance(call := parents.get(id(parent)), ast.Call) \
                 and call.func is parent:
-            if parent.attr in _NARROWING and not call.args:
+            if parent.attr in _CASTS and parent.attr != "to" and not call.args:  # `.to()` alone changes nothing
                 return True
             child = call
         elif isinstance(parent, (ast.BinOp, ast.UnaryOp)):

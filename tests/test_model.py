@@ -132,6 +132,8 @@ def test_skip_marks_and_the_helpers_that_build_them_are_evaluated(mark: str, ski
     ("torch.load('a.pt', map_location='cuda')", True),
     ("torch.cuda.current_stream()", True),
     ("torch.cuda.FloatTensor(2)", True),
+    ("x.type(torch.cuda.HalfTensor if half else torch.cuda.FloatTensor)", True),  # CUDA's either way
+    ("x.type(torch.cuda.HalfTensor if half else torch.FloatTensor)", False),  # the CPU's where `half` is false
     ("dist.init_process_group('nccl')", True),
     ("torch.cuda.empty_cache()", False),
     ("torch.cuda.manual_seed_all(0)", False),

@@ -485,7 +485,10 @@ class Evaluator:
                     a, b = self.value(node.body, p), self.value(node.orelse, p)
                 finally:
                     self._quiet -= 1
-                return a if a == b else UNKNOWN
+                if a == b or (isinstance(a, Name) and isinstance(b, Name) and _cuda_tensor_type(a.qualified)
+                              and _cuda_tensor_type(b.qualified)):
+                    return a  # YOLOX's `torch.cuda.HalfTensor if half else torch.cuda.FloatTensor`: CUDA's either way
+                return UNKNOWN
             chosen, other = (node.body, node.orelse) if decided else (node.orelse, node.body)
             self.taken[_span(chosen)] = True
             self.taken.setdefault(_span(other), False)
@@ -737,7 +740,7 @@ class Evaluator:
             value = args[0] if args else keywords.get("device")
             self._place(node, value, f"`.to({_show(value)})`", p)
             return UNKNOWN
-        if method == "type" and args and isinstance(args[0], Name) and args[0].qualified.startswith("torch.cuda."):
+        if method == "type" and args and isinstance(args[0], Name) and _cuda_tensor_type(args[0].qualified):
             return self._needs_cuda(node, f"`.type({args[0].qualified})` needs CUDA", p)
         if method == "format" and isinstance(receiver, str):
             known = [*args, *keywords.values()]

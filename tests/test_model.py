@@ -205,6 +205,13 @@ def test_a_cuda_assert_before_one_that_asks_for_more_devices_than_there_are_stay
     assert "off CUDA the path still stops at line 8" in "".join(d.message for d in checked.diagnostics)
 
 
+def test_a_conjunction_with_cudas_false_answer_is_false_whatever_else_it_holds() -> None:
+    source = ("import torch\nuse_cuda = not args.no_cuda and torch.cuda.is_available()\nif use_cuda:\n"
+              "    x = torch.ones(1).cuda()\n")
+    for target in ("cpu", "mps"):
+        assert _module_paths(source, target) == [(3, None)]  # the branch never runs
+
+
 @pytest.mark.parametrize("expression", ["x.to(0)", "x.to(int(os.environ['LOCAL_RANK']))",
                                         "torch.ones(1, device=tp.current_device())",
                                         "x.to(dist.get_rank() % tp.device_count())"])

@@ -326,3 +326,24 @@ def test_a_checkpoint_loaded_beside_a_kept_choice(tmp_path: Path, load: str, get
     migrated = _run(tmp_path)["latent_ode.py"].migrated or ""
     assert "map_location=tp.map_location()" in migrated  # on the CPU, a checkpoint saved on CUDA loads
     assert ("tp.avoid_mps(" in migrated) is gets_it, migrated
+
+
+def test_a_parameter_every_call_fills_with_a_projects_cuda_flag_keeps_its_module_as_written(tmp_path: Path) -> None:
+    """SGC: `args.cuda = not args.no_cuda and torch.cuda.is_available()` in args.py, passed by citation.py to
+    utils.load(..., cuda) and set_seed(..., cuda): off CUDA `if cuda:` there never runs, as in the caller, so a
+    rewrite there would change nothing; a function some call gives another value is ported."""
+    _tree(tmp_path, {
+        "args.py": "import argparse\nimport torch\n\n\ndef get_args():\n    parser = argparse.ArgumentParser()\n"
+                   "    parser.add_argument('--no-cuda', action='store_true')\n    args = parser.parse_args()\n"
+                   "    args.cuda = not args.no_cuda and torch.cuda.is_available()\n    return args\n",
+        "utils.py": "import torch\n\n\ndef load(n, cuda=True):\n    x = torch.ones(n)\n    if cuda:\n"
+                    "        x = x.cuda()\n    return x\n\n\ndef seed(s, cuda):\n    torch.manual_seed(s)\n"
+                    "    if cuda:\n        torch.cuda.manual_seed(s)\n",
+        "other.py": "import torch\n\n\ndef place(x, cuda):\n    if cuda:\n        x = x.cuda()\n    return x\n",
+        "main.py": "from args import get_args\nfrom utils import *\nimport other\n\nargs = get_args()\n"
+                   "seed(1, args.cuda)\nx = load(2, cuda=args.cuda)\ny = other.place(x, True)\n",
+    })
+    found = _run(tmp_path)
+    assert found["utils.py"].migrated == found["utils.py"].original
+    assert "x.to(tp.device())" in found["other.py"].migrated  # one call passes True
+

@@ -800,6 +800,10 @@ class CudaGuard(Rule):
                                           if isinstance(s, cst.FunctionDef) and _asserts_cuda(m, s)}
         if "is_available" in m.source:
             m.shared.cuda_flags = _flags(m)
+        for gate in m.gates:  # `load_citation(cuda)`: every call in the run passes a CUDA flag there
+            function, _, param = gate.partition("(")
+            if param.endswith(")"):
+                m.shared.cuda_flags.add((function, param[:-1]))
 
     def visit_BooleanOperation(self, m: Migrator, node: cst.BooleanOperation) -> None:
         """``torch.version.cuda and torch.cuda.is_bf16_supported()``: the right side runs only on CUDA."""

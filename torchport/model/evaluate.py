@@ -144,6 +144,8 @@ class Evaluator:
             works only on CUDA: off CUDA a skip mark it makes skips, a test of it is false, a call of it stops.
             ``.<attr>`` names a flag attribute that every assignment in the project sets to what is false without
             CUDA (``args.use_gpu = torch.cuda.is_available() and args.use_gpu``): off CUDA it reads false.
+            ``f(p)`` names a parameter of the module's function ``f`` that every call in the project fills with such
+            a flag: off CUDA it is false where ``f`` runs on its own.
     """
 
     def __init__(self, tree: ast.Module, target: str, exempt: frozenset[int] = frozenset(),
@@ -230,8 +232,12 @@ class Evaluator:
     def _run_alone(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Path]:
         """The paths of a function run on its own: its parameters unknown, in its class (a method)."""
         self._classes.append(self._methods.get(id(node)))
+        env: dict[str, object] = {name: UNKNOWN for name in _parameters(node.args)}
+        if self.target != "cuda" and self.gates and self._classes[-1] is None:
+            # a parameter every call fills with a CUDA flag
+            env.update({name: False for name in env if f"{node.name}({name})" in self.gates})
         try:
-            return self.run(node.body, [Path({name: UNKNOWN for name in _parameters(node.args)})])
+            return self.run(node.body, [Path(env)])
         finally:
             self._classes.pop()
 
@@ -576,7 +582,8 @@ class Evaluator:
             elif known is (not is_and) and not undecided:
                 return result  # short-circuit: the rest does not run
             elif known is (not is_and):
-                return UNKNOWN if i else result
+                # `not args.no_cuda and torch.cuda.is_available()` off CUDA: falsy whatever came before
+                return False if is_and else UNKNOWN if i else result
         return UNKNOWN if undecided else result
 
     def _beyond_no_devices(self, test: ast.expr, p: Path) -> bool:

@@ -610,6 +610,8 @@ def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None
     readers = {i: frozenset(f".{flag}" for flag in flags if f".{flag}" in (results[i].original or ""))
                for i in changed} if flags else {}
     trees, project = _model(results)
+    for index, passed in _flag_parameters(results, trees, project, flags, set(changed)).items():
+        readers[index] = readers.get(index, frozenset()) | passed
     # A name reaches a changed file only from a module it binds from: no other module's functions are evaluated.
     stuck = _stuck_functions(results, {target for i in changed for _, target, _ in project.bindings(i) if target != i})
     if not (gating or needing or stuck):
@@ -636,6 +638,59 @@ def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None
             defined[index] = gates
     found = {index: frozenset(_bound(index, project, defined)) | readers.get(index, frozenset()) for index in changed}
     return {index: names for index, names in found.items() if names}
+
+
+def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None], project: Project,
+                     flags: set[str], among: set[int]) -> dict[int, frozenset[str]]:
+    """Per module of ``among``, ``"f(p)"`` for each of its top-level functions ``f`` whose parameter ``p`` every call
+    in the run fills with a flag of the project (`_cuda_flags`): SGC's ``load_citation(..., args.cuda)`` after
+    ``args.cuda = not args.no_cuda and torch.cuda.is_available()`` elsewhere. Off CUDA ``if cuda:`` there never
+    runs, as in the caller; the rules and the port check read it so (`Evaluator`'s gates)."""
+    if not flags:
+        return {}
+    functions = {i: {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                 for i in among if (tree := trees[i]) is not None}
+    if not any(functions.values()):
+        return {}
+    passed: dict[tuple[int, str, str], bool] = {}
+    for caller in range(len(results)):
+        tree = trees[caller] if any(f".{flag}" in (results[caller].original or "") for flag in flags) or \
+            caller in functions else None
+        if tree is None:
+            continue
+        named = {local: (target, name) for local, target, name in project.bindings(caller)
+                 if name is not None and target in functions and name in functions[target]}
+        for _, target, name in project.bindings(caller):  # `from utils import *`
+            if name == "*" and target in functions:
+                named.update({f: (target, f) for f in functions[target] if not f.startswith("_")})
+        named.update({name: (caller, name) for name in functions.get(caller, {})})
+        modules = {local: target for local, target, name in project.bindings(caller)
+                   if name is None and target in functions}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in named:
+                target, name = named[func.id]
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in modules \
+                    and func.attr in functions[modules[func.value.id]]:
+                target, name = modules[func.value.id], func.attr
+            else:
+                continue
+            function = functions[target][name]
+            params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+            given = dict(zip(params, node.args))
+            given.update({k.arg: k.value for k in node.keywords if k.arg})
+            unknown = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
+            for param in (*params, *(a.arg for a in function.args.kwonlyargs)):
+                value = given.get(param)
+                flag = not unknown and isinstance(value, ast.Attribute) and value.attr in flags
+                passed[target, name, param] = passed.get((target, name, param), True) and flag
+    found: dict[int, set[str]] = {}
+    for (target, name, param), always in passed.items():
+        if always:
+            found.setdefault(target, set()).add(f"{name}({param})")
+    return {index: frozenset(names) for index, names in found.items()}
 
 
 # What may still stop a module's port: `.cuda()`, a torch.cuda call that raises off CUDA, a CUDA device string.

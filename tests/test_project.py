@@ -133,6 +133,8 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("def f(x, allowed=(torch.float32, torch.float64)):\n    assert x.dtype in allowed\n", None),
     ("def f(x, dtype=torch.float64):\n    return x.to(dtype)\n", (1, "float64")),
     ("model = DistributedDataParallel(model).cuda()\n", None),
+    ("y = y.type(x.type())\n", (1, "tensor type strings given back to `.type()` (`x.type(y.type())`)")),
+    ("y = y.type(x.dtype)\n", None),
     # data moved only where other data is on CUDA: on MPS the port's moves meet it on the CPU
     ("def f(t, y):\n    if t.is_cuda:\n        z = y.cuda()\n", (2, "data moved only where other data is on CUDA "
                                                              "(`.is_cuda`)")),

@@ -592,12 +592,20 @@ class Evaluator:
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
             return False
         op = test.ops[0]
-        count = test.comparators[0] if isinstance(op, (ast.Lt, ast.LtE)) else test.left if isinstance(
-            op, (ast.Gt, ast.GtE)) else None
+        count, other = (test.comparators[0], test.left) if isinstance(op, (ast.Lt, ast.LtE)) else (
+            test.left, test.comparators[0]) if isinstance(op, (ast.Gt, ast.GtE)) else (None, None)
         if not isinstance(count, ast.Call):
             return False
+        if isinstance(op, (ast.LtE, ast.GtE)) and not self._a_parameter(other, test.lineno):
+            return False  # YOLOX's eval: `num_gpu = torch.cuda.device_count() if ... else args.devices` may be 0
         value = self.value(count, p)
         return isinstance(value, int) and not isinstance(value, bool) and value == 0
+
+    def _a_parameter(self, node: ast.expr | None, line: int) -> bool:
+        """Whether ``node`` is a parameter of a function around ``line``: a count its callers give."""
+        return isinstance(node, ast.Name) and any(
+            isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.lineno <= line <= (f.end_lineno or 0)
+            and node.id in _parameters(f.args) for f in ast.walk(self.tree))
 
     def _compare(self, node: ast.Compare, p: Path) -> object:
         left = self.value(node.left, p)

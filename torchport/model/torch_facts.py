@@ -390,8 +390,11 @@ TEXT = {
                                 "DataParallel scatters its inputs to the GPUs only on CUDA: elsewhere it calls the "
                                 "module with the inputs where they are (the CPU), so a model moved to MPS meets CPU "
                                 "inputs"),
+    "mps_lacks_type_string": (r"\.type\(\s*[\w.\[\]]+\.type\(\s*\)\s*\)",
+                              "a tensor's type string given back to `.type()` (YOLOX's `x.type(y.type())`): on MPS it "
+                              "is 'torch.mps.FloatTensor', which `.type()` rejects (pytorch/pytorch#118517)"),
     "lacks_text": (r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
-                   r"forced_align|DataParallel|is_cuda)\b",
+                   r"forced_align|DataParallel|is_cuda)\b|\.type\(\s*[\w.\[\]]+\.type\(",
                    "text every MPS blocker's module holds: a run whose files hold none of it has no program that MPS "
                    "cannot run"),
     "collective_call": (r"\b(?:all_reduce|all_gather|all_gather_object|reduce_scatter|broadcast|all_to_all)\(",

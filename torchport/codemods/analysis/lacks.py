@@ -19,6 +19,7 @@ _MPS_BLOCKERS = (
     (torch_facts.text("mps_lacks_sparse"), "sparse tensors"),
     (torch_facts.text("mps_lacks_forced_align"), "torchaudio's forced_align"),
     (torch_facts.text("mps_lacks_data_parallel"), "DataParallel, which moves its inputs only on CUDA"),
+    (torch_facts.text("mps_lacks_type_string"), "tensor type strings given back to `.type()` (`x.type(y.type())`)"),
 )
 LACKS_TEXT = torch_facts.text("lacks_text")
 _COLLECTIVES = torch_facts.text("collective_call")

@@ -139,6 +139,7 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("def f(t, y):\n    if t.is_cuda:\n        z = y.cuda()\n", (2, "data moved only where other data is on CUDA "
                                                              "(`.is_cuda`)")),
     ("def f(t, y):\n    if t.is_cuda:\n        y = y.cuda()\n", None),  # TP024 moves it to t.device
+    ("def f(t, y):\n    if t.is_cuda:\n        return y.cuda()\n    return y\n", None),  # and this one
     ("def f(t):\n    if t.is_cuda:\n        torch.cuda.synchronize()\n", None),  # nothing placed
     # numpy's default float64, made into a tensor and moved in one expression
     ("z = torch.from_numpy(np.random.RandomState(seed).randn(1, 512)).to(device)\n",

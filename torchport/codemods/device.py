@@ -1318,6 +1318,10 @@ class FollowDevice(Rule):
         Example("import torch\n\n\ndef f(x, w):\n    # follow x\n    if x.is_cuda:\n        w = w.cuda()  # moved\n"
                 "    return w * x\n",
                 "import torch\n\n\ndef f(x, w):\n    # follow x\n    w = w.to(x.device)  # moved\n    return w * x\n"),
+        Example("import torch\n\n\ndef onehot(y, n):\n    new_y = torch.eye(n)[y.cpu()]\n    if y.is_cuda:\n"
+                "        return new_y.cuda()\n    return new_y\n",
+                "import torch\n\n\ndef onehot(y, n):\n    new_y = torch.eye(n)[y.cpu()]\n"
+                "    return new_y.to(y.device)\n"),
         # something else is moved, or more is done under the test: left to the guards
         Example("import torch\nif x.is_cuda:\n    w = v.cuda()\n"),
         Example("import torch\nif x.is_cuda:\n    w = w.cuda()\n    torch.cuda.synchronize()\n"),
@@ -1344,6 +1348,11 @@ class FollowDevice(Rule):
         if len(small) == 1 and isinstance(assign := small[0], cst.Assign) and len(assign.targets) == 1 \
                 and _moved_to_cuda(assign.value) == _code(assign.targets[0].target) is not None:
             self._claim(m, node, follow)
+        elif len(small) == 1 and isinstance(ret := small[0], cst.Return) and ret.value is not None \
+                and (moved := _moved_to_cuda(ret.value)) is not None \
+                and (after := _returned_next(m, node, moved)) is not None:
+            self._claim(m, node, follow)  # `if y.is_cuda: return x.cuda()` then `return x`: one return
+            m.store(self).setdefault("returns", {})[id(m.ancestors[-2])] = (id(node), id(after))
 
     def _claim(self, m: Migrator, node: cst.IfExp | cst.If, follow: cst.BaseExpression) -> None:
         m.shared.followed.add(id(node))
@@ -1362,14 +1371,45 @@ class FollowDevice(Rule):
             return None
         line = original.body.body[0] if isinstance(original.body, cst.IndentedBlock) else original.body
         assert isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
-        assign = line.body[0]
-        assert isinstance(assign, cst.Assign)
-        moved = assign.with_changes(value=_to_device_of(assign.targets[0].target, follow))
+        small = line.body[0]
+        moved: cst.Assign | cst.Return
+        if isinstance(small, cst.Return):
+            m.store(self).setdefault("applied", set()).add(id(original))
+            assert isinstance(small.value, cst.Call) and isinstance(small.value.func, cst.Attribute)
+            moved = small.with_changes(value=_to_device_of(small.value.func.value, follow))
+        else:
+            assert isinstance(small, cst.Assign)
+            moved = small.with_changes(value=_to_device_of(small.targets[0].target, follow))
         trailing = line.trailing_whitespace
         if isinstance(original.body, cst.IndentedBlock) and original.body.header.comment is not None:
             trailing = original.body.header  # the test's comment goes with the line that replaces it
         return cst.SimpleStatementLine([moved.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)],
                                        leading_lines=original.leading_lines, trailing_whitespace=trailing)
+
+    def leave_IndentedBlock(self, m: Migrator, original: cst.IndentedBlock,
+                            updated: cst.IndentedBlock) -> cst.IndentedBlock | None:
+        """The ``return x`` after an ``if y.is_cuda: return x.cuda()`` made one return goes."""
+        claimed = m.store(self).get("returns", {}).get(id(original))
+        if claimed is None or claimed[0] not in m.store(self).get("applied", ()) \
+                or len(updated.body) != len(original.body):
+            return None
+        after = next(i for i, s in enumerate(original.body) if id(s) == claimed[1])
+        return updated.with_changes(body=[s for i, s in enumerate(updated.body) if i != after])
+
+
+def _returned_next(m: Migrator, node: cst.If, moved: str) -> cst.SimpleStatementLine | None:
+    """The statement after ``node`` in its block when it is a lone ``return <moved>`` with no comment of its own."""
+    block = m.ancestors[-2] if len(m.ancestors) > 1 else None
+    if not isinstance(block, cst.IndentedBlock):
+        return None
+    body = list(block.body)
+    index = next((i for i, s in enumerate(body) if s is node), None)
+    after = body[index + 1] if index is not None and index + 1 < len(body) else None
+    if not (isinstance(after, cst.SimpleStatementLine) and len(after.body) == 1
+            and isinstance(ret := after.body[0], cst.Return) and ret.value is not None and _code(ret.value) == moved
+            and after.trailing_whitespace.comment is None and all(e.comment is None for e in after.leading_lines)):
+        return None
+    return after
 
 
 def _followed(test: cst.BaseExpression) -> cst.BaseExpression | None:

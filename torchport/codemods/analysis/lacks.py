@@ -193,12 +193,14 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
     ``if t.is_cuda: y = y.cuda()``): on MPS that data is not on CUDA, so what the port moves to MPS meets data left
     on the CPU."""
     found = []
+    following = {id(a): b for block in ast.walk(tree) for field in ("body", "orelse", "finalbody")
+                 if isinstance(stmts := getattr(block, field, None), list) for a, b in zip(stmts, stmts[1:])}
     for node in ast.walk(tree):
         if not isinstance(node, (ast.If, ast.IfExp)) or not any(
                 isinstance(n, ast.Attribute) and n.attr in ON_CUDA_FLAGS for n in ast.walk(node.test)):
             continue
         body = node.body if isinstance(node.body, list) else [node.body]
-        if _follows(node):
+        if _follows(node, following.get(id(node))):
             continue  # TP024 moves it to that data's device
         if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
                for part in body for n in ast.walk(part)):
@@ -206,8 +208,9 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
     return found
 
 
-def _follows(node: ast.If | ast.IfExp) -> bool:
-    """``x.cuda() if y.is_cuda else x`` or ``if y.is_cuda: x = x.cuda()`` alone: TP024 writes ``x.to(y.device)``."""
+def _follows(node: ast.If | ast.IfExp, after: ast.stmt | None = None) -> bool:
+    """``x.cuda() if y.is_cuda else x``, ``if y.is_cuda: x = x.cuda()`` alone, or ``if y.is_cuda: return x.cuda()``
+    then ``return x`` (``after``, the next statement): TP024 writes ``x.to(y.device)``."""
     def moved(call: ast.expr) -> str | None:
         if isinstance(call, ast.Call) and not call.args and not call.keywords and isinstance(
                 call.func, ast.Attribute) and call.func.attr == "cuda" and isinstance(call.func.value, (
@@ -219,8 +222,13 @@ def _follows(node: ast.If | ast.IfExp) -> bool:
         return False
     if isinstance(node, ast.IfExp):
         return moved(node.body) is not None and moved(node.body) == ast.unparse(node.orelse)
-    return (not node.orelse and len(node.body) == 1 and isinstance(assign := node.body[0], ast.Assign)
-            and len(assign.targets) == 1 and moved(assign.value) == ast.unparse(assign.targets[0]))
+    if node.orelse or len(node.body) != 1:
+        return False
+    if isinstance(ret := node.body[0], ast.Return):
+        return ret.value is not None and isinstance(after, ast.Return) and after.value is not None \
+            and moved(ret.value) == ast.unparse(after.value)
+    return isinstance(assign := node.body[0], ast.Assign) and len(assign.targets) == 1 \
+        and moved(assign.value) == ast.unparse(assign.targets[0])
 
 
 def _arrays_moved(text: str, tree: ast.Module | None) -> bool:

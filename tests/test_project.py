@@ -133,6 +133,12 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("def f(x, allowed=(torch.float32, torch.float64)):\n    assert x.dtype in allowed\n", None),
     ("def f(x, dtype=torch.float64):\n    return x.to(dtype)\n", (1, "float64")),
     ("model = DistributedDataParallel(model).cuda()\n", None),
+    # every call of the wrapped model gets inputs the code moved itself (semseg's test.py): nothing left to scatter
+    ("model = torch.nn.DataParallel(model).cuda()\n\n\ndef run(model, image):\n    x = image.unsqueeze(0).cuda()\n"
+     "    x = torch.cat([x, x.flip(3)], 0)\n    return model(x)\n", None),
+    # an input straight from the loader (CutMix's validate) relies on CUDA's scatter
+    ("model = torch.nn.DataParallel(model).cuda()\n\n\ndef run(model, loader):\n    for x, y in loader:\n"
+     "        y = y.cuda()\n        out = model(x)\n", (1, "DataParallel, which moves its inputs only on CUDA")),
     ("y = y.type(x.type())\n", (1, "tensor type strings given back to `.type()` (`x.type(y.type())`)")),
     ("y = y.type(x.dtype)\n", None),
     # data moved only where other data is on CUDA: on MPS the port's moves meet it on the CPU

@@ -13,12 +13,13 @@ from collections.abc import Mapping
 from torchport.model import torch_facts
 from torchport.model.torch_facts import ON_CUDA_FLAGS
 
+_DATA_PARALLEL = "DataParallel, which moves its inputs only on CUDA"
 # What MPS lacks that a module's text shows, as (pattern, description); float64 and complex128 are read from
 # the tree (`_wide_dtype_lines`). A module that mentions MPS handles it itself.
 _MPS_BLOCKERS = (
     (torch_facts.text("mps_lacks_sparse"), "sparse tensors"),
     (torch_facts.text("mps_lacks_forced_align"), "torchaudio's forced_align"),
-    (torch_facts.text("mps_lacks_data_parallel"), "DataParallel, which moves its inputs only on CUDA"),
+    (torch_facts.text("mps_lacks_data_parallel"), _DATA_PARALLEL),
     (torch_facts.text("mps_lacks_type_string"), "tensor type strings given back to `.type()` (`x.type(y.type())`)"),
 )
 LACKS_TEXT = torch_facts.text("lacks_text")
@@ -72,6 +73,8 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
             tree = None
     if found and tree is not None:  # skorch's `if sparse.issparse(X): return torch.sparse_coo_tensor(...)`
         found = [hit for hit in found if hit[0] not in _data_branch_lines(tree)]
+        if any(what == _DATA_PARALLEL for _, what in found) and _data_parallel_fed(tree):
+            found = [hit for hit in found if hit[1] != _DATA_PARALLEL]
     moves_arrays = _FROM_NUMPY_TO_DEVICE.search(text) and not (certain and (
         _COLLECTIVES.search(text) or not _arrays_moved(text, tree)))
     if moves_arrays and float64_named:
@@ -114,6 +117,50 @@ def _data_branch_lines(tree: ast.Module) -> set[int]:
                                                 for n in ast.walk(node.test)):
                 found.update(range(node.body[0].lineno, (node.body[-1].end_lineno or node.body[-1].lineno) + 1))
     return found
+
+
+def _data_parallel_fed(tree: ast.Module) -> bool:
+    """Whether every call in the module of a model wrapped in ``DataParallel`` (by the name it is bound to) gives it
+    inputs the code moved itself (``input = input.unsqueeze(0).cuda()``, then ``model(input)``, semseg's test.py),
+    and there is such a call: off CUDA, DataParallel calls the module with its inputs where they are, and the port
+    moves them with the model. A call with an input it did not move (CutMix's ``validate``: ``output =
+    model(input)`` straight from the loader) relies on CUDA's scatter."""
+    wrapped = {ast.unparse(t) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+               and any(isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None))
+                       == "DataParallel" for n in ast.walk(node.value)) for t in node.targets}
+    calls = 0
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            continue
+        moved: set[str] = set()
+        for node in _in_order(function):
+            if isinstance(node, ast.Assign):
+                if _moves(node.value, moved):
+                    moved.update(ast.unparse(t) for t in node.targets)
+                else:
+                    moved.difference_update(ast.unparse(t) for t in node.targets)
+            elif isinstance(node, ast.Call) and ast.unparse(node.func) in wrapped:
+                calls += 1
+                if not all(_moves(a, moved) or isinstance(a, ast.Constant) for a in node.args):
+                    return False
+    return calls > 0
+
+
+def _in_order(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of ``scope`` in source order, not those of the functions it defines."""
+    found: list[ast.AST] = []
+    for child in ast.iter_child_nodes(scope):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        found.append(child)
+        found.extend(_in_order(child))
+    return sorted(found, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+
+
+def _moves(value: ast.expr, moved: set[str]) -> bool:
+    """Whether ``value`` holds data moved to a device: a ``.cuda()``/``.to(...)`` call in it, or a name moved before."""
+    return any((isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to"))
+               or ast.unparse(n) in moved for n in ast.walk(value) if isinstance(n, (ast.Call, ast.Name)))
 
 
 def _numpy_float64_lines(tree: ast.Module) -> list[int]:

@@ -208,8 +208,14 @@ def test_kinds_follow_what_a_module_does(tmp_path: Path) -> None:
     (tmp_path / "engine_test.py").write_text("import torch\n\n\ndef test_loop(model):\n    return model.cuda()\n")
     (tmp_path / "main_test.py").write_text("from engine_test import test_loop\n\nif __name__ == '__main__':\n"
                                            "    test_loop(None)\n")
+    # a test module another takes a helper from (opacus's multigpu_gradcheck_test.py) stays a test module
+    (tmp_path / "grad_test.py").write_text("import torch\n\n\ndef setup():\n    return torch.ones(1)\n\n\n"
+                                           "def test_grad():\n    assert setup().cuda().sum() == 1\n")
+    (tmp_path / "precision_test.py").write_text("from grad_test import setup\n\n\ndef test_half():\n"
+                                                "    assert setup().half().sum() == 1\n")
     kinds = {path: p["kind"] for path, p in _programs(tmp_path).items()}
-    assert kinds == {"hubconf.py": "library", "main_test.py": "script"}
+    assert kinds == {"hubconf.py": "library", "main_test.py": "script", "grad_test.py": "test",
+                     "precision_test.py": "test"}
 
 
 def test_a_script_that_exits_unless_another_modules_predicate_answers_runs_only_on_cuda(tmp_path: Path) -> None:

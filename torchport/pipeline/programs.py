@@ -167,9 +167,12 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             shown_index[paths_shown[index]] = index
         return paths_shown[index]
 
+    engines = {target for index in range(len(results)) for _, target, name in project.bindings(index)
+               if name is None or name.lower().startswith("test")}  # imported whole, or for a test of it
     kinds: dict[int, str] = {}
     for index, result in enumerate(results):
-        kind = _kind(result, outline(result.original), project.names[index], scripts, index in imported)
+        kind = _kind(result, outline(result.original), project.names[index], scripts, index in imported,
+                     index in engines)
         if kind is not None:
             kinds[index] = kind
     reached = {index for entry in kinds for index in project.reach(entry)}
@@ -904,15 +907,18 @@ def leave(results: list[FileResult], left: Mapping[int, str], tag: str = CUDA_ON
         result.diagnostics = sorted([*result.diagnostics, note], key=lambda d: (d.line, d.column))
 
 
-def _kind(result: FileResult, module: Outline, name: str | None, scripts: set[str], imported: bool) -> str | None:
+def _kind(result: FileResult, module: Outline, name: str | None, scripts: set[str], imported: bool,
+          engine: bool | None = None) -> str | None:
     """The entry-point kind of a file (None: not one), from its `Outline`. A module the project imports is an entry
-    point only with a ``__main__`` block (an imported ``engine_test.py`` is an engine, not a test module);
+    point only with a ``__main__`` block, and a test module only where nothing imports it whole or takes a test of
+    it (``engine``, by default ``imported``): an ``engine_test.py`` whose ``test_loop`` others call is an engine,
+    opacus's ``multigpu_gradcheck_test.py``, whose ``setup`` another test module takes, is a test module.
     ``setup.py`` is none, and torch.hub's ``hubconf.py``, which hub loads into its caller's process, is a library."""
     if result.path.suffix == ".ipynb":
         return "notebook"
     if not module.parses:
         return None
-    if _TEST_FILE.match(result.path.name) and not imported and module.tests:
+    if _TEST_FILE.match(result.path.name) and not (imported if engine is None else engine) and module.tests:
         return "test"
     if name is not None and name in scripts:
         return "console-script"

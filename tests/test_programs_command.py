@@ -160,6 +160,29 @@ def test_the_cheap_prefilter_sees_every_cuda_only_requirement() -> None:
     assert all(cuda_only_import(text.split()[1]) for text in imports)  # what the text finds, the analysis names
 
 
+@pytest.mark.parametrize(("build", "cuda"), [
+    ("load('ops', ['ops.cpp', 'kernel.cu'])", True),
+    ("load('ops', [os.path.join(here, 'ops.cpp'), os.path.join(here, 'ops.cc')])", False),  # a compiler, no GPU
+    ("load('ops', sources)", None),  # cannot tell: taken as CUDA's
+    ("load('ops', ['ops.cpp'], with_cuda=True)", True),
+    ("load_inline('ops', cpp_sources=src)", False),
+    ("load_inline('ops', src, cuda_src)", True),
+])
+def test_an_extension_build_needs_cuda_only_with_cuda_sources(build: str, cuda: bool | None) -> None:
+    """semseg's psamask: a CPU build from C++ sources needs no GPU, but its ops take CPU tensors alone (MPS lacks
+    them); the CUDA build under `if torch.cuda.is_available():` is skipped off CUDA already."""
+    from torchport.codemods.analysis.requirements import extension_builds
+
+    source = f"import os\nimport torch\nfrom torch.utils.cpp_extension import load, load_inline\n\nops = {build}\n"
+    assert [found for _, found in extension_builds(ast.parse(source))] == [cuda]
+    needs = requirements(ast.parse(source), source)
+    assert bool(needs) is (cuda is not False)
+    assert (blocker(source) == (5, "a C++ extension built for the CPU alone")) is (cuda is False)
+    guarded = "import torch\nfrom torch.utils.cpp_extension import load\n\nif torch.cuda.is_available():\n" \
+              "    gpu = load('g', ['g.cu'])\n"
+    assert requirements(ast.parse(guarded), guarded) == []
+
+
 def test_the_program_model_names_the_targets_as_the_analysis_does() -> None:
     from torchport.pipeline import programs
 

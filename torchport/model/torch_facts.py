@@ -267,6 +267,8 @@ ROLES = {
     "missing_api": "what an older torch raises for an API it lacks",
     "cpu_factory": "makes a tensor on the CPU unless given a device (a float64 tensor made there is not on MPS)",
     "numpy_maker": "a numpy call whose arrays are float64 unless given a dtype (`np.random.randn`, `np.linspace`)",
+    "cuda_source": "the suffix of a CUDA source file: an extension built from one needs CUDA",
+    "cpp_source": "the suffix of a C++ source file: an extension built from these alone needs a compiler, not a GPU",
     "float64_env": "a reinforcement-learning environment library whose `step()` gives rewards as float64 numpy arrays "
                    "(gymnasium's vector environments)",
     "cast": "a tensor method that changes a dtype on the way to the device",
@@ -331,6 +333,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "full_like": ("cpu_factory",), "empty_like": ("cpu_factory",), "rand_like": ("cpu_factory",),
     "randn_like": ("cpu_factory",), "normal": ("numpy_maker",), "uniform": ("numpy_maker",),
     "standard_normal": ("numpy_maker",), "gym": ("float64_env",), "gymnasium": ("float64_env",),
+    ".cu": ("cuda_source",), ".cuh": ("cuda_source",), ".cpp": ("cpp_source",), ".cc": ("cpp_source",),
+    ".cxx": ("cpp_source",), ".c": ("cpp_source",),
     "float": ("cast",), "half": ("cast",), "bfloat16": ("cast",),
     "type": ("cast",), "int": ("cast",), "long": ("cast",), "bool": ("cast",), "to": ("cast",),
     "output_device": ("ddp_device_keyword",), "_exit": ("program_exit",), "StandardGpuResources": ("gpu_only_call",),
@@ -394,7 +398,7 @@ TEXT = {
                               "a tensor's type string given back to `.type()` (YOLOX's `x.type(y.type())`): on MPS it "
                               "is 'torch.mps.FloatTensor', which `.type()` rejects (pytorch/pytorch#118517)"),
     "lacks_text": (r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
-                   r"forced_align|DataParallel|is_cuda)\b|\.type\(\s*[\w.\[\]]+\.type\(",
+                   r"forced_align|DataParallel|is_cuda|cpp_extension)\b|\.type\(\s*[\w.\[\]]+\.type\(",
                    "text every MPS blocker's module holds: a run whose files hold none of it has no program that MPS "
                    "cannot run"),
     "collective_call": (r"\b(?:all_reduce|all_gather|all_gather_object|reduce_scatter|broadcast|all_to_all)\(",

@@ -85,6 +85,9 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
         found.extend((line, "float64 numpy arrays made into tensors") for line in _numpy_defaults_moved(tree))
     if tree is not None and "is_cuda" in text:
         found.extend(_placed_if_on_cuda(tree))
+    if "cpp_extension" in text:
+        tree = tree or _parsed(text)
+        found.extend(_cpu_extensions(tree) if tree is not None else [])
     if _WIDE_TEXT.search(text):
         if tree is None and not certain:
             found.extend((number, _WIDE[m.group(0)]) for number, line in enumerate(lines, 1)
@@ -117,6 +120,22 @@ def _data_branch_lines(tree: ast.Module) -> set[int]:
                                                 for n in ast.walk(node.test)):
                 found.update(range(node.body[0].lineno, (node.body[-1].end_lineno or node.body[-1].lineno) + 1))
     return found
+
+
+def _parsed(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _cpu_extensions(tree: ast.Module) -> list[tuple[int, str]]:
+    """``(line, what)`` where the module builds a C++ extension from C++ sources alone (semseg's ``load('psamask_cpu',
+    [... 'psamask.cpp'])``): its ops run on CPU tensors, and one given MPS tensors reads them as the CPU's."""
+    from torchport.codemods.analysis.requirements import extension_builds
+
+    return [(node.lineno, "a C++ extension built for the CPU alone") for node, cuda in extension_builds(tree)
+            if cuda is False]
 
 
 def _data_parallel_fed(tree: ast.Module) -> bool:

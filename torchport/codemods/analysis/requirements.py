@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from torchport.codemods.analysis.names import ast_chain, import_map, qualify
-from torchport.codemods.analysis.programs import absolute_module, always_run, cuda_only_program
+from torchport.codemods.analysis.programs import absolute_module, always_run, call_name, cuda_call, cuda_only_program
 from torchport.model import torch_facts
 
 OFF_CUDA = torch_facts.OFF_CUDA
@@ -87,12 +87,16 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
             for name in _imported(statement):
                 if (why := cuda_only_import(name)) is not None:
                     found.append(Requirement(OFF_CUDA, why, statement.lineno))
+    guarded: set[int] | None = None
     for node in ast.walk(tree) if _API_TEXT.search(text) else ():  # the walk is the cost: only where it can find
         if isinstance(node, ast.Call):
             dotted = ast_chain(node.func)
             names = qualify(dotted, imports) if dotted else set()
-            if names & _EXTENSION_LOADERS:
-                found.append(Requirement(OFF_CUDA, "builds a CUDA extension", node.lineno))
+            if names & _EXTENSION_LOADERS and builds_cuda(node) is not False:
+                if guarded is None:
+                    guarded = _under_cuda_query(tree)
+                if id(node) not in guarded:
+                    found.append(Requirement(OFF_CUDA, "builds a CUDA extension", node.lineno))
         elif isinstance(node, ast.Attribute):
             dotted = ast_chain(node)
             if dotted and qualify(dotted, imports) & _BLOCKING_APIS:
@@ -100,6 +104,51 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
     if entry and (line := cuda_only_program(tree, predicates)) is not None:
         found.append(Requirement(OFF_CUDA, "stops unless CUDA GPUs are there", line))
     return sorted(set(found), key=lambda r: (r.line, -len(r.targets), r.reason))
+
+
+_CUDA_SOURCES = torch_facts.words("cuda_source")
+_CPP_SOURCES = torch_facts.words("cpp_source")
+
+
+def extension_builds(tree: ast.Module) -> list[tuple[ast.Call, bool | None]]:
+    """Every ``cpp_extension.load``/``load_inline`` call of the module, with `builds_cuda`'s answer."""
+    imports = import_map(tree)
+    return [(node, builds_cuda(node)) for node in ast.walk(tree) if isinstance(node, ast.Call)
+            and (dotted := ast_chain(node.func)) and qualify(dotted, imports) & _EXTENSION_LOADERS]
+
+
+def builds_cuda(call: ast.Call) -> bool | None:
+    """Whether an extension build (``cpp_extension.load``/``load_inline``) compiles CUDA: a ``.cu`` source, CUDA
+    sources given, ``with_cuda=True``. False where every source is C++ (semseg's ``load('psamask_cpu',
+    [os.path.join(cpu_path, 'operator.cpp'), ...])``: a compiler, no GPU); None when it cannot tell."""
+    keywords = {k.arg: k.value for k in call.keywords if k.arg}
+    with_cuda = keywords.get("with_cuda")
+    if with_cuda is not None:
+        return bool(with_cuda.value) if isinstance(with_cuda, ast.Constant) else None
+    inline = keywords.get("cuda_sources", call.args[2] if call_name(call) == "load_inline" and len(call.args) > 2
+                          else None)
+    if call_name(call) == "load_inline":
+        return inline is not None and not (isinstance(inline, ast.Constant) and inline.value is None)
+    sources = keywords.get("sources", call.args[1] if len(call.args) > 1 else None)
+    if not isinstance(sources, (ast.List, ast.Tuple)) or not sources.elts:
+        return None
+    kinds = []
+    for element in sources.elts:
+        strings = [n.value for n in ast.walk(element) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        kinds.append(True if any(t.endswith(_CUDA_SOURCES) for t in strings) else
+                     False if any(t.endswith(_CPP_SOURCES) for t in strings) else None)
+    return True if True in kinds else None if None in kinds else False
+
+
+def _under_cuda_query(tree: ast.Module) -> set[int]:
+    """The nodes in the body of an ``if`` whose test asks CUDA (``if torch.cuda.is_available(): gpu = load(...)``):
+    a build the code already skips off CUDA."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and any(cuda_call(n, "is_available") or cuda_call(n, "device_count")
+                                            for n in ast.walk(node.test)):
+            found.update(id(n) for statement in node.body for n in ast.walk(statement))
+    return found
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:

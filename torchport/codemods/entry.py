@@ -68,7 +68,7 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
     # install packages); in a module, after its leading imports.
     torch_import = next((s for s in updated.body if _imports_torch(s)), None) \
         if m.source.startswith(NOTEBOOK_CELL) else None
-    at = after_imports(updated.body, lambda statement: statement is torch_import)
+    at = after_imports(updated.body, lambda statement: statement is torch_import, source=m.source)
     line = m.start(original.body[at]).line if at < len(original.body) else 1
     if m._is_suppressed(KeepOffMps.code, line):
         return updated

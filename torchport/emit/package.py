@@ -112,15 +112,15 @@ class PackageRuntime:
         lines = [cst.parse_statement(f"sys.path.insert(0, {self.bootstrap})\n").with_changes(
                      leading_lines=[cst.EmptyLine(comment=cst.Comment("# where torchport's vendored runtime is"))]),
                  cst.parse_statement(f"{imported} as {self.alias}  # noqa: E402\n")]
-        return placement.insert(module, placement.after_imports(module.body, lambda _: False), lines)
+        return placement.insert(module, placement.after_imports(module.body, lambda _: False, source=m.source), lines)
 
     def _import(self, m: Migrator, module: cst.Module) -> cst.Module:
         """The runtime's import: with the leading imports, or after a ``sys.path`` change above the first
         ``def`` (`torchport.emit.placement.path_change`), which may be what makes it importable."""
-        change = placement.path_change(module.body)
+        change = placement.path_change(module.body, m.source)
         uses = re.compile(rf"\b{self.alias}\.")
         at = placement.after_imports(module.body, lambda _: False,
-                                     lambda s: uses.search(cst.Module([]).code_for_node(s)) is not None)
+                                     lambda s: uses.search(cst.Module([]).code_for_node(s)) is not None, m.source)
         if change is None or at <= change:
             m.add_needed_import(*self.import_from, asname=self.alias)
             return module

@@ -30,9 +30,12 @@ def _imports_only(statement: cst.BaseStatement) -> bool:
     return bool(small) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in small)
 
 
-def path_change(body: Sequence[cst.BaseStatement]) -> int | None:
+def path_change(body: Sequence[cst.BaseStatement], source: str | None = None) -> int | None:
     """The index in ``body`` of the last top-level statement above the first ``def`` or ``class`` that
-    changes ``sys.path`` (an ``if`` around one counts), else None."""
+    changes ``sys.path`` (an ``if`` around one counts), else None. ``source``: the module's text, when the caller
+    has it: one without ``sys.path`` has none, and no statement's code is generated."""
+    if source is not None and "sys.path" not in source:
+        return None
     last = None
     for index, statement in enumerate(body):
         if isinstance(statement, _DEFINITIONS):
@@ -44,7 +47,7 @@ def path_change(body: Sequence[cst.BaseStatement]) -> int | None:
 
 
 def after_imports(body: Sequence[cst.BaseStatement], also_after: Callable[[cst.BaseStatement], bool],
-                  uses: Callable[[cst.BaseStatement], bool] = lambda _: False) -> int:
+                  uses: Callable[[cst.BaseStatement], bool] = lambda _: False, source: str | None = None) -> int:
     """The index in ``body`` after the docstring and the leading imports, after the last statement
     ``also_after`` accepts (torch's own import, when it comes later), and after the last ``sys.path``
     change (`path_change`) unless a statement before it ``uses`` what is placed; then after the imports
@@ -60,7 +63,7 @@ def after_imports(body: Sequence[cst.BaseStatement], also_after: Callable[[cst.B
     for index, statement in enumerate(body):
         if also_after(statement):
             at = max(at, index + 1)
-    change = path_change(body)
+    change = path_change(body, source)
     if change is not None and change >= at and not any(uses(s) for s in body[at:change + 1]):
         at = change + 1
     while at < len(body) and _imports_only(body[at]):

@@ -471,26 +471,31 @@ class Migrator(cst.CSTTransformer):
 
 def _add_imports(context: CodemodContext, tree: cst.Module) -> cst.Module:
     """``AddImportsVisitor`` run on the module's top-level imports only (and its first statement,
-    which may be the docstring), every other statement stood in for by a one-line placeholder: it
+    which may be the docstring), each run of other statements stood in for by a one-line placeholder: it
     reads and changes nothing else, and walking (and copying) the whole tree cost more than the parse."""
     from libcst.codemod.visitors import AddImportsVisitor
 
-    originals: dict[str, cst.BaseStatement] = {}
+    originals: dict[str, list[cst.BaseStatement]] = {}
     stub: list[cst.BaseStatement] = []
+    run: list[cst.BaseStatement] | None = None  # a run of other statements: one placeholder stands for it
     for index, statement in enumerate(tree.body):
         if index == 0 or (isinstance(statement, cst.SimpleStatementLine)
                           and any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body)):
             stub.append(statement)
+            run = None
             continue
-        name = f"__torchport_statement_{index}"
-        originals[name] = statement
-        stub.append(cst.SimpleStatementLine([cst.Expr(cst.Name(name))], leading_lines=statement.leading_lines))
+        if run is None:
+            name = f"__torchport_statement_{index}"
+            run = originals[name] = []
+            stub.append(cst.SimpleStatementLine([cst.Expr(cst.Name(name))], leading_lines=statement.leading_lines))
+        run.append(statement)
     added = AddImportsVisitor(context).transform_module(tree.with_changes(body=stub))
-    body = []
+    body: list[cst.BaseStatement] = []
     for statement in added.body:
         small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Name) and small.value.value in originals:
-            body.append(originals[small.value.value].with_changes(leading_lines=statement.leading_lines))
+            first, *rest = originals[small.value.value]
+            body.extend((first.with_changes(leading_lines=statement.leading_lines), *rest))
         else:
             body.append(statement)
     return added.with_changes(body=body)

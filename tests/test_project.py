@@ -127,6 +127,8 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("x = y.double()  # a comment about MPS is not code\n", (1, "float64")),
     ("# x.double()\n", None),
     ("x = y.cpu().double()\n", None),
+    ("t = trial.to('cpu', torch.float64)\n", None),  # cast on its way to the CPU
+    ("t = x.to(device='cpu', dtype=torch.float64)\n", None),
     ("q = (-(-d.double().log1p_() * 2 * n).expm1_()).log_().float()\n", None),  # float32 once computed
     ("q = (d.double() * 2).sum()\n", (1, "float64")),
     ("model = torch.nn.DataParallel(model).cuda()\n", (1, "DataParallel, which moves its inputs only on CUDA")),

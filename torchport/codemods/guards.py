@@ -44,6 +44,7 @@ from torchport.codemods.core.reasons import (
     CUDA_ONLY_PROGRAM,
     CUDA_QUERY,
     CUDA_TEST,
+    EXPECTED_ERROR,
     FAKES_CUDA,
     GATE_DEFINITION,
     HALF_PORT,
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
 _OTHER_BACKENDS = torch_facts.text("other_backend_module")
 _OTHER_DEVICE_STRINGS = frozenset(torch_facts.words("other_device"))
 _PROCESS_COUNT = frozenset(torch_facts.words("process_count"))
+_EXPECTS_ERROR = frozenset(torch_facts.words("expects_error"))
 _COLLECTIVES = frozenset(torch_facts.words("collective"))
 _SPAWN = torch_facts.named("spawn")
 _QUERY_TAILS = frozenset(torch_facts.cuda_tail(name) for name in torch_facts.named("available", "count"))
@@ -877,6 +879,12 @@ class CudaGuard(Rule):
                 m.skip_region(node.orelse, CUDA_ONLY, _guarded(m, node.test, "in the else branch of the CUDA check"))
             if _exits(node.body):  # `if not torch.cuda.is_available(): return`: the rest of the block is CUDA only
                 self._skip_rest_of_block(m, node)
+
+    def visit_With(self, m: Migrator, node: cst.With) -> None:
+        """``with pytest.raises(TypeError): model.cuda()``: the test checks that error (torchgpipe's
+        ``test_deny_moving``); a rewrite would change what it tests."""
+        if any(isinstance(item.item, cst.Call) and call_name(item.item.func) in _EXPECTS_ERROR for item in node.items):
+            m.skip_region(node.body, EXPECTED_ERROR)
 
     def visit_SimpleStatementLine(self, m: Migrator, node: cst.SimpleStatementLine) -> None:
         """``assert torch.cuda.device_count() > rank``: what follows in the block runs only on CUDA (unless

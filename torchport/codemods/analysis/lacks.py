@@ -443,10 +443,18 @@ def _reaches_device(node: ast.expr, parents: Mapping[int, ast.AST], text: str) -
     if isinstance(parent, ast.Call) and child in parent.args:
         name = parent.func.attr if isinstance(parent.func, ast.Attribute) else getattr(parent.func, "id", "")
         if name in ("to", "type"):
+            if _to_cpu(parent):
+                return False  # `trial.to('cpu', torch.float64)`: moved to the CPU as it is cast
             return not _on_cpu(parent.func.value) if isinstance(parent.func, ast.Attribute) else True
         return name in ("set_default_dtype", "set_default_tensor_type") or name in _FACTORIES \
             and _call_reaches_device(parent, parents, text)
     return True
+
+
+def _to_cpu(call: ast.Call) -> bool:
+    """``x.to("cpu", ...)`` or ``x.to(device="cpu", ...)``: whatever the dtype, the result is on the CPU."""
+    device = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
+    return isinstance(device, ast.Constant) and device.value == "cpu"
 
 
 def _call_reaches_device(call: ast.Call, parents: Mapping[int, ast.AST], text: str) -> bool:
@@ -457,7 +465,8 @@ def _call_reaches_device(call: ast.Call, parents: Mapping[int, ast.AST], text: s
         return given
     name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
     if name not in _FACTORIES or name.endswith("_like"):
-        return not (name in ("to", "type") and isinstance(call.func, ast.Attribute) and _on_cpu(call.func.value))
+        return not (name in ("to", "type") and isinstance(call.func, ast.Attribute)
+                    and (_on_cpu(call.func.value) or _to_cpu(call)))
     statement = parents.get(id(call))
     while statement is not None and not isinstance(statement, ast.stmt):
         if isinstance(statement, ast.Attribute) and statement.attr in ("to", "cuda"):

@@ -132,10 +132,16 @@ SAVED_HERE = Reason(
     "import torch\n\n\ndef train(model):\n    torch.save(model.state_dict(), 'best.pkl')\n"
     "    model.load_state_dict(torch.load('best.pkl'))\n")
 
+EXPECTED_ERROR = Reason(
+    "R21", "expected-error", "Code a test expects to raise (`with pytest.raises(...)`, `self.assertRaises(...)`) "
+    "checks that error: a rewrite would change what the test tests.",
+    "import pytest\nimport torch\n\n\ndef test_deny_moving(model):\n    with pytest.raises(TypeError):\n"
+    "        model.cuda()\n")
+
 REASONS: tuple[Reason, ...] = (CUDA_ONLY, SEVERAL_BACKENDS, CUDA_GATE, GATE_DEFINITION, CUDA_TEST, CUDA_ONLY_PROGRAM,
                                CUDA_ONLY_LIBRARY, FAKES_CUDA, CUDA_SETTING, DEAD_STORE, SEEDED, MOVES_TOGETHER,
                                HELD_CHOICE, CUDA_QUERY, UNSET_ATTRIBUTE, OLDER_TORCH, INDEX_BOOKKEEPING,
-                               CONFIG_DATA, HALF_PORT, SAVED_HERE)
+                               CONFIG_DATA, HALF_PORT, SAVED_HERE, EXPECTED_ERROR)
 BY_ID = {reason.id: reason for reason in REASONS}
 
 

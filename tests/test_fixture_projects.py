@@ -125,7 +125,7 @@ def test_a_blocker_a_script_imports_only_lazily_keeps_it_off_nothing(tmp_path: P
         (folder / "pkg").mkdir(parents=True)
         (folder / "pkg" / "__init__.py").write_text(imports)
         (folder / "pkg" / "wide.py").write_text(
-            "import torch\n\n\ndef table():\n    return torch.zeros(4, dtype=torch.float64, device='cuda')\n")
+            "import torch\n\n\n\nTABLE = torch.zeros(4, dtype=torch.float64, device='cuda')\n")
         (folder / "train.py").write_text(
             "import torch\nimport pkg\n\n\nif __name__ == '__main__':\n    print(torch.ones(2).cuda().sum())\n")
         done = CliRunner().invoke(app, ["migrate", str(folder), "--apply", "--no-cache"])
@@ -141,8 +141,8 @@ def test_a_blocker_a_script_imports_only_lazily_keeps_it_off_nothing(tmp_path: P
 def test_a_library_module_with_a_demo_main_block_gets_no_avoid_mps(tmp_path: Path) -> None:
     """DeepSpeed's data_analyzer.py: a module other modules import, with a `__main__` demo. A `tp.avoid_mps` at its
     top would run in every program that imports it, whatever that program does."""
-    (tmp_path / "wide.py").write_text("import torch\n\n\ndef table():\n"
-                                      "    return torch.zeros(4, dtype=torch.float64, device='cuda')\n")
+    (tmp_path / "wide.py").write_text("import torch\n\n\n\n"
+                                      "TABLE = torch.zeros(4, dtype=torch.float64, device='cuda')\n")
     (tmp_path / "analyzer.py").write_text(
         "import torch\nimport wide\n\n\ndef run(x):\n    return x.cuda()\n\n\nif __name__ == '__main__':\n"
         "    print(run(torch.ones(2)))\n")

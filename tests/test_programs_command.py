@@ -261,7 +261,7 @@ def test_every_blocker_is_shown_whole_and_a_notebooks_by_cell(tmp_path: Path) ->
     from nbformat import v4
 
     (tmp_path / "main.py").write_text("import torch\nimport a\nimport b\n\nif __name__ == '__main__':\n"
-                                      "    x = torch.ones(2).cuda()\n")
+                                      "    x = torch.ones(2).cuda() + a.f()\n")
     (tmp_path / "a.py").write_text("import torch\n\n\ndef f():\n    return torch.ones(2, dtype=torch.float64).cuda()\n")
     (tmp_path / "b.py").write_text("import triton\n")
     nb = v4.new_notebook()

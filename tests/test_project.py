@@ -26,12 +26,28 @@ def _run(root: Path, cache: cache_module.Cache | None = None) -> dict[str, objec
     return {r.path.relative_to(root).as_posix(): r for r in results}
 
 
+def test_float64_in_a_function_the_program_never_names_blocks_nothing(tmp_path: Path) -> None:
+    """piq: its package imports fid.py, whose FID casts to float64, into every program; one that never names FID
+    never runs the cast, and may use MPS. One that names it (through a method that calls the cast) keeps the CPU."""
+    _tree(tmp_path, {
+        "pkg/__init__.py": "from .fid import FID\nfrom .psnr import psnr\n",
+        "pkg/fid.py": "import torch\n\n\ndef _stats(x):\n    return x.double().mean()\n\n\nclass FID:\n"
+                      "    def __call__(self, x):\n        return _stats(x)\n",
+        "pkg/psnr.py": "import torch\n\n\ndef psnr(x):\n    return x.mean()\n",
+        "uses_psnr.py": "import pkg\n" + IDIOM + "print(pkg.psnr(torch.ones(2, device=device)))\n",
+        "uses_fid.py": "import pkg\n" + IDIOM + "print(pkg.FID()(torch.ones(2, device=device)))\n",
+    })
+    found = _run(tmp_path)
+    assert found["uses_psnr.py"].hold is None and "tp.available_device_str()" in found["uses_psnr.py"].migrated
+    assert found["uses_fid.py"].hold is not None and "pkg/fid.py:5 uses float64" in found["uses_fid.py"].hold
+
+
 @pytest.mark.parametrize("dtype", ["double", "float"])
 def test_float64_in_an_imported_module_keeps_the_idiom(tmp_path: Path, dtype: str) -> None:
     _tree(tmp_path, {
         "pkg/__init__.py": "",
         "pkg/timing.py": f"import torch\n\n\ndef dtw(x):\n    return x.{dtype}().cumsum(0)\n",
-        "pkg/run.py": "from .timing import dtw\n" + IDIOM,
+        "pkg/run.py": "from .timing import dtw\n" + IDIOM + "print(dtw(torch.ones(2, device=device)))\n",
     })
     run = _run(tmp_path)["pkg/run.py"]
     if dtype == "float":  # no blocker: rewritten
@@ -169,7 +185,7 @@ def test_a_module_whose_unconditional_moves_fail_on_the_cpu_is_ported_whole_not_
     _tree(tmp_path, {
         "timing.py": "import torch\n\n\ndef adjacency(i, v):\n    return torch.sparse_coo_tensor(i, v)\n",
         "run.py": "import timing\nimport torch\n\nif torch.cuda.is_available():\n    model = model.cuda()\n"
-                  "x = torch.ones(2).cuda()\ntorch.cuda.synchronize()\n",
+                  "x = torch.ones(2).cuda()\ntorch.cuda.synchronize()\na = timing.adjacency(x, x)\n",
     })
     run = _run(tmp_path)["run.py"]
     assert run.hold is None and run.avoid_mps is not None
@@ -184,7 +200,7 @@ def test_a_module_held_for_a_blocker_that_may_not_reach_the_device_keeps_its_mov
     _tree(tmp_path, {
         "timing.py": "import torch\n\n\ndef dtw(x):\n    return x.double()\n",
         "run.py": "import timing\nimport torch\n\nif torch.cuda.is_available():\n    model = model.cuda()\n"
-                  "x = torch.ones(2).cuda()\ntorch.cuda.synchronize()\n",
+                  "x = torch.ones(2).cuda()\ntorch.cuda.synchronize()\nd = timing.dtw(x)\n",
     })
     run = _run(tmp_path)["run.py"]
     assert run.hold is not None
@@ -197,7 +213,8 @@ def test_a_held_module_keeps_its_guarded_moves(tmp_path: Path) -> None:
     """On a Mac the held guard keeps the model on the CPU, as before: what it guards stays as written, reported."""
     _tree(tmp_path, {
         "timing.py": "import torch\n\n\ndef dtw(x):\n    return x.double()\n",
-        "run.py": "import timing\nimport torch\n\nif torch.cuda.is_available():\n    model = model.cuda()\n",
+        "run.py": "import timing\nimport torch\n\nif torch.cuda.is_available():\n    model = model.cuda()\n"
+                  "d = timing.dtw(model)\n",
     })
     run = _run(tmp_path)["run.py"]
     assert run.hold is not None
@@ -286,7 +303,7 @@ def test_a_call_of_a_function_another_module_leaves_cuda_only_stops_the_path(tmp
 ])
 def test_scripts_that_reach_what_mps_lacks_keep_the_cpu_on_a_mac(tmp_path: Path, script: str, gets_it: bool) -> None:
     _tree(tmp_path, {
-        "layers.py": "import torch\n\n\ndef build():\n    return torch.nn.Linear(2, 2)\n\n\n"
+        "layers.py": "import torch\n\n\ndef build():\n    return torch.nn.Linear(2, 2).register_module(adjacency)\n\n\n"
                      "def adjacency(i, v):\n    return torch.sparse_coo_tensor(i, v, (2, 2))\n",
         "inference.py": "import torch\nfrom layers import build\n\n\ndef run():\n    return build().cuda()\n",
         "main.py": script,

@@ -38,6 +38,7 @@ from torchport.pipeline.project import (
     lacking,
     outline,
     parse,
+    reached_lack,
     remembered,
     split_choice,
     works_at_top,
@@ -183,18 +184,18 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
     found: dict[tuple[int, bool], list[Requirement]] = {}
     predicates = _project_predicates(results, trees)
 
-    def needs(index: int, entry: bool) -> list[Requirement]:
-        """What keeps module ``index`` on CUDA (its gate too, as an entry point), then what MPS lacks in it."""
+    def needs(index: int, entry: bool, reach: set[int]) -> list[Requirement]:
+        """What keeps module ``index`` on CUDA (its gate too, as an entry point), then what MPS lacks in it where the
+        program of modules ``reach`` runs it (`reached_lack`)."""
         key = (index, entry)
+        text = results[index].original or ""
+        parses = outline(text).parses
         if key not in found:
-            text = results[index].original or ""
-            parses = outline(text).parses
-            lacks = lacking(text) if parses else None
             bound = frozenset(_bound(index, project, predicates)) if entry else frozenset()
-            found[key] = [*(_requirements(text, entry, bound) if parses else []),
-                          *([Requirement(("mps",), f"uses {lacks[1]}, which MPS lacks: on a Mac it runs on the CPU",
-                                         lacks[0])] if lacks else [])]
-        return found[key]
+            found[key] = _requirements(text, entry, bound) if parses else []
+        lacks = (lacking(text) if entry else reached_lack(project, index, reach)) if parses else None
+        return [*found[key], *([Requirement(("mps",), f"uses {lacks[1]}, which MPS lacks: on a Mac it runs on the CPU",
+                                            lacks[0])] if lacks else [])]
 
     gates = _project_gates(results, trees)
     unchanged_gates = gate_users(results, [i for i in kinds if not results[i].changed and not results[i].gates])
@@ -216,7 +217,7 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                 continue
             shown, seen = shown_as(index), set[str]()
             via = None
-            for need in needs(index, index == entry):  # the first of each module, per target
+            for need in needs(index, index == entry, program.reached):  # the first of each module, per target
                 if via is None and index != entry and (at := project.import_line(
                         entry, index, script=kind in ("script", "console-script"))) is not None:
                     via = f"{program.path}:{at}"
@@ -224,7 +225,8 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)
         for chain in arms:  # an `if`/`else` every arm of which imports what needs CUDA: no way around it
-            first = [next(((i, n) for i in sorted(arm, key=lambda i: str(results[i].path)) for n in needs(i, False)
+            first = [next(((i, n) for i in sorted(arm, key=lambda i: str(results[i].path))
+                           for n in needs(i, False, program.reached)
                            if n.targets == OFF_CUDA), None) for arm in chain]
             if all(first) and first[0] is not None and not any(b.target == "cpu" for b in program.blockers):
                 index, need = first[0]
@@ -458,8 +460,9 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
                 index, trees, project):
             continue  # the program always makes a process group: on a Mac the runtime picks the CPU already
         for other in sorted(reach, key=lambda i: (i != index, results[i].display)):
-            if other not in found:
-                found[other] = (lacking(results[other].original or "", certain=True) or split_choice(results[other])
+            if other not in found or other != index:  # what another module lacks counts where this program runs it
+                found[other] = ((lacking(results[other].original or "", certain=True) if other == index else
+                                 reached_lack(project, other, reach, certain=True)) or split_choice(results[other])
                                 ) if outline(results[other].original).parses else None
             if reach & carrying and flags is None:
                 flags = _cuda_flags(results)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
-from torchport.codemods.analysis.lacks import blocker
+from torchport.codemods.analysis.lacks import blockers
 from torchport.codemods.analysis.programs import absolute_module, always_run, is_main, is_script, is_test
 from torchport.model import torch_facts
 from torchport.results import FileResult
@@ -40,7 +40,8 @@ _DYNAMIC_IMPORT = torch_facts.text("dynamic_import")
 # never its whole tree (every tree of diffusers is 1.2 GB). Keyed by the text itself; emptied when it grows past
 # `_MEMO_LIMIT` entries, so that a long-lived process does not keep old projects.
 _OUTLINES: dict[str, Outline] = {}
-_LACKING: dict[tuple[str, bool], tuple[int, str] | None] = {}
+_LACKING: dict[tuple[str, bool], tuple[tuple[int, str], ...]] = {}
+_NAMES: dict[str, _Names] = {}
 _MEMO_LIMIT = 20_000
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -201,9 +202,51 @@ def _reports(call: ast.Call) -> bool:
 
 
 def lacking(text: str, certain: bool = False) -> tuple[int, str] | None:
-    """`torchport.codemods.analysis.lacks.blocker` of a module's ``text``, read once per text."""
+    """The first of `lacking_all`, or None."""
+    found = lacking_all(text, certain)
+    return found[0] if found else None
+
+
+def lacking_all(text: str, certain: bool = False) -> tuple[tuple[int, str], ...]:
+    """`torchport.codemods.analysis.lacks.blockers` of a module's ``text``, read once per text."""
     # parsed there only where a pattern asks
-    return remembered(_LACKING, (text, certain), lambda: blocker(text, _TREES.get(text), certain))
+    return remembered(_LACKING, (text, certain), lambda: tuple(blockers(text, _TREES.get(text), certain)))
+
+
+@dataclass(frozen=True)
+class _Names:
+    """What a module names: ``spans`` (first line, last line, name) of its top-level functions and classes,
+    ``inside`` the identifiers each of them uses, ``top`` those its other statements use (imports use none)."""
+
+    spans: tuple[tuple[int, int, str], ...]
+    inside: dict[str, frozenset[str]]
+    top: frozenset[str]
+
+
+def _names(text: str) -> _Names:
+    def read() -> _Names:
+        tree = parse(text)
+        spans: list[tuple[int, int, str]] = []
+        inside: dict[str, frozenset[str]] = {}
+        top: set[str] = set()
+        for statement in tree.body if tree is not None else ():
+            used = frozenset(_used(statement))
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                spans.append((statement.lineno, statement.end_lineno or statement.lineno, statement.name))
+                inside[statement.name] = used
+            elif not isinstance(statement, (ast.Import, ast.ImportFrom)):
+                top |= used
+        return _Names(tuple(spans), inside, frozenset(top))
+
+    return remembered(_NAMES, text, read)
+
+
+def _used(node: ast.AST) -> Iterator[str]:
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name):
+            yield inner.id
+        elif isinstance(inner, ast.Attribute):
+            yield inner.attr
 
 
 class Project:
@@ -415,6 +458,31 @@ class Project:
         return set(self._reached[key])
 
 
+def reached_lack(project: Project, other: int, reach: Iterable[int], certain: bool = False) -> tuple[int, str] | None:
+    """The first line of module ``other`` using what MPS lacks that a program of modules ``reach`` runs: at its
+    top level, or in a function or class the program names (in another of its modules, or at ``other``'s top level),
+    or one such a definition names in turn. piq's ``fid.py`` casts to float64 inside ``FID``: its package imports it
+    into every program, but only one that names ``FID`` runs the cast."""
+    text = project.results[other].original or ""
+    found = lacking_all(text, certain)
+    if not found:
+        return None
+    names = _names(text)
+    where = {line: name for first, last, name in names.spans for line, _ in found if first <= line <= last}
+    if not where:
+        return found[0]
+    named = set(names.top).union(*(_names(project.results[i].original or "").top | frozenset().union(
+        *_names(project.results[i].original or "").inside.values()) for i in reach if i != other))
+    todo = [n for n in names.inside if n in named]
+    run = set(todo)
+    while todo:
+        for name in names.inside[todo.pop()] & names.inside.keys():
+            if name not in run:
+                run.add(name)
+                todo.append(name)
+    return next(((line, what) for line, what in found if where.get(line) is None or where[line] in run), None)
+
+
 def holds(results: Sequence[FileResult]) -> dict[int, str]:
     """Which files must keep their device choices CUDA-or-CPU, and why (the module docstring says when).
 
@@ -433,8 +501,9 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
     project = Project(results)
     reasons: dict[int, str] = {}
     for index in candidates:
-        for other in sorted(project.reach(index)):
-            found = lacking(results[other].original or "")
+        reach = project.reach(index)
+        for other in sorted(reach):
+            found = lacking(results[other].original or "") if other == index else reached_lack(project, other, reach)
             if found is not None and lacking(results[other].original or "", certain=True) is not None \
                     and _stops_on_the_cpu(results[index].original):
                 break  # held, it would not run on the CPU "as before": ported whole, its programs keep the CPU on

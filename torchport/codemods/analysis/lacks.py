@@ -33,9 +33,15 @@ _FROM_NUMPY_TO_DEVICE = torch_facts.text("from_numpy_to_device")
 _FACTORIES = frozenset(torch_facts.words("cpu_factory"))
 
 def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) -> tuple[int, str] | None:
-    """The first line of a module (its source ``text``, CPython's ``tree`` of it if the caller has one) using
-    something MPS lacks, and what: ``(line, what)``; None when there is none, or when the module mentions MPS
-    (it then handles MPS itself).
+    """The first of `blockers`, or None."""
+    found = blockers(text, tree, certain)
+    return found[0] if found else None
+
+
+def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -> list[tuple[int, str]]:
+    """Every line of a module (its source ``text``, CPython's ``tree`` of it if the caller has one) using
+    something MPS lacks, and what: ``(line, what)``, in line order; none when the module mentions MPS (it then
+    handles MPS itself).
 
     float64 and complex128 count where a tensor of that dtype can be on the device: made with a ``device=``
     other than ``"cpu"``, converted by ``.to(...)``/``.type(...)``/``.double()`` (on whatever device the tensor
@@ -52,9 +58,9 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
             try:
                 tree = ast.parse(text)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
-                return None  # cautious: a mention may be code
+                return []  # cautious: a mention may be code
         if handles_mps(tree):
-            return None
+            return []
     found: list[tuple[int, str]] = []
     lines = text.splitlines()
     present = [(pattern, what) for pattern, what in _MPS_BLOCKERS if pattern.search(text)]  # most texts: none
@@ -94,7 +100,7 @@ def blocker(text: str, tree: ast.Module | None = None, certain: bool = False) ->
                          if (m := _WIDE_TEXT.search(line.split("#", 1)[0])))
         elif tree is not None:
             found.extend(_wide_dtype_lines(tree, text, certain))
-    return min(found) if found else None
+    return sorted(set(found))
 
 
 # numpy calls whose arrays are float64 unless given a dtype (`np.random.randn`, `RandomState(s).randn`,

@@ -28,7 +28,13 @@ import libcst as cst
 
 from torchport.codemods import cuda_api
 from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
-from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, closed_functions, cuda_only_program, where
+from torchport.codemods.analysis.programs import (
+    CUDA_ONLY_TEXT,
+    arguments,
+    closed_functions,
+    cuda_only_program,
+    where,
+)
 from torchport.codemods.analysis.requirements import cuda_only_functions, cuda_only_import
 from torchport.codemods.core.base import (
     call_name,
@@ -630,13 +636,11 @@ def _flag_parameters(module: ast.Module, flags: set[tuple[str, str]]) -> set[tup
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions):
                 continue
             function = functions[node.func.id]
-            params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
-            given = dict(zip(params, node.args))
-            given.update({k.arg: k.value for k in node.keywords if k.arg})
-            unknown = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
-            for param in (*params, *(a.arg for a in function.args.kwonlyargs)):
+            given = arguments(function, node) or {}
+            for param in (*(a.arg for a in (*function.args.posonlyargs, *function.args.args)),
+                          *(a.arg for a in function.args.kwonlyargs)):
                 value = given.get(param)
-                flag = not unknown and value is not None and (
+                flag = value is not None and (
                     (isinstance(value, ast.Name) and ((owner, value.id) in flags or ("", value.id) in flags))
                     or (isinstance(value, ast.Attribute) and ("*", ast.unparse(value)) in flags))
                 key = (function.name, param)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from torchport.codemods.analysis.lacks import LACKS_TEXT
-from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, always_run, is_script
+from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, always_run, arguments, is_script
 from torchport.model import torch_facts
 from torchport.model.torch_facts import RAISES_OFF_CUDA, text
 from torchport.pipeline.notebooks import SUFFIX, locate
@@ -684,19 +684,20 @@ def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Modu
             else:
                 continue
             function = functions[target][name]
-            params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
-            given = dict(zip(params, node.args))
-            given.update({k.arg: k.value for k in node.keywords if k.arg})
-            unknown = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
-            for param in (*params, *(a.arg for a in function.args.kwonlyargs)):
-                value = given.get(param)
-                flag = not unknown and isinstance(value, ast.Attribute) and value.attr in flags
+            given = arguments(function, node)
+            for param in _parameters_of(function):
+                value = given.get(param) if given is not None else None
+                flag = isinstance(value, ast.Attribute) and value.attr in flags
                 passed[target, name, param] = passed.get((target, name, param), True) and flag
     found: dict[int, set[str]] = {}
     for (target, name, param), always in passed.items():
         if always:
             found.setdefault(target, set()).add(f"{name}({param})")
     return {index: frozenset(names) for index, names in found.items()}
+
+
+def _parameters_of(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    return [a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)]
 
 
 # What may still stop a module's port: `.cuda()`, a torch.cuda call that raises off CUDA, a CUDA device string.

@@ -281,3 +281,16 @@ def is_test(node: ast.stmt) -> bool:
         return node.name.lower().startswith("test")
     return isinstance(node, ast.ClassDef) and (node.name.lower().startswith("test") or any(
         isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test") for n in node.body))
+
+
+def arguments(function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> dict[str, ast.expr | None] | None:
+    """What each parameter of ``function`` gets in ``call`` (None: nothing, its default), or None when the call
+    unpacks arguments (``*args``, ``**kwargs``) and that cannot be told."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    given: dict[str, ast.expr | None] = {p: None for p in (*params, *(a.arg for a in function.args.kwonlyargs))}
+    given.update(zip(params, call.args))
+    given.update({k.arg: k.value for k in call.keywords if k.arg})
+    return given
+

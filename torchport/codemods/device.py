@@ -1322,13 +1322,27 @@ class FollowDevice(Rule):
                 "        return new_y.cuda()\n    return new_y\n",
                 "import torch\n\n\ndef onehot(y, n):\n    new_y = torch.eye(n)[y.cpu()]\n"
                 "    return new_y.to(y.device)\n"),
+        # an `is_cuda` the code sets itself is no tensor's: its object has no `.device` (manydepth's encoder)
+        Example("import torch\n\n\nclass Encoder(torch.nn.Module):\n    def __init__(self):\n"
+                "        super().__init__()\n        self.is_cuda = False\n        self.bins = torch.ones(2)\n"
+                "        if self.is_cuda:\n"
+                "            self.bins = self.bins.cuda()\n"),
         # something else is moved, or more is done under the test: left to the guards
         Example("import torch\nif x.is_cuda:\n    w = v.cuda()\n"),
         Example("import torch\nif x.is_cuda:\n    w = w.cuda()\n    torch.cuda.synchronize()\n"),
     )
 
+    def visit_Module(self, m: Migrator, node: cst.Module) -> None:
+        # `self.is_cuda = False`: an attribute of the code's own (manydepth's encoder), not a tensor's property
+        m.store(self)["own"] = m.syntax is not None and any(
+            isinstance(t, ast.Attribute) and t.attr == "is_cuda" for n in ast.walk(m.syntax)
+            if isinstance(n, (ast.Assign, ast.AnnAssign))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
+
     def visit_IfExp(self, m: Migrator, node: cst.IfExp) -> None:
         """``x.cuda() if y.is_cuda else x``."""
+        if m.store(self).get("own"):
+            return
         follow = _followed(node.test)
         if follow is not None and _moved_to_cuda(node.body) == _code(node.orelse) is not None:
             self._claim(m, node, follow)
@@ -1336,6 +1350,8 @@ class FollowDevice(Rule):
     def visit_If(self, m: Migrator, node: cst.If) -> None:
         """``if y.is_cuda: x = x.cuda()``, alone in its ``if`` (no ``else``; a comment on the header or the line, not
         on both: the one line that replaces them keeps it)."""
+        if m.store(self).get("own"):
+            return
         follow = _followed(node.test)
         body = node.body.body
         if (follow is None or node.orelse is not None or len(body) != 1

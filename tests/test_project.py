@@ -375,3 +375,24 @@ def test_a_parameter_every_call_fills_with_a_projects_cuda_flag_keeps_its_module
     assert found["utils.py"].migrated == found["utils.py"].original
     assert "x.to(tp.device())" in found["other.py"].migrated  # one call passes True
 
+
+def test_an_object_whose_class_moves_itself_to_cuda_alone_keeps_its_guard(tmp_path: Path) -> None:
+    """manydepth: `ResnetEncoderMatching` has its own `cuda()` and a `to()` that raises for anything but 'cpu' and
+    'cuda'; its `.cuda()` is its own, `.to(tp.device())` would raise on a Mac. The guard around it stays CUDA's,
+    and the module's other choices with it (R13): on a Mac it all runs on the CPU, as before."""
+    _tree(tmp_path, {
+        "nets/__init__.py": "from .enc import Encoder\n",
+        "nets/enc.py": "import torch\n\n\nclass Encoder(torch.nn.Module):\n    def cuda(self):\n"
+                       "        return super().cuda()\n\n    def to(self, device):\n"
+                       "        if str(device) == 'cpu':\n            return self.cpu()\n"
+                       "        elif str(device) == 'cuda':\n            return self.cuda()\n"
+                       "        raise NotImplementedError\n",
+        "run.py": "import torch\nimport nets\n\nencoder = nets.Encoder()\nimage = torch.ones(2)\n"
+                  "if torch.cuda.is_available():\n    image = image.cuda()\nif torch.cuda.is_available():\n"
+                  "    encoder.cuda()\nprint(encoder(image))\n",
+    })
+    run = _run(tmp_path)["run.py"]
+    assert run.migrated == run.original
+    assert any(d.code == "TP106" and "`nets.Encoder`" in d.message for d in run.diagnostics)
+    assert any("R13" in d.message for d in run.diagnostics)
+

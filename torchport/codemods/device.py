@@ -288,6 +288,12 @@ class CudaMethod(Rule):
             m.mark_handled(original)
             m.report("TP106", original, "`.cuda(*args)` with unpacked arguments; left unchanged")
             return None
+        made = own_object(m, func.value)
+        if made is not None:
+            m.mark_handled(original)
+            m.report("TP106", original, f"`.cuda()` left unchanged: this is a `{made}`, whose class moves itself its "
+                     "own way (its own `cuda`, and a `to` that takes CUDA alone)")
+            return None
         if m.store(self).get("own_cuda") and not _inside_own_cuda(m, func.value):
             m.mark_handled(original)
             m.report("TP106", original, "`.cuda()` left unchanged: a class in this module defines its own `cuda` "
@@ -380,6 +386,22 @@ def _inside_own_cuda(m: Migrator, receiver: cst.BaseExpression) -> bool:
             return inner.name.value == "cuda" and in_class and owner is not None \
                 and not (isinstance(receiver, cst.Name) and receiver.value == "self")
     return False
+
+
+def own_object(m: Migrator, receiver: cst.BaseExpression) -> str | None:
+    """The class (as written) of ``receiver`` where the module binds it (``encoder = networks.Encoder(...)``) to an
+    object of another module's class that moves itself its own way (the gates' ``<class>.cuda``), else None."""
+    if m.shared.own_objects is None:
+        classes = {g[: -len(".cuda")] for g in m.gates if g.endswith(".cuda")}
+        found: dict[str, str] = {}
+        for node in ast.walk(m.syntax) if classes and m.syntax is not None else ():
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                    and (made := ast.unparse(node.value.func)) in classes:
+                found.update((ast.unparse(t), made) for t in node.targets if isinstance(t, (ast.Name, ast.Attribute)))
+        m.shared.own_objects = found
+    if not m.shared.own_objects or not isinstance(receiver, (cst.Name, cst.Attribute)):
+        return None
+    return m.shared.own_objects.get(chain(receiver) or "")
 
 
 def _defines_own_cuda(module: cst.Module) -> bool:
@@ -1265,12 +1287,21 @@ class IsCuda(Rule):
     before, after = "if x.is_cuda:", "if tp.on_accelerator(x):"
     safety = "unsafe"
     triggers = (r"\bis_cuda\b",)
-    examples = (Example("y = x.is_cuda\n", "y = tp.on_accelerator(x)\n", unsafe=True),)
+    examples = (Example("y = x.is_cuda\n", "y = tp.on_accelerator(x)\n", unsafe=True),
+                # an attribute the code sets is its own, no tensor's property (which cannot be set)
+                Example("class E:\n    def cuda(self):\n        self.is_cuda = True\n", unsafe=True))
+
+    def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:
+        parent = m.ancestors[-2] if len(m.ancestors) > 1 else None
+        if node.attr.value == "is_cuda" and (isinstance(parent, cst.AssignTarget) or isinstance(
+                parent, (cst.AnnAssign, cst.AugAssign)) and parent.target is node):
+            m.mark_handled(node)  # `self.is_cuda = True`: set, not read
+            m.store(self).setdefault("set", set()).add(id(node))
 
     def leave_Attribute(self, m: Migrator, original: cst.Attribute,
                         updated: cst.Attribute) -> cst.BaseExpression | None:
         if original.attr.value != "is_cuda" or id(original.value) in m.shared.followed \
-                or not m.apply(self.code, original):
+                or id(original) in m.store(self).get("set", ()) or not m.apply(self.code, original):
             return None
         return m.runtime_call("on_accelerator", [updated.value])
 

@@ -33,6 +33,7 @@ from torchport.codemods.analysis.programs import (
     arguments,
     closed_functions,
     cuda_only_program,
+    own_device_classes,
     where,
 )
 from torchport.codemods.analysis.requirements import cuda_only_functions, cuda_only_import
@@ -62,7 +63,7 @@ from torchport.codemods.core.reasons import (
     note,
 )
 from torchport.codemods.core.rule import Example, Rule
-from torchport.codemods.device import tensor_type_check
+from torchport.codemods.device import own_object, tensor_type_check
 from torchport.codemods.unported import removable_assert
 from torchport.model import torch_facts
 from torchport.model.torch_facts import FAKES_CUDA as FAKES_CUDA_TEXT
@@ -116,6 +117,8 @@ class _Scan(cst.CSTVisitor):
             self.cuda_only = True
         if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to"):
             self.chooses = True
+            if func.attr.value == "cuda" and own_object(self.m, func.value) is not None:
+                self.cuda_only = True  # its class moves itself to CUDA alone: the guard keeps the choice
         if self.m.has_qname(func, "torch.device"):
             self.chooses = True
 
@@ -974,6 +977,12 @@ class CudaGuard(Rule):
         if _wraps_backend(node):
             m.skip_region(node, SEVERAL_BACKENDS)  # an accelerator backend of its own
             return
+        if len(m.ancestors) <= 2 and m.syntax is not None and "def cuda" in m.source \
+                and node.name.value in own_device_classes(m.syntax, strict=True):
+            for method in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
+                if isinstance(method, cst.FunctionDef) and method.name.value in ("cuda", "cpu", "to"):
+                    m.skip_region(method, SEVERAL_BACKENDS, "its class moves itself its own way (its own `cuda`, "
+                                  "and a `to` that takes CUDA alone): its objects stay CUDA-or-CPU")
         bases = [dotted_name(b.value) or "" for b in node.bases]
         skipping = m.store(self).setdefault("skipping", set())  # test classes that skip without CUDA
         if self._skipped_in_setup(m, node) or any(b in skipping for b in bases):

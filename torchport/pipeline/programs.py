@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from torchport.codemods.analysis.lacks import LACKS_TEXT
-from torchport.codemods.analysis.programs import CUDA_ONLY_TEXT, always_run, arguments, is_script
+from torchport.codemods.analysis.programs import (
+    CUDA_ONLY_TEXT,
+    always_run,
+    arguments,
+    is_script,
+    own_device_classes,
+)
 from torchport.model import torch_facts
 from torchport.model.torch_facts import RAISES_OFF_CUDA, text
 from torchport.pipeline.notebooks import SUFFIX, locate
@@ -618,6 +624,8 @@ def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None
     trees, project = _model(results)
     for index, passed in _flag_parameters(results, trees, project, flags, set(changed)).items():
         readers[index] = readers.get(index, frozenset()) | passed
+    for index, names in _own_device_classes(results, trees, project, changed).items():
+        readers[index] = readers.get(index, frozenset()) | names
     # A name reaches a changed file only from a module it binds from: no other module's functions are evaluated.
     stuck = _stuck_functions(results, {target for i in changed for _, target, _ in project.bindings(i) if target != i})
     if not (gating or needing or stuck):
@@ -694,6 +702,28 @@ def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Modu
         if always:
             found.setdefault(target, set()).add(f"{name}({param})")
     return {index: frozenset(names) for index, names in found.items()}
+
+
+def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None], project: Project,
+                        changed: Sequence[int]) -> dict[int, frozenset[str]]:
+    """Per changed module, ``"<local name>.cuda"`` for each class of another module of the run that moves itself its
+    own way (`own_device_classes`), as the module binds it (``networks.ResnetEncoderMatching.cuda`` for ``from
+    manydepth import networks``, also through a package that imports it)."""
+    defined = {i: found for i in range(len(results)) if "def cuda" in (results[i].original or "")
+               and (tree := trees[i]) is not None and (found := own_device_classes(tree))}
+    if not defined:
+        return {}
+    grown = True
+    while grown:  # re-exports: a package's `from .resnet_encoder import ResnetEncoderMatching`
+        grown = False
+        for index in range(len(results)):
+            for local, target, name in project.bindings(index) if results[index].path.name == "__init__.py" else ():
+                if target != index and name is not None and name in defined.get(target, {}) \
+                        and local not in defined.get(index, {}):
+                    defined.setdefault(index, {})[local] = defined[target][name]
+                    grown = True
+    return {index: frozenset(f"{name}.cuda" for name in bound)
+            for index in changed if (bound := _bound(index, project, defined))}
 
 
 def _parameters_of(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:

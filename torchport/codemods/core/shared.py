@@ -32,6 +32,8 @@ class Shared:
             TP023); None until asked.
         followed: ids of the nodes TP024 rewrites whole (``x.cuda() if y.is_cuda else x``, its ``if``, the ``.cuda()``
             call and the ``.is_cuda`` in it): no other rule reads them as a CUDA guard or a move.
+        own_objects: names bound to objects of another module's class that moves itself its own way, with the
+            class as written (TP001 leaves their ``.cuda()``; TP110 keeps a guard around one); None until asked.
     """
 
     idioms: dict[int, tuple[bool, cst.BaseExpression | None]] = field(default_factory=dict)
@@ -42,3 +44,4 @@ class Shared:
     scaler_alone: bool | None = None
     staying_autocasts: list[int] | None = None
     followed: set[int] = field(default_factory=set)
+    own_objects: dict[str, str] | None = None

@@ -154,6 +154,8 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     # every call of the wrapped model gets inputs the code moved itself (semseg's test.py): nothing left to scatter
     ("model = torch.nn.DataParallel(model).cuda()\n\n\ndef run(model, image):\n    x = image.unsqueeze(0).cuda()\n"
      "    x = torch.cat([x, x.flip(3)], 0)\n    return model(x)\n", None),
+    ("model = torch.nn.DataParallel(model).cuda()\n\n\ndef run(model, loader):\n    for x, y in loader:\n"
+     "        x, y = x.float().cuda(), y.long().cuda()\n        out = model(x)\n", None),  # dgcnn: moved in pairs
     # an input straight from the loader (CutMix's validate) relies on CUDA's scatter
     ("model = torch.nn.DataParallel(model).cuda()\n\n\ndef run(model, loader):\n    for x, y in loader:\n"
      "        y = y.cuda()\n        out = model(x)\n", (1, "DataParallel, which moves its inputs only on CUDA")),

@@ -160,10 +160,12 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
         moved: set[str] = set()
         for node in _in_order(function):
             if isinstance(node, ast.Assign):
-                if _moves(node.value, moved):
-                    moved.update(ast.unparse(t) for t in node.targets)
-                else:
-                    moved.difference_update(ast.unparse(t) for t in node.targets)
+                for target in node.targets:  # `points, target = points.float().cuda(), target.long().cuda()`
+                    pairs = zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple) and isinstance(
+                        node.value, ast.Tuple) and len(target.elts) == len(node.value.elts) else [(target, node.value)]
+                    for name, value in pairs:
+                        names = [ast.unparse(n) for n in (name.elts if isinstance(name, ast.Tuple) else [name])]
+                        (moved.update if _moves(value, moved) else moved.difference_update)(names)
             elif isinstance(node, ast.Call) and ast.unparse(node.func) in wrapped:
                 calls += 1
                 if not all(_moves(a, moved) or isinstance(a, ast.Constant) for a in node.args):

@@ -175,6 +175,11 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("z = torch.from_numpy(np.random.randn(1, 512).astype(np.float32)).to(device)\n", None),
     ("z = torch.tensor(random.uniform(0, 1)).to(device)\n", None),  # Python's float: float32
     ("z = torch.from_numpy(torch.randn(3).numpy()).to(device)\n", None),
+    # float64 named for an array its function never makes a tensor of, nor gives back (written to a file)
+    ("def save(x, path):\n    out = x.cpu().numpy().astype(np.float64)\n    np.save(path, out)\n\n\n"
+     "def load(a):\n    return torch.from_numpy(a).to(device)\n", None),
+    ("def load(a):\n    b = a.astype(np.float64)\n    return torch.from_numpy(b).to(device)\n",
+     (2, "float64 numpy arrays made into tensors")),
 ])
 def test_blocker(text: str, expected: tuple[int, str] | None) -> None:
     assert blocker(text) == expected

@@ -192,10 +192,32 @@ def _moves(value: ast.expr, moved: set[str]) -> bool:
 
 def _numpy_float64_lines(tree: ast.Module) -> list[int]:
     """Lines whose code names numpy's float64 (``np.float64``, ``numpy.double``) other than to compare a dtype with
-    it (``if dtype == np.float64: return np.float32``); a docstring names nothing."""
+    it (``if dtype == np.float64: return np.float32``), or to make an array that its function never makes a tensor
+    of (WaveRNN's ``output = output.cpu().numpy().astype(np.float64)``, then written to a wav file); a docstring
+    names nothing."""
     compared = {id(n) for c in ast.walk(tree) if isinstance(c, ast.Compare) for n in ast.walk(c)}
+    kept = _arrays_kept(tree)
     return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr in (
-        "float64", "double") and id(node) not in compared and _NUMPY_FLOAT64.fullmatch(ast.unparse(node))]
+        "float64", "double") and id(node) not in compared and id(node) not in kept
+        and _NUMPY_FLOAT64.fullmatch(ast.unparse(node))]
+
+
+def _arrays_kept(tree: ast.Module) -> set[int]:
+    """The nodes of assignments ``name = ...`` in a function where ``name`` never goes into a tensor there
+    (``torch.from_numpy(name)``, ``torch.tensor(name)``) nor leaves it (``return name``, an attribute set)."""
+    kept: set[int] = set()
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        used = {n.id for call in ast.walk(function) if isinstance(call, ast.Call) and _tensor_of_array(call)
+                for arg in call.args[:1] for n in ast.walk(arg) if isinstance(n, ast.Name)}
+        used |= {n.id for r in ast.walk(function) if isinstance(r, (ast.Return, ast.Yield)) and r.value is not None
+                 for n in ast.walk(r.value) if isinstance(n, ast.Name)}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id not in used
+                                                    for t in node.targets):
+                kept.update(id(n) for n in ast.walk(node.value))
+    return kept
 
 
 def _numpy_defaults_moved(tree: ast.Module) -> list[int]:

@@ -144,6 +144,11 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("# x.double()\n", None),
     ("x = y.cpu().double()\n", None),
     ("t = trial.to('cpu', torch.float64)\n", None),  # cast on its way to the CPU
+    # a parametrized dtype a test gives with a device (piq's tests)
+    ("@pytest.mark.parametrize('dtype', [torch.float32, torch.float64])\ndef test_psnr(x, dtype, device):\n"
+     "    assert psnr(x.to(device=device, dtype=dtype)).dtype == dtype\n", (1, "float64")),
+    ("@pytest.mark.parametrize('dtype', [torch.float32, torch.float64])\ndef test_cast(x, dtype):\n"
+     "    assert x.to(dtype=dtype).dtype == dtype\n", None),
     ("t = x.to(device='cpu', dtype=torch.float64)\n", None),
     ("q = (-(-d.double().log1p_() * 2 * n).expm1_()).log_().float()\n", None),  # float32 once computed
     ("q = (d.double() * 2).sum()\n", (1, "float64")),

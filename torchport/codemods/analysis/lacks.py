@@ -470,6 +470,9 @@ def _reaches_device(node: ast.expr, parents: Mapping[int, ast.AST], text: str) -
         if not isinstance(call, ast.Call) or parent.arg != "dtype":
             return True
         return _call_reaches_device(call, parents, text)
+    if isinstance(parent, ast.Call) and collection and child in parent.args \
+            and getattr(parent.func, "attr", None) == "parametrize":
+        return _parametrized_onto_device(parent, parents)
     if isinstance(parent, ast.Call) and child in parent.args:
         name = parent.func.attr if isinstance(parent.func, ast.Attribute) else getattr(parent.func, "id", "")
         if name in ("to", "type"):
@@ -479,6 +482,19 @@ def _reaches_device(node: ast.expr, parents: Mapping[int, ast.AST], text: str) -
         return name in ("set_default_dtype", "set_default_tensor_type") or name in _FACTORIES \
             and _call_reaches_device(parent, parents, text)
     return True
+
+
+def _parametrized_onto_device(mark: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
+    """``@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])`` on a test that makes or moves a tensor
+    with ``dtype=dtype`` and a device (piq's ``x.to(device=device, dtype=dtype)``): the dtype reaches the device."""
+    test = parents.get(id(mark))
+    names = mark.args[0].value if mark.args and isinstance(mark.args[0], ast.Constant) else None
+    if not isinstance(test, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(names, str) or "," in names:
+        return False
+    return any(isinstance(call, ast.Call) and any(
+        k.arg == "dtype" and isinstance(k.value, ast.Name) and k.value.id == names.strip() for k in call.keywords)
+        and (any(k.arg == "device" for k in call.keywords) or getattr(call.func, "attr", None) == "to" and call.args)
+        for call in ast.walk(test))
 
 
 def _to_cpu(call: ast.Call) -> bool:

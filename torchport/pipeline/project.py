@@ -42,6 +42,7 @@ _DYNAMIC_IMPORT = torch_facts.text("dynamic_import")
 _OUTLINES: dict[str, Outline] = {}
 _LACKING: dict[tuple[str, bool], tuple[tuple[int, str], ...]] = {}
 _NAMES: dict[str, _Names] = {}
+_ALL_NAMES: dict[str, frozenset[str]] = {}
 _MEMO_LIMIT = 20_000
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -239,6 +240,11 @@ def _names(text: str) -> _Names:
         return _Names(tuple(spans), inside, frozenset(top))
 
     return remembered(_NAMES, text, read)
+
+
+def _all_names(text: str) -> frozenset[str]:
+    """Every identifier a module uses (`_Names`), read once per text."""
+    return remembered(_ALL_NAMES, text, lambda: _names(text).top.union(*_names(text).inside.values()))
 
 
 def _used(node: ast.AST) -> Iterator[str]:
@@ -471,9 +477,8 @@ def reached_lack(project: Project, other: int, reach: Iterable[int], certain: bo
     where = {line: name for first, last, name in names.spans for line, _ in found if first <= line <= last}
     if not where:
         return found[0]
-    named = set(names.top).union(*(_names(project.results[i].original or "").top | frozenset().union(
-        *_names(project.results[i].original or "").inside.values()) for i in reach if i != other))
-    todo = [n for n in names.inside if n in named]
+    others = [_all_names(project.results[i].original or "") for i in reach if i != other]
+    todo = [n for n in names.inside if n in names.top or any(n in used for used in others)]
     run = set(todo)
     while todo:
         for name in names.inside[todo.pop()] & names.inside.keys():

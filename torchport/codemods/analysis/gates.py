@@ -73,8 +73,12 @@ def _gates(node: ast.AST, known: dict[str, int],
     ``reached``: whether evaluated off CUDA the function stops in such an ``if`` of its own body (not a nested
     function's: a decorator's wrapper runs later)."""
     body = node.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else [node]
-    nested = {id(n) for part in body for d in ast.walk(part) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                                 ast.Lambda)) for n in ast.walk(d)}
+
+    def nested(inner: ast.AST) -> bool:
+        """Whether ``inner`` is in a function ``node`` defines (a decorator's wrapper runs later)."""
+        return any(inner is n for part in body for d in ast.walk(part)
+                   if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) for n in ast.walk(d))
+
     flags: set[str] = set()  # locals assigned from a CUDA query: `c = torch.cuda.device_count() < n`
     for inner in (n for part in body for n in ast.walk(part)):
         if isinstance(inner, ast.Assign) and _asks(inner.value, flags):
@@ -94,7 +98,7 @@ def _gates(node: ast.AST, known: dict[str, int],
         elif isinstance(inner, ast.If) and _asks(inner.test, flags) and any(
                 isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and call_name(n) in _SKIPS)
                 for branch in (inner.body, inner.orelse) for statement in branch for n in ast.walk(statement)) and (
-                reached is None or id(inner) in nested or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                reached is None or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or nested(inner)
                 or reached(node, inner)):
             return True
     return False

@@ -590,7 +590,8 @@ class DeviceString(_StringRule):
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         store = m.store(self)
         if "ahead" not in store:  # `torch.device(args.device)` in a function above the parser's `add_argument`
-            store["ahead"] = _cuda_device_options(m.syntax) & _options_made_devices(m) if m.syntax else set()
+            options = _cuda_device_options(m.syntax) if m.syntax and "add_argument" in m.source else set()
+            store["ahead"] = options & _options_made_devices(m) if options else set()
         mapped = store.get("mapped", set()) | store["ahead"]
         if mapped and m.has_qname(original.func, "torch.device") and len(updated.args) == 1 \
                 and updated.args[0].keyword is None and isinstance(updated.args[0].value, cst.Attribute) \

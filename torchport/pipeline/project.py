@@ -477,8 +477,9 @@ def reached_lack(project: Project, other: int, reach: Iterable[int], certain: bo
     where = {line: name for first, last, name in names.spans for line, _ in found if first <= line <= last}
     if not where:
         return found[0]
-    others = [_all_names(project.results[i].original or "") for i in reach if i != other]
-    todo = [n for n in names.inside if n in names.top or any(n in used for used in others)]
+    others = [t for i in reach if i != other and (t := project.results[i].original)]
+    todo = [n for n in names.inside if n in names.top  # the text first: most modules never spell the name
+            or any(n in t and n in _all_names(t) for t in others)]
     run = set(todo)
     while todo:
         for name in names.inside[todo.pop()] & names.inside.keys():

@@ -442,7 +442,6 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             imported.add(-1)  # read
         return index in imported
 
-    found: dict[int, tuple[int, str] | None] = {}
     reasons: dict[int, str] = {}
     flags: set[str] | None = None
     for index, result in enumerate(results):
@@ -466,13 +465,13 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
                 index, trees, project):
             continue  # the program always makes a process group: on a Mac the runtime picks the CPU already
         for other in sorted(reach, key=lambda i: (i != index, results[i].display)):
-            if other not in found or other != index:  # what another module lacks counts where this program runs it
-                found[other] = ((lacking(results[other].original or "", certain=True) if other == index else
-                                 reached_lack(project, other, reach, certain=True)) or split_choice(results[other])
-                                ) if outline(results[other].original).parses else None
+            # what another module lacks counts where this program runs it (each step reads a text once)
+            found = ((lacking(results[other].original or "", certain=True) if other == index else
+                      reached_lack(project, other, reach, certain=True)) or split_choice(results[other])
+                     ) if outline(results[other].original).parses else None
             if reach & carrying and flags is None:
                 flags = _cuda_flags(results)
-            lacks = found[other] or (_kept_placement(results[other], flags or set()) if reach & carrying else None)
+            lacks = found or (_kept_placement(results[other], flags or set()) if reach & carrying else None)
             if lacks is not None:
                 where = results[other].display
                 if Path(where).is_absolute():  # the run was given absolute paths: from the entry point's folder

@@ -34,6 +34,7 @@ from torchport.codemods.analysis.programs import (
     closed_functions,
     cuda_only_program,
     own_device_classes,
+    parameters,
     where,
 )
 from torchport.codemods.analysis.requirements import cuda_only_functions, cuda_only_import
@@ -640,8 +641,7 @@ def _flag_parameters(module: ast.Module, flags: set[tuple[str, str]]) -> set[tup
                 continue
             function = functions[node.func.id]
             given = arguments(function, node) or {}
-            for param in (*(a.arg for a in (*function.args.posonlyargs, *function.args.args)),
-                          *(a.arg for a in function.args.kwonlyargs)):
+            for param in parameters(function):
                 value = given.get(param)
                 flag = value is not None and (
                     (isinstance(value, ast.Name) and ((owner, value.id) in flags or ("", value.id) in flags))

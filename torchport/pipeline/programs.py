@@ -33,6 +33,7 @@ from torchport.codemods.analysis.programs import (
     arguments,
     is_script,
     own_device_classes,
+    parameters,
 )
 from torchport.model import torch_facts
 from torchport.model.torch_facts import RAISES_OFF_CUDA, text
@@ -692,7 +693,7 @@ def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Modu
                 continue
             function = functions[target][name]
             given = arguments(function, node)
-            for param in _parameters_of(function):
+            for param in parameters(function):
                 value = given.get(param) if given is not None else None
                 flag = isinstance(value, ast.Attribute) and value.attr in flags
                 passed[target, name, param] = passed.get((target, name, param), True) and flag
@@ -723,10 +724,6 @@ def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.M
                     grown = True
     return {index: frozenset(f"{name}.cuda" for name in bound)
             for index in changed if (bound := _bound(index, project, defined))}
-
-
-def _parameters_of(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
-    return [a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)]
 
 
 # What may still stop a module's port: `.cuda()`, a torch.cuda call that raises off CUDA, a CUDA device string.

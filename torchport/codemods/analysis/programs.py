@@ -283,14 +283,20 @@ def is_test(node: ast.stmt) -> bool:
         isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test") for n in node.body))
 
 
+def parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """The names of ``function``'s parameters a call can fill by name: positional ones first, in order, then
+    keyword-only ones (not ``*args`` and ``**kwargs``)."""
+    args = function.args
+    return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+
+
 def arguments(function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> dict[str, ast.expr | None] | None:
-    """What each parameter of ``function`` gets in ``call`` (None: nothing, its default), or None when the call
-    unpacks arguments (``*args``, ``**kwargs``) and that cannot be told."""
+    """What each of `parameters` gets in ``call`` (None: nothing, its default), or None when the call unpacks
+    arguments (``*args``, ``**kwargs``) and that cannot be told."""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return None
-    params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
-    given: dict[str, ast.expr | None] = {p: None for p in (*params, *(a.arg for a in function.args.kwonlyargs))}
-    given.update(zip(params, call.args))
+    given: dict[str, ast.expr | None] = dict.fromkeys(parameters(function))
+    given.update(zip([a.arg for a in (*function.args.posonlyargs, *function.args.args)], call.args))
     given.update({k.arg: k.value for k in call.keywords if k.arg})
     return given
 

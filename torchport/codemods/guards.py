@@ -81,6 +81,7 @@ _PROCESS_COUNT = frozenset(torch_facts.words("process_count"))
 _EXPECTS_ERROR = frozenset(torch_facts.words("expects_error"))
 _COLLECTIVES = frozenset(torch_facts.words("collective"))
 _SPAWN = torch_facts.named("spawn")
+_SPAWN_TAILS = frozenset(name.rsplit(".", 1)[-1] for name in _SPAWN)  # `mp.spawn(...)`, read from CPython's tree
 _QUERY_TAILS = frozenset(torch_facts.cuda_tail(name) for name in torch_facts.named("available", "count"))
 # torch.cuda names some rule ports (the registry's RENAMED); anything else under a guard is CUDA-only.
 def _portable_cuda(name: str) -> bool:
@@ -310,7 +311,7 @@ def _sizing(m: Migrator) -> frozenset[str]:
         if not isinstance(node, ast.Call):
             continue
         values = [k.value for k in node.keywords if k.arg in _PROCESS_COUNT]
-        if isinstance(node.func, ast.Attribute) and node.func.attr in ("spawn", "start_processes"):
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _SPAWN_TAILS:
             values += [*node.args, *(k.value for k in node.keywords)]
         for value in values:
             found.update(ast.unparse(n) for n in ast.walk(value) if isinstance(n, (ast.Name, ast.Attribute)))
@@ -323,7 +324,7 @@ def _rank_placement(tree: ast.Module) -> tuple[int, str] | None:
     that ``mp.spawn``/``start_processes`` starts, or that such a function passes its rank to (CPython's tree)."""
     functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     todo = [(call.args[0].id, 0) for call in ast.walk(tree) if isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Attribute) and call.func.attr in ("spawn", "start_processes")
+            and isinstance(call.func, ast.Attribute) and call.func.attr in _SPAWN_TAILS
             and call.args and isinstance(call.args[0], ast.Name) and call.args[0].id in functions]
     seen: set[tuple[str, int]] = set()
     while todo:

@@ -267,6 +267,8 @@ ROLES = {
     "missing_api": "what an older torch raises for an API it lacks",
     "cpu_factory": "makes a tensor on the CPU unless given a device (a float64 tensor made there is not on MPS)",
     "numpy_maker": "a numpy call whose arrays are float64 unless given a dtype (`np.random.randn`, `np.linspace`)",
+    "parses_command_line": "an argparse call that reads the command line: a module that makes it at its top level "
+                           "is a script, whatever imports it",
     "expects_error": "a test's context manager that expects its block to raise (pytest's and unittest's)",
     "cuda_source": "the suffix of a CUDA source file: an extension built from one needs CUDA",
     "cpp_source": "the suffix of a C++ source file: an extension built from these alone needs a compiler, not a GPU",
@@ -334,6 +336,7 @@ WORDS: dict[str, tuple[str, ...]] = {
     "full_like": ("cpu_factory",), "empty_like": ("cpu_factory",), "rand_like": ("cpu_factory",),
     "randn_like": ("cpu_factory",), "normal": ("numpy_maker",), "uniform": ("numpy_maker",),
     "standard_normal": ("numpy_maker",), "gym": ("float64_env",), "gymnasium": ("float64_env",),
+    "parse_args": ("parses_command_line",), "parse_known_args": ("parses_command_line",),
     "raises": ("expects_error",), "assertRaises": ("expects_error",), "assertRaisesRegex": ("expects_error",),
     ".cu": ("cuda_source",), ".cuh": ("cuda_source",), ".cpp": ("cpp_source",), ".cc": ("cpp_source",),
     ".cxx": ("cpp_source",), ".c": ("cpp_source",),

@@ -483,6 +483,9 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
     return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
 
 
+_PARSES_COMMAND_LINE = frozenset(torch_facts.words("parses_command_line"))
+
+
 def _reads_command_line(tree: ast.Module | None) -> bool:
     """Whether the module parses the command line whenever it is imported (``args = parser.parse_args()`` at its
     top level): a script, whatever imports it, and every program that imports it runs its choices."""
@@ -490,7 +493,7 @@ def _reads_command_line(tree: ast.Module | None) -> bool:
         return False
     top = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If))]
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-               and n.func.attr in ("parse_args", "parse_known_args") for s in top for n in ast.walk(s))
+               and n.func.attr in _PARSES_COMMAND_LINE for s in top for n in ast.walk(s))
 
 
 def _kept_placement(result: FileResult, flags: set[str]) -> tuple[int, str] | None:

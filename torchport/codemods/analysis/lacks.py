@@ -10,6 +10,7 @@ import ast
 import re
 from collections.abc import Mapping
 
+from torchport.codemods.analysis.programs import call_name
 from torchport.model import torch_facts
 from torchport.model.torch_facts import ON_CUDA_FLAGS
 
@@ -73,10 +74,7 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
     makers = _NUMPY_MAKERS.search(text) or ".step(" in text  # an environment's rewards (`_rewards`)
     float64_named = _FROM_NUMPY_TO_DEVICE.search(text) and _NUMPY_FLOAT64.search(text)  # and arrays moved
     if tree is None and (found or _WIDE_TEXT.search(text) or "is_cuda" in text or makers or float64_named):
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            tree = None
+        tree = _parsed(text)
     if found and tree is not None:  # skorch's `if sparse.issparse(X): return torch.sparse_coo_tensor(...)`
         found = [hit for hit in found if hit[0] not in _data_branch_lines(tree)]
         if any(what == _DATA_PARALLEL for _, what in found) and _data_parallel_fed(tree):
@@ -151,8 +149,8 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
     moves them with the model. A call with an input it did not move (CutMix's ``validate``: ``output =
     model(input)`` straight from the loader) relies on CUDA's scatter."""
     wrapped = {ast.unparse(t) for node in ast.walk(tree) if isinstance(node, ast.Assign)
-               and any(isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None))
-                       == "DataParallel" for n in ast.walk(node.value)) for t in node.targets}
+               and any(isinstance(n, ast.Call) and call_name(n) == "DataParallel" for n in ast.walk(node.value))
+               for t in node.targets}
     calls = 0
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):

@@ -98,16 +98,23 @@ def _asked_again(m: Migrator) -> bool:
     holder = next((i for i, s in enumerate(body) if id(s) in inside), None)
     if holder is None:
         return False
-    found: list[cst.Call] = []
-
-    class _Queries(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            if not node.args and any(m.has_qname(node.func, name) for name in _AVAILABLE):
-                found.append(node)
-
+    queries = _AvailabilityQueries(m)
     for statement in body[holder + 1:]:
-        statement.visit(_Queries())
-    return bool(found)
+        statement.visit(queries)
+    return queries.found
+
+
+class _AvailabilityQueries(cst.CSTVisitor):
+    """Whether what it visits asks ``torch.cuda.is_available()`` (``found``)."""
+
+    def __init__(self, m: Migrator) -> None:
+        super().__init__()
+        self.m = m
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not node.args and any(self.m.has_qname(node.func, name) for name in _AVAILABLE):
+            self.found = True
 
 
 # (`cuda`, the cuda-python package, only where imported: `torch.cuda` is no such use)

@@ -26,6 +26,7 @@ import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from libcst import matchers
 
 from torchport.codemods.analysis.requirements import CUDA_ONLY_APIS, CUDA_ONLY_MODULES, KERNEL_MODULES
 from torchport.codemods.core.base import dotted_name, string_value
@@ -98,23 +99,9 @@ def _asked_again(m: Migrator) -> bool:
     holder = next((i for i, s in enumerate(body) if id(s) in inside), None)
     if holder is None:
         return False
-    queries = _AvailabilityQueries(m)
-    for statement in body[holder + 1:]:
-        statement.visit(queries)
-    return queries.found
-
-
-class _AvailabilityQueries(cst.CSTVisitor):
-    """Whether what it visits asks ``torch.cuda.is_available()`` (``found``)."""
-
-    def __init__(self, m: Migrator) -> None:
-        super().__init__()
-        self.m = m
-        self.found = False
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if not node.args and any(self.m.has_qname(node.func, name) for name in _AVAILABLE):
-            self.found = True
+    return any(any(m.has_qname(call.func, name) for name in _AVAILABLE)
+               for statement in body[holder + 1:] for call in matchers.findall(statement, matchers.Call(args=[]))
+               if isinstance(call, cst.Call))
 
 
 # (`cuda`, the cuda-python package, only where imported: `torch.cuda` is no such use)

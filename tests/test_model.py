@@ -586,3 +586,54 @@ def test_a_call_evaluated_once_stops_each_caller_at_its_own_line() -> None:
     stops = {name: [p.stop and (p.stop.kind, p.stop.line) for p in _unit(source, name, "cpu").paths]
              for name in ("first", "second", "third")}
     assert stops == {"first": [("cuda", 11)], "second": [("cuda", 16)], "third": [None]}
+
+
+def test_a_test_parametrized_to_cuda_alone_is_skipped_off_cuda_by_its_own_check() -> None:
+    """pytest runs a test once per value of its parametrize marks: the evaluation binds them (constants only), so
+    ``device == "cuda" and not torch.cuda.is_available()`` is decided for each."""
+    source = """\
+    import pytest
+    import torch
+
+    @pytest.mark.parametrize("device", {devices})
+    @pytest.mark.parametrize("n", [1, 2])
+    def test_it(device, n):
+        if device == "cuda" and not torch.cuda.is_available():
+            pytest.skip("no CUDA")
+        x = torch.ones(n, device=device)
+    """
+    only_cuda = _unit(source.format(devices='["cuda"]'), "test_it", "cpu")
+    assert len(only_cuda.paths) == 2 and all(p.stop is not None and p.stop.kind == "gate" for p in only_cuda.paths)
+    both = _unit(source.format(devices='["cpu", "cuda"]'), "test_it", "cpu")
+    assert sorted(str(p.stop and p.stop.kind) for p in both.paths) == ["None", "None", "gate", "gate"]
+    unknown = _unit(source.format(devices="DEVICES"), "test_it", "cpu")  # not constants: the value stays unknown
+    assert any(p.stop is None for p in unknown.paths)
+
+
+@pytest.mark.parametrize(("body", "needs"), [
+    ("    g = torch.cuda.CUDAGraph()\n", True),
+    ("    if not torch.cuda.is_available():\n        pytest.skip('no CUDA')\n    g = torch.cuda.CUDAGraph()\n", False),
+    ("    capturing = x.is_cuda and torch.cuda.is_current_stream_capturing()\n", False),
+    ("    s = torch.cuda.Stream()\n    g = torch.cuda.CUDAGraph()\n", True),  # the stream is ported; the graph is not
+])
+def test_a_cuda_only_api_in_a_function_needs_cuda_where_the_cpu_reaches_it(body: str, needs: bool) -> None:
+    from torchport.codemods.analysis.requirements import requirements
+
+    source = f"import pytest\nimport torch\n\n\ndef test_it(x):\n{body}"
+    found = requirements(ast.parse(source), source)
+    assert bool(found) is needs, found
+    if needs:
+        assert found[0].reason == "uses torch.cuda.CUDAGraph, which only CUDA has"
+
+
+@pytest.mark.parametrize(("expression", "value"), [
+    ("dist.get_rank() == 0", "UNKNOWN"),  # rank 0 logs: some process runs it
+    ("8 % dist.get_world_size() == 0", "UNKNOWN"),
+    ("dist.get_rank() > 0", "UNKNOWN"),
+    ("dist.get_rank() >= 0", "True"),
+    ("dist.get_rank() < 0", "False"),
+    ("0 <= dist.get_rank()", "True"),
+])
+def test_a_rank_is_an_int_not_known_so_only_its_sign_is_decided(expression: str, value: str) -> None:
+    unit = evaluate(ast.parse(f"import torch.distributed as dist\nx = {expression}\n"), "cpu", functions=False)[0]
+    assert [repr(p.env["x"]) for p in unit.paths] == [value]

@@ -34,6 +34,7 @@ from torchport.model.values import (
 
 _MAX_PATHS = 48  # per unit: past this, undecided branches are merged instead of forked
 _MAX_DEPTH = 3  # calls of the module's own functions followed
+_MAX_PARAMETRIZED = 8  # combinations of a test's parametrize values evaluated, each a path
 _STOPS = ("cuda", "gate")  # a path that ends so does not run off CUDA
 
 
@@ -236,8 +237,9 @@ class Evaluator:
         if self.target != "cuda" and self.gates and self._classes[-1] is None:
             # a parameter every call fills with a CUDA flag
             env.update({name: False for name in env if f"{node.name}({name})" in self.gates})
+        starts = [Path({**env, **values}) for values in _parametrized(node, env)]
         try:
-            return self.run(node.body, [Path(env)])
+            return self.run(node.body, starts)
         finally:
             self._classes.pop()
 
@@ -984,6 +986,33 @@ def _parameters(args: ast.arguments) -> Iterator[str]:
         yield args.kwarg.arg
 
 
+def _parametrized(node: ast.FunctionDef | ast.AsyncFunctionDef, parameters: Iterable[str]) -> list[dict[str, object]]:
+    """The bindings pytest runs a test with, from its ``@pytest.mark.parametrize("name", [...])`` marks whose values
+    are all constants (``["cpu", "cuda"]``): one dict per combination (at most `_MAX_PARAMETRIZED`), ``[{}]`` where
+    none applies. A mark with other values (``pytest.param(...)``, a variable), or one that would pass that count,
+    leaves its names unknown."""
+    combinations: list[dict[str, object]] = [{}]
+    for decorator in node.decorator_list:
+        if not (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)
+                and decorator.func.attr == "parametrize" and len(decorator.args) >= 2):
+            continue
+        names, values = decorator.args[0], decorator.args[1]
+        if not (isinstance(names, ast.Constant) and isinstance(names.value, str)
+                and isinstance(values, (ast.List, ast.Tuple)) and values.elts):
+            continue
+        keys = [n.strip() for n in names.value.split(",") if n.strip()]
+        rows = [element.elts if len(keys) > 1 and isinstance(element, (ast.Tuple, ast.List)) else [element]
+                for element in values.elts]
+        if not set(keys) <= set(parameters) or any(len(row) != len(keys) or not all(
+                isinstance(v, ast.Constant) for v in row) for row in rows):
+            continue
+        bound = [dict(zip(keys, (v.value for v in row if isinstance(v, ast.Constant)))) for row in rows]
+        if len(combinations) * len(bound) > _MAX_PARAMETRIZED:
+            continue
+        combinations = [{**done, **more} for done in combinations for more in bound]
+    return combinations
+
+
 def defaults(spec: ast.arguments) -> list[tuple[ast.arg, ast.expr]]:
     """Each parameter of ``spec`` that has a default, with it (positional, then keyword-only)."""
     positional = [*spec.posonlyargs, *spec.args]
@@ -1028,6 +1057,12 @@ def _compare(op: ast.cmpop, left: object, right: object) -> object:
                 v is not UNKNOWN and not isinstance(v, Prefix) for v in right.values):
             found = left in right.values
             return found if isinstance(op, ast.In) else not found
+        return UNKNOWN
+    if left is INDEX or right is INDEX:  # an int not known, not negative: only a comparison with 0 may be decided
+        bound, index_left = (right, True) if left is INDEX else (left, False)
+        if isinstance(bound, int) and not isinstance(bound, bool) and bound <= 0 and (
+                isinstance(op, (ast.GtE, ast.Lt) if index_left else (ast.LtE, ast.Gt))):
+            return isinstance(op, ast.GtE if index_left else ast.LtE)
         return UNKNOWN
     if isinstance(left, Device) or isinstance(right, Device):
         if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(left, Device) and isinstance(right, Device):

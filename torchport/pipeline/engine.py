@@ -188,9 +188,14 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
         if syntax is not None and tree is not None and narrowed.select in ((), ("ALL",)) and not narrowed.ignore:
             from torchport.codemods.analysis.programs import is_test
 
+            # a module that calls its own `test*` functions uses them as helpers: pytest does not run it
+            # (graph-generation's train.py calls `test_rnn_epoch` after each epoch)
+            called = {n.func.id for n in ast.walk(syntax) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+            defined = [s for s in syntax.body if is_test(s)]
             _hold_half_ports(text, migration, syntax, tree, gates,  # a narrowed rule set: a partial port asked for
                              closed=result.path.suffix == ".ipynb",
-                             tests=bool(_TEST_FILE.match(result.path.name)) or any(is_test(s) for s in syntax.body))
+                             tests=bool(_TEST_FILE.match(result.path.name)) or bool(defined) and not any(
+                                 getattr(s, "name", "") in called for s in defined))
     result.migrated = migration.code
     result.rewrites = migration.rewrites
     result.diagnostics = migration.diagnostics

@@ -88,6 +88,7 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
                 if (why := cuda_only_import(name)) is not None:
                     found.append(Requirement(OFF_CUDA, why, statement.lineno))
     guarded: set[int] | None = None
+    uses: list[tuple[int, str]] = []  # (line, spelling) of the CUDA-only APIs named
     for node in ast.walk(tree) if _API_TEXT.search(text) else ():  # the walk is the cost: only where it can find
         if isinstance(node, ast.Call):
             dotted = ast_chain(node.func)
@@ -100,7 +101,11 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
         elif isinstance(node, ast.Attribute):
             dotted = ast_chain(node)
             if dotted and qualify(dotted, imports) & _BLOCKING_APIS:
-                found.append(Requirement(OFF_CUDA, f"uses {dotted}, which only CUDA has", node.lineno))
+                uses.append((node.lineno, dotted))
+    if uses:
+        reached = _reached_off_cuda(tree, {line for line, _ in uses})
+        found += [Requirement(OFF_CUDA, f"uses {dotted}, which only CUDA has", line) for line, dotted in uses
+                  if line in reached]
     if entry and (line := cuda_only_program(tree, predicates)) is not None:
         found.append(Requirement(OFF_CUDA, "stops unless CUDA GPUs are there", line))
     return sorted(set(found), key=lambda r: (r.line, -len(r.targets), r.reason))
@@ -138,6 +143,32 @@ def builds_cuda(call: ast.Call) -> bool | None:
         kinds.append(True if any(t.endswith(_CUDA_SOURCES) for t in strings) else
                      False if any(t.endswith(_CPP_SOURCES) for t in strings) else None)
     return True if True in kinds else None if None in kinds else False
+
+
+def _reached_off_cuda(tree: ast.Module, lines: set[int]) -> set[int]:
+    """Which of ``lines`` (uses of a CUDA-only API) the code reaches off CUDA. One at the module's top level is
+    reached; one in a function is reached where the function, evaluated on the CPU with only these lines stopping a
+    path (`torchport.model.evaluate`), stops there: a use after ``if not torch.cuda.is_available(): pytest.skip()``,
+    in a test parametrized to ``"cuda"`` alone and skipped off it, or behind ``x.is_cuda and ...`` is not."""
+    inside: dict[int, int] = {}  # line -> the innermost function holding it
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for line in lines:
+                if node.lineno <= line <= (node.end_lineno or node.lineno) and (
+                        line not in inside or node.lineno > inside[line]):
+                    inside[line] = node.lineno
+    reached = lines - inside.keys()
+    if not inside:
+        return reached
+    from torchport.model.evaluate import Evaluator
+
+    last = max((getattr(node, "end_lineno", 0) or 0 for node in ast.walk(tree)), default=0)
+    units = Evaluator(tree, "cpu", exempt=frozenset(range(1, last + 1)) - lines).units()
+    for unit in units:
+        if isinstance(unit.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            reached |= {p.stop.line for p in unit.paths if p.stop is not None and p.stop.kind == "cuda"
+                        and inside.get(p.stop.line) == unit.node.lineno}
+    return reached
 
 
 def _under_cuda_query(tree: ast.Module) -> set[int]:

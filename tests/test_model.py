@@ -637,3 +637,51 @@ def test_a_cuda_only_api_in_a_function_needs_cuda_where_the_cpu_reaches_it(body:
 def test_a_rank_is_an_int_not_known_so_only_its_sign_is_decided(expression: str, value: str) -> None:
     unit = evaluate(ast.parse(f"import torch.distributed as dist\nx = {expression}\n"), "cpu", functions=False)[0]
     assert [repr(p.env["x"]) for p in unit.paths] == [value]
+
+
+def test_a_module_that_calls_its_own_test_functions_is_ported_as_any_module() -> None:
+    """graph-generation's train.py calls its `test_epoch` after each epoch: pytest never runs it, so its training loop,
+    which only another module calls, is no helper of tests that never run."""
+    result = _port("""\
+    import torch
+
+
+    def train_epoch(model, data):
+        for x in data:
+            x = x.cuda()
+            model(x)
+
+
+    def test_epoch(model):
+        return model(torch.ones(2))
+
+
+    def test_partial(model):
+        return model
+
+
+    def train(model, data, epochs):
+        for epoch in range(epochs):
+            train_epoch(model, data)
+            test_epoch(model)
+    """)
+    assert "x = x.to(tp.device())" in result.migrated and not result.diagnostics
+
+
+def test_a_query_whose_branch_still_names_cuda_is_left_with_it() -> None:
+    """kymatio's device list: porting `torch.cuda.is_available()` alone would open the branch on a Mac, where the
+    list still names 'cuda'; the original already runs on the CPU."""
+    source = """\
+    import torch
+
+    if torch.cuda.is_available():
+        devices = ['cuda', 'cpu']
+    else:
+        devices = ['cpu']
+
+    for device in devices:
+        x = torch.ones(2, device=device)
+    """
+    result = _port(source)
+    assert result.migrated == textwrap.dedent(source)
+    assert "the branch it opens off CUDA still names the device 'cuda' (line 4)" in result.diagnostics[0].message

@@ -71,7 +71,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     old, new = original.splitlines(keepends=True), migrated.splitlines(keepends=True)
     hunks = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
     starts = _statement_starts(tree)
-    guards = [n for n in ast.walk(tree) if isinstance(n, ast.If) and not n.orelse]
+    guards = [n for n in ast.walk(tree) if isinstance(n, ast.If)]
     support, old_support = _support_lines(tree), _support_lines(parsed, imports_only=True)
     # a statement's first line -> None if a clean path runs it, else a stop: on the CPU, and on MPS for what the
     # CPU never runs (a branch for MPS); an int device, MPS's index 0, is no port for the CPU
@@ -124,6 +124,12 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         if any(first <= i1 + 1 and max(i2, i1 + 1) <= last for first, last in passing):
             decisions[index] = False
             held.append(Held(i1 + 1, max(i2, i1 + 1), None, _PASSES))
+            continue
+        opened = _opens_cuda(lines, guards)
+        if opened is not None:
+            decisions[index] = False
+            held.append(Held(i1 + 1, max(i2, i1 + 1), None, "the branch it opens off CUDA still names the device "
+                             f"{opened.value!r} (line {_original_line(opened.lineno, hunks)})"))
             continue
         if not statements or (any(runs.get(s, _NEVER) is None for s in statements)
                               and not _inside(dead, old[i1:i2], new[j1:j2], j1 + 1)
@@ -212,17 +218,32 @@ _PASSES = "the test passes off CUDA as written: its CUDA devices are values it c
 
 
 def _guard_for_nothing(lines: set[int], guards: Sequence[ast.If], runs: dict[int, Stop | None]) -> bool:
-    """Whether the changed ``lines`` lie in the test of an ``if`` with no ``else`` whose body no clean path off
-    CUDA runs (fairscale's ``if tp.is_available(): devices.append("cuda")`` on MPS): the port of the test only
-    opens a path that still fails, or none."""
+    """Whether the changed ``lines`` lie in the test of an ``if`` whose body no clean path off CUDA runs
+    (fairscale's ``if tp.is_available(): devices.append("cuda")`` on MPS), or whose body still names a CUDA device
+    (`_names_cuda`): the port of the test only opens a path that still fails, or none."""
     for guard in guards:
         test = range(guard.test.lineno, (guard.test.end_lineno or guard.test.lineno) + 1)
-        if lines <= set(test):
+        if not guard.orelse and lines <= set(test):
             if all(isinstance(s, ast.Raise) for s in guard.body):
                 return False  # a check (RTVC's `if batch_size % tp.process_count() != 0: raise`): its port is
                 # for the path that goes on, which the kept test would stop (a division by CUDA's count of 0)
             return not any(runs.get(s.lineno, _NEVER) is None for s in guard.body)
     return False
+
+
+def _opens_cuda(lines: set[int], guards: Sequence[ast.If]) -> ast.Constant | None:
+    """The CUDA device (``"cuda"``, ``"cuda:1"``) still named outside a comparison in the branch a port of the test
+    of an ``if`` (the changed ``lines``) opens (kymatio's ``if tp.is_available(): devices = ['cuda', 'cpu']``), or
+    None: off CUDA that branch would run where the device is not there."""
+    for guard in guards:
+        if lines <= set(range(guard.test.lineno, (guard.test.end_lineno or guard.test.lineno) + 1)):
+            nodes = [n for s in guard.body for n in ast.walk(s)]
+            compared = {id(n) for node in nodes if isinstance(node, ast.Compare) for n in ast.walk(node)}
+            named = next((n for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                          and id(n) not in compared and (n.value == "cuda" or n.value.startswith("cuda:"))), None)
+            if named is not None:
+                return named
+    return None
 
 
 def _never_run_after(tree: ast.Module, stop: int, closed: bool) -> list[tuple[int, int, int, int]]:

@@ -685,3 +685,44 @@ def test_a_query_whose_branch_still_names_cuda_is_left_with_it() -> None:
     result = _port(source)
     assert result.migrated == textwrap.dedent(source)
     assert "the branch it opens off CUDA still names the device 'cuda' (line 4)" in result.diagnostics[0].message
+
+
+@pytest.mark.parametrize(("call", "stops"), [
+    ("subprocess.run(['nvidia-smi'], stdout=subprocess.PIPE, text=True)", True),
+    ("subprocess.check_output('nvidia-smi', shell=True)", True),  # the shell's exit status 127 is checked
+    ("subprocess.run('nvidia-smi', shell=True)", False),  # an exit status nothing reads
+    ("subprocess.getoutput('nvidia-smi')", False),
+    ("subprocess.run(['ls'])", False),
+])
+def test_running_nvidia_smi_needs_nvidias_driver(call: str, stops: bool) -> None:
+    source = f"import subprocess\nresult = {call}\n"
+    for target, expected in (("cpu", stops), ("cuda", False)):
+        [path] = evaluate(ast.parse(source), target, functions=False)[0].paths
+        assert (path.stop is not None and path.stop.kind == "cuda") is expected, (target, path.stop)
+
+
+def test_a_cuda_assert_stays_where_a_rank_0_path_past_it_still_needs_cuda_and_the_rest_stays_with_it() -> None:
+    """modded-nanogpt's SOAP record: the master process logs `nvidia-smi` after the process group is made; removing
+    the assert would move the failure off CUDA there, so the program is left whole, said once."""
+    source = """\
+    import os
+    import subprocess
+    import torch
+    import torch.distributed as dist
+
+    assert torch.cuda.is_available()
+    dist.init_process_group(backend="nccl")
+    rank = int(os.environ["RANK"])
+    device = f"cuda:{rank}"
+    torch.cuda.set_device(device)
+    master = rank == 0
+    model = torch.nn.Linear(2, 2).cuda()
+    if master:
+        result = subprocess.run(["nvidia-smi"], stdout=subprocess.PIPE, text=True)
+        print(result.stdout)
+    """
+    result = _port(source)
+    assert result.migrated == textwrap.dedent(source) and result.rewrites == {}
+    assert [d.message for d in result.diagnostics if "R19" in d.message] == [
+        "[R19 half-port] left as written: off CUDA the path still stops at line 14: running nvidia-smi raises where "
+        "NVIDIA's driver is not installed"]

@@ -77,6 +77,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     # CPU never runs (a branch for MPS); an int device, MPS's index 0, is no port for the CPU
     runs: dict[int, Stop | None] = {}
     before: list[tuple[int, int, Stop]] = []  # (first, last line) of a unit -> a stop of its paths
+    failing: list[tuple[set[int], Stop]] = []  # the lines of each path that stops needing CUDA, and that stop
     taken: dict[tuple[int, int, int, int], bool] = {}  # branches of conditional expressions, on any target
     module_stops: list[Stop] | None = []  # where every path of the module body stops, on every target
     skipped: set[int] | None = None  # the units a skip mark skips on every target
@@ -87,7 +88,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         except RecursionError:
             return Checked(migrated, [])
         found: dict[int, Stop | None] = {}
-        _record(units, found, before)
+        _record(units, found, before, failing)
         skipped_here = {id(u.node) for u in units if u.skipped is not None}
         skipped = skipped_here if skipped is None else skipped & skipped_here
         if module_stops is not None and units[0].paths and not any(p.clean for p in units[0].paths):
@@ -112,6 +113,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     passing = _passing_tests(parsed, exempt) if tests else []
     held: list[Held] = []
     kept_code = False
+    kept_assert = False  # an assert whose removal is held
     decisions: dict[int, bool] = {}
     for index, (_, i1, i2, j1, j2) in enumerate(hunks):
         # a removal (an assert): the statement that runs next in its place, past blank and comment lines
@@ -125,6 +127,13 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
             decisions[index] = False
             held.append(Held(i1 + 1, max(i2, i1 + 1), None, _PASSES))
             continue
+        if _removes_assert(old[i1:i2], new[j1:j2]):  # a gate goes only where no path past it still fails
+            at = min(lines)
+            later = next((stop for path, stop in failing if at in path and stop.line > at), None)
+            if later is not None:
+                decisions[index], kept_assert = False, True
+                held.append(Held(i1 + 1, max(i2, i1 + 1), replace(later, line=_original_line(later.line, hunks))))
+                continue
         opened = _opens_cuda(lines, guards)
         if opened is not None:
             decisions[index] = False
@@ -160,6 +169,9 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         ast.parse(code)
     except SyntaxError:
         return Checked(original, [Held(1, len(old), None)])
+    if kept_assert and code != original:  # the assert kept stops what runs after it: checked again with it
+        again = check_port(original, code, exempt, parsed, None, gates, closed, tests)
+        return Checked(again.code, held + [h for h in again.held if h not in held])
     return Checked(code, held)
 
 
@@ -229,6 +241,12 @@ def _guard_for_nothing(lines: set[int], guards: Sequence[ast.If], runs: dict[int
                 # for the path that goes on, which the kept test would stop (a division by CUDA's count of 0)
             return not any(runs.get(s.lineno, _NEVER) is None for s in guard.body)
     return False
+
+
+def _removes_assert(old: Sequence[str], new: Sequence[str]) -> bool:
+    """Whether a hunk takes out an ``assert`` (TP009's CUDA assert) and writes none in its place."""
+    return any(line.lstrip().startswith("assert ") for line in old) and not any(
+        line.lstrip().startswith("assert ") for line in new)
 
 
 def _opens_cuda(lines: set[int], guards: Sequence[ast.If]) -> ast.Constant | None:
@@ -356,8 +374,11 @@ class _Never:
 _NEVER = _Never()  # no path off CUDA runs the statement
 
 
-def _record(units: list[Unit], runs: dict[int, Stop | None], before: list[tuple[int, int, Stop]]) -> None:
+def _record(units: list[Unit], runs: dict[int, Stop | None], before: list[tuple[int, int, Stop]],
+            failing: list[tuple[set[int], Stop]]) -> None:
     for unit in units:
+        failing.extend((path.lines, path.stop) for path in unit.paths if path.stop is not None
+                       and path.stop.kind == "cuda")
         span = (getattr(unit.node, "lineno", 1), getattr(unit.node, "end_lineno", None) or 10**9)
         if unit.skipped is not None:
             before.append((*span, unit.skipped))

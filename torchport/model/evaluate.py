@@ -709,6 +709,8 @@ class Evaluator:
         if name in torch_facts.GROUP_CUDA_LAYERS and self.target in ("cpu", "mps") and (
                 p.env.get(_GROUP) or self.globals.get(_GROUP)):
             return self._needs_cuda(node, "SyncBatchNorm in a process group trains on CUDA input only", p)
+        if name in _PROCESS_RUNNERS and self.target != "cuda" and (tool := _nvidia_tool(name, args, keywords)):
+            return self._needs_cuda(node, f"running {tool} raises where NVIDIA's driver is not installed", p)
         if name in torch_facts.EXITS:
             self._end(Stop("gate" if p.gated else "exit", node.lineno, "it exits"), p)
             return UNKNOWN
@@ -984,6 +986,25 @@ def _parameters(args: ast.arguments) -> Iterator[str]:
         yield args.vararg.arg
     if args.kwarg:
         yield args.kwarg.arg
+
+
+_PROCESS_RUNNERS = torch_facts.named("process_runner")
+_NVIDIA_TOOLS = frozenset(torch_facts.words("nvidia_tool"))
+
+
+def _nvidia_tool(runner: str, args: Sequence[object], keywords: dict[str | None, object]) -> str | None:
+    """The NVIDIA-only program (``nvidia-smi``) that the process ``runner`` (``subprocess.run``) is given, where
+    running it raises off an NVIDIA machine: an argument list starting with it, or its name alone; through a shell
+    (``shell=True``, `subprocess.getoutput`) only where the exit status is checked (``check=True``,
+    ``check_output``)."""
+    command = args[0] if args else keywords.get("args")
+    words = command.values if isinstance(command, Items) else [command]
+    first = words[0] if words else None
+    if not isinstance(first, str) or not first.split() or first.split()[0] not in _NVIDIA_TOOLS:
+        return None
+    shell = keywords.get("shell") is True or runner in torch_facts.named("shell_runner")
+    checked = keywords.get("check") is True or runner in torch_facts.named("checks_exit")
+    return None if shell and not checked else first.split()[0]
 
 
 def _parametrized(node: ast.FunctionDef | ast.AsyncFunctionDef, parameters: Iterable[str]) -> list[dict[str, object]]:

@@ -207,6 +207,11 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "torch.distributed.distributed_c10d.init_process_group": ("init_process_group",),
     "torch.distributed.fsdp.FullyShardedDataParallel": ("fsdp",),
     "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel": ("fsdp",),
+    "subprocess.run": ("process_runner",), "subprocess.call": ("process_runner",),
+    "subprocess.check_call": ("process_runner", "checks_exit"),
+    "subprocess.check_output": ("process_runner", "checks_exit"),
+    "subprocess.Popen": ("process_runner",), "subprocess.getoutput": ("process_runner", "shell_runner"),
+    "subprocess.getstatusoutput": ("process_runner", "shell_runner"),
 }
 # Each role -> why the rules ask for the names that have it.
 ROLES = {
@@ -288,6 +293,11 @@ ROLES = {
     "runtime_device": "a runtime call that returns the device (or, ending in `_str`, its string): "
                       "`torch.device(<it>)` is the call that returns the device itself",
     "runtime_group_call": "a runtime call that makes a process group or wraps a model for one",
+    "process_runner": "runs a program as a process: one that is not there raises (FileNotFoundError), unless a shell "
+                      "runs it",
+    "checks_exit": "a process runner that raises when the program fails (CalledProcessError)",
+    "shell_runner": "a process runner that always goes through a shell: a missing program is an exit status",
+    "nvidia_tool": "a program only a machine with NVIDIA's driver has (`nvidia-smi`)",
 }
 
 # Bare words (argument, keyword, attribute and call names, device types) -> their roles (`ROLES`).
@@ -350,7 +360,7 @@ WORDS: dict[str, tuple[str, ...]] = {
     "available_device_str": ("runtime_device",), "nth_device": ("runtime_device",),
     "nth_device_str": ("runtime_device",), "distributed_backend": ("runtime_group_call",),
     "ddp_device_ids": ("runtime_group_call",), "process_group_device_id": ("runtime_group_call",),
-    "fsdp_device_id": ("runtime_group_call",),
+    "fsdp_device_id": ("runtime_group_call",), "nvidia-smi": ("nvidia_tool",),
 }
 
 

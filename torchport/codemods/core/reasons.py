@@ -122,7 +122,8 @@ CONFIG_DATA = Reason(
 HALF_PORT = Reason(
     "R19", "half-port", "A rewrite that only paths which still stop off CUDA run (an unported placement or CUDA-only "
     "call before or after it, a gate before it, a skip mark) would change only how the program fails: it is left as "
-    "written.",
+    "written. A CUDA assert goes only where no path past it still stops off CUDA (`nvidia-smi` run by rank 0 alone "
+    "counts); a ported CUDA query whose branch still names `'cuda'` stays with it.",
     "import torch\n\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\nx = torch.ones(2).double().to(device)\n"
     "y = torch.ones(2).cuda()\ntorch.cuda.synchronize()\n")
 

@@ -172,6 +172,11 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("def f(t, y):\n    if t.is_cuda:\n        y = y.cuda()\n", None),  # TP024 moves it to t.device
     ("def f(t, y):\n    if t.is_cuda:\n        return y.cuda()\n    return y\n", None),  # and this one
     ("def f(t):\n    if t.is_cuda:\n        torch.cuda.synchronize()\n", None),  # nothing placed
+    # SupContrast's loss: a device CUDA's only where its input is on CUDA (its masks stay on the CPU on MPS)
+    ("def f(x):\n    device = (torch.device('cuda')\n              if x.is_cuda\n"
+     "              else torch.device('cpu'))\n",
+     (2, "a device chosen CUDA only where other data is on CUDA (`.is_cuda`)")),
+    ("def f(x):\n    kind = 'fast' if x.is_cuda else 'slow'\n", None),  # no device
     # numpy's default float64, made into a tensor and moved in one expression
     ("z = torch.from_numpy(np.random.RandomState(seed).randn(1, 512)).to(device)\n",
      (1, "float64 numpy arrays made into tensors")),

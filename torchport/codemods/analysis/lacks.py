@@ -284,8 +284,9 @@ def _float64_maker(node: ast.expr) -> bool:
 
 def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
     """``(line, what)`` where data moves only if other data is on CUDA (``x.cuda() if self.is_cuda() else x``,
-    ``if t.is_cuda: y = y.cuda()``): on MPS that data is not on CUDA, so what the port moves to MPS meets data left
-    on the CPU."""
+    ``if t.is_cuda: y = y.cuda()``), or a device is CUDA's only then (``torch.device('cuda') if x.is_cuda else
+    torch.device('cpu')``): on MPS that data is not on CUDA, so what the port moves to MPS meets data left on the
+    CPU."""
     found = []
     following = {id(a): b for block in ast.walk(tree) for field in ("body", "orelse", "finalbody")
                  if isinstance(stmts := getattr(block, field, None), list) for a, b in zip(stmts, stmts[1:])}
@@ -299,6 +300,10 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
         if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
                for part in body for n in ast.walk(part)):
             found.append((node.lineno, "data moved only where other data is on CUDA (`.is_cuda`)"))
+        elif any(isinstance(n, ast.Constant) and isinstance(n.value, str) and (
+                n.value == "cuda" or n.value.startswith("cuda:")) for part in body for n in ast.walk(part)):
+            # SupContrast's loss: `device = torch.device('cuda') if features.is_cuda else torch.device('cpu')`
+            found.append((node.lineno, "a device chosen CUDA only where other data is on CUDA (`.is_cuda`)"))
     return found
 
 

@@ -419,8 +419,11 @@ def _defines_own_cuda(module: cst.Module) -> bool:
 
 def _compared(m: Migrator, node: cst.CSTNode) -> bool:
     """Whether ``node`` is an operand of a comparison (``device == torch.device("cuda")``), or its ``.type`` is
-    (stable-baselines3's ``device.type == th.device("cuda").type``)."""
+    (stable-baselines3's ``device.type == th.device("cuda").type``), or a dict's key, which a lookup compares
+    (distributed_shampoo's ``{torch.device("cuda"): dist.Backend.NCCL, ...}[self._device]``)."""
     chain = [a for a in m.ancestors if a is not node][-3:]
+    if chain and isinstance(chain[-1], cst.DictElement) and chain[-1].key is node:
+        return True
     if chain and isinstance(chain[-1], cst.Attribute) and chain[-1].value is node and chain[-1].attr.value == "type":
         node, chain = chain[-1], chain[:-1]
     chain = chain[-2:]

@@ -726,3 +726,17 @@ def test_a_cuda_assert_stays_where_a_rank_0_path_past_it_still_needs_cuda_and_th
     assert [d.message for d in result.diagnostics if "R19" in d.message] == [
         "[R19 half-port] left as written: off CUDA the path still stops at line 14: running nvidia-smi raises where "
         "NVIDIA's driver is not installed"]
+
+
+def test_torchs_own_gpu_count_skip_skips_off_cuda_alone() -> None:
+    source = """\
+    from torch.testing._internal.common_distributed import skip_if_lt_x_gpu
+    import torch
+
+    @skip_if_lt_x_gpu(4)
+    def test_it():
+        x = torch.ones(2).cuda()
+    """
+    assert _unit(source, "test_it", "cpu").skipped is not None
+    assert _unit(source, "test_it", "mps").skipped is not None
+    assert _unit(source, "test_it", "cuda").skipped is None  # four devices or not: it may run

@@ -724,6 +724,8 @@ class Evaluator:
             return Mark(skip)
         if name in torch_facts.SKIP_ALWAYS:
             return Mark(True)
+        if name in torch_facts.SKIP_BELOW_GPUS:  # a CUDA device count below the one given: none off CUDA
+            return Mark(True if self.target != "cuda" else UNKNOWN)
         kinds = (args[1].values if isinstance(args[1], Items) else (args[1],)) if len(args) == 2 else ()
         if name == "isinstance" and kinds and self.target != "cuda" and all(
                 isinstance(kind, Name) and _cuda_tensor_type(kind.qualified) for kind in kinds):

@@ -200,6 +200,7 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "quit": ("exit",), "os._exit": ("exit",), "pytest.skip": ("skip",), "unittest.SkipTest": ("skip",),
     "pytest.xfail": ("skip",), "pytest.mark.skipif": ("skip_if",), "unittest.skipIf": ("skip_if",),
     "unittest.skipUnless": ("skip_unless",), "pytest.mark.skip": ("skip_always",), "unittest.skip": ("skip_always",),
+    "torch.testing._internal.common_distributed.skip_if_lt_x_gpu": ("skip_below_gpus",),
     "pytest": ("test_framework",), "unittest": ("test_framework",),
     "torch.nn.parallel.DistributedDataParallel": ("ddp",),
     "torch.nn.parallel.distributed.DistributedDataParallel": ("ddp",),
@@ -242,6 +243,8 @@ ROLES = {
     "skip_if": "a skip mark whose condition says when to skip",
     "skip_unless": "a skip mark whose condition says when to run",
     "skip_always": "a skip mark without a condition",
+    "skip_below_gpus": "torch's own test decorator that skips where there are fewer CUDA devices than it is given "
+                       "(`skip_if_lt_x_gpu(4)`): off CUDA there are none",
     # roles of words (`WORDS`)
     "cuda_submodule": "a submodule of torch.cuda whose names torch.cuda re-exports (`torch.cuda.memory.empty_cache`)",
     "on_cuda_flag": "an attribute of data (tensors, parameters, packed sequences) that says whether it is on CUDA: "
@@ -564,6 +567,7 @@ SKIPS = named("skip")
 # Skip marks, each -> whether its condition says when to run (skipUnless) rather than when to skip.
 SKIP_IF = {name: name in named("skip_unless") for name in named("skip_if", "skip_unless")}
 SKIP_ALWAYS = named("skip_always")
+SKIP_BELOW_GPUS = named("skip_below_gpus")
 CATCHES_CUDA_ERRORS = frozenset(words("catches_cuda_error"))
 
 

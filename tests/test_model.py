@@ -740,3 +740,31 @@ def test_torchs_own_gpu_count_skip_skips_off_cuda_alone() -> None:
     assert _unit(source, "test_it", "cpu").skipped is not None
     assert _unit(source, "test_it", "mps").skipped is not None
     assert _unit(source, "test_it", "cuda").skipped is None  # four devices or not: it may run
+
+
+def test_a_pytest_fixture_that_asks_cuda_decides_the_tests_that_take_it() -> None:
+    """torchsnapshot's `use_gpu` fixture returns `torch.cuda.is_available()`: off CUDA a test's `if use_gpu:` never
+    runs, so what it moves stays as written."""
+    source = """\
+    import pytest
+    import torch
+
+    @pytest.fixture
+    def use_gpu() -> bool:
+        return torch.cuda.is_available()
+
+    @pytest.fixture(params=[True, False])
+    def maybe(request):
+        return request.param
+
+    def test_it(use_gpu, maybe):
+        if use_gpu:
+            x = torch.ones(2).cuda()
+        if maybe:
+            y = torch.ones(2).cuda()
+    """
+    for target, runs in (("cpu", False), ("cuda", True)):
+        lines = set().union(*(p.lines for p in _unit(source, "test_it", target).paths))
+        assert (14 in lines) is runs and 16 in lines, target  # a fixture with params stays unknown
+    result = _port(source)
+    assert "x = torch.ones(2).cuda()" in result.migrated and "y = torch.ones(2).to(tp.device())" in result.migrated

@@ -171,6 +171,7 @@ class Evaluator:
         self._methods = facts.methods  # a method's id -> its class
         self._stored_names: set[str] | None = None  # attributes set on something other than `self` (lazily)
         self._class_facts: dict[int, dict[str, object]] = {}
+        self._fixtures: dict[str, object] = {}  # the module's pytest fixtures' values by name (`_fixture`)
         self._classes: list[ast.ClassDef | None] = [None]  # the class of the method being run
         # the span of each branch of a conditional expression evaluated -> whether some evaluation took it
         self.taken: dict[tuple[int, int, int, int], bool] = {}
@@ -237,11 +238,36 @@ class Evaluator:
         if self.target != "cuda" and self.gates and self._classes[-1] is None:
             # a parameter every call fills with a CUDA flag
             env.update({name: False for name in env if f"{node.name}({name})" in self.gates})
+        for name in env:
+            if env[name] is UNKNOWN and (value := self._fixture(name)) is not UNKNOWN:
+                env[name] = value
         starts = [Path({**env, **values}) for values in _parametrized(node, env)]
         try:
             return self.run(node.body, starts)
         finally:
             self._classes.pop()
+
+    def _fixture(self, name: str) -> object:
+        """What pytest gives a parameter ``name``: the value every path of the module's own ``@pytest.fixture``
+        function of that name returns on this target (torchsnapshot's ``use_gpu``, ``return
+        torch.cuda.is_available()``), else `UNKNOWN`. A fixture with ``params`` or one that yields is unknown."""
+        if name not in self._fixtures:
+            self._fixtures[name] = UNKNOWN  # while it is worked out (a fixture that takes itself)
+            node = next((s for s in self.tree.body if isinstance(s, ast.FunctionDef) and s.name == name
+                         and any(_fixture_mark(d) for d in s.decorator_list)), None)
+            if node is not None and not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(node)):
+                self._classes.append(None)
+                quiet, self._quiet = self._quiet, self._quiet + 1
+                try:
+                    ends = self.run(node.body, [Path({n: UNKNOWN for n in _parameters(node.args)})])
+                finally:
+                    self._quiet = quiet
+                    self._classes.pop()
+                values = {repr(p.returned) for p in ends}
+                if len(values) == 1 and all(p.flow == "return" and isinstance(p.returned, (bool, str, int))
+                                            for p in ends):
+                    self._fixtures[name] = ends[0].returned
+        return self._fixtures[name]
 
     def _class_fact(self, key: str) -> object:
         """What ``self.<name>`` (``key``) holds in a method of the class being run, where every method of that
@@ -1007,6 +1033,16 @@ def _nvidia_tool(runner: str, args: Sequence[object], keywords: dict[str | None,
     shell = keywords.get("shell") is True or runner in torch_facts.named("shell_runner")
     checked = keywords.get("check") is True or runner in torch_facts.named("checks_exit")
     return None if shell and not checked else first.split()[0]
+
+
+def _fixture_mark(decorator: ast.expr) -> bool:
+    """``@pytest.fixture`` or ``@fixture``, or either called without ``params`` (``@pytest.fixture(scope="module")``)."""
+    if isinstance(decorator, ast.Call):
+        if any(k.arg == "params" for k in decorator.keywords):
+            return False
+        decorator = decorator.func
+    return (isinstance(decorator, ast.Name) and decorator.id == "fixture") or (
+        isinstance(decorator, ast.Attribute) and decorator.attr == "fixture")
 
 
 def _parametrized(node: ast.FunctionDef | ast.AsyncFunctionDef, parameters: Iterable[str]) -> list[dict[str, object]]:

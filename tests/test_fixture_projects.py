@@ -154,14 +154,17 @@ def test_a_library_module_with_a_demo_main_block_gets_no_avoid_mps(tmp_path: Pat
     assert "tp.avoid_mps(" in (tmp_path / "train.py").read_text()  # the program that runs it says so
 
 
-@pytest.mark.parametrize(("setup", "called"), [
-    # guided-diffusion's dist_util.setup_dist(): a group always (gloo without CUDA): the runtime picks the CPU of a Mac
-    ("def setup():\n    if dist.is_initialized():\n        return\n    dist.init_process_group('gloo')\n", False),
+@pytest.mark.parametrize(("setup", "reason"), [
+    # guided-diffusion's dist_util.setup_dist(): a group always (gloo without CUDA): the runtime would pick the CPU of
+    # a Mac once it exists, but a device taken before it would stay MPS (RIFE's `device = tp.device()` at import)
+    ("def setup():\n    if dist.is_initialized():\n        return\n    dist.init_process_group('gloo')\n",
+     "a process group, which takes no MPS tensors, sample.py:1"),
     # mae's init_distributed_mode(): returns first when not launched distributed, so a Mac may still pick MPS
-    ("def setup():\n    if 'RANK' not in os.environ:\n        return\n    dist.init_process_group('gloo')\n", True),
+    ("def setup():\n    if 'RANK' not in os.environ:\n        return\n    dist.init_process_group('gloo')\n",
+     "float64 numpy arrays made into tensors, schedule.py:6"),
 ])
-def test_a_program_that_always_makes_a_process_group_needs_no_avoid_mps(tmp_path: Path, setup: str,
-                                                                        called: bool) -> None:
+def test_a_program_that_always_makes_a_process_group_keeps_the_cpu_on_a_mac_from_the_start(
+        tmp_path: Path, setup: str, reason: str) -> None:
     (tmp_path / "dist_util.py").write_text("import os\nimport torch.distributed as dist\n\n\n" + setup)
     (tmp_path / "schedule.py").write_text(
         "import numpy as np\nimport torch\n\n\ndef table(t):\n    betas = np.linspace(0, 1, 4, dtype=np.float64)\n"
@@ -171,7 +174,7 @@ def test_a_program_that_always_makes_a_process_group_needs_no_avoid_mps(tmp_path
         "    print(schedule.table(torch.ones(2).cuda()))\n\n\nif __name__ == '__main__':\n    main()\n")
     done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--apply", "--no-cache"])
     assert done.exit_code == 0, done.output
-    assert ("tp.avoid_mps(" in (tmp_path / "sample.py").read_text()) is called
+    assert f'tp.avoid_mps("{reason}")' in (tmp_path / "sample.py").read_text()
 
 
 def test_a_package_module_with_a_demo_main_block_gets_no_avoid_mps(tmp_path: Path) -> None:

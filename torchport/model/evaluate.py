@@ -1036,7 +1036,8 @@ def _nvidia_tool(runner: str, args: Sequence[object], keywords: dict[str | None,
 
 
 def _fixture_mark(decorator: ast.expr) -> bool:
-    """``@pytest.fixture`` or ``@fixture``, or either called without ``params`` (``@pytest.fixture(scope="module")``)."""
+    """``@pytest.fixture`` or ``@fixture``, or either called without ``params``
+    (``@pytest.fixture(scope="module")``)."""
     if isinstance(decorator, ast.Call):
         if any(k.arg == "params" for k in decorator.keywords):
             return False

@@ -31,6 +31,7 @@ from torchport.codemods.analysis.programs import (
     CUDA_ONLY_TEXT,
     always_run,
     arguments,
+    is_main,
     is_script,
     own_device_classes,
     parameters,
@@ -464,7 +465,12 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             continue  # it places no data, itself or through what it calls (a data-preparation script)
         if "init_process_group" in "".join(results[i].original or "" for i in reach) and _joins_a_group(
                 index, trees, project):
-            continue  # the program always makes a process group: on a Mac the runtime picks the CPU already
+            # the program always makes a process group: the runtime picks the CPU on a Mac once it exists, but a
+            # device taken before it (RIFE's `device = tp.device()` at import) would stay MPS
+            line, here = _group_line(trees[index]), result.display
+            here = result.path.name if Path(here).is_absolute() else here  # from the entry point's folder
+            reasons[index] = f"a process group, which takes no MPS tensors, {here}:{line}"
+            continue
         for other in sorted(reach, key=lambda i: (i != index, results[i].display)):
             # what another module lacks counts where this program runs it (each step reads a text once)
             found = ((lacking(results[other].original or "", certain=True) if other == index else
@@ -593,7 +599,8 @@ def _joins_a_group(entry: int, trees: Mapping[int, ast.Module | None], project: 
     own = functions(tree)
     defined = {target: makers(target) for _, target, _ in project.bindings(entry)}
     bound = {local: maker for local, (_, maker) in _bound(entry, project, defined, others=False).items()}
-    for body in (tree.body if tree else [], *(f.body for f in own.values())):
+    main = [s.body for s in (tree.body if tree else []) if isinstance(s, ast.If) and is_main(s.test)]
+    for body in (tree.body if tree else [], *main, *(f.body for f in own.values())):
         if makes_group(body):
             return True
         for statement in always_run(body):

@@ -768,3 +768,34 @@ def test_a_pytest_fixture_that_asks_cuda_decides_the_tests_that_take_it() -> Non
         assert (14 in lines) is runs and 16 in lines, target  # a fixture with params stays unknown
     result = _port(source)
     assert "x = torch.ones(2).cuda()" in result.migrated and "y = torch.ones(2).to(tp.device())" in result.migrated
+
+
+def test_a_query_whose_branch_names_cuda_in_an_f_string_is_left_with_it() -> None:
+    """nnAudio's DataParallel tests: defined only where CUDA is there, parametrized to f'cuda:{gpu_idx}'."""
+    source = """\
+    import pytest
+    import torch
+
+    gpu_idx = 0
+    if torch.cuda.is_available():
+        x = torch.randn((4, 100)).to(f'cuda:{gpu_idx}')
+
+        @pytest.mark.parametrize("device", [f'cuda:{gpu_idx}'])
+        def test_parallel(device):
+            assert x.device.type == "cuda"
+    """
+    result = _port(source)
+    assert result.migrated == textwrap.dedent(source)
+    assert "still names the device 'cuda:'" in result.diagnostics[0].message
+
+
+def test_a_query_whose_branch_names_cuda_only_through_the_runtime_is_ported() -> None:
+    result = _port("""\
+    import torch
+
+    gpu_idx = 1
+    x = torch.ones(2)
+    if torch.cuda.is_available():
+        x = x.to(f'cuda:{gpu_idx}')
+    """)
+    assert "if tp.is_available():" in result.migrated and not any("R19" in d.message for d in result.diagnostics)

@@ -254,10 +254,15 @@ def _opens_cuda(lines: set[int], guards: Sequence[ast.If]) -> ast.Constant | Non
     of an ``if`` (the changed ``lines``) opens (kymatio's ``if tp.is_available(): devices = ['cuda', 'cpu']``), or
     None: off CUDA that branch would run where the device is not there."""
     for guard in guards:
-        if lines <= set(range(guard.test.lineno, (guard.test.end_lineno or guard.test.lineno) + 1)):
+        if lines & set(range(guard.test.lineno, (guard.test.end_lineno or guard.test.lineno) + 1)):
             nodes = [n for s in guard.body for n in ast.walk(s)]
-            compared = {id(n) for node in nodes if isinstance(node, ast.Compare) for n in ast.walk(node)}
-            named = next((n for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            # a comparison asks, a runtime call maps what it is given (`tp.device(f'cuda:{i}')`): neither places
+            compared = {id(n) for node in nodes if isinstance(node, ast.Compare) or (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "tp") for n in ast.walk(node)}
+            # a string, or an f-string's text before its first field (nnAudio's f'cuda:{gpu_idx}')
+            texts = [n.values[0] if isinstance(n, ast.JoinedStr) and n.values else n for n in nodes]
+            named = next((n for n in texts if isinstance(n, ast.Constant) and isinstance(n.value, str)
                           and id(n) not in compared and (n.value == "cuda" or n.value.startswith("cuda:"))), None)
             if named is not None:
                 return named

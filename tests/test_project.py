@@ -177,6 +177,12 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      "              else torch.device('cpu'))\n",
      (2, "a device chosen CUDA only where other data is on CUDA (`.is_cuda`)")),
     ("def f(x):\n    kind = 'fast' if x.is_cuda else 'slow'\n", None),  # no device
+    # torchdiffeq's adaptive solvers (dopri5, the default) make float64 tensors on the state's device
+    ("from torchdiffeq import odeint_adjoint as odeint\n\n\ndef f(func, y, t):\n    return odeint(func, y, t)\n",
+     (5, "torchdiffeq's adaptive ODE solvers, which make float64 tensors")),
+    ("import torchdiffeq\n\n\ndef f(func, y, t):\n    return torchdiffeq.odeint(func, y, t, method='dopri5')\n",
+     (5, "torchdiffeq's adaptive ODE solvers, which make float64 tensors")),
+    ("from torchdiffeq import odeint\n\n\ndef f(func, y, t):\n    return odeint(func, y, t, method='rk4')\n", None),
     # numpy's default float64, made into a tensor and moved in one expression
     ("z = torch.from_numpy(np.random.RandomState(seed).randn(1, 512)).to(device)\n",
      (1, "float64 numpy arrays made into tensors")),

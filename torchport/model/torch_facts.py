@@ -280,6 +280,9 @@ ROLES = {
     "expects_error": "a test's context manager that expects its block to raise (pytest's and unittest's)",
     "cuda_source": "the suffix of a CUDA source file: an extension built from one needs CUDA",
     "cpp_source": "the suffix of a C++ source file: an extension built from these alone needs a compiler, not a GPU",
+    "float64_solver": "an ODE solver call of torchdiffeq: its adaptive methods (dopri5, the default) make float64 "
+                      "tensors on the device of the state they are given (torchdiffeq#223)",
+    "fixed_grid_method": "a torchdiffeq method on a fixed grid: it keeps the state's dtype",
     "float64_env": "a reinforcement-learning environment library whose `step()` gives rewards as float64 numpy arrays "
                    "(gymnasium's vector environments)",
     "cast": "a tensor method that changes a dtype on the way to the device",
@@ -349,6 +352,9 @@ WORDS: dict[str, tuple[str, ...]] = {
     "full_like": ("cpu_factory",), "empty_like": ("cpu_factory",), "rand_like": ("cpu_factory",),
     "randn_like": ("cpu_factory",), "normal": ("numpy_maker",), "uniform": ("numpy_maker",),
     "standard_normal": ("numpy_maker",), "gym": ("float64_env",), "gymnasium": ("float64_env",),
+    "odeint": ("float64_solver",), "odeint_adjoint": ("float64_solver",), "odeint_event": ("float64_solver",),
+    "euler": ("fixed_grid_method",), "midpoint": ("fixed_grid_method",), "rk4": ("fixed_grid_method",),
+    "explicit_adams": ("fixed_grid_method",), "implicit_adams": ("fixed_grid_method",),
     "parse_args": ("parses_command_line",), "parse_known_args": ("parses_command_line",),
     "raises": ("expects_error",), "assertRaises": ("expects_error",), "assertRaisesRegex": ("expects_error",),
     ".cu": ("cuda_source",), ".cuh": ("cuda_source",), ".cpp": ("cpp_source",), ".cc": ("cpp_source",),

@@ -89,6 +89,9 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
         found.extend((line, "float64 numpy arrays made into tensors") for line in _numpy_defaults_moved(tree))
     if tree is not None and "is_cuda" in text:
         found.extend(_placed_if_on_cuda(tree))
+    if "torchdiffeq" in text:
+        tree = tree or _parsed(text)
+        found.extend(_adaptive_solves(tree) if tree is not None else [])
     if "cpp_extension" in text:
         tree = tree or _parsed(text)
         found.extend(_cpu_extensions(tree) if tree is not None else [])
@@ -108,6 +111,31 @@ _MAKERS = frozenset(torch_facts.words("numpy_maker"))
 _ENV_LIBRARIES = frozenset(torch_facts.words("float64_env"))
 # Tensor methods that change a dtype on the way to the device.
 _CASTS = frozenset(torch_facts.words("cast"))
+
+
+_SOLVERS = frozenset(torch_facts.words("float64_solver"))
+_FIXED_GRID = frozenset(torch_facts.words("fixed_grid_method"))
+
+
+def _adaptive_solves(tree: ast.Module) -> list[tuple[int, str]]:
+    """``(line, what)`` of each torchdiffeq solve (``odeint(func, y0, t)``, imported from torchdiffeq) whose method
+    is not a fixed-grid one: dopri5, the default, and the other adaptive methods make float64 tensors on the state's
+    device (ffjord's CNF layers)."""
+    bound = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             and (node.module or "").split(".")[0] == "torchdiffeq" for alias in node.names if alias.name in _SOLVERS}
+    modules = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+               for alias in node.names if alias.name.split(".")[0] == "torchdiffeq"}
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        named = (isinstance(func, ast.Name) and func.id in bound) or (
+            isinstance(func, ast.Attribute) and func.attr in _SOLVERS and ast.unparse(func.value) in modules)
+        method = next((k.value for k in node.keywords if k.arg == "method"), None)
+        if named and not (isinstance(method, ast.Constant) and method.value in _FIXED_GRID):
+            found.append((node.lineno, "torchdiffeq's adaptive ODE solvers, which make float64 tensors"))
+    return found
 
 
 def _data_branch_lines(tree: ast.Module) -> set[int]:

@@ -237,3 +237,28 @@ def test_moves_decided_by_data_on_cuda_stay_and_the_program_keeps_the_cpu_on_a_m
     for args in (("train.py",), ("-c", ON_A_MAC, "train.py")):
         done = _run(folder, *args)
         assert done.returncode == 0 and "encoded (2, 3) cpu" in done.stdout, done.stderr[-2000:]
+
+
+def test_a_module_only_programs_whose_port_still_stops_reach_is_left_whole(tmp_path: Path) -> None:
+    """UniMatch: every script sets its rank's GPU with `rank % torch.cuda.device_count()` (a division by 0 off CUDA,
+    ported or not), so the process-group helper's backend, which only they reach, is left as written with that
+    reason: nothing of the program changes."""
+    (tmp_path / "dist_helper.py").write_text(
+        "import os\nimport torch\nimport torch.distributed as dist\n\n\ndef setup_distributed(backend='nccl'):\n"
+        "    num_gpus = torch.cuda.device_count()\n    rank = int(os.environ['RANK'])\n"
+        "    torch.cuda.set_device(rank % num_gpus)\n    dist.init_process_group(backend=backend)\n    return rank\n")
+    (tmp_path / "backbone.py").write_text(
+        "import torch\n\n\ndef load(path):\n    return torch.load(path)\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom backbone import load\nfrom dist_helper import setup_distributed\n\n\ndef main():\n"
+        "    rank = setup_distributed()\n    state = load('ckpt.pth')\n    model = torch.nn.Linear(2, 2).cuda()\n\n\n"
+        "if __name__ == '__main__':\n    main()\n")
+    cwd = os.getcwd()
+    os.chdir(tmp_path)  # the program is named from where the run starts
+    try:
+        done = CliRunner().invoke(app, ["migrate", ".", "--no-cache", "--output-format", "concise"])
+    finally:
+        os.chdir(cwd)
+    assert "0 file(s) would change" in done.output, done.output
+    assert "dist_helper.py:6:1: TP110 1 rewrite(s) not made: [R07 cuda-only-library] only programs that run only on " \
+           "CUDA reach this file (train.py: stops there once ported" in done.output, done.output

@@ -374,14 +374,15 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
         index into ``results`` -> why its rewrites are not made (the program and its blocker).
     """
     suspects = may_leave(results)
-    if not suspects:
+    stopped = any(_STILL_STOPS in d.message for r in results for d in r.diagnostics if d.code == "TP110")
+    if not suspects and not stopped:
         return {}
     # Only a module that itself needs CUDA, or defines a CUDA gate, makes a program CUDA-only (an entry point's
     # own check leaves that file alone already): without one, the model of every program is not built.
     if not any(any(OFF_CUDA == need.targets for need in _requirements(r.original or "", False))
                or _exiting_gates(r.original or "", lambda: tree)
-               for r in suspects if (tree := _parse(r.original)) is not None):
-        return {}
+               for r in suspects if (tree := _parse(r.original)) is not None) and not stopped:
+        return {}  # nor did the port check find a program whose port still stops off CUDA (UniMatch's DDP setup)
     reaching: dict[int, list[Program]] = {}
     for program in programs(results, Path.cwd()):
         for index in program.reached:
@@ -390,13 +391,17 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
     for index, reached_by in reaching.items():
         if results[index].changed and all(p.runs_on == ["cuda"] for p in reached_by):
             first = reached_by[0]
+            why = next((r for r in first.reasons() if "cpu" in r.split(": ", 1)[0]), first.reasons()[0])
             left[index] = (f"only programs that run only on CUDA reach this file ({first.path}: "
-                           f"{first.reasons()[0].split(': ', 1)[1]}); it is left as written")
+                           f"{why.split(': ', 1)[1]}); it is left as written")
     _, project = _model(results)
     for index, result in enumerate(results):  # torch-ngp's gridencoder/grid.py: it builds its extension on import
         if result.changed and index not in left and (need := _needs_cuda_on_import(index, results, project)):
             left[index] = f"it needs CUDA whenever it is imported ({need}); it is left as written"
     return left
+
+
+_STILL_STOPS = "left as written: off CUDA the path still stops"  # `pipeline.engine`'s note of a held port
 
 
 def _needs_cuda_on_import(index: int, results: Sequence[FileResult], project: Project) -> str | None:

@@ -979,3 +979,30 @@ def test_facts_are_the_symbol_tables(path: Path) -> None:
 def test_facts_are_the_symbol_tables_on_tricky_snippets(name: str) -> None:
     assert _facts_mismatches(TRICKY[name]) == []
 
+
+
+def test_comprehensions_read_as_generators_keep_their_lines_and_scopes() -> None:
+    source = ("x = [a for a in b]; y = {c for c in d}\nz = {(k)  # a: b\n     : [v for v in w] for k, w in f}\n"
+              "s = 'é'; t = {g: h for g, h in i}\n")
+    assert _as_generators(source) == (
+        "x = (a for a in b); y = (c for c in d)\nz = (((k)  # a: b\n     , (v for v in w)) for k, w in f)\n"
+        "s = 'é'; t = ((g, h) for g, h in i)\n")
+
+
+@pytest.mark.parametrize("path", [*STDLIB, *MORE_STDLIB], ids=lambda p: p.name)
+def test_comprehensions_read_as_generators_have_the_tables_comprehensions_had(path: Path) -> None:
+    """One generator table for each comprehension; on 3.11, where every comprehension has its own table, the
+    tables are the comprehensions' own, symbol for symbol."""
+    source = path.read_text(encoding="utf-8")
+    comprehensions = sum(isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
+                         for node in ast.walk(ast.parse(source)))
+
+    def tables(table: symtable.SymbolTable) -> list[tuple[str, int, list[tuple[str, bool, bool, bool]]]]:
+        kind = "genexpr" if table.get_name() in ("listcomp", "setcomp", "dictcomp") else table.get_name()
+        symbols = sorted((s.get_name(), s.is_local(), s.is_assigned(), s.is_free()) for s in table.get_symbols())
+        return [(kind, table.get_lineno(), symbols)] + [t for child in table.get_children() for t in tables(child)]
+
+    read = tables(symtable.symtable(_as_generators(source), "<module>", "exec"))
+    assert sum(kind == "genexpr" for kind, _, _ in read) == comprehensions
+    if sys.version_info < (3, 12):
+        assert read == tables(symtable.symtable(source, "<module>", "exec"))

@@ -11,7 +11,7 @@ import tokenize
 
 import pytest
 
-from torchport.codemods.analysis.tokens import generate_tokens
+from torchport.codemods.analysis.source import generate_tokens
 from torchport.codemods.api import migrate_code
 from torchport.config import Settings
 from torchport.emit.unparse import unparse

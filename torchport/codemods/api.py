@@ -17,7 +17,7 @@ import libcst as cst
 
 from torchport.codemods.analysis.indices import int_name_lines
 from torchport.codemods.analysis.names import import_map, parse_ast
-from torchport.codemods.analysis.tokens import generate_tokens
+from torchport.codemods.analysis.source import generate_tokens
 from torchport.codemods.core.base import Diagnostic
 from torchport.codemods.core.registry import (
     FAMILIES,

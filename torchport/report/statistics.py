@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from torchport.codemods.analysis.tokens import generate_tokens
+from torchport.codemods.analysis.source import generate_tokens
 from torchport.results import FileResult
 
 _STRING = re.compile(r"""^[rRuU]?(['"])(cuda(:\d+)?|nccl)\1$|^[fF][rR]?(['"])cuda:""")

@@ -13,7 +13,7 @@ import difflib
 import tokenize
 from pathlib import Path
 
-from torchport.codemods.analysis.tokens import generate_tokens
+from torchport.codemods.analysis.source import generate_tokens
 from torchport.style._config import NO_STYLE, Style, style_for
 from torchport.style._imports import place_added, remove_unused
 from torchport.style._wrap import _tokens, wrap

@@ -10,7 +10,7 @@ from __future__ import annotations
 import keyword
 import tokenize
 
-from torchport.codemods.analysis.tokens import generate_tokens
+from torchport.codemods.analysis.source import generate_tokens
 
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 _INDENT = "    "

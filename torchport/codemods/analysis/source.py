@@ -1,18 +1,23 @@
-"""Python's tokens as CPython 3.11 gives them, on every supported version.
+"""Reading a module's source the same way on Python 3.11, 3.12 and 3.13.
 
-From 3.12 (PEP 701) `tokenize` splits an f-string into ``FSTRING_START``, ``FSTRING_MIDDLE``, the
-tokens of each replacement field and ``FSTRING_END``; 3.11 gives one ``STRING`` token for the whole
-literal. The token readers (leftover CUDA sites, suppression comments, the style pass) count and
-wrap by the 3.11 shape, so `generate_tokens` joins each f-string back into one ``STRING`` token:
-a string, name or comment inside a replacement field is never a token of its own. It also takes
-the end column of a string spanning lines from its text: 3.12.1 gives a wrong one after non-ASCII
-characters on its first line.
+`generate_tokens`: Python's tokens as CPython 3.11 gives them. From 3.12 (PEP 701) `tokenize` splits
+an f-string into ``FSTRING_START``, ``FSTRING_MIDDLE``, the tokens of each replacement field and
+``FSTRING_END``; 3.11 gives one ``STRING`` token for the whole literal. The token readers (leftover
+CUDA sites, suppression comments, the style pass) count and wrap by the 3.11 shape, so each f-string
+is joined back into one ``STRING`` token: a string, name or comment inside a replacement field is
+never a token of its own. The end column of a string spanning lines is taken from its text: 3.12.1
+gives a wrong one after non-ASCII characters on its first line.
+
+`parse`: CPython's tree, printing nothing about the user's code. From 3.12 an invalid escape such as
+``"\\d"`` is a `SyntaxWarning` (shown) where 3.11 gave a `DeprecationWarning` (hidden).
 """
 
 from __future__ import annotations
 
+import ast
 import io
 import tokenize
+import warnings
 from collections.abc import Iterator
 
 _START = getattr(tokenize, "FSTRING_START", None)  # None before 3.12: nothing to join
@@ -57,3 +62,14 @@ def _joined(lines: list[str], first: tokenize.TokenInfo, last: tokenize.TokenInf
     else:
         text = spanned[0][column:] + "".join(spanned[1:-1]) + spanned[-1][:end_column]
     return tokenize.TokenInfo(tokenize.STRING, text, first.start, last.end, "".join(spanned))
+
+
+def parse(text: str) -> ast.Module | None:
+    """`ast.parse` of ``text`` with its warnings silenced; None when CPython cannot parse it (a syntax error,
+    syntax newer than the interpreter, nesting past CPython's limits, a null byte)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None

@@ -8,10 +8,11 @@ from __future__ import annotations
 import ast
 import sys
 import tokenize
+import warnings
 
 import pytest
 
-from torchport.codemods.analysis.source import generate_tokens
+from torchport.codemods.analysis.source import generate_tokens, parse
 from torchport.codemods.api import migrate_code
 from torchport.config import Settings
 from torchport.emit.unparse import unparse
@@ -96,3 +97,12 @@ def test_switching_modes_keeps_an_f_string_argument_that_3_11_parses() -> None:
     native = migrate_code(source, Settings(runtime="native", torch_version=(2, 9))).code
     assert """set_device(int(f"{d['k']}"))""" in native
     assert """\ntp.set_device(int(f"{d['k']}"))\n""" in migrate_code(native, Settings(runtime="package")).code
+
+
+def test_parse_prints_nothing_about_the_users_code() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tree = parse('import re\nx = re.compile("\\d+")\nassert (x, "always true")\n')  # an invalid escape
+    assert isinstance(tree, ast.Module) and caught == []
+    assert parse("def (:\n") is None
+    assert parse("x = 1\0\n") is None

@@ -12,8 +12,6 @@ import ast
 import sys
 from typing import Any
 
-_ALL_QUOTES = ("'", '"', '"""', "'''")  # ast's order of preference
-
 
 def unparse(node: ast.AST) -> str:
     """``node`` as source text, exactly as Python 3.11's `ast.unparse` writes it (CPython's own there).
@@ -54,7 +52,7 @@ class _Unparser311(ast._Unparser):  # type: ignore[name-defined]  # 3.11's f-str
             with self.buffered() as buffer:
                 self._write_fstring_inner(value)
             parts.append(("".join(buffer), isinstance(value, ast.Constant)))
-        written, quotes, fallback = [], list(_ALL_QUOTES), False
+        written, quotes, fallback = [], list(ast._ALL_QUOTES), False  # type: ignore[attr-defined]
         for text, constant in parts:
             text, usable = self._str_literal_helper(text, quote_types=quotes, escape_special_whitespace=constant)
             written.append(text)

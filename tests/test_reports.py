@@ -88,6 +88,12 @@ def test_statistics_count_rewritten_reported_and_unreported(tmp_path: Path) -> N
     assert stats.accounted == 1.0
 
 
+def test_an_f_string_is_one_site_at_most_on_every_python() -> None:
+    # from 3.12 (PEP 701) tokenize gives the fields' own tokens; the count is 3.11's: only f"cuda:..." counts
+    code = 'a = f"{x.cuda()}"\nb = f"{d[\'cuda\']}"\nc = f"cuda:{r}"\nd = f"""\n{x}\ncuda:0"""\n'
+    assert leftover_sites(code) == 1
+
+
 def test_json_report_lists_rewrites_and_diagnostics(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
     path.write_text(SOURCE)

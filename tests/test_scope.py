@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import symtable
+import sys
 import textwrap
 import warnings
 from pathlib import Path
@@ -779,9 +780,61 @@ def test_agrees_with_libcst_on_fixtures(case: Path) -> None:
 # ---- the fast path is sound ---------------------------------------------------------------
 
 
+def _as_generators(source: str) -> str:
+    """``source`` with each list, set and dict comprehension written as a generator expression, on the
+    same lines (``[x for x in y]`` -> ``(x for x in y)``, ``{k: v for ...}`` -> ``((k, v) for ...)``).
+
+    From 3.12 (PEP 709) the symbol table inlines list, set and dict comprehensions into the enclosing
+    scope's table, where a name bound in one is no longer told from a name bound beside it (or read
+    there), though Python's scoping is unchanged; generator expressions keep their own table, exactly
+    as every comprehension had one in 3.11.
+    """
+    data = source.encode("utf-8")
+    starts = [0]
+    for line in data.splitlines(keepends=True):  # ast's lines: "\n", "\r\n" and "\r" end them
+        starts.append(starts[-1] + len(line))
+
+    def at(line: int, column: int) -> int:  # ast's columns count UTF-8 bytes
+        return starts[line - 1] + column
+
+    edits: list[tuple[int, int, bytes]] = []  # (offset, bytes replaced, new bytes)
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp)):
+            continue
+        start, end = at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset)  # type: ignore[arg-type]
+        if isinstance(node, ast.DictComp):
+            key_end = at(node.key.end_lineno, node.key.end_col_offset)  # type: ignore[arg-type]
+            colon = _colon(data, key_end, at(node.value.lineno, node.value.col_offset))
+            value_end = at(node.value.end_lineno, node.value.end_col_offset)  # type: ignore[arg-type]
+            edits += [(start, 1, b"(("), (colon, 1, b","), (value_end, 0, b")")]
+        else:
+            edits.append((start, 1, b"("))
+        edits.append((end - 1, 1, b")"))
+    for offset, size, new in sorted(edits, reverse=True):
+        data = data[:offset] + new + data[offset + size:]
+    return data.decode("utf-8")
+
+
+def _colon(data: bytes, start: int, end: int) -> int:
+    """The offset of the ``:`` between a dict comprehension's key and value (``data[start:end]``), past comments."""
+    comment = False
+    for offset in range(start, end):
+        char = data[offset:offset + 1]
+        comment = (comment or char == b"#") and char not in (b"\n", b"\r")
+        if char == b":" and not comment:
+            return offset
+    raise AssertionError(f"no colon in {data[start:end]!r}")
+
+
+def _symtable(source: str) -> symtable.SymbolTable:
+    """CPython's symbol table of ``source``, with a table for each comprehension on every version
+    (`_as_generators`)."""
+    return symtable.symtable(_as_generators(source) if sys.version_info >= (3, 12) else source, "<module>", "exec")
+
+
 def _exact_static(source: str, names: set[str]) -> set[str]:
     """The heads bound only by module-level imports, from the symbol table."""
-    top = symtable.symtable(source, "<module>", "exec")
+    top = _symtable(source)
     inner: set[str] = set()
     stack = list(top.get_children())
     while stack:
@@ -839,9 +892,13 @@ def _imported_names(source: str) -> set[str]:
 
 def _table_of(parent: symtable.SymbolTable, node: ast.AST) -> symtable.SymbolTable:
     kind = "class" if isinstance(node, ast.ClassDef) else "function"
+    children = parent.get_children()
+    if getattr(node, "type_params", None):  # 3.12+: a generic def or class is a child of its type parameters' table
+        children = [child for outer in children if outer.get_lineno() == node.lineno  # type: ignore[attr-defined]
+                    and str(outer.get_type()).startswith("type param") for child in outer.get_children()]
     found = [
         child
-        for child in parent.get_children()
+        for child in children
         if child.get_name() == node.name and child.get_lineno() == node.lineno and child.get_type() == kind  # type: ignore[attr-defined]
     ]
     return found[-1]  # comprehensions in the defaults come first
@@ -870,7 +927,7 @@ def _facts_mismatches(source: str) -> list[str]:
     names = {n for n in _imported_names(source) if not (n.startswith("__") and not n.endswith("__"))}
     for name in names:
         resolver.static(name)  # computes its facts
-    top = symtable.symtable(source, "<module>", "exec")
+    top = _symtable(source)
     mismatches = []
     expression_bound: set[str] = set()
     stack: list[tuple[ast.AST, symtable.SymbolTable]] = [(resolver.tree, top)]
@@ -922,3 +979,30 @@ def test_facts_are_the_symbol_tables(path: Path) -> None:
 def test_facts_are_the_symbol_tables_on_tricky_snippets(name: str) -> None:
     assert _facts_mismatches(TRICKY[name]) == []
 
+
+
+def test_comprehensions_read_as_generators_keep_their_lines_and_scopes() -> None:
+    source = ("x = [a for a in b]; y = {c for c in d}\nz = {(k)  # a: b\n     : [v for v in w] for k, w in f}\n"
+              "s = 'é'; t = {g: h for g, h in i}\n")
+    assert _as_generators(source) == (
+        "x = (a for a in b); y = (c for c in d)\nz = (((k)  # a: b\n     , (v for v in w)) for k, w in f)\n"
+        "s = 'é'; t = ((g, h) for g, h in i)\n")
+
+
+@pytest.mark.parametrize("path", [*STDLIB, *MORE_STDLIB], ids=lambda p: p.name)
+def test_comprehensions_read_as_generators_have_the_tables_comprehensions_had(path: Path) -> None:
+    """One generator table for each comprehension; on 3.11, where every comprehension has its own table, the
+    tables are the comprehensions' own, symbol for symbol."""
+    source = path.read_text(encoding="utf-8")
+    comprehensions = sum(isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
+                         for node in ast.walk(ast.parse(source)))
+
+    def tables(table: symtable.SymbolTable) -> list[tuple[str, int, list[tuple[str, bool, bool, bool]]]]:
+        kind = "genexpr" if table.get_name() in ("listcomp", "setcomp", "dictcomp") else table.get_name()
+        symbols = sorted((s.get_name(), s.is_local(), s.is_assigned(), s.is_free()) for s in table.get_symbols())
+        return [(kind, table.get_lineno(), symbols)] + [t for child in table.get_children() for t in tables(child)]
+
+    read = tables(symtable.symtable(_as_generators(source), "<module>", "exec"))
+    assert sum(kind == "genexpr" for kind, _, _ in read) == comprehensions
+    if sys.version_info < (3, 12):
+        assert read == tables(symtable.symtable(source, "<module>", "exec"))

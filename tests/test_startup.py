@@ -27,6 +27,7 @@ WARM_CHECK = {
     "torchport", "torchport.cli", "torchport.cli.common", "torchport.cli.migrate", "torchport.cli.programs",
     "torchport.cli.rules",
     "torchport.codemods", "torchport.codemods.analysis", "torchport.codemods.analysis.lacks",
+    "torchport.codemods.analysis.source",
     "torchport.codemods.analysis.programs",
     "torchport.config", "torchport.emit", "torchport.emit.patterns", "torchport.emit.vendor", "torchport.errors",
     "torchport.model", "torchport.model.torch_facts",  # the program model's decisions come from the cache

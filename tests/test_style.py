@@ -16,7 +16,7 @@ import pytest
 from torchport.codemods.api import migrate_code
 from torchport.config import Settings
 from torchport.pipeline.engine import migrate_file
-from torchport.style import NO_STYLE, restyle, style_for, wrap
+from torchport.style import NO_STYLE, _mostly_single, restyle, style_for, wrap
 from torchport.style._config import Style
 from torchport.style._imports import place_added
 
@@ -271,6 +271,8 @@ def test_flake8_length_wraps_changed_lines_black_style(tmp_path: Path) -> None:
     # a lone element (a generator, a subscript) takes no trailing comma
     ("y = sum(t.to(tp.device()) for t in tensors)", ["y = sum(", "    t.to(tp.device()) for t in tensors", ")"]),
     ("y = table[tp.device_index_of(current_tensor)]", ["y = table[", "    tp.device_index_of(current_tensor)", "]"]),
+    # an f-string is one token (PEP 701 splits it from Python 3.12)
+    ('x = model.to(tp.device(), name=f"{a}-{b!r}")', ["x = model.to(", '    tp.device(), name=f"{a}-{b!r}"', ")"]),
     # an element still too long is split in turn
     ("f(aaaaaaaaaa, g(bbbbbbbbbbbbbb, cccccccccccccc, dddddddddddddd))",
      ["f(", "    aaaaaaaaaa,", "    g(", "        bbbbbbbbbbbbbb,", "        cccccccccccccc,",
@@ -459,6 +461,13 @@ def test_pinned_isort_passes_on_the_ported_files(tmp_path: Path, mode: str) -> N
         added = set(ported.splitlines()) - set(text.splitlines())
         assert all(len(line) <= 100 for line in added), ported
     assert (mode == "package") == ("_torchport_runtime" not in (tmp_path / "scripts" / "train.py").read_text())
+
+
+def test_the_strings_inside_f_strings_are_no_quote_habit() -> None:
+    # one token each, as on 3.11, though tokenize gives the fields' strings their own tokens from 3.12
+    code = "x = f\"{d['a']}\" + f\"{d['b']}\" + f\"{d['c']}\" + f\"{d['d']}\" + f\"{d['e']}\"\n"
+    assert not _mostly_single(code)
+    assert _mostly_single(code.replace('f"', "").replace('}"', "}").replace("{", "").replace("}", ""))
 
 
 def test_single_quotes_of_the_project(tmp_path: Path) -> None:

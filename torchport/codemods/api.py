@@ -9,7 +9,6 @@ Families: `device` (TP001-TP008, TP024, TP102-TP106), `cuda_api` (TP010-TP018, T
 from __future__ import annotations
 
 import ast
-import io
 import re
 import tokenize
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import libcst as cst
 
 from torchport.codemods.analysis.indices import int_name_lines
 from torchport.codemods.analysis.names import import_map, parse_ast
+from torchport.codemods.analysis.source import generate_tokens
 from torchport.codemods.core.base import Diagnostic
 from torchport.codemods.core.registry import (
     FAMILIES,
@@ -86,7 +86,7 @@ def suppressions(source: str) -> dict[int, frozenset[str] | None]:
     if "torchport:" not in source and "ignore" not in source:
         return found
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        for token in generate_tokens(source):
             if token.type == tokenize.COMMENT and _CUDA_ON_PURPOSE.search(token.string):
                 found[token.start[0]] = None
             elif token.type == tokenize.COMMENT and (match := _SUPPRESSION.search(token.string)):

@@ -66,6 +66,7 @@ from torchport.codemods.core.reasons import (
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import own_object, tensor_type_check
 from torchport.codemods.unported import removable_assert
+from torchport.emit.unparse import unparse
 from torchport.model import torch_facts
 from torchport.model.torch_facts import FAKES_CUDA as FAKES_CUDA_TEXT
 from torchport.model.torch_facts import LIBRARY_PLACEMENT_KEYWORDS
@@ -346,7 +347,7 @@ def _rank_placement(tree: ast.Module) -> tuple[int, str] | None:
                       and len(node.args) == 1 and rank(node.args[0])) or any(
                 k.arg == "device" and rank(k.value) for k in node.keywords)
             if placed:
-                return node.lineno, ast.unparse(node)
+                return node.lineno, unparse(node)  # in a message: as 3.11 writes it
             if isinstance(node.func, ast.Name) and node.func.id in functions:
                 todo.extend((node.func.id, i) for i, arg in enumerate(node.args) if rank(arg))
                 inner = functions[node.func.id].args

@@ -29,6 +29,7 @@ from torchport.emit import native as native_forms
 from torchport.emit.names import dotted_name
 from torchport.emit.package import RUNTIME_MODULE, PackageRuntime
 from torchport.emit.patterns import RUNTIME_TEXT
+from torchport.emit.unparse import unparse
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -46,7 +47,7 @@ def _call(name: str, args: Sequence[cst.Arg] = ()) -> cst.Call:
 
 def _canonical(code: str) -> str | None:
     try:
-        return ast.unparse(ast.parse(code.strip(), mode="eval"))
+        return unparse(ast.parse(code.strip(), mode="eval"))
     except SyntaxError:
         return None
 

@@ -129,6 +129,15 @@ def _not_regular(path: Path) -> str | None:
     return None if stat.S_ISREG(mode) else "not a regular file; not read"
 
 
+def _loops(path: Path) -> bool:
+    """Whether following the symlink ``path`` never ends (``ELOOP``: a loop, or too many links in a row)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
+
+
 def _walk(root: Path, excluded: pathspec.PathSpec, config: tuple[str, pathspec.PathSpec] | None,
           suffixes: tuple[str, ...]) -> Iterator[Found]:
     real_root = root.resolve()
@@ -170,8 +179,10 @@ def _walk(root: Path, excluded: pathspec.PathSpec, config: tuple[str, pathspec.P
             display = str(root / (rel_here + name))
             if path.is_symlink():
                 try:
-                    target = path.resolve()
-                except (OSError, RuntimeError):  # Python 3.11 raises RuntimeError on a loop
+                    target: Path | None = path.resolve()
+                except (OSError, RuntimeError):  # Python 3.11 and 3.12 raise RuntimeError on a loop
+                    target = None
+                if target is None or _loops(path):  # from 3.13 a loop resolves to a path that does not exist
                     yield Found(path, display, "cannot read: a symlink loop")
                     continue
                 if not target.is_relative_to(real_root):

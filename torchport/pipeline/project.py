@@ -31,6 +31,7 @@ from typing import NamedTuple, TypeVar, cast
 
 from torchport.codemods.analysis.lacks import blockers
 from torchport.codemods.analysis.programs import absolute_module, always_run, is_main, is_script, is_test
+from torchport.codemods.analysis.source import parse as parse_quietly
 from torchport.model import torch_facts
 from torchport.results import FileResult
 
@@ -123,10 +124,7 @@ def parse(text: str | None) -> ast.Module | None:
     else:
         _TREES.move_to_end(text)
         return tree
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        tree = None
+    tree = parse_quietly(text)
     _TREES[text] = tree
     _trees_text += len(text)
     while _trees_text > _TREES_TEXT_LIMIT and len(_TREES) > 1:

@@ -203,12 +203,11 @@ def _extents(source: str, sites: Sequence[Any]) -> list[tuple[tuple[int, int], t
     the widest expression that starts where the site does (CPython's ``ast``), else the rest of its line."""
     import ast
 
+    from torchport.codemods.analysis.source import parse
+
     lines = source.splitlines()
     widest: dict[tuple[int, int], tuple[int, int]] = {}
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        tree = None
+    tree = parse(source)
 
     def chars(line: int, offset: int) -> int:  # ast counts UTF-8 bytes
         return len(lines[line - 1].encode()[:offset].decode(errors="ignore")) if 0 < line <= len(lines) else offset

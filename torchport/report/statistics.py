@@ -9,13 +9,13 @@ and "nccl". A left site on a line that no diagnostic explains is *unreported*.
 from __future__ import annotations
 
 import difflib
-import io
 import re
 import tokenize
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from torchport.codemods.analysis.source import generate_tokens
 from torchport.results import FileResult
 
 _STRING = re.compile(r"""^[rRuU]?(['"])(cuda(:\d+)?|nccl)\1$|^[fF][rR]?(['"])cuda:""")
@@ -33,7 +33,7 @@ def leftover_lines(code: str) -> Counter[int]:
     if "cuda" not in code and "nccl" not in code:  # every site counted spells one of them
         return lines
     try:
-        tokens = [t for t in tokenize.generate_tokens(io.StringIO(code).readline)
+        tokens = [t for t in generate_tokens(code)
                   if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT)]
     except (tokenize.TokenError, SyntaxError):
         return lines

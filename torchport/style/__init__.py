@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import ast
 import difflib
-import io
 import tokenize
 from pathlib import Path
 
+from torchport.codemods.analysis.source import generate_tokens
 from torchport.style._config import NO_STYLE, Style, style_for
 from torchport.style._imports import place_added, remove_unused
 from torchport.style._wrap import _tokens, wrap
@@ -25,7 +25,7 @@ def _rows(code: str) -> tuple[set[int], dict[int, int]]:
     unsafe: set[int] = set()
     depth_at: dict[int, int] = {}
     depth = 0
-    for token in tokenize.generate_tokens(io.StringIO(code).readline):
+    for token in generate_tokens(code):
         depth_at.setdefault(token.start[0], depth)
         if token.start[0] != token.end[0]:
             unsafe.update(range(token.start[0], token.end[0] + 1))
@@ -96,7 +96,7 @@ def _mostly_single(code: str) -> bool:
     more than three in four."""
     counts = {"'": 0, '"': 0}
     try:
-        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+        for token in generate_tokens(code):
             if token.type == tokenize.STRING and token.string[:1] in counts and token.string[:3] not in ('"""', "'''"):
                 counts[token.string[0]] += 1
     except (tokenize.TokenError, SyntaxError):

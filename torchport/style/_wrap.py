@@ -7,24 +7,24 @@ a line with a magic trailing comma. Only single physical lines with balanced bra
 
 from __future__ import annotations
 
-import io
 import keyword
 import tokenize
 
+from torchport.codemods.analysis.source import generate_tokens
+
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 _INDENT = "    "
-_FSTRING = getattr(tokenize, "FSTRING_START", None)
 
 
 def _tokens(fragment: str) -> list[tokenize.TokenInfo] | None:
     """The tokens of one line's code (no indentation), or None when it is not self-contained."""
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(fragment + "\n").readline))
+        tokens = list(generate_tokens(fragment + "\n"))
     except (tokenize.TokenError, SyntaxError):
         return None
     code = [t for t in tokens if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER,
                                                 tokenize.INDENT, tokenize.DEDENT)]
-    if any(t.type in (tokenize.ERRORTOKEN, _FSTRING) or t.string == ";" or t.start[0] != 1 or t.end[0] != 1
+    if any(t.type == tokenize.ERRORTOKEN or t.string == ";" or t.start[0] != 1 or t.end[0] != 1
            for t in code):
         return None
     depth = 0

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 
 from torchport.codemods.analysis.programs import call_name
+from torchport.codemods.analysis.source import parse
 from torchport.model import torch_facts
 from torchport.model.torch_facts import ON_CUDA_FLAGS
 
@@ -56,9 +57,8 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
     function that runs collectives (it runs in a process group, where a Mac's pick is the CPU already)."""
     if _MENTIONS_MPS.search(text):
         if tree is None:
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = parse(text)
+            if tree is None:
                 return []  # cautious: a mention may be code
         if handles_mps(tree):
             return []
@@ -155,10 +155,7 @@ def _data_branch_lines(tree: ast.Module) -> set[int]:
 
 
 def _parsed(text: str) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    return parse(text)
 
 
 def _cpu_extensions(tree: ast.Module) -> list[tuple[int, str]]:
@@ -363,9 +360,8 @@ def _arrays_moved(text: str, tree: ast.Module | None) -> bool:
     dtype of its own: not a literal list, not ``dtype=torch.float32``) and puts it on a device (``.to(...)``,
     ``.cuda()``, ``device=``) in the same expression."""
     if tree is None:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = parse(text)
+        if tree is None:
             return True  # cautious: read as text
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):

@@ -64,6 +64,11 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context()
 
 
+# Blocked while the workers are forked, until each has set its handlers (`_worker_init`): a worker the parent ends
+# before that would otherwise run the parent's SIGTERM handler, which raises KeyboardInterrupt (a traceback).
+_STOPPING = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)}
+
+
 def _worker_init() -> None:
     # Ctrl-C in a terminal reaches the whole process group: the parent alone handles it, and
     # ends the workers with SIGTERM, which must kill them whatever handler the parent had when
@@ -72,6 +77,8 @@ def _worker_init() -> None:
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)
 
 
 def _failed(result: FileResult, reason: str) -> FileResult:
@@ -306,12 +313,18 @@ def _in_pool(
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_worker_init)
     try:
         futures: dict[Future[FileResult], int] = {}
-        for index in indices:  # with fork, the workers start here, before the bar's thread does
-            try:
-                told = (directives or {}).get(index, Directive())
-                futures[pool.submit(migrate_source, results[index], settings, *told)] = index
-            except BrokenProcessPool:
-                crashed.append(index)
+        masked = hasattr(signal, "pthread_sigmask")
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING) if masked else set()
+        try:
+            for index in indices:  # with fork, the workers start here, before the bar's thread does
+                try:
+                    told = (directives or {}).get(index, Directive())
+                    futures[pool.submit(migrate_source, results[index], settings, *told)] = index
+                except BrokenProcessPool:
+                    crashed.append(index)
+        finally:
+            if masked:  # a Ctrl-C that came meanwhile is delivered here
+                signal.pthread_sigmask(signal.SIG_SETMASK, before)
         with bar or nullcontext(lambda: None) as advance:
             for future in as_completed(futures):
                 index = futures[future]

@@ -32,8 +32,8 @@ class KeepOffMps(Rule):
     code = "TP019"
     moves_data = False
     name = "keep-off-mps"
-    summary = ("A program that uses what MPS lacks (float64, complex128, sparse tensors), or that would split its "
-               "data between MPS and the CPU, gets `tp.avoid_mps(...)` "
+    summary = ("A program that uses what MPS lacks (float64, complex128, sparse tensors), that would split its "
+               "data between MPS and the CPU, or that always makes a process group, gets `tp.avoid_mps(...)` "
                "after its entry point's imports: on a Mac it keeps running on the CPU, as before.")
     before = 'import torch  # a script that moves float64 tensors to "cuda"'
     after = 'import torch\ntp.avoid_mps("float64, line 3")'

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchport.codemods.analysis.indices import int_name_lines
-from torchport.codemods.analysis.names import import_map, parse_ast
-from torchport.codemods.analysis.source import generate_tokens
+from torchport.codemods.analysis.names import import_map
+from torchport.codemods.analysis.source import generate_tokens, parse
 from torchport.codemods.core.base import Diagnostic
 from torchport.codemods.core.registry import (
     FAMILIES,
@@ -162,7 +162,7 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
     def enabled(code: str) -> bool:
         return matches(code, select) and not matches(code, settings.ignore)
 
-    syntax = syntax or parse_ast(source)
+    syntax = syntax or parse(source)
     imports, lines = None, []
     if syntax is not None:
         imports = import_map(syntax)

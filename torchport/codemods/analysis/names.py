@@ -12,7 +12,6 @@ read as the import.
 from __future__ import annotations
 
 import ast
-import warnings
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 
@@ -20,16 +19,6 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 Imports = Mapping[str, frozenset[str]]
-
-
-def parse_ast(source: str) -> ast.Module | None:
-    """CPython's tree of ``source``; None when it does not parse (syntax newer than the interpreter)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")

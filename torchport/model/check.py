@@ -230,9 +230,9 @@ _PASSES = "the test passes off CUDA as written: its CUDA devices are values it c
 
 
 def _guard_for_nothing(lines: set[int], guards: Sequence[ast.If], runs: dict[int, Stop | None]) -> bool:
-    """Whether the changed ``lines`` lie in the test of an ``if`` whose body no clean path off CUDA runs
-    (fairscale's ``if tp.is_available(): devices.append("cuda")`` on MPS), or whose body still names a CUDA device
-    (`_names_cuda`): the port of the test only opens a path that still fails, or none."""
+    """Whether the changed ``lines`` lie in the test of an ``if`` with no ``else`` whose body no clean path off
+    CUDA runs (fairscale's ``if tp.is_available(): devices.append("cuda")`` on MPS): the port of the test only
+    opens a path that still fails, or none."""
     for guard in guards:
         test = range(guard.test.lineno, (guard.test.end_lineno or guard.test.lineno) + 1)
         if not guard.orelse and lines <= set(test):

@@ -1017,6 +1017,8 @@ def _parameters(args: ast.arguments) -> Iterator[str]:
 
 
 _PROCESS_RUNNERS = torch_facts.named("process_runner")
+_SHELL_RUNNERS = torch_facts.named("shell_runner")
+_CHECKING_RUNNERS = torch_facts.named("checks_exit")
 _NVIDIA_TOOLS = frozenset(torch_facts.words("nvidia_tool"))
 
 
@@ -1027,12 +1029,12 @@ def _nvidia_tool(runner: str, args: Sequence[object], keywords: dict[str | None,
     ``check_output``)."""
     command = args[0] if args else keywords.get("args")
     words = command.values if isinstance(command, Items) else [command]
-    first = words[0] if words else None
-    if not isinstance(first, str) or not first.split() or first.split()[0] not in _NVIDIA_TOOLS:
+    program = words[0].split()[:1] if words and isinstance(words[0], str) else []
+    if not program or program[0] not in _NVIDIA_TOOLS:
         return None
-    shell = keywords.get("shell") is True or runner in torch_facts.named("shell_runner")
-    checked = keywords.get("check") is True or runner in torch_facts.named("checks_exit")
-    return None if shell and not checked else first.split()[0]
+    shell = keywords.get("shell") is True or runner in _SHELL_RUNNERS
+    checked = keywords.get("check") is True or runner in _CHECKING_RUNNERS
+    return None if shell and not checked else program[0]
 
 
 def _fixture_mark(decorator: ast.expr) -> bool:

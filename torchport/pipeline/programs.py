@@ -38,6 +38,7 @@ from torchport.codemods.analysis.programs import (
 )
 from torchport.model import torch_facts
 from torchport.model.torch_facts import RAISES_OFF_CUDA, text
+from torchport.pipeline.engine import STILL_STOPS
 from torchport.pipeline.notebooks import SUFFIX, locate
 from torchport.pipeline.project import (
     Outline,
@@ -374,7 +375,7 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
         index into ``results`` -> why its rewrites are not made (the program and its blocker).
     """
     suspects = may_leave(results)
-    stopped = any(_STILL_STOPS in d.message for r in results for d in r.diagnostics if d.code == "TP110")
+    stopped = any(STILL_STOPS in d.message for r in results for d in r.diagnostics if d.code == "TP110")
     if not suspects and not stopped:
         return {}
     # Only a module that itself needs CUDA, or defines a CUDA gate, makes a program CUDA-only (an entry point's
@@ -399,9 +400,6 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
         if result.changed and index not in left and (need := _needs_cuda_on_import(index, results, project)):
             left[index] = f"it needs CUDA whenever it is imported ({need}); it is left as written"
     return left
-
-
-_STILL_STOPS = "left as written: off CUDA the path still stops"  # `pipeline.engine`'s note of a held port
 
 
 def _needs_cuda_on_import(index: int, results: Sequence[FileResult], project: Project) -> str | None:
@@ -449,6 +447,13 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             imported.add(-1)  # read
         return index in imported
 
+    def shown(other: int, entry: int) -> str:
+        """Module ``other`` as the call of program ``entry`` names it: as the run showed it, or, where the run was
+        given absolute paths, from the entry point's folder."""
+        where = results[other].display
+        return Path(os.path.relpath(results[other].path, results[entry].path.parent)).as_posix() \
+            if Path(where).is_absolute() else where
+
     reasons: dict[int, str] = {}
     flags: set[str] | None = None
     for index, result in enumerate(results):
@@ -472,9 +477,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
                 index, trees, project):
             # the program always makes a process group: the runtime picks the CPU on a Mac once it exists, but a
             # device taken before it (RIFE's `device = tp.device()` at import) would stay MPS
-            line, here = _group_line(trees[index]), result.display
-            here = result.path.name if Path(here).is_absolute() else here  # from the entry point's folder
-            reasons[index] = f"a process group, which takes no MPS tensors, {here}:{line}"
+            group = f"{shown(index, index)}:{_group_line(trees[index])}"
+            reasons[index] = f"a process group, which takes no MPS tensors, {group}"
             continue
         for other in sorted(reach, key=lambda i: (i != index, results[i].display)):
             # what another module lacks counts where this program runs it (each step reads a text once)
@@ -485,10 +489,7 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
                 flags = _cuda_flags(results)
             lacks = found or (_kept_placement(results[other], flags or set()) if reach & carrying else None)
             if lacks is not None:
-                where = results[other].display
-                if Path(where).is_absolute():  # the run was given absolute paths: from the entry point's folder
-                    where = Path(os.path.relpath(results[other].path, results[index].path.parent)).as_posix()
-                reasons[index] = f"{lacks[1]}, {where}:{lacks[0]}"
+                reasons[index] = f"{lacks[1]}, {shown(other, index)}:{lacks[0]}"
                 break
     has_call = {i for i in reasons} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")}
     return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}

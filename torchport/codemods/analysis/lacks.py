@@ -74,7 +74,7 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
     makers = _NUMPY_MAKERS.search(text) or ".step(" in text  # an environment's rewards (`_rewards`)
     float64_named = _FROM_NUMPY_TO_DEVICE.search(text) and _NUMPY_FLOAT64.search(text)  # and arrays moved
     if tree is None and (found or _WIDE_TEXT.search(text) or "is_cuda" in text or makers or float64_named):
-        tree = _parsed(text)
+        tree = parse(text)
     if found and tree is not None:  # skorch's `if sparse.issparse(X): return torch.sparse_coo_tensor(...)`
         found = [hit for hit in found if hit[0] not in _data_branch_lines(tree)]
         if any(what == _DATA_PARALLEL for _, what in found) and _data_parallel_fed(tree):
@@ -90,10 +90,10 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
     if tree is not None and "is_cuda" in text:
         found.extend(_placed_if_on_cuda(tree))
     if "torchdiffeq" in text:
-        tree = tree or _parsed(text)
+        tree = tree or parse(text)
         found.extend(_adaptive_solves(tree) if tree is not None else [])
     if "cpp_extension" in text:
-        tree = tree or _parsed(text)
+        tree = tree or parse(text)
         found.extend(_cpu_extensions(tree) if tree is not None else [])
     if _WIDE_TEXT.search(text):
         if tree is None and not certain:
@@ -152,10 +152,6 @@ def _data_branch_lines(tree: ast.Module) -> set[int]:
                                                 for n in ast.walk(node.test)):
                 found.update(range(node.body[0].lineno, (node.body[-1].end_lineno or node.body[-1].lineno) + 1))
     return found
-
-
-def _parsed(text: str) -> ast.Module | None:
-    return parse(text)
 
 
 def _cpu_extensions(tree: ast.Module) -> list[tuple[int, str]]:

@@ -799,3 +799,38 @@ def test_a_query_whose_branch_names_cuda_only_through_the_runtime_is_ported() ->
         x = x.to(f'cuda:{gpu_idx}')
     """)
     assert "if tp.is_available():" in result.migrated and not any("R19" in d.message for d in result.diagnostics)
+
+
+def test_a_query_left_with_its_branch_leaves_what_only_that_branch_runs() -> None:
+    """nnAudio's tests: the query is kept for its f'cuda:{gpu_idx}' parametrize, so the move two lines below it,
+    a hunk of its own, runs only on CUDA again and stays with it."""
+    source = """\
+    import pytest
+    import torch
+
+    gpu_idx = 0
+    if torch.cuda.is_available():
+        x = torch.randn((4, 100)).to(
+            f'cuda:{gpu_idx}'
+        )
+
+        @pytest.mark.parametrize("device", [f'cuda:{gpu_idx}'])
+        def test_parallel(device):
+            assert x.device.type == "cuda"
+    """
+    result = _port(source)
+    assert result.migrated == textwrap.dedent(source)
+    assert not result.rewrites
+
+
+@pytest.mark.parametrize(("count", "held"), [
+    ("len(list(range(torch.cuda.device_count()))) > 0", True),
+    ("len(tuple(range(torch.cuda.device_count()))) > 0", True),
+    ("len(list(range(4))) > 0", False),
+])
+def test_a_list_of_the_cuda_devices_is_empty_off_cuda(count: str, held: bool) -> None:
+    """pytorch-segmentation's `availble_gpus = list(range(torch.cuda.device_count()))`, then `'cuda:0' if
+    len(availble_gpus) > 0 else 'cpu'`: the CUDA branch is never taken off CUDA, so its port changes nothing."""
+    result = _port(f"import torch\n\nmodel = torch.nn.Linear(2, 2)\n"
+                   f"device = torch.device('cuda:0' if {count} else 'cpu')\nmodel.to(device)\n")
+    assert (result.migrated == result.original) is held

@@ -113,7 +113,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     passing = _passing_tests(parsed, exempt) if tests else []
     held: list[Held] = []
     kept_code = False
-    kept_assert = False  # an assert whose removal is held
+    kept_assert = False  # an assert whose removal, or a query whose port, is held: what it stops is checked again
     decisions: dict[int, bool] = {}
     for index, (_, i1, i2, j1, j2) in enumerate(hunks):
         # a removal (an assert): the statement that runs next in its place, past blank and comment lines
@@ -136,7 +136,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
                 continue
         opened = _opens_cuda(lines, guards)
         if opened is not None:
-            decisions[index] = False
+            decisions[index], kept_assert = False, True
             held.append(Held(i1 + 1, max(i2, i1 + 1), None, "the branch it opens off CUDA still names the device "
                              f"{opened.value!r} (line {_original_line(opened.lineno, hunks)})"))
             continue
@@ -169,7 +169,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         ast.parse(code)
     except SyntaxError:
         return Checked(original, [Held(1, len(old), None)])
-    if kept_assert and code != original:  # the assert kept stops what runs after it: checked again with it
+    if kept_assert and code != original:  # the assert or query kept stops what runs after it: checked again with it
         again = check_port(original, code, exempt, parsed, None, gates, closed, tests)
         return Checked(again.code, held + [h for h in again.held if h not in held])
     return Checked(code, held)

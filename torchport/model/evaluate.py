@@ -130,7 +130,9 @@ def _imports(tree: ast.Module) -> dict[str, str]:
 
 
 # the builtins it evaluates
-_BUILTINS = frozenset({"any", "all", "len", "str", "int", "bool", "exit", "quit", "isinstance"})
+_BUILTINS = frozenset({"any", "all", "len", "str", "int", "bool", "exit", "quit", "isinstance", "range", "list",
+                       "tuple"})
+_RANGE = 16  # the longest range it lists: device counts, seldom more
 _GROUP = "<process group>"  # bound on a path that made a process group
 
 
@@ -324,9 +326,11 @@ class Evaluator:
         if isinstance(stmt, ast.If):
             return self._branch(stmt.test, stmt.body, stmt.orelse, p)
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
-            self.value(stmt.iter, p)
+            iterated = self.value(stmt.iter, p)
             if p.stop:
                 return [p]
+            if iterated == Items(()):  # `for i in range(torch.cuda.device_count())` off CUDA
+                return self.run(stmt.orelse, [p])
             self._bind(stmt.target, UNKNOWN, p)
             return self._loop(stmt.body + stmt.orelse, p)
         if isinstance(stmt, ast.While):
@@ -765,6 +769,11 @@ class Evaluator:
             return UNKNOWN if UNKNOWN in known else not wanted
         if name == "len" and args and isinstance(args[0], Items):
             return len(args[0].values)
+        if name in ("range", "list", "tuple"):
+            one = len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred)
+            if one and name == "range" and type(args[0]) is int and args[0] <= _RANGE:
+                return Items(tuple(range(args[0])))  # `range(torch.cuda.device_count())`: empty off CUDA
+            return args[0] if one and name != "range" and isinstance(args[0], Items) else UNKNOWN
         if name in ("str", "int", "bool") and args and isinstance(args[0], (str, int, bool)):
             try:
                 return {"str": str, "int": int, "bool": bool}[name](args[0])

@@ -262,3 +262,35 @@ def test_a_module_only_programs_whose_port_still_stops_reach_is_left_whole(tmp_p
     assert "0 file(s) would change" in done.output, done.output
     assert "dist_helper.py:6:1: TP110 1 rewrite(s) not made: [R07 cuda-only-library] only programs that run only on " \
            "CUDA reach this file (train.py: stops there once ported" in done.output, done.output
+
+
+@pytest.mark.parametrize("variant", ["script repo", "installable", "looked up by name"])
+def test_definitions_nothing_in_a_script_repo_runs_are_left_and_said_once(tmp_path: Path, variant: str) -> None:
+    """A research repo's old model and its helper, named only in a comment, are left as written with one note; the
+    script still runs on the CPU. A package users install, or a project that looks definitions up by a computed
+    name, gets every definition ported."""
+    folder = tmp_path / "unused_defs"
+    shutil.copytree(PROJECTS / "unused_defs", folder)
+    if variant == "installable":
+        (folder / "pyproject.toml").write_text('[project]\nname = "models"\nversion = "0.1"\n')
+    elif variant == "looked up by name":
+        train = folder / "train.py"
+        train.write_text(train.read_text().replace("    x = sample(8)\n", "    x = sample(8)\n"
+                                                   "    builder = getattr(model_module, 'Net')\n"
+                                                   "    other = getattr(model_module, sys.argv[0])\n")
+                         .replace("import torch\n", "import sys\n\nimport torch\n\nimport model as model_module\n"))
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        done = CliRunner().invoke(app, ["migrate", ".", "--apply", "--no-cache"])
+    finally:
+        os.chdir(cwd)
+    assert done.exit_code == 0, done.output
+    model = (folder / "model.py").read_text()
+    assert "return torch.randn(n, 4).to(tp.device())\n" in model  # `sample` runs
+    left = variant == "script repo"
+    assert ("nn.Linear(4, 2).cuda()" in model) is left and ("return torch.randn(n, 4).cuda()" in model) is left
+    assert (done.output.count("nothing in the project runs `OldNet`, `old_sample`") == 1) is left
+    if left:
+        ran = _run(folder, "train.py")
+        assert ran.returncode == 0 and "torch.Size([8, 2])" in ran.stdout, ran.stderr[-2000:]

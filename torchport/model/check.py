@@ -45,7 +45,8 @@ class Checked:
 
 def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(),
                syntax: ast.Module | None = None, tree: ast.Module | None = None,
-               gates: frozenset[str] = frozenset(), closed: bool = False, tests: bool = False) -> Checked:
+               gates: frozenset[str] = frozenset(), closed: bool = False, tests: bool = False,
+               unused: frozenset[str] = frozenset()) -> Checked:
     """Hold back the hunks of ``migrated`` (the rules' output for ``original``) that no clean path off CUDA runs.
 
     ``exempt``: lines of ``migrated`` whose stops do not count (CUDA on purpose: ``# torchport: ignore``).
@@ -54,6 +55,8 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     imports the module (a notebook): a module-level function it never names never runs. ``tests``: a test
     module: a test that already runs clean off CUDA as written and asks no device query keeps its CUDA devices,
     values it checks (tnt's ``get_process_group_backend_from_device(torch.device("cuda")) == "nccl"``).
+    ``unused``: the module's top-level functions and classes that no program of the project runs
+    (`torchport.pipeline.unused`).
     A port that unbinds a name its code still reads (an import removed, a use kept) is refused whole.
     Returns ``migrated`` unchanged when every hunk stays, ``original`` when none does (its support, such as an
     added import, goes with it), else the mix. Never raises: code CPython cannot parse is returned as given.
@@ -102,6 +105,8 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     dead = [span for span, was in taken.items() if not was] + _unread_defaults(tree)
     if closed:
         dead += _never_named(tree)
+    never = [(s.lineno, s.end_lineno or s.lineno, s.name) for s in tree.body
+             if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and s.name in unused]
     if module_stops:
         dead += _never_run_after(tree, max(stop.line for stop in module_stops), closed)
     if tests:
@@ -134,6 +139,11 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
                 decisions[index], kept_assert = False, True
                 held.append(Held(i1 + 1, max(i2, i1 + 1), replace(later, line=_original_line(later.line, hunks))))
                 continue
+        owner = next((name for first, last, name in never if first <= min(lines) and max(lines) <= last), None)
+        if owner is not None:
+            decisions[index] = False
+            held.append(Held(i1 + 1, max(i2, i1 + 1), None, f"{UNUSED} `{owner}`"))
+            continue
         opened = _opens_cuda(lines, guards)
         if opened is not None:
             decisions[index], kept_assert = False, True
@@ -170,7 +180,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     except SyntaxError:
         return Checked(original, [Held(1, len(old), None)])
     if kept_assert and code != original:  # the assert or query kept stops what runs after it: checked again with it
-        again = check_port(original, code, exempt, parsed, None, gates, closed, tests)
+        again = check_port(original, code, exempt, parsed, None, gates, closed, tests, unused)
         return Checked(again.code, held + [h for h in again.held if h not in held])
     return Checked(code, held)
 
@@ -226,6 +236,7 @@ def _passing_tests(original: ast.Module, exempt: frozenset[int]) -> list[tuple[i
 
 
 _QUERY = text("availability_query")
+UNUSED = "nothing in the project runs"  # the note of a definition no program runs, said once per module
 _PASSES = "the test passes off CUDA as written: its CUDA devices are values it checks"
 
 

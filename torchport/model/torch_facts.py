@@ -236,6 +236,9 @@ ROLES = {
     "spawn": "starts processes: its process count sizes a process group",
     "cuda_internals": "a prefix of torch's CUDA kernels, compiled or built here: CUDA-only under a guard",
     "rank": "answers a process's rank or a count of processes: an int, not negative",
+    "name_lookup": "finds a definition by a name computed at run time (`importlib.import_module`, hydra's "
+                   "`instantiate`): a definition no code names may still run",
+    "name_lookup_builtin": "a builtin that finds names at run time (`eval`, `globals()`), called by its bare name",
     "group_cuda_layer": "in a process group, takes only CUDA (or XPU) input in training: SyncBatchNorm raises on "
                         "CPU and MPS",
     "exit": "ends a program on purpose",
@@ -370,6 +373,10 @@ WORDS: dict[str, tuple[str, ...]] = {
     "nth_device_str": ("runtime_device",), "distributed_backend": ("runtime_group_call",),
     "ddp_device_ids": ("runtime_group_call",), "process_group_device_id": ("runtime_group_call",),
     "fsdp_device_id": ("runtime_group_call",), "nvidia-smi": ("nvidia_tool",),
+    "eval": ("name_lookup_builtin",), "exec": ("name_lookup_builtin",), "globals": ("name_lookup_builtin",),
+    "vars": ("name_lookup_builtin",), "__import__": ("name_lookup_builtin",), "import_module": ("name_lookup",),
+    "instantiate": ("name_lookup",), "locate": ("name_lookup",), "get_class": ("name_lookup",),
+    "import_string": ("name_lookup",), "get_obj_from_str": ("name_lookup",),
 }
 
 

@@ -139,13 +139,15 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
 
 def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str | None = None,
                    avoid_mps: str | None = None, gates: frozenset[str] = frozenset(),
-                   reached: bool = False) -> FileResult:
+                   reached: bool = False, unused: frozenset[str] = frozenset()) -> FileResult:
     """Run the rules over ``result.original`` (as read by `read_file`), filling in the rest of ``result``.
 
     ``hold``: why the module's device choices stay CUDA-or-CPU (see `torchport.pipeline.project`), or None.
     ``avoid_mps``: what MPS lacks in the program this entry point starts (see `torchport.pipeline.programs`).
     ``gates``: local names of the CUDA gates other modules of the project define.
     ``reached``: a ported program reaches the module, so its device code is ported even where it never names CUDA.
+    ``unused``: its top-level definitions no program of the project runs (`torchport.pipeline.unused`): left as
+    written.
 
     Never raises for a problem with the file: it becomes ``result.error`` and ``result.migrated``
     is None. The output is re-parsed; a rewrite that does not parse is an internal error.
@@ -194,7 +196,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
             called = {n.func.id for n in ast.walk(syntax) if isinstance(n, ast.Call)
                       and isinstance(n.func, ast.Name)} if defined else set()
             _hold_half_ports(text, migration, syntax, tree, gates,  # a narrowed rule set: a partial port asked for
-                             closed=result.path.suffix == ".ipynb",
+                             closed=result.path.suffix == ".ipynb", unused=unused,
                              tests=bool(_TEST_FILE.match(result.path.name)) or bool(defined) and not any(
                                  getattr(s, "name", "") in called for s in defined))
     result.migrated = migration.code
@@ -211,18 +213,20 @@ STILL_STOPS = "off CUDA the path still stops"
 
 
 def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tree: ast.Module,
-                     gates: frozenset[str] = frozenset(), closed: bool = False, tests: bool = False) -> None:
+                     gates: frozenset[str] = frozenset(), closed: bool = False, tests: bool = False,
+                     unused: frozenset[str] = frozenset()) -> None:
     """Put back the hunks of ``migration`` that no path off CUDA runs clean (`torchport.model.check`): their
     sites leave the rewrites, and one TP110 note per stop says where the path still stops. ``gates``: local names
     of the CUDA gates and CUDA-only functions other modules define. ``closed``: nothing imports the module (a
-    notebook), so a function it never names never runs. ``tests``: a test module (see `check_port`)."""
+    notebook), so a function it never names never runs. ``tests``: a test module; ``unused``: its definitions no
+    program runs (see `check_port`)."""
     from torchport.codemods.api import suppressions
     from torchport.codemods.core.reasons import HALF_PORT, note
-    from torchport.model.check import check_port
+    from torchport.model.check import UNUSED, check_port
     from torchport.results import Diagnostic
 
     checked = check_port(original, migration.code, frozenset(suppressions(migration.code)), syntax, tree, gates,
-                         closed, tests)
+                         closed, tests, unused)
     if not checked.held:
         return
     migration.code = checked.code
@@ -237,13 +241,15 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
     if not kept:  # the whole file stays: said once, with the first stop
         held = [next((h for h in held if h.stop is not None or h.why), held[0])]
     said: set[object] = set()
+    names = list(dict.fromkeys(h.why[len(UNUSED):] for h in held if h.why.startswith(UNUSED)))
     for h in held:
-        key = (h.stop.origin or h.stop.line) if h.stop else h.first if h.why else None
+        key = (h.stop.origin or h.stop.line) if h.stop else UNUSED if h.why.startswith(UNUSED) else \
+            h.first if h.why else None
         if key in said:
             continue
         said.add(key)
-        where = h.why or ("no path off CUDA runs it" if h.stop is None else
-                          f"{STILL_STOPS} at line {h.stop.line}: {h.stop.message}")
+        where = f"{UNUSED}{','.join(names)}" if key == UNUSED else h.why or (
+            "no path off CUDA runs it" if h.stop is None else f"{STILL_STOPS} at line {h.stop.line}: {h.stop.message}")
         migration.diagnostics.append(Diagnostic("TP110", h.first, 0, note(HALF_PORT, f"left as written: {where}")))
     migration.diagnostics.sort(key=lambda d: (d.line, d.column))
 

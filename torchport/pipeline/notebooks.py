@@ -309,9 +309,30 @@ def _splice(raw: str, before: str, after: str) -> str:
 def text_diff(before: str, after: str, label: str) -> str:
     """``before`` to ``after`` as a unified diff with git's ``a/label`` and ``b/label`` headers; a last line
     without its newline is marked as ``diff`` and ``git apply`` expect."""
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                 f"a/{label}", f"b/{label}")
+    a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    # difflib.unified_diff's matcher junks lines frequent in a long file, so that two alike functions, one
+    # ported, can show as a block moved; the full match shows each change in place
+    groups = difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(3)
+    lines = [f"--- a/{label}\n", f"+++ b/{label}\n"]
+    for group in groups:
+        (_, i1, _, j1, _), (_, _, i2, _, j2) = group[0], group[-1]
+        lines.append(f"@@ -{_range(i1, i2)} +{_range(j1, j2)} @@\n")
+        for tag, k1, k2, l1, l2 in group:
+            if tag == "equal":
+                lines.extend(" " + line for line in a[k1:k2])
+                continue
+            lines.extend("-" + line for line in a[k1:k2])
+            lines.extend("+" + line for line in b[l1:l2])
+    if len(lines) == 2:
+        return ""
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def _range(start: int, stop: int) -> str:
+    """A hunk's line range as unified diffs write it (``difflib._format_range_unified``)."""
+    length = stop - start
+    first = start + 1 if length else start
+    return str(first) if length == 1 else f"{first},{length}"
 
 
 def file_diff(result: NotebookResult) -> str:

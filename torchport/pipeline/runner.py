@@ -46,6 +46,7 @@ class Directive(NamedTuple):
     avoid_mps: str | None = None
     gates: frozenset[str] = frozenset()
     reached: bool = False  # a ported program reaches the file: its DDP ids and devices are ported, named CUDA or not
+    unused: frozenset[str] = frozenset()  # its top-level definitions no program of the project runs
 
 
 def default_jobs() -> int:
@@ -199,17 +200,24 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
     reached = programs.unnamed_reached(results)
     _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()), True)
                      for index in reached}, settings, jobs, cache)
+    from torchport.pipeline.unused import unused_definitions  # a warm run reads the directives: never imported
+
+    unused = unused_definitions(results)
+    _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()),
+                                      index in reached, names) for index, names in unused.items()},
+           settings, jobs, cache)
     if cache is not None and project_key is not None:
-        final = {i: Directive(holds.get(i), avoids.get(i), gates.get(i, frozenset()), i in reached)
-                 for i in {*gates, *holds, *avoids, *reached}}
+        final = {i: Directive(holds.get(i), avoids.get(i), gates.get(i, frozenset()), i in reached,
+                              unused.get(i, frozenset()))
+                 for i in {*gates, *holds, *avoids, *reached, *unused}}
         cache.put_decisions(project_key, {results[i].display: json.dumps([d.hold, d.avoid_mps, sorted(d.gates),
-                                                                          d.reached])
+                                                                          d.reached, sorted(d.unused)])
                                           for i, d in final.items()})
 
 
 def _directive(text: str) -> Directive:
-    hold, avoid, gates, reached = json.loads(text)
-    return Directive(hold, avoid, frozenset(gates), reached)
+    hold, avoid, gates, reached, unused = json.loads(text)
+    return Directive(hold, avoid, frozenset(gates), reached, frozenset(unused))
 
 
 def _project_key(results: list[FileResult], entries: dict[int, str], kind: str) -> str | None:
@@ -225,11 +233,12 @@ def _again(results: list[FileResult], directives: Mapping[int, Directive], setti
     """Migrate the files of ``directives`` again, each with what the project pass tells it; cached under a key
     that holds the directive, so that a warm run parses none of them."""
     keys: dict[int, str | None] = {}
-    for index, (hold, avoid, gates, reached) in directives.items():
+    for index, (hold, avoid, gates, reached, unused) in directives.items():
         result = results[index]
         entry = None
         if cache is not None:
-            told = f"{hold}\0{avoid}\0{sorted(gates)}" + ("\0reached" if reached else "")
+            told = f"{hold}\0{avoid}\0{sorted(gates)}" + ("\0reached" if reached else "") + (
+                f"\0unused {sorted(unused)}" if unused else "")
             entry = cache_module.key(f"{told}\0{result.original}".encode(), settings.for_file(result.path),
                                      style_for(result.path))
             if cache.get(entry, result):

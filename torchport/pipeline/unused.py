@@ -1,0 +1,177 @@
+"""Definitions nothing in a project runs: their rewrites would change nothing on any backend.
+
+A research repository that no packaging metadata makes installable is a set of programs, not a library: a
+top-level function or class of one of its modules that no code of the project names (nor one that code names, in
+turn) never runs. graph-generation keeps a dozen model classes and training loops whose only calls are commented
+out; porting them is churn. Read from CPython trees: a name counts as used wherever it appears as an identifier,
+an attribute, an imported name or a word of a string (``__all__``, ``getattr(m, "Model")``). Nothing is decided
+for a project that looks names up at run time (``getattr(models, config["arch"])``, ``eval``, ``globals()``,
+``import_module``, hydra's ``instantiate``), for a module that packaging metadata makes installable (its users
+call it), for test modules (pytest collects by name) or for decorated definitions (a decorator may register them).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from torchport.model import torch_facts
+from torchport.pipeline.library import find_metadata
+from torchport.pipeline.project import Project, outline, parse, remembered
+from torchport.results import FileResult
+
+_MODULES_AT_MOST = 400  # a bigger project is no loose set of scripts: nothing is decided
+
+
+@dataclass(frozen=True)
+class _Uses:
+    """What one module names: ``inside`` the identifiers each top-level function or class uses (what runs when it
+    is called or made), ``roots`` those the rest of the module uses (its body, the decorators, defaults and bases
+    of its definitions, the names of the decorated ones), ``candidates`` its undecorated top-level definitions,
+    ``dynamic`` whether it looks names up at run time (`_looks_up`), ``lookups`` the names it looks names up in
+    (``models`` of ``getattr(models, config["arch"])``): a module of the project bound there is read dynamically."""
+
+    inside: dict[str, frozenset[str]]
+    roots: frozenset[str]
+    candidates: frozenset[str]
+    dynamic: bool
+    lookups: frozenset[str] = frozenset()
+
+
+_USES: dict[str, _Uses | None] = {}
+
+
+def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
+    """The top-level functions and classes of each changed module that no program of the project runs.
+
+    Args:
+        results: one per file of the run (``original`` is the source).
+
+    Returns:
+        index into ``results`` -> the names of its definitions nothing runs (only modules with some).
+    """
+    texts = [r.original for r in results]
+    if sum(t is not None for t in texts) > _MODULES_AT_MOST:
+        return {}
+    tests = torch_facts.text("test_file")
+    changed = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and r.path.name != "conftest.py"
+               and not tests.match(r.path.name) and find_metadata(r.path.resolve().parent) is None]
+    if not changed:
+        return {}
+    uses: list[_Uses] = []
+    for index, text in enumerate(texts):
+        if text is None:
+            uses.append(_Uses({}, frozenset(), frozenset(), False))
+            continue
+        found = _uses(text) if results[index].path.suffix == ".py" else None
+        if found is None:  # a notebook, or a module that does not parse: each of its words may name a definition
+            found = _Uses({}, frozenset(_words(text)), frozenset(), False)
+        uses.append(found)
+    project = Project(results)
+    for index, found in enumerate(uses if len(uses) == len(results) else ()):
+        if found.dynamic or (found.lookups and any(local in found.lookups for local, _, _ in project.bindings(index))):
+            return {}
+    imported = {other for index in range(len(results)) for other in project.imports(index)}
+    live = set().union(*(u.roots for u in uses))
+    todo = list(live)
+    bodies: dict[str, list[frozenset[str]]] = {}
+    for u in uses:
+        for name, inside in u.inside.items():
+            bodies.setdefault(name, []).append(inside)
+    while todo:
+        for inside in bodies.get(todo.pop(), ()):
+            for name in inside - live:
+                live.add(name)
+                todo.append(name)
+    found_unused: dict[int, frozenset[str]] = {}
+    for index in changed:
+        mine, shape = _uses(texts[index] or ""), outline(texts[index])
+        # a module nothing imports that is no script may be imported by its users: its definitions count
+        if mine is None or (index not in imported and not (shape.script or shape.works_at_top)):
+            continue
+        unused = mine.candidates - live
+        if unused:
+            found_unused[index] = frozenset(unused)
+    return found_unused
+
+
+def _uses(text: str) -> _Uses | None:
+    """`_Uses` of a module's ``text``, read once per text; None when it does not parse."""
+    def read() -> _Uses | None:
+        tree = parse(text)
+        if tree is None:
+            return None
+        inside: dict[str, frozenset[str]] = {}
+        roots: set[str] = set()
+        candidates: set[str] = set()
+        for statement in tree.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                runs_now: list[ast.AST] = [*statement.decorator_list]
+                later: list[ast.AST] = []
+                if isinstance(statement, ast.ClassDef):
+                    runs_now += [*statement.bases, *statement.keywords]
+                    for inner in statement.body:  # a class body runs where the class is defined
+                        (later if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) else runs_now).append(
+                            inner)
+                else:
+                    runs_now += [*statement.args.defaults, *(d for d in statement.args.kw_defaults if d)]
+                    later += statement.body
+                    if statement.returns is not None:
+                        runs_now.append(statement.returns)
+                roots.update(name for node in runs_now for name in _names(node))
+                inside[statement.name] = frozenset(name for node in later for name in _names(node))
+                if statement.decorator_list or statement.name.startswith("__"):
+                    roots.add(statement.name)
+                else:
+                    candidates.add(statement.name)
+            else:
+                roots.update(_names(statement))
+        lookups = {found for node in ast.walk(tree) if (found := _looks_up(node))}
+        return _Uses(inside, frozenset(roots), frozenset(candidates), True in lookups,
+                     frozenset(n for n in lookups if isinstance(n, str)))
+
+    return remembered(_USES, text, read)
+
+
+def _names(node: ast.AST) -> Iterator[str]:
+    """Every identifier ``node`` may use: names, attributes, imported names, and the words of its strings."""
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name):
+            yield inner.id
+        elif isinstance(inner, ast.Attribute):
+            yield inner.attr
+        elif isinstance(inner, ast.alias):
+            yield (inner.asname or inner.name).split(".")[0]
+            yield inner.name.rsplit(".", 1)[-1]
+        elif isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+            yield from _words(inner.value)
+
+
+def _words(text: str) -> list[str]:
+    """The identifiers among the words of ``text``."""
+    return [w for w in "".join(c if c.isalnum() or c == "_" else " " for c in text).split() if w.isidentifier()]
+
+
+def _looks_up(node: ast.AST) -> bool | str:
+    """Whether ``node`` finds a definition by a name computed at run time: True for ``eval``, ``globals()``,
+    ``importlib.import_module``, ``hydra.utils.instantiate``, ``sys.modules[...]``...; the name looked in for
+    ``getattr(models, name)`` or ``models.__dict__[name]`` (a module of the project, or not); else False."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if name in torch_facts.words("name_lookup") or (
+                isinstance(func, ast.Name) and name in torch_facts.words("name_lookup_builtin")):
+            return True
+        if name == "getattr" and len(node.args) > 1 and not isinstance(node.args[1], ast.Constant):
+            root = node.args[0]
+            while isinstance(root, ast.Attribute):  # `getattr(models.nets, name)`: `models` is looked in
+                root = root.value
+            return root.id if isinstance(root, ast.Name) else not isinstance(root, (ast.Subscript, ast.Call))
+        return False
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute):
+        if node.value.attr == "modules":
+            return True
+        if node.value.attr == "__dict__":
+            return node.value.value.id if isinstance(node.value.value, ast.Name) else True
+    return False

@@ -728,9 +728,10 @@ def test_a_cuda_assert_stays_where_a_rank_0_path_past_it_still_needs_cuda_and_th
         "NVIDIA's driver is not installed"]
 
 
-def test_torchs_own_gpu_count_skip_skips_off_cuda_alone() -> None:
-    source = """\
-    from torch.testing._internal.common_distributed import skip_if_lt_x_gpu
+@pytest.mark.parametrize("module", ["common_distributed", "distributed._tensor.common_dtensor"])  # and re-exported
+def test_torchs_own_gpu_count_skip_skips_off_cuda_alone(module: str) -> None:
+    source = f"""\
+    from torch.testing._internal.{module} import skip_if_lt_x_gpu
     import torch
 
     @skip_if_lt_x_gpu(4)

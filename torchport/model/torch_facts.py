@@ -201,6 +201,7 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "pytest.xfail": ("skip",), "pytest.mark.skipif": ("skip_if",), "unittest.skipIf": ("skip_if",),
     "unittest.skipUnless": ("skip_unless",), "pytest.mark.skip": ("skip_always",), "unittest.skip": ("skip_always",),
     "torch.testing._internal.common_distributed.skip_if_lt_x_gpu": ("skip_below_gpus",),
+    "torch.testing._internal.distributed._tensor.common_dtensor.skip_if_lt_x_gpu": ("skip_below_gpus",),
     "pytest": ("test_framework",), "unittest": ("test_framework",),
     "torch.nn.parallel.DistributedDataParallel": ("ddp",),
     "torch.nn.parallel.distributed.DistributedDataParallel": ("ddp",),

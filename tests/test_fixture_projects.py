@@ -294,3 +294,29 @@ def test_definitions_nothing_in_a_script_repo_runs_are_left_and_said_once(tmp_pa
     if left:
         ran = _run(folder, "train.py")
         assert ran.returncode == 0 and "torch.Size([8, 2])" in ran.stdout, ran.stderr[-2000:]
+
+
+@pytest.mark.parametrize("picks_mps", [False, True])
+def test_data_following_moves_stay_where_every_program_keeps_cuda_or_the_cpu(tmp_path: Path, picks_mps: bool) -> None:
+    """NRI: `mask.cuda()` under `if x.is_cuda:` in a module only flag-held scripts reach (`args.cuda` stays
+    CUDA-or-CPU) would become `mask.to(x.device)`, the same everywhere: left, said once. Where a program also picks
+    MPS, data may be there, and the move is made."""
+    folder = tmp_path / "flag_followers"
+    shutil.copytree(PROJECTS / "flag_followers", folder)
+    if picks_mps:
+        (folder / "mac.py").write_text("import torch\n\nfrom modules import encode\n\n"
+                                       "print(encode(torch.ones(2, 2, device='mps')))\n")
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        done = CliRunner().invoke(app, ["migrate", ".", "--apply", "--no-cache"])
+    finally:
+        os.chdir(cwd)
+    assert done.exit_code == 0, done.output
+    modules = (folder / "modules.py").read_text()
+    assert (modules == (PROJECTS / "flag_followers" / "modules.py").read_text()) is not picks_mps
+    assert ("mask = mask.to(x.device)" in modules) is picks_mps
+    assert done.output.count("keeps its data on CUDA or the CPU") == (0 if picks_mps else 1)
+    assert (folder / "train.py").read_text() == (PROJECTS / "flag_followers" / "train.py").read_text()
+    ran = _run(folder, "train.py")
+    assert ran.returncode == 0 and ran.stdout.strip() == "True", ran.stderr[-2000:]

@@ -888,6 +888,44 @@ def cpu_only_amp(results: Sequence[FileResult]) -> dict[int, str]:
     return left
 
 
+FOLLOW_CODES = frozenset({"TP024"})  # data moved to other data's device (`x.cuda() if y.is_cuda else x`)
+
+
+def kept_off_accelerators(results: Sequence[FileResult]) -> dict[int, str]:
+    """The changed modules of a project no packaging metadata makes installable whose only rewrites move data to
+    other data's device (`FOLLOW_CODES`), that only programs which port nothing else and never name another
+    backend reach: their data is on CUDA or the CPU, as before, so ``y.device`` is CUDA exactly where ``y.is_cuda``
+    was (NRI's modules, behind scripts whose ``args.cuda`` flag keeps them CUDA-or-CPU).
+
+    Returns:
+        index into ``results`` -> why its rewrites are not made.
+    """
+    from torchport.pipeline.library import find_metadata
+
+    follow = {i for i, r in enumerate(results) if r.changed and set(r.rewrites) <= FOLLOW_CODES
+              and find_metadata(r.path.resolve().parent) is None}
+    if not follow:
+        return {}
+    project = Project(results)
+    other_backend = text("other_backend_text")
+
+    def keeps(index: int) -> bool:
+        """Whether module ``index`` moves no data anywhere new: unchanged, and naming no other backend."""
+        result = results[index]
+        return index in follow or not result.changed and not other_backend.search(result.original or "")
+
+    left: dict[int, str] = {}
+    reaching: dict[int, list[int]] = {}
+    for index in range(len(results)):
+        for reached in project.reach(index) & follow:
+            reaching.setdefault(reached, []).append(index)
+    for index, starts in reaching.items():
+        if all(keeps(i) for start in starts for i in project.reach(start)):
+            left[index] = (f"every program that reaches it ({results[index].display}) keeps its data on CUDA or "
+                           "the CPU, so data is on CUDA here exactly where it was")
+    return left
+
+
 def faked_by_tests(results: Sequence[FileResult]) -> dict[int, str]:
     """The changed modules that a test which fakes ``torch.cuda`` imports: such a test sees CUDA where there is none
     and expects the module's CUDA calls, so the module is ported only with that test (which stays as written).

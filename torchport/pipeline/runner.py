@@ -154,6 +154,7 @@ def _run(found: Sequence[Found], settings: Settings, jobs: int, cache: cache_mod
     _leave(results, cache, entries, "programs", programs.left_whole, programs.CUDA_ONLY_LIBRARY_TAG)
     _leave(results, cache, entries, "fakes", programs.faked_by_tests, programs.FAKES_CUDA_TAG)
     _leave(results, cache, entries, "amp", programs.cpu_only_amp, programs.CUDA_ONLY_TAG)
+    _leave(results, cache, entries, "follow", programs.kept_off_accelerators, programs.CUDA_ONLY_TAG)
     return results
 
 

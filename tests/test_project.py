@@ -419,3 +419,24 @@ def test_an_object_whose_class_moves_itself_to_cuda_alone_keeps_its_guard(tmp_pa
     assert any(d.code == "TP106" and "`nets.Encoder`" in d.message for d in run.diagnostics)
     assert any("R13" in d.message for d in run.diagnostics)
 
+
+
+def test_an_object_of_a_subclass_of_a_class_with_its_own_cuda_keeps_its_cuda_call(tmp_path: Path) -> None:
+    """pytorch-seq2seq: `Perplexity(NLLLoss)` and `NLLLoss(Loss)` inherit `Loss.cuda()`, which moves its criterion;
+    none of them has a `to()`, so `loss.to(tp.device())` would raise AttributeError, on CUDA too. The call stays,
+    and `Loss.cuda()`'s own body is ported."""
+    _tree(tmp_path, {
+        "s2s/__init__.py": "",
+        "s2s/loss/__init__.py": "from .loss import Perplexity\n",
+        "s2s/loss/loss.py": "import torch\n\n\nclass Loss(object):\n    def __init__(self):\n"
+                            "        self.criterion = torch.nn.NLLLoss()\n\n    def cuda(self):\n"
+                            "        self.criterion.cuda()\n\n\nclass NLLLoss(Loss):\n    pass\n\n\n"
+                            "class Perplexity(NLLLoss):\n    pass\n",
+        "sample.py": "import torch\nfrom s2s.loss import Perplexity\n\nloss = Perplexity()\nx = torch.ones(2).cuda()\n"
+                     "if torch.cuda.is_available():\n    loss.cuda()\n",
+    })
+    found = _run(tmp_path)
+    sample = found["sample.py"]
+    assert "x = torch.ones(2).to(tp.device())\n" in sample.migrated and "    loss.cuda()\n" in sample.migrated
+    assert any(d.code == "TP106" and "`Perplexity`" in d.message for d in sample.diagnostics)
+    assert "self.criterion.to(tp.device())" in found["s2s/loss/loss.py"].migrated

@@ -292,7 +292,7 @@ class CudaMethod(Rule):
         if made is not None:
             m.mark_handled(original)
             m.report("TP106", original, f"`.cuda()` left unchanged: this is a `{made}`, whose class moves itself its "
-                     "own way (its own `cuda`, and a `to` that takes CUDA alone)")
+                     "own way (its own `cuda`, and no `to` or one that takes CUDA alone)")
             return None
         if m.store(self).get("own_cuda") and not _inside_own_cuda(m, func.value):
             m.mark_handled(original)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 # Not DataParallel: without CUDA it ignores `device_ids` (CPU, MPS: the module is returned as is) or uses
 # them as given (XPU), so wrapping them would change nothing anywhere.
 _PARALLEL = torch_facts.named("ddp")
+_BARRIER = torch_facts.named("barrier")
 _INIT = torch_facts.named("init_process_group")
 _DEVICE_KEYWORDS = torch_facts.words("ddp_device_keyword")
 _FSDP = torch_facts.named("fsdp")
@@ -138,8 +139,8 @@ class DdpDeviceIds(Rule):
     code = "TP031"
     moves_data = False
     name = "ddp-device-ids"
-    summary = ("DDP `device_ids` and `output_device` are dropped off CUDA/XPU at run time "
-               "(DataParallel already ignores them).")
+    summary = ("DDP `device_ids` and `output_device`, and a barrier's `device_ids`, are dropped off CUDA/XPU at run "
+               "time (DataParallel already ignores them).")
     before, after = "DDP(model, device_ids=[rank])", "DDP(model, device_ids=tp.ddp_device_ids([rank]))"
     triggers = (r"\b(?:device_ids|output_device)\b", r"DistributedDataParallel")
     names = _PARALLEL
@@ -156,6 +157,10 @@ class DdpDeviceIds(Rule):
         Example('# runs on CUDA\nkwargs["device_ids"] = [rank]\n',
                 '# runs on CUDA\nkwargs["device_ids"] = tp.ddp_device_ids([rank])\n'),
         Example("# runs on CUDA\nimport torch\nm = torch.nn.DataParallel(model, device_ids=[0, 1])\n"),
+        # a barrier's ids: `[device.index]` is `[None]` for the CPU device, which gloo refuses
+        Example("# runs on CUDA\nimport torch.distributed as dist\ndist.barrier(device_ids=[device.index])\n",
+                "# runs on CUDA\nimport torch.distributed as dist\n"
+                "dist.barrier(device_ids=tp.ddp_device_ids([device.index]))\n"),
     )
 
     def _wrap(self, m: Migrator, old: cst.BaseExpression, value: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -166,12 +171,15 @@ class DdpDeviceIds(Rule):
         return m.runtime_call("ddp_device_ids", [value])
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.Call | None:
-        if not m.qnames(original.func) & _PARALLEL:
+        names = m.qnames(original.func)
+        barrier = bool(names & _BARRIER)
+        if not (names & _PARALLEL or barrier):
             return None
         changed, args = False, []
         for index, (old, arg) in enumerate(zip(original.args, updated.args)):
             keyword = arg.keyword.value if arg.keyword else None
-            if (keyword in _DEVICE_KEYWORDS or (keyword is None and not arg.star and index in (1, 2))):
+            if keyword == "device_ids" if barrier else (
+                    keyword in _DEVICE_KEYWORDS or (keyword is None and not arg.star and index in (1, 2))):
                 wrapped = self._wrap(m, old.value, arg.value)
                 if wrapped is not None:
                     arg, changed = arg.with_changes(value=wrapped), True

@@ -205,6 +205,7 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "pytest": ("test_framework",), "unittest": ("test_framework",),
     "torch.nn.parallel.DistributedDataParallel": ("ddp",),
     "torch.nn.parallel.distributed.DistributedDataParallel": ("ddp",),
+    "torch.distributed.barrier": ("barrier",), "torch.distributed.distributed_c10d.barrier": ("barrier",),
     "torch.distributed.init_process_group": ("init_process_group",),
     "torch.distributed.distributed_c10d.init_process_group": ("init_process_group",),
     "torch.distributed.fsdp.FullyShardedDataParallel": ("fsdp",),
@@ -293,6 +294,7 @@ ROLES = {
     "ddp": "DistributedDataParallel (not DataParallel: without CUDA it ignores `device_ids` (CPU, MPS) or uses them "
            "as given (XPU), so wrapping them would change nothing anywhere)",
     "init_process_group": "makes the process group: its backend is ported",
+    "barrier": "a process group's barrier: its `device_ids` must be ints (a CPU device's `.index` is None)",
     "fsdp": "FullyShardedDataParallel: its `device_id` is ported",
     "ddp_device_keyword": "a keyword argument of DistributedDataParallel that names devices",
     "program_exit": "a call that ends a program or a test (`sys.exit`, `os._exit`, `pytest.skip`, `self.fail`)",

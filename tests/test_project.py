@@ -440,3 +440,26 @@ def test_an_object_of_a_subclass_of_a_class_with_its_own_cuda_keeps_its_cuda_cal
     assert "x = torch.ones(2).to(tp.device())\n" in sample.migrated and "    loss.cuda()\n" in sample.migrated
     assert any(d.code == "TP106" and "`Perplexity`" in d.message for d in sample.diagnostics)
     assert "self.criterion.to(tp.device())" in found["s2s/loss/loss.py"].migrated
+
+
+@pytest.mark.parametrize("dispatches", [True, False])
+def test_device_values_a_project_function_dispatches_on_are_labels(tmp_path: Path, dispatches: bool) -> None:
+    """torch-harmonics' benchmark registry: entries keep `device="cuda"`, and the runner's `_resolve_device(
+    entry.device)` compares it with "cpu" and "cuda" to skip what is not there. The strings name its branches: a
+    port would run CUDA's entries on the CPU. Where nothing compares them, they are device settings, ported."""
+    resolve = ('    if spec == "cpu":\n        return torch.device("cpu")\n    if spec == "cuda":\n'
+               '        return torch.device("cuda") if torch.cuda.is_available() else None\n    return None\n'
+               if dispatches else '    return torch.device(spec)\n')
+    _tree(tmp_path, {
+        "bench.py": "import torch\n\n\nclass Entry:\n    def __init__(self, name, device):\n"
+                    "        self.name, self.device = name, device\n\n\n"
+                    f"def _resolve_device(spec):\n{resolve}\n\ndef run(entry):\n"
+                    "    device = _resolve_device(entry.device)\n    return torch.ones(2, device=device)\n",
+        "configs.py": 'from bench import Entry\n\nCONFIGS = [dict(name="a_cuda", device="cuda"), '
+                      'dict(name="a_cpu", device="cpu")]\nENTRIES = [Entry(name=c["name"], device=c["device"]) '
+                      'for c in CONFIGS]\nEXTRA = Entry(name="b_cuda", device="cuda")\n',
+    })
+    configs = _run(tmp_path)["configs.py"]
+    assert (configs.migrated == configs.original) is dispatches
+    assert sum("R09" in d.message and "`device` values" in d.message for d in configs.diagnostics) == (
+        2 if dispatches else 0)

@@ -376,6 +376,17 @@ def _in_method_of(m: Migrator, classes: Mapping[str, int], line: int) -> bool:
     return node.name.value != "__init__" or 0 < ready < line  # type: ignore[attr-defined]
 
 
+def _dispatched(m: Migrator, field: str, value: cst.BaseExpression) -> bool:
+    """Whether ``value``, a CUDA device string under the key or keyword ``field``, is a label: the project hands
+    ``field`` values to a function that compares them with "cuda" and another device type itself (the gates'
+    ``=field``, `torchport.pipeline.programs`); then it is left, with a note."""
+    if f"={field}" not in m.gates or not is_cuda_literal(value):
+        return False
+    m.skip_region(value, CUDA_SETTING, f'the project hands its `{field}` values to a function that compares them '
+                  'with "cuda" and another device type itself: this one names that function\'s CUDA branch')
+    return True
+
+
 def _inside_own_cuda(m: Migrator, receiver: cst.BaseExpression) -> bool:
     """``self.x.cuda()`` inside a class's own ``def cuda(self)``: the container moving its tensors, which a port
     moves to the runtime's device (``Batch(...).cuda()`` then works off CUDA). ``self.cuda()`` there is its own."""
@@ -668,6 +679,8 @@ class DeviceString(_StringRule):
     def visit_DictElement(self, m: Migrator, node: cst.DictElement) -> None:
         key = string_value(node.key)
         compared = any(isinstance(a, cst.Comparison) for a in m.ancestors)
+        if key is not None:
+            _dispatched(m, key, node.value)
         if key is not None and DEVICE_WORD.search(key) and not key.endswith("type") and not compared:
             m.set_context(node.value, "str", self.code)
         elif compared and is_cuda_literal(node.value):
@@ -685,6 +698,8 @@ class DeviceString(_StringRule):
             if keyword == "default" and is_cuda_literal(arg.value) and self._maps_where_used(m, node):
                 m.mark_handled(arg.value)  # the option stays "cuda"; `torch.device(args.device)` maps it
                 continue
+            if keyword is not None and not torch_call:
+                _dispatched(m, keyword, arg.value)
             if keyword in _STRING_KEYWORDS and not (keyword in ("device", "map_location") and torch_call):
                 if (id(arg.value) not in m.contexts) \
                         and not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "to") \

@@ -478,6 +478,8 @@ TEXT = {
                     "`sys.path.insert(...)`, `sys.path += ...`, `site.addsitedir(...)`: what makes a module importable "
                     "that was not"),
     "dynamic_import": (r"\bimport_module\(|\b__import__\(", "a module imported by name at run time"),
+    "compares_cpu": (r"""==\s*["']cpu["']""", "text of a module that compares a value with \"cpu\": it may dispatch on "
+                     "device names"),
 }
 
 

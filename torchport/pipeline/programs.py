@@ -642,6 +642,11 @@ def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None
         readers[index] = readers.get(index, frozenset()) | passed
     for index, names in _own_device_classes(results, trees, project, changed).items():
         readers[index] = readers.get(index, frozenset()) | names
+    fields = _dispatched_fields(results, trees)
+    for index in changed if fields else ():
+        text = results[index].original or ""
+        readers[index] = readers.get(index, frozenset()) | frozenset(
+            f"={field}" for field in fields if field in text)
     # A name reaches a changed file only from a module it binds from: no other module's functions are evaluated.
     stuck = _stuck_functions(results, {target for i in changed for _, target, _ in project.bindings(i) if target != i})
     if not (gating or needing or stuck):
@@ -740,6 +745,51 @@ def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.M
                     grown = True
     return {index: frozenset(f"{name}.cuda" for name in bound)
             for index in changed if (bound := _bound(index, project, defined))}
+
+
+def _dispatched_fields(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None]) -> frozenset[str]:
+    """The attribute and key names whose values the project hands to one of its functions that compares the
+    parameter with ``"cuda"`` and another device type itself (`analysis.defaults.dispatching_parameters`):
+    torch-harmonics' benchmark registry keeps ``device="cuda"`` per entry, and its runner's
+    ``_resolve_device(entry.device)`` skips entries whose device is not there. Such a value names a branch of that
+    function, not a placement: a port to the runtime's device would run CUDA's entries on the CPU."""
+    from torchport.codemods.analysis.defaults import dispatching_parameters
+
+    dispatchers: dict[str, set[int | str]] = {}  # function name -> its dispatching parameters, by position and name
+    for index, result in enumerate(results):
+        if not _DISPATCH_TEXT.search(result.original or "") or (tree := trees[index]) is None:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (found := dispatching_parameters(node)):
+                names = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+                offset = 1 if names[:1] in (["self"], ["cls"]) else 0
+                dispatchers.setdefault(node.name, set()).update(
+                    {name for name in found} | {i - offset for i, name in enumerate(names) if name in found})
+    if not dispatchers:
+        return frozenset()
+    fields: set[str] = set()
+    for index, result in enumerate(results):
+        if not any(name in (result.original or "") for name in dispatchers) or (tree := trees[index]) is None:
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            wanted = dispatchers.get(name or "")
+            if wanted is None:
+                continue
+            given = [a for i, a in enumerate(node.args) if i in wanted] + [
+                k.value for k in node.keywords if k.arg in wanted]
+            for value in given:
+                if isinstance(value, ast.Attribute):
+                    fields.add(value.attr)
+                elif isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) \
+                        and isinstance(value.slice.value, str):
+                    fields.add(value.slice.value)
+    return frozenset(fields)
+
+
+_DISPATCH_TEXT = text("compares_cpu")
 
 
 # What may still stop a module's port: `.cuda()`, a torch.cuda call that raises off CUDA, a CUDA device string.
@@ -902,7 +952,7 @@ def kept_off_accelerators(results: Sequence[FileResult]) -> dict[int, str]:
     """
     from torchport.pipeline.library import find_metadata
 
-    follow = {i for i, r in enumerate(results) if r.changed and set(r.rewrites) <= FOLLOW_CODES
+    follow = {i for i, r in enumerate(results) if r.changed and r.rewrites and set(r.rewrites) <= FOLLOW_CODES
               and find_metadata(r.path.resolve().parent) is None}
     if not follow:
         return {}

@@ -42,6 +42,28 @@ def test_float64_in_a_function_the_program_never_names_blocks_nothing(tmp_path: 
     assert found["uses_fid.py"].hold is not None and "pkg/fid.py:5 uses float64" in found["uses_fid.py"].hold
 
 
+def test_float64_named_only_by_code_the_program_never_runs_blocks_nothing(tmp_path: Path) -> None:
+    """ptwt: its package imports both transforms and its packets module into every program; packets' method names
+    the sparse float64 transform, but a script calling the convolution transform never runs that method. A set of
+    the dtypes it supports is no float64 tensor either."""
+    _tree(tmp_path, {
+        "pkg/__init__.py": "from .conv import wavedec\nfrom .matmul import MatrixWavedec\n"
+                           "from .packets import Packet\n",
+        "pkg/constants.py": "import torch\n\nSUPPORTED_DTYPES = {torch.float32, torch.float64}\n",
+        "pkg/conv.py": "import torch\nfrom .constants import SUPPORTED_DTYPES\n\n\ndef wavedec(x):\n"
+                       "    assert x.dtype in SUPPORTED_DTYPES\n    return x.cumsum(0)\n",
+        "pkg/matmul.py": "import torch\n\n\nclass MatrixWavedec:\n    def __call__(self, x):\n"
+                         "        return x.double().cumsum(0)\n",
+        "pkg/packets.py": "from .matmul import MatrixWavedec\n\n\nclass Packet:\n    def transform(self, x):\n"
+                          "        return MatrixWavedec()(x)\n",
+        "conv_script.py": "import pkg\n" + IDIOM + "print(pkg.wavedec(torch.ones(2, device=device)))\n",
+        "matrix_script.py": "import pkg\n" + IDIOM + "print(pkg.MatrixWavedec()(torch.ones(2, device=device)))\n",
+    })
+    found = _run(tmp_path)
+    assert found["conv_script.py"].hold is None and "tp.available_device_str()" in found["conv_script.py"].migrated
+    assert "pkg/matmul.py:6 uses float64" in (found["matrix_script.py"].hold or "")
+
+
 @pytest.mark.parametrize("dtype", ["double", "float"])
 def test_float64_in_an_imported_module_keeps_the_idiom(tmp_path: Path, dtype: str) -> None:
     _tree(tmp_path, {

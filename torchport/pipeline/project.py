@@ -43,7 +43,6 @@ _DYNAMIC_IMPORT = torch_facts.text("dynamic_import")
 _OUTLINES: dict[str, Outline] = {}
 _LACKING: dict[tuple[str, bool], tuple[tuple[int, str], ...]] = {}
 _NAMES: dict[str, _Names] = {}
-_ALL_NAMES: dict[str, frozenset[str]] = {}
 _MEMO_LIMIT = 20_000
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -240,11 +239,6 @@ def _names(text: str) -> _Names:
     return remembered(_NAMES, text, read)
 
 
-def _all_names(text: str) -> frozenset[str]:
-    """Every identifier a module uses (`_Names`), read once per text."""
-    return remembered(_ALL_NAMES, text, lambda: _names(text).top.union(*_names(text).inside.values()))
-
-
 def _used(node: ast.AST) -> Iterator[str]:
     for inner in ast.walk(node):
         if isinstance(inner, ast.Name):
@@ -283,6 +277,7 @@ class Project:
             self.names[index] = name
             self.by_name.setdefault(name, []).append(index)
         self._edges: dict[tuple[int, bool], set[int]] = {}
+        self.runs: dict[frozenset[int], frozenset[str]] = {}  # `program_names`, per program's modules
 
     def _module_name(self, path: Path) -> str:
         parts = [] if path.name == "__init__.py" else [path.stem]
@@ -464,9 +459,8 @@ class Project:
 
 def reached_lack(project: Project, other: int, reach: Iterable[int], certain: bool = False) -> tuple[int, str] | None:
     """The first line of module ``other`` using what MPS lacks that a program of modules ``reach`` runs: at its
-    top level, or in a function or class the program names (in another of its modules, or at ``other``'s top level),
-    or one such a definition names in turn. piq's ``fid.py`` casts to float64 inside ``FID``: its package imports it
-    into every program, but only one that names ``FID`` runs the cast."""
+    top level, or in a function or class the program names (`program_names`). piq's ``fid.py`` casts to float64
+    inside ``FID``: its package imports it into every program, but only one that names ``FID`` runs the cast."""
     text = project.results[other].original or ""
     found = lacking_all(text, certain)
     if not found:
@@ -475,16 +469,31 @@ def reached_lack(project: Project, other: int, reach: Iterable[int], certain: bo
     where = {line: name for first, last, name in names.spans for line, _ in found if first <= line <= last}
     if not where:
         return found[0]
-    others = [t for i in reach if i != other and (t := project.results[i].original)]
-    todo = [n for n in names.inside if n in names.top  # the text first: most modules never spell the name
-            or any(n in t and n in _all_names(t) for t in others)]
-    run = set(todo)
-    while todo:
-        for name in names.inside[todo.pop()] & names.inside.keys():
-            if name not in run:
-                run.add(name)
-                todo.append(name)
+    run = program_names(project, reach)
     return next(((line, what) for line, what in found if where.get(line) is None or where[line] in run), None)
+
+
+def program_names(project: Project, reach: Iterable[int]) -> frozenset[str]:
+    """The names a program of modules ``reach`` may run: those the top level of its modules uses, then, in turn,
+    those the top-level functions and classes of those names use (a name counts for each module defining it).
+    ptwt's package imports its sparse matrix transforms into every program, but a script that calls the
+    convolution ``wavedec`` never names them, nor does anything it runs (another module's unused method may)."""
+    key = frozenset(reach)
+    if key not in project.runs:
+        facts = [_names(text) for i in key if (text := project.results[i].original)]
+        bodies: dict[str, list[frozenset[str]]] = {}
+        for fact in facts:
+            for name, inside in fact.inside.items():
+                bodies.setdefault(name, []).append(inside)
+        live: set[str] = set().union(*(fact.top for fact in facts))
+        todo = list(live)
+        while todo:
+            for inside in bodies.get(todo.pop(), ()):
+                for name in inside - live:
+                    live.add(name)
+                    todo.append(name)
+        project.runs[key] = frozenset(live)
+    return project.runs[key]
 
 
 def holds(results: Sequence[FileResult]) -> dict[int, str]:

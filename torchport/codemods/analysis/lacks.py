@@ -477,6 +477,8 @@ def _reaches_device(node: ast.expr, parents: Mapping[int, ast.AST], text: str) -
     child: ast.AST = node
     parent = parents.get(id(child))
     collection = False
+    if isinstance(parent, ast.Set):
+        return False  # `SUPPORTED_DTYPES = {torch.float32, torch.float64}`: a set is read for membership
     while isinstance(parent, (ast.IfExp, ast.Tuple, ast.List, ast.BoolOp)):
         collection |= isinstance(parent, (ast.Tuple, ast.List))
         if isinstance(parent, ast.IfExp) and child is parent.test:

@@ -82,6 +82,7 @@ _PROCESS_COUNT = frozenset(torch_facts.words("process_count"))
 _EXPECTS_ERROR = frozenset(torch_facts.words("expects_error"))
 _COLLECTIVES = frozenset(torch_facts.words("collective"))
 _SPAWN = torch_facts.named("spawn")
+_KERNEL_REGISTRATION = torch_facts.named("kernel_registration")
 _SPAWN_TAILS = frozenset(name.rsplit(".", 1)[-1] for name in _SPAWN)  # `mp.spawn(...)`, read from CPython's tree
 _QUERY_TAILS = frozenset(torch_facts.cuda_tail(name) for name in torch_facts.named("available", "count"))
 # torch.cuda names some rule ports (the registry's RENAMED); anything else under a guard is CUDA-only.
@@ -931,9 +932,24 @@ class CudaGuard(Rule):
         if node.name.value in m.store(self).get("own_gates", ()) and len(m.ancestors) <= 2:
             m.skip_region(node, GATE_DEFINITION)
             return
-        if self._cuda_only(m, node):
+        if self._cuda_only(m, node) or self._cuda_kernel(m, node):
             return
         self._gated(m, node)
+
+    def _cuda_kernel(self, m: Migrator, node: cst.FunctionDef | cst.ClassDef) -> bool:
+        """A kernel registered for a CUDA dispatch key (``@torch.library.impl(op, "AutocastCUDA")``) runs only on
+        CUDA: torch dispatches to it for CUDA tensors alone, and the ``autocast("cuda", enabled=False)`` in it names
+        that key, to reach the kernel below it."""
+        for decorator in node.decorators:
+            call = decorator.decorator
+            if not (isinstance(call, cst.Call) and m.qnames(call.func) & _KERNEL_REGISTRATION):
+                continue
+            key = next((text for arg in call.args[1:] if (text := string_value(arg.value))
+                        and text.lower().endswith("cuda")), None)
+            if key is not None:
+                m.skip_region(node.body, CUDA_ONLY, f"a kernel torch dispatches for CUDA alone (key `{key}`)")
+                return True
+        return False
 
     def _cuda_only(self, m: Migrator, node: cst.FunctionDef | cst.ClassDef) -> bool:
         """A function, method or class that cannot run without CUDA (`analysis.requirements.cuda_only_functions`:

@@ -205,7 +205,9 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "pytest": ("test_framework",), "unittest": ("test_framework",),
     "torch.nn.parallel.DistributedDataParallel": ("ddp",),
     "torch.nn.parallel.distributed.DistributedDataParallel": ("ddp",),
-    "torch.distributed.barrier": ("barrier",), "torch.distributed.distributed_c10d.barrier": ("barrier",),
+    "torch.library.impl": ("kernel_registration",), "torch.library.register_kernel": ("kernel_registration",),
+    "torch.library.register_autocast": ("kernel_registration",), "torch.distributed.barrier": ("barrier",),
+    "torch.distributed.distributed_c10d.barrier": ("barrier",),
     "torch.distributed.init_process_group": ("init_process_group",),
     "torch.distributed.distributed_c10d.init_process_group": ("init_process_group",),
     "torch.distributed.fsdp.FullyShardedDataParallel": ("fsdp",),
@@ -294,6 +296,8 @@ ROLES = {
     "ddp": "DistributedDataParallel (not DataParallel: without CUDA it ignores `device_ids` (CPU, MPS) or uses them "
            "as given (XPU), so wrapping them would change nothing anywhere)",
     "init_process_group": "makes the process group: its backend is ported",
+    "kernel_registration": "registers a kernel for a dispatch key or device type (`\"AutocastCUDA\"`): one registered "
+                           "for CUDA's runs only on CUDA, and its `autocast(\"cuda\")` names that key",
     "barrier": "a process group's barrier: its `device_ids` must be ints (a CPU device's `.index` is None)",
     "fsdp": "FullyShardedDataParallel: its `device_id` is ported",
     "ddp_device_keyword": "a keyword argument of DistributedDataParallel that names devices",

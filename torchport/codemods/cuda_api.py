@@ -105,6 +105,9 @@ class CudaDeviceApi(_Rename):
                 "import torch.multiprocessing as mp\nimport torch\nmp.spawn(main, nprocs=tp.process_count())\n"),
         Example("import torch\nn = torch.cuda.device_count() // local_world_size\n",
                 "import torch\nn = tp.process_count() // local_world_size\n"),
+        # named a process count: a launcher's script divides its batch by it (none off CUDA: ZeroDivisionError)
+        Example("import torch\nargs.nprocs = torch.cuda.device_count()\nbatch = args.batch_size // args.nprocs\n",
+                "import torch\nargs.nprocs = tp.process_count()\nbatch = args.batch_size // args.nprocs\n"),
         # A scope-correct name: this `synchronize` is a parameter, not torch's.
         Example("from torch.cuda import synchronize\n\n\ndef timer(fn, synchronize=True):\n    return synchronize\n"),
         # A guard of CUDA-only code stays a CUDA guard.

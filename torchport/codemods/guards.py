@@ -301,11 +301,15 @@ def _portable_or_cuda_only_module(m: Migrator, module: cst.Module) -> tuple[Reas
 def _sizing(m: Migrator) -> frozenset[str]:
     """The names and attributes (``ngpus_per_node``, ``args.world_size``) whose value sizes processes: it is given to
     ``mp.spawn``/``start_processes``, as a process-count keyword (`_PROCESS_COUNT`) or to ``os.environ["WORLD_SIZE"]``,
-    alone or in an expression."""
+    alone or in an expression, or it is named a process count (``args.nprocs``, which a launcher's script divides
+    its batch by)."""
     if m.syntax is None or "device_count" not in m.source:
         return frozenset()
     found: set[str] = set()
     for node in ast.walk(m.syntax):
+        if isinstance(node, ast.Assign):  # `args.nprocs = torch.cuda.device_count()`: named a process count
+            found.update(ast.unparse(t) for t in node.targets if isinstance(t, (ast.Name, ast.Attribute))
+                         and (t.id if isinstance(t, ast.Name) else t.attr) in _PROCESS_COUNT)
         if isinstance(node, ast.Assign) and any(  # `os.environ["WORLD_SIZE"] = str(n)`, read by env:// set-up
                 isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant)
                 and t.slice.value in ("WORLD_SIZE", "LOCAL_WORLD_SIZE") for t in node.targets):

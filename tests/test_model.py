@@ -835,3 +835,31 @@ def test_a_list_of_the_cuda_devices_is_empty_off_cuda(count: str, held: bool) ->
     result = _port(f"import torch\n\nmodel = torch.nn.Linear(2, 2)\n"
                    f"device = torch.device('cuda:0' if {count} else 'cpu')\nmodel.to(device)\n")
     assert (result.migrated == result.original) is held
+
+
+def test_a_test_class_whose_setupclass_skips_without_cuda_keeps_the_helpers_only_it_calls() -> None:
+    """fast-transformers: `setUpClass` raises SkipTest without CUDA, so the module's helper that only this class
+    calls never runs off CUDA; its `.cuda()` stays. On CUDA the class runs."""
+    source = """\
+    import unittest
+
+    import torch
+
+
+    def simple_lsh(x):
+        return x.sum(0).cuda()
+
+
+    class TestHashGPU(unittest.TestCase):
+        @classmethod
+        def setUpClass(cls):
+            if not torch.cuda.is_available():
+                raise unittest.SkipTest("No CUDA capable device detected")
+
+        def test_hash(self):
+            self.assertTrue(simple_lsh(torch.ones(2, 2)).is_cuda)
+    """
+    result = _port(source)
+    assert result.migrated == textwrap.dedent(source) and not result.rewrites
+    assert _unit(source, "test_hash", "cpu").skipped is not None
+    assert _unit(source, "test_hash", "cuda").skipped is None

@@ -225,6 +225,12 @@ class Evaluator:
             mark = self.value(decorator, Path({}))
             if isinstance(mark, Mark) and mark.skip is True:
                 return Stop("gate", decorator.lineno, "a skip mark skips it")
+        if isinstance(node, ast.ClassDef):  # unittest's `setUpClass` that raises SkipTest without CUDA
+            for method in node.body:
+                if isinstance(method, ast.FunctionDef) and method.name in ("setUp", "setUpClass"):
+                    paths = self._run_alone(method)
+                    if paths and all(p.stop is not None and p.stop.kind in ("gate", "skip") for p in paths):
+                        return Stop("gate", method.lineno, f"its `{method.name}` skips it")
         return None
 
     def _function_unit(self, node: ast.FunctionDef | ast.AsyncFunctionDef, outer: Stop | None) -> Unit:

@@ -437,3 +437,18 @@ def test_a_cuda_branch_of_a_chain_that_picks_mps_first_keeps_no_program_off_mps(
                     "    device = default_device()\n    x = torch.ones(2).cuda()\n",
     })
     assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
+def test_a_cuda_named_module_of_the_project_is_no_compiled_extension(tmp_path: Path) -> None:
+    """torchquad's `utils/enable_cuda.py` is Python: its `*_cuda` name is what a CUDAExtension gets, but a module of
+    the project with that name is no compiled extension. `pointnet2_cuda`, which no file of the project is, is."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "enable_cuda.py").write_text("def enable_cuda():\n    return None\n")
+    (tmp_path / "test_utils.py").write_text("from pkg.enable_cuda import enable_cuda\n\n\ndef test_it():\n"
+                                            "    enable_cuda()\n")
+    (tmp_path / "train.py").write_text("import pointnet2_cuda\n\nif __name__ == '__main__':\n    print(1)\n")
+    found = _programs(tmp_path)
+    assert found["test_utils.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    assert found["train.py"]["runs_on"] == ["cuda"]
+    assert found["train.py"]["blockers"][0]["reason"] == "imports pointnet2_cuda, a compiled CUDA extension"

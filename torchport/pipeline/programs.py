@@ -192,6 +192,7 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             kinds[index] = "library"
     found: dict[tuple[int, bool], list[Requirement]] = {}
     predicates = _project_predicates(results, trees)
+    modules = _modules(results)
 
     def needs(index: int, entry: bool, reach: set[int]) -> list[Requirement]:
         """What keeps module ``index`` on CUDA (its gate too, as an entry point), then what MPS lacks in it where the
@@ -201,7 +202,7 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         parses = outline(text).parses
         if key not in found:
             bound = frozenset(_bound(index, project, predicates)) if entry else frozenset()
-            found[key] = _requirements(text, entry, bound) if parses else []
+            found[key] = _requirements(text, entry, bound, modules) if parses else []
         lacks = (lacking(text) if entry else reached_lack(project, index, reach)) if parses else None
         return [*found[key], *([Requirement(("mps",), f"uses {lacks[1]}, which MPS lacks: on a Mac it runs on the CPU",
                                             lacks[0])] if lacks else [])]
@@ -380,7 +381,8 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
         return {}
     # Only a module that itself needs CUDA, or defines a CUDA gate, makes a program CUDA-only (an entry point's
     # own check leaves that file alone already): without one, the model of every program is not built.
-    if not any(any(OFF_CUDA == need.targets for need in _requirements(r.original or "", False))
+    modules = _modules(results)
+    if not any(any(OFF_CUDA == need.targets for need in _requirements(r.original or "", False, modules=modules))
                or _exiting_gates(r.original or "", lambda: tree)
                for r in suspects if (tree := _parse(r.original)) is not None) and not stopped:
         return {}  # nor did the port check find a program whose port still stops off CUDA (UniMatch's DDP setup)
@@ -409,7 +411,8 @@ def _needs_cuda_on_import(index: int, results: Sequence[FileResult], project: Pr
         text = results[other].original or ""
         if not outline(text).parses:
             continue
-        need = next((n for n in _requirements(text, False) if n.targets == OFF_CUDA), None)
+        need = next((n for n in _requirements(text, False, modules=_modules(results)) if n.targets == OFF_CUDA),
+                    None)
         if need is not None:
             return f"{need.reason}, {_shown(results[other].path, Path.cwd())}:{need.line}"  # as the programs show it
     return None
@@ -653,7 +656,8 @@ def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None
         return {i: names for i, names in readers.items() if names}
     # The project's modules that need CUDA whenever imported: a function that imports one needs it too.
     needy = {i for i in needing if outline(results[i].original).parses
-             and any(need.targets == OFF_CUDA for need in _requirements(results[i].original or "", False))}
+             and any(need.targets == OFF_CUDA for need in _requirements(results[i].original or "", False,
+                                                                           modules=_modules(results)))}
     cuda_only = frozenset(name for i in needy if (name := project.names[i]))
     if needy:  # `def f(): import kernels`
         needing |= {i for i in range(len(results)) if project.imports(i) & needy}
@@ -1130,16 +1134,26 @@ _MAKERS: dict[str, dict[str, bool]] = {}  # `_joins_a_group`
 _PREDICATES: dict[str, dict[str, int]] = {}
 
 
-def _requirements(text: str, entry: bool, predicates: frozenset[str] = frozenset()) -> list[Requirement]:
-    """`torchport.codemods.analysis.requirements.requirements` of a module that parses; read once per text."""
-    from torchport.codemods.analysis.requirements import requirements
+def _requirements(text: str, entry: bool, predicates: frozenset[str] = frozenset(),
+                  modules: frozenset[str] = frozenset()) -> list[Requirement]:
+    """`torchport.codemods.analysis.requirements.requirements` of a module that parses; read once per text.
+    ``modules``: the names of the run's Python files (`_modules`): a ``*_cuda`` module among them is no compiled
+    extension (torchquad's ``utils/enable_cuda.py``)."""
+    from torchport.codemods.analysis.requirements import EXTENSION, requirements
 
     def read() -> list[Requirement]:
         tree = parse(text)
         assert tree is not None
         return requirements(tree, text, entry, predicates)
 
-    return remembered(_REQUIREMENTS, (text, entry, predicates), read)
+    found = remembered(_REQUIREMENTS, (text, entry, predicates), read)
+    return [need for need in found if not (need.reason.endswith(EXTENSION)
+                                           and need.reason.split()[1].rsplit(".", 1)[-1].rstrip(",") in modules)]
+
+
+def _modules(results: Sequence[FileResult]) -> frozenset[str]:
+    """The module names (file stems) of the run's Python files."""
+    return frozenset(r.path.stem for r in results if r.path.suffix == ".py")
 
 
 def _exiting_gates(text: str, tree: Callable[[], ast.Module | None]) -> dict[str, int]:

@@ -38,8 +38,11 @@ def cuda_only_import(name: str) -> str | None:
     if library is not None:
         return f"imports {name}, a CUDA-only library"
     if name.rsplit(".", 1)[-1].endswith("_cuda"):
-        return f"imports {name}, a compiled CUDA extension"
+        return f"imports {name}{EXTENSION}"
     return None
+
+
+EXTENSION = ", a compiled CUDA extension"  # how `cuda_only_import` ends for a `*_cuda` module
 # torch.cuda names (after "torch.cuda.") with no portable equivalent, by the rule that reports them.
 CUDA_ONLY_APIS = {code: torch_facts.names_of(code) for code in ("TP201", "TP202", "TP203", "TP204")}
 # The ones a program cannot run without (the others are reported by their rules but only tune or observe).

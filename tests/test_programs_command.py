@@ -452,3 +452,18 @@ def test_a_cuda_named_module_of_the_project_is_no_compiled_extension(tmp_path: P
     assert found["test_utils.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     assert found["train.py"]["runs_on"] == ["cuda"]
     assert found["train.py"]["blockers"][0]["reason"] == "imports pointnet2_cuda, a compiled CUDA extension"
+
+
+@pytest.mark.parametrize("given", ["'net_msg'", "args.net"])
+def test_a_module_imported_by_a_known_name_is_part_of_the_program(tmp_path: Path, given: str) -> None:
+    """Pointnet2: `importlib.import_module(args.net)`, `--net` defaulting to 'net_msg', whose model imports the
+    compiled extension: the program needs CUDA, and its blocker is where the module imports it."""
+    (tmp_path / "net_msg.py").write_text("import pointnet2_cuda\n\n\ndef get_model():\n    return None\n")
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport importlib\n\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--net', type=str, default='net_msg')\nargs = parser.parse_args()\n\n"
+        f"if __name__ == '__main__':\n    MODEL = importlib.import_module({given})\n    model = MODEL.get_model()\n")
+    found = _programs(tmp_path)
+    assert found["train.py"]["runs_on"] == ["cuda"]
+    assert {(b["path"], b["line"], b.get("via")) for b in found["train.py"]["blockers"]} == {
+        ("net_msg.py", 1, "train.py:9")}

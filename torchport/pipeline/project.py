@@ -160,11 +160,46 @@ def _outline(text: str) -> Outline:
     run_main = [s for block in main for s in always_run(block.body)]
     chains = [s for s in [*tree.body, *(b for m in main for b in m.body)]
               if isinstance(s, ast.If) and s.orelse and not is_main(s.test)]
-    return Outline(True, tuple(imports.values()),
-                   tuple(imports[id(s)] for s in always_run(tree.body) if id(s) in imports),
+    dynamic = dict(_dynamic_imports(tree)) if _DYNAMIC_IMPORT.search(text) else {}
+
+    def run(statements: list[ast.stmt]) -> tuple[Imported, ...]:
+        """The imports ``statements`` (each always run) make: their import statements, and the modules a dynamic
+        import among their expressions names (an assignment `MODEL = import_module(args.net)`)."""
+        return tuple(found for s in statements for found in ([imports[id(s)]] if id(s) in imports else [
+            dynamic[id(n)] for n in ast.walk(s) if id(n) in dynamic] if dynamic and not isinstance(
+                s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else []))
+
+    return Outline(True, (*imports.values(), *dynamic.values()), run(always_run(tree.body)),
                    is_script(tree), works_at_top(tree), any(is_test(s) for s in defines), bool(defines),
-                   tuple(imports[id(s)] for s in run_main if id(s) in imports),
+                   run(run_main),
                    tuple(arms for s in chains if (arms := _arms(s, imports))))
+
+
+def _dynamic_imports(tree: ast.Module) -> Iterator[tuple[int, Imported]]:
+    """``importlib.import_module(name)`` and ``__import__(name)`` where ``name`` is known: a string, or a parsed
+    option with a string default (Pointnet2's ``import_module(args.net)``, ``--net`` defaulting to
+    ``"pointnet2_msg"``): read as ``import name`` where the call is; by the call's ``id``."""
+    defaults: dict[str, str] = {}
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    for call in calls:
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument":
+            default = next((k.value.value for k in call.keywords if k.arg == "default"
+                            and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)), None)
+            flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            dest = next((k.value.value for k in call.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
+                        next((f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")), None))
+            if default is not None and isinstance(dest, str):
+                defaults[dest] = default
+    for call in calls:
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+        if name not in ("import_module", "__import__") or not call.args:
+            continue
+        given = call.args[0]
+        module = given.value if isinstance(given, ast.Constant) else defaults.get(given.attr) if isinstance(
+            given, ast.Attribute) else None
+        if isinstance(module, str) and module and not module.startswith(".") and all(
+                part.isidentifier() for part in module.split(".")):
+            yield id(call), Imported(False, None, 0, ((module, None),), call.lineno)
 
 
 def _arms(statement: ast.If, imports: dict[int, Imported]) -> tuple[tuple[Imported, ...], ...]:

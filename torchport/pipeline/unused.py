@@ -71,7 +71,7 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
             found = _Uses({}, frozenset(_words(text)), frozenset(), False)
         uses.append(found)
     project = Project(results)
-    for index, found in enumerate(uses if len(uses) == len(results) else ()):
+    for index, found in enumerate(uses):
         if found.dynamic or (found.lookups and any(local in found.lookups for local, _, _ in project.bindings(index))):
             return {}
     imported = {other for index in range(len(results)) for other in project.imports(index)}

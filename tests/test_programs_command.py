@@ -109,6 +109,18 @@ def test_float64_numpy_arrays_block_mps_only_where_they_reach_a_device() -> None
         8, "float64 numpy arrays made into tensors")
 
 
+@pytest.mark.parametrize(("move", "blocked"), [
+    ("sig = sig.cuda()", True), ("sig = sig.to(device)", True), ("sig = sig.to(torch.float32).cuda()", False),
+    ("sig = sig.to(device, dtype=torch.float32)", False), ("sig = torch.ones(2).cuda()", False)])
+def test_a_float64_array_named_on_its_way_to_the_device_blocks_mps(move: str, blocked: bool) -> None:
+    """PyTorch-Wavelet-Toolbox's test: `np.linspace` makes float64, scipy's `chirp` keeps it, `torch.from_numpy`
+    makes a float64 tensor of it, and a later statement moves that tensor."""
+    source = ("import numpy as np\nimport torch\nfrom scipy import signal\n\n\ndef test_cwt(device):\n"
+              "    t = np.linspace(-1, 1, 400, endpoint=False)\n    sig = signal.chirp(t, f0=0, f1=20, t1=1)\n"
+              f"    sig = torch.from_numpy(sig)\n    if torch.cuda.is_available():\n        {move}\n")
+    assert blocker(source) == ((11, "float64 numpy arrays made into tensors") if blocked else None)
+
+
 def test_rewards_a_gymnasium_environment_gives_are_float64_where_they_reach_a_device() -> None:
     """cleanrl's PPO: ``torch.tensor(reward).to(device)`` of a vector environment's rewards (float64 arrays)."""
     ppo = ("import gymnasium as gym\nimport torch\n\nenvs = gym.vector.SyncVectorEnv([])\n"

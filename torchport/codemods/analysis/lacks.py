@@ -10,6 +10,7 @@ import ast
 import re
 from collections.abc import Mapping
 
+from torchport.codemods.analysis.names import ast_chain, import_map, qualify
 from torchport.codemods.analysis.programs import call_name
 from torchport.codemods.analysis.source import parse
 from torchport.model import torch_facts
@@ -87,6 +88,8 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
             [n for n, line in enumerate(lines, 1) if _NUMPY_FLOAT64.search(line.split("#", 1)[0])]))
     if tree is not None and _FROM_NUMPY_TO_DEVICE.search(text) and makers:
         found.extend((line, "float64 numpy arrays made into tensors") for line in _numpy_defaults_moved(tree))
+    if makers and "from_numpy(" in text and (tree := tree or parse(text)) is not None:
+        found.extend((line, "float64 numpy arrays made into tensors") for line in _float64_names_moved(tree))
     if tree is not None and "is_cuda" in text:
         found.extend(_placed_if_on_cuda(tree))
     if "torchdiffeq" in text:
@@ -257,6 +260,59 @@ def _numpy_defaults_moved(tree: ast.Module) -> list[int]:
         if isinstance(inner, ast.Call) and _tensor_of_array(inner) and (_float64_maker(inner.args[0]) or (
                 isinstance(inner.args[0], ast.Name) and inner.args[0].id in rewards)):
             found.append(node.lineno)
+    return found
+
+
+def _float64_names_moved(tree: ast.Module) -> list[int]:
+    """Lines where a tensor named after it was made from a float64 numpy array is put on a device, statement by
+    statement in each function: PyTorch-Wavelet-Toolbox's ``t = np.linspace(...)``, ``sig = signal.chirp(t, ...)``
+    (numpy and scipy keep float64), ``sig = torch.from_numpy(sig)``, then ``sig = sig.cuda()``."""
+    imports = import_map(tree)
+
+    def numeric(call: ast.Call) -> bool:
+        """A numpy or scipy function (its results keep the float64 of their arguments)."""
+        dotted = ast_chain(call.func)
+        return dotted is not None and any(name.split(".", 1)[0] in ("numpy", "scipy")
+                                          for name in qualify(dotted, imports))
+
+    found: list[int] = []
+    for scope in (tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))):
+        arrays: set[str] = set()
+        tensors: set[str] = set()
+        # an assignment binds once its value ran: `sig = sig.cuda()` moves the float64 tensor first
+        for node in sorted(_own_nodes(scope), key=lambda n: (n.end_lineno or n.lineno, n.end_col_offset or 0)
+                           if isinstance(n, ast.Assign) else (n.lineno, n.col_offset)):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                value, name = node.value, node.targets[0].id
+                array = _float64_maker(value) or isinstance(value, ast.Call) and numeric(value) and not any(
+                    k.arg == "dtype" for k in value.keywords) and any(
+                    isinstance(a, ast.Name) and a.id in arrays for a in value.args)
+                tensor = isinstance(value, ast.Call) and _tensor_of_array(value) and (
+                    _float64_maker(value.args[0]) or isinstance(value.args[0], ast.Name) and value.args[0].id in arrays)
+                arrays.discard(name)
+                tensors.discard(name)
+                (arrays if array else tensors if tensor else set()).add(name)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                    "cuda", "to") and isinstance(node.func.value, ast.Name) and node.func.value.id in tensors \
+                    and (node.func.attr == "cuda" or node.args or node.keywords) \
+                    and not any(k.arg == "dtype" for k in node.keywords) \
+                    and not any(isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id in (
+                        "torch", "th") and a.attr not in _WIDE for a in node.args):  # `.to(torch.float32)`: a cast
+                found.append(node.lineno)
+    return found
+
+
+def _own_nodes(scope: ast.AST) -> list[ast.Assign | ast.Call]:
+    """The assignments and calls of ``scope``'s own body (not those of functions defined in it)."""
+    found: list[ast.Assign | ast.Call] = []
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.Assign, ast.Call)):
+            found.append(node)
+        todo.extend(ast.iter_child_nodes(node))
     return found
 
 

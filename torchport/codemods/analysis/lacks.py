@@ -10,7 +10,6 @@ import ast
 import re
 from collections.abc import Mapping
 
-from torchport.codemods.analysis.names import ast_chain, import_map, qualify
 from torchport.codemods.analysis.programs import call_name
 from torchport.codemods.analysis.source import parse
 from torchport.model import torch_facts
@@ -267,6 +266,8 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
     """Lines where a tensor named after it was made from a float64 numpy array is put on a device, statement by
     statement in each function: PyTorch-Wavelet-Toolbox's ``t = np.linspace(...)``, ``sig = signal.chirp(t, ...)``
     (numpy and scipy keep float64), ``sig = torch.from_numpy(sig)``, then ``sig = sig.cuda()``."""
+    from torchport.codemods.analysis.names import ast_chain, import_map, qualify  # LibCST's, for a run that parses
+
     imports = import_map(tree)
 
     def numeric(call: ast.Call) -> bool:

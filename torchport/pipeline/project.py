@@ -509,18 +509,22 @@ def reached_lack(project: Project, other: int, reach: Iterable[int], certain: bo
 
 
 def program_names(project: Project, reach: Iterable[int]) -> frozenset[str]:
-    """The names a program of modules ``reach`` may run: those the top level of its modules uses, then, in turn,
-    those the top-level functions and classes of those names use (a name counts for each module defining it).
-    ptwt's package imports its sparse matrix transforms into every program, but a script that calls the
-    convolution ``wavedec`` never names them, nor does anything it runs (another module's unused method may)."""
+    """The names a program of modules ``reach`` may run: all its entry point uses (a module of ``reach`` that no
+    other imports: pytest runs a test module's functions, a script calls its own), what the top level of its other
+    modules uses, then, in turn, what the top-level functions and classes of those names use (a name counts for
+    each module defining it). ptwt's package imports its sparse matrix transforms into every program, but a script
+    that calls the convolution ``wavedec`` never names them, nor does anything it runs (another module's unused
+    method may)."""
     key = frozenset(reach)
     if key not in project.runs:
-        facts = [_names(text) for i in key if (text := project.results[i].original)]
+        imported = {other for i in key for other in project.imports(i) if other != i}
+        facts = {i: _names(text) for i in key if (text := project.results[i].original)}
         bodies: dict[str, list[frozenset[str]]] = {}
-        for fact in facts:
+        for fact in facts.values():
             for name, inside in fact.inside.items():
                 bodies.setdefault(name, []).append(inside)
-        live: set[str] = set().union(*(fact.top for fact in facts))
+        live: set[str] = set().union(*(fact.top if i in imported else fact.top.union(*fact.inside.values())
+                                       for i, fact in facts.items()))
         todo = list(live)
         while todo:
             for inside in bodies.get(todo.pop(), ()):

@@ -479,3 +479,16 @@ def test_a_module_imported_by_a_known_name_is_part_of_the_program(tmp_path: Path
     assert found["train.py"]["runs_on"] == ["cuda"]
     assert {(b["path"], b["line"], b.get("via")) for b in found["train.py"]["blockers"]} == {
         ("net_msg.py", 1, "train.py:9")}
+
+
+def test_what_a_test_function_names_runs(tmp_path: Path) -> None:
+    """piq's test_fid.py names `FID` only inside its tests, which pytest runs: the float64 in `FID` blocks MPS."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .fid import FID\n")
+    (tmp_path / "pkg" / "fid.py").write_text("import torch\n\n\nclass FID:\n    def __call__(self, x):\n"
+                                             "        return x.to(dtype=torch.float64).mean()\n")
+    (tmp_path / "test_fid.py").write_text("import torch\nfrom pkg import FID\n\n\ndef test_fid():\n"
+                                          "    assert FID()(torch.ones(2).cuda()) == 1\n")
+    found = _programs(tmp_path)
+    assert found["test_fid.py"]["runs_on"] == ["cuda", "xpu", "cpu"]
+    assert [(b["path"], b["line"]) for b in found["test_fid.py"]["blockers"]] == [("pkg/fid.py", 6)]

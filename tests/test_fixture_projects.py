@@ -30,6 +30,12 @@ _TEARDOWN_ABORT = "terminate called without an active exception"
 def _ported(name: str, tmp_path: Path, *options: str) -> Path:
     folder = tmp_path / name
     shutil.copytree(PROJECTS / name, folder)
+    _apply(folder, *options)
+    return folder
+
+
+def _apply(folder: Path, *options: str) -> str:
+    """`torchport migrate . --apply` run in ``folder``; what it printed."""
     cwd = os.getcwd()
     os.chdir(folder)  # paths in the report (and in tp.avoid_mps's reason) are relative to where the run starts
     try:
@@ -37,7 +43,7 @@ def _ported(name: str, tmp_path: Path, *options: str) -> Path:
     finally:
         os.chdir(cwd)
     assert done.exit_code == 0, done.output
-    return folder
+    return done.output
 
 
 def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -279,18 +285,12 @@ def test_definitions_nothing_in_a_script_repo_runs_are_left_and_said_once(tmp_pa
                                                    "    builder = getattr(model_module, 'Net')\n"
                                                    "    other = getattr(model_module, sys.argv[0])\n")
                          .replace("import torch\n", "import sys\n\nimport torch\n\nimport model as model_module\n"))
-    cwd = os.getcwd()
-    os.chdir(folder)
-    try:
-        done = CliRunner().invoke(app, ["migrate", ".", "--apply", "--no-cache"])
-    finally:
-        os.chdir(cwd)
-    assert done.exit_code == 0, done.output
+    output = _apply(folder)
     model = (folder / "model.py").read_text()
     assert "return torch.randn(n, 4).to(tp.device())\n" in model  # `sample` runs
     left = variant == "script repo"
     assert ("nn.Linear(4, 2).cuda()" in model) is left and ("return torch.randn(n, 4).cuda()" in model) is left
-    assert (done.output.count("nothing in the project runs `OldNet`, `old_sample`") == 1) is left
+    assert (output.count("nothing in the project runs `OldNet`, `old_sample`") == 1) is left
     if left:
         ran = _run(folder, "train.py")
         assert ran.returncode == 0 and "torch.Size([8, 2])" in ran.stdout, ran.stderr[-2000:]
@@ -306,17 +306,11 @@ def test_data_following_moves_stay_where_every_program_keeps_cuda_or_the_cpu(tmp
     if picks_mps:
         (folder / "mac.py").write_text("import torch\n\nfrom modules import encode\n\n"
                                        "print(encode(torch.ones(2, 2, device='mps')))\n")
-    cwd = os.getcwd()
-    os.chdir(folder)
-    try:
-        done = CliRunner().invoke(app, ["migrate", ".", "--apply", "--no-cache"])
-    finally:
-        os.chdir(cwd)
-    assert done.exit_code == 0, done.output
+    output = _apply(folder)
     modules = (folder / "modules.py").read_text()
     assert (modules == (PROJECTS / "flag_followers" / "modules.py").read_text()) is not picks_mps
     assert ("mask = mask.to(x.device)" in modules) is picks_mps
-    assert done.output.count("keeps its data on CUDA or the CPU") == (0 if picks_mps else 1)
+    assert output.count("keeps its data on CUDA or the CPU") == (0 if picks_mps else 1)
     assert (folder / "train.py").read_text() == (PROJECTS / "flag_followers" / "train.py").read_text()
     ran = _run(folder, "train.py")
     assert ran.returncode == 0 and ran.stdout.strip() == "True", ran.stderr[-2000:]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import gc
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -263,23 +263,52 @@ def _names(text: str) -> _Names:
         inside: dict[str, frozenset[str]] = {}
         top: set[str] = set()
         for statement in tree.body if tree is not None else ():
-            used = frozenset(_used(statement))
+            names = frozenset(used(statement))
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 spans.append((statement.lineno, statement.end_lineno or statement.lineno, statement.name))
-                inside[statement.name] = used
+                inside[statement.name] = names
             elif not isinstance(statement, (ast.Import, ast.ImportFrom)):
-                top |= used
+                top |= names
         return _Names(tuple(spans), inside, frozenset(top))
 
     return remembered(_NAMES, text, read)
 
 
-def _used(node: ast.AST) -> Iterator[str]:
+def used(node: ast.AST, strings: bool = False) -> Iterator[str]:
+    """The identifiers ``node`` uses: names and attributes; with ``strings``, imported names and the words of its
+    strings too (``__all__``, ``getattr(m, "Model")``)."""
     for inner in ast.walk(node):
         if isinstance(inner, ast.Name):
             yield inner.id
         elif isinstance(inner, ast.Attribute):
             yield inner.attr
+        elif strings and isinstance(inner, ast.alias):
+            yield (inner.asname or inner.name).split(".")[0]
+            yield inner.name.rsplit(".", 1)[-1]
+        elif strings and isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+            yield from words(inner.value)
+
+
+def words(text: str) -> list[str]:
+    """The identifiers among the words of ``text``."""
+    return [w for w in "".join(c if c.isalnum() or c == "_" else " " for c in text).split() if w.isidentifier()]
+
+
+def live_names(roots: Iterable[str], bodies: Iterable[Mapping[str, frozenset[str]]]) -> set[str]:
+    """``roots`` and, in turn, what the definitions of those names use (``bodies``: per module, a top-level
+    function or class -> the names its body uses; a name counts for each module defining it)."""
+    uses: dict[str, list[frozenset[str]]] = {}
+    for body in bodies:
+        for name, inside in body.items():
+            uses.setdefault(name, []).append(inside)
+    live = set(roots)
+    todo = list(live)
+    while todo:
+        for inside in uses.get(todo.pop(), ()):
+            for name in inside - live:
+                live.add(name)
+                todo.append(name)
+    return live
 
 
 class Project:
@@ -519,19 +548,9 @@ def program_names(project: Project, reach: Iterable[int]) -> frozenset[str]:
     if key not in project.runs:
         imported = {other for i in key for other in project.imports(i) if other != i}
         facts = {i: _names(text) for i in key if (text := project.results[i].original)}
-        bodies: dict[str, list[frozenset[str]]] = {}
-        for fact in facts.values():
-            for name, inside in fact.inside.items():
-                bodies.setdefault(name, []).append(inside)
-        live: set[str] = set().union(*(fact.top if i in imported else fact.top.union(*fact.inside.values())
-                                       for i, fact in facts.items()))
-        todo = list(live)
-        while todo:
-            for inside in bodies.get(todo.pop(), ()):
-                for name in inside - live:
-                    live.add(name)
-                    todo.append(name)
-        project.runs[key] = frozenset(live)
+        roots = set().union(*(fact.top if i in imported else fact.top.union(*fact.inside.values())
+                              for i, fact in facts.items()))
+        project.runs[key] = frozenset(live_names(roots, (fact.inside for fact in facts.values())))
     return project.runs[key]
 
 

@@ -13,12 +13,12 @@ call it), for test modules (pytest collects by name) or for decorated definition
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from torchport.model import torch_facts
 from torchport.pipeline.library import find_metadata
-from torchport.pipeline.project import Project, outline, parse, remembered
+from torchport.pipeline.project import Project, live_names, outline, parse, remembered, used, words
 from torchport.results import FileResult
 
 _MODULES_AT_MOST = 400  # a bigger project is no loose set of scripts: nothing is decided
@@ -68,24 +68,14 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
             continue
         found = _uses(text) if results[index].path.suffix == ".py" else None
         if found is None:  # a notebook, or a module that does not parse: each of its words may name a definition
-            found = _Uses({}, frozenset(_words(text)), frozenset(), False)
+            found = _Uses({}, frozenset(words(text)), frozenset(), False)
         uses.append(found)
     project = Project(results)
     for index, found in enumerate(uses):
         if found.dynamic or (found.lookups and any(local in found.lookups for local, _, _ in project.bindings(index))):
             return {}
     imported = {other for index in range(len(results)) for other in project.imports(index)}
-    live = set().union(*(u.roots for u in uses))
-    todo = list(live)
-    bodies: dict[str, list[frozenset[str]]] = {}
-    for u in uses:
-        for name, inside in u.inside.items():
-            bodies.setdefault(name, []).append(inside)
-    while todo:
-        for inside in bodies.get(todo.pop(), ()):
-            for name in inside - live:
-                live.add(name)
-                todo.append(name)
+    live = live_names(set().union(*(u.roots for u in uses)), (u.inside for u in uses))
     found_unused: dict[int, frozenset[str]] = {}
     for index in changed:
         mine, shape = _uses(texts[index] or ""), outline(texts[index])
@@ -121,38 +111,19 @@ def _uses(text: str) -> _Uses | None:
                     later += statement.body
                     if statement.returns is not None:
                         runs_now.append(statement.returns)
-                roots.update(name for node in runs_now for name in _names(node))
-                inside[statement.name] = frozenset(name for node in later for name in _names(node))
+                roots.update(name for node in runs_now for name in used(node, strings=True))
+                inside[statement.name] = frozenset(name for node in later for name in used(node, strings=True))
                 if statement.decorator_list or statement.name.startswith("__"):
                     roots.add(statement.name)
                 else:
                     candidates.add(statement.name)
             else:
-                roots.update(_names(statement))
+                roots.update(used(statement, strings=True))
         lookups = {found for node in ast.walk(tree) if (found := _looks_up(node))}
         return _Uses(inside, frozenset(roots), frozenset(candidates), True in lookups,
                      frozenset(n for n in lookups if isinstance(n, str)))
 
     return remembered(_USES, text, read)
-
-
-def _names(node: ast.AST) -> Iterator[str]:
-    """Every identifier ``node`` may use: names, attributes, imported names, and the words of its strings."""
-    for inner in ast.walk(node):
-        if isinstance(inner, ast.Name):
-            yield inner.id
-        elif isinstance(inner, ast.Attribute):
-            yield inner.attr
-        elif isinstance(inner, ast.alias):
-            yield (inner.asname or inner.name).split(".")[0]
-            yield inner.name.rsplit(".", 1)[-1]
-        elif isinstance(inner, ast.Constant) and isinstance(inner.value, str):
-            yield from _words(inner.value)
-
-
-def _words(text: str) -> list[str]:
-    """The identifiers among the words of ``text``."""
-    return [w for w in "".join(c if c.isalnum() or c == "_" else " " for c in text).split() if w.isidentifier()]
 
 
 def _looks_up(node: ast.AST) -> bool | str:

@@ -492,3 +492,15 @@ def test_what_a_test_function_names_runs(tmp_path: Path) -> None:
     found = _programs(tmp_path)
     assert found["test_fid.py"]["runs_on"] == ["cuda", "xpu", "cpu"]
     assert [(b["path"], b["line"]) for b in found["test_fid.py"]["blockers"]] == [("pkg/fid.py", 6)]
+
+
+@pytest.mark.parametrize(("table", "blocked"), [
+    ('{"cpu": isotonic_cpu, "cuda": isotonic_cuda}', True),
+    ('{"cpu": isotonic_cpu, "cuda": isotonic_cuda, "mps": isotonic_mps}', False),
+    ('{"cpu": isotonic_cpu, "gpu": isotonic_cuda}', False),  # not keyed by device type
+])
+def test_kernels_looked_up_by_device_type_without_mps_block_mps(table: str, blocked: bool) -> None:
+    """torchsort: `isotonic_l2 = {"cpu": ..., "cuda": ...}`, then `isotonic_l2[s.device.type](s)`: a KeyError for a
+    tensor on MPS."""
+    source = f"import torch\n\nisotonic = {table}\n\n\ndef solve(s):\n    return isotonic[s.device.type](s)\n"
+    assert blocker(source) == ((7, "kernels looked up by device type, none of them for MPS") if blocked else None)

@@ -97,6 +97,8 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
     if "cpp_extension" in text:
         tree = tree or parse(text)
         found.extend(_cpu_extensions(tree) if tree is not None else [])
+    if ".device.type]" in text and (tree := tree or parse(text)) is not None:
+        found.extend(_device_tables(tree))
     if _WIDE_TEXT.search(text):
         if tree is None and not certain:
             found.extend((number, _WIDE[m.group(0)]) for number, line in enumerate(lines, 1)
@@ -163,6 +165,20 @@ def _cpu_extensions(tree: ast.Module) -> list[tuple[int, str]]:
 
     return [(node.lineno, "a C++ extension built for the CPU alone") for node, cuda in extension_builds(tree)
             if cuda is False]
+
+
+def _device_tables(tree: ast.Module) -> list[tuple[int, str]]:
+    """``(line, what)`` where a table keyed by device type that has no MPS entry is looked up with a tensor's
+    ``.device.type`` (torchsort's ``isotonic_l2 = {"cpu": ..., "cuda": ...}``, then
+    ``isotonic_l2[s.device.type](...)``): a tensor on MPS finds no kernel there (a KeyError)."""
+    tables = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+              and (keys := {k.value for k in node.value.keys if isinstance(k, ast.Constant)}) and "cuda" in keys
+              and "mps" not in keys and len(keys) == len(node.value.keys) and keys <= set(torch_facts.TARGETS)
+              for target in node.targets if isinstance(target, ast.Name)}
+    return [(node.lineno, "kernels looked up by device type, none of them for MPS") for node in ast.walk(tree)
+            if tables and isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+            and node.value.id in tables and isinstance(node.slice, ast.Attribute) and node.slice.attr == "type"
+            and isinstance(node.slice.value, ast.Attribute) and node.slice.value.attr == "device"]
 
 
 def _data_parallel_fed(tree: ast.Module) -> bool:

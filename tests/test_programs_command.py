@@ -504,3 +504,13 @@ def test_kernels_looked_up_by_device_type_without_mps_block_mps(table: str, bloc
     tensor on MPS."""
     source = f"import torch\n\nisotonic = {table}\n\n\ndef solve(s):\n    return isotonic[s.device.type](s)\n"
     assert blocker(source) == ((7, "kernels looked up by device type, none of them for MPS") if blocked else None)
+
+
+@pytest.mark.parametrize("imported", ["from torchsummary import summary", "import torchsummary as ts"])
+def test_torchsummary_makes_its_inputs_on_cuda_or_the_cpu(imported: str) -> None:
+    """yolov4's summary.py: `summary(model, (3, 416, 416))` makes `torch.cuda.FloatTensor` inputs where CUDA is
+    there, else CPU ones: a model on MPS gets CPU inputs."""
+    call = "summary" if imported.startswith("from") else "ts.summary"
+    source = f"import torch\n{imported}\n\nmodel = Net().to(device)\n{call}(model, (3, 416, 416))\n"
+    assert blocker(source) == (5, f"`{call}`, which makes its inputs on CUDA or the CPU alone")
+    assert blocker(source.replace(imported, "from mylib import summary")) is None

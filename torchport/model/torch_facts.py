@@ -290,6 +290,8 @@ ROLES = {
     "float64_solver": "an ODE solver call of torchdiffeq: its adaptive methods (dopri5, the default) make float64 "
                       "tensors on the device of the state they are given (torchdiffeq#223)",
     "fixed_grid_method": "a torchdiffeq method on a fixed grid: it keeps the state's dtype",
+    "cpu_or_cuda_inputs": "a library whose `summary(model, ...)` makes its model's inputs on CUDA or the CPU alone "
+                          "(torchsummary: `torch.cuda.FloatTensor` where CUDA is there, else the CPU's)",
     "float64_env": "a reinforcement-learning environment library whose `step()` gives rewards as float64 numpy arrays "
                    "(gymnasium's vector environments)",
     "cast": "a tensor method that changes a dtype on the way to the device",
@@ -362,6 +364,7 @@ WORDS: dict[str, tuple[str, ...]] = {
     "full_like": ("cpu_factory",), "empty_like": ("cpu_factory",), "rand_like": ("cpu_factory",),
     "randn_like": ("cpu_factory",), "normal": ("numpy_maker",), "uniform": ("numpy_maker",),
     "standard_normal": ("numpy_maker",), "gym": ("float64_env",), "gymnasium": ("float64_env",),
+    "torchsummary": ("cpu_or_cuda_inputs",),
     "odeint": ("float64_solver",), "odeint_adjoint": ("float64_solver",), "odeint_event": ("float64_solver",),
     "euler": ("fixed_grid_method",), "midpoint": ("fixed_grid_method",), "rk4": ("fixed_grid_method",),
     "explicit_adams": ("fixed_grid_method",), "implicit_adams": ("fixed_grid_method",),

@@ -99,6 +99,8 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
         found.extend(_cpu_extensions(tree) if tree is not None else [])
     if ".device.type]" in text and (tree := tree or parse(text)) is not None:
         found.extend(_device_tables(tree))
+    if any(library in text for library in _CPU_OR_CUDA_INPUTS) and (tree := tree or parse(text)) is not None:
+        found.extend(_summaries(tree))
     if _WIDE_TEXT.search(text):
         if tree is None and not certain:
             found.extend((number, _WIDE[m.group(0)]) for number, line in enumerate(lines, 1)
@@ -165,6 +167,22 @@ def _cpu_extensions(tree: ast.Module) -> list[tuple[int, str]]:
 
     return [(node.lineno, "a C++ extension built for the CPU alone") for node, cuda in extension_builds(tree)
             if cuda is False]
+
+
+_CPU_OR_CUDA_INPUTS = frozenset(torch_facts.words("cpu_or_cuda_inputs"))
+
+
+def _summaries(tree: ast.Module) -> list[tuple[int, str]]:
+    """``(line, what)`` of each ``summary(model, ...)`` of a library that makes the model's inputs on CUDA or the CPU
+    alone (`torch_facts` role ``cpu_or_cuda_inputs``): a model on MPS gets CPU inputs."""
+    local: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in _CPU_OR_CUDA_INPUTS:
+            local.update(a.asname or a.name for a in node.names if a.name == "summary")
+        elif isinstance(node, ast.Import):
+            local.update(f"{a.asname or a.name}.summary" for a in node.names if a.name in _CPU_OR_CUDA_INPUTS)
+    return [(node.lineno, f"`{ast.unparse(node.func)}`, which makes its inputs on CUDA or the CPU alone")
+            for node in ast.walk(tree) if local and isinstance(node, ast.Call) and ast.unparse(node.func) in local]
 
 
 def _device_tables(tree: ast.Module) -> list[tuple[int, str]]:

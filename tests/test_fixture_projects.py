@@ -291,6 +291,9 @@ def test_definitions_nothing_in_a_script_repo_runs_are_left_and_said_once(tmp_pa
     left = variant == "script repo"
     assert ("nn.Linear(4, 2).cuda()" in model) is left and ("return torch.randn(n, 4).cuda()" in model) is left
     assert (output.count("nothing in the project runs `OldNet`, `old_sample`") == 1) is left
+    ported = {p.name: p.read_text() for p in folder.glob("*.py")}
+    assert "0 file(s) changed" in _apply(folder)  # a module ported already is read as any other: idempotent
+    assert {p.name: p.read_text() for p in folder.glob("*.py")} == ported
     if left:
         ran = _run(folder, "train.py")
         assert ran.returncode == 0 and "torch.Size([8, 2])" in ran.stdout, ran.stderr[-2000:]

@@ -55,10 +55,8 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
     if sum(t is not None for t in texts) > _MODULES_AT_MOST:
         return {}
     tests = torch_facts.text("test_file")
-    # a module that names torchport is ported already: a port in another runtime mode rewrites all of it
     changed = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and r.path.name != "conftest.py"
-               and not tests.match(r.path.name) and "torchport" not in (r.original or "")
-               and find_metadata(r.path.resolve().parent) is None]
+               and not tests.match(r.path.name) and find_metadata(r.path.resolve().parent) is None]
     if not changed:
         return {}
     uses: list[_Uses] = []

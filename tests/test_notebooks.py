@@ -212,6 +212,17 @@ def test_the_runtime_import_goes_to_the_first_cell_that_uses_it_where_that_comes
                      "import torch\nx = torch.ones(2).to(tp.device())\nprint(model(x))"]
 
 
+def test_the_runtime_import_stays_in_its_cell_where_that_cell_uses_it_before_torch(tmp_path: Path) -> None:
+    """adversarial-attacks-pytorch: the first cell imports the project's helpers, then sets `device = "cuda"`; torch
+    is imported two cells later. Moved there, the import would come after its first use: NameError, CUDA
+    included."""
+    cells = _applied(tmp_path, [v4.new_code_cell(source) for source in (
+        "from mylib import load_model\n\ndevice = \"cuda\"", "model = load_model().to(device)",
+        "import torch\nx = torch.ones(2).to(device)\nprint(model(x))")])
+    assert cells[0] == "from mylib import load_model\nfrom torchport import runtime as tp\n\ndevice = tp.device_str()"
+    assert cells[2] == "import torch\nx = torch.ones(2).to(device)\nprint(model(x))"
+
+
 def test_a_cuda_only_note_names_its_guard_by_cell(tmp_path: Path) -> None:
     nb = v4.new_notebook()
     nb.cells = [v4.new_code_cell("import torch"), v4.new_code_cell("x = 1\nif torch.cuda.is_available():\n"

@@ -208,6 +208,9 @@ def _move_runtime_import(before: dict[int, tuple[int, str]], after: dict[int, tu
     for index, (start, source) in after.items():
         text = source if index != added_in else source[:added.start()] + source[added.end():]
         torch_import = _TORCH_IMPORT.search(text)
+        if index == added_in and used.search(source, added.end()) and (
+                torch_import is None or torch_import.start() >= added.start()):
+            return  # its own cell uses it before any `import torch`: moved past that use, the cell would fail
         if torch_import is not None:
             if index == added_in and torch_import.start() < added.start():
                 return  # already after the notebook's first `import torch`

@@ -485,3 +485,22 @@ def test_device_values_a_project_function_dispatches_on_are_labels(tmp_path: Pat
     assert (configs.migrated == configs.original) is dispatches
     assert sum("R09" in d.message and "`device` values" in d.message for d in configs.diagnostics) == (
         2 if dispatches else 0)
+
+
+def test_an_object_a_class_method_makes_keeps_its_own_cuda_call(tmp_path: Path) -> None:
+    """DrQA: `self.reader = reader.DocReader.load(path)`, a static method that makes a `DocReader`, whose own `cuda()`
+    moves its network; it has no `to()`, so `self.reader.to(...)` would raise AttributeError on CUDA."""
+    _tree(tmp_path, {
+        "drqa/__init__.py": "",
+        "drqa/reader/__init__.py": "from .model import DocReader\n",
+        "drqa/reader/model.py": "import torch\n\n\nclass DocReader(object):\n    def __init__(self):\n"
+                                "        self.network = torch.nn.Linear(2, 2)\n\n    @staticmethod\n"
+                                "    def load(path):\n        return DocReader()\n\n    def cuda(self):\n"
+                                "        self.network = self.network.cuda()\n",
+        "drqa/pipeline.py": "import torch\nfrom drqa import reader\n\n\nclass DrQA:\n    def __init__(self, cuda=True):\n"
+                            "        self.reader = reader.DocReader.load('m.mdl')\n        if cuda:\n"
+                            "            self.reader.cuda()\n        self.x = torch.zeros(2).cuda()\n",
+    })
+    pipeline = _run(tmp_path)["drqa/pipeline.py"]
+    assert "            self.reader.cuda()\n" in pipeline.migrated
+    assert any(d.code == "TP106" and "`reader.DocReader`" in d.message for d in pipeline.diagnostics)

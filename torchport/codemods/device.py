@@ -401,13 +401,19 @@ def _inside_own_cuda(m: Migrator, receiver: cst.BaseExpression) -> bool:
 
 def own_object(m: Migrator, receiver: cst.BaseExpression) -> str | None:
     """The class (as written) of ``receiver`` where the module binds it (``encoder = networks.Encoder(...)``) to an
-    object of another module's class that moves itself its own way (the gates' ``<class>.cuda``), else None."""
+    object of another module's class that moves itself its own way (the gates' ``<class>.cuda``), else None. A
+    static or class method of that class counts as making one (DrQA's ``self.reader = DocReader.load(path)``): its
+    ``.cuda()`` stays, which is never wrong on CUDA."""
     if m.shared.own_objects is None:
         classes = {g[: -len(".cuda")] for g in m.gates if g.endswith(".cuda")}
         found: dict[str, str] = {}
         for node in ast.walk(m.syntax) if classes and m.syntax is not None else ():
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
-                    and (made := ast.unparse(node.value.func)) in classes:
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+                continue
+            made = ast.unparse(node.value.func)
+            if made not in classes and isinstance(node.value.func, ast.Attribute):
+                made = ast.unparse(node.value.func.value)  # `DocReader.load(...)`
+            if made in classes:
                 found.update((ast.unparse(t), made) for t in node.targets if isinstance(t, (ast.Name, ast.Attribute)))
         m.shared.own_objects = found
     if not m.shared.own_objects or not isinstance(receiver, (cst.Name, cst.Attribute)):

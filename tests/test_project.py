@@ -497,7 +497,8 @@ def test_an_object_a_class_method_makes_keeps_its_own_cuda_call(tmp_path: Path) 
                                 "        self.network = torch.nn.Linear(2, 2)\n\n    @staticmethod\n"
                                 "    def load(path):\n        return DocReader()\n\n    def cuda(self):\n"
                                 "        self.network = self.network.cuda()\n",
-        "drqa/pipeline.py": "import torch\nfrom drqa import reader\n\n\nclass DrQA:\n    def __init__(self, cuda=True):\n"
+        "drqa/pipeline.py": "import torch\nfrom drqa import reader\n\n\nclass DrQA:\n"
+                            "    def __init__(self, cuda=True):\n"
                             "        self.reader = reader.DocReader.load('m.mdl')\n        if cuda:\n"
                             "            self.reader.cuda()\n        self.x = torch.zeros(2).cuda()\n",
     })

@@ -154,8 +154,12 @@ class DdpDeviceIds(Rule):
                 "m = DDP(model, [rank])\n",
                 "# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
                 "m = DDP(model, tp.ddp_device_ids([rank]))\n"),
-        Example('# runs on CUDA\nkwargs["device_ids"] = [rank]\n',
-                '# runs on CUDA\nkwargs["device_ids"] = tp.ddp_device_ids([rank])\n'),
+        Example('# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n'
+                'kwargs["device_ids"] = [rank]\nm = DDP(model, **kwargs)\n',
+                '# runs on CUDA\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n'
+                'kwargs["device_ids"] = tp.ddp_device_ids([rank])\nm = DDP(model, **kwargs)\n'),
+        # a module that makes no DDP: the keyword is some other object's device
+        Example('# runs on CUDA\nnew_kwargs["output_device"] = device_id\nop = CatOperator(**new_kwargs)\n'),
         Example("# runs on CUDA\nimport torch\nm = torch.nn.DataParallel(model, device_ids=[0, 1])\n"),
         # a barrier's ids: `[device.index]` is `[None]` for the CPU device, which gloo refuses
         Example("# runs on CUDA\nimport torch.distributed as dist\ndist.barrier(device_ids=[device.index])\n",
@@ -187,7 +191,10 @@ class DdpDeviceIds(Rule):
         return updated.with_changes(args=args) if changed else None
 
     def leave_Assign(self, m: Migrator, original: cst.Assign, updated: cst.Assign) -> cst.Assign | None:
-        """``kwargs["device_ids"] = [rank]``, later passed as ``**kwargs``."""
+        """``kwargs["device_ids"] = [rank]``, later passed as ``**kwargs``, in a module that wraps a model in DDP
+        (linear_operator's ``new_kwargs["output_device"] = device_id`` is its own operator's device)."""
+        if not any(name.rsplit(".", 1)[-1] in m.source for name in _PARALLEL):
+            return None
         for target in original.targets:
             sub = target.target
             if isinstance(sub, cst.Subscript) and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index):

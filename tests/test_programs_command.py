@@ -514,12 +514,3 @@ def test_torchsummary_makes_its_inputs_on_cuda_or_the_cpu(imported: str) -> None
     source = f"import torch\n{imported}\n\nmodel = Net().to(device)\n{call}(model, (3, 416, 416))\n"
     assert blocker(source) == (5, f"`{call}`, which makes its inputs on CUDA or the CPU alone")
     assert blocker(source.replace(imported, "from mylib import summary")) is None
-
-
-@pytest.mark.parametrize(("imported", "blocked"), [
-    ("import dgl", True), ("import horovod.torch as hvd", True), ("from dgl.nn import GraphConv", True),
-    ("# import dgl", False), ("import dglke_utils", False)])
-def test_a_library_with_no_mps_support_keeps_the_cpu_on_a_mac(imported: str, blocked: bool) -> None:
-    """torchdyn's DGL notebook and once-for-all's Horovod training: neither library takes MPS tensors."""
-    source = f"import torch\n{imported}\n\nx = torch.ones(2).to(device)\n"
-    assert blocker(source) == ((2, "a library with no MPS support (DGL, Horovod)") if blocked else None)

@@ -438,11 +438,8 @@ TEXT = {
     "mps_lacks_type_string": (r"\.type\(\s*[\w.\[\]]+\.type\(\s*\)\s*\)",
                               "a tensor's type string given back to `.type()` (YOLOX's `x.type(y.type())`): on MPS it "
                               "is 'torch.mps.FloatTensor', which `.type()` rejects (pytorch/pytorch#118517)"),
-    "mps_lacks_library": (r"\b(?:import|from)\s+(?:dgl|horovod)\b",
-                          "a library with no MPS support whose tensors a program hands it: DGL's graphs and kernels, "
-                          "Horovod's collectives"),
     "lacks_text": (r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
-                   r"forced_align|DataParallel|is_cuda|cpp_extension|dgl|horovod)\b|\.type\(\s*[\w.\[\]]+\.type\(",
+                   r"forced_align|DataParallel|is_cuda|cpp_extension)\b|\.type\(\s*[\w.\[\]]+\.type\(",
                    "text every MPS blocker's module holds: a run whose files hold none of it has no program that MPS "
                    "cannot run"),
     "collective_call": (r"\b(?:all_reduce|all_gather|all_gather_object|reduce_scatter|broadcast|all_to_all)\(",

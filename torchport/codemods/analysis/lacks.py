@@ -23,7 +23,6 @@ _MPS_BLOCKERS = (
     (torch_facts.text("mps_lacks_forced_align"), "torchaudio's forced_align"),
     (torch_facts.text("mps_lacks_data_parallel"), _DATA_PARALLEL),
     (torch_facts.text("mps_lacks_type_string"), "tensor type strings given back to `.type()` (`x.type(y.type())`)"),
-    (torch_facts.text("mps_lacks_library"), "a library with no MPS support (DGL, Horovod)"),
 )
 LACKS_TEXT = torch_facts.text("lacks_text")
 _COLLECTIVES = torch_facts.text("collective_call")

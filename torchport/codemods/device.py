@@ -32,6 +32,7 @@ from libcst import matchers
 
 from torchport.codemods.analysis.defaults import (
     dispatching_parameters,
+    option_defaults,
     script_device_option,
     unreachable_defaults,
     unreachable_method_defaults,
@@ -928,22 +929,8 @@ def _options_made_devices(m: Migrator) -> set[str]:
 def _cuda_device_options(tree: ast.Module) -> set[str]:
     """The ``dest`` of every ``add_argument("--device", default="cuda")`` in the module (CPython's tree): a device
     option whose default is a CUDA device."""
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "add_argument"):
-            continue
-        default = next((k.value for k in node.keywords if k.arg == "default"), None)
-        if not (isinstance(default, ast.Constant) and isinstance(default.value, str)
-                and CUDA_DEVICE_RE.match(default.value)):
-            continue
-        dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
-                    None)
-        names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        dests = {n.lstrip("-").replace("-", "_") for n in names if n.startswith("--")} | (
-            {dest} if isinstance(dest, str) else set())
-        found.update(d for d in dests if DEVICE_WORD.search(d))
-    return found
+    return {name for name, default in option_defaults(tree) if CUDA_DEVICE_RE.match(default)
+            and DEVICE_WORD.search(name)}
 
 
 def _names_a_device(call: cst.Call) -> bool:

@@ -193,15 +193,20 @@ class DdpDeviceIds(Rule):
     def leave_Assign(self, m: Migrator, original: cst.Assign, updated: cst.Assign) -> cst.Assign | None:
         """``kwargs["device_ids"] = [rank]``, later passed as ``**kwargs``, in a module that wraps a model in DDP
         (linear_operator's ``new_kwargs["output_device"] = device_id`` is its own operator's device)."""
-        if not any(name.rsplit(".", 1)[-1] in m.source for name in _PARALLEL):
-            return None
         for target in original.targets:
             sub = target.target
             if isinstance(sub, cst.Subscript) and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index):
-                if string_value(sub.slice[0].slice.value) in _DEVICE_KEYWORDS:
+                if string_value(sub.slice[0].slice.value) in _DEVICE_KEYWORDS and self._makes_ddp(m):
                     wrapped = self._wrap(m, original.value, updated.value)
                     return updated.with_changes(value=wrapped) if wrapped is not None else None
         return None
+
+    def _makes_ddp(self, m: Migrator) -> bool:
+        """Whether the module names DDP or DataParallel (read once per module)."""
+        store = m.store(self)
+        if "ddp" not in store:
+            store["ddp"] = any(name.rsplit(".", 1)[-1] in m.source for name in _PARALLEL)
+        return bool(store["ddp"])
 
 
 class ProcessGroupDeviceId(Rule):

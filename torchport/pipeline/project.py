@@ -179,18 +179,10 @@ def _dynamic_imports(tree: ast.Module) -> Iterator[tuple[int, Imported]]:
     """``importlib.import_module(name)`` and ``__import__(name)`` where ``name`` is known: a string, or a parsed
     option with a string default (Pointnet2's ``import_module(args.net)``, ``--net`` defaulting to
     ``"pointnet2_msg"``): read as ``import name`` where the call is; by the call's ``id``."""
-    defaults: dict[str, str] = {}
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
-    for call in calls:
-        if isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument":
-            default = next((k.value.value for k in call.keywords if k.arg == "default"
-                            and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)), None)
-            flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-            dest = next((k.value.value for k in call.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
-                        next((f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")), None))
-            if default is not None and isinstance(dest, str):
-                defaults[dest] = default
-    for call in calls:
+    from torchport.codemods.analysis.defaults import option_defaults  # only for a module that imports by name
+
+    defaults = dict(option_defaults(tree))
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
         name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
         if name not in ("import_module", "__import__") or not call.args:
             continue

@@ -130,6 +130,27 @@ def _option_names(call: ast.Call) -> list[str]:
     return [n.lstrip("-").replace("-", "_") for n in names]
 
 
+def option_defaults(tree: ast.Module) -> list[tuple[str, str]]:
+    """``(name, default)`` for each name of each command-line option with a string default in ``tree``
+    (``parser.add_argument("--net", default="pointnet2_msg")`` gives ``("net", "pointnet2_msg")``): its long flags
+    as ``args`` attributes, and its ``dest``."""
+    found: list[tuple[str, str]] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_argument"):
+            continue
+        default = next((k.value for k in node.keywords if k.arg == "default"), None)
+        if not (isinstance(default, ast.Constant) and isinstance(default.value, str)):
+            continue
+        dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
+                    None)
+        names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        dests = {n.lstrip("-").replace("-", "_") for n in names if n.startswith("--")} | (
+            {dest} if isinstance(dest, str) else set())
+        found.extend((name, default.value) for name in sorted(dests))
+    return found
+
+
 def script_device_option(module: ast.Module, is_device_name: Callable[[str], bool]) -> bool:
     """Whether ``module`` is a script (a ``__main__`` block) with a device command-line option
     (``parser.add_argument("--device", ...)``, any name ``is_device_name`` accepts)."""

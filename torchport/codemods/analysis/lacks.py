@@ -315,7 +315,8 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
         arrays: set[str] = set()
         tensors: set[str] = set()
         # an assignment binds once its value ran: `sig = sig.cuda()` moves the float64 tensor first
-        for node in sorted(_own_nodes(scope), key=lambda n: (n.end_lineno or n.lineno, n.end_col_offset or 0)
+        own = [n for n in _in_order(scope) if isinstance(n, (ast.Assign, ast.Call))]
+        for node in sorted(own, key=lambda n: (n.end_lineno or n.lineno, n.end_col_offset or 0)
                            if isinstance(n, ast.Assign) else (n.lineno, n.col_offset)):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 value, name = node.value, node.targets[0].id
@@ -334,20 +335,6 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
                     and not any(isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id in (
                         "torch", "th") and a.attr not in _WIDE for a in node.args):  # `.to(torch.float32)`: a cast
                 found.append(node.lineno)
-    return found
-
-
-def _own_nodes(scope: ast.AST) -> list[ast.Assign | ast.Call]:
-    """The assignments and calls of ``scope``'s own body (not those of functions defined in it)."""
-    found: list[ast.Assign | ast.Call] = []
-    todo = list(ast.iter_child_nodes(scope))
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        if isinstance(node, (ast.Assign, ast.Call)):
-            found.append(node)
-        todo.extend(ast.iter_child_nodes(node))
     return found
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from torchport import __version__
@@ -46,6 +46,20 @@ def find_metadata(start: Path) -> Path | None:
                 if _names_project(candidate, text):
                     return candidate
     return None
+
+
+def installable(paths: Iterable[Path]) -> set[Path]:
+    """Those of the files ``paths`` that packaging metadata at or above their folder makes installable
+    (`find_metadata`); each folder is read once."""
+    folders: dict[Path, bool] = {}
+    found: set[Path] = set()
+    for path in paths:
+        folder = path.resolve().parent
+        if folder not in folders:
+            folders[folder] = find_metadata(folder) is not None
+        if folders[folder]:
+            found.add(path)
+    return found
 
 
 def _list_span(text: str, opening: re.Match[str]) -> tuple[int, int] | None:

@@ -399,20 +399,21 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
                            f"{why.split(': ', 1)[1]}); it is left as written")
     _, project = _model(results)
     for index, result in enumerate(results):  # torch-ngp's gridencoder/grid.py: it builds its extension on import
-        if result.changed and index not in left and (need := _needs_cuda_on_import(index, results, project)):
+        if result.changed and index not in left and (need := _needs_cuda_on_import(index, results, project, modules)):
             left[index] = f"it needs CUDA whenever it is imported ({need}); it is left as written"
     return left
 
 
-def _needs_cuda_on_import(index: int, results: Sequence[FileResult], project: Project) -> str | None:
+def _needs_cuda_on_import(index: int, results: Sequence[FileResult], project: Project,
+                          modules: frozenset[str]) -> str | None:
     """What makes module ``index`` need CUDA whenever it is imported (its own imports or code, or a module it always
-    imports): ``"builds a CUDA extension, gridencoder/backend.py:31"``; None when nothing does."""
+    imports): ``"builds a CUDA extension, gridencoder/backend.py:31"``; None when nothing does. ``modules``: the
+    run's module names (`_modules`)."""
     for other in sorted(project.reach(index, always=True), key=lambda i: (i != index, str(results[i].path))):
         text = results[other].original or ""
         if not outline(text).parses:
             continue
-        need = next((n for n in _requirements(text, False, modules=_modules(results)) if n.targets == OFF_CUDA),
-                    None)
+        need = next((n for n in _requirements(text, False, modules=modules) if n.targets == OFF_CUDA), None)
         if need is not None:
             return f"{need.reason}, {_shown(results[other].path, Path.cwd())}:{need.line}"  # as the programs show it
     return None
@@ -655,9 +656,10 @@ def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None
     if not (gating or needing or stuck):
         return {i: names for i, names in readers.items() if names}
     # The project's modules that need CUDA whenever imported: a function that imports one needs it too.
+    modules = _modules(results)
     needy = {i for i in needing if outline(results[i].original).parses
              and any(need.targets == OFF_CUDA for need in _requirements(results[i].original or "", False,
-                                                                           modules=_modules(results)))}
+                                                                           modules=modules))}
     cuda_only = frozenset(name for i in needy if (name := project.names[i]))
     if needy:  # `def f(): import kernels`
         needing |= {i for i in range(len(results)) if project.imports(i) & needy}
@@ -954,10 +956,11 @@ def kept_off_accelerators(results: Sequence[FileResult]) -> dict[int, str]:
     Returns:
         index into ``results`` -> why its rewrites are not made.
     """
-    from torchport.pipeline.library import find_metadata
+    from torchport.pipeline.library import installable
 
-    follow = {i for i, r in enumerate(results) if r.changed and r.rewrites and set(r.rewrites) <= FOLLOW_CODES
-              and find_metadata(r.path.resolve().parent) is None}
+    follow = {i for i, r in enumerate(results) if r.changed and r.rewrites and set(r.rewrites) <= FOLLOW_CODES}
+    packaged = installable(results[i].path for i in follow)
+    follow = {i for i in follow if results[i].path not in packaged}
     if not follow:
         return {}
     project = Project(results)
@@ -1139,7 +1142,7 @@ def _requirements(text: str, entry: bool, predicates: frozenset[str] = frozenset
     """`torchport.codemods.analysis.requirements.requirements` of a module that parses; read once per text.
     ``modules``: the names of the run's Python files (`_modules`): a ``*_cuda`` module among them is no compiled
     extension (torchquad's ``utils/enable_cuda.py``)."""
-    from torchport.codemods.analysis.requirements import EXTENSION, requirements
+    from torchport.codemods.analysis.requirements import requirements
 
     def read() -> list[Requirement]:
         tree = parse(text)
@@ -1147,8 +1150,7 @@ def _requirements(text: str, entry: bool, predicates: frozenset[str] = frozenset
         return requirements(tree, text, entry, predicates)
 
     found = remembered(_REQUIREMENTS, (text, entry, predicates), read)
-    return [need for need in found if not (need.reason.endswith(EXTENSION)
-                                           and need.reason.split()[1].rsplit(".", 1)[-1].rstrip(",") in modules)]
+    return [need for need in found if need.extension.rsplit(".", 1)[-1] not in modules]
 
 
 def _modules(results: Sequence[FileResult]) -> frozenset[str]:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from torchport.model import torch_facts
-from torchport.pipeline.library import find_metadata
+from torchport.pipeline.library import installable
 from torchport.pipeline.project import Project, live_names, outline, parse, remembered, used, words
 from torchport.results import FileResult
 
@@ -56,7 +56,9 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
         return {}
     tests = torch_facts.text("test_file")
     changed = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and r.path.name != "conftest.py"
-               and not tests.match(r.path.name) and find_metadata(r.path.resolve().parent) is None]
+               and not tests.match(r.path.name)]
+    packaged = installable(results[i].path for i in changed)
+    changed = [i for i in changed if results[i].path not in packaged]
     if not changed:
         return {}
     uses: list[_Uses] = []

@@ -37,12 +37,14 @@ def cuda_only_import(name: str) -> str | None:
         return f"imports {name} (GPU kernels)"
     if library is not None:
         return f"imports {name}, a CUDA-only library"
-    if name.rsplit(".", 1)[-1].endswith("_cuda"):
-        return f"imports {name}{EXTENSION}"
+    if compiled_extension(name):
+        return f"imports {name}, a compiled CUDA extension"
     return None
 
 
-EXTENSION = ", a compiled CUDA extension"  # how `cuda_only_import` ends for a `*_cuda` module
+def compiled_extension(name: str) -> bool:
+    """Whether module ``name`` has the ``*_cuda`` name a ``CUDAExtension`` gets (``fused_adam_cuda``)."""
+    return name.rsplit(".", 1)[-1].endswith("_cuda")
 # torch.cuda names (after "torch.cuda.") with no portable equivalent, by the rule that reports them.
 CUDA_ONLY_APIS = {code: torch_facts.names_of(code) for code in ("TP201", "TP202", "TP203", "TP204")}
 # The ones a program cannot run without (the others are reported by their rules but only tune or observe).
@@ -61,11 +63,14 @@ class Requirement:
             A process group is none: on a Mac the runtime picks the CPU once one exists.
         reason: one sentence, e.g. ``"imports triton (GPU kernels)"``.
         line: 1-based line in the module.
+        extension: the module imported, where it is one by its name alone (`compiled_extension`): a Python
+            file of the run with that name is none (the caller knows the run's files).
     """
 
     targets: tuple[str, ...]
     reason: str
     line: int
+    extension: str = ""
 
 
 def requirements(tree: ast.Module, text: str, entry: bool = False,
@@ -89,7 +94,9 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             for name in _imported(statement):
                 if (why := cuda_only_import(name)) is not None:
-                    found.append(Requirement(OFF_CUDA, why, statement.lineno))
+                    extension = name if torch_facts.cuda_library(name) is None and compiled_extension(name) and (
+                        "triton" not in name.split(".")[1:]) else ""
+                    found.append(Requirement(OFF_CUDA, why, statement.lineno, extension))
     guarded: set[int] | None = None
     uses: list[tuple[int, str]] = []  # (line, spelling) of the CUDA-only APIs named
     for node in ast.walk(tree) if _API_TEXT.search(text) else ():  # the walk is the cost: only where it can find

@@ -863,3 +863,15 @@ def test_a_test_class_whose_setupclass_skips_without_cuda_keeps_the_helpers_only
     assert result.migrated == textwrap.dedent(source) and not result.rewrites
     assert _unit(source, "test_hash", "cpu").skipped is not None
     assert _unit(source, "test_hash", "cuda").skipped is None
+
+
+def test_a_query_whose_branch_names_cuda_only_through_a_vendored_runtime_is_ported() -> None:
+    """The runtime is known by what the module imports, not by the name `tp`: a vendored runtime bound to `rt`
+    maps the CUDA device it is given as the package does."""
+    original = "import torch\n\ngpu_idx = 1\nx = torch.ones(2)\nif torch.cuda.is_available():\n" \
+               "    x = x.to(f'cuda:{gpu_idx}')\n"
+    migrated = original.replace("import torch\n", "import torch\nimport _torchport_runtime as rt\n").replace(
+        "torch.cuda.is_available()", "rt.is_available()").replace("x.to(f'cuda:{gpu_idx}')",
+                                                                   "x.to(rt.device(f'cuda:{gpu_idx}'))")
+    checked = check_port(original, migrated)
+    assert checked.code == migrated and checked.held == []

@@ -18,8 +18,8 @@ import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from torchport.model.evaluate import Evaluator, Stop, Unit, defaults
-from torchport.model.torch_facts import text
+from torchport.model.evaluate import Evaluator, Stop, Unit, defaults, imported
+from torchport.model.torch_facts import is_runtime, text
 
 OFF_CUDA = ("cpu", "mps")  # in this order; xpu answers as mps does for every query the model reads, bar its name
 
@@ -75,6 +75,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     hunks = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
     starts = _statement_starts(tree)
     guards = [n for n in ast.walk(tree) if isinstance(n, ast.If)]
+    runtime = frozenset(local for local, name in imported(tree).items() if is_runtime(name))  # `tp`
     support, old_support = _support_lines(tree), _support_lines(parsed, imports_only=True)
     # a statement's first line -> None if a clean path runs it, else a stop: on the CPU, and on MPS for what the
     # CPU never runs (a branch for MPS); an int device, MPS's index 0, is no port for the CPU
@@ -144,7 +145,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
             decisions[index] = False
             held.append(Held(i1 + 1, max(i2, i1 + 1), None, f"{UNUSED} `{owner}`"))
             continue
-        opened = _opens_cuda(lines, guards)
+        opened = _opens_cuda(lines, guards, runtime)
         if opened is not None:
             decisions[index], kept_assert = False, True
             held.append(Held(i1 + 1, max(i2, i1 + 1), None, "the branch it opens off CUDA still names the device "
@@ -260,17 +261,18 @@ def _removes_assert(old: Sequence[str], new: Sequence[str]) -> bool:
         line.lstrip().startswith("assert ") for line in new)
 
 
-def _opens_cuda(lines: set[int], guards: Sequence[ast.If]) -> ast.Constant | None:
+def _opens_cuda(lines: set[int], guards: Sequence[ast.If], runtime: frozenset[str]) -> ast.Constant | None:
     """The CUDA device (``"cuda"``, ``"cuda:1"``) still named outside a comparison in the branch a port of the test
     of an ``if`` (the changed ``lines``) opens (kymatio's ``if tp.is_available(): devices = ['cuda', 'cpu']``), or
-    None: off CUDA that branch would run where the device is not there."""
+    None: off CUDA that branch would run where the device is not there. ``runtime``: the local names of
+    torchport's runtime, whose calls map the devices they are given."""
     for guard in guards:
         if lines & set(range(guard.test.lineno, (guard.test.end_lineno or guard.test.lineno) + 1)):
             nodes = [n for s in guard.body for n in ast.walk(s)]
             # a comparison asks, a runtime call maps what it is given (`tp.device(f'cuda:{i}')`): neither places
             compared = {id(n) for node in nodes if isinstance(node, ast.Compare) or (
                 isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "tp") for n in ast.walk(node)}
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in runtime) for n in ast.walk(node)}
             # a string, or an f-string's text before its first field (nnAudio's f'cuda:{gpu_idx}')
             texts = [n.values[0] if isinstance(n, ast.JoinedStr) and n.values else n for n in nodes]
             named = next((n for n in texts if isinstance(n, ast.Constant) and isinstance(n.value, str)

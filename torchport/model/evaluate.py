@@ -112,6 +112,11 @@ def _tree_facts(tree: ast.Module) -> _TreeFacts:
     return facts
 
 
+def imported(tree: ast.Module) -> dict[str, str]:
+    """What ``tree`` imports: each local name -> the qualified name it is bound to (read once per tree)."""
+    return _tree_facts(tree).imports
+
+
 def _imports(tree: ast.Module) -> dict[str, str]:
     bound: dict[str, str] = {}
     for node in ast.walk(tree):

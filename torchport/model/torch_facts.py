@@ -622,7 +622,7 @@ def query(name: str, target: str) -> object:
         return UNKNOWN if accelerator else 0
     if name == "torch.accelerator.current_accelerator":
         return Device(target) if accelerator else None
-    if _runtime(name):
+    if is_runtime(name):
         if tail in ("device", "available_device", "accelerator_device", "nth_device"):
             return Device(target)
         if tail in ("device_str", "available_device_str", "device_type", "available_device_type", "nth_device_str"):
@@ -636,6 +636,8 @@ def query(name: str, target: str) -> object:
     return UNKNOWN
 
 
-def _runtime(name: str) -> bool:
+def is_runtime(name: str) -> bool:
+    """Whether the qualified ``name`` is torchport's runtime or in it (``torchport.runtime``, ``tp.device`` as
+    ``torchport.runtime.device``, the vendored ``_torchport_runtime``)."""
     head = name.split(".", 1)[0]
-    return name.startswith("torchport.runtime.") or head.endswith("torchport_runtime")
+    return name == "torchport.runtime" or name.startswith("torchport.runtime.") or head.endswith("torchport_runtime")

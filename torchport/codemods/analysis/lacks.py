@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from torchport.codemods.analysis.programs import call_name
 from torchport.codemods.analysis.source import parse
@@ -127,21 +127,25 @@ def _adaptive_solves(tree: ast.Module) -> list[tuple[int, str]]:
     """``(line, what)`` of each torchdiffeq solve (``odeint(func, y0, t)``, imported from torchdiffeq) whose method
     is not a fixed-grid one: dopri5, the default, and the other adaptive methods make float64 tensors on the state's
     device (ffjord's CNF layers)."""
-    bound = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-             and (node.module or "").split(".")[0] == "torchdiffeq" for alias in node.names if alias.name in _SOLVERS}
-    modules = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
-               for alias in node.names if alias.name.split(".")[0] == "torchdiffeq"}
     found = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        named = (isinstance(func, ast.Name) and func.id in bound) or (
-            isinstance(func, ast.Attribute) and func.attr in _SOLVERS and ast.unparse(func.value) in modules)
+    for node in _library_calls(tree, frozenset({"torchdiffeq"}), _SOLVERS):
         method = next((k.value for k in node.keywords if k.arg == "method"), None)
-        if named and not (isinstance(method, ast.Constant) and method.value in _FIXED_GRID):
+        if not (isinstance(method, ast.Constant) and method.value in _FIXED_GRID):
             found.append((node.lineno, "torchdiffeq's adaptive ODE solvers, which make float64 tensors"))
     return found
+
+
+def _library_calls(tree: ast.Module, libraries: frozenset[str], names: frozenset[str]) -> Iterator[ast.Call]:
+    """The calls in ``tree`` of a function named one of ``names`` from one of ``libraries``, as the module imports
+    it (``summary`` of ``from torchsummary import summary``, ``ts.summary``, ``torchdiffeq.odeint``)."""
+    from torchport.codemods.analysis.names import ast_chain, import_map, qualify  # LibCST's, for a run that parses
+
+    imports = import_map(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (dotted := ast_chain(node.func)) is not None and any(
+                name.split(".", 1)[0] in libraries and name.rsplit(".", 1)[-1] in names
+                for name in qualify(dotted, imports)):
+            yield node
 
 
 def _data_branch_lines(tree: ast.Module) -> set[int]:
@@ -175,14 +179,8 @@ _CPU_OR_CUDA_INPUTS = frozenset(torch_facts.words("cpu_or_cuda_inputs"))
 def _summaries(tree: ast.Module) -> list[tuple[int, str]]:
     """``(line, what)`` of each ``summary(model, ...)`` of a library that makes the model's inputs on CUDA or the CPU
     alone (`torch_facts` role ``cpu_or_cuda_inputs``): a model on MPS gets CPU inputs."""
-    local: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in _CPU_OR_CUDA_INPUTS:
-            local.update(a.asname or a.name for a in node.names if a.name == "summary")
-        elif isinstance(node, ast.Import):
-            local.update(f"{a.asname or a.name}.summary" for a in node.names if a.name in _CPU_OR_CUDA_INPUTS)
     return [(node.lineno, f"`{ast.unparse(node.func)}`, which makes its inputs on CUDA or the CPU alone")
-            for node in ast.walk(tree) if local and isinstance(node, ast.Call) and ast.unparse(node.func) in local]
+            for node in _library_calls(tree, _CPU_OR_CUDA_INPUTS, frozenset({"summary"}))]
 
 
 def _device_tables(tree: ast.Module) -> list[tuple[int, str]]:

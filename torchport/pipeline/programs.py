@@ -931,17 +931,23 @@ def cpu_only_amp(results: Sequence[FileResult]) -> dict[int, str]:
     if not amp_only:
         return {}
     project = Project(results)
-    starts: dict[int, list[int]] = {}  # an amp-only module -> the modules that reach it, itself included
-    for index in range(len(results)):
-        for reached in project.reach(index) & amp_only:
-            starts.setdefault(reached, []).append(index)
     left = {}
-    for index, reaching in starts.items():
+    for index, reaching in _reaching(project, len(results), amp_only).items():
         if not any(places(i) for start in reaching for i in project.reach(start)):
             left[index] = (f"no program that reaches it puts data on a device ({results[index].display}): its "
                            "CUDA autocast wraps CPU tensors, a no-op everywhere, where a CPU autocast would change "
                            "the numbers")
     return left
+
+
+def _reaching(project: Project, count: int, targets: set[int]) -> dict[int, list[int]]:
+    """Each of the modules ``targets`` -> the modules of the run (``count`` of them) that reach it, itself
+    included."""
+    found: dict[int, list[int]] = {}
+    for index in range(count):
+        for reached in project.reach(index) & targets:
+            found.setdefault(reached, []).append(index)
+    return found
 
 
 FOLLOW_CODES = frozenset({"TP024"})  # data moved to other data's device (`x.cuda() if y.is_cuda else x`)
@@ -972,11 +978,7 @@ def kept_off_accelerators(results: Sequence[FileResult]) -> dict[int, str]:
         return index in follow or not result.changed and not other_backend.search(result.original or "")
 
     left: dict[int, str] = {}
-    reaching: dict[int, list[int]] = {}
-    for index in range(len(results)):
-        for reached in project.reach(index) & follow:
-            reaching.setdefault(reached, []).append(index)
-    for index, starts in reaching.items():
+    for index, starts in _reaching(project, len(results), follow).items():
         if all(keeps(i) for start in starts for i in project.reach(start)):
             left[index] = (f"every program that reaches it ({results[index].display}) keeps its data on CUDA or "
                            "the CPU, so data is on CUDA here exactly where it was")

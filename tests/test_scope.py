@@ -772,9 +772,20 @@ def test_the_known_libcst_mistakes() -> None:
     assert [(d[0], d[3], d[4]) for d in _disagreements(star)] == [("Event", EVENT, NONE), ("Stream", STREAM, NONE)]
 
 
+def test_a_star_import_binds_torch() -> None:
+    """LibCST binds nothing for a star import; the resolver reads ``torch`` there as torch (`STAR_BINDS`): code that
+    reads it and imports it no other way runs only where the star import brought it. Nothing else changes."""
+    star = "from utils import *\ndef f():\n    return torch.cuda.synchronize(), np\n"
+    assert [(d[0], d[3], d[4]) for d in _disagreements(star)] == [("torch", NONE, TORCH)]
+    assert _disagreements("import torch\n" + star) == []
+
+
 @pytest.mark.parametrize("case", FIXTURE_INPUTS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_agrees_with_libcst_on_fixtures(case: Path) -> None:
-    assert _disagreements(case.read_text()) == []
+    source = case.read_text()
+    if "import *" in source:  # `test_a_star_import_binds_torch`
+        source = "import torch\n" + source
+    assert _disagreements(source) == []
 
 
 # ---- the fast path is sound ---------------------------------------------------------------

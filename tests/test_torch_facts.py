@@ -58,3 +58,14 @@ def test_counter_counts_lists_regexes_and_spellings(tmp_path, monkeypatch):
     found = counter.count(package / "rule.py")
     assert [f.split(": ", 1)[1] for f in found["lists"]] == ["A"]
     assert len(found["regexes"]) == 1 and len(found["spellings"]) == 2 and len(found["prefilters"]) == 1
+
+
+def test_the_modules_that_hold_nothing_hold_no_tensor() -> None:
+    """Each `HOLDS_NOTHING` class, built with its defaults, has no parameter, buffer or child module: its
+    `.cuda()` moves nothing (and works on a CPU-only torch)."""
+    import torch
+
+    for name in sorted(torch_facts.HOLDS_NOTHING):
+        module = getattr(torch.nn, name.rsplit(".", 1)[-1])()
+        assert not [*module.parameters(), *module.buffers(), *module.children()], name
+        assert module.cuda() is module, name

@@ -199,7 +199,8 @@ def _unportable_rng_state(m: Migrator, rule: Rule) -> str | None:
     return blocker
 
 
-_SEEDS = torch_facts.named("seed")
+_SEEDS = frozenset(torch_facts.cuda_tail(name) for name in torch_facts.named("seed"))
+_GLOBAL_SEEDS = torch_facts.named("global_seed")
 
 
 class CudaRngApi(_Rename):
@@ -218,6 +219,7 @@ class CudaRngApi(_Rename):
         # `torch.manual_seed(seed)` already seeds every device, the picked one included.
         Example("import torch\ntorch.manual_seed(seed)\ntorch.cuda.manual_seed_all(seed)\n"),
         Example("import torch\ntorch.manual_seed(seed + 1)\ntorch.cuda.manual_seed_all(seed)\n"),
+        Example("import torch\ntorch.random.manual_seed(seed)\ntorch.cuda.random.manual_seed(seed)\n"),
         # The state is also set where the runtime cannot follow: reading and seeding stay with it.
         Example("import torch\nstate = torch.cuda.get_rng_state()\ntorch.cuda.manual_seed(seed)\n"
                 "torch.cuda.default_generators[0].set_state(state)\n"),
@@ -256,9 +258,10 @@ class CudaRngApi(_Rename):
             call = _lone_call(statement)
             if call is None or len(call.args) != 1:
                 continue
-            if m.has_qname(call.func, "torch.manual_seed"):
+            names = m.qnames(call.func)
+            if names & _GLOBAL_SEEDS:
                 seeded = _EMPTY.code_for_node(call.args[0].value)
-            elif seeded is not None and any(m.has_qname(call.func, name) for name in _SEEDS):
+            elif seeded is not None and any(torch_facts.cuda_tail(name) in _SEEDS for name in names):
                 m.skip_region(statement, SEEDED, f"torch.manual_seed({seeded}) above already seeds every device")
 
 

@@ -47,7 +47,14 @@ from torchport.codemods.core.base import (
     keyword_arg,
     string_value,
 )
-from torchport.codemods.core.reasons import CUDA_ONLY, CUDA_QUERY, CUDA_SETTING, DEAD_STORE, SEVERAL_BACKENDS
+from torchport.codemods.core.reasons import (
+    CUDA_ONLY,
+    CUDA_QUERY,
+    CUDA_SETTING,
+    DEAD_STORE,
+    HOLDS_NOTHING,
+    SEVERAL_BACKENDS,
+)
 from torchport.codemods.core.rule import Example, Rule
 from torchport.model import torch_facts
 
@@ -267,6 +274,8 @@ class CudaMethod(Rule):
                 "        self.queue = torch.zeros(4).to(self.device)\n"),
         # A class of the module that defines its own `.cuda()` (and no `.to()`): its calls are not torch's ...
         Example("class Pool:\n    def cuda(self):\n        return self\n\np = Pool().cuda()\n"),
+        # A loss without weights holds no tensor: its `.cuda()` moves nothing, anywhere.
+        Example("import torch.nn as nn\ncriterion = nn.CrossEntropyLoss(ignore_index=-1).cuda()\n"),
         # ... but inside it, the tensors it holds move to the runtime's device.
         Example("class Batch:\n    def cuda(self):\n        self.x = self.x.cuda()\n        return self\n\n"
                 "b = Batch().cuda()\n",
@@ -300,6 +309,9 @@ class CudaMethod(Rule):
             m.report("TP106", original, "`.cuda()` left unchanged: a class in this module defines its own `cuda` "
                      "method, so this call may not be torch's")
             return None
+        if (made := _holds_nothing(m, original.func.value)) is not None:  # type: ignore[attr-defined]
+            m.leave_as_written(self.code, original, HOLDS_NOTHING, f"a `{made}` built from constants")
+            return None
         device_arg: cst.BaseExpression | None = None
         rest: list[cst.Arg] = []
         for arg in updated.args:
@@ -326,6 +338,22 @@ class CudaMethod(Rule):
         if rest and rest[-1] is not updated.args[-1]:  # a trailing comma only where the user wrote one
             rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(target), *rest])
+
+
+def _holds_nothing(m: Migrator, made: cst.BaseExpression) -> str | None:
+    """The torch module ``made`` builds, where it holds no tensor (`torch_facts.HOLDS_NOTHING`, every argument a
+    constant: ``nn.CrossEntropyLoss(reduction="none")``); else None."""
+    if not isinstance(made, cst.Call) or not all(_constant(arg.value) for arg in made.args):
+        return None
+    names = m.qnames(made.func) & torch_facts.HOLDS_NOTHING
+    return min(names).rsplit(".", 1)[-1] if names else None
+
+
+def _constant(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)) or (
+        isinstance(node, cst.Name) and node.value in ("True", "False", "None"))
 
 
 def _in_followed(m: Migrator) -> bool:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from torchport.model import torch_facts
+from torchport.model.torch_facts import STAR_BINDS
 from torchport.model.values import (
     INDEX,
     UNKNOWN,
@@ -129,7 +130,10 @@ def _imports(tree: ast.Module) -> dict[str, str]:
                     bound[head] = head
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
-                if alias.name != "*":
+                if alias.name == "*":
+                    for name, full in STAR_BINDS.items():
+                        bound.setdefault(name, full)
+                else:
                     bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     return bound
 
@@ -802,6 +806,8 @@ class Evaluator:
     def _method(self, method: str, node: ast.Call, receiver: object, args: list[object],
                 keywords: dict[str | None, object], p: Path) -> object:
         if method == "cuda":
+            if self._holds_nothing(node.func.value, p):  # type: ignore[attr-defined]
+                return UNKNOWN
             return self._needs_cuda(node, "`.cuda()` needs CUDA", p)
         if method == "to":
             value = args[0] if args else keywords.get("device")
@@ -829,6 +835,15 @@ class Evaluator:
         if method not in torch_facts.TEXT_CALLS and not isinstance(receiver, (str, Prefix, Name)):
             self._passes_cuda(node, method, p)
         return UNKNOWN
+
+    def _holds_nothing(self, made: ast.expr, p: Path) -> bool:
+        """Whether ``made`` builds a torch module that holds no tensor (`torch_facts.HOLDS_NOTHING`, from constants:
+        ``nn.CrossEntropyLoss(reduction="none")``): its ``.cuda()`` moves nothing, and works without CUDA."""
+        if not (isinstance(made, ast.Call) and isinstance(made.func, (ast.Name, ast.Attribute))) or not all(
+                literal(a) for a in (*made.args, *(k.value for k in made.keywords))):
+            return False
+        function = self._name(made.func, p)
+        return isinstance(function, Name) and function.qualified in torch_facts.HOLDS_NOTHING
 
     def _passes_cuda(self, node: ast.Call, callee: str, p: Path) -> None:
         """A CUDA device written as a positional argument of a call the model cannot follow
@@ -966,6 +981,13 @@ def _key(node: ast.expr) -> str | None:
         base = _key(node.value)
         return None if base is None else f"{base}.{node.attr}"
     return None
+
+
+def literal(node: ast.expr) -> bool:
+    """Whether ``node`` is a constant (``"none"``, ``-100``, ``True``)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant)
 
 
 def _cuda_tensor_type(name: str) -> bool:

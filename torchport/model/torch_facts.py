@@ -217,6 +217,12 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "subprocess.check_output": ("process_runner", "checks_exit"),
     "subprocess.Popen": ("process_runner",), "subprocess.getoutput": ("process_runner", "shell_runner"),
     "subprocess.getstatusoutput": ("process_runner", "shell_runner"),
+    "torch.manual_seed": ("global_seed",), "torch.random.manual_seed": ("global_seed",),
+    **{f"torch.nn.{name}": ("holds_nothing",) for name in (
+        "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss", "SmoothL1Loss",
+        "HuberLoss", "KLDivLoss", "CTCLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss",
+        "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "HingeEmbeddingLoss", "PoissonNLLLoss",
+        "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "GELU", "SiLU", "Dropout", "Identity")},
 }
 # Each role -> why the rules ask for the names that have it.
 ROLES = {
@@ -224,6 +230,9 @@ ROLES = {
     "count": "counts CUDA devices: a guard or an assert tests it",
     "index": "returns a device index: off CUDA a tensor's `.device.index` is None, never that 0",
     "seed": "seeds what `torch.manual_seed` already seeds on every device",
+    "global_seed": "seeds every device's generator (`torch.random.manual_seed` is `torch.manual_seed`)",
+    "holds_nothing": "a torch.nn module that, built from constants, holds no tensor: its `.cuda()` moves nothing on "
+                     "any backend (tests build each and count its parameters and buffers)",
     "autocast": "an autocast TP321 checks for float16 on the CPU",
     "generic_autocast": "torch.amp's autocast: its first argument names the device type",
     "scaler": "a GradScaler (its autocast moves with it)",
@@ -594,6 +603,11 @@ SKIP_IF = {name: name in named("skip_unless") for name in named("skip_if", "skip
 SKIP_ALWAYS = named("skip_always")
 SKIP_BELOW_GPUS = named("skip_below_gpus")
 CATCHES_CUDA_ERRORS = frozenset(words("catches_cuda_error"))
+HOLDS_NOTHING = named("holds_nothing")
+# What a star import binds, as the rules read names: ``torch``. A module that reads ``torch`` and imports it no
+# other way (YOLOv4's ``from tool.torch_utils import *``) runs only where the star import brought torch; where it
+# imports ``torch`` itself, the binding is the same.
+STAR_BINDS = {"torch": "torch"}
 
 
 def query(name: str, target: str) -> object:

@@ -18,6 +18,8 @@ from collections.abc import Iterator, Mapping
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from torchport.model.torch_facts import STAR_BINDS
+
 Imports = Mapping[str, frozenset[str]]
 
 
@@ -49,7 +51,7 @@ def import_map(tree: ast.Module) -> Imports:
     """Every name an import binds anywhere in ``tree`` -> the qualified names it may stand for.
 
     ``import torch.cuda as tc`` binds ``tc`` to ``torch.cuda``; ``import torch.cuda`` binds ``torch``
-    to ``torch``; ``from . import x`` binds ``x`` to ``.x``. Star imports bind nothing.
+    to ``torch``; ``from . import x`` binds ``x`` to ``.x``. Star imports bind `STAR_BINDS`.
 
     Where CPython cannot parse the source, read them from the LibCST tree with `cst_import_map`.
     """
@@ -65,7 +67,10 @@ def import_map(tree: ast.Module) -> Imports:
         elif isinstance(node, ast.ImportFrom):
             module = "." * node.level + (node.module or "")
             for alias in node.names:
-                if alias.name != "*":
+                if alias.name == "*":
+                    for name, full in STAR_BINDS.items():
+                        bound[name].add(full)
+                else:
                     joined = f"{module}.{alias.name}" if module and not module.endswith(".") else module + alias.name
                     bound[alias.asname or alias.name].add(joined)
     return {name: frozenset(names) for name, names in bound.items()}
@@ -87,6 +92,8 @@ class _ImportCollector(cst.CSTVisitor):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         if isinstance(node.names, cst.ImportStar):
+            for name, full in STAR_BINDS.items():
+                self.bound[name].add(full)
             return False
         module = "." * len(node.relative) + ((get_full_name_for_node(node.module) or "") if node.module else "")
         for alias in node.names:

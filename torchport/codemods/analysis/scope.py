@@ -55,6 +55,8 @@ import warnings
 from bisect import bisect_right
 from collections.abc import Iterator
 
+from torchport.model.torch_facts import STAR_BINDS
+
 EMPTY: frozenset[str] = frozenset()
 _Pos = tuple[int, int]  # (line from 1, column from 0 in UTF-8 bytes, as ast counts)
 
@@ -85,7 +87,10 @@ def _bind_imports(node: ast.stmt, out: dict[str, set[str]]) -> None:
     elif isinstance(node, ast.ImportFrom):
         module = "." * node.level + (node.module or "")
         for alias in node.names:
-            if alias.name != "*":
+            if alias.name == "*":
+                for name, full in STAR_BINDS.items():
+                    out.setdefault(name, set()).add(full)
+            else:
                 joined = f"{module}.{alias.name}" if module and not module.endswith(".") else module + alias.name
                 out.setdefault(alias.asname or alias.name, set()).add(joined)
 

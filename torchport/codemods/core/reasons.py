@@ -139,10 +139,15 @@ EXPECTED_ERROR = Reason(
     "import pytest\nimport torch\n\n\ndef test_deny_moving(model):\n    with pytest.raises(TypeError):\n"
     "        model.cuda()\n")
 
+HOLDS_NOTHING = Reason(
+    "R22", "holds-nothing", "`.cuda()` on a torch module that holds no tensor (a loss without weights, an activation, "
+    "built from constants) moves nothing and works on every backend.",
+    "import torch.nn as nn\ncriterion = nn.CrossEntropyLoss(reduction='none').cuda()\n")
+
 REASONS: tuple[Reason, ...] = (CUDA_ONLY, SEVERAL_BACKENDS, CUDA_GATE, GATE_DEFINITION, CUDA_TEST, CUDA_ONLY_PROGRAM,
                                CUDA_ONLY_LIBRARY, FAKES_CUDA, CUDA_SETTING, DEAD_STORE, SEEDED, MOVES_TOGETHER,
                                HELD_CHOICE, CUDA_QUERY, UNSET_ATTRIBUTE, OLDER_TORCH, INDEX_BOOKKEEPING,
-                               CONFIG_DATA, HALF_PORT, SAVED_HERE, EXPECTED_ERROR)
+                               CONFIG_DATA, HALF_PORT, SAVED_HERE, EXPECTED_ERROR, HOLDS_NOTHING)
 BY_ID = {reason.id: reason for reason in REASONS}
 
 

@@ -317,3 +317,17 @@ def test_data_following_moves_stay_where_every_program_keeps_cuda_or_the_cpu(tmp
     assert (folder / "train.py").read_text() == (PROJECTS / "flag_followers" / "train.py").read_text()
     ran = _run(folder, "train.py")
     assert ran.returncode == 0 and ran.stdout.strip() == "True", ran.stderr[-2000:]
+
+
+def test_device_values_nothing_reads_are_left_and_the_program_still_runs(tmp_path: Path) -> None:
+    """FastSpeech: `model.py` picks `device` at import and nothing reads it; `train.py`'s `main` picks a second
+    device it never uses. Both stay as written (R10); the device `train.py` imports from `model.py`, and its own,
+    are ported, and the program runs on the CPU."""
+    folder = _ported("unread_device", tmp_path)
+    model, train = (folder / "model.py").read_text(), (folder / "train.py").read_text()
+    assert 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in model
+    assert "used = tp.available_device()" in model
+    assert "    device = tp.available_device()\n" in train
+    assert '    spare = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in train
+    ran = _run(folder, "train.py")
+    assert ran.returncode == 0 and "torch.Size([2, 2])" in ran.stdout, ran.stderr[-2000:]

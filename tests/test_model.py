@@ -865,6 +865,29 @@ def test_a_test_class_whose_setupclass_skips_without_cuda_keeps_the_helpers_only
     assert _unit(source, "test_hash", "cuda").skipped is None
 
 
+def test_a_test_class_whose_setup_calls_skiptest_without_cuda_is_skipped_there() -> None:
+    """torchani's `TestInfer.setUp`: `self.skipTest(...)` under `if not torch.cuda.is_available()` skips every test
+    of the class off CUDA, as `raise unittest.SkipTest` does; its `.cuda()` stays."""
+    source = """\
+    import unittest
+
+    import torch
+
+
+    class TestInfer(unittest.TestCase):
+        def setUp(self):
+            if not torch.cuda.is_available():
+                self.skipTest("MNP models need CUDA")
+
+        def test_infer(self):
+            self.assertTrue(torch.ones(2).cuda().is_cuda)
+    """
+    result = _port(source)
+    assert result.migrated == textwrap.dedent(source) and not result.rewrites
+    assert _unit(source, "test_infer", "cpu").skipped is not None
+    assert _unit(source, "test_infer", "cuda").skipped is None
+
+
 def test_a_query_whose_branch_names_cuda_only_through_a_vendored_runtime_is_ported() -> None:
     """The runtime is known by what the module imports, not by the name `tp`: a vendored runtime bound to `rt`
     maps the CUDA device it is given as the package does."""

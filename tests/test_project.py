@@ -161,6 +161,9 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("a = np.zeros(3, dtype=np.float64)\n", None),  # numpy's, not moved to a device
     ("s = torch.sparse_coo_tensor(i, v)\n", (1, "sparse tensors")),
     ("a = F.forced_align(e, t)\n", (1, "torchaudio's forced_align")),
+    ("y = F.interpolate(x, size=s, mode='area')\n",
+     (1, 'area interpolation to sizes that need not divide (`mode="area"`)')),
+    ("y = F.interpolate(x, size=s, mode='bilinear')\n", None),
     ("x = y.double() if device != 'mps' else y.float()\n", None),  # the code handles MPS itself
     ("x = y.double()  # a comment about MPS is not code\n", (1, "float64")),
     ("# x.double()\n", None),
@@ -293,6 +296,26 @@ def test_float64_in_a_function_that_runs_collectives_is_no_blocker() -> None:
             "    t = torch.tensor([self.count, self.total], dtype=torch.float64, device='cuda')\n"
             "    dist.barrier()\n    dist.all_reduce(t)\n")
     assert blocker(text) is None
+
+
+def test_a_package_folder_named_with_dashes_is_imported_with_underscores(tmp_path: Path) -> None:
+    """facenet-pytorch's root is the package `facenet_pytorch` (setup.py's `package_dir={'facenet_pytorch': '.'}`):
+    its tests' `from facenet_pytorch import MTCNN` reach the repository's own modules."""
+    from torchport.pipeline.project import Project
+    from torchport.results import FileResult
+
+    root = tmp_path / "facenet-pytorch"
+    _tree(root, {
+        "__init__.py": "from .models.mtcnn import MTCNN\n",
+        "models/__init__.py": "",
+        "models/mtcnn.py": "class MTCNN:\n    pass\n",
+        "tests/perf_test.py": "from facenet_pytorch import MTCNN\n",
+    })
+    files = sorted(root.rglob("*.py"))
+    results = [FileResult(path=f, display=f.relative_to(root).as_posix(), original=f.read_text()) for f in files]
+    project = Project(results)
+    test = next(i for i, r in enumerate(results) if r.display == "tests/perf_test.py")
+    assert "models/mtcnn.py" in {results[i].display for i in project.reach(test)}
 
 
 def test_a_name_without_a_package_is_the_importers_sibling(tmp_path: Path) -> None:

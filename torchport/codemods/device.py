@@ -241,7 +241,7 @@ class _StringRule(Rule):
 
     def leave_SimpleString(self, m: Migrator, original: cst.SimpleString,
                            updated: cst.SimpleString) -> cst.BaseExpression | None:
-        return rewrite_string(m, self.code, original, updated)
+        return None if _in_followed(m) else rewrite_string(m, self.code, original, updated)
 
     def leave_FormattedString(self, m: Migrator, original: cst.FormattedString,
                               updated: cst.FormattedString) -> cst.BaseExpression | None:
@@ -1386,6 +1386,8 @@ class FollowDevice(Rule):
     examples = (
         Example("import torch\nw = w.cuda() if x.is_cuda else w\n", "import torch\nw = w.to(x.device)\n"),
         Example("import torch\nif raw_w.is_cuda: mask = mask.cuda()\n", "import torch\nmask = mask.to(raw_w.device)\n"),
+        # segan's generator: `.to('cuda')` as `.cuda()`
+        Example("import torch\nif hi.is_cuda:\n    z = z.to('cuda')\n", "import torch\nz = z.to(hi.device)\n"),
         Example("import torch\n\n\ndef f(x, w):\n    # follow x\n    if x.is_cuda:\n        w = w.cuda()  # moved\n"
                 "    return w * x\n",
                 "import torch\n\n\ndef f(x, w):\n    # follow x\n    w = w.to(x.device)  # moved\n    return w * x\n"),
@@ -1416,7 +1418,7 @@ class FollowDevice(Rule):
             return
         follow = _followed(node.test)
         if follow is not None and _moved_to_cuda(node.body) == _code(node.orelse) is not None:
-            self._claim(m, node, follow)
+            self._claim(m, node, follow, node.body)
 
     def visit_If(self, m: Migrator, node: cst.If) -> None:
         """``if y.is_cuda: x = x.cuda()``, alone in its ``if`` (no ``else``; a comment on the header or the line, not
@@ -1434,14 +1436,17 @@ class FollowDevice(Rule):
             return  # two comments for one line
         if len(small) == 1 and isinstance(assign := small[0], cst.Assign) and len(assign.targets) == 1 \
                 and _moved_to_cuda(assign.value) == _code(assign.targets[0].target) is not None:
-            self._claim(m, node, follow)
+            self._claim(m, node, follow, assign.value)
         elif len(small) == 1 and isinstance(ret := small[0], cst.Return) and ret.value is not None \
                 and (moved := _moved_to_cuda(ret.value)) is not None \
                 and (after := _returned_next(m, node, moved)) is not None:
-            self._claim(m, node, follow)  # `if y.is_cuda: return x.cuda()` then `return x`: one return
+            self._claim(m, node, follow, ret.value)  # `if y.is_cuda: return x.cuda()` then `return x`: one return
             m.store(self).setdefault("returns", {})[id(m.ancestors[-2])] = (id(node), id(after))
 
-    def _claim(self, m: Migrator, node: cst.IfExp | cst.If, follow: cst.BaseExpression) -> None:
+    def _claim(self, m: Migrator, node: cst.IfExp | cst.If, follow: cst.BaseExpression,
+               moved: cst.BaseExpression) -> None:
+        if isinstance(moved, cst.Call):  # the `"cuda"` of `x.to("cuda")` goes with it
+            m.handled.update(id(arg.value) for arg in moved.args)
         m.shared.followed.add(id(node))
         m.shared.followed.add(id(follow))
         m.store(self)[id(node)] = follow
@@ -1507,9 +1512,14 @@ def _followed(test: cst.BaseExpression) -> cst.BaseExpression | None:
 
 
 def _moved_to_cuda(node: cst.BaseExpression) -> str | None:
-    """The code of ``x`` in ``x.cuda()`` (no arguments; ``x`` a name or a chain of attributes), else None."""
-    if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute) \
-            and node.func.attr.value == "cuda":
+    """The code of ``x`` in ``x.cuda()`` or ``x.to("cuda")`` (no other arguments; ``x`` a name or a chain of
+    attributes), else None."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+        return None
+    if node.func.attr.value == "cuda" and not node.args:
+        return _code(node.func.value)
+    if node.func.attr.value == "to" and len(node.args) == 1 and node.args[0].keyword is None and isinstance(
+            spec := node.args[0].value, cst.SimpleString) and spec.evaluated_value == "cuda":
         return _code(node.func.value)
     return None
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import ast
 import difflib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from torchport.model import torch_facts
 from torchport.model.evaluate import Evaluator, Stop, Unit, defaults, imported
 from torchport.model.torch_facts import is_runtime, text
 
@@ -55,8 +56,8 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     imports the module (a notebook): a module-level function it never names never runs. ``tests``: a test
     module: a test that already runs clean off CUDA as written and asks no device query keeps its CUDA devices,
     values it checks (tnt's ``get_process_group_backend_from_device(torch.device("cuda")) == "nccl"``).
-    ``unused``: the module's top-level functions and classes that no program of the project runs
-    (`torchport.pipeline.unused`).
+    ``unused``: the module's top-level functions and classes that no program of the project runs, and its
+    module-level names that hold a device value nothing reads (`torchport.pipeline.unused`).
     A port that unbinds a name its code still reads (an import removed, a use kept) is refused whole.
     Returns ``migrated`` unchanged when every hunk stays, ``original`` when none does (its support, such as an
     added import, goes with it), else the mix. Never raises: code CPython cannot parse is returned as given.
@@ -112,7 +113,8 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         dead += _never_run_after(tree, max(stop.line for stop in module_stops), closed)
     if tests:
         dead += _helpers_of_skipped_tests(tree, skipped or set())
-    if dead:  # lines changed one for one are read one by one: a rewrite in a branch never taken stays out alone
+    unread = _unread_stores(tree, runtime, closed or tests, unused)
+    if dead or unread:  # lines changed one for one are read one by one: a rewrite never run stays out alone
         hunks = [single for op in hunks for single in (
             [(op[0], op[1] + k, op[1] + k + 1, op[3] + k, op[3] + k + 1) for k in range(op[2] - op[1])]
             if op[0] == "replace" and op[2] - op[1] == op[4] - op[3] else [op])]
@@ -140,6 +142,11 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
                 decisions[index], kept_assert = False, True
                 held.append(Held(i1 + 1, max(i2, i1 + 1), replace(later, line=_original_line(later.line, hunks))))
                 continue
+        store = next((name for first, last, name in unread if first <= min(lines) and max(lines) <= last), None)
+        if store is not None:
+            decisions[index] = False
+            held.append(Held(i1 + 1, max(i2, i1 + 1), None, f"`{store}` {UNREAD}"))
+            continue
         owner = next((name for first, last, name in never if first <= min(lines) and max(lines) <= last), None)
         if owner is not None:
             decisions[index] = False
@@ -184,6 +191,75 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         again = check_port(original, code, exempt, parsed, None, gates, closed, tests, unused)
         return Checked(again.code, held + [h for h in again.held if h not in held])
     return Checked(code, held)
+
+
+def _unread_stores(tree: ast.Module, runtime: frozenset[str], module: bool,
+                   globals_: frozenset[str] = frozenset()) -> list[tuple[int, int, str]]:
+    """``(first, last line, name)`` of each assignment of a device value to a name its scope never reads
+    (``device = tp.available_device()`` in an example that places nothing): a port of it changes nothing. A
+    function's locals; with ``module`` (nothing imports the module: a notebook, a test module), its globals too. The
+    value must do nothing but answer (device queries, the runtime's calls, ``torch.device``): ``m = model.cuda()``
+    moves the model. A scope that reads names dynamically (``locals()``, ``eval``) reads them all. ``globals_``: the
+    module-level names the project never reads (`torchport.pipeline.unused.unread_globals`)."""
+    found: list[tuple[int, int, str]] = []
+    scopes: list[ast.AST] = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    imports = imported(tree)
+    for scope in ([tree] if module or globals_ else []) + scopes:
+        reads = {n.id for n in ast.walk(scope) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+        reads |= {n.value for n in ast.walk(scope) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        declared = {name for n in ast.walk(scope) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+        if reads & _DYNAMIC_READS:
+            continue
+        for statement in _own_statements(scope.body):  # type: ignore[union-attr]
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(
+                    name := statement.targets[0], ast.Name) and name.id not in reads | declared \
+                    and (module or scope is not tree or name.id in globals_) \
+                    and only_answers(statement.value, runtime, imports):
+                found.append((statement.lineno, statement.end_lineno or statement.lineno, name.id))
+    return found
+
+
+_DYNAMIC_READS = frozenset(torch_facts.words("name_lookup_builtin"))
+
+
+def _own_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of one scope, in its blocks too, not those of the functions and classes it defines."""
+    for statement in body:
+        yield statement
+        if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for block in ("body", "orelse", "finalbody"):
+                yield from _own_statements(getattr(statement, block, None) or [])
+            for handler in getattr(statement, "handlers", None) or []:
+                yield from _own_statements(handler.body)
+
+
+def only_answers(value: ast.expr, runtime: frozenset[str], imports: Mapping[str, str]) -> bool:
+    """Whether evaluating ``value`` does nothing but answer: its calls are the runtime's, device queries
+    (`torch_facts.named("available", "count")`), ``torch.device``, or ``str``; and it names a device somewhere."""
+    calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
+    for call in calls:
+        dotted = _dotted(call.func)
+        if dotted is None:
+            return False
+        head, _, rest = dotted.partition(".")
+        if head in runtime or dotted == "str":
+            continue
+        qualified = f"{imports[head]}.{rest}".rstrip(".") if head in imports else dotted
+        if qualified not in _ANSWERS:
+            return False
+    return bool(calls) or any(isinstance(n, ast.Constant) and isinstance(n.value, str)
+                              and torch_facts.CUDA_SPEC.fullmatch(n.value) for n in ast.walk(value))
+
+
+_ANSWERS = torch_facts.named("available", "count", "accelerator_available") | {"torch.device"}
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of names, else None."""
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _never_named(tree: ast.Module) -> list[tuple[int, int, int, int]]:
@@ -237,6 +313,7 @@ def _passing_tests(original: ast.Module, exempt: frozenset[int]) -> list[tuple[i
 
 
 _QUERY = text("availability_query")
+UNREAD = "is never read: the value changes nothing"  # the note of a device value nothing reads
 UNUSED = "nothing in the project runs"  # the note of a definition no program runs, said once per module
 _PASSES = "the test passes off CUDA as written: its CUDA devices are values it checks"
 

@@ -141,6 +141,7 @@ def _imports(tree: ast.Module) -> dict[str, str]:
 # the builtins it evaluates
 _BUILTINS = frozenset({"any", "all", "len", "str", "int", "bool", "exit", "quit", "isinstance", "range", "list",
                        "tuple"})
+_EXIT_METHODS = frozenset(torch_facts.words("exit_method"))
 _RANGE = 16  # the longest range it lists: device counts, seldom more
 _GROUP = "<process group>"  # bound on a path that made a process group
 
@@ -809,6 +810,10 @@ class Evaluator:
             if self._holds_nothing(node.func.value, p):  # type: ignore[attr-defined]
                 return UNKNOWN
             return self._needs_cuda(node, "`.cuda()` needs CUDA", p)
+        if method in _EXIT_METHODS and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id == "self":  # a test's `self.skipTest(...)`, `self.fail(...)`
+            self._end(Stop("gate" if p.gated else "skip", node.lineno, "it skips"), p)
+            return UNKNOWN
         if method == "to":
             value = args[0] if args else keywords.get("device")
             self._place(node, value, f"`.to({_show(value)})`", p)

@@ -393,7 +393,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "ddp_device_ids": ("runtime_group_call",), "process_group_device_id": ("runtime_group_call",),
     "fsdp_device_id": ("runtime_group_call",), "nvidia-smi": ("nvidia_tool",),
     "eval": ("name_lookup_builtin",), "exec": ("name_lookup_builtin",), "globals": ("name_lookup_builtin",),
-    "vars": ("name_lookup_builtin",), "__import__": ("name_lookup_builtin",), "import_module": ("name_lookup",),
+    "vars": ("name_lookup_builtin",), "locals": ("name_lookup_builtin",),
+    "__import__": ("name_lookup_builtin",), "import_module": ("name_lookup",),
     "instantiate": ("name_lookup",), "locate": ("name_lookup",), "get_class": ("name_lookup",),
     "import_string": ("name_lookup",), "get_obj_from_str": ("name_lookup",),
 }
@@ -440,6 +441,9 @@ TEXT = {
                          "sparse tensors (and the legacy constructors, `torch.sparse.LongTensor(i, v, size)`): MPS "
                          "lacks them"),
     "mps_lacks_forced_align": (r"\bforced_align\b", "torchaudio's forced_align: MPS lacks it"),
+    "mps_lacks_area": (r"""\bmode\s*=\s*["']area["']""",
+                       "area interpolation: it runs MPS's adaptive_avg_pool2d, which takes only sizes that divide "
+                       "(pytorch#96056, open in torch 2.13); facenet-pytorch's MTCNN resizes so"),
     "mps_lacks_data_parallel": (r"\bDataParallel\(.*\)\s*\.(?:cuda|to)\(",
                                 "DataParallel scatters its inputs to the GPUs only on CUDA: elsewhere it calls the "
                                 "module with the inputs where they are (the CPU), so a model moved to MPS meets CPU "
@@ -448,7 +452,8 @@ TEXT = {
                               "a tensor's type string given back to `.type()` (YOLOX's `x.type(y.type())`): on MPS it "
                               "is 'torch.mps.FloatTensor', which `.type()` rejects (pytorch/pytorch#118517)"),
     "lacks_text": (r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
-                   r"forced_align|DataParallel|is_cuda|cpp_extension)\b|\.type\(\s*[\w.\[\]]+\.type\(",
+                   r"forced_align|DataParallel|is_cuda|cpp_extension)\b|\.type\(\s*[\w.\[\]]+\.type\("
+                   r"""|\bmode\s*=\s*["']area["']""",
                    "text every MPS blocker's module holds: a run whose files hold none of it has no program that MPS "
                    "cannot run"),
     "collective_call": (r"\b(?:all_reduce|all_gather|all_gather_object|reduce_scatter|broadcast|all_to_all)\(",

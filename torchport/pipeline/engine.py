@@ -221,8 +221,8 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
     notebook), so a function it never names never runs. ``tests``: a test module; ``unused``: its definitions no
     program runs (see `check_port`)."""
     from torchport.codemods.api import suppressions
-    from torchport.codemods.core.reasons import HALF_PORT, note
-    from torchport.model.check import UNUSED, check_port
+    from torchport.codemods.core.reasons import DEAD_STORE, HALF_PORT, note
+    from torchport.model.check import UNREAD, UNUSED, check_port
     from torchport.results import Diagnostic
 
     checked = check_port(original, migration.code, frozenset(suppressions(migration.code)), syntax, tree, gates,
@@ -250,7 +250,8 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
         said.add(key)
         where = f"{UNUSED}{','.join(names)}" if key == UNUSED else h.why or (
             "no path off CUDA runs it" if h.stop is None else f"{STILL_STOPS} at line {h.stop.line}: {h.stop.message}")
-        migration.diagnostics.append(Diagnostic("TP110", h.first, 0, note(HALF_PORT, f"left as written: {where}")))
+        reason = DEAD_STORE if h.why.endswith(UNREAD) else HALF_PORT
+        migration.diagnostics.append(Diagnostic("TP110", h.first, 0, note(reason, f"left as written: {where}")))
     migration.diagnostics.sort(key=lambda d: (d.line, d.column))
 
 

@@ -339,7 +339,9 @@ class Project:
         parts = [] if path.name == "__init__.py" else [path.stem]
         folder = path.parent
         while folder in self.package_dirs:
-            parts.insert(0, folder.name)
+            # a package folder named with dashes is imported under underscores (facenet-pytorch's root is the
+            # package `facenet_pytorch`: setup.py's `package_dir={'facenet_pytorch': '.'}`)
+            parts.insert(0, folder.name.replace("-", "_"))
             folder = folder.parent
         return ".".join(parts) or path.parent.name
 

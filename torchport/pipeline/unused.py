@@ -1,4 +1,5 @@
-"""Definitions nothing in a project runs: their rewrites would change nothing on any backend.
+"""Definitions nothing in a project runs, and device values nothing reads: their rewrites would change nothing
+on any backend.
 
 A research repository that no packaging metadata makes installable is a set of programs, not a library: a
 top-level function or class of one of its modules that no code of the project names (nor one that code names, in
@@ -86,6 +87,66 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
         if unused:
             found_unused[index] = frozenset(unused)
     return found_unused
+
+
+def unread_globals(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
+    """The module-level names of each changed module that hold a device value nothing reads: the module never
+    names them again, and no module of the project imports them (``from model import device``, ``M.device``, or
+    through ``import *`` and a read). FastSpeech's ``model.py`` picks ``device`` and never uses it; so do the
+    examples of neuraloperator. A module of an installed package (packaging metadata, in a package folder) is left
+    to its users, who may import the name. The value must only answer (see `check.only_answers`).
+
+    Returns:
+        index into ``results`` -> those names (only modules with some).
+    """
+    from torchport.model.check import only_answers
+    from torchport.model.evaluate import imported
+
+    changed = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and r.original
+               and r.path.name != "conftest.py"]
+    if not changed:
+        return {}
+    project = Project(results)
+    packaged = installable(results[i].path for i in changed)
+    found: dict[int, frozenset[str]] = {}
+    for index in changed:
+        path, text = results[index].path, results[index].original or ""
+        if path in packaged and path.parent in project.package_dirs:
+            continue
+        tree = parse(text)
+        if tree is None:
+            continue
+        reads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+        reads |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        if reads & _DYNAMIC:
+            continue
+        imports = imported(tree)
+        names = {t.id for s in tree.body if isinstance(s, ast.Assign) and len(s.targets) == 1
+                 and isinstance(t := s.targets[0], ast.Name) and t.id not in reads
+                 and only_answers(s.value, frozenset(), imports)}
+        names -= {name for name in names for other in range(len(results)) if other != index
+                  and _reads_from(project, other, index, name)}
+        if names:
+            found[index] = frozenset(names)
+    return found
+
+
+_DYNAMIC = frozenset(torch_facts.words("name_lookup_builtin"))
+
+
+def _reads_from(project: Project, importer: int, module: int, name: str) -> bool:
+    """Whether module ``importer`` may read ``name`` of ``module``: it imports it, reads ``<module alias>.name``,
+    or star-imports the module and names it."""
+    text = project.results[importer].original or ""
+    if name not in text:
+        return False
+    for local, target, imported_name in project.bindings(importer):
+        if target != module:
+            continue
+        if imported_name == name or (imported_name == "*" and name in words(text)) or (
+                imported_name is None and f"{local}.{name}" in text):
+            return True
+    return False
 
 
 def _uses(text: str) -> _Uses | None:

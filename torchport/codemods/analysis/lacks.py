@@ -1,7 +1,7 @@
 """What MPS lacks, read from one module with CPython's `ast` alone: float64 and complex128 tensors on the device,
-sparse tensors, torchaudio's ``forced_align``. A program that reaches such a module keeps running on the CPU of a
-Mac (`torchport.pipeline.project` holds its device choices, the program model gives it an MPS blocker, and its
-entry point gets ``tp.avoid_mps``). No LibCST here: a run the cache answers reads these facts too.
+sparse tensors, torchaudio's ``forced_align``, area interpolation. A program that reaches such a module keeps running
+on the CPU of a Mac (`torchport.pipeline.project` holds its device choices, the program model gives it an MPS
+blocker, and its entry point gets ``tp.avoid_mps``). No LibCST here: a run the cache answers reads these facts too.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ _DATA_PARALLEL = "DataParallel, which moves its inputs only on CUDA"
 _MPS_BLOCKERS = (
     (torch_facts.text("mps_lacks_sparse"), "sparse tensors"),
     (torch_facts.text("mps_lacks_forced_align"), "torchaudio's forced_align"),
+    (torch_facts.text("mps_lacks_area"), "area interpolation to sizes that need not divide (`mode=\"area\"`)"),
     (torch_facts.text("mps_lacks_data_parallel"), _DATA_PARALLEL),
     (torch_facts.text("mps_lacks_type_string"), "tensor type strings given back to `.type()` (`x.type(y.type())`)"),
 )
@@ -408,9 +409,11 @@ def _follows(node: ast.If | ast.IfExp, after: ast.stmt | None = None) -> bool:
     """``x.cuda() if y.is_cuda else x``, ``if y.is_cuda: x = x.cuda()`` alone, or ``if y.is_cuda: return x.cuda()``
     then ``return x`` (``after``, the next statement): TP024 writes ``x.to(y.device)``."""
     def moved(call: ast.expr) -> str | None:
-        if isinstance(call, ast.Call) and not call.args and not call.keywords and isinstance(
-                call.func, ast.Attribute) and call.func.attr == "cuda" and isinstance(call.func.value, (
-                    ast.Name, ast.Attribute)):
+        """``x`` of ``x.cuda()`` or ``x.to("cuda")``."""
+        if isinstance(call, ast.Call) and not call.keywords and isinstance(call.func, ast.Attribute) and isinstance(
+                call.func.value, (ast.Name, ast.Attribute)) and (
+                (call.func.attr == "cuda" and not call.args) or (call.func.attr == "to" and len(call.args) == 1 and (
+                    isinstance(call.args[0], ast.Constant) and call.args[0].value == "cuda"))):
             return ast.unparse(call.func.value)
         return None
 

@@ -77,7 +77,7 @@ CUDA_SETTING = Reason(
     "R09", "cuda-setting", 'A value under a "cuda" key, or a default no call uses, is a setting for CUDA alone.',
     "import torch\nBACKENDS = {'cuda': torch.device('cuda'), 'cpu': torch.device('cpu')}\n")
 DEAD_STORE = Reason(
-    "R10", "dead-store", "A value assigned again on the next line is never used.",
+    "R10", "dead-store", "A value assigned again on the next line, or a device value nothing reads, is never used.",
     "import torch\n\n\ndef f(n):\n    device = 'cuda'\n    device = torch.device('cpu')\n"
     "    return torch.zeros(n, device=device)\n")
 SEEDED = Reason(

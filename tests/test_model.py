@@ -888,6 +888,36 @@ def test_a_test_class_whose_setup_calls_skiptest_without_cuda_is_skipped_there()
     assert _unit(source, "test_infer", "cuda").skipped is None
 
 
+def test_a_test_helper_given_a_cuda_visible_devices_flag_keeps_its_cuda_branch() -> None:
+    """torch-fidelity's tests: `cuda = os.environ.get("CUDA_VISIBLE_DEVICES", "") != ""`, unset where there is no
+    CUDA, given to a helper method by every call: the helper's `if cuda:` branch runs only on CUDA; left."""
+    source = """\
+    import os
+    import unittest
+
+    import torch
+
+
+    class TestConvolution(unittest.TestCase):
+        def estimate(self, cuda):
+            x = torch.ones(2)
+            if cuda:
+                x = x.cuda()
+            return x.sum()
+
+        def test_convolution(self):
+            cuda = os.environ.get("CUDA_VISIBLE_DEVICES", "") != ""
+            self.assertEqual(self.estimate(cuda), 2)
+            if cuda:
+                self.assertEqual(self.estimate(cuda), 2)
+    """
+    result = _port(source)
+    assert result.migrated == textwrap.dedent(source) and not result.rewrites
+    flag = "            cuda = os.environ"
+    named = source.replace(flag, "            print(self.estimate)\n" + flag)
+    assert named != source and _port(named).rewrites  # named where it is not called: its parameter may be anything
+
+
 def test_a_query_whose_branch_names_cuda_only_through_a_vendored_runtime_is_ported() -> None:
     """The runtime is known by what the module imports, not by the name `tp`: a vendored runtime bound to `rt`
     maps the CUDA device it is given as the package does."""

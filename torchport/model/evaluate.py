@@ -180,6 +180,8 @@ class Evaluator:
         self._depth = 0
         self._calling: set[int] = set()
         self._calls: dict[tuple[object, ...], _Call] = {}  # calls of the module's own functions, evaluated once
+        # each function's calls (by the call's id) -> the values given to its parameters (`_always_false`)
+        self._filled: dict[int, dict[int, dict[str, object]]] = {}
         self._methods = facts.methods  # a method's id -> its class
         self._stored_names: set[str] | None = None  # attributes set on something other than `self` (lazily)
         self._class_facts: dict[int, dict[str, object]] = {}
@@ -204,7 +206,31 @@ class Evaluator:
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self._forks = 0
                 found.append(self._function_unit(node, skipped.get(id(node))))
+        if self.target != "cuda":  # a helper every call of which gives a flag false here: run again so
+            for index, unit in enumerate(found):
+                if isinstance(unit.node, ast.FunctionDef) and unit.skipped is None and unit.paths and (
+                        fixed := self._always_false(unit.node)):
+                    self._forks = 0
+                    found[index] = Unit(unit.node, self._run_alone(unit.node, fixed))
         return found
+
+    def _always_false(self, function: ast.FunctionDef) -> dict[str, object]:
+        """The parameters of ``function`` (a test class's method, or a private function or method) that every call
+        of it the evaluation of the module runs fills with False: torch-fidelity's
+        ``self.estimate_implementation_exactness(cuda)`` after ``cuda = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        != ""``. Named anywhere else (a callback), it is none."""
+        filled = self._filled.get(id(function))
+        cls = self._methods.get(id(function))
+        if not filled or not (function.name.startswith("_") and not function.name.startswith("__") or (
+                cls is not None and cls.name.startswith("Test"))):
+            return {}
+        named = [n for n in ast.walk(self.tree) if (isinstance(n, ast.Attribute) and n.attr == function.name) or (
+            isinstance(n, ast.Name) and n.id == function.name)]
+        called = {id(n.func) for n in ast.walk(self.tree) if isinstance(n, ast.Call)}
+        if any(id(n) not in called for n in named):  # a call evaluated nowhere is on no path that runs here
+            return {}
+        names = set.intersection(*(set(values) for values in filled.values()))
+        return {name: False for name in names if all(values[name] is False for values in filled.values())}
 
     def top_functions(self, names: Iterable[str] | None = None) -> list[Unit]:
         """The module's own top-level functions (those named in ``names``, if given), each with its paths, after
@@ -249,10 +275,13 @@ class Evaluator:
             return Unit(node, [], stop)
         return Unit(node, self._run_alone(node))
 
-    def _run_alone(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Path]:
-        """The paths of a function run on its own: its parameters unknown, in its class (a method)."""
+    def _run_alone(self, node: ast.FunctionDef | ast.AsyncFunctionDef,
+                   fixed: dict[str, object] | None = None) -> list[Path]:
+        """The paths of a function run on its own: its parameters unknown (bar those ``fixed``), in its class (a
+        method)."""
         self._classes.append(self._methods.get(id(node)))
         env: dict[str, object] = {name: UNKNOWN for name in _parameters(node.args)}
+        env.update(fixed or {})
         if self.target != "cuda" and self.gates and self._classes[-1] is None:
             # a parameter every call fills with a CUDA flag
             env.update({name: False for name in env if f"{node.name}({name})" in self.gates})
@@ -743,6 +772,9 @@ class Evaluator:
         if answer is not UNKNOWN or name.endswith(("device_count", "is_available")):
             self._touched = True
             return answer
+        if name in torch_facts.ENV_READS and args and args[0] in torch_facts.CUDA_ENV and self.target != "cuda":
+            self._touched = True  # a device query: off CUDA the variable is not set
+            return args[1] if len(args) > 1 else keywords.get("default")
         if name.startswith("torch.cuda.") and name[len("torch.cuda."):] in torch_facts.RAISES_OFF_CUDA:
             return self._needs_cuda(node, f"`{name}()` raises without CUDA", p)
         if name == "torch.device":
@@ -883,6 +915,10 @@ class Evaluator:
 
     def _call_function(self, function: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.Call,
                        args: list[object], keywords: dict[str | None, object], p: Path) -> object:
+        positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        self._filled.setdefault(id(function), {})[id(node)] = {
+            **{name: value for name, value in zip(positional, args, strict=False)},
+            **{name: value for name, value in keywords.items() if name is not None}}
         if self._depth >= _MAX_DEPTH or id(function) in self._calling or isinstance(function, ast.AsyncFunctionDef):
             return UNKNOWN
         key = self._call_key(function, args, keywords, p)

@@ -218,6 +218,7 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "subprocess.Popen": ("process_runner",), "subprocess.getoutput": ("process_runner", "shell_runner"),
     "subprocess.getstatusoutput": ("process_runner", "shell_runner"),
     "torch.manual_seed": ("global_seed",), "torch.random.manual_seed": ("global_seed",),
+    "os.environ.get": ("env_read",), "os.getenv": ("env_read",),
     **{f"torch.nn.{name}": ("holds_nothing",) for name in (
         "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss", "SmoothL1Loss",
         "HuberLoss", "KLDivLoss", "CTCLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss",
@@ -231,6 +232,9 @@ ROLES = {
     "index": "returns a device index: off CUDA a tensor's `.device.index` is None, never that 0",
     "seed": "seeds what `torch.manual_seed` already seeds on every device",
     "global_seed": "seeds every device's generator (`torch.random.manual_seed` is `torch.manual_seed`)",
+    "env_read": "reads an environment variable, with a default for one that is not set",
+    "cuda_env": "an environment variable machines set for CUDA alone: unset where there is none (torch-fidelity's "
+                "`cuda = os.environ.get('CUDA_VISIBLE_DEVICES', '') != ''`)",
     "holds_nothing": "a torch.nn module that, built from constants, holds no tensor: its `.cuda()` moves nothing on "
                      "any backend (tests build each and count its parameters and buffers)",
     "autocast": "an autocast TP321 checks for float16 on the CPU",
@@ -393,7 +397,7 @@ WORDS: dict[str, tuple[str, ...]] = {
     "ddp_device_ids": ("runtime_group_call",), "process_group_device_id": ("runtime_group_call",),
     "fsdp_device_id": ("runtime_group_call",), "nvidia-smi": ("nvidia_tool",),
     "eval": ("name_lookup_builtin",), "exec": ("name_lookup_builtin",), "globals": ("name_lookup_builtin",),
-    "vars": ("name_lookup_builtin",), "locals": ("name_lookup_builtin",),
+    "vars": ("name_lookup_builtin",), "locals": ("name_lookup_builtin",), "CUDA_VISIBLE_DEVICES": ("cuda_env",),
     "__import__": ("name_lookup_builtin",), "import_module": ("name_lookup",),
     "instantiate": ("name_lookup",), "locate": ("name_lookup",), "get_class": ("name_lookup",),
     "import_string": ("name_lookup",), "get_obj_from_str": ("name_lookup",),
@@ -609,6 +613,8 @@ SKIP_ALWAYS = named("skip_always")
 SKIP_BELOW_GPUS = named("skip_below_gpus")
 CATCHES_CUDA_ERRORS = frozenset(words("catches_cuda_error"))
 HOLDS_NOTHING = named("holds_nothing")
+ENV_READS = named("env_read")
+CUDA_ENV = frozenset(words("cuda_env"))
 # What a star import binds, as the rules read names: ``torch``. A module that reads ``torch`` and imports it no
 # other way (YOLOv4's ``from tool.torch_utils import *``) runs only where the star import brought torch; where it
 # imports ``torch`` itself, the binding is the same.

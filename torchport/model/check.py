@@ -17,8 +17,10 @@ import ast
 import difflib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from torchport.model import torch_facts
+from torchport.model.checkpoints import loaded_file, saved_on
 from torchport.model.evaluate import Evaluator, Stop, Unit, defaults, imported
 from torchport.model.torch_facts import is_runtime, text
 
@@ -47,7 +49,7 @@ class Checked:
 def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(),
                syntax: ast.Module | None = None, tree: ast.Module | None = None,
                gates: frozenset[str] = frozenset(), closed: bool = False, tests: bool = False,
-               unused: frozenset[str] = frozenset()) -> Checked:
+               unused: frozenset[str] = frozenset(), folder: Path | None = None) -> Checked:
     """Hold back the hunks of ``migrated`` (the rules' output for ``original``) that no clean path off CUDA runs.
 
     ``exempt``: lines of ``migrated`` whose stops do not count (CUDA on purpose: ``# torchport: ignore``).
@@ -57,7 +59,8 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     module: a test that already runs clean off CUDA as written and asks no device query keeps its CUDA devices,
     values it checks (tnt's ``get_process_group_backend_from_device(torch.device("cuda")) == "nccl"``).
     ``unused``: the module's top-level functions and classes that no program of the project runs, and its
-    module-level names that hold a device value nothing reads (`torchport.pipeline.unused`).
+    module-level names that hold a device value nothing reads (`torchport.pipeline.unused`). ``folder``: where
+    the module is, to read the checkpoints of the repository it loads (`checkpoints.saved_on`).
     A port that unbinds a name its code still reads (an import removed, a use kept) is refused whole.
     Returns ``migrated`` unchanged when every hunk stays, ``original`` when none does (its support, such as an
     added import, goes with it), else the mix. Never raises: code CPython cannot parse is returned as given.
@@ -114,7 +117,8 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     if tests:
         dead += _helpers_of_skipped_tests(tree, skipped or set())
     unread = _unread_stores(tree, runtime, closed or tests, unused)
-    if dead or unread:  # lines changed one for one are read one by one: a rewrite never run stays out alone
+    on_cpu = _cpu_saved_loads(tree, folder, runtime) if folder is not None else []
+    if dead or unread or on_cpu:  # lines changed one for one are read one by one: a rewrite never run stays out alone
         hunks = [single for op in hunks for single in (
             [(op[0], op[1] + k, op[1] + k + 1, op[3] + k, op[3] + k + 1) for k in range(op[2] - op[1])]
             if op[0] == "replace" and op[2] - op[1] == op[4] - op[3] else [op])]
@@ -142,6 +146,11 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
                 decisions[index], kept_assert = False, True
                 held.append(Held(i1 + 1, max(i2, i1 + 1), replace(later, line=_original_line(later.line, hunks))))
                 continue
+        loaded = next((name for first, last, name in on_cpu if first <= min(lines) and max(lines) <= last), None)
+        if loaded is not None:
+            decisions[index] = False
+            held.append(Held(i1 + 1, max(i2, i1 + 1), None, f"`{loaded}` {CPU_SAVED}"))
+            continue
         store = next((name for first, last, name in unread if first <= min(lines) and max(lines) <= last), None)
         if store is not None:
             decisions[index] = False
@@ -188,9 +197,30 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     except SyntaxError:
         return Checked(original, [Held(1, len(old), None)])
     if kept_assert and code != original:  # the assert or query kept stops what runs after it: checked again with it
-        again = check_port(original, code, exempt, parsed, None, gates, closed, tests, unused)
+        again = check_port(original, code, exempt, parsed, None, gates, closed, tests, unused, folder)
         return Checked(again.code, held + [h for h in again.held if h not in held])
     return Checked(code, held)
+
+
+def _cpu_saved_loads(tree: ast.Module, folder: Path, runtime: frozenset[str]) -> list[tuple[int, int, str]]:
+    """``(first, last line, file name)`` of each ``torch.load`` the port gave a plain ``map_location=tp.map_location()``
+    where the file it loads is one of the repository's, saved from CPU tensors (`checkpoints.saved_on`)."""
+    if "load" not in {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}:
+        return []
+    scopes: dict[int, ast.AST] = {}
+    for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
+        scopes.update((id(n), scope) for n in ast.walk(scope) if isinstance(n, ast.Call))
+    found = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        mapped = next((k.value for k in call.keywords if k.arg == "map_location"), None)
+        if not (_dotted(call.func) == "torch.load" and isinstance(mapped, ast.Call) and not mapped.args
+                and not mapped.keywords and (_dotted(mapped.func) or "").split(".")[0] in runtime
+                and _dotted(mapped.func).endswith(".map_location")):  # type: ignore[union-attr]
+            continue
+        path = loaded_file(call, scopes[id(call)], folder)
+        if path is not None and (saved := saved_on(path)) is not None and "cuda" not in saved:
+            found.append((call.lineno, call.end_lineno or call.lineno, path.name))
+    return found
 
 
 def _unread_stores(tree: ast.Module, runtime: frozenset[str], module: bool,
@@ -314,6 +344,7 @@ def _passing_tests(original: ast.Module, exempt: frozenset[int]) -> list[tuple[i
 
 _QUERY = text("availability_query")
 UNREAD = "is never read: the value changes nothing"  # the note of a device value nothing reads
+CPU_SAVED = "holds CPU tensors: it loads the same on every backend"  # the note of a repository's checkpoint
 UNUSED = "nothing in the project runs"  # the note of a definition no program runs, said once per module
 _PASSES = "the test passes off CUDA as written: its CUDA devices are values it checks"
 

@@ -463,6 +463,7 @@ TEXT = {
     "collective_call": (r"\b(?:all_reduce|all_gather|all_gather_object|reduce_scatter|broadcast|all_to_all)\(",
                         "a collective call: the arrays it takes are not the ones a module moves"),
     "mentions_mps": (r"(?i)\bmps\b", "a module that mentions MPS handles it itself"),
+    "saved_location": (r"(cpu|cuda|mps|xpu)(?::\d+)?", "a storage's device as `torch.save` records it in the pickle"),
     "mps_spec": (r"(?i)mps(?::\d+)?", "an MPS device string (with its index)"),
     "wide_dtype": (r"\b(?:float64|double|complex128|cdouble)\b", "float64 or complex128, which MPS does not support"),
     "numpy_float64": (r"\b(?:np|numpy)\.(?:float64|double)\b", "numpy's float64"),

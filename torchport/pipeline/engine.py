@@ -196,7 +196,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
             called = {n.func.id for n in ast.walk(syntax) if isinstance(n, ast.Call)
                       and isinstance(n.func, ast.Name)} if defined else set()
             _hold_half_ports(text, migration, syntax, tree, gates,  # a narrowed rule set: a partial port asked for
-                             closed=result.path.suffix == ".ipynb", unused=unused,
+                             closed=result.path.suffix == ".ipynb", unused=unused, folder=result.path.parent,
                              tests=bool(_TEST_FILE.match(result.path.name)) or bool(defined) and not any(
                                  getattr(s, "name", "") in called for s in defined))
     result.migrated = migration.code
@@ -214,19 +214,19 @@ STILL_STOPS = "off CUDA the path still stops"
 
 def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tree: ast.Module,
                      gates: frozenset[str] = frozenset(), closed: bool = False, tests: bool = False,
-                     unused: frozenset[str] = frozenset()) -> None:
+                     unused: frozenset[str] = frozenset(), folder: Path | None = None) -> None:
     """Put back the hunks of ``migration`` that no path off CUDA runs clean (`torchport.model.check`): their
     sites leave the rewrites, and one TP110 note per stop says where the path still stops. ``gates``: local names
     of the CUDA gates and CUDA-only functions other modules define. ``closed``: nothing imports the module (a
     notebook), so a function it never names never runs. ``tests``: a test module; ``unused``: its definitions no
-    program runs (see `check_port`)."""
+    program runs; ``folder``: the module's (see `check_port`)."""
     from torchport.codemods.api import suppressions
-    from torchport.codemods.core.reasons import DEAD_STORE, HALF_PORT, note
-    from torchport.model.check import UNREAD, UNUSED, check_port
+    from torchport.codemods.core.reasons import DEAD_STORE, HALF_PORT, SAVED_HERE, note
+    from torchport.model.check import CPU_SAVED, UNREAD, UNUSED, check_port
     from torchport.results import Diagnostic
 
     checked = check_port(original, migration.code, frozenset(suppressions(migration.code)), syntax, tree, gates,
-                         closed, tests, unused)
+                         closed, tests, unused, folder)
     if not checked.held:
         return
     migration.code = checked.code
@@ -250,7 +250,7 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
         said.add(key)
         where = f"{UNUSED}{','.join(names)}" if key == UNUSED else h.why or (
             "no path off CUDA runs it" if h.stop is None else f"{STILL_STOPS} at line {h.stop.line}: {h.stop.message}")
-        reason = DEAD_STORE if h.why.endswith(UNREAD) else HALF_PORT
+        reason = DEAD_STORE if h.why.endswith(UNREAD) else SAVED_HERE if h.why.endswith(CPU_SAVED) else HALF_PORT
         migration.diagnostics.append(Diagnostic("TP110", h.first, 0, note(reason, f"left as written: {where}")))
     migration.diagnostics.sort(key=lambda d: (d.line, d.column))
 

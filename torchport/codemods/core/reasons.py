@@ -128,8 +128,8 @@ HALF_PORT = Reason(
     "y = torch.ones(2).cuda()\ntorch.cuda.synchronize()\n")
 
 SAVED_HERE = Reason(
-    "R20", "saved-here", "A checkpoint the same code saved earlier to the same path holds tensors where this run keeps "
-    "them: loading it needs no map on any backend.",
+    "R20", "saved-here", "A checkpoint the same code saved earlier to the same path, or a file of the repository saved "
+    "from CPU tensors, holds tensors where this run keeps them: loading it needs no map on any backend.",
     "import torch\n\n\ndef train(model):\n    torch.save(model.state_dict(), 'best.pkl')\n"
     "    model.load_state_dict(torch.load('best.pkl'))\n")
 

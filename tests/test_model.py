@@ -918,6 +918,32 @@ def test_a_test_helper_given_a_cuda_visible_devices_flag_keeps_its_cuda_branch()
     assert named != source and _port(named).rewrites  # named where it is not called: its parameter may be anything
 
 
+def test_an_import_of_a_cuda_only_library_fails_off_cuda_and_its_handler_runs() -> None:
+    """BiSeNet: `try: from apex import parallel` / `except ImportError: has_apex = False`: off CUDA apex is not
+    there, so the DDP branch for `not has_apex` runs, and its `device_ids` are ported."""
+    source = """\
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+
+    has_apex = True
+    try:
+        from apex import parallel
+    except ImportError:
+        has_apex = False
+
+
+    def wrap(net):
+        if has_apex:
+            return parallel.DistributedDataParallel(net)
+        rank = dist.get_rank()
+        return nn.parallel.DistributedDataParallel(net.cuda(), device_ids=[rank], output_device=rank)
+    """
+    result = _port(source)
+    assert "net.to(tp.device())" in result.migrated and "device_ids=[rank]" not in result.migrated
+    assert [sorted(p.lines) for p in _unit(source, "wrap", "cpu").paths] == [[13, 15, 16]]  # not apex's line 14
+
+
 def test_a_query_whose_branch_names_cuda_only_through_a_vendored_runtime_is_ported() -> None:
     """The runtime is known by what the module imports, not by the name `tp`: a vendored runtime bound to `rt`
     maps the CUDA device it is given as the package does."""

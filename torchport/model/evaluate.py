@@ -142,6 +142,7 @@ def _imports(tree: ast.Module) -> dict[str, str]:
 _BUILTINS = frozenset({"any", "all", "len", "str", "int", "bool", "exit", "quit", "isinstance", "range", "list",
                        "tuple"})
 _EXIT_METHODS = frozenset(torch_facts.words("exit_method"))
+_IMPORT_ERRORS = frozenset(torch_facts.words("missing_api", "catches_cuda_error"))
 _RANGE = 16  # the longest range it lists: device counts, seldom more
 _GROUP = "<process group>"  # bound on a path that made a process group
 
@@ -510,8 +511,14 @@ class Evaluator:
         return out
 
     def _try(self, stmt: ast.Try, p: Path) -> list[Path]:
+        if self.target != "cuda" and (missing := self._missing_library(stmt)) is not None:
+            at, handler = missing  # off CUDA a CUDA-only library is not installed: its import raises
+            out: list[Path] = []
+            for q in self.run(stmt.body[:at], [p]):
+                out.extend(self.run(handler.body, [q]) if q.stop is None and q.flow is None else [q])
+            return self.run(stmt.finalbody, out) if stmt.finalbody else out
         catches = any(h.type is None or _names(h.type) & torch_facts.CATCHES_CUDA_ERRORS for h in stmt.handlers)
-        out: list[Path] = []
+        out = []
         for q in self.run(stmt.body, [p]):
             if q.stop is not None and q.stop.kind == "cuda" and catches:
                 q.stop = None
@@ -521,6 +528,16 @@ class Evaluator:
             else:
                 out.append(q)
         return self.run(stmt.finalbody, out) if stmt.finalbody else out
+
+    @staticmethod
+    def _missing_library(stmt: ast.Try) -> tuple[int, ast.ExceptHandler] | None:
+        """Where ``stmt``'s body imports a CUDA-only library (BiSeNet's ``from apex import amp, parallel``) and the
+        handler that catches its ImportError, or None."""
+        handler = next((h for h in stmt.handlers if h.type is None or _names(h.type) & _IMPORT_ERRORS), None)
+        at = next((i for i, s in enumerate(stmt.body) if isinstance(s, ast.Import) and any(
+            torch_facts.cuda_library(a.name) for a in s.names) or isinstance(s, ast.ImportFrom) and not s.level
+            and s.module and torch_facts.cuda_library(s.module)), None)
+        return None if handler is None or at is None else (at, handler)
 
     def _bind(self, target: ast.expr, value: object, p: Path, queried: bool = False) -> None:
         key = _key(target)

@@ -306,6 +306,9 @@ class CudaLegacyTensorType(Rule):
         # two or more arguments are sizes (fairseq's `th.cuda.FloatTensor(n_chunk, 512).fill_(0)`)
         Example("import torch\nt = torch.cuda.FloatTensor(n, 512).fill_(0)\n",
                 "import torch\nt = torch.empty(n, 512, dtype=torch.float32, device=tp.device()).fill_(0)\n"),
+        # one argument given as an `out=` buffer is its size
+        Example("import torch\nids = torch.arange(0, n, out=torch.cuda.LongTensor(n))\n",
+                "import torch\nids = torch.arange(0, n, out=torch.empty(n, dtype=torch.int64, device=tp.device()))\n"),
         # one argument may be data or a size: left, and reported (TP101)
         Example("import torch\nt = torch.cuda.ByteTensor(n)\n"),
     )
@@ -326,8 +329,10 @@ class CudaLegacyTensorType(Rule):
         values = [a.value for a in updated.args]
         if len(values) == 1 and isinstance(values[0], (cst.List, cst.Tuple)):
             factory = "tensor"
-        elif all(isinstance(v, cst.Integer) for v in values) or len(values) >= 2:
-            factory, values = "empty", values or [cst.Integer("0")]  # two or more arguments are sizes: data is one
+        elif all(isinstance(v, cst.Integer) for v in values) or len(values) >= 2 or _out_buffer(m, original):
+            # two or more arguments are sizes (data is one); so is one of a buffer given as `out=`, which the
+            # call resizes anyway (Tacotron 2's `torch.arange(0, n, out=torch.cuda.LongTensor(n))`)
+            factory, values = "empty", values or [cst.Integer("0")]
         else:
             return None  # data or size? torchport cannot tell; TP101 reports it
         if not m.apply(self.code, original):
@@ -335,6 +340,12 @@ class CudaLegacyTensorType(Rule):
         return cst.Call(func=m.torch_attr(factory), args=[
             *(cst.Arg(v) for v in values), keyword_arg("dtype", m.torch_attr(dtype)),
             keyword_arg("device", m.runtime_call("device", []))])
+
+
+def _out_buffer(m: Migrator, node: cst.Call) -> bool:
+    """Whether ``node`` is the value of an ``out=`` argument."""
+    parent = next((a for a in reversed(m.ancestors) if a is not node), None)
+    return isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "out"
 
 
 class CudaNvtx(_Rename):

@@ -305,8 +305,6 @@ ROLES = {
     "fixed_grid_method": "a torchdiffeq method on a fixed grid: it keeps the state's dtype",
     "cpu_or_cuda_inputs": "a library whose `summary(model, ...)` makes its model's inputs on CUDA or the CPU alone "
                           "(torchsummary: `torch.cuda.FloatTensor` where CUDA is there, else the CPU's)",
-    "float64_modules": "a library whose modules hold float64 buffers (torch-harmonics' spherical harmonic transforms "
-                       "keep float64 quadrature weights): a program that moves one to the device cannot use MPS",
     "float64_env": "a reinforcement-learning environment library whose `step()` gives rewards as float64 numpy arrays "
                    "(gymnasium's vector environments)",
     "cast": "a tensor method that changes a dtype on the way to the device",
@@ -379,7 +377,6 @@ WORDS: dict[str, tuple[str, ...]] = {
     "full_like": ("cpu_factory",), "empty_like": ("cpu_factory",), "rand_like": ("cpu_factory",),
     "randn_like": ("cpu_factory",), "normal": ("numpy_maker",), "uniform": ("numpy_maker",),
     "standard_normal": ("numpy_maker",), "gym": ("float64_env",), "gymnasium": ("float64_env",),
-    "torch_harmonics": ("float64_modules",),
     "torchsummary": ("cpu_or_cuda_inputs",),
     "odeint": ("float64_solver",), "odeint_adjoint": ("float64_solver",), "odeint_event": ("float64_solver",),
     "euler": ("fixed_grid_method",), "midpoint": ("fixed_grid_method",), "rk4": ("fixed_grid_method",),
@@ -460,7 +457,7 @@ TEXT = {
                               "is 'torch.mps.FloatTensor', which `.type()` rejects (pytorch/pytorch#118517)"),
     "lacks_text": (r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
                    r"forced_align|DataParallel|is_cuda|cpp_extension)\b|\.type\(\s*[\w.\[\]]+\.type\("
-                   r"""|\bmode\s*=\s*["']area["']|\btorch_harmonics\b""",
+                   r"""|\bmode\s*=\s*["']area["']""",
                    "text every MPS blocker's module holds: a run whose files hold none of it has no program that MPS "
                    "cannot run"),
     "collective_call": (r"\b(?:all_reduce|all_gather|all_gather_object|reduce_scatter|broadcast|all_to_all)\(",

@@ -102,8 +102,6 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
         found.extend(_device_tables(tree))
     if any(library in text for library in _CPU_OR_CUDA_INPUTS) and (tree := tree or parse(text)) is not None:
         found.extend(_summaries(tree))
-    if any(library in text for library in _FLOAT64_MODULES) and (tree := tree or parse(text)) is not None:
-        found.extend(_float64_modules_made(tree))
     if _WIDE_TEXT.search(text):
         if tree is None and not certain:
             found.extend((number, _WIDE[m.group(0)]) for number, line in enumerate(lines, 1)
@@ -177,27 +175,6 @@ def _cpu_extensions(tree: ast.Module) -> list[tuple[int, str]]:
 
 
 _CPU_OR_CUDA_INPUTS = frozenset(torch_facts.words("cpu_or_cuda_inputs"))
-
-
-_FLOAT64_MODULES = frozenset(torch_facts.words("float64_modules"))
-
-
-def _float64_modules_made(tree: ast.Module) -> list[tuple[int, str]]:
-    """``(line, what)`` of each module the code makes of a library whose modules hold float64 buffers (`torch_facts`
-    role ``float64_modules``): neuraloperator's ``SphericalConv`` makes torch-harmonics' ``RealSHT`` and moves it to
-    the data's device. A class the package itself exports (``RealSHT``, ``th.InverseRealSHT``), not the functions of
-    its submodules (``torch_harmonics.quadrature``)."""
-    from torchport.codemods.analysis.names import ast_chain, import_map, qualify  # LibCST's, for a run that parses
-
-    imports = import_map(tree)
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and (dotted := ast_chain(node.func)) is not None:
-            for name in qualify(dotted, imports):
-                package, _, made = name.partition(".")
-                if package in _FLOAT64_MODULES and made[:1].isupper() and "." not in made:
-                    found.append((node.lineno, f"{package}'s {made}, which holds float64 buffers"))
-    return found
 
 
 def _summaries(tree: ast.Module) -> list[tuple[int, str]]:

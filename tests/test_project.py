@@ -301,40 +301,36 @@ def test_float64_in_a_function_that_runs_collectives_is_no_blocker() -> None:
 def test_a_package_folder_named_with_dashes_is_imported_with_underscores(tmp_path: Path) -> None:
     """facenet-pytorch's root is the package `facenet_pytorch` (setup.py's `package_dir={'facenet_pytorch': '.'}`):
     its tests' `from facenet_pytorch import MTCNN` reach the repository's own modules."""
-    from torchport.pipeline.project import Project
-    from torchport.results import FileResult
-
-    root = tmp_path / "facenet-pytorch"
-    _tree(root, {
+    reached = _reached(tmp_path / "facenet-pytorch", {
         "__init__.py": "from .models.mtcnn import MTCNN\n",
         "models/__init__.py": "",
         "models/mtcnn.py": "class MTCNN:\n    pass\n",
         "tests/perf_test.py": "from facenet_pytorch import MTCNN\n",
-    })
-    files = sorted(root.rglob("*.py"))
-    results = [FileResult(path=f, display=f.relative_to(root).as_posix(), original=f.read_text()) for f in files]
-    project = Project(results)
-    test = next(i for i, r in enumerate(results) if r.display == "tests/perf_test.py")
-    assert "models/mtcnn.py" in {results[i].display for i in project.reach(test)}
+    }, "tests/perf_test.py")
+    assert "models/mtcnn.py" in reached
+
+
+def _reached(root: Path, files: dict[str, str], start: str) -> set[str]:
+    """The files of the project ``files`` written under ``root`` that the module ``start`` reaches."""
+    from torchport.pipeline.project import Project
+    from torchport.results import FileResult
+
+    _tree(root, files)
+    paths = sorted(root.rglob("*.py"))
+    results = [FileResult(path=f, display=f.relative_to(root).as_posix(), original=f.read_text()) for f in paths]
+    entry = next(i for i, r in enumerate(results) if r.display == start)
+    return {results[i].display for i in Project(results).reach(entry)}
 
 
 def test_a_name_without_a_package_is_the_importers_sibling(tmp_path: Path) -> None:
     """pytorch/examples: every loose `train.py` is a module `train`; `from train import train` in mnist_hogwild is
     its own folder's, as Python finds it from the script's folder (a float64 in another example's train.py is not
     on its way)."""
-    from torchport.pipeline.project import Project
-    from torchport.results import FileResult
-
-    _tree(tmp_path, {
+    assert _reached(tmp_path, {
         "hogwild/main.py": "from train import train\n",
         "hogwild/train.py": "def train():\n    pass\n",
         "sequence/train.py": "import torch\nx = torch.zeros(2, dtype=torch.float64).cuda()\n",
-    })
-    files = sorted(tmp_path.rglob("*.py"))
-    results = [FileResult(path=f, display=f.relative_to(tmp_path).as_posix(), original=f.read_text()) for f in files]
-    project = Project(results)
-    main = next(i for i, r in enumerate(results) if r.display == "hogwild/main.py")
-    assert {results[i].display for i in project.reach(main)} == {"hogwild/main.py", "hogwild/train.py"}
+    }, "hogwild/main.py") == {"hogwild/main.py", "hogwild/train.py"}
 
 
 def test_cuda_autocast_stays_where_no_program_places_data(tmp_path: Path) -> None:

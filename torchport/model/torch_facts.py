@@ -532,7 +532,8 @@ CUDA_LIBRARIES = {
     "apex": Library(False), "flash_attn": Library(False), "xformers": Library(False),
     "bitsandbytes": Library(False), "transformer_engine": Library(False), "pynvml": Library(False),
     "cupy": Library(False, "cupy.cuda."), "numba.cuda": Library(False, "numba.cuda."),
-    "pycuda": Library(False, "pycuda."), "tensorrt": Library(False), "polygraphy": Library(False),
+    "pycuda": Library(False, "pycuda."), "tensorrt": Library(False), "torch2trt": Library(False),
+    "polygraphy": Library(False),
     "cuda": Library(False), "megatron": Library(False), "msamp": Library(False),
     "isaacgym": Library(False), "triton": Library(True),
 }

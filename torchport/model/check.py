@@ -117,7 +117,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     if tests:
         dead += _helpers_of_skipped_tests(tree, skipped or set())
     unread = _unread_stores(tree, runtime, closed or tests, unused)
-    on_cpu = _cpu_saved_loads(tree, folder, runtime) if folder is not None else []
+    on_cpu = _cpu_saved_loads(tree, folder, runtime) if folder is not None and ".map_location()" in migrated else []
     if dead or unread or on_cpu:  # lines changed one for one are read one by one: a rewrite never run stays out alone
         hunks = [single for op in hunks for single in (
             [(op[0], op[1] + k, op[1] + k + 1, op[3] + k, op[3] + k + 1) for k in range(op[2] - op[1])]
@@ -205,8 +205,6 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
 def _cpu_saved_loads(tree: ast.Module, folder: Path, runtime: frozenset[str]) -> list[tuple[int, int, str]]:
     """``(first, last line, file name)`` of each ``torch.load`` the port gave a plain ``map_location=tp.map_location()``
     where the file it loads is one of the repository's, saved from CPU tensors (`checkpoints.saved_on`)."""
-    if "load" not in {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}:
-        return []
     scopes: dict[int, ast.AST] = {}
     for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
         scopes.update((id(n), scope) for n in ast.walk(scope) if isinstance(n, ast.Call))
@@ -235,17 +233,23 @@ def _unread_stores(tree: ast.Module, runtime: frozenset[str], module: bool,
     scopes: list[ast.AST] = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     imports = imported(tree)
     for scope in ([tree] if module or globals_ else []) + scopes:
-        reads = {n.id for n in ast.walk(scope) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
-        reads |= {n.value for n in ast.walk(scope) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-        declared = {name for n in ast.walk(scope) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
-        if reads & _DYNAMIC_READS:
+        stores = [(s, target.id) for s in _own_statements(scope.body)  # type: ignore[union-attr]
+                  if isinstance(s, ast.Assign) and len(s.targets) == 1
+                  and isinstance(target := s.targets[0], ast.Name)
+                  and (module or scope is not tree or target.id in globals_)
+                  and only_answers(s.value, runtime, imports)]
+        if not stores:  # most scopes: no device value stored, nothing more to read
             continue
-        for statement in _own_statements(scope.body):  # type: ignore[union-attr]
-            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(
-                    name := statement.targets[0], ast.Name) and name.id not in reads | declared \
-                    and (module or scope is not tree or name.id in globals_) \
-                    and only_answers(statement.value, runtime, imports):
-                found.append((statement.lineno, statement.end_lineno or statement.lineno, name.id))
+        reads = set()
+        for n in ast.walk(scope):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store):
+                reads.add(n.id)
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+                reads.add(n.value)
+            elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                reads.update(n.names)  # declared: the module's
+        if not reads & _DYNAMIC_READS:
+            found.extend((s.lineno, s.end_lineno or s.lineno, name) for s, name in stores if name not in reads)
     return found
 
 

@@ -183,6 +183,8 @@ class Evaluator:
         self._calls: dict[tuple[object, ...], _Call] = {}  # calls of the module's own functions, evaluated once
         # each function's calls (by the call's id) -> the values given to its parameters (`_always_false`)
         self._filled: dict[int, dict[int, dict[str, object]]] = {}
+        self._named: dict[str, list[ast.expr]] | None = None  # `_always_false`'s index of the module's names
+        self._called: set[int] = set()
         self._methods = facts.methods  # a method's id -> its class
         self._stored_names: set[str] | None = None  # attributes set on something other than `self` (lazily)
         self._class_facts: dict[int, dict[str, object]] = {}
@@ -225,11 +227,15 @@ class Evaluator:
         if not filled or not (function.name.startswith("_") and not function.name.startswith("__") or (
                 cls is not None and cls.name.startswith("Test"))):
             return {}
-        named = [n for n in ast.walk(self.tree) if (isinstance(n, ast.Attribute) and n.attr == function.name) or (
-            isinstance(n, ast.Name) and n.id == function.name)]
-        called = {id(n.func) for n in ast.walk(self.tree) if isinstance(n, ast.Call)}
-        if any(id(n) not in called for n in named):  # a call evaluated nowhere is on no path that runs here
-            return {}
+        if self._named is None:  # every name and attribute of the module, and which of them are called (once)
+            self._named, self._called = {}, set()
+            for n in ast.walk(self.tree):
+                if isinstance(n, (ast.Attribute, ast.Name)):
+                    self._named.setdefault(n.attr if isinstance(n, ast.Attribute) else n.id, []).append(n)
+                elif isinstance(n, ast.Call):
+                    self._called.add(id(n.func))
+        if any(id(n) not in self._called for n in self._named.get(function.name, ())):
+            return {}  # named where it is not called; a call evaluated nowhere is on no path that runs here
         names = set.intersection(*(set(values) for values in filled.values()))
         return {name: False for name in names if all(values[name] is False for values in filled.values())}
 

@@ -480,7 +480,7 @@ TEXT = {
                      "a module that makes a process group or wraps a model for one"),
     "indexed_cuda_literal": (r"[rRuU]?(['\"])cuda:\d+\1", "a CUDA device with an index, as a string literal"),
     "cuda_only_text": (r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|megatron|msamp|isaacgym|"
-                       r"pynvml|cupy|pycuda|tensorrt|polygraphy|from cuda import|import cuda|"
+                       r"pynvml|cupy|pycuda|tensorrt|torch2trt|polygraphy|from cuda import|import cuda|"
                        r"import\s+\w+_cuda|import_module\(\s*[\"']\w+_cuda|"
                        r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
                        r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"

@@ -514,3 +514,16 @@ def test_torchsummary_makes_its_inputs_on_cuda_or_the_cpu(imported: str) -> None
     source = f"import torch\n{imported}\n\nmodel = Net().to(device)\n{call}(model, (3, 416, 416))\n"
     assert blocker(source) == (5, f"`{call}`, which makes its inputs on CUDA or the CPU alone")
     assert blocker(source.replace(imported, "from mylib import summary")) is None
+
+
+def test_what_mps_lacks_blocks_nothing_in_a_program_that_never_names_cuda(tmp_path: Path) -> None:
+    """Laplace's test_matrix: float64 by default, and nothing it runs names CUDA: no port moves its data, so on a
+    Mac it runs as it always did. The same test beside a module that moves data to CUDA keeps the CPU there."""
+    _write(tmp_path, {
+        "kron.py": "import torch\n\n\ndef kron(a, b):\n    return torch.kron(a, b)\n",
+        "test_matrix.py": "import torch\n\nfrom kron import kron\n\ntorch.set_default_dtype(torch.double)\n\n\n"
+                          "def test_kron():\n    assert kron(torch.ones(2), torch.ones(2)).sum() == 4\n",
+    })
+    assert _programs(tmp_path)["test_matrix.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    (tmp_path / "kron.py").write_text("import torch\n\n\ndef kron(a, b):\n    return torch.kron(a, b).cuda()\n")
+    assert _programs(tmp_path)["test_matrix.py"]["runs_on"] == ["cuda", "xpu", "cpu"]

@@ -204,7 +204,7 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             bound = frozenset(_bound(index, project, predicates)) if entry else frozenset()
             found[key] = _requirements(text, entry, bound, modules) if parses else []
         lacks = (lacking(text) if entry else reached_lack(project, index, reach)) if parses else None
-        return [*found[key], *([Requirement(("mps",), f"uses {lacks[1]}, which MPS lacks: on a Mac it runs on the CPU",
+        return [*found[key], *([Requirement(("mps",), f"uses {lacks[1]}, {_LACKS}: on a Mac it runs on the CPU",
                                             lacks[0])] if lacks else [])]
 
     gates = _project_gates(results, trees)
@@ -255,6 +255,10 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             program.blockers.append(Blocker("mps", f"uses {what}: on a Mac it runs on the CPU",
                                             _spot(results[avoiding].path, path, root) if path else
                                             shown_as(avoiding), int(number) if number.isdigit() else 1))
+        if not any(_NAMES_CUDA.search(results[i].original or "") for i in reach):
+            # nothing it runs names CUDA: no port sends its data anywhere, so on a Mac it runs as it always did
+            # (Laplace's test_matrix: float64 by default, on the CPU alone)
+            program.blockers = [b for b in program.blockers if not (b.target == "mps" and _LACKS in b.reason)]
         blocked = {b.target for b in program.blockers}  # where nothing else blocks it, its port evaluated there
         used = results[entry].gates or unchanged_gates.get(entry, frozenset())  # an unchanged result holds none
         program.blockers.extend(b for b in _stops(results[entry], kind, trees.get(entry), program.path, used)
@@ -618,6 +622,10 @@ def _joins_a_group(entry: int, trees: Mapping[int, ast.Module | None], project: 
                 if isinstance(node, ast.Call) and bound.get(ast.unparse(node.func)):
                     return True
     return False
+
+
+_LACKS = "which MPS lacks"
+_NAMES_CUDA = text("cuda_text")
 
 
 def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None) -> dict[int, frozenset[str]]:

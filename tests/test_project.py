@@ -189,6 +189,9 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     # an input straight from the loader (CutMix's validate) relies on CUDA's scatter
     ("model = torch.nn.DataParallel(model).cuda()\n\n\ndef run(model, loader):\n    for x, y in loader:\n"
      "        y = y.cuda()\n        out = model(x)\n", (1, "DataParallel, which moves its inputs only on CUDA")),
+    # a script that never calls the wrapper (FastSpeech's eval.py: `model.module.forward`) scatters nothing
+    ("def load():\n    return torch.nn.DataParallel(Net()).cuda()\n\n\nif __name__ == '__main__':\n"
+     "    model = load()\n    model.module.forward(x)\n", None),
     ("y = y.type(x.type())\n", (1, "tensor type strings given back to `.type()` (`x.type(y.type())`)")),
     ("y = y.type(x.dtype)\n", None),
     # data moved only where other data is on CUDA: on MPS the port's moves meet it on the CPU

@@ -10,7 +10,7 @@ import ast
 import re
 from collections.abc import Iterator, Mapping
 
-from torchport.codemods.analysis.programs import call_name
+from torchport.codemods.analysis.programs import call_name, is_script
 from torchport.codemods.analysis.source import parse
 from torchport.model import torch_facts
 from torchport.model.torch_facts import ON_CUDA_FLAGS
@@ -203,7 +203,8 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
     inputs the code moved itself (``input = input.unsqueeze(0).cuda()``, then ``model(input)``, semseg's test.py),
     and there is such a call: off CUDA, DataParallel calls the module with its inputs where they are, and the port
     moves them with the model. A call with an input it did not move (CutMix's ``validate``: ``output =
-    model(input)`` straight from the loader) relies on CUDA's scatter."""
+    model(input)`` straight from the loader) relies on CUDA's scatter. A script that never calls the wrapper
+    (FastSpeech's eval.py: ``model.module.forward(...)``) runs no scatter at all: nothing imports a script."""
     wrapped = {ast.unparse(t) for node in ast.walk(tree) if isinstance(node, ast.Assign)
                and any(isinstance(n, ast.Call) and call_name(n) == "DataParallel" for n in ast.walk(node.value))
                for t in node.targets}
@@ -224,7 +225,7 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
                 calls += 1
                 if not all(_moves(a, moved) or isinstance(a, ast.Constant) for a in node.args):
                     return False
-    return calls > 0
+    return calls > 0 or is_script(tree)
 
 
 def _in_order(scope: ast.AST) -> list[ast.AST]:

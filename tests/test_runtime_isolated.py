@@ -621,16 +621,22 @@ def test_availability_idiom_asks_torch_cuda_is_available_on_cuda():
 
 script("sim_mps_avoided", enabled=NO_ACCELERATOR)(
     """
-    import json, torch
+    import json, torch, warnings
     torch.backends.mps.is_available = lambda: True
     from torchport import runtime as tp
     from torchport.runtime import _backend
     picked_first = [tp.device_type(), tp.available_device_str()]
-    tp.avoid_mps("float64 at sampler.py:3")  # after an MPS pick: the pick becomes the CPU
+    with warnings.catch_warnings(record=True) as late:
+        warnings.simplefilter("always")
+        tp.avoid_mps("float64 at sampler.py:3")  # after an MPS pick: the pick becomes the CPU
     after = [tp.device_type(), str(tp.device("cuda:0")), tp.is_available(), tp.avoided_mps()]
     _backend._forget()
+    with warnings.catch_warnings(record=True) as early:
+        warnings.simplefilter("always")
+        tp.avoid_mps("float64 at sampler.py:3")  # before any pick: nothing was made on MPS
     again = tp.device_type()  # a new pick skips MPS
-    print(json.dumps({"first": picked_first, "after": after, "again": again}))
+    print(json.dumps({"first": picked_first, "after": after, "again": again,
+                      "warned": [[str(w.message)[:40] for w in late], len(early)]}))
     """
 )
 
@@ -641,6 +647,8 @@ def test_avoid_mps_keeps_a_program_on_the_cpu_of_a_mac():
     assert out["first"] == ["mps", "mps"]
     assert out["after"] == ["cpu", "cpu", False, "float64 at sampler.py:3"]
     assert out["again"] == "cpu"
+    # an MPS pick came first: what was made from it stays on MPS, and the call says so
+    assert out["warned"] == [["tp.avoid_mps() came after MPS was picked"], 0]
 
 
 def test_avoid_mps_changes_nothing_off_mps(repick):

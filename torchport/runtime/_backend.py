@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -201,8 +202,8 @@ def avoid_mps(reason: str) -> None:
     Written once at the entry point of a program that uses something MPS lacks (float64 or complex128
     tensors on the device, sparse tensors...). Before the pick, the pick skips MPS; after an MPS pick, the
     pick becomes the CPU (values computed from the earlier pick, such as defaults evaluated at import, keep
-    it). ``TORCHPORT_DEVICE=mps`` still wins. On CUDA, XPU and CPU it changes nothing and touches no backend.
-    No ``torch`` counterpart.
+    it: a RuntimeWarning says so). ``TORCHPORT_DEVICE=mps`` still wins. On CUDA, XPU and CPU it changes nothing
+    and touches no backend. No ``torch`` counterpart.
 
     Args:
         reason: what MPS lacks and where, for readers and ``tp.avoided_mps()`` (e.g. ``"float64 at
@@ -212,6 +213,10 @@ def avoid_mps(reason: str) -> None:
     with _lock:
         _avoided = reason
         if not os.environ.get(ENV_VAR, "").strip():
+            if globals().get("_TYPE") == "mps":  # something read the pick already: what it made stays on MPS
+                warnings.warn("tp.avoid_mps() came after MPS was picked: values made from that pick (a device a "
+                              "module imported before it chose at import) stay on MPS; call it before those "
+                              "imports", RuntimeWarning, stacklevel=2)
             _cpu_instead_of("mps")
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from torchport.model.checkpoints import loaded_file, saved_on
+from torchport.model.evaluate import imported
 from torchport.pipeline import runner
 from torchport.pipeline.files import discover
 
@@ -55,7 +56,7 @@ def test_the_file_a_load_names_is_found_from_the_modules_folder(tmp_path: Path) 
     tree = ast.parse(source)
     function = tree.body[2]
     calls = [n for n in ast.walk(function) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "load"]
-    assert [loaded_file(c, function, tmp_path) for c in calls] == [
+    assert [loaded_file(c, function, tmp_path, imported(tree)) for c in calls] == [
         tmp_path / "data" / "pnet.pt", tmp_path / "data" / "pnet.pt", None]
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from torchport.model import torch_facts
 from torchport.model.checkpoints import loaded_file, saved_on
-from torchport.model.evaluate import Evaluator, Stop, Unit, defaults, imported
+from torchport.model.evaluate import Evaluator, Stop, Unit, defaults, dotted, imported, qualified
 from torchport.model.torch_facts import is_runtime, text
 
 OFF_CUDA = ("cpu", "mps")  # in this order; xpu answers as mps does for every query the model reads, bar its name
@@ -205,17 +205,18 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
 def _cpu_saved_loads(tree: ast.Module, folder: Path, runtime: frozenset[str]) -> list[tuple[int, int, str]]:
     """``(first, last line, file name)`` of each ``torch.load`` the port gave a plain ``map_location=tp.map_location()``
     where the file it loads is one of the repository's, saved from CPU tensors (`checkpoints.saved_on`)."""
+    imports = imported(tree)
     scopes: dict[int, ast.AST] = {}
     for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
         scopes.update((id(n), scope) for n in ast.walk(scope) if isinstance(n, ast.Call))
     found = []
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
         mapped = next((k.value for k in call.keywords if k.arg == "map_location"), None)
-        if not (_dotted(call.func) == "torch.load" and isinstance(mapped, ast.Call) and not mapped.args
-                and not mapped.keywords and (_dotted(mapped.func) or "").split(".")[0] in runtime
-                and _dotted(mapped.func).endswith(".map_location")):  # type: ignore[union-attr]
+        head, _, tail = (dotted(mapped.func) or "" if isinstance(mapped, ast.Call) else "").partition(".")
+        if not (qualified(call.func, imports) == "torch.load" and isinstance(mapped, ast.Call) and not mapped.args
+                and not mapped.keywords and head in runtime and tail == "map_location"):
             continue
-        path = loaded_file(call, scopes[id(call)], folder)
+        path = loaded_file(call, scopes[id(call)], folder, imports)
         if path is not None and (saved := saved_on(path)) is not None and "cuda" not in saved:
             found.append((call.lineno, call.end_lineno or call.lineno, path.name))
     return found
@@ -240,17 +241,25 @@ def _unread_stores(tree: ast.Module, runtime: frozenset[str], module: bool,
                   and only_answers(s.value, runtime, imports)]
         if not stores:  # most scopes: no device value stored, nothing more to read
             continue
-        reads = set()
-        for n in ast.walk(scope):
-            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store):
-                reads.add(n.id)
-            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-                reads.add(n.value)
-            elif isinstance(n, (ast.Global, ast.Nonlocal)):
-                reads.update(n.names)  # declared: the module's
-        if not reads & _DYNAMIC_READS:
-            found.extend((s.lineno, s.end_lineno or s.lineno, name) for s, name in stores if name not in reads)
+        read = reads(scope)
+        if read is not None:
+            found.extend((s.lineno, s.end_lineno or s.lineno, name) for s, name in stores if name not in read)
     return found
+
+
+def reads(scope: ast.AST) -> set[str] | None:
+    """The names ``scope`` (a module or a function, with what it nests) may read: those it loads, the words of its
+    strings (``__all__``, ``getattr(m, "device")``), those it declares ``global`` or ``nonlocal``; None where it
+    looks names up at run time (``locals()``, ``eval``): then it may read any."""
+    found: set[str] = set()
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store):
+            found.add(n.id)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+            found.add(n.value)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            found.update(n.names)  # declared: the module's
+    return None if found & _DYNAMIC_READS else found
 
 
 _DYNAMIC_READS = frozenset(torch_facts.words("name_lookup_builtin"))
@@ -272,14 +281,12 @@ def only_answers(value: ast.expr, runtime: frozenset[str], imports: Mapping[str,
     (`torch_facts.named("available", "count")`), ``torch.device``, or ``str``; and it names a device somewhere."""
     calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
     for call in calls:
-        dotted = _dotted(call.func)
-        if dotted is None:
+        chain = dotted(call.func)
+        if chain is None:
             return False
-        head, _, rest = dotted.partition(".")
-        if head in runtime or dotted == "str":
+        if chain.partition(".")[0] in runtime or chain == "str":
             continue
-        qualified = f"{imports[head]}.{rest}".rstrip(".") if head in imports else dotted
-        if qualified not in _ANSWERS:
+        if qualified(call.func, imports) not in _ANSWERS:
             return False
     return bool(calls) or any(isinstance(n, ast.Constant) and isinstance(n.value, str)
                               and torch_facts.CUDA_SPEC.fullmatch(n.value) for n in ast.walk(value))
@@ -287,13 +294,6 @@ def only_answers(value: ast.expr, runtime: frozenset[str], imports: Mapping[str,
 
 _ANSWERS = torch_facts.named("available", "count", "accelerator_available") | {"torch.device"}
 
-
-def _dotted(node: ast.expr) -> str | None:
-    """``a.b.c`` for a chain of names, else None."""
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def _never_named(tree: ast.Module) -> list[tuple[int, int, int, int]]:

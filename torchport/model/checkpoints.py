@@ -12,8 +12,10 @@ from __future__ import annotations
 import ast
 import pickletools
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 
+from torchport.model.evaluate import qualified
 from torchport.model.torch_facts import text
 
 _LOCATION = text("saved_location")
@@ -50,10 +52,11 @@ def _locations(pickles: list[object]) -> frozenset[str] | None:
     return frozenset(found)
 
 
-def loaded_file(call: ast.Call, scope: ast.AST, folder: Path) -> Path | None:
+def loaded_file(call: ast.Call, scope: ast.AST, folder: Path, imports: Mapping[str, str]) -> Path | None:
     """The existing file a ``torch.load(<path>, ...)`` call reads, where ``<path>`` is spelled out relative to the
     module's ``folder``: a constant, ``os.path.join(os.path.dirname(__file__), "..", "data", "pnet.pt")``, or a
-    name ``scope`` (the enclosing function or module) assigns once to one of those; else None."""
+    name ``scope`` (the enclosing function or module) assigns once to one of those; else None. ``imports``: the
+    module's (`evaluate.imported`), through which ``osp.join`` is ``os.path.join``."""
     if not call.args:
         return None
     value: ast.expr | None = call.args[0]
@@ -61,38 +64,32 @@ def loaded_file(call: ast.Call, scope: ast.AST, folder: Path) -> Path | None:
         stores = [s.value for s in ast.walk(scope) if isinstance(s, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == value.id for t in s.targets)]
         value = stores[0] if len(stores) == 1 else None
-    parts = _path_parts(value) if value is not None else None
+    parts = _path_parts(value, imports) if value is not None else None
     if parts is None:
         return None
     path = folder.joinpath(*parts)
     return path if path.is_file() else None
 
 
-def _path_parts(node: ast.expr) -> list[str] | None:
+def _path_parts(node: ast.expr, imports: Mapping[str, str]) -> list[str] | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [node.value]
-    if isinstance(node, ast.Call) and _dotted(node.func) in ("os.path.join", "osp.join") and node.args:
+    if isinstance(node, ast.Call) and qualified(node.func, imports) == "os.path.join" and node.args:
         first, *rest = node.args
-        if not _here(first) or not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in rest):
+        if not _here(first, imports) or not all(isinstance(a, ast.Constant) and isinstance(a.value, str)
+                                                for a in rest):
             return None
         return [a.value for a in rest]  # type: ignore[attr-defined]
     return None
 
 
-def _here(node: ast.expr) -> bool:
+def _here(node: ast.expr, imports: Mapping[str, str]) -> bool:
     """``os.path.dirname(__file__)``, also of ``os.path.abspath(__file__)`` or ``os.path.realpath(__file__)``."""
-    if not (isinstance(node, ast.Call) and _dotted(node.func) in ("os.path.dirname", "osp.dirname")
+    if not (isinstance(node, ast.Call) and qualified(node.func, imports) == "os.path.dirname"
             and len(node.args) == 1):
         return False
     inner = node.args[0]
-    if isinstance(inner, ast.Call) and _dotted(inner.func) in (
-            "os.path.abspath", "os.path.realpath", "osp.abspath", "osp.realpath") and len(inner.args) == 1:
+    if isinstance(inner, ast.Call) and qualified(inner.func, imports) in ("os.path.abspath", "os.path.realpath") \
+            and len(inner.args) == 1:
         inner = inner.args[0]
     return isinstance(inner, ast.Name) and inner.id == "__file__"
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return node.id if isinstance(node, ast.Name) else None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from torchport.model import torch_facts
@@ -480,7 +480,7 @@ class Evaluator:
         """The gate ``node`` names or calls (``RunIf(min_gpus=1)``, ``requires_gpu``), if it is one of ``gates``."""
         if isinstance(node, ast.Call):
             node = node.func
-        key = _key(node)
+        key = dotted(node)
         return key if key is not None and key in self.gates else None
 
     def _asking(self, node: ast.expr, p: Path, test: bool = False) -> tuple[object, bool]:
@@ -546,7 +546,7 @@ class Evaluator:
         return None if handler is None or at is None else (at, handler)
 
     def _bind(self, target: ast.expr, value: object, p: Path, queried: bool = False) -> None:
-        key = _key(target)
+        key = dotted(target)
         if key is not None:
             p.env[key] = value
             if queried:
@@ -621,7 +621,7 @@ class Evaluator:
         return UNKNOWN
 
     def _name(self, node: ast.Name | ast.Attribute, p: Path) -> object:
-        key = _key(node)
+        key = dotted(node)
         if key is not None:
             for env, queried in ((p.env, p.queried), (self.globals, self.globals_queried)):
                 if key in env:
@@ -884,7 +884,7 @@ class Evaluator:
                     return UNKNOWN
             return Prefix(receiver.split("{", 1)[0])
         if method == "append" and isinstance(receiver, Items) and isinstance(node.func, ast.Attribute):
-            key = _key(node.func.value)
+            key = dotted(node.func.value)
             if self.target != "cuda" and p.gated and args and isinstance(args[0], str) and \
                     torch_facts.CUDA_SPEC.fullmatch(args[0]):  # fairscale's `devices.append("cuda")` under a query
                 return self._needs_cuda(node, f"a list of devices gets {args[0]!r} where a device query chose", p)
@@ -1037,14 +1037,24 @@ def _merged(paths: Iterable[Path]) -> dict[str, object]:
 _MISSING = object()
 
 
-def _key(node: ast.expr) -> str | None:
+def dotted(node: ast.expr) -> str | None:
     """``x`` or ``args.device`` for a name or a dotted attribute of one, else None."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        base = _key(node.value)
+        base = dotted(node.value)
         return None if base is None else f"{base}.{node.attr}"
     return None
+
+
+def qualified(node: ast.expr, imports: Mapping[str, str]) -> str | None:
+    """`dotted` with its head read through the module's ``imports`` (`imported`): ``osp.join`` after ``import
+    os.path as osp`` is ``os.path.join``; a head no import binds stays as it is."""
+    chain = dotted(node)
+    if chain is None:
+        return None
+    head, _, rest = chain.partition(".")
+    return (f"{imports[head]}.{rest}" if rest else imports[head]) if head in imports else chain
 
 
 def literal(node: ast.expr) -> bool:

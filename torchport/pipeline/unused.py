@@ -99,7 +99,7 @@ def unread_globals(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     Returns:
         index into ``results`` -> those names (only modules with some).
     """
-    from torchport.model.check import only_answers
+    from torchport.model.check import only_answers, reads
     from torchport.model.evaluate import imported
 
     changed = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and r.original
@@ -116,13 +116,12 @@ def unread_globals(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
         tree = parse(text)
         if tree is None:
             continue
-        reads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
-        reads |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-        if reads & _DYNAMIC:
+        read = reads(tree)
+        if read is None:
             continue
         imports = imported(tree)
         names = {t.id for s in tree.body if isinstance(s, ast.Assign) and len(s.targets) == 1
-                 and isinstance(t := s.targets[0], ast.Name) and t.id not in reads
+                 and isinstance(t := s.targets[0], ast.Name) and t.id not in read
                  and only_answers(s.value, frozenset(), imports)}
         names -= {name for name in names for other in range(len(results)) if other != index
                   and _reads_from(project, other, index, name)}
@@ -130,8 +129,6 @@ def unread_globals(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
             found[index] = frozenset(names)
     return found
 
-
-_DYNAMIC = frozenset(torch_facts.words("name_lookup_builtin"))
 
 
 def _reads_from(project: Project, importer: int, module: int, name: str) -> bool:

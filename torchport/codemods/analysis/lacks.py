@@ -332,8 +332,9 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
                     "cuda", "to") and isinstance(node.func.value, ast.Name) and node.func.value.id in tensors \
                     and (node.func.attr == "cuda" or node.args or node.keywords) \
                     and not any(k.arg == "dtype" for k in node.keywords) \
-                    and not any(isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id in (
-                        "torch", "th") and a.attr not in _WIDE for a in node.args):  # `.to(torch.float32)`: a cast
+                    and not any(isinstance(a, ast.Attribute) and a.attr not in _WIDE and any(
+                        name.split(".")[0] == "torch" for name in qualify(ast_chain(a) or "", imports))
+                        for a in node.args):  # `.to(torch.float32)`: a cast
                 found.append(node.lineno)
     return found
 

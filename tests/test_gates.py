@@ -54,6 +54,11 @@ def test_cuda_gates(source: str, expected: dict[str, int]) -> None:
     ("import sys, torch\ndef main(args):\n    if args.cuda and not torch.cuda.is_available():\n        sys.exit(1)\n",
      False),
     ("import torch\ndef pick():\n    return 'cuda' if torch.cuda.is_available() else 'cpu'\n", False),
+    # SRResNet's main: the check sits in the branch of a `--cuda` flag (store_true), so only that flag stops it
+    ("import torch\ndef main(opt):\n    if opt.cuda:\n        if not torch.cuda.is_available():\n"
+     "            raise Exception('No GPU found')\n", False),
+    ("import torch\ndef main():\n    with open('x') as f:\n        if not torch.cuda.is_available():\n"
+     "            raise Exception('No GPU found')\n", True),
 ])
 def test_a_function_that_stops_whenever_cuda_is_missing(source: str, stops: bool) -> None:
     from torchport.codemods.analysis.gates import exits_without_cuda

@@ -190,6 +190,25 @@ def _guard_calls(m: Migrator, test: cst.BaseExpression) -> tuple[list[cst.Call],
     return positive, other
 
 
+def _asked_for(m: Migrator, node: cst.If) -> cst.Call | None:
+    """``if not torch.cuda.is_available(): raise ...`` in the branch of a flag that asks for the GPU (SRResNet's
+    ``if opt.cuda:``, a ``store_true`` option): the user asked for an accelerator, which the runtime's answers (on
+    CUDA the same call). Its ``is_available`` call; None for any other ``if``."""
+    test = node.test
+    if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+            and isinstance(test.expression, cst.Call) and not test.expression.args
+            and m.has_qname(test.expression.func, _AVAILABLE) and node.orelse is None and _exits(node.body)
+            and isinstance(node.body, cst.IndentedBlock) and any(
+                isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[-1], cst.Raise) for s in node.body.body)):
+        return None
+    block = m.ancestors[-2] if len(m.ancestors) > 2 else None
+    flag = m.ancestors[-3] if len(m.ancestors) > 2 else None
+    if not (isinstance(flag, cst.If) and flag.body is block and not _guard_calls(m, flag.test)[0]
+            and not _guard_calls(m, flag.test)[1] and not _cuda_detection(m, flag.test)):
+        return None
+    return test.expression
+
+
 def _means_any(target: cst.ComparisonTarget) -> bool:
     value = target.comparator.value if isinstance(target.comparator, cst.Integer) else None
     op = target.operator
@@ -866,6 +885,9 @@ class CudaGuard(Rule):
                     self._keep(m, positive + other, branch, None)
                 m.skip_region(node, SEVERAL_BACKENDS)  # already chooses among several backends
                 return
+        if m.hold is None and (asked := _asked_for(m, node)) is not None:
+            self._rewrite(m, asked, "is_available")
+            return
         positive, other = _guard_calls(m, node.test)
         self._keep(m, other, node.test, CUDA_QUERY if other else None,
                    "CUDA guard kept as written (it is true only where CUDA is)")

@@ -104,7 +104,9 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         else:
             module_stops = None
         for line, stop in found.items():
-            runs.setdefault(line, stop)
+            first = runs.setdefault(line, stop)
+            if stop is None and first is not None and first.kind == "gate":
+                runs[line] = None  # a gate that stops the CPU alone (`if opt.cuda: if not tp.is_available(): raise`)
         for span, was in evaluator.taken.items():
             taken[span] = taken.get(span, False) or was
     dead = [span for span, was in taken.items() if not was] + _unread_defaults(tree)

@@ -8,9 +8,9 @@ runs only on CUDA and is left as it is. Recognised from what the definition does
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
-from torchport.codemods.analysis.programs import call_name, cuda_call
+from torchport.codemods.analysis.programs import call_name, cuda_call, is_main
 from torchport.model import torch_facts
 
 # Text a gate's module holds: a module without it defines none (and is not walked).
@@ -60,7 +60,19 @@ def cuda_gates(tree: ast.Module) -> dict[str, int]:
                     if isinstance(target, ast.Name) and target.id not in gates:
                         gates[target.id] = statement.lineno
                         grown = True
+    for name in _entry_functions(tree) & set(gates):
+        function = next(s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and s.name == name)
+        if not exits_without_cuda(function):  # what the script's `main` gates is the program: decided per program
+            del gates[name]
     return gates
+
+
+def _entry_functions(tree: ast.Module) -> set[str]:
+    """The names the module's ``__main__`` block calls as statements of their own (``main()``)."""
+    return {s.value.func.id for block in tree.body if isinstance(block, ast.If) and is_main(block.test)
+            for s in _unconditional(block.body) if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+            and isinstance(s.value.func, ast.Name)}
 
 
 def _gates(node: ast.AST, known: dict[str, int],
@@ -120,8 +132,9 @@ def exits_without_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool
     """Whether ``function`` stops (exit, raise) whenever CUDA is missing, whatever else holds: an ``if not
     torch.cuda.is_available():`` (or a count below a bound) that exits, or an ``if``/``elif`` chain on CUDA whose
     ``else`` exits (dino's ``init_distributed_mode``). A check joined with a flag (``if args.cuda and not ...``)
-    stops only when asked for CUDA: no."""
-    for node in ast.walk(function):
+    stops only when asked for CUDA: no, and so is a check nested in a branch of another condition (SRResNet's
+    ``if opt.cuda: if not torch.cuda.is_available(): raise``)."""
+    for node in _unconditional(function.body):
         if not isinstance(node, ast.If):
             continue
         if _negated_query(node.test) and _stops(node.body):
@@ -132,6 +145,17 @@ def exits_without_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool
         if cuda_call(branch.test, "is_available") and branch.orelse and _stops(branch.orelse):
             return True
     return False
+
+
+def _unconditional(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of ``body`` that run whenever it runs: its own, and those of its ``with`` and ``try`` bodies;
+    not the branches of an ``if``, a loop's body or an exception handler."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            yield from _unconditional(statement.body)
+        elif isinstance(statement, ast.Try):
+            yield from _unconditional(statement.body)
 
 
 def _negated_query(test: ast.expr) -> bool:

@@ -651,6 +651,31 @@ def test_avoid_mps_keeps_a_program_on_the_cpu_of_a_mac():
     assert out["warned"] == [["tp.avoid_mps() came after MPS was picked"], 0]
 
 
+script("sim_mps_hidden_gpus", enabled=NO_ACCELERATOR)(
+    """
+    import json, os, torch
+    torch.backends.mps.is_available = lambda: True
+    from torchport import runtime as tp
+    from torchport.runtime import _backend
+    picks = []
+    for visible in (None, "-1", "", "0", "0,-1", " -1,0"):
+        _backend._forget()
+        if visible is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = visible
+        picks.append(tp.device_type())
+    print(json.dumps(picks))
+    """
+)
+
+
+@needs_no_accelerator
+def test_hidden_gpus_keep_a_program_on_the_cpu_of_a_mac():
+    # EfficientDet's train.py sets CUDA_VISIBLE_DEVICES=-1 for `num_gpus: 0`; unported it then ran on the CPU
+    assert run_json("sim_mps_hidden_gpus") == ["mps", "cpu", "cpu", "mps", "mps", "cpu"]
+
+
 def test_avoid_mps_changes_nothing_off_mps(repick):
     before = tp.device()
     tp.avoid_mps("float64")

@@ -1,4 +1,5 @@
-"""Pick the device lazily, on first use: ``TORCHPORT_DEVICE``, else CUDA > MPS > XPU > CPU.
+"""Pick the device lazily, on first use: ``TORCHPORT_DEVICE``, else CUDA > MPS > XPU > CPU (the CPU where
+``CUDA_VISIBLE_DEVICES`` hides every GPU, as it did for the unmigrated program).
 
 Importing the runtime touches no device backend: no ``torch.cuda.is_available()``,
 no CUDA context, so ``import torchport.runtime`` is fork safe. The pick itself is
@@ -120,12 +121,24 @@ def _pick() -> torch.device:
     value = os.environ.get(ENV_VAR, "").strip()
     if value:
         return _from_env(value)
+    if _hides_every_gpu(os.environ.get("CUDA_VISIBLE_DEVICES")):
+        return torch.device("cpu")  # the program asked for no GPU (EfficientDet's `num_gpus: 0` sets "-1")
     for kind in _ACCELERATORS:
         if kind == "mps" and _avoided is not None:
             continue
         if _available(kind):
             return torch.device(kind)
     return torch.device("cpu")
+
+
+def _hides_every_gpu(visible: str | None) -> bool:
+    """Whether ``CUDA_VISIBLE_DEVICES`` = ``visible`` leaves no GPU: set but empty, or a first entry CUDA cannot
+    parse as a device (``-1``; CUDA reads the list up to its first invalid entry). The unmigrated program ran on
+    the CPU then, whatever accelerator the machine has."""
+    if visible is None:
+        return False
+    first = visible.split(",")[0].strip()
+    return not first or first.startswith("-")
 
 
 def _specs(kind: str, dev: torch.device) -> dict[str, torch.device]:

@@ -559,7 +559,7 @@ def _if_chain(node: cst.If) -> list[cst.If]:
 
 def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
     """A test true only on CUDA that stays as written: ``x.is_cuda`` and ``x.device.type == "cuda"`` without
-    their unsafe fixes, ``device == "cuda"``/``"cuda" in str(device)`` (never rewritten)."""
+    their unsafe fixes, ``device == "cuda"``/``"cuda" in str(device)`` (never rewritten), ``backend == "nccl"``."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _cuda_detection(m, test.left) or _cuda_detection(m, test.right)
     dotted = dotted_name(test)
@@ -585,6 +585,8 @@ def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
             return True  # `x.type() == "torch.cuda.HalfTensor"`: a CUDA tensor's type name
         if any(_cuda_device_call(m, s) for s in sides):
             return True  # `device == torch.device("cuda")`: TP002 keeps a compared CUDA device as written
+        if any(string_value(s) == "nccl" for s in sides) and isinstance(target.operator, cst.Equal):
+            return True  # `backend == "nccl"`: NCCL carries CUDA tensors alone
         if not any(string_value(s) == "cuda" for s in sides):
             return False
         if tensor_type_check(test) is not None:

@@ -120,10 +120,11 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         dead += _helpers_of_skipped_tests(tree, skipped or set())
     unread = _unread_stores(tree, runtime, closed or tests, unused)
     on_cpu = _cpu_saved_loads(tree, folder, runtime) if folder is not None and ".map_location()" in migrated else []
-    if dead or unread or on_cpu:  # lines changed one for one are read one by one: a rewrite never run stays out alone
-        hunks = [single for op in hunks for single in (
-            [(op[0], op[1] + k, op[1] + k + 1, op[3] + k, op[3] + k + 1) for k in range(op[2] - op[1])]
-            if op[0] == "replace" and op[2] - op[1] == op[4] - op[3] else [op])]
+    # lines changed one for one are read one by one: a rewrite never run (llm.c's DDP line, beside a memory query
+    # that runs) stays out alone
+    hunks = [single for op in hunks for single in (
+        [(op[0], op[1] + k, op[1] + k + 1, op[3] + k, op[3] + k + 1) for k in range(op[2] - op[1])]
+        if op[0] == "replace" and op[2] - op[1] == op[4] - op[3] else [op])]
     passing = _passing_tests(parsed, exempt) if tests else []
     held: list[Held] = []
     kept_code = False

@@ -460,7 +460,9 @@ class Evaluator:
             self._forks += 1
             if self._forks > _MAX_PATHS:
                 return self._merge(body, orelse, p)
-            return self.run(body, [p.fork()]) + self.run(orelse, [p])
+            taken = p.fork()
+            _narrow(test, taken, p)
+            return self.run(body, [taken]) + self.run(orelse, [p])
         p.gated += by_query
         out = self.run(body if decided else orelse, [p])
         for q in out:
@@ -1189,6 +1191,15 @@ def _parametrized(node: ast.FunctionDef | ast.AsyncFunctionDef, parameters: Iter
             continue
         combinations = [{**done, **more} for done in combinations for more in bound]
     return combinations
+
+
+def _narrow(test: ast.expr, taken: Path, other: Path) -> None:
+    """An ``if flag:`` (or ``if not flag:``) on a local whose value is not known decides it for the rest of each
+    path: its branch binds it true, the other false (llm.c's ``if ddp:`` twice, never half of each)."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    name = test.operand if negated else test  # type: ignore[attr-defined]
+    if isinstance(name, ast.Name) and taken.env.get(name.id, None) is UNKNOWN:
+        taken.env[name.id], other.env[name.id] = negated is False, negated is True
 
 
 def defaults(spec: ast.arguments) -> list[tuple[ast.arg, ast.expr]]:

@@ -954,3 +954,16 @@ def test_a_query_whose_branch_names_cuda_only_through_a_vendored_runtime_is_port
                                                                    "x.to(rt.device(f'cuda:{gpu_idx}'))")
     checked = check_port(original, migrated)
     assert checked.code == migrated and checked.held == []
+
+
+def test_a_membership_in_a_set_literal_is_evaluated() -> None:
+    # llm.c's train_llama3: `assert device_type in {'cuda'}` stops every path off CUDA (a list was never read either)
+    source = """
+        import torch
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        device_type = "cuda" if "cuda" in device else "cpu"
+        assert device_type in {"cuda"}, "GPU required"
+        print(device)
+    """
+    assert _module_paths(source, "cpu") == [(5, "gate")]
+    assert _module_paths(source, "cuda") == [(6, None)]

@@ -1103,6 +1103,17 @@ class CudaGuard(Rule):
             self._count(m, node.right)
         if isinstance(node.operator, cst.FloorDivide) and isinstance(node.left, cst.Call):
             self._count(m, node.left)
+        if isinstance(node.operator, cst.Multiply):
+            self._multiplied(m, node)
+
+    def _multiplied(self, m: Migrator, node: cst.BinaryOperation) -> None:
+        """``(torch.device("cuda"),) * torch.cuda.is_available()``: the other side counts only where CUDA is
+        (Shampoo's test devices); a port of it alone changes nothing."""
+        for query, other in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(query, cst.Call) and not query.args and m.has_qname(query.func, _AVAILABLE):
+                self._keep(m, [query], node, None)
+                m.skip_region(other, CUDA_ONLY, _guarded(m, query, "multiplied by the CUDA check"))
+                return
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> None:
         """A guard call that no rule decided on stays as written, with a note."""

@@ -603,7 +603,7 @@ class Evaluator:
             return self.value(chosen, p)
         if isinstance(node, ast.BinOp):
             return self._binop(node, p)
-        if isinstance(node, (ast.List, ast.Tuple)):
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):  # a set for `in` (llm.c's `device_type in {'cuda'}`)
             return Items(tuple(self.value(e, p) for e in node.elts))
         if isinstance(node, ast.NamedExpr):
             value = self.value(node.value, p)
@@ -1241,7 +1241,7 @@ def _device(spec: object, index: object) -> object:
 
 def _compare(op: ast.cmpop, left: object, right: object) -> object:
     if left is UNKNOWN or right is UNKNOWN or isinstance(left, (Prefix, Items, Name)) or isinstance(
-            right, (Prefix, Name)):
+            right, (Prefix, Items, Name)):
         if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, Items) and left is not UNKNOWN and all(
                 v is not UNKNOWN and not isinstance(v, Prefix) for v in right.values):
             found = left in right.values

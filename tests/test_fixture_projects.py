@@ -222,6 +222,15 @@ def test_a_ddp_wrap_on_the_flag_of_a_held_ddp_branch_stays_beside_a_port_that_ru
     assert ran.returncode == 0 and ran.stdout.startswith("peak 0"), ran.stderr[-2000:]
 
 
+def test_a_default_every_call_of_the_project_passes_stays(tmp_path: Path) -> None:
+    folder = _ported("passed_default", tmp_path)
+    text = (folder / "evaluation.py").read_text()
+    assert 'def evaluate(model, device="cuda"):' in text  # train.py passes it
+    assert "def warm_up(model, device=tp.device_str()):" in text  # train.py leaves it out
+    ran = _run(folder, "train.py")
+    assert ran.returncode == 0 and "torch.Size([1, 2])" in ran.stdout, ran.stderr[-2000:]
+
+
 def test_a_module_a_test_fakes_cuda_for_is_ported_only_with_that_test(tmp_path: Path) -> None:
     folder = _ported("faked", tmp_path)
     assert (folder / "pkg" / "sel.py").read_text() == (PROJECTS / "faked" / "pkg" / "sel.py").read_text()

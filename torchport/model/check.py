@@ -110,6 +110,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         for span, was in evaluator.taken.items():
             taken[span] = taken.get(span, False) or was
     dead = [span for span, was in taken.items() if not was] + _unread_defaults(tree)
+    passed = _passed_defaults(tree, unused)
     if closed:
         dead += _never_named(tree)
     never = [(s.lineno, s.end_lineno or s.lineno, s.name) for s in tree.body
@@ -163,6 +164,11 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         if owner is not None:
             decisions[index] = False
             held.append(Held(i1 + 1, max(i2, i1 + 1), None, f"{UNUSED} `{owner}`"))
+            continue
+        given = next((label for span, label in passed if _inside([span], old[i1:i2], new[j1:j2], j1 + 1)), None)
+        if given is not None:
+            decisions[index] = False
+            held.append(Held(i1 + 1, max(i2, i1 + 1), None, f"{given} {PASSED}"))
             continue
         opened = _opens_cuda(lines, guards, runtime)
         if opened is not None:
@@ -352,6 +358,7 @@ def _passing_tests(original: ast.Module, exempt: frozenset[int]) -> list[tuple[i
 _QUERY = text("availability_query")
 UNREAD = "is never read: the value changes nothing"  # the note of a device value nothing reads
 CPU_SAVED = "holds CPU tensors: it loads the same on every backend"  # the note of a repository's checkpoint
+PASSED = "is passed by every call in the project: its default changes nothing"  # a default no call reaches
 UNUSED = "nothing in the project runs"  # the note of a definition no program runs, said once per module
 _PASSES = "the test passes off CUDA as written: its CUDA devices are values it checks"
 
@@ -457,6 +464,16 @@ def _unread_defaults(tree: ast.Module) -> list[tuple[int, int, int, int]]:
         spans.extend((d.lineno, d.col_offset, d.end_lineno or d.lineno, d.end_col_offset or 0)
                      for a, d in pairs if not _reads_first(node.body, a.arg))
     return spans
+
+
+def _passed_defaults(tree: ast.Module, unused: frozenset[str]) -> list[tuple[tuple[int, int, int, int], str]]:
+    """The span of each default ``unused`` names as ``"function(parameter)"`` (every call in the project passes
+    the parameter: `torchport.pipeline.unused.passed_defaults`), with the words that name it."""
+    if not any(name.endswith(")") for name in unused):
+        return []
+    return [((d.lineno, d.col_offset, d.end_lineno or d.lineno, d.end_col_offset or 0), f"`{a.arg}` of `{s.name}`")
+            for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for a, d in defaults(s.args) if f"{s.name}({a.arg})" in unused]
 
 
 def _reads_first(body: list[ast.stmt], name: str) -> bool:

@@ -201,11 +201,13 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
     reached = programs.unnamed_reached(results)
     _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()), True)
                      for index in reached}, settings, jobs, cache)
-    from torchport.pipeline.unused import unread_globals, unused_definitions  # a warm run reads the directives
+    from torchport.pipeline.unused import passed_defaults, unread_globals, unused_definitions  # a warm run reads
+    # the directives
 
     unused = unused_definitions(results)
-    for index, names in unread_globals(results).items():
-        unused[index] = unused.get(index, frozenset()) | names
+    for more in (unread_globals(results), passed_defaults(results)):
+        for index, names in more.items():
+            unused[index] = unused.get(index, frozenset()) | names
     _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()),
                                       index in reached, names) for index, names in unused.items()},
            settings, jobs, cache)

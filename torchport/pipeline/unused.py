@@ -131,6 +131,80 @@ def unread_globals(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
 
 
 
+def passed_defaults(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
+    """The parameter defaults of each changed module's top-level functions that no call in the project reaches:
+    every reference to the function, in its module and in the modules that import it, is a call that passes the
+    parameter (decision-transformer's ``evaluate_episode(..., device='cuda')``, which experiment.py always calls
+    with ``device=device``). A port of such a default changes nothing. Left to its users: a module of an installed
+    package, a decorated function, one whose name a string of the project holds (it may be looked up by it), a
+    module another star-imports.
+
+    Returns:
+        index into ``results`` -> ``"function(parameter)"`` for each such default (only modules with some).
+    """
+    from torchport.codemods.analysis.defaults import defaulted, passes
+    from torchport.model.evaluate import dotted
+
+    texts = [r.original for r in results]
+    changed = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and r.original
+               and r.path.name != "conftest.py"]
+    if not changed or sum(t is not None for t in texts) > _MODULES_AT_MOST:
+        return {}
+    project = Project(results)
+    packaged = installable(results[i].path for i in changed)
+    found: dict[int, frozenset[str]] = {}
+    for index in changed:
+        path = results[index].path
+        tree = parse(texts[index] or "")
+        if tree is None or (path in packaged and path.parent in project.package_dirs):
+            continue
+        candidates = {s.name: defaulted(s) for s in tree.body
+                      if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and not s.decorator_list}
+        candidates = {name: params for name, params in candidates.items() if params}
+        if not candidates:
+            continue
+        left = {name: set(params) for name, params in candidates.items()}
+        seen = dict.fromkeys(candidates, False)
+        for other in range(len(results)):
+            text = texts[other]
+            if not text or not any(name in text for name in left):
+                continue
+            other_tree = parse(text) if results[other].path.suffix == ".py" else None
+            if other_tree is None:  # a notebook or a config may call or name it any way
+                named = set(words(text))
+                left = {name: set() if name in named else params for name, params in left.items()}
+                continue
+            refs: dict[str, str] = {}  # the expression naming a candidate there -> its name
+            if other == index:
+                refs.update((name, name) for name in left)
+            else:
+                for local, target, name in project.bindings(other):
+                    if target != index:
+                        continue
+                    if name == "*":
+                        left = {n: set() for n in left}
+                    elif name is None:
+                        refs.update((f"{local}.{n}", n) for n in left)
+                    elif name in left:
+                        refs[local] = name
+            calls = {id(n.func): n for n in ast.walk(other_tree) if isinstance(n, ast.Call)}
+            for node in ast.walk(other_tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):  # `getattr(m, "evaluate")`
+                    for name in set(left) & set(words(node.value)):
+                        left[name] = set()
+                if not isinstance(node, (ast.Name, ast.Attribute)) or (name := refs.get(dotted(node) or "")) is None:
+                    continue
+                seen[name] = True
+                call = calls.get(id(node))
+                for param in list(left[name]):
+                    if call is None or not passes(call, param, candidates[name][param]):
+                        left[name].discard(param)
+        names = frozenset(f"{name}({param})" for name, params in left.items() if seen[name] for param in params)
+        if names:
+            found[index] = names
+    return found
+
+
 def _reads_from(project: Project, importer: int, module: int, name: str) -> bool:
     """Whether module ``importer`` may read ``name`` of ``module``: it imports it, reads ``<module alias>.name``,
     or star-imports the module and names it."""

@@ -33,7 +33,7 @@ def _decorator_name(node: ast.expr) -> str:
     return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
 
 
-def _defaulted(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int | None]:
+def defaulted(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int | None]:
     """Parameters with a default: name -> positional index (None for keyword-only)."""
     args = function.args
     positional = [*args.posonlyargs, *args.args]
@@ -43,7 +43,7 @@ def _defaulted(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, in
     return found
 
 
-def _passed(call: ast.Call, name: str, index: int | None) -> bool | None:
+def passes(call: ast.Call, name: str, index: int | None) -> bool | None:
     """Whether ``call`` passes parameter ``name``; None when it cannot be told (``*args``, ``**kwargs``)."""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return None
@@ -62,7 +62,7 @@ def unreachable_defaults(module: ast.Module) -> dict[str, frozenset[str]]:
         the module is a call, and each call passes those parameters.
     """
     candidates = {
-        name: _defaulted(function) for name, function in closed_functions(module).items()
+        name: defaulted(function) for name, function in closed_functions(module).items()
         if all(_decorator_name(d) in _PLAIN_DECORATORS for d in function.decorator_list)
     }
     candidates = {name: params for name, params in candidates.items() if params}
@@ -78,7 +78,7 @@ def unreachable_defaults(module: ast.Module) -> dict[str, frozenset[str]]:
             call = calls.get(id(node))
             params = candidates[node.id]
             for param in list(unused[node.id]):
-                if call is None or not _passed(call, param, params[param]):
+                if call is None or not passes(call, param, params[param]):
                     unused[node.id].discard(param)
     return {name: frozenset(params) for name, params in unused.items() if params}
 
@@ -97,7 +97,7 @@ def unreachable_method_defaults(module: ast.Module) -> dict[tuple[str, str], fro
                 if (isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("_")
                         and not item.name.endswith("__") and not item.decorator_list):
                     params = {name: (None if index is None else index - 1)  # `self` is not passed
-                              for name, index in _defaulted(item).items()}
+                              for name, index in defaulted(item).items()}
                     if params:
                         methods[(statement.name, item.name)] = params
     if not methods:
@@ -118,7 +118,7 @@ def unreachable_method_defaults(module: ast.Module) -> dict[tuple[str, str], fro
             for key, params in methods.items():
                 if key[1] == node.attr and owners.get(id(node), key[0]) == key[0]:
                     for param in list(unused[key]):
-                        if call is None or not _passed(call, param, params[param]):
+                        if call is None or not passes(call, param, params[param]):
                             unused[key].discard(param)
     return {key: frozenset(params) for key, params in unused.items() if params}
 

@@ -121,6 +121,19 @@ def test_a_float64_array_named_on_its_way_to_the_device_blocks_mps(move: str, bl
     assert blocker(source) == ((11, "float64 numpy arrays made into tensors") if blocked else None)
 
 
+@pytest.mark.parametrize(("made", "blocked"), [
+    ("np.concatenate([np.zeros((1, 2)), np.ones((1, 3))], axis=1)", True),
+    ("np.concatenate([np.zeros((1, 2), dtype=np.float32), np.ones((1, 3))], axis=1)", False),
+    ("np.ones((1, 3), dtype=np.float32)", False)])
+def test_a_list_of_float64_arrays_made_into_a_tensor_on_the_device_blocks_mps(made: str, blocked: bool) -> None:
+    """decision-transformer's ``get_batch``: a list of numpy masks (float64 by default), concatenated, made into a
+    tensor and moved without a dtype."""
+    source = ("import numpy as np\nimport torch\n\n\ndef get_batch(device):\n    mask = []\n"
+              f"    for _ in range(4):\n        mask.append({made})\n"
+              "    mask = torch.from_numpy(np.concatenate(mask, axis=0)).to(device=device)\n    return mask\n")
+    assert blocker(source) == ((9, "float64 numpy arrays made into tensors") if blocked else None)
+
+
 def test_rewards_a_gymnasium_environment_gives_are_float64_where_they_reach_a_device() -> None:
     """cleanrl's PPO: ``torch.tensor(reward).to(device)`` of a vector environment's rewards (float64 arrays)."""
     ppo = ("import gymnasium as gym\nimport torch\n\nenvs = gym.vector.SyncVectorEnv([])\n"

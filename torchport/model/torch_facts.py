@@ -369,7 +369,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "setattr": ("text_call",), "Exception": ("catches_cuda_error",), "BaseException": ("catches_cuda_error",),
     "RuntimeError": ("catches_cuda_error",), "AssertionError": ("catches_cuda_error",), "float64": ("float64",),
     "double": ("float64",), "complex128": ("complex128",), "cdouble": ("complex128",), "tensor": ("cpu_factory",),
-    "as_tensor": ("cpu_factory",), "zeros": ("cpu_factory",), "ones": ("cpu_factory",), "full": ("cpu_factory",),
+    "as_tensor": ("cpu_factory",), "zeros": ("cpu_factory", "numpy_maker"),
+    "ones": ("cpu_factory", "numpy_maker"), "full": ("cpu_factory",),
     "empty": ("cpu_factory",), "arange": ("cpu_factory",), "linspace": ("cpu_factory", "numpy_maker"),
     "logspace": ("cpu_factory", "numpy_maker"), "rand": ("cpu_factory", "numpy_maker"),
     "randn": ("cpu_factory", "numpy_maker"), "randint": ("cpu_factory",), "eye": ("cpu_factory",),
@@ -470,7 +471,8 @@ TEXT = {
     "from_numpy_to_device": (r"(?:\bfrom_numpy\(|\b(?:torch|th)\.(?:as_)?tensor\().*(?:\.to\(|\.cuda\(|device=)",
                              "numpy float64 arrays reach a device where the module moves an array made into a tensor "
                              "there, in one line (``th.from_numpy(arr).to(device=t.device)``)"),
-    "numpy_makers": (r"\b(?:randn|rand|normal|uniform|standard_normal|linspace|logspace)\(|\.astype\(float\)",
+    "numpy_makers": (r"\b(?:randn|rand|normal|uniform|standard_normal|linspace|logspace|zeros|ones)\("
+                     r"|\.astype\(float\)",
                      "numpy calls whose arrays are float64 unless given a dtype (`np.random.randn`, "
                      "`RandomState(s).randn`, `np.linspace`, `.astype(float)`)"),
     "backend_setting": (r"(?i)^(?:dist_|distributed_|ddp_|torch_|process_group_|pg_)?backend$",

@@ -310,9 +310,19 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
         return dotted is not None and any(name.split(".", 1)[0] in ("numpy", "scipy")
                                           for name in qualify(dotted, imports))
 
+    def floaty(node: ast.expr, arrays: set[str]) -> bool:
+        """An array of float64: a numpy default, a name bound to one (or a list of them), or what a numpy or scipy
+        function makes of such (``np.concatenate(mask)``, ``np.concatenate([np.zeros(n), np.ones(m)])``)."""
+        if isinstance(node, ast.Name):
+            return node.id in arrays
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return bool(node.elts) and all(floaty(e, arrays) for e in node.elts)
+        return _float64_maker(node) or isinstance(node, ast.Call) and numeric(node) and not any(
+            k.arg == "dtype" for k in node.keywords) and bool(node.args) and floaty(node.args[0], arrays)
+
     found: list[int] = []
     for scope in (tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))):
-        arrays: set[str] = set()
+        arrays: set[str] = set()  # names of float64 arrays, or of lists of them
         tensors: set[str] = set()
         # an assignment binds once its value ran: `sig = sig.cuda()` moves the float64 tensor first
         own = [n for n in _in_order(scope) if isinstance(n, (ast.Assign, ast.Call))]
@@ -320,16 +330,18 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
                            if isinstance(n, ast.Assign) else (n.lineno, n.col_offset)):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 value, name = node.value, node.targets[0].id
-                array = _float64_maker(value) or isinstance(value, ast.Call) and numeric(value) and not any(
-                    k.arg == "dtype" for k in value.keywords) and any(
-                    isinstance(a, ast.Name) and a.id in arrays for a in value.args)
-                tensor = isinstance(value, ast.Call) and _tensor_of_array(value) and (
-                    _float64_maker(value.args[0]) or isinstance(value.args[0], ast.Name) and value.args[0].id in arrays)
+                array = floaty(value, arrays) and not isinstance(value, ast.Name)
+                tensor = isinstance(value, ast.Call) and _tensor_of_array(value) and floaty(value.args[0], arrays)
                 arrays.discard(name)
                 tensors.discard(name)
                 (arrays if array else tensors if tensor else set()).add(name)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append" \
+                    and isinstance(node.func.value, ast.Name) and len(node.args) == 1 and floaty(node.args[0], arrays):
+                arrays.add(node.func.value.id)  # a list of float64 arrays (decision-transformer's `mask`)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-                    "cuda", "to") and isinstance(node.func.value, ast.Name) and node.func.value.id in tensors \
+                    "cuda", "to") and (isinstance(node.func.value, ast.Name) and node.func.value.id in tensors or (
+                        isinstance(node.func.value, ast.Call) and _tensor_of_array(node.func.value)
+                        and floaty(node.func.value.args[0], arrays))) \
                     and (node.func.attr == "cuda" or node.args or node.keywords) \
                     and not any(k.arg == "dtype" for k in node.keywords) \
                     and not any(isinstance(a, ast.Attribute) and a.attr not in _WIDE and any(

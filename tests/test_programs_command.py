@@ -540,3 +540,19 @@ def test_what_mps_lacks_blocks_nothing_in_a_program_that_never_names_cuda(tmp_pa
     assert _programs(tmp_path)["test_matrix.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     (tmp_path / "kron.py").write_text("import torch\n\n\ndef kron(a, b):\n    return torch.kron(a, b).cuda()\n")
     assert _programs(tmp_path)["test_matrix.py"]["runs_on"] == ["cuda", "xpu", "cpu"]
+
+
+@pytest.mark.parametrize(("launch", "makes_group"), [
+    ("    if n_gpus > 1:\n        init_distributed(0, n_gpus)\n", False),  # WaveGrad: more than one GPU only
+    ("    init_distributed(0, n_gpus)\n", True),
+    ("    mp.spawn(init_distributed, args=(n_gpus,), nprocs=n_gpus)\n", True),  # handed to what always runs
+])
+def test_a_process_group_made_by_a_helper_counts_where_the_helper_always_runs(
+        tmp_path: Path, launch: str, makes_group: bool) -> None:
+    (tmp_path / "train.py").write_text(
+        "import torch\nimport torch.distributed as dist\nimport torch.multiprocessing as mp\n\n\n"
+        "def init_distributed(rank, n_gpus):\n    dist.init_process_group(backend='gloo', world_size=n_gpus, "
+        "rank=rank)\n\n\ndef run(n_gpus):\n" + launch + "    print(torch.ones(2).cuda())\n\n\n"
+        "if __name__ == '__main__':\n    run(torch.cuda.device_count())\n")
+    reasons = [b["reason"] for b in _programs(tmp_path)["train.py"]["blockers"]]
+    assert any("process group" in r for r in reasons) is makes_group, reasons

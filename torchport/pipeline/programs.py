@@ -581,9 +581,10 @@ def _group_line(tree: ast.Module | None) -> int:
 
 
 def _joins_a_group(entry: int, trees: Mapping[int, ast.Module | None], project: Project) -> bool:
-    """Whether the program of ``entry`` always makes a ``torch.distributed`` process group: a function of the entry
-    module calls, as a statement it always runs, ``init_process_group`` or a function of the project that always
-    calls it (guided-diffusion's ``dist_util.setup_dist()``, which picks gloo without CUDA)."""
+    """Whether the program of ``entry`` always makes a ``torch.distributed`` process group: the entry module, or a
+    function of it that always runs, calls as a statement it always runs ``init_process_group`` or a function of the
+    project that always calls it (guided-diffusion's ``dist_util.setup_dist()``, which picks gloo without CUDA).
+    WaveGrad's ``init_distributed`` runs only for more than one GPU: no."""
     def functions(tree: ast.Module | None) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
         return {f.name: f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))} if tree else {}
 
@@ -614,7 +615,14 @@ def _joins_a_group(entry: int, trees: Mapping[int, ast.Module | None], project: 
     defined = {target: makers(target) for _, target, _ in project.bindings(entry)}
     bound = {local: maker for local, (_, maker) in _bound(entry, project, defined, others=False).items()}
     main = [s.body for s in (tree.body if tree else []) if isinstance(s, ast.If) and is_main(s.test)]
-    for body in (tree.body if tree else [], *main, *(f.body for f in own.values())):
+    # the entry's own functions that always run: named (called, or handed to `mp.spawn`) by what always runs
+    bodies, reached = [tree.body if tree else [], *main], set[str]()
+    for body in bodies:
+        for name in {n.id for statement in always_run(body) for n in ast.walk(statement)
+                     if isinstance(n, ast.Name) and n.id in own} - reached:
+            reached.add(name)
+            bodies.append(own[name].body)
+    for body in bodies:
         if makes_group(body):
             return True
         for statement in always_run(body):

@@ -967,3 +967,15 @@ def test_a_membership_in_a_set_literal_is_evaluated() -> None:
     """
     assert _module_paths(source, "cpu") == [(5, "gate")]
     assert _module_paths(source, "cuda") == [(6, None)]
+
+
+def test_a_library_placement_on_cuda_stops_the_path_off_cuda() -> None:
+    # llm.c's export_hf: Hugging Face places the model itself where `device_map` says
+    source = """
+        import torch
+        from transformers import AutoModelForCausalLM
+        model = AutoModelForCausalLM.from_pretrained("out", device_map="cuda")
+        print(model)
+    """
+    assert _module_paths(source, "cpu") == [(4, "cuda")]
+    assert _module_paths(source.replace('"cuda"', '"auto"'), "cpu") == [(5, None)]

@@ -921,9 +921,9 @@ class Evaluator:
             if keywords.get(keyword) in torch_facts.CUDA_ACCELERATORS:
                 self._needs_cuda(node, f"`{keyword}={keywords[keyword]!r}` asks for a CUDA GPU", p)
                 return
-        for keyword in torch_facts.PLACEMENT_KEYWORDS:
+        for keyword in (*torch_facts.PLACEMENT_KEYWORDS, *torch_facts.LIBRARY_PLACEMENT_KEYWORDS):
             if keyword in keywords and self._place(node, keywords[keyword], f"`{keyword}={_show(keywords[keyword])}`",
-                                                   p):
+                                                   p):  # `from_pretrained(..., device_map="cuda")` too (llm.c)
                 return
 
     def _place(self, node: ast.AST, value: object, what: str, p: Path) -> bool:

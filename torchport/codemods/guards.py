@@ -203,8 +203,8 @@ def _asked_for(m: Migrator, node: cst.If) -> cst.Call | None:
         return None
     block = m.ancestors[-2] if len(m.ancestors) > 2 else None
     flag = m.ancestors[-3] if len(m.ancestors) > 2 else None
-    if not (isinstance(flag, cst.If) and flag.body is block and not _guard_calls(m, flag.test)[0]
-            and not _guard_calls(m, flag.test)[1] and not _cuda_detection(m, flag.test)):
+    if not (isinstance(flag, cst.If) and flag.body is block) or any(_guard_calls(m, flag.test)) \
+            or _cuda_detection(m, flag.test):
         return None
     return test.expression
 

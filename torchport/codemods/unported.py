@@ -487,7 +487,7 @@ class GpuRequired(Rule):
         if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
             return
         call = _mentions_gpu_test(m, test.expression)
-        if call is None or id(getattr(call, "func", None)) in m.shared.guard_renames:  # ported: asks the runtime
+        if call is None or id(call.func) in m.shared.guard_renames:  # ported: it asks the runtime
             return
         body = node.body.body if isinstance(node.body, cst.IndentedBlock) else []
         for statement in body:

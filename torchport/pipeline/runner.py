@@ -201,8 +201,8 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
     reached = programs.unnamed_reached(results)
     _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()), True)
                      for index in reached}, settings, jobs, cache)
-    from torchport.pipeline.unused import passed_defaults, unread_globals, unused_definitions  # a warm run reads
-    # the directives
+    # imported here: a warm run reads the directives
+    from torchport.pipeline.unused import passed_defaults, unread_globals, unused_definitions
 
     unused = unused_definitions(results)
     for more in (unread_globals(results), passed_defaults(results)):

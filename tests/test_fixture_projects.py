@@ -231,6 +231,16 @@ def test_a_default_every_call_of_the_project_passes_stays(tmp_path: Path) -> Non
     assert ran.returncode == 0 and "torch.Size([1, 2])" in ran.stdout, ran.stderr[-2000:]
 
 
+def test_streams_only_for_parameters_on_cuda_stay_and_the_program_runs(tmp_path: Path) -> None:
+    """`all(g["params"][0].device.type == "cuda" for g in groups)` and `any(p.is_cuda for p in ...)` are false
+    for every item off CUDA: the streams and the sync under them never run there, so optim.py stays as written."""
+    folder = _ported("streams_for_cuda_data", tmp_path)
+    assert (folder / "optim.py").read_text() == (PROJECTS / "streams_for_cuda_data" / "optim.py").read_text()
+    assert "device = tp.available_device_str()" in (folder / "train.py").read_text()
+    ran = _run(folder, "train.py")
+    assert ran.returncode == 0 and "on cpu" in ran.stdout, ran.stderr[-2000:]
+
+
 def test_a_module_a_test_fakes_cuda_for_is_ported_only_with_that_test(tmp_path: Path) -> None:
     folder = _ported("faked", tmp_path)
     assert (folder / "pkg" / "sel.py").read_text() == (PROJECTS / "faked" / "pkg" / "sel.py").read_text()

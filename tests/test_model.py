@@ -307,6 +307,13 @@ def test_an_attribute_every_method_sets_from_a_device_query_decides_other_method
     ("t.is_cuda", False),  # no data is on CUDA where there is none
     ("self.is_cuda()", False),  # a method of the class, followed: it returns the weight's `.is_cuda`
     ("t.is_cpu", None),  # not a fact: unknown, so both branches run
+    ("t.device.type == 'cuda'", False),  # data's device type: never CUDA's off CUDA
+    ("t.device.type in ('cuda',)", False),
+    ("t.device.type != 'cuda'", True),
+    ("t.device.type == 'cpu'", None),  # MPS's or the CPU's: not known
+    ("all(g.device.type == 'cuda' for g in t)", False),  # decided alike for every item by a device query
+    ("any(p.is_cuda for p in t.parameters())", False),
+    ("any(p.requires_grad for p in t.parameters())", None),  # no device query: not known
 ])
 def test_data_on_cuda_is_false_off_cuda(test: str, runs: bool | None) -> None:
     source = f"""
@@ -321,7 +328,7 @@ def test_data_on_cuda_is_false_off_cuda(test: str, runs: bool | None) -> None:
     """
     paths = _unit(source, "encode", "cpu").paths
     moved = [8 in p.lines for p in paths]
-    assert moved == ([False] if runs is False else [True, False]), moved
+    assert moved == ([runs] if runs is not None else [True, False]), moved
 
 
 def test_a_rewrite_in_a_branch_of_a_conditional_expression_never_taken_off_cuda_is_held() -> None:

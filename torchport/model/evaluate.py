@@ -22,6 +22,7 @@ from torchport.model import torch_facts
 from torchport.model.torch_facts import STAR_BINDS
 from torchport.model.values import (
     INDEX,
+    NOT_CUDA,
     UNKNOWN,
     Device,
     Function,
@@ -640,6 +641,10 @@ class Evaluator:
         if node.attr in torch_facts.ON_CUDA_FLAGS and node.attr not in self._stored and self.target != "cuda":
             self._touched = True
             return False  # no data is on CUDA where there is none
+        if node.attr == "type" and base is UNKNOWN and isinstance(node.value, ast.Attribute) and \
+                node.value.attr == "device" and self.target != "cuda":
+            self._touched = True
+            return NOT_CUDA  # `p.device.type` of data: no data is on CUDA where there is none
         if f".{node.attr}" in self.gates and node.attr not in self._stored and self.target != "cuda":
             self._touched = True
             return False  # a flag every module sets from a device query (`args.use_gpu = cuda and args.use_gpu`)
@@ -834,6 +839,9 @@ class Evaluator:
                 isinstance(kind, Name) and _cuda_tensor_type(kind.qualified) for kind in kinds):
             self._touched = True
             return False  # no tensor is of a CUDA tensor type where there is no CUDA
+        made = node.args[0] if len(node.args) == 1 else None
+        if name in ("any", "all") and isinstance(made, (ast.GeneratorExp, ast.ListComp)):
+            return self._each(made, p)
         if name in ("any", "all") and args and isinstance(args[0], Items):
             known = [truth(v) for v in args[0].values]
             wanted = name == "any"
@@ -897,6 +905,23 @@ class Evaluator:
         if method not in torch_facts.TEXT_CALLS and not isinstance(receiver, (str, Prefix, Name)):
             self._passes_cuda(node, method, p)
         return UNKNOWN
+
+    def _each(self, made: ast.GeneratorExp | ast.ListComp, p: Path) -> object:
+        """``any``/``all`` of ``made`` where a device query decides its element alike for every item
+        (``all(g["params"][0].device.type == "cuda" for g in groups)`` off CUDA: False), else `UNKNOWN`; it takes at
+        least one item."""
+        self.value(made.generators[0].iter, p)
+        q = p.fork()
+        for generator in made.generators:
+            self._bind(generator.target, UNKNOWN, q)
+        touched, self._touched = self._touched, False
+        self._quiet += 1
+        try:
+            element = truth(self.value(made.elt, q))
+        finally:
+            self._quiet -= 1
+            asked, self._touched = self._touched, touched or self._touched
+        return element if asked and element is not UNKNOWN else UNKNOWN
 
     def _holds_nothing(self, made: ast.expr, p: Path) -> bool:
         """Whether ``made`` builds a torch module that holds no tensor (`torch_facts.HOLDS_NOTHING`, from constants:
@@ -1240,6 +1265,12 @@ def _device(spec: object, index: object) -> object:
 
 
 def _compare(op: ast.cmpop, left: object, right: object) -> object:
+    if NOT_CUDA in (left, right):  # data's device type off CUDA: only "is it CUDA's" is decided
+        other = right if left is NOT_CUDA else left
+        texts = other.values if isinstance(other, Items) and isinstance(op, (ast.In, ast.NotIn)) else (other,)
+        if isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) and all(t == "cuda" for t in texts):
+            return isinstance(op, (ast.NotEq, ast.NotIn))
+        return UNKNOWN
     if left is UNKNOWN or right is UNKNOWN or isinstance(left, (Prefix, Items, Name)) or isinstance(
             right, (Prefix, Items, Name)):
         if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, Items) and left is not UNKNOWN and all(

@@ -2,7 +2,8 @@
 
 A value is a Python constant (str, int, float, bool, None), or one of these: `UNKNOWN` (anything), `Name` (an
 imported module or object, by qualified name), `Device` (a ``torch.device``), `Prefix` (a string known to start
-with a prefix, such as ``f"cuda:{rank}"``), `INDEX` (an int not known), `Items` (a list or tuple), `Mark` (a
+with a prefix, such as ``f"cuda:{rank}"``), `INDEX` (an int not known), `NOT_CUDA` (the device type of data
+off CUDA: some type, not ``"cuda"``), `Items` (a list or tuple), `Mark` (a
 pytest or unittest skip mark), `Function` (a function the module defines).
 """
 
@@ -26,6 +27,14 @@ class _Index:
 
 
 INDEX = _Index()  # an int not known, not negative: a rank, a count, a device index
+
+
+class _NotCuda:
+    def __repr__(self) -> str:
+        return "NOT_CUDA"
+
+
+NOT_CUDA = _NotCuda()  # the device type of data where there is no CUDA: a str, not "cuda"
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,8 @@ def truth(value: object) -> object:
     """``bool(value)``: True, False or `UNKNOWN`."""
     if isinstance(value, (str, int, float, bool)) or value is None:
         return bool(value)
+    if value is NOT_CUDA:
+        return True
     if isinstance(value, (Device, Prefix, Function, Name)):
         return True
     if isinstance(value, Items):

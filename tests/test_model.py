@@ -986,3 +986,20 @@ def test_a_library_placement_on_cuda_stops_the_path_off_cuda() -> None:
     """
     assert _module_paths(source, "cpu") == [(4, "cuda")]
     assert _module_paths(source.replace('"cuda"', '"auto"'), "cpu") == [(5, None)]
+
+
+def test_command_line_defaults_are_read_as_argparse_gives_them() -> None:
+    from torchport.model.evaluate import option_defaults
+
+    tree = ast.parse(textwrap.dedent("""\
+        parser.add_argument("--lr", default=0.1)
+        parser.add_argument("--epochs", type=int, default="3")
+        parser.add_argument("--cuda", action="store_true")
+        parser.add_argument("--no-amp", action="store_false", dest="amp")
+        parser.add_argument("--device")
+        parser.add_argument("data")
+        parser.add_argument("--config", required=True)
+        parser.add_argument("--seed", default=1)
+        sub.add_argument("--seed", default=2)
+    """))
+    assert option_defaults(tree) == {"lr": 0.1, "epochs": 3, "cuda": False, "amp": True, "device": None}

@@ -556,3 +556,42 @@ def test_a_process_group_made_by_a_helper_counts_where_the_helper_always_runs(
         "if __name__ == '__main__':\n    run(torch.cuda.device_count())\n")
     reasons = [b["reason"] for b in _programs(tmp_path)["train.py"]["blockers"]]
     assert any("process group" in r for r in reasons) is makes_group, reasons
+
+
+LLAMA_DEVICE = """\
+import argparse
+
+import torch
+
+
+def main(args):
+    if args.device:
+        device = args.device
+    else:
+        device = "cpu"
+        if torch.cuda.is_available():
+            device = "cuda"
+    device_type = "cuda" if "cuda" in device else "cpu"
+    assert device_type in {"cuda"}, "GPU required"
+    return torch.zeros(2, device=device)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", type=str, default=DEFAULT)
+    main(parser.parse_args())
+"""
+
+
+@pytest.mark.parametrize("default, runs_off_cuda", [
+    ('""', False),  # llm.c's train_llama3: autodetected, then "GPU required" off CUDA
+    ('"cpu"', True),  # given the CPU by default, it runs there
+])
+def test_a_program_is_judged_with_its_command_line_defaults(tmp_path: Path, default: str,
+                                                            runs_off_cuda: bool) -> None:
+    (tmp_path / "train.py").write_text(LLAMA_DEVICE.replace("DEFAULT", default))
+    script = _programs(tmp_path)["train.py"]
+    assert script["runs_on"] == (["cuda", "mps", "xpu", "cpu"] if runs_off_cuda else ["cuda"]), script
+    if not runs_off_cuda:
+        blocker = script["blockers"][0]
+        assert blocker["line"] == 21 and "line 15: an assert fails" in blocker["reason"], blocker

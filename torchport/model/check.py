@@ -628,7 +628,8 @@ def program_stop(original: str, migrated: str, target: str, kind: str,
     """Where the ported program ``migrated`` always stops on ``target``, on the original's lines, or None.
 
     ``kind``: ``test`` (a test module stops where every test is skipped or stops), or a script's kind (it stops
-    where every path of its body stops). ``tree``: the parse of ``migrated`` when the caller has it. ``gates``:
+    where every path of its body stops), run with no command-line arguments (its options' defaults). ``tree``: the
+    parse of ``migrated`` when the caller has it. ``gates``:
     local names of the CUDA gates other modules define (see `Evaluator`).
     """
     if tree is None:
@@ -637,7 +638,7 @@ def program_stop(original: str, migrated: str, target: str, kind: str,
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
     try:
-        units = Evaluator(tree, target, gates=gates).units(kind == "test")
+        units = Evaluator(tree, target, gates=gates, defaults=True).units(kind == "test")
     except RecursionError:
         return None
     if kind == "test":

@@ -148,6 +148,14 @@ _RANGE = 16  # the longest range it lists: device counts, seldom more
 _GROUP = "<process group>"  # bound on a path that made a process group
 
 
+class _Parsed:
+    def __repr__(self) -> str:
+        return "<parsed command line>"
+
+
+_PARSED = _Parsed()  # what `parser.parse_args()` returns, read with `Evaluator.options`
+
+
 class Evaluator:
     """Evaluates the units of one module on ``target`` (one of `torch_facts.TARGETS`).
 
@@ -161,11 +169,15 @@ class Evaluator:
             CUDA (``args.use_gpu = torch.cuda.is_available() and args.use_gpu``): off CUDA it reads false.
             ``f(p)`` names a parameter of the module's function ``f`` that every call in the project fills with such
             a flag: off CUDA it is false where ``f`` runs on its own.
+        defaults: what the module's own ``parse_args()`` returns holds its options' defaults (the program run with
+            no arguments, as `torchport programs` judges it); else it is unknown, so every option's paths run.
     """
 
     def __init__(self, tree: ast.Module, target: str, exempt: frozenset[int] = frozenset(),
-                 gates: frozenset[str] = frozenset()) -> None:
+                 gates: frozenset[str] = frozenset(), defaults: bool = False) -> None:
         self.tree = tree
+        # the command line's defaults, where the program is run with none given (`option_defaults`)
+        self.options = option_defaults(tree) if defaults else None
         self.exempt = exempt
         self.target = target
         facts = _tree_facts(tree)
@@ -466,8 +478,12 @@ class Evaluator:
             return self.run(body, [taken]) + self.run(orelse, [p])
         p.gated += by_query
         out = self.run(body if decided else orelse, [p])
+        # what the branch not taken would bind, a device query decided (`device = "cpu"` and `if
+        # torch.cuda.is_available(): device = "cuda"`: off CUDA `device` is what the query left it)
+        decided_names = _assigned(orelse if decided else body) if by_query else set()
         for q in out:
             q.gated -= by_query
+            q.queried |= decided_names
         return out
 
     @property
@@ -648,6 +664,8 @@ class Evaluator:
         if f".{node.attr}" in self.gates and node.attr not in self._stored and self.target != "cuda":
             self._touched = True
             return False  # a flag every module sets from a device query (`args.use_gpu = cuda and args.use_gpu`)
+        if base is _PARSED and self.options is not None:
+            return self.options.get(node.attr, UNKNOWN)
         if isinstance(base, Name):
             return Name(f"{base.qualified}.{node.attr}")
         if isinstance(base, Device) and node.attr == "type":
@@ -871,6 +889,8 @@ class Evaluator:
 
     def _method(self, method: str, node: ast.Call, receiver: object, args: list[object],
                 keywords: dict[str | None, object], p: Path) -> object:
+        if method in ("parse_args", "parse_known_args") and self.options and not node.args and not node.keywords:
+            return _PARSED if method == "parse_args" else Items((_PARSED, UNKNOWN))
         if method == "cuda":
             if self._holds_nothing(node.func.value, p):  # type: ignore[attr-defined]
                 return UNKNOWN
@@ -1140,6 +1160,22 @@ def _sets_self(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
                and n.value.id == "self" for n in ast.walk(method))
 
 
+def _assigned(body: list[ast.stmt]) -> set[str]:
+    """The names and dotted attributes (``args.device``) that statements of ``body`` assign, outside functions
+    and classes it defines."""
+    found: set[str] = set()
+    todo: list[ast.AST] = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store) and (
+                key := dotted(node)) is not None:
+            found.add(key)
+        todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
 def _names(node: ast.expr) -> set[str]:
     if isinstance(node, ast.Tuple):
         return set().union(*(_names(e) for e in node.elts)) if node.elts else set()
@@ -1322,6 +1358,49 @@ def _show(value: object) -> str:
     if value is INDEX:
         return "<an int>"
     return repr(value)
+
+
+def option_defaults(tree: ast.Module) -> dict[str, object]:
+    """What each command-line option ``tree`` declares holds when none is given: ``add_argument("--lr",
+    default=0.1)`` gives ``{"lr": 0.1}``; a ``store_true`` flag False, an option without a default None; a string
+    default converted by ``type=int``/``float`` as argparse converts it. An option declared twice with other
+    defaults, or required (a positional one too), is left out (unknown)."""
+    found: dict[str, object] = {}
+    clashing: set[str] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_argument" and node.args):
+            continue
+        keywords = {k.arg: k.value for k in node.keywords if k.arg}
+        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        dest = keywords.get("dest")
+        names = {dest.value} if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else {
+            next((f for f in flags if f.startswith("--")), flags[0] if flags else "").lstrip("-").replace("-", "_")}
+        action = keywords.get("action")
+        action_name = action.value if isinstance(action, ast.Constant) else None
+        try:
+            value: object = ast.literal_eval(keywords["default"]) if "default" in keywords else (
+                False if action_name == "store_true" else True if action_name == "store_false" else None)
+        except ValueError:
+            value = UNKNOWN
+        kind = keywords.get("type")
+        if isinstance(value, str) and isinstance(kind, ast.Name) and kind.id in ("int", "float"):
+            try:
+                value = int(value) if kind.id == "int" else float(value)
+            except ValueError:
+                value = UNKNOWN
+        required = keywords.get("required")
+        nargs = keywords.get("nargs")
+        positional = bool(flags) and not flags[0].startswith("-") and not (
+            isinstance(nargs, ast.Constant) and nargs.value in ("?", "*"))
+        if positional or (isinstance(required, ast.Constant) and required.value) or not isinstance(
+                value, (str, int, float, bool, type(None))):
+            value = UNKNOWN
+        for name in names - {""}:
+            if name in found and found[name] != value:
+                clashing.add(name)
+            found[name] = value
+    return {name: value for name, value in found.items() if name not in clashing and value is not UNKNOWN}
 
 
 def places_data(tree: ast.Module) -> bool:

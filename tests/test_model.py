@@ -1003,3 +1003,28 @@ def test_command_line_defaults_are_read_as_argparse_gives_them() -> None:
         sub.add_argument("--seed", default=2)
     """))
     assert option_defaults(tree) == {"lr": 0.1, "epochs": 3, "cuda": False, "amp": True, "device": None}
+
+
+@pytest.mark.parametrize("also_called, stays", [(False, False), (True, True)])
+def test_a_private_method_called_only_where_data_is_on_cuda_never_runs_off_cuda(also_called: bool,
+                                                                                   stays: bool) -> None:
+    """Distributed Shampoo's `_sync_streams_to_default`, called only under `if self._use_cuda_streams:` (every
+    group's parameters on CUDA): off CUDA no path runs it, unless a line that runs there calls it too."""
+    source = textwrap.dedent(f"""\
+        import torch
+
+
+        class Shampoo:
+            def __init__(self, groups):
+                self._use_streams = all(g.device.type == "cuda" for g in groups)
+
+            def step(self):
+                if self._use_streams:
+                    self._sync()
+                {"self._sync()" if also_called else "return None"}
+
+            def _sync(self):
+                torch.cuda.current_stream().synchronize()
+        """)
+    migrated = _hand_port(source, ("torch.cuda.current_stream()", "tp.current_stream()"))
+    assert (check_port(source, migrated).code == migrated) is stays

@@ -228,7 +228,42 @@ class Evaluator:
                         fixed := self._always_false(unit.node)):
                     self._forks = 0
                     found[index] = Unit(unit.node, self._run_alone(unit.node, fixed))
+            self._unreached_helpers(found)
         return found
+
+    def _unreached_helpers(self, found: list[Unit]) -> None:
+        """Off CUDA, a private method (``_sync_streams``) every call of which is ``self._sync_streams()`` on a line
+        no path runs here (under ``if self._use_cuda_streams:``) runs on no path either: its unit loses its paths.
+        (A private function of the module may be called by an importer, as tests do.)"""
+        self._name_index()
+        assert self._named is not None
+        calls = _call_statements(self.tree)
+        strings = _strings(self.tree)
+        for _ in range(3):  # a helper only another such helper calls, in turn
+            ran = {line for unit in found for path in unit.paths for line in path.lines}
+            changed = False
+            for index, unit in enumerate(found):
+                node = unit.node
+                if not (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and unit.paths
+                        and id(node) in self._methods and node.name.startswith("_") and not node.name.endswith("__")
+                        and not node.decorator_list and node.name not in strings):
+                    continue
+                named = self._named.get(node.name, ())
+                if named and all(id(n) in calls and calls[id(n)] not in ran and isinstance(n, ast.Attribute)
+                                 and isinstance(n.value, ast.Name) and n.value.id == "self" for n in named):
+                    found[index] = Unit(node, [], unit.skipped)
+                    changed = True
+            if not changed:
+                return
+
+    def _name_index(self) -> None:
+        if self._named is None:  # every name and attribute of the module, and which of them are called (once)
+            self._named, self._called = {}, set()
+            for n in ast.walk(self.tree):
+                if isinstance(n, (ast.Attribute, ast.Name)):
+                    self._named.setdefault(n.attr if isinstance(n, ast.Attribute) else n.id, []).append(n)
+                elif isinstance(n, ast.Call):
+                    self._called.add(id(n.func))
 
     def _always_false(self, function: ast.FunctionDef) -> dict[str, object]:
         """The parameters of ``function`` (a test class's method, or a private function or method) that every call
@@ -240,13 +275,8 @@ class Evaluator:
         if not filled or not (function.name.startswith("_") and not function.name.startswith("__") or (
                 cls is not None and cls.name.startswith("Test"))):
             return {}
-        if self._named is None:  # every name and attribute of the module, and which of them are called (once)
-            self._named, self._called = {}, set()
-            for n in ast.walk(self.tree):
-                if isinstance(n, (ast.Attribute, ast.Name)):
-                    self._named.setdefault(n.attr if isinstance(n, ast.Attribute) else n.id, []).append(n)
-                elif isinstance(n, ast.Call):
-                    self._called.add(id(n.func))
+        self._name_index()
+        assert self._named is not None
         if any(id(n) not in self._called for n in self._named.get(function.name, ())):
             return {}  # named where it is not called; a call evaluated nowhere is on no path that runs here
         names = set.intersection(*(set(values) for values in filled.values()))
@@ -1158,6 +1188,27 @@ def _stored_elsewhere(tree: ast.Module) -> set[str]:
 def _sets_self(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name)
                and n.value.id == "self" for n in ast.walk(method))
+
+
+def _call_statements(tree: ast.Module) -> dict[int, int]:
+    """The function of each call in ``tree`` (by the id of its ``func``) -> the first line of the statement that
+    holds the call, as a path's ``lines`` record it."""
+    found: dict[int, int] = {}
+    for statement in ast.walk(tree):
+        if not isinstance(statement, ast.stmt):
+            continue
+        todo: list[ast.AST] = [c for c in ast.iter_child_nodes(statement) if not isinstance(c, ast.stmt)]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, ast.Call):
+                found[id(node.func)] = statement.lineno
+            todo.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.stmt))
+    return found
+
+
+def _strings(tree: ast.Module) -> set[str]:
+    """The string constants of ``tree`` (a name given as text, ``getattr(self, "_sync")``, is called unseen)."""
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
 
 
 def _assigned(body: list[ast.stmt]) -> set[str]:

@@ -452,12 +452,15 @@ class Project:
     def _resolve(self, dotted: str, importer: Path) -> list[int]:
         """The files named ``dotted``; for a name with no package (``import utils``), the one in the importer's own
         folder comes first, as Python finds it from a script run there (every loose ``train.py`` is a module
-        ``train``: mnist_hogwild's ``from train import train`` is its sibling's)."""
+        ``train``: mnist_hogwild's ``from train import train`` is its sibling's); of several files with one
+        dotted name, the one found from the importer's folder or a folder above it."""
         found = self.by_name.get(dotted, [])
         if "." not in dotted:
             sibling = self._module_in(self._folder(importer), dotted)
             if sibling is not None:
                 return [sibling]
+        if len(found) > 1:  # RWKV-LM's `from src.model import GPT` in each RWKV-v*/: the one Python finds from there
+            return self._beside(importer, dotted, 0) or found
         return found
 
     def _beside(self, importer: Path, dotted: str, level: int) -> list[int]:

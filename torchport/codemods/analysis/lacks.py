@@ -208,6 +208,12 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
     wrapped = {ast.unparse(t) for node in ast.walk(tree) if isinstance(node, ast.Assign)
                and any(isinstance(n, ast.Call) and call_name(n) == "DataParallel" for n in ast.walk(node.value))
                for t in node.targets}
+    for node in ast.walk(tree):  # minGPT's `model, config = self.model, self.config`
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                pairs = zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple) and isinstance(
+                    node.value, ast.Tuple) and len(target.elts) == len(node.value.elts) else [(target, node.value)]
+                wrapped.update(ast.unparse(name) for name, value in pairs if ast.unparse(value) in wrapped)
     calls = 0
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):

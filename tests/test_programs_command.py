@@ -595,3 +595,35 @@ def test_a_program_is_judged_with_its_command_line_defaults(tmp_path: Path, defa
     if not runs_off_cuda:
         blocker = script["blockers"][0]
         assert blocker["line"] == 21 and "line 14: an assert fails" in blocker["reason"], blocker
+
+
+def test_a_move_in_an_imported_modules_main_block_gives_its_importers_no_avoid_mps(tmp_path: Path) -> None:
+    """learn2learn's resnet12.py moves a model to CUDA in its own `__main__` demo; the examples that import the
+    package keep their CUDA-or-CPU choice and never run that demo, so on a Mac nothing of theirs meets MPS."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "__init__.py").write_text("from lib.nets import Net\n")
+    (tmp_path / "lib" / "nets.py").write_text(
+        "import torch\n\n\nclass Net(torch.nn.Linear):\n    pass\n\n\nif __name__ == '__main__':\n"
+        "    print(Net(2, 2).to('cuda')(torch.ones(1, 2).to('cuda')))\n")
+    (tmp_path / "example.py").write_text(
+        "import torch\nimport lib\n\n\ndef main(cuda=True):\n    device = torch.device('cpu')\n"
+        "    if cuda and torch.cuda.device_count():\n        device = torch.device('cuda')\n"
+        "    print(lib.Net(2, 2).to(device)(torch.ones(1, 2, device=device)))\n\n\nif __name__ == '__main__':\n"
+        "    main()\n")
+    files = _migrated(tmp_path)
+    assert files["lib/nets.py"]["changed"] and not files["example.py"]["changed"], files["example.py"]
+
+
+def test_of_several_modules_with_one_dotted_name_an_import_means_the_one_beside_it(tmp_path: Path) -> None:
+    """RWKV-LM: each RWKV-v*/ folder has its own `src` package; `from src.model import GPT` in RWKV-v4/train.py
+    is RWKV-v4/src/model.py (a CUDA extension), not another version's."""
+    for version, body in (("v1", "import torch\n\nGPT = torch.nn.Linear\n"),
+                          ("v4", "from torch.utils.cpp_extension import load\n\n"
+                                 "wkv = load(name='wkv', sources=['cuda/wkv_op.cpp', 'cuda/wkv_cuda.cu'])\n")):
+        (tmp_path / version / "src").mkdir(parents=True)
+        (tmp_path / version / "src" / "__init__.py").write_text("")
+        (tmp_path / version / "src" / "model.py").write_text(body)
+        (tmp_path / version / "train.py").write_text("from src.model import *\n\nprint('ok')\n")
+    found = _programs(tmp_path)
+    assert found["v1/train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"], found["v1/train.py"]
+    assert found["v4/train.py"]["runs_on"] == ["cuda"], found["v4/train.py"]

@@ -448,6 +448,9 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
     imported: set[int] = set()  # what the project imports, read only where a console script's kind needs it
     # moves other than checkpoints loaded into a module (copied onto the module's device: nothing moves)
     carrying = {i for i in moving if set(results[i].facts["moves"]) - set(results[i].facts.get("state_loads", ()))}
+    # what moves data for the programs that import it: not a move in its own `__main__` block (learn2learn's
+    # resnet12.py demo), which runs only where it is the program
+    moving_on_import = {i for i in moving if _moves_outside_main(results[i])}
 
     def is_imported(index: int) -> bool:
         if not imported:
@@ -476,9 +479,11 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
                 and not _reads_command_line(trees[index]):
             continue  # a library module with a demo `__main__`: the call would run in every program importing it
         reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
-        if not project.reach(index) & moving or not (
-                _PLACES_DATA.search(result.original or "") or _calls_into(index, trees[index], project, moving)
-                or (reach & carrying and any(_KEPT_PLACEMENT.search(results[i].migrated or results[i].original or "")
+        moved = moving_on_import | ({index} & moving)
+        carried = (carrying & moving_on_import) | ({index} & carrying)
+        if not project.reach(index) & moved or not (
+                _PLACES_DATA.search(result.original or "") or _calls_into(index, trees[index], project, moved)
+                or (reach & carried and any(_KEPT_PLACEMENT.search(results[i].migrated or results[i].original or "")
                                              for i in reach))):
             continue  # it places no data, itself or through what it calls (a data-preparation script)
         if "init_process_group" in "".join(results[i].original or "" for i in reach) and _joins_a_group(
@@ -493,14 +498,24 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             found = ((lacking(results[other].original or "", certain=True) if other == index else
                       reached_lack(project, other, reach, certain=True)) or split_choice(results[other])
                      ) if outline(results[other].original).parses else None
-            if reach & carrying and flags is None:
+            if reach & carried and flags is None:
                 flags = _cuda_flags(results)
-            lacks = found or (_kept_placement(results[other], flags or set()) if reach & carrying else None)
+            lacks = found or (_kept_placement(results[other], flags or set()) if reach & carried else None)
             if lacks is not None:
                 reasons[index] = f"{lacks[1]}, {shown(other, index)}:{lacks[0]}"
                 break
     has_call = {i for i in reasons} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")}
     return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
+
+
+def _moves_outside_main(result: FileResult) -> bool:
+    """Whether a rewrite of ``result`` that sends data to the runtime's device (``facts["moves"]``, original lines)
+    lies outside its ``if __name__ == "__main__":`` blocks, so that a program importing it may run it."""
+    tree = parse(result.original)
+    if tree is None:
+        return True
+    blocks = [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
+    return any(not any(first <= line <= last for first, last in blocks) for line in result.facts["moves"])
 
 
 _PARSES_COMMAND_LINE = frozenset(torch_facts.words("parses_command_line"))

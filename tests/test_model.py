@@ -1028,3 +1028,12 @@ def test_a_private_method_called_only_where_data_is_on_cuda_never_runs_off_cuda(
         """)
     migrated = _hand_port(source, ("torch.cuda.current_stream()", "tp.current_stream()"))
     assert (check_port(source, migrated).code == migrated) is stays
+
+
+def test_a_helper_no_test_names_in_a_module_taken_for_tests_stays_ported() -> None:
+    """DF-GAN's lib/modules.py defines a `test(...)` helper beside `train(...)` and `MA_GP(...)`, which another
+    module calls: no skipped test names them, so they are not dead code of a test module."""
+    source = ("import torch\n\n\ndef train(x):\n    return ma_gp(x)\n\n\ndef ma_gp(x):\n"
+              "    return torch.ones(x.size()).cuda()\n\n\ndef test(loader):\n    return len(loader)\n")
+    migrated = _hand_port(source, (".cuda()", ".to(tp.device())"))
+    assert check_port(source, migrated, tests=True).code == migrated

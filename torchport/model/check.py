@@ -334,7 +334,19 @@ def _helpers_of_skipped_tests(tree: ast.Module, skipped: set[int]) -> list[tuple
         return set().union(*(reads(child) for child in ast.iter_child_nodes(node)))
 
     named = set().union(*(reads(s) for s in tree.body if getattr(s, "name", None) not in helpers))
-    return _unnamed_spans(helpers, named, reads)
+    # only what skipped tests name: a helper no test names (DF-GAN's lib/modules.py `train`, beside its `test`
+    # helper) is for other modules
+    def names(node: ast.AST) -> set[str]:
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in helpers}
+
+    by_skipped = set().union(*(names(node) for node in ast.walk(tree) if id(node) in skipped))
+    todo = list(by_skipped)
+    while todo:  # and the helpers those name, in turn
+        for other in names(helpers[todo.pop()]) - by_skipped:
+            by_skipped.add(other)
+            todo.append(other)
+    lines = {helpers[name].lineno for name in by_skipped}
+    return [span for span in _unnamed_spans(helpers, named, reads) if span[0] in lines]
 
 
 def _passing_tests(original: ast.Module, exempt: frozenset[int]) -> list[tuple[int, int]]:

@@ -627,3 +627,14 @@ def test_of_several_modules_with_one_dotted_name_an_import_means_the_one_beside_
     found = _programs(tmp_path)
     assert found["v1/train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"], found["v1/train.py"]
     assert found["v4/train.py"]["runs_on"] == ["cuda"], found["v4/train.py"]
+
+
+@pytest.mark.parametrize(("made", "found"), [
+    ("torch.tensor(0.5, dtype=float, requires_grad=True, device=dvc)", (3, "float64")),  # DRL-Pytorch's SAC
+    ("torch.zeros(2, dtype=complex, device=dvc)", (3, "complex128")),
+    ("torch.tensor(0.5, dtype=float)", None),  # made on the CPU, never moved
+    ("np.array([0.5], dtype=float)", None),  # numpy's, not made into a tensor here
+    ("torch.tensor(0.5, dtype=float32, device=dvc)", None),
+])
+def test_pythons_float_as_a_torch_dtype_is_float64(made: str, found: tuple[int, str] | None) -> None:
+    assert blocker(f"import numpy as np\nimport torch\nlog_alpha = {made}\n") == found

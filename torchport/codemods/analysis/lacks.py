@@ -501,11 +501,34 @@ def _wide_dtype_lines(tree: ast.Module, text: str, certain: bool = False) -> lis
                 continue  # it runs in a process group, where a Mac's pick is the CPU already
             if _made_on_device(node, parents) if certain else _reaches_device(node, parents, text):
                 found.append((node.lineno, _WIDE[node.attr]))
+        elif isinstance(node, ast.Name) and node.id in _BUILTIN_WIDE and _torch_dtype(node, parents) and not (
+                _in_collective_function(node, parents, collective)) and (
+                _made_on_device(node, parents) if certain else _reaches_device(node, parents, text)):
+            found.append((node.lineno, _BUILTIN_WIDE[node.id]))  # DRL-Pytorch's `torch.tensor(a, dtype=float, ...)`
         elif not certain and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "double" and not node.args and not _on_cpu(node.func.value) \
                 and not _in_collective_function(node, parents, collective) and not _narrowed_again(node, parents):
             found.append((node.lineno, "float64"))
     return found
+
+
+# Python's types given as a torch dtype, as torch reads them
+_BUILTIN_WIDE = {word: dtype for dtype in ("float64", "complex128") for word in torch_facts.words(f"python_{dtype}")}
+
+
+def _torch_dtype(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:
+    """Whether ``node`` is the ``dtype=`` of a torch call (``torch.tensor(x, dtype=float)``) or of ``.to``/``.new_*``
+    (not numpy's ``np.array(x, dtype=float)``)."""
+    keyword = parents.get(id(node))
+    call = parents.get(id(keyword)) if isinstance(keyword, ast.keyword) and keyword.arg == "dtype" else None
+    if not isinstance(call, ast.Call):
+        return False
+    head = call.func
+    if isinstance(head, ast.Attribute) and (head.attr == "to" or head.attr.startswith("new_")):
+        return True
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    return isinstance(head, ast.Name) and head.id == "torch"
 
 
 def _narrowed_again(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:

@@ -1476,9 +1476,3 @@ def evaluate(tree: ast.Module, target: str, exempt: frozenset[int] = frozenset()
     """Every unit of ``tree`` evaluated on ``target`` (see `Evaluator`): the module body, then, with
     ``functions``, each function and method."""
     return Evaluator(tree, target, exempt).units(functions)
-
-
-def untaken(evaluator: Evaluator) -> set[tuple[int, int, int, int]]:
-    """The spans (see `_span`) of the branches of conditional expressions that ``evaluator``'s evaluation reached
-    and never took: ``x.cuda() if use_cuda else x`` off CUDA, where ``use_cuda`` was a device query."""
-    return {span for span, taken in evaluator.taken.items() if not taken}

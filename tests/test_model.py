@@ -989,7 +989,7 @@ def test_a_library_placement_on_cuda_stops_the_path_off_cuda() -> None:
 
 
 def test_command_line_defaults_are_read_as_argparse_gives_them() -> None:
-    from torchport.model.evaluate import option_defaults
+    from torchport.model.evaluate import command_line_defaults
 
     tree = ast.parse(textwrap.dedent("""\
         parser.add_argument("--lr", default=0.1)
@@ -1002,7 +1002,7 @@ def test_command_line_defaults_are_read_as_argparse_gives_them() -> None:
         parser.add_argument("--seed", default=1)
         sub.add_argument("--seed", default=2)
     """))
-    assert option_defaults(tree) == {"lr": 0.1, "epochs": 3, "cuda": False, "amp": True, "device": None}
+    assert command_line_defaults(tree) == {"lr": 0.1, "epochs": 3, "cuda": False, "amp": True, "device": None}
 
 
 @pytest.mark.parametrize("also_called, stays", [(False, False), (True, True)])

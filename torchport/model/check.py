@@ -333,18 +333,14 @@ def _helpers_of_skipped_tests(tree: ast.Module, skipped: set[int]) -> list[tuple
             return {node.id}
         return set().union(*(reads(child) for child in ast.iter_child_nodes(node)))
 
-    named = set().union(*(reads(s) for s in tree.body if getattr(s, "name", None) not in helpers))
-    # only what skipped tests name: a helper no test names (DF-GAN's lib/modules.py `train`, beside its `test`
-    # helper) is for other modules
     def names(node: ast.AST) -> set[str]:
         return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in helpers}
 
-    by_skipped = set().union(*(names(node) for node in ast.walk(tree) if id(node) in skipped))
-    todo = list(by_skipped)
-    while todo:  # and the helpers those name, in turn
-        for other in names(helpers[todo.pop()]) - by_skipped:
-            by_skipped.add(other)
-            todo.append(other)
+    named = set().union(*(reads(s) for s in tree.body if getattr(s, "name", None) not in helpers))
+    # only what skipped tests name, in turn: a helper no test names (DF-GAN's lib/modules.py `train`, beside its
+    # `test` helper) is for other modules
+    by_skipped = _reached(helpers, set().union(*(names(node) for node in ast.walk(tree) if id(node) in skipped)),
+                          names)
     lines = {helpers[name].lineno for name in by_skipped}
     return [span for span in _unnamed_spans(helpers, named, reads) if span[0] in lines]
 
@@ -447,12 +443,18 @@ def _unnamed_spans(defined: Mapping[str, ast.stmt], named: set[str],
     """The whole-line spans of the module-level ``defined`` functions and classes that neither ``named`` (what
     runs names) nor the definitions it names, in turn (``reads``: the names of ``defined`` a definition reads)
     ever name: they never run."""
+    named = _reached(defined, named, reads)
+    return [(d.lineno, 0, d.end_lineno or d.lineno, 10**6) for name, d in defined.items() if name not in named]
+
+
+def _reached(defined: Mapping[str, ast.stmt], named: set[str], reads: Callable[[ast.AST], set[str]]) -> set[str]:
+    """``named`` and the ``defined`` names its definitions name (``reads``), in turn (``named`` grows in place)."""
     todo = list(named)
     while todo:
         for other in reads(defined[todo.pop()]) - named:
             named.add(other)
             todo.append(other)
-    return [(d.lineno, 0, d.end_lineno or d.lineno, 10**6) for name, d in defined.items() if name not in named]
+    return named
 
 
 def _main_guard(test: ast.expr) -> bool:

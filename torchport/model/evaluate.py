@@ -91,13 +91,17 @@ class Unit:
 @dataclass
 class _TreeFacts:
     """What every evaluation of one tree reads first: its imports (local name -> dotted name), the names it binds from
-    a CUDA-only library, the class of each method (by the method's id), the attributes set on something other than
-    ``self`` (read lazily)."""
+    a CUDA-only library, the class of each method (by the method's id); and, read lazily, the attributes set on
+    something other than ``self``, its names and its calls."""
 
     imports: dict[str, str]
     cuda_names: frozenset[str]
     methods: dict[int, ast.ClassDef]
     stored: set[str] | None = None
+    # every name and attribute, by name, and the ids of the called ones (`Evaluator._name_index`)
+    named: tuple[dict[str, list[ast.expr]], set[int]] | None = None
+    # the statement line of each call, by the id of its function, and the string constants (`_unreached_helpers`)
+    calls: tuple[dict[int, int], set[str]] | None = None
 
 
 # A module is evaluated for several targets, entry points and checks: its facts are read once per tree (trees are
@@ -176,8 +180,8 @@ class Evaluator:
     def __init__(self, tree: ast.Module, target: str, exempt: frozenset[int] = frozenset(),
                  gates: frozenset[str] = frozenset(), defaults: bool = False) -> None:
         self.tree = tree
-        # the command line's defaults, where the program is run with none given (`option_defaults`)
-        self.options = option_defaults(tree) if defaults else None
+        # the command line's defaults, where the program is run with none given (`command_line_defaults`)
+        self.options = command_line_defaults(tree) if defaults else None
         self.exempt = exempt
         self.target = target
         facts = _tree_facts(tree)
@@ -235,18 +239,26 @@ class Evaluator:
         """Off CUDA, a private method (``_sync_streams``) every call of which is ``self._sync_streams()`` on a line
         no path runs here (under ``if self._use_cuda_streams:``) runs on no path either: its unit loses its paths.
         (A private function of the module may be called by an importer, as tests do.)"""
+        candidates = [index for index, unit in enumerate(found)
+                      if isinstance(node := unit.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and unit.paths
+                      and id(node) in self._methods and node.name.startswith("_") and not node.name.endswith("__")
+                      and not node.decorator_list]
+        if not candidates:
+            return
         self._name_index()
         assert self._named is not None
-        calls = _call_statements(self.tree)
-        strings = _strings(self.tree)
+        facts = _tree_facts(self.tree)
+        if facts.calls is None:
+            facts.calls = (_call_statements(self.tree), _strings(self.tree))
+        calls, strings = facts.calls
         for _ in range(3):  # a helper only another such helper calls, in turn
             ran = {line for unit in found for path in unit.paths for line in path.lines}
             changed = False
-            for index, unit in enumerate(found):
+            for index in candidates:
+                unit = found[index]
                 node = unit.node
-                if not (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and unit.paths
-                        and id(node) in self._methods and node.name.startswith("_") and not node.name.endswith("__")
-                        and not node.decorator_list and node.name not in strings):
+                assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                if not unit.paths or node.name in strings:
                     continue
                 named = self._named.get(node.name, ())
                 if named and all(id(n) in calls and calls[id(n)] not in ran and isinstance(n, ast.Attribute)
@@ -257,13 +269,19 @@ class Evaluator:
                 return
 
     def _name_index(self) -> None:
-        if self._named is None:  # every name and attribute of the module, and which of them are called (once)
-            self._named, self._called = {}, set()
+        if self._named is not None:
+            return
+        facts = _tree_facts(self.tree)
+        if facts.named is None:  # every name and attribute of the module, and which of them are called (once a tree)
+            named: dict[str, list[ast.expr]] = {}
+            called: set[int] = set()
             for n in ast.walk(self.tree):
                 if isinstance(n, (ast.Attribute, ast.Name)):
-                    self._named.setdefault(n.attr if isinstance(n, ast.Attribute) else n.id, []).append(n)
+                    named.setdefault(n.attr if isinstance(n, ast.Attribute) else n.id, []).append(n)
                 elif isinstance(n, ast.Call):
-                    self._called.add(id(n.func))
+                    called.add(id(n.func))
+            facts.named = (named, called)
+        self._named, self._called = facts.named
 
     def _always_false(self, function: ast.FunctionDef) -> dict[str, object]:
         """The parameters of ``function`` (a test class's method, or a private function or method) that every call
@@ -1411,11 +1429,12 @@ def _show(value: object) -> str:
     return repr(value)
 
 
-def option_defaults(tree: ast.Module) -> dict[str, object]:
+def command_line_defaults(tree: ast.Module) -> dict[str, object]:
     """What each command-line option ``tree`` declares holds when none is given: ``add_argument("--lr",
     default=0.1)`` gives ``{"lr": 0.1}``; a ``store_true`` flag False, an option without a default None; a string
     default converted by ``type=int``/``float`` as argparse converts it. An option declared twice with other
-    defaults, or required (a positional one too), is left out (unknown)."""
+    defaults, or required (a positional one too), is left out (unknown). (`analysis.defaults.option_defaults` lists
+    the string defaults under each long flag, for the rules.)"""
     found: dict[str, object] = {}
     clashing: set[str] = set()
     for node in ast.walk(tree):

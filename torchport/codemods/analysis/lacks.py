@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from torchport.codemods.analysis.programs import call_name, is_script
 from torchport.codemods.analysis.source import parse
@@ -211,9 +211,8 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
     for node in ast.walk(tree):  # minGPT's `model, config = self.model, self.config`
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                pairs = zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple) and isinstance(
-                    node.value, ast.Tuple) and len(target.elts) == len(node.value.elts) else [(target, node.value)]
-                wrapped.update(ast.unparse(name) for name, value in pairs if ast.unparse(value) in wrapped)
+                wrapped.update(ast.unparse(name) for name, value in _pairs(target, node.value)
+                               if ast.unparse(value) in wrapped)
     calls = 0
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
@@ -222,9 +221,7 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
         for node in _in_order(function):
             if isinstance(node, ast.Assign):
                 for target in node.targets:  # `points, target = points.float().cuda(), target.long().cuda()`
-                    pairs = zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple) and isinstance(
-                        node.value, ast.Tuple) and len(target.elts) == len(node.value.elts) else [(target, node.value)]
-                    for name, value in pairs:
+                    for name, value in _pairs(target, node.value):
                         names = [ast.unparse(n) for n in (name.elts if isinstance(name, ast.Tuple) else [name])]
                         (moved.update if _moves(value, moved) else moved.difference_update)(names)
             elif isinstance(node, ast.Call) and ast.unparse(node.func) in wrapped:
@@ -232,6 +229,13 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
                 if not all(_moves(a, moved) or isinstance(a, ast.Constant) for a in node.args):
                     return False
     return calls > 0 or is_script(tree)
+
+
+def _pairs(target: ast.expr, value: ast.expr) -> Iterable[tuple[ast.expr, ast.expr]]:
+    """Each name an assignment binds with the value it gets: element by element for ``a, b = x, y``."""
+    if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+        return zip(target.elts, value.elts)
+    return [(target, value)]
 
 
 def _in_order(scope: ast.AST) -> list[ast.AST]:
@@ -519,9 +523,8 @@ _BUILTIN_WIDE = {word: dtype for dtype in ("float64", "complex128") for word in 
 def _torch_dtype(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:
     """Whether ``node`` is the ``dtype=`` of a torch call (``torch.tensor(x, dtype=float)``) or of ``.to``/``.new_*``
     (not numpy's ``np.array(x, dtype=float)``)."""
-    keyword = parents.get(id(node))
-    call = parents.get(id(keyword)) if isinstance(keyword, ast.keyword) and keyword.arg == "dtype" else None
-    if not isinstance(call, ast.Call):
+    call = _dtype_call(node, parents)
+    if call is None:
         return False
     head = call.func
     if isinstance(head, ast.Attribute) and (head.attr == "to" or head.attr.startswith("new_")):
@@ -549,11 +552,17 @@ def _narrowed_again(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:
     return False
 
 
-def _made_on_device(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:
-    """``torch.zeros(n, dtype=torch.float64, device=d)``: a wide dtype given to a call with a device not the CPU."""
+def _dtype_call(node: ast.expr, parents: Mapping[int, ast.AST]) -> ast.Call | None:
+    """The call ``node`` is the ``dtype=`` of, if it is one."""
     keyword = parents.get(id(node))
     call = parents.get(id(keyword)) if isinstance(keyword, ast.keyword) and keyword.arg == "dtype" else None
-    if not isinstance(call, ast.Call):
+    return call if isinstance(call, ast.Call) else None
+
+
+def _made_on_device(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:
+    """``torch.zeros(n, dtype=torch.float64, device=d)``: a wide dtype given to a call with a device not the CPU."""
+    call = _dtype_call(node, parents)
+    if call is None:
         return False
     given = _given_device(call)
     if given is not None:

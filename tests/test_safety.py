@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -607,3 +608,26 @@ def test_a_signal_during_one_write_is_delivered_once_the_file_is_written(tmp_pat
     assert done.stdout.strip() == "interrupted after the write", done.stderr
     assert target.read_text() == "new\n"
     assert [p.name for p in tmp_path.iterdir()] == ["f.py"]  # no temporary file left behind
+
+
+def test_the_programs_lines_of_a_warm_migrate_follow_the_rules_code(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lines saying where each changed program runs are cached with the files' text: a new rule (another
+    fingerprint of torchport's code) computes them anew, as it computes each file's result anew."""
+    (tmp_path / "train.py").write_text(CUDA_CODE)
+    monkeypatch.setenv(cache_module.ENV_VAR, str(tmp_path / "cache"))
+
+    def lines() -> list[str]:
+        done = CliRunner().invoke(app, ["migrate", str(tmp_path)])
+        assert done.exit_code == 0, done.output
+        return [line for line in done.stderr.splitlines() if line.startswith("  train.py")]
+
+    cold = lines()
+    assert cold and "runs on" in cold[0]
+    stale = "  train.py (script): what an older torchport said"
+    for entry in (tmp_path / "cache").rglob("*.json"):
+        if '"lines"' in entry.read_text():
+            entry.write_text(json.dumps({"decisions": {"lines": json.dumps(["programs changed: 1", stale])}}))
+    assert lines() == [stale]  # a warm run reads them
+    monkeypatch.setattr(cache_module, "fingerprint", lambda: "another torchport")
+    assert lines() == cold

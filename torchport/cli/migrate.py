@@ -384,9 +384,10 @@ def _print_programs(err: Console, results: Sequence[FileResult], root: Path,
     model reads every file of the run (seconds on a big project): the lines are cached under all files' text."""
     if not any(r.changed for r in results):
         return
-    digest = hashlib.sha256(str(root.resolve()).encode())
+    digest = hashlib.sha256(f"{cache_module.fingerprint()}\0{root.resolve()}".encode())  # a new rule: new lines
     for result in results:
-        digest.update(f"\0{result.display}\0{result.changed}\0".encode() + (result.original or "").encode())
+        digest.update(f"\0{result.display}\0{result.changed}\0".encode() + (result.original or "").encode()
+                      + b"\0" + (result.migrated or "").encode())
     key = digest.hexdigest()
     cached = cache.get_decisions(key) if cache is not None else None
     if cached is not None:

@@ -1011,13 +1011,13 @@ def _is_device_call(m: Migrator, node: cst.CSTNode, kinds: frozenset[str]) -> bo
     first = node.args[0].value
     value = string_value(first)
     if value is None:
-        return "cuda" in kinds and is_cuda_literal(first)
+        return "cuda" in kinds and is_device_string(first)
     return value.split(":")[0] in kinds
 
 
 def _branch_kind(m: Migrator, node: cst.BaseExpression) -> str | None:
     """"cuda", "other" (mps/xpu), "cpu" or "idiom" for a branch of the availability idiom."""
-    if is_cuda_literal(node) or _is_device_call(m, node, frozenset({"cuda"})):
+    if is_device_string(node) or _is_device_call(m, node, frozenset({"cuda"})):
         return "cuda"
     if string_value(node) in _OTHER_ACCELERATORS or _is_device_call(m, node, _OTHER_ACCELERATORS):
         return "other"
@@ -1058,10 +1058,12 @@ def _idiom_shape(m: Migrator, node: cst.IfExp) -> tuple[bool, cst.BaseExpression
     has_other = body == "other"
     index = None
     for branch in (node.body, node.orelse):
-        literal = branch.args[0].value if isinstance(branch, cst.Call) else branch
+        literal = branch.args[0].value if isinstance(branch, cst.Call) and branch.args else branch
         ok, idx = cuda_literal_index(literal)
         if ok and idx is not None:
             index = idx
+        elif runtime_string(literal):  # `"cuda:" + str(i)`: the runtime is given the string the original built
+            index = literal
     if orelse == "idiom":
         assert isinstance(node.orelse, cst.IfExp)
         nested = _idiom_shape(m, node.orelse)
@@ -1085,6 +1087,8 @@ class AvailabilityIdiom(Rule):
                 "import torch\ndevice = tp.available_device()\n"),
         Example('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n',
                 "import torch\ndevice = tp.available_device_str()\n"),
+        Example('import torch\ndevice = torch.device("cuda:" + str(i) if torch.cuda.is_available() else "cpu")\n',
+                'import torch\ndevice = tp.available_device("cuda:" + str(i))\n'),
         # the program's own flag still decides (cleanrl's `--cuda`)
         Example('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")\n',
                 'import torch\ndevice = torch.device(tp.available_device_str() if args.cuda else "cpu")\n'),

@@ -413,8 +413,8 @@ def test_a_model_a_library_places_under_a_cuda_guard_moves_with_the_inputs_choic
     ("model.load_state_dict(torch.load(path)['model'])\n", False),  # copied into the CPU model: nothing moves
 ])
 def test_a_checkpoint_loaded_beside_a_kept_choice(tmp_path: Path, load: str, gets_it: bool) -> None:
-    script = ("import torch\n\ngpu = 0\n"
-              "device = torch.device('cuda:' + str(gpu) if torch.cuda.is_available() else 'cpu')\n"
+    script = ("import torch\n\ngpu = 0\n"  # a choice kept CUDA-or-CPU: the GPU's number also decides
+              "device = torch.device('cuda:0' if torch.cuda.is_available() and gpu >= 0 else 'cpu')\n"
               "model = torch.nn.Linear(2, 2).to(device)\n\n\ndef run(path):\n    " + load + "\n\n"
               "if __name__ == '__main__':\n    run('ckpt.pt')\n")
     _tree(tmp_path, {"latent_ode.py": script})
@@ -507,6 +507,25 @@ def test_device_values_a_project_function_dispatches_on_are_labels(tmp_path: Pat
     assert (configs.migrated == configs.original) is dispatches
     assert sum("R09" in d.message and "`device` values" in d.message for d in configs.diagnostics) == (
         2 if dispatches else 0)
+
+
+@pytest.mark.parametrize("moves", [True, False])
+def test_a_device_name_a_module_compares_with_cuda_to_move_data_is_a_label(tmp_path: Path, moves: bool) -> None:
+    """RWKV-LM's chat.py sets `args.RUN_DEVICE = "cuda"`; model_run.py moves its weights only `if
+    args.RUN_DEVICE == 'cuda'`. Ported to the runtime's device type, the weights would stay on the CPU on a Mac
+    while the state, made on `args.RUN_DEVICE`, went to MPS. Where the comparison moves nothing, it is ported."""
+    guarded = "        w = w.cuda()\n" if moves else "        print('on a GPU')\n"
+    _tree(tmp_path, {
+        "src/__init__.py": "",
+        "src/model_run.py": "import torch\n\n\ndef load(args, w):\n    if args.RUN_DEVICE == 'cuda':\n"
+                            f"{guarded}    state = torch.zeros(2, device=args.RUN_DEVICE)\n    return w, state\n",
+        "chat.py": "import types\n\nimport torch\n\nfrom src.model_run import load\n\n"
+                   'args = types.SimpleNamespace()\nargs.RUN_DEVICE = "cuda"\n'
+                   "print(load(args, torch.ones(2)))\n",
+    })
+    chat = _run(tmp_path)["chat.py"]
+    assert (chat.migrated is None or chat.migrated == chat.original) is moves
+    assert any("R09" in d.message and "`RUN_DEVICE` values" in d.message for d in chat.diagnostics) is moves
 
 
 def test_an_object_a_class_method_makes_keeps_its_own_cuda_call(tmp_path: Path) -> None:

@@ -406,13 +406,14 @@ def _in_method_of(m: Migrator, classes: Mapping[str, int], line: int) -> bool:
 
 
 def _dispatched(m: Migrator, field: str, value: cst.BaseExpression) -> bool:
-    """Whether ``value``, a CUDA device string under the key or keyword ``field``, is a label: the project hands
-    ``field`` values to a function that compares them with "cuda" and another device type itself (the gates'
+    """Whether ``value``, a CUDA device string under the key, keyword or attribute ``field``, is a label: the
+    project compares ``field`` values with "cuda" to choose what runs (a function of its own that compares them
+    with "cuda" and another device type, or an ``if x.field == "cuda":`` that moves data to CUDA: the gates'
     ``=field``, `torchport.pipeline.programs`); then it is left, with a note."""
     if f"={field}" not in m.gates or not is_cuda_literal(value):
         return False
-    m.skip_region(value, CUDA_SETTING, f'the project hands its `{field}` values to a function that compares them '
-                  'with "cuda" and another device type itself: this one names that function\'s CUDA branch')
+    m.skip_region(value, CUDA_SETTING, f'the project compares its `{field}` values with "cuda" to choose what runs: '
+                  'this one names the CUDA branch')
     return True
 
 
@@ -651,6 +652,9 @@ class DeviceString(_StringRule):
 
     def visit_Assign(self, m: Migrator, node: cst.Assign) -> None:
         names = [_target_name(t.target) for t in node.targets]
+        for target, name in zip(node.targets, names):
+            if isinstance(target.target, cst.Attribute | cst.Subscript):
+                _dispatched(m, name, node.value)
         if not any(n.endswith("type") for n in names) and any(DEVICE_WORD.search(n) for n in names):
             m.set_context(node.value, "str", self.code)
         elif is_cuda_literal(node.value) and len(names) == 1 and names[0].isidentifier() and _only_said(m, names[0]):

@@ -510,6 +510,8 @@ TEXT = {
                     "`sys.path.insert(...)`, `sys.path += ...`, `site.addsitedir(...)`: what makes a module importable "
                     "that was not"),
     "dynamic_import": (r"\bimport_module\(|\b__import__\(", "a module imported by name at run time"),
+    "compares_cuda": (r"""[=!]=\s*["']cuda["']""", "text of a module that compares a value with \"cuda\": it may "
+                      "place data by a stored device name"),
     "compares_cpu": (r"""==\s*["']cpu["']""", "text of a module that compares a value with \"cpu\": it may dispatch on "
                      "device names"),
 }

@@ -789,9 +789,12 @@ def _dispatched_fields(results: Sequence[FileResult], trees: Mapping[int, ast.Mo
     parameter with ``"cuda"`` and another device type itself (`analysis.defaults.dispatching_parameters`):
     torch-harmonics' benchmark registry keeps ``device="cuda"`` per entry, and its runner's
     ``_resolve_device(entry.device)`` skips entries whose device is not there. Such a value names a branch of that
-    function, not a placement: a port to the runtime's device would run CUDA's entries on the CPU."""
-    from torchport.codemods.analysis.defaults import dispatching_parameters
+    function, not a placement: a port to the runtime's device would run CUDA's entries on the CPU. Also the names
+    a module compares with ``"cuda"`` to move data there (`analysis.defaults.placing_fields`)."""
+    from torchport.codemods.analysis.defaults import dispatching_parameters, placing_fields
 
+    fields = {field for index, result in enumerate(results) if _COMPARES_CUDA.search(result.original or "")
+              and (tree := trees[index]) is not None for field in placing_fields(tree)}
     dispatchers: dict[str, set[int | str]] = {}  # function name -> its dispatching parameters, by position and name
     for index, result in enumerate(results):
         if not _DISPATCH_TEXT.search(result.original or "") or (tree := trees[index]) is None:
@@ -802,10 +805,7 @@ def _dispatched_fields(results: Sequence[FileResult], trees: Mapping[int, ast.Mo
                 offset = 1 if names[:1] in (["self"], ["cls"]) else 0
                 dispatchers.setdefault(node.name, set()).update(
                     {name for name in found} | {i - offset for i, name in enumerate(names) if name in found})
-    if not dispatchers:
-        return frozenset()
-    fields: set[str] = set()
-    for index, result in enumerate(results):
+    for index, result in enumerate(results) if dispatchers else ():
         if not any(name in (result.original or "") for name in dispatchers) or (tree := trees[index]) is None:
             continue
         for node in ast.walk(tree):
@@ -827,6 +827,7 @@ def _dispatched_fields(results: Sequence[FileResult], trees: Mapping[int, ast.Mo
 
 
 _DISPATCH_TEXT = text("compares_cpu")
+_COMPARES_CUDA = text("compares_cuda")
 
 
 # What may still stop a module's port: `.cuda()`, a torch.cuda call that raises off CUDA, a CUDA device string.

@@ -179,3 +179,37 @@ def dispatching_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> 
                         kind = "cuda" if _CUDA_TEXT.fullmatch(item.value) else item.value
                         seen.setdefault(node.left.id, set()).add(kind)
     return frozenset(name for name, kinds in seen.items() if "cuda" in kinds and kinds & _OTHER_TEXT)
+
+
+def placing_fields(tree: ast.Module) -> frozenset[str]:
+    """Attribute and key names whose value the module compares with ``"cuda"`` to place data on CUDA:
+    ``if args.RUN_DEVICE == 'cuda': w = w.cuda()`` (RWKV's ``model_run.py``), or ``!=`` with the move in
+    ``else``. A ``"cuda"`` stored under that name elsewhere chooses that branch: ported to the runtime's device
+    type, the comparison fails on a Mac and the data stays on the CPU while the name's other uses go to MPS."""
+    fields: set[str] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.If) and isinstance(test := node.test, ast.BoolOp | ast.Compare)):
+            continue
+        for compare in (test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]):
+            if not (isinstance(compare, ast.Compare) and len(compare.ops) == 1
+                    and isinstance(compare.ops[0], ast.Eq | ast.NotEq)):
+                continue
+            right = compare.comparators[0]
+            if not (isinstance(right, ast.Constant) and isinstance(right.value, str)
+                    and _CUDA_TEXT.fullmatch(right.value)):
+                continue
+            field = _field(compare.left)
+            branch = node.body if isinstance(compare.ops[0], ast.Eq) else node.orelse
+            if field and any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "cuda"
+                             for statement in branch for n in ast.walk(statement)):
+                fields.add(field)
+    return frozenset(fields)
+
+
+def _field(node: ast.expr) -> str | None:
+    """``x.name`` -> ``name``; ``x["name"]`` -> ``name``; else None."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.slice.value
+    return None

@@ -528,6 +528,24 @@ def test_a_device_name_a_module_compares_with_cuda_to_move_data_is_a_label(tmp_p
     assert any("R09" in d.message and "`RUN_DEVICE` values" in d.message for d in chat.diagnostics) is moves
 
 
+@pytest.mark.parametrize("switch", ['    config["use_cuda"] = False\n',
+                                    '    config["use_cuda"] = "cpu" in str(config)\n'])
+def test_a_flag_switched_off_without_cuda_gates_what_it_guards_in_other_modules(tmp_path: Path, switch: str) -> None:
+    """pymarl: `if config["use_cuda"] and not th.cuda.is_available(): config["use_cuda"] = False`, then another
+    module reads `args.use_cuda`. Off CUDA the flag is false: a port of what it guards changes nothing anywhere.
+    An `if` that sets it to anything but False is no such switch."""
+    _tree(tmp_path, {
+        "main.py": "import types\n\nimport torch\n\nfrom run import run\n\n\ndef check(config):\n"
+                   '    if config["use_cuda"] and not torch.cuda.is_available():\n'
+                   f"    {switch}        print('CUDA switched off')\n    return config\n\n\n"
+                   'if __name__ == "__main__":\n    run(types.SimpleNamespace(**check({"use_cuda": True})))\n',
+        "run.py": "import torch\n\n\ndef run(args):\n    net = torch.nn.Linear(2, 2)\n    if args.use_cuda:\n"
+                  "        net.cuda()\n    return net\n",
+    })
+    ran = _run(tmp_path)["run.py"]
+    assert (ran.migrated is None or ran.migrated == ran.original) is switch.endswith("False\n")
+
+
 def test_an_object_a_class_method_makes_keeps_its_own_cuda_call(tmp_path: Path) -> None:
     """DrQA: `self.reader = reader.DocReader.load(path)`, a static method that makes a `DocReader`, whose own `cuda()`
     moves its network; it has no `to()`, so `self.reader.to(...)` would raise AttributeError on CUDA."""

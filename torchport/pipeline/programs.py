@@ -858,7 +858,7 @@ def _read_cuda_flags(texts: Sequence[str | None]) -> set[str]:
 
     names = {m.group(1) for source in texts for m in _ATTRIBUTE_SET.finditer(source or "")}
     if not names:
-        return set()
+        return _switched_off(texts)
     setting = re.compile(r"\.(" + "|".join(sorted(map(re.escape, names))) + r")\s*(?:[-+*/|&]?=[^=]|:)")
     assigned: dict[str, list[tuple[ast.Module, ast.expr | None]]] = {}
     for source in texts:
@@ -887,7 +887,53 @@ def _read_cuda_flags(texts: Sequence[str | None]) -> set[str]:
                 return False
         return True
 
-    return {name for name, sets in assigned.items() if all(falsy(tree, value) for tree, value in sets)}
+    return {name for name, sets in assigned.items() if all(falsy(tree, value) for tree, value in sets)} | \
+        _switched_off(texts)
+
+
+def _switched_off(texts: Sequence[str | None]) -> set[str]:
+    """The attribute and key names the project sets only to ``False`` where CUDA is not there, in an ``if`` of
+    nothing but that: pymarl's ``if config["use_cuda"] and not th.cuda.is_available(): config["use_cuda"] = False``
+    (its config files set it; `run.py` reads ``args.use_cuda``). Off CUDA the flag is false, whatever it was."""
+    switched: set[str] = set()
+    others: set[str] = set()
+    for source in texts:
+        if not source or not _QUERY.search(source) or (tree := parse(source)) is None:
+            continue
+        inside: set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and not node.orelse and _asks_no_cuda(node.test) and all(
+                    isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+                    or isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant) and s.value.value is False
+                    for s in node.body):
+                for statement in node.body:
+                    for target in statement.targets if isinstance(statement, ast.Assign) else ():
+                        if (name := _field_name(target)) is not None:
+                            switched.add(name)
+                            inside.add(id(statement))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) and id(node) not in inside:
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    if (name := _field_name(target)) is not None:
+                        others.add(name)
+    return switched - others
+
+
+def _asks_no_cuda(test: ast.expr) -> bool:
+    """``not torch.cuda.is_available()``, alone or as a term of an ``and``."""
+    terms = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    return any(isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not) and isinstance(t.operand, ast.Call)
+               and not t.operand.args and _QUERY.search(ast.unparse(t.operand)) is not None for t in terms)
+
+
+def _field_name(target: ast.expr) -> str | None:
+    """``x.name`` or ``x["name"]`` -> ``name`` (a ``self`` attribute is the class's own: None)."""
+    if isinstance(target, ast.Attribute) and not (isinstance(target.value, ast.Name) and target.value.id == "self"):
+        return target.attr
+    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
+            and isinstance(target.slice.value, str):
+        return target.slice.value
+    return None
 
 
 _ATTRIBUTE_SET = text("flag_from_query")

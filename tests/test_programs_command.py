@@ -479,6 +479,30 @@ def test_a_cuda_named_module_of_the_project_is_no_compiled_extension(tmp_path: P
     assert found["train.py"]["blockers"][0]["reason"] == "imports pointnet2_cuda, a compiled CUDA extension"
 
 
+@pytest.mark.parametrize("build", ["CUDAExtension('lie_backends', ['ops.cpp', 'ops.cu'])",
+                                   "CUDAExtension(name='lie_backends', sources=['ops.cu'])",
+                                   "CppExtension('lie_backends', ['ops.cpp'])"])
+def test_an_extension_the_project_builds_with_cuda_extension_alone_needs_cuda(tmp_path: Path, build: str) -> None:
+    """lietorch's setup.py builds `lietorch_backends` with CUDAExtension and nothing else: without nvcc it does not
+    build, so every program importing it needs CUDA and the modules only those reach are left as written. Built
+    with CppExtension, it builds for the CPU."""
+    _write(tmp_path, {
+        "setup.py": "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, "
+                    f"CppExtension, CUDAExtension\n\nsetup(name='lie', ext_modules=[{build}],\n"
+                    "      cmdclass={'build_ext': BuildExtension})\n",
+        "lie/__init__.py": "from .ops import exp\n",
+        "lie/ops.py": "import lie_backends\n\n\ndef exp(x):\n    return lie_backends.exp(x)\n",
+        "main.py": "import torch\n\nfrom lie import exp\n\nif __name__ == '__main__':\n"
+                   "    print(exp(torch.ones(2).cuda()))\n",
+    })
+    main = _programs(tmp_path)["main.py"]
+    cuda_only = "CUDAExtension" in build
+    assert (main["runs_on"] == ["cuda"]) is cuda_only
+    assert any(b["reason"] == "imports lie_backends, an extension the project builds for CUDA alone (CUDAExtension)"
+               and (b["path"], b["line"]) == ("lie/ops.py", 1) for b in main["blockers"]) is cuda_only
+    assert _migrated(tmp_path)["main.py"]["changed"] is not cuda_only
+
+
 @pytest.mark.parametrize("given", ["'net_msg'", "args.net"])
 def test_a_module_imported_by_a_known_name_is_part_of_the_program(tmp_path: Path, given: str) -> None:
     """Pointnet2: `importlib.import_module(args.net)`, `--net` defaulting to 'net_msg', whose model imports the
@@ -638,3 +662,15 @@ def test_of_several_modules_with_one_dotted_name_an_import_means_the_one_beside_
 ])
 def test_pythons_float_as_a_torch_dtype_is_float64(made: str, found: tuple[int, str] | None) -> None:
     assert blocker(f"import numpy as np\nimport torch\nlog_alpha = {made}\n") == found
+
+
+@pytest.mark.parametrize(("imported", "moved", "found"), [
+    ("from torch import float64", "rand(2).to(DEVICE, DTYPE)", (4, "float64")),  # curvlinops' examples
+    ("from torch import complex128 as WIDE", "rand(2).to(DEVICE, WIDE)", (6, "complex128")),
+    ("from torch import float32 as float64", "rand(2).to(DEVICE, float64)", None),  # the name, not the dtype
+    ("from numpy import float64", "rand(2).to(DEVICE)", None),
+])
+def test_a_dtype_imported_from_torch_by_name_is_that_dtype(imported: str, moved: str,
+                                                         found: tuple[int, str] | None) -> None:
+    source = f"from torch import device, rand\n{imported}\n\nDTYPE = float64\nDEVICE = device('cuda')\nx = {moved}\n"
+    assert blocker(source) == found

@@ -546,6 +546,23 @@ def test_a_flag_switched_off_without_cuda_gates_what_it_guards_in_other_modules(
     assert (ran.migrated is None or ran.migrated == ran.original) is switch.endswith("False\n")
 
 
+@pytest.mark.parametrize("source, scripted", [
+    ("import torch\n\n\nclass Net(torch.jit.ScriptModule):\n    @torch.jit.script_method\n"
+     "    def forward(self, x):\n        return x.cuda()\n", True),
+    ("import torch\n\n\ndef pin(x):\n    return x.cuda()\n\n\nfused = torch.jit.script(pin)\n", True),
+    ("from torch import jit\n\n\n@jit.script\nclass Storage(object):\n    def __init__(self, x: jit.Tensor):\n"
+     "        self.x = x\n\n    def cuda(self):\n        return Storage(self.x.cuda())\n", True),
+    ("import torch\n\n\ndef pin(x):\n    return x.cuda()\n\n\ntraced = torch.jit.trace(pin, torch.ones(2))\n", False),
+])
+def test_code_torchscript_compiles_is_left_as_written(tmp_path: Path, source: str, scripted: bool) -> None:
+    """pytorch_sparse's `@torch.jit.script class SparseStorage` has its own `cuda()`: `tp.device()` there fails to
+    compile at import, on CUDA too. A traced function runs as Python while tracing: it is ported."""
+    _tree(tmp_path, {"ops.py": source})
+    ops = _run(tmp_path)["ops.py"]
+    assert (ops.migrated is None or ops.migrated == ops.original) is scripted
+    assert any("[R23 torchscript]" in d.message for d in ops.diagnostics) is scripted
+
+
 def test_an_object_a_class_method_makes_keeps_its_own_cuda_call(tmp_path: Path) -> None:
     """DrQA: `self.reader = reader.DocReader.load(path)`, a static method that makes a `DocReader`, whose own `cuda()`
     moves its network; it has no `to()`, so `self.reader.to(...)` would raise AttributeError on CUDA."""

@@ -494,3 +494,18 @@ def test_single_quotes_of_the_project(tmp_path: Path) -> None:
     double = source.replace("'a' + 'c' + 'd'", '"a"')
     assert restyle(double, migrate_code(double, native).code, tmp_path / "none" / "m.py", NO_STYLE) == \
         migrate_code(double, native).code
+
+
+@pytest.mark.parametrize("between", ["os.environ['OMP_NUM_THREADS'] = '1'\nimport argparse\n", "DEVICE = os.sep\n"])
+def test_an_added_import_loads_torch_only_after_the_code_torch_reads_at_start(between: str) -> None:
+    """Super-mario-bros-PPO: `import os`, `os.environ['OMP_NUM_THREADS'] = '1'`, then `import torch`. The
+    runtime's import loads torch: put above the setting, it would start torch with every core, on CUDA too."""
+    source = f"import os\n\n{between}import torch\n\nx = torch.ones(2).cuda()\n"
+    assert migrate_code(source).code == (f"import os\n\n{between}import torch\nfrom torchport import runtime as tp\n"
+                                         "\nx = torch.ones(2).to(tp.device())\n")
+
+
+def test_an_added_import_stays_above_code_that_uses_it() -> None:
+    source = "import os\n\nx = torch.ones(2).cuda()\nimport torch\n"
+    assert migrate_code(source).code == ("import os\nfrom torchport import runtime as tp\n\n"
+                                         "x = torch.ones(2).to(tp.device())\nimport torch\n")

@@ -59,6 +59,7 @@ from torchport.codemods.core.reasons import (
     HELD_CHOICE,
     OLDER_TORCH,
     SEVERAL_BACKENDS,
+    TORCHSCRIPT,
     UNSET_ATTRIBUTE,
     Reason,
     note,
@@ -550,6 +551,37 @@ class _Ifs(cst.CSTVisitor):
         return False
 
 
+_SCRIPTING = torch_facts.named("scripting")
+
+
+def _scripted(m: Migrator, node: cst.FunctionDef | cst.ClassDef) -> bool:
+    """Leave code TorchScript compiles (decorated by ``torch.jit.script``, ``script_method`` or ``interface``, or a
+    module-level function the module hands to ``torch.jit.script(f)``): it cannot call the runtime (pytorch_sparse's
+    scripted ``SparseStorage.cuda``). Whether it was left."""
+    if "jit" not in m.source:
+        return False
+    decorated = any(m.qnames(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) & _SCRIPTING
+                    for d in node.decorators)
+    if not decorated and not (isinstance(node, cst.FunctionDef) and len(m.ancestors) <= 2
+                              and node.name.value in _handed_to_script(m)):
+        return False
+    m.skip_region(node, TORCHSCRIPT, f"TorchScript compiles `{node.name.value}`, and it cannot compile "
+                  "torchport.runtime calls: a rewrite would break it on every backend")
+    return True
+
+
+def _handed_to_script(m: Migrator) -> frozenset[str]:
+    """Names of the module's functions it scripts by a call: ``torch.jit.script(fused_gelu)``."""
+    found = m.shared.scripted
+    if found is None:
+        found = m.shared.scripted = frozenset(
+            node.args[0].id for node in ast.walk(m.syntax) if isinstance(node, ast.Call) and node.args
+            and isinstance(node.args[0], ast.Name) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "script" and ast.unparse(node.func).endswith("jit.script")
+        ) if m.syntax is not None else frozenset()
+    return found
+
+
 def _if_chain(node: cst.If) -> list[cst.If]:
     chain = [node]
     while isinstance(chain[-1].orelse, cst.If):
@@ -960,6 +992,8 @@ class CudaGuard(Rule):
         if node.name.value in m.store(self).get("own_gates", ()) and len(m.ancestors) <= 2:
             m.skip_region(node, GATE_DEFINITION)
             return
+        if _scripted(m, node):
+            return
         if self._cuda_only(m, node) or self._cuda_kernel(m, node):
             return
         self._gated(m, node)
@@ -1015,6 +1049,8 @@ class CudaGuard(Rule):
     def visit_ClassDef(self, m: Migrator, node: cst.ClassDef) -> None:
         if node.name.value in m.store(self).get("own_gates", ()) and len(m.ancestors) <= 2:
             m.skip_region(node, GATE_DEFINITION)
+            return
+        if _scripted(m, node):
             return
         if self._gated(m, node):
             return

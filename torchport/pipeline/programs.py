@@ -409,7 +409,7 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
 
 
 def _needs_cuda_on_import(index: int, results: Sequence[FileResult], project: Project,
-                          modules: frozenset[str]) -> str | None:
+                          modules: Modules) -> str | None:
     """What makes module ``index`` need CUDA whenever it is imported (its own imports or code, or a module it always
     imports): ``"builds a CUDA extension, gridencoder/backend.py:31"``; None when nothing does. ``modules``: the
     run's module names (`_modules`)."""
@@ -1090,11 +1090,13 @@ def faked_by_tests(results: Sequence[FileResult]) -> dict[int, str]:
 
 
 def may_leave(results: Sequence[FileResult]) -> list[FileResult]:
-    """The files holding CUDA-only text, where some file changed: without one, `left_whole` leaves nothing (a
-    text scan, so that a run needs no analysis to know)."""
+    """The files holding CUDA-only text (or naming an extension the project builds for CUDA alone), where some file
+    changed: without one, `left_whole` leaves nothing (a text scan, so that a run needs no analysis to know)."""
     if not any(r.changed for r in results):
         return []
-    return [r for r in results if _cuda_only_text(r.original or "")]
+    extensions = _modules(results)[1] if any("CUDAExtension" in (r.original or "") for r in results) else ()
+    return [r for r in results if _cuda_only_text(r.original or "")
+            or any(name in (r.original or "") for name in extensions)]
 
 
 _CUDA_ONLY: dict[str, bool] = {}
@@ -1210,7 +1212,7 @@ def _parse(text: str | None) -> ast.Module | None:
 
 
 # What each module's text gives the steps of a run, read once per text (see `torchport.pipeline.project.parse`).
-_REQUIREMENTS: dict[tuple[str, bool, frozenset[str]], list[Requirement]] = {}
+_REQUIREMENTS: dict[tuple[str, bool, frozenset[str], frozenset[str]], list[Requirement]] = {}
 _EXITING: dict[str, dict[str, int]] = {}
 _GATING: dict[str, bool] = {}
 _MAKERS: dict[str, dict[str, bool]] = {}  # `_joins_a_group`
@@ -1218,24 +1220,34 @@ _PREDICATES: dict[str, dict[str, int]] = {}
 
 
 def _requirements(text: str, entry: bool, predicates: frozenset[str] = frozenset(),
-                  modules: frozenset[str] = frozenset()) -> list[Requirement]:
+                  modules: Modules = (frozenset(), frozenset())) -> list[Requirement]:
     """`torchport.codemods.analysis.requirements.requirements` of a module that parses; read once per text.
-    ``modules``: the names of the run's Python files (`_modules`): a ``*_cuda`` module among them is no compiled
-    extension (torchquad's ``utils/enable_cuda.py``)."""
+    ``modules``: the names of the run's Python files and of the extensions it builds for CUDA alone (`_modules`):
+    a ``*_cuda`` module among the files is no compiled extension (torchquad's ``utils/enable_cuda.py``)."""
     from torchport.codemods.analysis.requirements import requirements
+
+    files, extensions = modules
 
     def read() -> list[Requirement]:
         tree = parse(text)
         assert tree is not None
-        return requirements(tree, text, entry, predicates)
+        return requirements(tree, text, entry, predicates, extensions)
 
-    found = remembered(_REQUIREMENTS, (text, entry, predicates), read)
-    return [need for need in found if need.extension.rsplit(".", 1)[-1] not in modules]
+    found = remembered(_REQUIREMENTS, (text, entry, predicates, extensions), read)
+    return [need for need in found if need.extension.rsplit(".", 1)[-1] not in files]
 
 
-def _modules(results: Sequence[FileResult]) -> frozenset[str]:
-    """The module names (file stems) of the run's Python files."""
-    return frozenset(r.path.stem for r in results if r.path.suffix == ".py")
+Modules = tuple[frozenset[str], frozenset[str]]
+
+
+def _modules(results: Sequence[FileResult]) -> Modules:
+    """The module names (file stems) of the run's Python files, and the names of the compiled extensions its build
+    scripts make for CUDA alone (`analysis.requirements.cuda_extensions`)."""
+    from torchport.codemods.analysis.requirements import cuda_extensions
+
+    extensions = frozenset(name for r in results if r.original and "CUDAExtension" in r.original
+                           and (tree := parse(r.original)) is not None for name in cuda_extensions(tree))
+    return frozenset(r.path.stem for r in results if r.path.suffix == ".py"), extensions
 
 
 def _exiting_gates(text: str, tree: Callable[[], ast.Module | None]) -> dict[str, int]:

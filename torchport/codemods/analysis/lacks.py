@@ -497,14 +497,19 @@ def _wide_dtype_lines(tree: ast.Module, text: str, certain: bool = False) -> lis
             parents[id(child)] = node
     collective: dict[int, bool] = {}  # per function: each is read once, however many dtypes it names
     found = []
+    # `from torch import float64`: the name is torch's dtype (curvlinops' `DTYPE = float64`)
+    imported = {a.asname or a.name: _WIDE[a.name] for n in tree.body if isinstance(n, ast.ImportFrom)
+                and n.module == "torch" and not n.level for a in n.names if a.name in _WIDE and a.name != "double"}
     for node in ast.walk(tree):
         called = isinstance(call := parents.get(id(node)), ast.Call) and call.func is node  # `x.double()`: below
-        if isinstance(node, ast.Attribute) and node.attr in _WIDE and isinstance(node.ctx, ast.Load) \
-                and not _numpy_or_self(node.value) and not (called and node.attr == "double"):
+        if (isinstance(node, ast.Attribute) and node.attr in _WIDE and not _numpy_or_self(node.value)
+                and not (called and node.attr == "double")
+                or isinstance(node, ast.Name) and node.id in imported and not called) \
+                and isinstance(node.ctx, ast.Load):
             if _in_collective_function(node, parents, collective):
                 continue  # it runs in a process group, where a Mac's pick is the CPU already
             if _made_on_device(node, parents) if certain else _reaches_device(node, parents, text):
-                found.append((node.lineno, _WIDE[node.attr]))
+                found.append((node.lineno, _WIDE[node.attr] if isinstance(node, ast.Attribute) else imported[node.id]))
         elif isinstance(node, ast.Name) and node.id in _BUILTIN_WIDE and _torch_dtype(node, parents) and not (
                 _in_collective_function(node, parents, collective)) and (
                 _made_on_device(node, parents) if certain else _reaches_device(node, parents, text)):

@@ -74,7 +74,8 @@ class Requirement:
 
 
 def requirements(tree: ast.Module, text: str, entry: bool = False,
-                 predicates: frozenset[str] = frozenset()) -> list[Requirement]:
+                 predicates: frozenset[str] = frozenset(), extensions: frozenset[str] = frozenset()
+                 ) -> list[Requirement]:
     """What keeps a program that imports this module (``tree``, its source ``text``) on CUDA; what MPS lacks is
     `torchport.pipeline.project.blocker`.
 
@@ -84,6 +85,7 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
         entry: the module is the program's entry point: its own CUDA gate (``assert torch.cuda.is_available()``
             in the ``__main__`` block, an exit without GPUs) counts too.
         predicates: names bound in it to other modules' CUDA predicates (`programs.cuda_predicates`).
+        extensions: the names of the compiled extensions the project builds for CUDA alone (`cuda_extensions`).
 
     Returns:
         The requirements, in line order; CUDA-only ones first on a line.
@@ -93,7 +95,10 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
     for statement in always_run(tree.body):
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             for name in _imported(statement):
-                if (why := cuda_only_import(name)) is not None:
+                if name.rsplit(".", 1)[-1] in extensions:
+                    found.append(Requirement(OFF_CUDA, f"imports {name}, an extension the project builds for CUDA "
+                                             "alone (CUDAExtension)", statement.lineno))
+                elif (why := cuda_only_import(name)) is not None:
                     extension = name if torch_facts.cuda_library(name) is None and compiled_extension(name) and (
                         "triton" not in name.split(".")[1:]) else ""
                     found.append(Requirement(OFF_CUDA, why, statement.lineno, extension))
@@ -119,6 +124,27 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
     if entry and (line := cuda_only_program(tree, predicates)) is not None:
         found.append(Requirement(OFF_CUDA, "stops unless CUDA GPUs are there", line))
     return sorted(set(found), key=lambda r: (r.line, -len(r.targets), r.reason))
+
+
+def cuda_extensions(tree: ast.Module) -> frozenset[str]:
+    """The names of the compiled extensions a build script (``setup.py``) builds with ``CUDAExtension`` and never
+    with ``CppExtension`` (lietorch's ``lietorch_backends``, nv-wavenet's ``nv_wavenet_ext``): without nvcc they
+    do not build, so a module that imports one needs CUDA. A script that can pick ``CppExtension`` (DCNv2's
+    ``extension = CppExtension`` unless CUDA is there) builds for the CPU too: none."""
+    imports = import_map(tree)
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call | ast.Name | ast.Attribute):
+            continue
+        dotted = ast_chain(node.func if isinstance(node, ast.Call) else node)
+        qualified = qualify(dotted, imports) if dotted else set()
+        if "torch.utils.cpp_extension.CppExtension" in qualified:
+            return frozenset()
+        if isinstance(node, ast.Call) and "torch.utils.cpp_extension.CUDAExtension" in qualified:
+            first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                names.add(first.value.rsplit(".", 1)[-1])
+    return frozenset(names)
 
 
 _CUDA_SOURCES = torch_facts.words("cuda_source")

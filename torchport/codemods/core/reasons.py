@@ -144,10 +144,17 @@ HOLDS_NOTHING = Reason(
     "built from constants) moves nothing and works on every backend.",
     "import torch.nn as nn\ncriterion = nn.CrossEntropyLoss(reduction='none').cuda()\n")
 
+TORCHSCRIPT = Reason(
+    "R23", "torchscript", "Code TorchScript compiles (`@torch.jit.script`, `@torch.jit.script_method`, a function "
+    "given to `torch.jit.script`) cannot call torchport.runtime, which TorchScript cannot compile: a rewrite there "
+    "would break the module on every backend, CUDA included.",
+    "import torch\n\n\n@torch.jit.script\ndef pin(x: torch.Tensor) -> torch.Tensor:\n    return x.cuda()\n")
+
 REASONS: tuple[Reason, ...] = (CUDA_ONLY, SEVERAL_BACKENDS, CUDA_GATE, GATE_DEFINITION, CUDA_TEST, CUDA_ONLY_PROGRAM,
                                CUDA_ONLY_LIBRARY, FAKES_CUDA, CUDA_SETTING, DEAD_STORE, SEEDED, MOVES_TOGETHER,
                                HELD_CHOICE, CUDA_QUERY, UNSET_ATTRIBUTE, OLDER_TORCH, INDEX_BOOKKEEPING,
-                               CONFIG_DATA, HALF_PORT, SAVED_HERE, EXPECTED_ERROR, HOLDS_NOTHING)
+                               CONFIG_DATA, HALF_PORT, SAVED_HERE, EXPECTED_ERROR, HOLDS_NOTHING,
+                               TORCHSCRIPT)
 BY_ID = {reason.id: reason for reason in REASONS}
 
 

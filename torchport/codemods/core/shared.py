@@ -34,6 +34,7 @@ class Shared:
             call and the ``.is_cuda`` in it): no other rule reads them as a CUDA guard or a move.
         own_objects: names bound to objects of another module's class that moves itself its own way, with the
             class as written (TP001 leaves their ``.cuda()``; TP110 keeps a guard around one); None until asked.
+        scripted: the module's functions it hands to ``torch.jit.script(f)`` (left as written); None until asked.
     """
 
     idioms: dict[int, tuple[bool, cst.BaseExpression | None]] = field(default_factory=dict)
@@ -45,3 +46,4 @@ class Shared:
     staying_autocasts: list[int] | None = None
     followed: set[int] = field(default_factory=set)
     own_objects: dict[str, str] | None = None
+    scripted: frozenset[str] | None = None

@@ -674,3 +674,18 @@ def test_a_dtype_imported_from_torch_by_name_is_that_dtype(imported: str, moved:
                                                          found: tuple[int, str] | None) -> None:
     source = f"from torch import device, rand\n{imported}\n\nDTYPE = float64\nDEVICE = device('cuda')\nx = {moved}\n"
     assert blocker(source) == found
+
+
+@pytest.mark.parametrize(("otherwise", "cuda_only"), [
+    ("        raise NotImplementedError('Cuda is not available')\n", True),  # yolact's DCNv2
+    ("        pass\n", False),
+])
+def test_a_build_script_that_stops_without_cuda_builds_a_cuda_only_extension(otherwise: str, cuda_only: bool) -> None:
+    from torchport.codemods.analysis.requirements import cuda_extensions
+
+    source = ("import torch\nfrom torch.utils.cpp_extension import CppExtension, CUDAExtension\n\n\n"
+              "def get_extensions():\n    extension = CppExtension\n    if torch.cuda.is_available():\n"
+              f"        extension = CUDAExtension\n    else:\n{otherwise}"
+              "    return [extension('_ext', ['a.cpp'])]\n\n\n"
+              "ext_modules = get_extensions()\n")
+    assert cuda_extensions(ast.parse(source)) == (frozenset({"_ext"}) if cuda_only else frozenset())

@@ -127,24 +127,40 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
 
 
 def cuda_extensions(tree: ast.Module) -> frozenset[str]:
-    """The names of the compiled extensions a build script (``setup.py``) builds with ``CUDAExtension`` and never
-    with ``CppExtension`` (lietorch's ``lietorch_backends``, nv-wavenet's ``nv_wavenet_ext``): without nvcc they
-    do not build, so a module that imports one needs CUDA. A script that can pick ``CppExtension`` (DCNv2's
-    ``extension = CppExtension`` unless CUDA is there) builds for the CPU too: none."""
+    """The names of the compiled extensions a build script (``setup.py``) makes for CUDA alone: with
+    ``CUDAExtension`` and never ``CppExtension`` (lietorch's ``lietorch_backends``, nv-wavenet's
+    ``nv_wavenet_ext``), or with either where the script, evaluated on the CPU, stops before it builds (DCNv2's
+    ``extension = CppExtension``, then ``raise NotImplementedError('Cuda is not available')`` unless CUDA is
+    there). Without nvcc they do not build, so a module that imports one needs CUDA."""
     imports = import_map(tree)
-    names: set[str] = set()
+    kinds = {"torch.utils.cpp_extension.CUDAExtension": "cuda", "torch.utils.cpp_extension.CppExtension": "cpp"}
+
+    def kind(node: ast.expr) -> str | None:
+        dotted = ast_chain(node)
+        return next((kinds[q] for q in (qualify(dotted, imports) if dotted else ()) if q in kinds), None)
+
+    aliases = {t.id: k for node in ast.walk(tree) if isinstance(node, ast.Assign) and (k := kind(node.value))
+               for t in node.targets if isinstance(t, ast.Name)}  # `extension = CppExtension`
+    built: dict[str, str] = {}
+    cpp = any(kind(n) == "cpp" for n in ast.walk(tree) if isinstance(n, ast.Name | ast.Attribute))
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call | ast.Name | ast.Attribute):
+        if not isinstance(node, ast.Call):
             continue
-        dotted = ast_chain(node.func if isinstance(node, ast.Call) else node)
-        qualified = qualify(dotted, imports) if dotted else set()
-        if "torch.utils.cpp_extension.CppExtension" in qualified:
-            return frozenset()
-        if isinstance(node, ast.Call) and "torch.utils.cpp_extension.CUDAExtension" in qualified:
-            first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
-            if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                names.add(first.value.rsplit(".", 1)[-1])
-    return frozenset(names)
+        made = kind(node.func) or (aliases.get(node.func.id) if isinstance(node.func, ast.Name) else None)
+        first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+        if made and isinstance(first, ast.Constant) and isinstance(first.value, str):
+            built[first.value.rsplit(".", 1)[-1]] = made
+    if not cpp:
+        return frozenset(name for name, made in built.items() if made == "cuda")
+    if not built:
+        return frozenset()
+    from torchport.model.evaluate import Evaluator
+
+    try:
+        module = Evaluator(tree, "cpu").units()[0]
+    except RecursionError:
+        return frozenset()
+    return frozenset(built) if module.paths and all(p.stop is not None for p in module.paths) else frozenset()
 
 
 _CUDA_SOURCES = torch_facts.words("cuda_source")

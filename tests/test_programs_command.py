@@ -689,3 +689,19 @@ def test_a_build_script_that_stops_without_cuda_builds_a_cuda_only_extension(oth
               "    return [extension('_ext', ['a.cpp'])]\n\n\n"
               "ext_modules = get_extensions()\n")
     assert cuda_extensions(ast.parse(source)) == (frozenset({"_ext"}) if cuda_only else frozenset())
+
+
+@pytest.mark.parametrize(("picks", "gets_it"), [
+    ("device = torch.device('cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() "
+     "else 'cpu')", False),  # XMem's interactive demo: its own choice puts the data on MPS
+    ("device = torch.device('cuda')", True),
+])
+def test_a_script_that_picks_mps_itself_gets_no_avoid_mps(tmp_path: Path, picks: str, gets_it: bool) -> None:
+    _write(tmp_path, {
+        "model/ops.py": "import torch\nimport torch.nn.functional as F\n\n\ndef down(x):\n"
+                        "    return F.interpolate(x, scale_factor=0.5, mode='area') + torch.ones(1).cuda()\n",
+        "demo.py": f"import torch\n\nfrom model.ops import down\n\n{picks}\nx = torch.ones(1, 1, 4, 4)\n"
+                   "print(down(x.to(device)))\n",
+    })
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--diff"])
+    assert ("tp.avoid_mps(" in done.stdout) is gets_it, done.stdout

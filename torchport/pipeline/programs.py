@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from torchport.codemods.analysis.lacks import LACKS_TEXT
+from torchport.codemods.analysis.lacks import LACKS_TEXT, handles_mps
 from torchport.codemods.analysis.programs import (
     CUDA_ONLY_TEXT,
     always_run,
@@ -434,7 +434,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         index into ``results`` -> the reason, ``"<what MPS lacks>, <file>:<line>"``. A script whose own text has
         the blocker got the call in the per-file pass already and is not listed; nor are tests (one process runs
         many), libraries (their users' programs decide) and notebooks; nor a script that places no data itself
-        (no ``.to(``, ``.cuda(``, device: a data-preparation script that imports the library), nor one that
+        (no ``.to(``, ``.cuda(``, device: a data-preparation script that imports the library), nor one that picks
+        MPS itself (its own choice puts its data there, whatever the runtime picks), nor one that
         imports another script that gets the call (a launcher: the call runs when it imports that script), nor a
         module of a package or one another module imports, unless it is a console script (a library module with a
         demo ``__main__`` block: the call would run in every program that imports it).
@@ -478,6 +479,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         if name not in scripts and (is_imported(index) or project.in_package(index)) \
                 and not _reads_command_line(trees[index]):
             continue  # a library module with a demo `__main__`: the call would run in every program importing it
+        if (tree := trees[index]) is not None and "mps" in (result.original or "").lower() and handles_mps(tree):
+            continue  # it picks MPS itself (XMem's interactive demo): the call would move the runtime's picks alone
         reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
         moved = moving_on_import | ({index} & moving)
         carried = (carrying & moving_on_import) | ({index} & carrying)

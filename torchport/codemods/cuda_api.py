@@ -285,6 +285,8 @@ def legacy_dtype(m: Migrator, node: cst.CSTNode) -> str | None:
     """The dtype of ``torch.cuda.FloatTensor`` & co (or their names as strings), else None."""
     text = string_value(node)
     names = {text} if text else m.qnames(node)
+    if isinstance(node, cst.Name) and (named := _type_names(m).get(node.value)) is not None:
+        return named
     for name in names:
         if name.startswith("torch.cuda.") and name[len("torch.cuda."):] in LEGACY_TYPES:
             return LEGACY_TYPES[name[len("torch.cuda."):]]
@@ -298,6 +300,7 @@ class CudaLegacyTensorType(Rule):
     summary = "Legacy `torch.cuda.FloatTensor` and friends become a dtype on the runtime device."
     before, after = "x.type(torch.cuda.FloatTensor)", "x.to(tp.device(), torch.float32)"
     names = frozenset(f"torch.cuda.{n}" for n in LEGACY_TYPES)
+    triggers = ("cuda", r"\.type\(\s*\w+\s*\)")  # `.type(dtype)` of a name bound to a CUDA type
     examples = (
         Example("import torch\ny = x.type(torch.cuda.FloatTensor)\n",
                 "import torch\ny = x.to(tp.device(), torch.float32)\n"),
@@ -311,6 +314,17 @@ class CudaLegacyTensorType(Rule):
                 "import torch\nids = torch.arange(0, n, out=torch.empty(n, dtype=torch.int64, device=tp.device()))\n"),
         # one argument may be data or a size: left, and reported (TP101)
         Example("import torch\nt = torch.cuda.ByteTensor(n)\n"),
+        # a name for the type, read only by `.type(...)`: each is a move (deep-image-prior's notebooks)
+        Example("import torch\ndtype = torch.cuda.FloatTensor\nnet = net.type(dtype)\nx = noise().type(dtype)\n",
+                "import torch\ndtype = torch.cuda.FloatTensor\nnet = net.to(tp.device(), torch.float32)\n"
+                "x = noise().to(tp.device(), torch.float32)\n"),
+        Example("import torch\nif big:\n    dtype = torch.cuda.FloatTensor\nelse:\n    dtype = torch.cuda.FloatTensor\n"
+                "y = x.type(dtype)\n",
+                "import torch\nif big:\n    dtype = torch.cuda.FloatTensor\nelse:\n    dtype = torch.cuda.FloatTensor\n"
+                "y = x.to(tp.device(), torch.float32)\n"),
+        # ... also made with it, or bound to another type: left
+        Example("import torch\ndtype = torch.cuda.FloatTensor\nnet = net.type(dtype)\nx = dtype(3)\n"),
+        Example("import torch\ndtype = torch.cuda.FloatTensor\ndtype = torch.cuda.HalfTensor\ny = x.type(dtype)\n"),
     )
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
@@ -340,6 +354,37 @@ class CudaLegacyTensorType(Rule):
         return cst.Call(func=m.torch_attr(factory), args=[
             *(cst.Arg(v) for v in values), keyword_arg("dtype", m.torch_attr(dtype)),
             keyword_arg("device", m.runtime_call("device", []))])
+
+
+def _type_names(m: Migrator) -> dict[str, str]:
+    """Names bound only to one legacy CUDA tensor type and read only as the argument of ``.type(...)``
+    (deep-image-prior's ``dtype = torch.cuda.FloatTensor``, then ``net.type(dtype)``), by name -> its dtype:
+    each such ``.type(name)`` is a move, as ``.type(torch.cuda.FloatTensor)`` is."""
+    store = m.shared.type_names
+    if store is None:
+        store = m.shared.type_names = {}
+        if m.syntax is not None and "Tensor" in m.source:
+            bound: dict[str, list[str | None]] = {}
+            for node in ast.walk(m.syntax):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                    node, ast.AnnAssign | ast.AugAssign | ast.For) else []
+                for target in targets:
+                    for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+                        dotted = ast_chain(node.value) if isinstance(node, ast.Assign) and target is node.targets[
+                            0] and len(node.targets) == 1 and isinstance(target, ast.Name) else None
+                        kinds = [q[len("torch.cuda."):] for q in (qualify(dotted, m.imports) if dotted else ())
+                                 if q.startswith("torch.cuda.")]
+                        bound.setdefault(name, []).append(next((LEGACY_TYPES.get(k) for k in kinds), None))
+            candidates = {name: kinds[0] for name, kinds in bound.items() if kinds[0] and len(set(kinds)) == 1}
+            if candidates:
+                as_type = {id(c.args[0]) for c in ast.walk(m.syntax) if isinstance(c, ast.Call) and len(c.args) == 1
+                           and not c.keywords and isinstance(c.func, ast.Attribute) and c.func.attr == "type"}
+                for node in ast.walk(m.syntax):
+                    if isinstance(node, ast.Name) and node.id in candidates and isinstance(node.ctx, ast.Load) \
+                            and id(node) not in as_type:
+                        candidates.pop(node.id)
+                store.update(candidates)
+    return store
 
 
 def _out_buffer(m: Migrator, node: cst.Call) -> bool:

@@ -114,9 +114,13 @@ class _Reads(cst.CSTVisitor):
 
 def is_index(node: cst.BaseExpression) -> bool:
     """An expression that holds an integer device index: an int literal, a name like ``local_rank``
-    (``args.local_rank``, ``self.gpu_id``), ``device_ids[0]``, or ``int(os.environ["LOCAL_RANK"])``."""
+    (``args.local_rank``, ``self.gpu_id``), ``device_ids[0]``, ``int(os.environ["LOCAL_RANK"])``, or a tensor's
+    ``x.get_device()``."""
     if isinstance(node, cst.Integer):
         return True
+    if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute) \
+            and node.func.attr.value == "get_device":
+        return True  # a tensor's `get_device()`: its CUDA index, and -1 on the CPU (radtts' `device=attn.get_device()`)
     if isinstance(node, cst.Subscript):
         base = node.value
         last = base.attr.value if isinstance(base, cst.Attribute) else getattr(base, "value", None)
@@ -1144,7 +1148,7 @@ class IntegerDeviceId(Rule):
     summary = ("An integer device id (a literal, a name like `local_rank`, `device_ids[0]`, "
                "`torch.cuda.current_device()`) where a device is expected becomes the runtime device with that index.")
     before, after = "model.to(local_rank)", "model.to(tp.device(local_rank))"
-    triggers = (_INDEX_TRIGGER, r"current_device", r"\.to\(\s*\d", r"device\s*=\s*\d")
+    triggers = (_INDEX_TRIGGER, r"current_device", r"\.to\(\s*\d", r"device\s*=\s*\d", r"get_device\(\)")
     replaces = False
     examples = (
         Example("# runs on CUDA\nmodel.to(args.local_rank)\n",
@@ -1158,6 +1162,9 @@ class IntegerDeviceId(Rule):
         Example("# runs on CUDA\nimport torch\nd = torch.device(rank)\n",
                 "# runs on CUDA\nimport torch\nd = tp.device(rank)\n"),
         Example("x.to(dtype)\n"),
+        # a tensor's index: -1 on the CPU, which no device takes (radtts' `device=attn.get_device()`)
+        Example("# runs on CUDA\nimport torch\nmask = torch.ones(2, device=attn.get_device())\n",
+                "# runs on CUDA\nimport torch\nmask = torch.ones(2, device=tp.device(attn.get_device()))\n"),
         # Kept as an int: on CUDA a stored index must stay the int it was (`str(device)`, arithmetic).
         Example("import torch\ndevice = device or torch.cuda.current_device()\n"),
         # ... unless the function uses it only as a device.

@@ -133,11 +133,10 @@ def cuda_extensions(tree: ast.Module) -> frozenset[str]:
     ``extension = CppExtension``, then ``raise NotImplementedError('Cuda is not available')`` unless CUDA is
     there). Without nvcc they do not build, so a module that imports one needs CUDA."""
     imports = import_map(tree)
-    kinds = {"torch.utils.cpp_extension.CUDAExtension": "cuda", "torch.utils.cpp_extension.CppExtension": "cpp"}
-
     def kind(node: ast.expr) -> str | None:
         dotted = ast_chain(node)
-        return next((kinds[q] for q in (qualify(dotted, imports) if dotted else ()) if q in kinds), None)
+        qualified = qualify(dotted, imports) if dotted else set()
+        return "cuda" if qualified & _CUDA_EXTENSION else "cpp" if qualified & _CPP_EXTENSION else None
 
     aliases = {t.id: k for node in ast.walk(tree) if isinstance(node, ast.Assign) and (k := kind(node.value))
                for t in node.targets if isinstance(t, ast.Name)}  # `extension = CppExtension`
@@ -163,6 +162,8 @@ def cuda_extensions(tree: ast.Module) -> frozenset[str]:
     return frozenset(built) if module.paths and all(p.stop is not None for p in module.paths) else frozenset()
 
 
+_CUDA_EXTENSION = torch_facts.named("cuda_extension")
+_CPP_EXTENSION = torch_facts.named("cpp_extension")
 _CUDA_SOURCES = torch_facts.words("cuda_source")
 _CPP_SOURCES = torch_facts.words("cpp_source")
 

@@ -35,6 +35,7 @@ class Shared:
         own_objects: names bound to objects of another module's class that moves itself its own way, with the
             class as written (TP001 leaves their ``.cuda()``; TP110 keeps a guard around one); None until asked.
         scripted: the module's functions it hands to ``torch.jit.script(f)`` (left as written); None until asked.
+        type_names: names bound to a legacy CUDA tensor type read only by ``.type(...)``, with its dtype.
     """
 
     idioms: dict[int, tuple[bool, cst.BaseExpression | None]] = field(default_factory=dict)
@@ -47,3 +48,4 @@ class Shared:
     followed: set[int] = field(default_factory=set)
     own_objects: dict[str, str] | None = None
     scripted: frozenset[str] | None = None
+    type_names: dict[str, str] | None = None

@@ -464,6 +464,16 @@ class LoadMapLocation(Rule):
                 "state = torch.load(path, map_location=map_location)\n"),
         Example("import torch\nstate = torch.load(path, map_location=device)\n"),
         Example("import torch\ntorch.save(model.state_dict(), 'best.pkl')\nstate = torch.load('best.pkl')\n"),
+        # a cache the function writes itself where it places nothing on a device (radtts' attention priors)
+        Example("import os\nimport torch\n\n\ndef prior(path, n):\n    if os.path.exists(path):\n"
+                "        return torch.load(path)\n    p = torch.ones(n)\n    torch.save(p, path)\n    return p\n"),
+        # ... one that moves what it caches may have saved it from the GPU
+        Example("# runs on CUDA\nimport os\nimport torch\n\n\ndef prior(path, n, device):\n"
+                "    if os.path.exists(path):\n        return torch.load(path)\n    p = torch.ones(n).to(device)\n"
+                "    torch.save(p, path)\n    return p\n",
+                "# runs on CUDA\nimport os\nimport torch\n\n\ndef prior(path, n, device):\n"
+                "    if os.path.exists(path):\n        return torch.load(path, map_location=tp.map_location())\n"
+                "    p = torch.ones(n).to(device)\n    torch.save(p, path)\n    return p\n"),
         Example("# runs on CUDA\nimport torch\nstate = torch.load(\n    path\n)\n",
                 "# runs on CUDA\nimport torch\n"
                 "state = torch.load(\n    path,\n    map_location=tp.map_location()\n)\n"),
@@ -534,37 +544,44 @@ class LoadMapLocation(Rule):
         if "saves" not in store:
             store["saves"] = _saves(m.syntax, m.imports) if m.syntax is not None else []
         line = m.start(call).line
-        scopes = [(first, last, saved) for first, last, saved in store["saves"] if first <= line <= last]
+        scopes = [scope for scope in store["saves"] if scope[0] <= line <= scope[1]]
         if not scopes:
             return False
-        _, _, saved = min(scopes, key=lambda s: s[1] - s[0])  # the innermost function around the load
+        _, _, saved, places = min(scopes, key=lambda s: s[1] - s[0])  # the innermost function around the load
         try:
             target = ast.unparse(ast.parse(cst.Module([]).code_for_node(call.args[0].value).strip(), mode="eval"))
         except SyntaxError:
             return False
-        return any(at < line and path == target for at, path in saved)
+        # saved earlier in this run; or a cache the function writes when the file is missing (radtts' `if
+        # os.path.exists(p): x = torch.load(p) else: x = f(); torch.save(x, p)`), where it places nothing on a device
+        return any(path == target and (at < line or not places) for at, path in saved)
 
 
-def _saves(tree: ast.Module, imports: Imports) -> list[tuple[int, int, list[tuple[int, str]]]]:
-    """Per scope (the module, each function), its span and its ``torch.save`` calls: (line, the path's source,
-    normalised by `ast.unparse`)."""
+def _saves(tree: ast.Module, imports: Imports) -> list[tuple[int, int, list[tuple[int, str]], bool]]:
+    """Per scope (the module, each function), its span, its ``torch.save`` calls (line, the path's source,
+    normalised by `ast.unparse`), and whether it places anything on a device (``.cuda()``, ``.to(...)``,
+    ``device=``)."""
     scopes = []
     functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     for scope in [tree, *functions]:
         saved = []
+        places = False
         nodes = list(ast.iter_child_nodes(scope))
         while nodes:
             node = nodes.pop()
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
                 continue
             nodes.extend(ast.iter_child_nodes(node))
+            places = places or isinstance(node, ast.Call) and (
+                isinstance(node.func, ast.Attribute) and node.func.attr in ("cuda", "to")
+                or any(k.arg in ("device", "map_location") for k in node.keywords))
             if isinstance(node, ast.Call) and "torch.save" in qualify(ast_chain(node.func) or "", imports):
                 path = node.args[1] if len(node.args) > 1 else next(
                     (k.value for k in node.keywords if k.arg == "f"), None)
                 if path is not None:
                     saved.append((node.lineno, ast.unparse(path)))
         first, last = (1, 10**9) if isinstance(scope, ast.Module) else (scope.lineno, scope.end_lineno or scope.lineno)
-        scopes.append((first, last, saved))
+        scopes.append((first, last, saved, places))
     return scopes
 
 

@@ -705,3 +705,22 @@ def test_a_script_that_picks_mps_itself_gets_no_avoid_mps(tmp_path: Path, picks:
     })
     done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--diff"])
     assert ("tp.avoid_mps(" in done.stdout) is gets_it, done.stdout
+
+
+@pytest.mark.parametrize(("call", "mps"), [
+    ("train(model)", True),  # siren's `training.train(..., double_precision=False)`: no script asks for float64
+    ("train(model, double_precision=False)", True),
+    ("train(model, double_precision=True)", False),
+    ("train(model, True)", False),
+    ("train(model, **options)", False),
+])
+def test_float64_under_a_flag_off_by_default_counts_only_where_a_call_turns_it_on(tmp_path: Path, call: str,
+                                                                                  mps: bool) -> None:
+    _write(tmp_path, {
+        "training.py": "import torch\n\n\ndef train(model, double_precision=False):\n"
+                       "    x = torch.ones(2).cuda()\n    if double_precision:\n        x = x.double()\n"
+                       "    return model(x)\n",
+        "train_img.py": f"import torch\n\nimport training\n\nif __name__ == '__main__':\n    options = {{}}\n"
+                        f"    model = torch.nn.Identity()\n    {call}\n",
+    })
+    assert ("mps" in _programs(tmp_path)["train_img.py"]["runs_on"]) is mps

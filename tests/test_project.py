@@ -189,6 +189,10 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     # an input straight from the loader (CutMix's validate) relies on CUDA's scatter
     ("model = torch.nn.DataParallel(model).cuda()\n\n\ndef run(model, loader):\n    for x, y in loader:\n"
      "        y = y.cuda()\n        out = model(x)\n", (1, "DataParallel, which moves its inputs only on CUDA")),
+    # ... and one moved only under an `if` (the ImageNet example's `if args.gpu is not None:`) may not be moved
+    ("model = torch.nn.DataParallel(model).cuda()\n\n\ndef run(model, loader):\n    for x, y in loader:\n"
+     "        if gpu is not None:\n            x = x.cuda(gpu)\n        out = model(x)\n",
+     (1, "DataParallel, which moves its inputs only on CUDA")),
     # a script that never calls the wrapper (FastSpeech's eval.py: `model.module.forward`) scatters nothing
     ("def load():\n    return torch.nn.DataParallel(Net()).cuda()\n\n\nif __name__ == '__main__':\n"
      "    model = load()\n    model.module.forward(x)\n", None),

@@ -531,7 +531,55 @@ def reached_lack(project: Project, other: int, reach: Iterable[int], certain: bo
     if not where:
         return found[0]
     run = program_names(project, reach)
-    return next(((line, what) for line, what in found if where.get(line) is None or where[line] in run), None)
+    used = [(line, what) for line, what in found if where.get(line) is None or where[line] in run]
+    if used and (tree := parse(text)) is not None:
+        off = _off_by_default(tree, {line for line, _ in used}, project, reach)
+        used = [(line, what) for line, what in used if line not in off]
+    return used[0] if used else None
+
+
+def _off_by_default(tree: ast.Module, lines: set[int], project: Project, reach: Iterable[int]) -> set[int]:
+    """The ``lines`` under ``if <flag>:`` in a module-level function whose ``flag`` parameter defaults to ``False`` or
+    ``None`` and which no call in the program's modules (``reach``) gives that parameter: siren's ``train(...,
+    double_precision=False)``, whose ``.double()`` casts no experiment script asks for."""
+    off: set[int] = set()
+    for function in tree.body:
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) or not any(
+                function.lineno <= line <= (function.end_lineno or 0) for line in lines):
+            continue
+        positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        defaults = dict(zip(positional[len(positional) - len(function.args.defaults):], function.args.defaults))
+        defaults.update((a.arg, d) for a, d in zip(function.args.kwonlyargs, function.args.kw_defaults) if d)
+        flags = {name for name, d in defaults.items() if isinstance(d, ast.Constant) and d.value in (False, None)}
+        for branch in ast.walk(function):
+            if not (isinstance(branch, ast.If) and isinstance(branch.test, ast.Name) and branch.test.id in flags):
+                continue
+            inside = {line for line in lines for s in branch.body if s.lineno <= line <= (s.end_lineno or 0)}
+            if inside and not _given(function.name, branch.test.id, positional, project, reach):
+                off |= inside
+    return off
+
+
+def _given(name: str, param: str, positional: list[str], project: Project, reach: Iterable[int]) -> bool:
+    """Whether a call of ``name`` in the modules ``reach`` may turn ``param`` on: by keyword or by position (other
+    than a literal ``False`` or ``None``), or through ``*args``/``**kwargs``."""
+    index = positional.index(param) if param in positional else None
+    for module in reach:
+        text = project.results[module].original or ""
+        if name not in text or (tree := parse(text)) is None:
+            continue
+        for call in ast.walk(tree):
+            if isinstance(call, ast.Call) and (call.func.id if isinstance(call.func, ast.Name) else getattr(
+                    call.func, "attr", None)) == name and (
+                    any(k.arg is None or k.arg == param and not _off(k.value) for k in call.keywords)
+                    or any(isinstance(a, ast.Starred) for a in call.args)
+                    or index is not None and len(call.args) > index and not _off(call.args[index])):
+                return True
+    return False
+
+
+def _off(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and value.value in (False, None)
 
 
 def program_names(project: Project, reach: Iterable[int]) -> frozenset[str]:

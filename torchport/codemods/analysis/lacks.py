@@ -218,12 +218,16 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             continue
         moved: set[str] = set()
+        # a move under an `if` may not run (the ImageNet example's `if args.gpu is not None: input = input.cuda(...)`)
+        maybe = {id(n) for branch in ast.walk(function) if isinstance(branch, ast.If)
+                 for statement in (*branch.body, *branch.orelse) for n in ast.walk(statement)}
         for node in _in_order(function):
             if isinstance(node, ast.Assign):
                 for target in node.targets:  # `points, target = points.float().cuda(), target.long().cuda()`
                     for name, value in _pairs(target, node.value):
                         names = [ast.unparse(n) for n in (name.elts if isinstance(name, ast.Tuple) else [name])]
-                        (moved.update if _moves(value, moved) else moved.difference_update)(names)
+                        (moved.update if _moves(value, moved) and id(node) not in maybe
+                         else moved.difference_update)(names)
             elif isinstance(node, ast.Call) and ast.unparse(node.func) in wrapped:
                 calls += 1
                 if not all(_moves(a, moved) or isinstance(a, ast.Constant) for a in node.args):

@@ -479,15 +479,19 @@ def test_a_cuda_named_module_of_the_project_is_no_compiled_extension(tmp_path: P
     assert found["train.py"]["blockers"][0]["reason"] == "imports pointnet2_cuda, a compiled CUDA extension"
 
 
-@pytest.mark.parametrize("build", ["CUDAExtension('lie_backends', ['ops.cpp', 'ops.cu'])",
-                                   "CUDAExtension(name='lie_backends', sources=['ops.cu'])",
-                                   "CppExtension('lie_backends', ['ops.cpp'])"])
-def test_an_extension_the_project_builds_with_cuda_extension_alone_needs_cuda(tmp_path: Path, build: str) -> None:
+@pytest.mark.parametrize(("build", "cuda_only"), [
+    ("CUDAExtension('lie_backends', ['ops.cpp', 'ops.cu'])", True),
+    ("CUDAExtension(name='lie_backends', sources=['ops.cu'])", True),
+    ("Extension('lie_backends', ['kernel.cu', 'ops.pyx'])", True),  # human-pose-estimation's gpu_nms
+    ("CppExtension('lie_backends', ['ops.cpp'])", False),
+    ("Extension('lie_backends', ['ops.pyx'])", False),
+])
+def test_an_extension_the_project_builds_for_cuda_alone_needs_cuda(tmp_path: Path, build: str, cuda_only: bool) -> None:
     """lietorch's setup.py builds `lietorch_backends` with CUDAExtension and nothing else: without nvcc it does not
     build, so every program importing it needs CUDA and the modules only those reach are left as written. Built
-    with CppExtension, it builds for the CPU."""
+    with CppExtension, or from no `.cu` source, it builds for the CPU."""
     _write(tmp_path, {
-        "setup.py": "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, "
+        "setup.py": "from setuptools import Extension, setup\nfrom torch.utils.cpp_extension import BuildExtension, "
                     f"CppExtension, CUDAExtension\n\nsetup(name='lie', ext_modules=[{build}],\n"
                     "      cmdclass={'build_ext': BuildExtension})\n",
         "lie/__init__.py": "from .ops import exp\n",
@@ -496,7 +500,6 @@ def test_an_extension_the_project_builds_with_cuda_extension_alone_needs_cuda(tm
                    "    print(exp(torch.ones(2).cuda()))\n",
     })
     main = _programs(tmp_path)["main.py"]
-    cuda_only = "CUDAExtension" in build
     assert (main["runs_on"] == ["cuda"]) is cuda_only
     assert any(b["reason"] == "imports lie_backends, an extension the project builds for CUDA alone (CUDAExtension)"
                and (b["path"], b["line"]) == ("lie/ops.py", 1) for b in main["blockers"]) is cuda_only

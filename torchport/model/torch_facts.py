@@ -515,6 +515,8 @@ TEXT = {
                     "`sys.path.insert(...)`, `sys.path += ...`, `site.addsitedir(...)`: what makes a module importable "
                     "that was not"),
     "dynamic_import": (r"\bimport_module\(|\b__import__\(", "a module imported by name at run time"),
+    "builds_cuda_extension": (r"CUDAExtension|['\"][\w./-]+\.cu['\"]", "text of a build script that may make an "
+                              "extension for CUDA alone (`CUDAExtension`, `.cu` sources)"),
     "compares_cuda": (r"""[=!]=\s*["']cuda["']""", "text of a module that compares a value with \"cuda\": it may "
                       "place data by a stored device name"),
     "compares_cpu": (r"""==\s*["']cpu["']""", "text of a module that compares a value with \"cpu\": it may dispatch on "

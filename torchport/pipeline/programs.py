@@ -830,6 +830,7 @@ def _dispatched_fields(results: Sequence[FileResult], trees: Mapping[int, ast.Mo
 
 
 _DISPATCH_TEXT = text("compares_cpu")
+_BUILDS = text("builds_cuda_extension")
 _COMPARES_CUDA = text("compares_cuda")
 
 
@@ -1097,7 +1098,7 @@ def may_leave(results: Sequence[FileResult]) -> list[FileResult]:
     changed: without one, `left_whole` leaves nothing (a text scan, so that a run needs no analysis to know)."""
     if not any(r.changed for r in results):
         return []
-    extensions = _modules(results)[1] if any("CUDAExtension" in (r.original or "") for r in results) else ()
+    extensions = _modules(results)[1] if any(_BUILDS.search(r.original or "") for r in results) else ()
     return [r for r in results if _cuda_only_text(r.original or "")
             or any(name in (r.original or "") for name in extensions)]
 
@@ -1248,7 +1249,7 @@ def _modules(results: Sequence[FileResult]) -> Modules:
     scripts make for CUDA alone (`analysis.requirements.cuda_extensions`)."""
     from torchport.codemods.analysis.requirements import cuda_extensions
 
-    extensions = frozenset(name for r in results if r.original and "CUDAExtension" in r.original
+    extensions = frozenset(name for r in results if r.original and _BUILDS.search(r.original)
                            and (tree := parse(r.original)) is not None for name in cuda_extensions(tree))
     return frozenset(r.path.stem for r in results if r.path.suffix == ".py"), extensions
 

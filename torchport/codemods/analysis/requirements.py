@@ -128,38 +128,51 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
 
 def cuda_extensions(tree: ast.Module) -> frozenset[str]:
     """The names of the compiled extensions a build script (``setup.py``) makes for CUDA alone: with
-    ``CUDAExtension`` and never ``CppExtension`` (lietorch's ``lietorch_backends``, nv-wavenet's
-    ``nv_wavenet_ext``), or with either where the script, evaluated on the CPU, stops before it builds (DCNv2's
-    ``extension = CppExtension``, then ``raise NotImplementedError('Cuda is not available')`` unless CUDA is
-    there). Without nvcc they do not build, so a module that imports one needs CUDA."""
+    ``CUDAExtension`` (lietorch's ``lietorch_backends``), or any extension whose sources name a ``.cu`` file
+    (human-pose-estimation's ``Extension('gpu_nms', ['nms_kernel.cu', 'gpu_nms.pyx'])``), unless the same call may
+    also build it with ``CppExtension`` (DCNv2's ``extension = CppExtension``, then ``CUDAExtension`` where CUDA is);
+    and every extension of a script that, evaluated on the CPU, stops before it builds (DCNv2's ``raise
+    NotImplementedError('Cuda is not available')``). Without nvcc they do not build: a module that imports one
+    needs CUDA."""
     imports = import_map(tree)
+
     def kind(node: ast.expr) -> str | None:
         dotted = ast_chain(node)
         qualified = qualify(dotted, imports) if dotted else set()
         return "cuda" if qualified & _CUDA_EXTENSION else "cpp" if qualified & _CPP_EXTENSION else None
 
-    aliases = {t.id: k for node in ast.walk(tree) if isinstance(node, ast.Assign) and (k := kind(node.value))
-               for t in node.targets if isinstance(t, ast.Name)}  # `extension = CppExtension`
-    built: dict[str, str] = {}
-    cpp = any(kind(n) == "cpp" for n in ast.walk(tree) if isinstance(n, ast.Name | ast.Attribute))
+    aliases: dict[str, set[str]] = {}  # `extension = CppExtension`, `extension = CUDAExtension`
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and (made := kind(node.value)):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    aliases.setdefault(target.id, set()).add(made)
+    built: dict[str, set[str]] = {}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        made = kind(node.func) or (aliases.get(node.func.id) if isinstance(node.func, ast.Name) else None)
+        func = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+        kinds = {made} if (made := kind(node.func)) else set(aliases.get(func, ()))
+        if not kinds and not func.endswith("Extension"):
+            continue
+        if any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith(".cu")
+               for n in ast.walk(node)) and not kinds & {"cpp"}:
+            kinds = {"cuda"}
         first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
-        if made and isinstance(first, ast.Constant) and isinstance(first.value, str):
-            built[first.value.rsplit(".", 1)[-1]] = made
-    if not cpp:
-        return frozenset(name for name, made in built.items() if made == "cuda")
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            built.setdefault(first.value.rsplit(".", 1)[-1], set()).update(kinds or {"cpp"})
     if not built:
         return frozenset()
+    cuda_only = frozenset(name for name, kinds in built.items() if kinds == {"cuda"})
+    if len(cuda_only) == len(built):
+        return cuda_only
     from torchport.model.evaluate import Evaluator
 
     try:
         module = Evaluator(tree, "cpu").units()[0]
     except RecursionError:
-        return frozenset()
-    return frozenset(built) if module.paths and all(p.stop is not None for p in module.paths) else frozenset()
+        return cuda_only
+    return frozenset(built) if module.paths and all(p.stop is not None for p in module.paths) else cuda_only
 
 
 _CUDA_EXTENSION = torch_facts.named("cuda_extension")

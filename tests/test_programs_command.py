@@ -501,7 +501,7 @@ def test_an_extension_the_project_builds_for_cuda_alone_needs_cuda(tmp_path: Pat
     })
     main = _programs(tmp_path)["main.py"]
     assert (main["runs_on"] == ["cuda"]) is cuda_only
-    assert any(b["reason"] == "imports lie_backends, an extension the project builds for CUDA alone (CUDAExtension)"
+    assert any(b["reason"] == "imports lie_backends, an extension the project builds for CUDA alone (nvcc)"
                and (b["path"], b["line"]) == ("lie/ops.py", 1) for b in main["blockers"]) is cuda_only
     assert _migrated(tmp_path)["main.py"]["changed"] is not cuda_only
 
@@ -727,3 +727,12 @@ def test_float64_under_a_flag_off_by_default_counts_only_where_a_call_turns_it_o
                         f"    model = torch.nn.Identity()\n    {call}\n",
     })
     assert ("mps" in _programs(tmp_path)["train_img.py"]["runs_on"]) is mps
+
+
+def test_a_relative_import_of_an_extension_built_for_cuda_alone_needs_cuda() -> None:
+    """human-pose-estimation's lib/nms/nms.py: `from .gpu_nms import gpu_nms`, built beside it from `.cu` sources."""
+    source = "from .cpu_nms import cpu_nms\nfrom .gpu_nms import gpu_nms\n"
+    found = requirements(ast.parse(source), source, extensions=frozenset({"gpu_nms"}))
+    assert [(n.line, n.reason) for n in found] == [
+        (2, "imports gpu_nms, an extension the project builds for CUDA alone (nvcc)")]
+    assert requirements(ast.parse(source), source) == []

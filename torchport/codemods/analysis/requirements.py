@@ -94,10 +94,10 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
     imports = import_map(tree)
     for statement in always_run(tree.body):
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
-            for name in _imported(statement):
+            for name in _imported(statement) + _relative(statement, extensions):
                 if name.rsplit(".", 1)[-1] in extensions:
                     found.append(Requirement(OFF_CUDA, f"imports {name}, an extension the project builds for CUDA "
-                                             "alone (CUDAExtension)", statement.lineno))
+                                             "alone (nvcc)", statement.lineno))
                 elif (why := cuda_only_import(name)) is not None:
                     extension = name if torch_facts.cuda_library(name) is None and compiled_extension(name) and (
                         "triton" not in name.split(".")[1:]) else ""
@@ -255,6 +255,14 @@ def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
         return []
     return [node.module]
 
+
+def _relative(node: ast.Import | ast.ImportFrom, extensions: frozenset[str]) -> list[str]:
+    """The extensions of ``extensions`` a relative import names: human-pose-estimation's ``from .gpu_nms import
+    gpu_nms``, built beside the module that imports it."""
+    if not extensions or not isinstance(node, ast.ImportFrom) or not node.level:
+        return []
+    names = [node.module] if node.module else [alias.name for alias in node.names]
+    return [name for name in names if name.rsplit(".", 1)[-1] in extensions]
 
 
 def cuda_only_functions(tree: ast.Module, package: str | None = None,

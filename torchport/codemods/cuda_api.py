@@ -463,6 +463,11 @@ class LoadMapLocation(Rule):
                 "import torch\nmap_location = tp.map_location({'cuda:%d' % 0: 'cuda:%d' % rank})\n"
                 "state = torch.load(path, map_location=map_location)\n"),
         Example("import torch\nstate = torch.load(path, map_location=device)\n"),
+        # a parameter whose default is None: a caller that leaves it out loads CUDA storages where they were saved
+        Example("# runs on CUDA\nimport torch\n\n\ndef load(path, map_location=None):\n"
+                "    return torch.load(path, map_location=map_location)\n",
+                "# runs on CUDA\nimport torch\n\n\ndef load(path, map_location=None):\n"
+                "    return torch.load(path, map_location=tp.map_location(map_location))\n"),
         Example("import torch\ntorch.save(model.state_dict(), 'best.pkl')\nstate = torch.load('best.pkl')\n"),
         # a cache the function writes itself where it places nothing on a device (radtts' attention priors)
         Example("import os\nimport torch\n\n\ndef prior(path, n):\n    if os.path.exists(path):\n"
@@ -521,7 +526,8 @@ class LoadMapLocation(Rule):
         for index, (old, arg) in enumerate(zip(original.args, updated.args)):
             keyword = arg.keyword.value if arg.keyword else None
             if keyword == "map_location" or (keyword is None and index == 1):
-                if not _names_cuda_mapping(old.value) or not m.apply(self.code, old.value):
+                if not (_names_cuda_mapping(old.value) or _none_parameter(m, old.value)) \
+                        or not m.apply(self.code, old.value):
                     return None
                 args = list(updated.args)
                 args[index] = arg.with_changes(value=m.runtime_call("map_location", [arg.value]))
@@ -583,6 +589,19 @@ def _saves(tree: ast.Module, imports: Imports) -> list[tuple[int, int, list[tupl
         first, last = (1, 10**9) if isinstance(scope, ast.Module) else (scope.lineno, scope.end_lineno or scope.lineno)
         scopes.append((first, last, saved, places))
     return scopes
+
+
+def _none_parameter(m: Migrator, value: cst.BaseExpression) -> bool:
+    """Whether ``value`` is a parameter of the function around it whose default is ``None`` (XMem's ``def
+    init_hyperparameters(self, config, model_path=None, map_location=None)``, called without it): a caller's
+    ``None`` restores CUDA storages on CUDA alone; `tp.map_location` keeps any other value as it is."""
+    if not isinstance(value, cst.Name):
+        return False
+    function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
+    params = function.params if function is not None else None
+    return params is not None and any(
+        p.name.value == value.value and isinstance(p.default, cst.Name) and p.default.value == "None"
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params))
 
 
 def _into_state_dict(m: Migrator) -> bool:

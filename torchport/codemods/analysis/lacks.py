@@ -226,8 +226,10 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
                 for target in node.targets:  # `points, target = points.float().cuda(), target.long().cuda()`
                     for name, value in _pairs(target, node.value):
                         names = [ast.unparse(n) for n in (name.elts if isinstance(name, ast.Tuple) else [name])]
-                        (moved.update if _moves(value, moved) and id(node) not in maybe
-                         else moved.difference_update)(names)
+                        if not _moves(value, moved):
+                            moved.difference_update(names)
+                        elif id(node) not in maybe:  # under an `if`, a move keeps what was moved, adds nothing
+                            moved.update(names)
             elif isinstance(node, ast.Call) and ast.unparse(node.func) in wrapped:
                 calls += 1
                 if not all(_moves(a, moved) or isinstance(a, ast.Constant) for a in node.args):

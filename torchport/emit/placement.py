@@ -25,7 +25,8 @@ def _smalls(statement: cst.BaseStatement) -> Sequence[cst.BaseSmallStatement]:
     return statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
 
 
-def _imports_only(statement: cst.BaseStatement) -> bool:
+def imports_only(statement: cst.BaseStatement) -> bool:
+    """Whether ``statement`` is a line of imports alone."""
     small = _smalls(statement)
     return bool(small) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in small)
 
@@ -57,7 +58,7 @@ def after_imports(body: Sequence[cst.BaseStatement], also_after: Callable[[cst.B
         small = _smalls(statement)
         docstring = index == 0 and len(small) == 1 and isinstance(small[0], cst.Expr) and isinstance(
             small[0].value, (cst.SimpleString, cst.ConcatenatedString))
-        if not (docstring or _imports_only(statement)):
+        if not (docstring or imports_only(statement)):
             break
         at = index + 1
     for index, statement in enumerate(body):
@@ -66,7 +67,7 @@ def after_imports(body: Sequence[cst.BaseStatement], also_after: Callable[[cst.B
     change = path_change(body, source)
     if change is not None and change >= at and not any(uses(s) for s in body[at:change + 1]):
         at = change + 1
-    while at < len(body) and _imports_only(body[at]):
+    while at < len(body) and imports_only(body[at]):
         at += 1
     return at
 
@@ -91,15 +92,15 @@ def insert(module: cst.Module, at: int,
     elif isinstance(before, _DEFINITIONS):
         lead = 2
     else:
-        lead = 1 if _imports_only(before) else min(max(gap, 1), 2)
-        if _imports_only(before) and _imports_only(statements[0]):
+        lead = 1 if imports_only(before) else min(max(gap, 1), 2)
+        if imports_only(before) and imports_only(statements[0]):
             lead = 0  # an import among imports
     new = [s.with_changes(leading_lines=[*_blank(lead), *s.leading_lines]) if i == 0 else s
            for i, s in enumerate(statements)]
     if after is not None:
         # a comment block right under the added line would read as documenting it: one blank line at least
         follow = 2 if isinstance(after, _DEFINITIONS) else min(max(gap, 1 if comments else 0), 2)
-        if _imports_only(statements[-1]):
+        if imports_only(statements[-1]):
             follow = max(follow, 1)  # isort: a blank line after imports
         body[at] = after.with_changes(leading_lines=_blank(follow) + comments)
     body[at:at] = new

@@ -794,7 +794,7 @@ def _dispatched_fields(results: Sequence[FileResult], trees: Mapping[int, ast.Mo
     ``_resolve_device(entry.device)`` skips entries whose device is not there. Such a value names a branch of that
     function, not a placement: a port to the runtime's device would run CUDA's entries on the CPU. Also the names
     a module compares with ``"cuda"`` to move data there (`analysis.defaults.placing_fields`)."""
-    from torchport.codemods.analysis.defaults import dispatching_parameters, placing_fields
+    from torchport.codemods.analysis.defaults import dispatching_parameters, field_name, placing_fields
 
     fields = {field for index, result in enumerate(results) if _COMPARES_CUDA.search(result.original or "")
               and (tree := trees[index]) is not None for field in placing_fields(tree)}
@@ -820,12 +820,7 @@ def _dispatched_fields(results: Sequence[FileResult], trees: Mapping[int, ast.Mo
                 continue
             given = [a for i, a in enumerate(node.args) if i in wanted] + [
                 k.value for k in node.keywords if k.arg in wanted]
-            for value in given:
-                if isinstance(value, ast.Attribute):
-                    fields.add(value.attr)
-                elif isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) \
-                        and isinstance(value.slice.value, str):
-                    fields.add(value.slice.value)
+            fields.update(name for value in given if (name := field_name(value)) is not None)
     return frozenset(fields)
 
 
@@ -932,12 +927,10 @@ def _asks_no_cuda(test: ast.expr) -> bool:
 
 def _field_name(target: ast.expr) -> str | None:
     """``x.name`` or ``x["name"]`` -> ``name`` (a ``self`` attribute is the class's own: None)."""
-    if isinstance(target, ast.Attribute) and not (isinstance(target.value, ast.Name) and target.value.id == "self"):
-        return target.attr
-    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
-            and isinstance(target.slice.value, str):
-        return target.slice.value
-    return None
+    from torchport.codemods.analysis.defaults import field_name
+
+    own = isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+    return None if own else field_name(target)
 
 
 _ATTRIBUTE_SET = text("flag_from_query")
@@ -1216,6 +1209,7 @@ def _parse(text: str | None) -> ast.Module | None:
 
 
 # What each module's text gives the steps of a run, read once per text (see `torchport.pipeline.project.parse`).
+_EXTENSIONS: dict[str, frozenset[str]] = {}  # build script's text -> what it makes for CUDA alone
 _REQUIREMENTS: dict[tuple[str, bool, frozenset[str], frozenset[str]], list[Requirement]] = {}
 _EXITING: dict[str, dict[str, int]] = {}
 _GATING: dict[str, bool] = {}
@@ -1249,8 +1243,12 @@ def _modules(results: Sequence[FileResult]) -> Modules:
     scripts make for CUDA alone (`analysis.requirements.cuda_extensions`)."""
     from torchport.codemods.analysis.requirements import cuda_extensions
 
+    def built(text: str) -> frozenset[str]:
+        tree = parse(text)
+        return cuda_extensions(tree) if tree is not None else frozenset()
+
     extensions = frozenset(name for r in results if r.original and _BUILDS.search(r.original)
-                           and (tree := parse(r.original)) is not None for name in cuda_extensions(tree))
+                           for name in remembered(_EXTENSIONS, r.original, partial(built, r.original)))
     return frozenset(r.path.stem for r in results if r.path.suffix == ".py"), extensions
 
 

@@ -550,7 +550,7 @@ def _off_by_default(tree: ast.Module, lines: set[int], project: Project, reach: 
         positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
         defaults = dict(zip(positional[len(positional) - len(function.args.defaults):], function.args.defaults))
         defaults.update((a.arg, d) for a, d in zip(function.args.kwonlyargs, function.args.kw_defaults) if d)
-        flags = {name for name, d in defaults.items() if isinstance(d, ast.Constant) and d.value in (False, None)}
+        flags = {name for name, d in defaults.items() if _off(d)}
         for branch in ast.walk(function):
             if not (isinstance(branch, ast.If) and isinstance(branch.test, ast.Name) and branch.test.id in flags):
                 continue

@@ -198,7 +198,7 @@ def placing_fields(tree: ast.Module) -> frozenset[str]:
             if not (isinstance(right, ast.Constant) and isinstance(right.value, str)
                     and _CUDA_TEXT.fullmatch(right.value)):
                 continue
-            field = _field(compare.left)
+            field = field_name(compare.left)
             branch = node.body if isinstance(compare.ops[0], ast.Eq) else node.orelse
             if field and any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "cuda"
                              for statement in branch for n in ast.walk(statement)):
@@ -206,7 +206,7 @@ def placing_fields(tree: ast.Module) -> frozenset[str]:
     return frozenset(fields)
 
 
-def _field(node: ast.expr) -> str | None:
+def field_name(node: ast.expr) -> str | None:
     """``x.name`` -> ``name``; ``x["name"]`` -> ``name``; else None."""
     if isinstance(node, ast.Attribute):
         return node.attr

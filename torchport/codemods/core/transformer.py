@@ -29,6 +29,7 @@ from torchport.codemods.core.shared import Shared
 from torchport.codemods.core.triggers import Anchors, map_statements
 from torchport.codemods.entry import avoid_mps
 from torchport.emit.package import PackageRuntime, Renderer
+from torchport.emit.placement import imports_only
 from torchport.model import torch_facts
 
 if TYPE_CHECKING:
@@ -502,11 +503,6 @@ def _add_imports(context: CodemodContext, tree: cst.Module) -> cst.Module:
     return added.with_changes(body=_after_torch(body, {_text(s) for s in stub}))
 
 
-def _imports_only(statement: cst.BaseStatement) -> bool:
-    return isinstance(statement, cst.SimpleStatementLine) and all(
-        isinstance(x, cst.Import | cst.ImportFrom) for x in statement.body)
-
-
 def _text(statement: cst.BaseStatement) -> str:
     return cst.Module([]).code_for_node(statement.with_changes(leading_lines=()))
 
@@ -515,7 +511,7 @@ def _after_torch(body: list[cst.BaseStatement], kept: set[str]) -> list[cst.Base
     """``body`` with the imports added (those whose text is not in ``kept``) moved to just after torch's first
     import where code runs between them and it: ``import os``, ``os.environ['OMP_NUM_THREADS'] = '1'``, ``import
     torch`` (an added import loads torch, so that setting, read when torch starts, must still come first)."""
-    added = [i for i, s in enumerate(body) if _imports_only(s) and _text(s) not in kept]
+    added = [i for i, s in enumerate(body) if imports_only(s) and _text(s) not in kept]
     torch = next((i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine) and any(
         isinstance(x, cst.Import) and any((dotted_name(a.name) or "").split(".")[0] == "torch" for a in x.names)
         or isinstance(x, cst.ImportFrom) and x.module is not None
@@ -523,15 +519,16 @@ def _after_torch(body: list[cst.BaseStatement], kept: set[str]) -> list[cst.Base
     if not added or torch is None or added[0] > torch:
         return body
     between = body[added[-1] + 1:torch]
-    if all(_imports_only(s) for s in between):
+    if all(imports_only(s) for s in between):
         return body
     bound = [(a.asname.name if a.asname else a.name) for i in added for x in body[i].body  # type: ignore[attr-defined]
              for a in (x.names if isinstance(x.names, Sequence) else ())]
     names = {(dotted_name(n) or "").split(".")[0] for n in bound if isinstance(n, cst.Name | cst.Attribute)}
     if any(re.search(rf"\b{re.escape(name)}\b", _text(s)) for s in between for name in names if name):
         return body  # the code before torch's import uses what was added: it stays where it is
+    taken = set(added)
     moved = [body[i] for i in added]
-    rest = [s for i, s in enumerate(body) if i not in set(added)]
+    rest = [s for i, s in enumerate(body) if i not in taken]
     at = rest.index(body[torch]) + 1
     return [*rest[:at], *moved, *rest[at:]]
 

@@ -322,9 +322,12 @@ class CudaLegacyTensorType(Rule):
                 "y = x.type(dtype)\n",
                 "import torch\nif big:\n    dtype = torch.cuda.FloatTensor\nelse:\n    dtype = torch.cuda.FloatTensor\n"
                 "y = x.to(tp.device(), torch.float32)\n"),
-        # ... also made with it, or bound to another type: left
+        # ... also made with it, or bound to another type, or the name of a parameter or loop variable: left
         Example("import torch\ndtype = torch.cuda.FloatTensor\nnet = net.type(dtype)\nx = dtype(3)\n"),
         Example("import torch\ndtype = torch.cuda.FloatTensor\ndtype = torch.cuda.HalfTensor\ny = x.type(dtype)\n"),
+        Example("import torch\ndtype = torch.cuda.FloatTensor\nnet = net.type(dtype)\n\n\ndef cast(x, dtype):\n"
+                "    return x.type(dtype)\n"),
+        Example("import torch\ndtype = torch.cuda.FloatTensor\nys = [x.type(dtype) for dtype in kinds]\n"),
     )
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
@@ -364,17 +367,21 @@ def _type_names(m: Migrator) -> dict[str, str]:
     if store is None:
         store = m.shared.type_names = {}
         if m.syntax is not None and "Tensor" in m.source:
-            bound: dict[str, list[str | None]] = {}
+            typed: dict[int, str | None] = {}  # `dtype = torch.cuda.FloatTensor`: its target -> the dtype
             for node in ast.walk(m.syntax):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-                    node, ast.AnnAssign | ast.AugAssign | ast.For) else []
-                for target in targets:
-                    for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
-                        dotted = ast_chain(node.value) if isinstance(node, ast.Assign) and target is node.targets[
-                            0] and len(node.targets) == 1 and isinstance(target, ast.Name) else None
-                        kinds = [q[len("torch.cuda."):] for q in (qualify(dotted, m.imports) if dotted else ())
-                                 if q.startswith("torch.cuda.")]
-                        bound.setdefault(name, []).append(next((LEGACY_TYPES.get(k) for k in kinds), None))
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    dotted = ast_chain(node.value)
+                    kinds = [q[len("torch.cuda."):] for q in (qualify(dotted, m.imports) if dotted else ())
+                             if q.startswith("torch.cuda.")]
+                    typed[id(node.targets[0])] = next((LEGACY_TYPES.get(k) for k in kinds), None)
+            bound: dict[str, list[str | None]] = {}  # every binding of a name, anywhere: a parameter named `dtype`
+            for node in ast.walk(m.syntax):         # of one function is another value
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+                    bound.setdefault(node.id, []).append(typed.get(id(node)))
+                elif isinstance(node, ast.arg):
+                    bound.setdefault(node.arg, []).append(None)
+                elif isinstance(node, ast.alias):
+                    bound.setdefault((node.asname or node.name).split(".")[0], []).append(None)
             candidates = {name: kinds[0] for name, kinds in bound.items() if kinds[0] and len(set(kinds)) == 1}
             if candidates:
                 as_type = {id(c.args[0]) for c in ast.walk(m.syntax) if isinstance(c, ast.Call) and len(c.args) == 1

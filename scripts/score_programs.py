@@ -32,10 +32,11 @@ def _programs(repo: Path) -> dict[str, dict]:
 
 
 def _places(blocker: dict) -> list[tuple[str, int]]:
-    """Where a blocker is, and where the entry point imports what leads to it (``via``): either end of one fact."""
+    """Where a blocker is, and each import that leads to it from the entry point (``chain``, or ``via`` alone):
+    every place of one fact."""
     found = [(blocker["path"], blocker["line"])]
-    if "via" in blocker:
-        path, _, line = blocker["via"].rpartition(":")
+    for place in blocker.get("chain", [blocker["via"]] if "via" in blocker else []):
+        path, _, line = place.rpartition(":")
         found.append((path, int(line)))
     return found
 

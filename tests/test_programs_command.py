@@ -521,6 +521,22 @@ def test_a_module_imported_by_a_known_name_is_part_of_the_program(tmp_path: Path
         ("net_msg.py", 1, "train.py:9")}
 
 
+def test_a_blocker_shows_each_import_that_leads_to_it(tmp_path: Path) -> None:
+    """pointMLP: main.py imports `models`, whose `__init__` imports `pointmlp`, which imports the CUDA-only
+    extension: the report names every hop, so a maintainer finds the project's own line that needs CUDA."""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "__init__.py").write_text("from .pointmlp import Net\n")
+    (tmp_path / "models" / "pointmlp.py").write_text("import torch\n\nimport triton\n\n\nclass Net:\n    pass\n")
+    (tmp_path / "main.py").write_text("import torch\nimport models\n\nif __name__ == '__main__':\n"
+                                      "    print(models.Net(), torch.ones(1).cuda())\n")
+    train = _programs(tmp_path)["main.py"]
+    assert train["runs_on"] == ["cuda"]
+    assert {(b["path"], b["line"], b["via"], tuple(b["chain"])) for b in train["blockers"]} == {
+        ("models/pointmlp.py", 3, "main.py:2", ("main.py:2", "models/__init__.py:1"))}
+    done = CliRunner().invoke(app, ["programs", str(tmp_path), "--no-cache", "--format", "concise"])
+    assert "(models/pointmlp.py:3, imported at main.py:2 → models/__init__.py:1)" in done.stdout
+
+
 def test_what_a_test_function_names_runs(tmp_path: Path) -> None:
     """piq's test_fid.py names `FID` only inside its tests, which pytest runs: the float64 in `FID` blocks MPS."""
     (tmp_path / "pkg").mkdir()

@@ -89,7 +89,12 @@ class Blocker:
     path: str
     line: int
     cell: int | None = None
-    via: str | None = None  # ``run.py:14``: the entry point's import that leads to it, in another file
+    chain: tuple[str, ...] = ()  # ``run.py:14``, ``models/net.py:9``: the imports that lead to it from the entry point
+
+    @property
+    def via(self) -> str | None:
+        """The entry point's import that leads to it, in another file (``run.py:14``), or None."""
+        return self.chain[0] if self.chain else None
 
     @property
     def place(self) -> str:
@@ -129,7 +134,8 @@ class Program:
         for target in OFF_CUDA:
             shown = [b for b in self.blockers if b.target == target][:None if every else 1]
             for blocker in shown:
-                place = blocker.place if blocker.via is None else f"{blocker.place}, imported at {blocker.via}"
+                place = blocker.place if not blocker.chain else \
+                    f"{blocker.place}, imported at {' → '.join(blocker.chain)}"
                 why.setdefault((blocker.reason, place), []).append(target)
         return [f"{', '.join(targets)}: {reason} ({place})" for (reason, place), targets in why.items()]
 
@@ -143,7 +149,8 @@ class Program:
         return {"path": self.path, "kind": self.kind, "runs_on": self.runs_on,
                 "blockers": [{"target": b.target, "reason": b.reason, "path": b.path,
                               **({} if b.cell is None else {"cell": b.cell}), "line": b.line,
-                              **({} if b.via is None else {"via": b.via})} for b in self.blockers],
+                              **({} if b.via is None else {"via": b.via}),
+                              **({} if len(b.chain) < 2 else {"chain": list(b.chain)})} for b in self.blockers],
                 "rewrites": self.rewrites, "modules": len(self.reached)}
 
 
@@ -226,12 +233,13 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             if index not in always:
                 continue
             shown, seen = shown_as(index), set[str]()
-            via = None
+            chain: tuple[str, ...] | None = None
             for need in needs(index, index == entry, program.reached):  # the first of each module, per target
-                if via is None and index != entry and (at := project.import_line(
-                        entry, index, script=kind in ("script", "console-script"))) is not None:
-                    via = f"{program.path}:{at}"
-                program.blockers.extend(Blocker(target, need.reason, shown, need.line, via=via)
+                if chain is None:
+                    chain = () if index == entry else tuple(
+                        f"{shown_as(i)}:{line}" for i, line in project.import_chain(
+                            entry, index, script=kind in ("script", "console-script")))
+                program.blockers.extend(Blocker(target, need.reason, shown, need.line, chain=chain)
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)
         for chain in arms:  # an `if`/`else` every arm of which imports what needs CUDA: no way around it

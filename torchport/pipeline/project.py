@@ -389,15 +389,34 @@ class Project:
                                  or self._beside(path, dotted, node.level))
         return found
 
-    def import_line(self, entry: int, target: int, script: bool = False) -> int | None:
-        """The line of the import in file ``entry`` by which it always reaches file ``target`` (directly or through
-        other files; ``script``: its ``__main__`` block's imports too), or None."""
+    def import_chain(self, entry: int, target: int, script: bool = False) -> list[tuple[int, int]]:
+        """How file ``entry`` always reaches file ``target``: the ``(file, line)`` of each import on the way, from
+        ``entry``'s own to the one in the file that imports ``target``, or [] where none does
+        (``run.py:3`` → ``models/__init__.py:1`` → ``models/net.py:9``: what a maintainer follows to the need)."""
         module = outline(self.results[entry].original)
+        firsts: dict[int, int] = {}  # breadth first from entry's own imports: the shortest chain, in source order
         for node in (*module.always, *(module.main if script else ())):
-            if any(other == target or target in self.reach(other, always=True)
-                   for other in self.resolved(entry, [node])):
-                return node.line
-        return None
+            for other in self.resolved(entry, [node]):
+                firsts.setdefault(other, node.line)
+        came: dict[int, tuple[int, int] | None] = dict.fromkeys(firsts)
+        todo = list(firsts)
+        while todo and target not in came:
+            step = todo.pop(0)
+            step_module = outline(self.results[step].original)
+            for node in step_module.always:
+                for other in sorted(self.resolved(step, [node])):
+                    if other not in came and other != entry:
+                        came[other] = (step, node.line)
+                        todo.append(other)
+        if target not in came:
+            return []
+        chain: list[tuple[int, int]] = []
+        at = target
+        while (previous := came[at]) is not None:
+            chain.append(previous)
+            at = previous[0]
+        chain.append((entry, firsts[at]))
+        return chain[::-1]
 
     def run_as_script(self, entry: int) -> tuple[set[int], list[list[set[int]]]]:
         """What file ``entry`` cannot avoid when run as a program: the files it always reaches (its ``__main__``

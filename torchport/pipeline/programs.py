@@ -233,13 +233,13 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             if index not in always:
                 continue
             shown, seen = shown_as(index), set[str]()
-            chain: tuple[str, ...] | None = None
+            hops: tuple[str, ...] | None = None
             for need in needs(index, index == entry, program.reached):  # the first of each module, per target
-                if chain is None:
-                    chain = () if index == entry else tuple(
+                if hops is None:
+                    hops = () if index == entry else tuple(
                         f"{shown_as(i)}:{line}" for i, line in project.import_chain(
                             entry, index, script=kind in ("script", "console-script")))
-                program.blockers.extend(Blocker(target, need.reason, shown, need.line, chain=chain)
+                program.blockers.extend(Blocker(target, need.reason, shown, need.line, chain=hops)
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)
         for chain in arms:  # an `if`/`else` every arm of which imports what needs CUDA: no way around it

@@ -362,3 +362,17 @@ def test_device_values_nothing_reads_are_left_and_the_program_still_runs(tmp_pat
     assert '    spare = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in train
     ran = _run(folder, "train.py")
     assert ran.returncode == 0 and "torch.Size([2, 2])" in ran.stdout, ran.stderr[-2000:]
+
+
+def test_a_program_that_stops_off_cuda_in_the_original_too_is_left_whole(tmp_path: Path) -> None:
+    """bayesian-torch's ImageNet scripts: `ngpus_per_node` is bound only under `if torch.cuda.is_available():` and
+    read after it, a NameError off CUDA before and after any port: nothing is rewritten, the stop is reported
+    where it happens."""
+    original = PROJECTS / "unbound_off_cuda" / "train.py"
+    folder = _ported("unbound_off_cuda", tmp_path)
+    assert (folder / "train.py").read_text() == original.read_text()
+    done = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
+    train = next(p for p in json.loads(done.stdout)["programs"] if p["path"] == "train.py")
+    assert train["runs_on"] == ["cuda"]
+    assert {(b["target"], b["line"]) for b in train["blockers"]} == {("mps", 15), ("xpu", 15), ("cpu", 15)}
+    assert "`ngpus_per_node` is bound only where a device query is true" in train["blockers"][0]["reason"]

@@ -1037,3 +1037,20 @@ def test_a_helper_no_test_names_in_a_module_taken_for_tests_stays_ported() -> No
               "    return torch.ones(x.size()).cuda()\n\n\ndef test(loader):\n    return len(loader)\n")
     migrated = _hand_port(source, (".cuda()", ".to(tp.device())"))
     assert check_port(source, migrated, tests=True).code == migrated
+
+
+@pytest.mark.parametrize(("body", "stops"), [
+    ("    if torch.cuda.is_available():\n        n = torch.cuda.device_count()\n    return n\n", True),
+    ("    n = 1\n    if torch.cuda.is_available():\n        n = torch.cuda.device_count()\n    return n\n", False),
+    ("    if torch.cuda.is_available():\n        n = torch.cuda.device_count()\n    else:\n        n = 1\n"
+     "    return n\n", False),
+    ("    if torch.cuda.is_available():\n        n = torch.cuda.device_count()\n    else:\n"
+     "        from os import cpu_count as n\n    return n\n", False),  # bound by an import it does not follow
+    ("    if torch.cuda.is_available():\n        args.n = torch.cuda.device_count()\n    return args.n\n", False),
+])
+def test_a_name_bound_only_where_cuda_is_stops_where_it_is_read(body: str, stops: bool) -> None:
+    source = f"import torch\n\n\ndef main(args):\n{body}"
+    for target in ("cpu", "mps"):
+        stop = _unit(source, "main", target).paths[0].stop
+        assert (stop is not None and "NameError" in stop.message) is stops
+    assert _unit(source, "main", "cuda").paths[0].stop is None

@@ -637,7 +637,7 @@ def test_a_program_is_judged_with_its_command_line_defaults(tmp_path: Path, defa
     assert script["runs_on"] == (["cuda", "mps", "xpu", "cpu"] if runs_off_cuda else ["cuda"]), script
     if not runs_off_cuda:
         blocker = script["blockers"][0]
-        assert blocker["line"] == 21 and "line 14: an assert fails" in blocker["reason"], blocker
+        assert blocker["line"] == 14 and "line 14: an assert fails" in blocker["reason"], blocker  # where it stops
 
 
 def test_a_move_in_an_imported_modules_main_block_gives_its_importers_no_avoid_mps(tmp_path: Path) -> None:

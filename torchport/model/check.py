@@ -148,7 +148,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
             later = next((stop for path, stop in failing if at in path and stop.line > at), None)
             if later is not None:
                 decisions[index], kept_assert = False, True
-                held.append(Held(i1 + 1, max(i2, i1 + 1), replace(later, line=_original_line(later.line, hunks))))
+                held.append(Held(i1 + 1, max(i2, i1 + 1), _on_original(later, hunks)))
                 continue
         loaded = next((name for first, last, name in on_cpu if first <= min(lines) and max(lines) <= last), None)
         if loaded is not None:
@@ -189,7 +189,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         decisions[index] = False
         stop = next((s for s in stops if s is not None), None)
         if stop is not None:  # reported on the original's lines
-            stop = replace(stop, line=_original_line(stop.line, hunks))
+            stop = _on_original(stop, hunks)
         held.append(Held(i1 + 1, max(i2, i1 + 1), stop))
     if not held:
         return Checked(migrated, [])
@@ -519,6 +519,20 @@ def _inside(spans: Sequence[tuple[int, int, int, int]], old: Sequence[str], new:
     return True
 
 
+_CALLED = " stops at line "  # `Evaluator`'s message for a stop inside a called function
+
+
+def _on_original(stop: Stop, hunks: Sequence[tuple[str, int, int, int, int]]) -> Stop:
+    """``stop`` (on the migrated code's lines) on the original's, the line inside a called function too."""
+    if not stop.origin:
+        return replace(stop, line=_original_line(stop.line, hunks))
+    head, *called = stop.message.split(_CALLED)  # each call on the way names the line it stops at
+    message = _CALLED.join([head, *(f"{_original_line(int(n), hunks)}:{rest}" if n.isdigit() else f"{n}:{rest}"
+                                    for n, _, rest in (part.partition(":") for part in called))])
+    return replace(stop, line=_original_line(stop.line, hunks), origin=_original_line(stop.origin, hunks),
+                   message=message)
+
+
 def _original_line(line: int, hunks: Sequence[tuple[str, int, int, int, int]]) -> int:
     """Line ``line`` of the migrated code as a line of the original (a changed line: its hunk's first)."""
     shift = 0
@@ -670,4 +684,4 @@ def program_stop(original: str, migrated: str, target: str, kind: str,
         return first
     old, new = original.splitlines(keepends=True), migrated.splitlines(keepends=True)
     hunks = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
-    return replace(first, line=_original_line(first.line, hunks))
+    return _on_original(first, hunks)

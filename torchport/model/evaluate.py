@@ -697,6 +697,11 @@ class Evaluator:
         if isinstance(node, ast.Name):
             if node.id in self.imports:
                 return Name(self.imports[node.id])
+            if node.id in p.queried and isinstance(node.ctx, ast.Load):
+                # bound only in the branch a device query did not take (bayesian-torch's `ngpus_per_node`, set
+                # under `if torch.cuda.is_available():` alone): reading it raises NameError here
+                self._end(Stop("gate", node.lineno, f"`{node.id}` is bound only where a device query is true: "
+                                                    "reading it raises NameError"), p)
             return Name(node.id) if node.id in _BUILTINS else UNKNOWN
         if key is not None and (fact := self._class_fact(key)) is not UNKNOWN:
             self._touched = True

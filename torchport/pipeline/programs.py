@@ -291,7 +291,7 @@ def _stops(result: FileResult, kind: str, tree: ast.Module | None, shown: str,
     migrated = result.migrated if result.migrated is not None else result.original
     if "cuda" not in migrated and not result.changed and not gates:
         return []  # nothing there needs CUDA
-    return [Blocker(target, f"stops there once ported: {stop.message}", shown, stop.line)
+    return [Blocker(target, f"stops there once ported: {stop.message}", shown, stop.origin or stop.line)
             for target, stop in zip(OFF_CUDA, program_stops(result.original, migrated, kind,
                                                             tree=tree if migrated == result.original else None,
                                                             gates=gates),
@@ -388,7 +388,8 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
         index into ``results`` -> why its rewrites are not made (the program and its blocker).
     """
     suspects = may_leave(results)
-    stopped = any(STILL_STOPS in d.message for r in results for d in r.diagnostics if d.code == "TP110")
+    stopped = any(STILL_STOPS in d.message for r in results for d in r.diagnostics if d.code == "TP110") or any(
+        _port_stops(r) for r in results)
     if not suspects and not stopped:
         return {}
     # Only a module that itself needs CUDA, or defines a CUDA gate, makes a program CUDA-only (an entry point's
@@ -414,6 +415,15 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
         if result.changed and index not in left and (need := _needs_cuda_on_import(index, results, project, modules)):
             left[index] = f"it needs CUDA whenever it is imported ({need}); it is left as written"
     return left
+
+
+def _port_stops(result: FileResult) -> bool:
+    """Whether ``result`` is a changed script whose port still stops on every target off CUDA (a name bound only
+    where CUDA is, read after): its program is left whole, the rewrites its own check kept too."""
+    from torchport.model.check import program_stops
+
+    return bool(result.changed and result.original and result.migrated and "__main__" in result.original
+                and all(program_stops(result.original, result.migrated, "script")))
 
 
 def _needs_cuda_on_import(index: int, results: Sequence[FileResult], project: Project,

@@ -550,6 +550,28 @@ def test_what_a_test_function_names_runs(tmp_path: Path) -> None:
     assert [(b["path"], b["line"]) for b in found["test_fid.py"]["blockers"]] == [("pkg/fid.py", 6)]
 
 
+@pytest.mark.parametrize(("lookup", "blocked"), [
+    ("models.__dict__[args.arch]", True),  # the ImageNet example's lookup: any model of the module may run
+    ("getattr(models, args.arch)", True),
+    ("vars(models)[args.arch]", True),
+    ("models.small", False),  # only `small` runs: its float64 neighbour does not
+])
+def test_a_module_looked_up_by_a_computed_name_may_run_any_of_its_names(tmp_path: Path, lookup: str,
+                                                                         blocked: bool) -> None:
+    """mar's `mar.__dict__[args.model](...)`: whichever model the option names is built; one of them makes a
+    float64 schedule on the device, so on a Mac the program keeps the CPU."""
+    (tmp_path / "models.py").write_text(
+        "import numpy as np\nimport torch\n\n\ndef small():\n    return torch.nn.Linear(2, 2)\n\n\n"
+        "def diffusion(t):\n    betas = np.linspace(0, 1, 10, dtype=np.float64)\n"
+        "    return torch.from_numpy(betas).to(device=t.device)[t].float()\n")
+    (tmp_path / "main.py").write_text(
+        "import argparse\n\nimport torch\n\nimport models\n\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--arch', default='small')\nargs = parser.parse_args()\n"
+        f"model = {lookup}()\nmodel.cuda()\n")
+    main = _programs(tmp_path)["main.py"]
+    assert main["runs_on"] == (["cuda", "xpu", "cpu"] if blocked else ["cuda", "mps", "xpu", "cpu"])
+
+
 @pytest.mark.parametrize(("table", "blocked"), [
     ('{"cpu": isotonic_cpu, "cuda": isotonic_cuda}', True),
     ('{"cpu": isotonic_cpu, "cuda": isotonic_cuda, "mps": isotonic_mps}', False),

@@ -274,11 +274,20 @@ def used(node: ast.AST, strings: bool = False) -> Iterator[str]:
             yield inner.id
         elif isinstance(inner, ast.Attribute):
             yield inner.attr
+            if inner.attr == "__dict__" and isinstance(inner.value, ast.Name):
+                yield f"{inner.value.id}{_ANY}"  # `models.__dict__[args.arch]`: any name of module `models`
+        elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.args and isinstance(
+                inner.args[0], ast.Name) and (inner.func.id == "vars" or inner.func.id == "getattr" and len(
+                inner.args) > 1 and not isinstance(inner.args[1], ast.Constant)):
+            yield f"{inner.args[0].id}{_ANY}"  # `getattr(models, name)`, `vars(models)[name]`
         elif strings and isinstance(inner, ast.alias):
             yield (inner.asname or inner.name).split(".")[0]
             yield inner.name.rsplit(".", 1)[-1]
         elif strings and isinstance(inner, ast.Constant) and isinstance(inner.value, str):
             yield from words(inner.value)
+
+
+_ANY = ".*"  # after a module's local name (`used`): a lookup that may reach any name the module defines
 
 
 def words(text: str) -> list[str]:
@@ -614,7 +623,15 @@ def program_names(project: Project, reach: Iterable[int]) -> frozenset[str]:
         facts = {i: _names(text) for i in key if (text := project.results[i].original)}
         roots = set().union(*(fact.top if i in imported else fact.top.union(*fact.inside.values())
                               for i, fact in facts.items()))
-        project.runs[key] = frozenset(live_names(roots, (fact.inside for fact in facts.values())))
+        live = live_names(roots, (fact.inside for fact in facts.values()))
+        looked_up: set[str] = set()
+        while looked := {n[:-len(_ANY)] for n in live if n.endswith(_ANY)} - looked_up:
+            # a module looked up by a name the code computes: every function and class it defines may run
+            looked_up |= looked
+            live = live_names(live.union(*(
+                (name for _, _, name in fact.spans) for i, fact in facts.items()
+                if (project.names[i] or "").rpartition(".")[2] in looked)), (fact.inside for fact in facts.values()))
+        project.runs[key] = frozenset(live)
     return project.runs[key]
 
 

@@ -732,6 +732,64 @@ def test_a_build_script_that_stops_without_cuda_builds_a_cuda_only_extension(oth
     assert cuda_extensions(ast.parse(source)) == (frozenset({"_ext"}) if cuda_only else frozenset())
 
 
+@pytest.mark.parametrize(("build", "cuda_only"), [
+    ("if torch.cuda.is_available():\n    with_cuda = True\nelse:\n    raise ValueError('CUDA is not available')\n"
+     "ffi = create_extension('_ext.dcn_v2', headers=[], sources=['src/dcn_v2.c'], with_cuda=with_cuda)\n", True),
+    ("ffi = create_extension('_ext.dcn_v2', headers=[], sources=[], with_cuda=True)\n", True),
+    ("with_cuda = torch.cuda.is_available()\n"
+     "ffi = create_extension('_ext.roi_pool', headers=[], sources=['src/roi_pool.c'], with_cuda=with_cuda)\n",
+     False),  # faster-rcnn's roi_pooling: C sources of its own on the CPU
+])
+def test_a_torch_ffi_extension_is_built_for_cuda_alone_where_its_build_needs_cuda(build: str, cuda_only: bool) -> None:
+    """CenterNet's DCNv2 (torch < 1.0): `torch.utils.ffi.create_extension`, its build script raising without CUDA."""
+    from torchport.codemods.analysis.requirements import cuda_extensions
+
+    source = f"import torch\nfrom torch.utils.ffi import create_extension\n\nwith_cuda = False\n{build}"
+    built = cuda_extensions(ast.parse(source))
+    assert bool(built) is cuda_only and built <= {"dcn_v2"}
+
+
+def test_a_folder_a_module_puts_on_sys_path_is_where_its_importers_find_modules(tmp_path: Path) -> None:
+    """Detectron's `_init_paths.py` adds `lib` beside it to sys.path; `from models.model import ...` in the
+    scripts there is `lib/models/model.py`, whose import of a CUDA-only library blocks them."""
+    _write(tmp_path, {
+        "src/_init_paths.py": "import os.path as osp\nimport sys\n\n\ndef add_path(path):\n"
+                              "    if path not in sys.path:\n        sys.path.insert(0, path)\n\n\n"
+                              "this_dir = osp.dirname(__file__)\nlib_path = osp.join(this_dir, 'lib')\n"
+                              "add_path(lib_path)\n",
+        "src/lib/models/__init__.py": "",
+        "src/lib/models/model.py": "import torch\nimport triton\n\n\ndef create_model():\n"
+                                   "    return torch.nn.Linear(2, 2)\n",
+        "src/main.py": "import _init_paths\n\nimport torch\nfrom models.model import create_model\n\n"
+                       "if __name__ == '__main__':\n    create_model().cuda()\n",
+    })
+    main = _programs(tmp_path)["src/main.py"]
+    assert main["runs_on"] == ["cuda"]
+    assert {(b["path"], b["line"], b["via"]) for b in main["blockers"]} == {("src/lib/models/model.py", 2,
+                                                                             "src/main.py:4")}
+
+
+@pytest.mark.parametrize(("decorator", "blocked"), [
+    ("@ARCH_REGISTRY.register()", True),  # pyiqa's metrics, built by name from the registry
+    ("@ARCH_REGISTRY.register_module", True),
+    ("", False),  # nothing names the class: it never runs
+])
+def test_what_a_registry_holds_may_run_where_the_registry_is_used(tmp_path: Path, decorator: str,
+                                                                 blocked: bool) -> None:
+    _write(tmp_path, {
+        "registry.py": "class Registry(dict):\n    def register(self, obj=None):\n        return lambda o: o\n"
+                       "    register_module = register\n\n\nARCH_REGISTRY = Registry()\n",
+        "niqe.py": f"import torch\n\nfrom registry import ARCH_REGISTRY\n\n\n{decorator}\nclass NIQE:\n"
+                   "    def __call__(self, x):\n        return x.to(torch.float64).mean()\n",
+        "metric.py": "import torch\n\nimport niqe  # noqa\nfrom registry import ARCH_REGISTRY\n\n\n"
+                     "def create_metric(name):\n    return ARCH_REGISTRY[name]()\n",
+        "main.py": "import sys\n\nimport torch\n\nfrom metric import create_metric\n\n"
+                   "if __name__ == '__main__':\n    print(create_metric(sys.argv[1])(torch.ones(2).cuda()))\n",
+    })
+    assert _programs(tmp_path)["main.py"]["runs_on"] == (["cuda", "xpu", "cpu"] if blocked
+                                                         else ["cuda", "mps", "xpu", "cpu"])
+
+
 @pytest.mark.parametrize(("picks", "gets_it"), [
     ("device = torch.device('cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() "
      "else 'cpu')", False),  # XMem's interactive demo: its own choice puts the data on MPS

@@ -818,8 +818,10 @@ class Evaluator:
             operation = ops.get(type(node.op))
             if operation is not None:
                 return operation(left, right)
-        if isinstance(node.op, (ast.Mod, ast.FloorDiv)) and right == 0 and not isinstance(right, bool) and (
-                left is INDEX or isinstance(left, int)):
+        if right == 0 and not isinstance(right, bool) and (
+                isinstance(node.op, (ast.Mod, ast.FloorDiv)) and (left is INDEX or left is UNKNOWN or isinstance(
+                    left, int)) or isinstance(node.op, ast.Div) and isinstance(left, int)):
+            # integer arithmetic on a device count (ResShift's `batch[0] // self.num_gpus`): ZeroDivisionError
             self._needs_cuda(node, "it divides by a device count of 0", p)
             return UNKNOWN
         if isinstance(node.op, (ast.Mod, ast.FloorDiv, ast.Add, ast.Mult)) and INDEX in (left, right) and all(

@@ -185,6 +185,7 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "torch._C._profiler.ProfilerActivity.CUDA": ("cuda_activity",),
     "torch.utils.cpp_extension.CUDAExtension": ("cuda_extension",),
     "torch.utils.cpp_extension.CppExtension": ("cpp_extension",),
+    "torch.utils.ffi.create_extension": ("cpp_extension",),  # torch < 1.0; CUDA where `with_cuda=True`
     "torch.utils.cpp_extension.load": ("extension_loader",),
     "torch.jit.script": ("scripting",), "torch.jit.script_method": ("scripting",),
     "torch.jit.interface": ("scripting",),
@@ -515,8 +516,9 @@ TEXT = {
                     "`sys.path.insert(...)`, `sys.path += ...`, `site.addsitedir(...)`: what makes a module importable "
                     "that was not"),
     "dynamic_import": (r"\bimport_module\(|\b__import__\(", "a module imported by name at run time"),
-    "builds_cuda_extension": (r"CUDAExtension|['\"][\w./-]+\.cu['\"]", "text of a build script that may make an "
-                              "extension for CUDA alone (`CUDAExtension`, `.cu` sources)"),
+    "builds_cuda_extension": (r"CUDAExtension|create_extension|['\"][\w./-]+\.cu['\"]",
+                              "text of a build script that may make an extension for CUDA alone (`CUDAExtension`, "
+                              "`.cu` sources, torch.utils.ffi's `create_extension`)"),
     "compares_cuda": (r"""[=!]=\s*["']cuda["']""", "text of a module that compares a value with \"cuda\": it may "
                       "place data by a stored device name"),
     "compares_cpu": (r"""==\s*["']cpu["']""", "text of a module that compares a value with \"cpu\": it may dispatch on "

@@ -259,11 +259,35 @@ def _names(text: str) -> _Names:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 spans.append((statement.lineno, statement.end_lineno or statement.lineno, statement.name))
                 inside[statement.name] = names
+                for registry in _registries(statement):  # looked up by name: runs wherever its registry is used
+                    inside[registry] = inside.get(registry, frozenset()) | {statement.name}
             elif not isinstance(statement, (ast.Import, ast.ImportFrom)):
                 top |= names
         return _Names(tuple(spans), inside, frozenset(top))
 
     return remembered(_NAMES, text, read)
+
+
+def _registries(definition: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> Iterator[str]:
+    """The registries ``definition`` registers itself in: ``ARCH_REGISTRY`` for ``@ARCH_REGISTRY.register()``,
+    ``MODELS`` for ``@MODELS.register_module``."""
+    for decorator in definition.decorator_list:
+        method = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if isinstance(method, ast.Attribute) and method.attr.startswith("register") and isinstance(
+                method.value, ast.Name):
+            yield method.value.id
+
+
+def _from_here(base: ast.expr, tree: ast.Module) -> bool:
+    """Whether ``base`` is the folder of the module's own file: an expression naming ``__file__``, or a name the
+    module binds to one (``this_dir = osp.dirname(__file__)``)."""
+    def names_file(node: ast.expr) -> bool:
+        return any(isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(node))
+
+    if isinstance(base, ast.Name):
+        return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == base.id for t in n.targets)
+                   and names_file(n.value) for n in ast.walk(tree))
+    return names_file(base)
 
 
 def used(node: ast.AST, strings: bool = False) -> Iterator[str]:
@@ -333,6 +357,7 @@ class Project:
         self._found_beside: dict[tuple[Path, str, int], list[int]] = {}
         self._bases: dict[Path, list[Path]] = {}  # a folder and the folders above it
         self._module_at: dict[tuple[Path, str], int | None] = {}  # (folder, dotted name) -> the module there
+        self._added: dict[Path, list[Path]] | None = None  # `_path_roots`
         self._reached: dict[tuple[int, bool], tuple[int, ...]] = {}  # a tuple: a third of a set
         self.package_dirs = {path.parent for path in paths if path.name == "__init__.py"}
         self.names: list[str | None] = [None] * len(results)
@@ -512,7 +537,9 @@ class Project:
             bases = [folder.parents[level - 2] if level > 1 else folder]
         else:  # the folders above are shared by every module below them: each is asked once per name
             if folder not in self._bases:
-                self._bases[folder] = [folder, *folder.parents]
+                above = [folder, *folder.parents]
+                added = self._path_roots()
+                self._bases[folder] = [*above, *(root for base in above for root in added.get(base, ()))]
             bases = self._bases[folder]
         for base in bases:
             key = (base, dotted)
@@ -522,6 +549,26 @@ class Project:
             if found is not None:
                 return [found]
         return []
+
+    def _path_roots(self) -> dict[Path, list[Path]]:
+        """Folders a module puts on ``sys.path`` relative to its own (Detectron's ``_init_paths.py``:
+        ``add_path(osp.join(osp.dirname(__file__), 'lib'))``), by the folder of that module: the scripts there
+        import from them. Only folders of the run count."""
+        if self._added is None:
+            self._added = {}
+            folders = {path.parent for path in self.paths}
+            for index, path in self._resolved:
+                text = self.results[index].original or ""
+                if "sys.path" not in text or "__file__" not in text or (tree := parse(text)) is None:
+                    continue
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "join" and len(
+                            node.args) > 1 and all(isinstance(a, ast.Constant) and isinstance(a.value, str)
+                                                   for a in node.args[1:]) and _from_here(node.args[0], tree):
+                        root = path.parent.joinpath(*(str(getattr(a, "value", "")) for a in node.args[1:])).resolve()
+                        if root in folders or root in self.package_dirs:
+                            self._added.setdefault(path.parent, []).append(root)
+        return self._added
 
     def _module_in(self, base: Path, dotted: str) -> int | None:
         target = base.joinpath(*dotted.split("."))

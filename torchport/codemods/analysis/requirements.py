@@ -156,7 +156,9 @@ def cuda_extensions(tree: ast.Module) -> frozenset[str]:
         if not kinds and not func.endswith("Extension"):
             continue
         if any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith(".cu")
-               for n in ast.walk(node)) and not kinds & {"cpp"}:
+               for n in ast.walk(node)) and not kinds & {"cpp"} or any(
+                k.arg == "with_cuda" and isinstance(k.value, ast.Constant) and k.value.value is True
+                for k in node.keywords):  # torch.utils.ffi's `create_extension(..., with_cuda=True)`
             kinds = {"cuda"}
         first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
         if isinstance(first, ast.Constant) and isinstance(first.value, str):

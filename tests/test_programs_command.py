@@ -464,6 +464,25 @@ def test_a_cuda_branch_of_a_chain_that_picks_mps_first_keeps_no_program_off_mps(
     assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
 
 
+@pytest.mark.parametrize(("otherwise", "split"), [
+    ("else:\n    args.device = 'cpu'\n", True),  # off CUDA the model stays on the CPU, the trainer moves to MPS
+    ("", False),
+])
+def test_a_choice_kept_cpu_in_one_module_splits_data_another_moves(tmp_path: Path, otherwise: str,
+                                                                   split: bool) -> None:
+    """AGCRN: Run.py keeps `if torch.cuda.is_available(): ... else: args.device = 'cpu'` (its model goes to
+    args.device) while the trainer's `output.cuda()` goes to the runtime's device: on a Mac the program keeps the
+    CPU, or model and output would be on two devices."""
+    _write(tmp_path, {
+        "trainer.py": "import torch\n\n\ndef step(model, x, label):\n    return (model(x).cuda() - label).sum()\n",
+        "run.py": "import argparse\n\nimport torch\n\nfrom trainer import step\n\nparser = argparse.ArgumentParser()\n"
+                  "parser.add_argument('--device', default='cuda:0')\nargs = parser.parse_args()\n"
+                  f"if torch.cuda.is_available():\n    torch.cuda.set_device(int(args.device[5]))\n{otherwise}"
+                  "model = torch.nn.Linear(2, 2).to(args.device)\nprint(step(model, torch.ones(2), 1))\n",
+    })
+    assert ("mps" not in _programs(tmp_path)["run.py"]["runs_on"]) is split
+
+
 def test_a_cuda_named_module_of_the_project_is_no_compiled_extension(tmp_path: Path) -> None:
     """torchquad's `utils/enable_cuda.py` is Python: its `*_cuda` name is what a CUDAExtension gets, but a module of
     the project with that name is no compiled extension. `pointnet2_cuda`, which no file of the project is, is."""
@@ -570,6 +589,20 @@ def test_a_module_looked_up_by_a_computed_name_may_run_any_of_its_names(tmp_path
         f"model = {lookup}()\nmodel.cuda()\n")
     main = _programs(tmp_path)["main.py"]
     assert main["runs_on"] == (["cuda", "xpu", "cpu"] if blocked else ["cuda", "mps", "xpu", "cpu"])
+
+
+@pytest.mark.parametrize(("check", "blocked"), [
+    ("if 'cpu' not in device and 'cuda' not in device:\n            raise ValueError", True),  # face_alignment
+    ("if device not in ('cpu', 'cuda'):\n            raise ValueError(device)", True),
+    ("if 'cuda' in device and not torch.cuda.is_available():\n            raise ValueError", False),
+    ("if device == 'tpu':\n            raise ValueError", False),  # MPS passes
+])
+def test_a_device_check_that_takes_only_the_cpu_and_cuda_blocks_mps(check: str, blocked: bool) -> None:
+    """Wav2Lip's vendored face_alignment: `FaceDetector.__init__(self, device, ...)` raises for a device that is
+    neither the CPU nor CUDA: given MPS's device, the program stops there."""
+    source = (f"import torch\n\n\nclass FaceDetector:\n    def __init__(self, device, verbose):\n        {check}\n"
+              "        self.device = device\n")
+    assert blocker(source) == ((7, "a device check that takes only the CPU and CUDA") if blocked else None)
 
 
 @pytest.mark.parametrize(("table", "blocked"), [

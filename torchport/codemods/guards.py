@@ -97,6 +97,15 @@ def _portable_cuda(name: str) -> bool:
 _TORCH_CUDA_INTERNALS = tuple(sorted(torch_facts.named("cuda_internals")))  # CUDA kernels, compiled or built here
 
 
+def _else_picks_cpu(node: cst.If) -> bool:
+    """Whether the ``else:`` of a CUDA guard sets a device to the CPU (AGCRN's ``if torch.cuda.is_available():
+    torch.cuda.set_device(...)`` / ``else: args.device = 'cpu'``): off CUDA the choice is the CPU, MPS or not."""
+    return isinstance(node.orelse, cst.Else) and any(
+        isinstance(small, cst.Assign) and isinstance(small.value, cst.SimpleString)
+        and small.value.evaluated_value == "cpu"
+        for line in node.orelse.body.body if isinstance(line, cst.SimpleStatementLine) for small in line.body)
+
+
 class _Scan(cst.CSTVisitor):
     """What a guarded block does: chooses a device or moves data, and whether anything is CUDA-only."""
 
@@ -934,7 +943,7 @@ class CudaGuard(Rule):
                     self._rewrite(m, call, "is_available" if m.has_qname(call.func, _AVAILABLE) else "device_count")
                 m.fact("choices", node)
                 return
-            if scan.chooses:
+            if scan.chooses or _else_picks_cpu(node):
                 m.fact("kept", node)
             self._keep(m, positive, node.test, HELD_CHOICE if portable else CUDA_ONLY,
                        f"CUDA guard kept as written: {m.hold}" if portable else

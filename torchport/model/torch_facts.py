@@ -523,6 +523,8 @@ TEXT = {
                       "place data by a stored device name"),
     "compares_cpu": (r"""==\s*["']cpu["']""", "text of a module that compares a value with \"cpu\": it may dispatch on "
                      "device names"),
+    "cuda_string": (r"""["']cuda["']""", "text of a module that names the device \"cuda\": it may check a device "
+                    "it is given against it"),
 }
 
 

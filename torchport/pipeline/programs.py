@@ -517,7 +517,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         for other in sorted(reach, key=lambda i: (i != index, results[i].display)):
             # what another module lacks counts where this program runs it (each step reads a text once)
             found = ((lacking(results[other].original or "", certain=True) if other == index else
-                      reached_lack(project, other, reach, certain=True)) or split_choice(results[other])
+                      reached_lack(project, other, reach, certain=True)) or split_choice(
+                         results[other], moved_elsewhere=bool((reach & carried) - {other}))
                      ) if outline(results[other].original).parses else None
             if reach & carried and flags is None:
                 flags = _cuda_flags(results)

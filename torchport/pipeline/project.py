@@ -745,12 +745,15 @@ def _stops_on_the_cpu(text: str | None) -> bool:
     return any(p.stop is not None and p.stop.kind == "cuda" for unit in units for p in unit.paths)
 
 
-def split_choice(result: FileResult) -> tuple[int, str] | None:
-    """``(line, what)`` where a file keeps its own device choice CUDA-or-CPU while it moves other data to the
-    runtime's device: on MPS its tensors would be on two devices, so its programs keep the CPU on a Mac. A
-    checkpoint loaded straight into ``load_state_dict`` moves nothing: the module copies it onto its device."""
+def split_choice(result: FileResult, moved_elsewhere: bool = False) -> tuple[int, str] | None:
+    """``(line, what)`` where a file keeps its own device choice CUDA-or-CPU while it (or, ``moved_elsewhere``,
+    another module of the same program: AGCRN's trainer) moves other data to the runtime's device: on MPS its
+    tensors would be on two devices, so its programs keep the CPU on a Mac. A checkpoint loaded straight into
+    ``load_state_dict`` moves nothing: the module copies it onto its device."""
     moves = set(result.facts.get("moves", ())) - set(result.facts.get("state_loads", ()))
-    if result.error is None and moves and result.facts.get("kept") and not result.facts.get("choices"):
+    # (a module that names MPS chooses among several backends: its choice is no CUDA-or-CPU one for others)
+    if result.error is None and (moves or moved_elsewhere and "mps" not in (result.original or "")) \
+            and result.facts.get("kept") and not result.facts.get("choices"):
         return result.facts["kept"][0], "a device choice kept CUDA-or-CPU beside data moved to the picked device"
     return None
 

@@ -100,6 +100,8 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
         found.extend(_cpu_extensions(tree) if tree is not None else [])
     if ".device.type]" in text and (tree := tree or parse(text)) is not None:
         found.extend(_device_tables(tree))
+    if "raise" in text and _NAMES_CUDA_STRING.search(text) and (tree := tree or parse(text)) is not None:
+        found.extend(_device_checks(tree))
     if any(library in text for library in _CPU_OR_CUDA_INPUTS) and (tree := tree or parse(text)) is not None:
         found.extend(_summaries(tree))
     if _WIDE_TEXT.search(text):
@@ -114,6 +116,7 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
 # numpy calls whose arrays are float64 unless given a dtype (`np.random.randn`, `RandomState(s).randn`,
 # `np.linspace`, `.astype(float)`).
 _NUMPY_MAKERS = torch_facts.text("numpy_makers")
+_NAMES_CUDA_STRING = torch_facts.text("cuda_string")
 _MAKERS = frozenset(torch_facts.words("numpy_maker"))
 _ENV_LIBRARIES = frozenset(torch_facts.words("float64_env"))
 # Tensor methods that change a dtype on the way to the device.
@@ -196,6 +199,33 @@ def _device_tables(tree: ast.Module) -> list[tuple[int, str]]:
             if tables and isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
             and node.value.id in tables and isinstance(node.slice, ast.Attribute) and node.slice.attr == "type"
             and isinstance(node.slice.value, ast.Attribute) and node.slice.value.attr == "device"]
+
+
+def _device_checks(tree: ast.Module) -> list[tuple[int, str]]:
+    """``(line, what)`` where a function given its ``device`` parameter raises for MPS's device and not for CUDA's
+    or the CPU's: face_alignment's ``FaceDetector`` (vendored by Wav2Lip): ``if 'cpu' not in device and 'cuda' not
+    in device: raise ValueError``. Each function with such a parameter is evaluated with it bound to each
+    target's device string."""
+    from torchport.model.evaluate import Evaluator
+
+    found: list[tuple[int, str]] = []
+    functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and any(a.arg == "device" for a in (*node.args.args, *node.args.kwonlyargs))
+                 and any(isinstance(n, ast.Raise) for n in ast.walk(node))]
+    if not functions:
+        return found
+    evaluators = {target: Evaluator(tree, target) for target in ("mps", "cpu", "cuda")}
+    for function in functions:
+        try:
+            ends = {target: evaluator._run_alone(function, {"device": target})  # noqa: SLF001
+                    for target, evaluator in evaluators.items()}
+        except RecursionError:
+            continue
+        raised = [p.stop for p in ends["mps"] if p.stop is not None and p.stop.kind == "raise"]
+        if raised and len(raised) == len(ends["mps"]) and all(
+                any(p.stop is None or p.stop.kind != "raise" for p in ends[t]) for t in ("cpu", "cuda")):
+            found.append((raised[0].line, "a device check that takes only the CPU and CUDA"))
+    return found
 
 
 def _data_parallel_fed(tree: ast.Module) -> bool:

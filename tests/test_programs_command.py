@@ -483,6 +483,22 @@ def test_a_choice_kept_cpu_in_one_module_splits_data_another_moves(tmp_path: Pat
     assert ("mps" not in _programs(tmp_path)["run.py"]["runs_on"]) is split
 
 
+@pytest.mark.parametrize(("name", "test", "gets_it"), [
+    ("test_MSMT.py", "", True),  # Person_reID: an evaluation script named like a test, none of its own
+    ("test_model.py", "\n\ndef test_it():\n    assert True\n", False),  # pytest runs it with other modules
+])
+def test_a_script_named_like_a_test_gets_avoid_mps_unless_it_has_tests(tmp_path: Path, name: str, test: str,
+                                                                       gets_it: bool) -> None:
+    _write(tmp_path, {
+        "model.py": "import torch\n\n\ndef features(x):\n    return x.cuda().sum()\n",
+        name: "import torch\n\nfrom model import features\n\nuse_gpu = torch.cuda.is_available()\n"
+              "net = torch.nn.Linear(2, 2)\nif use_gpu:\n    net = net.cuda()\n"
+              f"if __name__ == '__main__':\n    print(features(net(torch.ones(2))))\n{test}",
+    })
+    rewrites = {r["code"] for r in _migrated(tmp_path)[name]["rewrites"]}
+    assert ("TP019" in rewrites) is gets_it
+
+
 def test_a_cuda_named_module_of_the_project_is_no_compiled_extension(tmp_path: Path) -> None:
     """torchquad's `utils/enable_cuda.py` is Python: its `*_cuda` name is what a CUDAExtension gets, but a module of
     the project with that name is no compiled extension. `pointnet2_cuda`, which no file of the project is, is."""

@@ -487,10 +487,12 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
     reasons: dict[int, str] = {}
     flags: set[str] | None = None
     for index, result in enumerate(results):
-        if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019") \
-                or _TEST_FILE.match(result.path.name):
-            continue  # a test module runs in a process with many others (fairscale's test_gossip has a `__main__`)
+        if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019"):
+            continue
         module, name = outline(result.original), project.names[index]
+        if _TEST_FILE.match(result.path.name) and module.tests:
+            continue  # a test module runs in a process with many others (fairscale's test_gossip has a `__main__`;
+            # Person_reID's test_MSMT.py, with no test of its own, is a script)
         if not module.parses or not (module.script or _kind(result, module, name, scripts, is_imported(index)) in (
                 "script", "console-script")):
             continue  # a `__main__` block, a console script, or top-level work in a module nothing imports

@@ -621,6 +621,37 @@ def test_a_device_check_that_takes_only_the_cpu_and_cuda_blocks_mps(check: str, 
     assert blocker(source) == ((7, "a device check that takes only the CPU and CUDA") if blocked else None)
 
 
+@pytest.mark.parametrize(("detector", "blocked"), [("'sfd'", True), ("'dlib'", False)])
+def test_what_a_function_the_program_runs_imports_when_it_runs_counts_for_mps(tmp_path: Path, detector: str,
+                                                                             blocked: bool) -> None:
+    """Wav2Lip's face_alignment: `FaceAlignment.__init__` imports `'face_detection.detection.' + face_detector`
+    (`'sfd'` by default), whose base `FaceDetector` raises for a device that is neither the CPU nor CUDA: the
+    program keeps the CPU on a Mac, and gets `tp.avoid_mps`."""
+    _write(tmp_path, {
+        "face_detection/__init__.py": "from .api import FaceAlignment\n",
+        "face_detection/api.py": "class FaceAlignment:\n"
+                                 f"    def __init__(self, device='cuda', face_detector={detector}):\n"
+                                 "        module = __import__('face_detection.detection.' + face_detector, globals(), "
+                                 "locals(), [face_detector], 0)\n"
+                                 "        self.detector = module.FaceDetector(device=device)\n",
+        "face_detection/detection/__init__.py": "",
+        "face_detection/detection/core.py": "class FaceDetector:\n    def __init__(self, device):\n"
+                                            "        if 'cpu' not in device and 'cuda' not in device:\n"
+                                            "            raise ValueError(device)\n",
+        "face_detection/detection/sfd.py": "from .core import FaceDetector\n",
+        "face_detection/detection/dlib.py": "class FaceDetector:\n    def __init__(self, device):\n"
+                                            "        self.device = device\n",
+        "inference.py": "import torch\n\nimport face_detection\n\n\ndef detect(device):\n"
+                        "    return face_detection.FaceAlignment(device=device)\n\n\nif __name__ == '__main__':\n"
+                        "    device = 'cuda' if torch.cuda.is_available() else 'cpu'\n    detect(device)\n"
+                        "    print(torch.ones(2).cuda())\n",
+    })
+    found = _programs(tmp_path)["inference.py"]
+    assert ("mps" not in found["runs_on"]) is blocked
+    if blocked:
+        assert [(b["path"], b["line"]) for b in found["blockers"]] == [("face_detection/detection/core.py", 4)]
+
+
 @pytest.mark.parametrize(("table", "blocked"), [
     ('{"cpu": isotonic_cpu, "cuda": isotonic_cuda}', True),
     ('{"cpu": isotonic_cpu, "cuda": isotonic_cuda, "mps": isotonic_mps}', False),

@@ -47,6 +47,7 @@ from torchport.pipeline.project import (
     lacking,
     outline,
     parse,
+    program_names,
     reached_lack,
     remembered,
     split_choice,
@@ -242,6 +243,15 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                 program.blockers.extend(Blocker(target, need.reason, shown, need.line, chain=hops)
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)
+        if "mps" not in {b.target for b in program.blockers}:
+            # what the functions the program runs import when they run: what MPS lacks there keeps a Mac on the CPU
+            live = program_names(project, reach)
+            for index in sorted(project.live_imports(always, live), key=lambda i: str(results[i].path)):
+                if outline(results[index].original).parses and (
+                        lacks := reached_lack(project, index, [*reach, index])) is not None:
+                    program.blockers.append(Blocker("mps", f"uses {lacks[1]}, {_LACKS}: on a Mac it runs on the CPU",
+                                                    shown_as(index), lacks[0]))
+                    break
         for chain in arms:  # an `if`/`else` every arm of which imports what needs CUDA: no way around it
             first = [next(((i, n) for i in sorted(arm, key=lambda i: str(results[i].path))
                            for n in needs(i, False, program.reached)

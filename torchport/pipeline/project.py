@@ -81,7 +81,8 @@ class Outline:
     ``works_at_top``: a call or loop at its top level (`works_at_top`); ``tests``: a top-level function or class
     named ``test*``; ``defines``: a top-level function or class. ``main``: the imports its ``__main__`` block always
     runs; ``arms``: per ``if``/``elif``/``else`` chain that runs whenever it does (at the top or in that block), whose
-    every arm imports, the imports of each arm: one of them runs.
+    every arm imports, the imports of each arm: one of them runs. ``inside``: per top-level function or class, the
+    imports its body (a method's) always runs when it runs, dynamic ones too (`Project.live_imports`).
     """
 
     parses: bool
@@ -93,6 +94,7 @@ class Outline:
     defines: bool = False
     main: tuple[Imported, ...] = ()
     arms: tuple[tuple[tuple[Imported, ...], ...], ...] = ()
+    inside: tuple[tuple[str, tuple[Imported, ...]], ...] = ()
 
 
 @contextmanager
@@ -169,10 +171,18 @@ def _outline(text: str) -> Outline:
             dynamic[id(n)] for n in ast.walk(s) if id(n) in dynamic] if dynamic and not isinstance(
                 s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else []))
 
+    def inside(definition: ast.stmt) -> tuple[Imported, ...]:
+        bodies = [definition] if isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)) else [
+            s for s in getattr(definition, "body", ()) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        return tuple(found for function in bodies for s in always_run(function.body)
+                     for found in ([imports[id(s)]] if id(s) in imports else
+                                   [dynamic[id(n)] for n in ast.walk(s) if id(n) in dynamic]))
+
     return Outline(True, (*imports.values(), *dynamic.values()), run(always_run(tree.body)),
                    is_script(tree), works_at_top(tree), any(is_test(s) for s in defines), bool(defines),
                    run(run_main),
-                   tuple(arms for s in chains if (arms := _arms(s, imports))))
+                   tuple(arms for s in chains if (arms := _arms(s, imports))),
+                   tuple((d.name, found) for d in defines if (found := inside(d))))
 
 
 def _dynamic_imports(tree: ast.Module) -> Iterator[tuple[int, Imported]]:
@@ -182,6 +192,11 @@ def _dynamic_imports(tree: ast.Module) -> Iterator[tuple[int, Imported]]:
     from torchport.codemods.analysis.defaults import option_defaults  # only for a module that imports by name
 
     defaults = dict(option_defaults(tree))
+    parameters: dict[str, object] = {}  # a parameter's string default (face_alignment's `face_detector='sfd'`)
+    for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        for arg, default in zip(function.args.args[::-1], function.args.defaults[::-1], strict=False):
+            value = default.value if isinstance(default, ast.Constant) else None
+            parameters[arg.arg] = value if parameters.get(arg.arg, value) == value else None
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
         name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
         if name not in ("import_module", "__import__") or not call.args:
@@ -189,6 +204,10 @@ def _dynamic_imports(tree: ast.Module) -> Iterator[tuple[int, Imported]]:
         given = call.args[0]
         module = given.value if isinstance(given, ast.Constant) else defaults.get(given.attr) if isinstance(
             given, ast.Attribute) else None
+        if isinstance(given, ast.BinOp) and isinstance(given.op, ast.Add) and isinstance(given.left, ast.Constant) \
+                and isinstance(given.right, ast.Name) and isinstance(given.left.value, str) \
+                and isinstance(tail := parameters.get(given.right.id), str):
+            module = given.left.value + tail  # `__import__('face_detection.detection.' + face_detector)`
         if isinstance(module, str) and module and not module.startswith(".") and all(
                 part.isidentifier() for part in module.split(".")):
             yield id(call), Imported(False, None, 0, ((module, None),), call.lineno)
@@ -451,6 +470,23 @@ class Project:
             at = previous[0]
         chain.append((entry, firsts[at]))
         return chain[::-1]
+
+    def live_imports(self, modules: Iterable[int], live: frozenset[str]) -> set[int]:
+        """The files that the functions and classes of ``modules`` named in ``live`` (`program_names`) always import
+        when they run (Wav2Lip's ``FaceAlignment.__init__``: ``__import__('face_detection.detection.' +
+        face_detector)``, ``'sfd'`` by default), with what those always import; not ``modules`` themselves."""
+        given = set(modules)
+        found: set[int] = set()
+        todo = list(given)
+        while todo:
+            index = todo.pop()
+            for name, nodes in outline(self.results[index].original).inside:
+                if name in live:
+                    for other in self.resolved(index, nodes):
+                        for reached in self.reach(other, always=True) - given - found:
+                            found.add(reached)
+                            todo.append(reached)
+        return found
 
     def run_as_script(self, entry: int) -> tuple[set[int], list[list[set[int]]]]:
         """What file ``entry`` cannot avoid when run as a program: the files it always reaches (its ``__main__``

@@ -483,6 +483,23 @@ def test_a_choice_kept_cpu_in_one_module_splits_data_another_moves(tmp_path: Pat
     assert ("mps" not in _programs(tmp_path)["run.py"]["runs_on"]) is split
 
 
+def test_a_move_in_a_function_the_program_never_names_splits_nothing(tmp_path: Path) -> None:
+    """Wav2Lip's wav2lip_train.py imports the discriminator module whose `perceptual_forward` moves data to the
+    runtime's device, but only hq_wav2lip_train.py calls it: its CUDA-or-CPU choice splits nothing."""
+    choice = ("import torch\n\nfrom disc import {name}\n\nuse_cuda = torch.cuda.is_available()\n"
+              "print('use_cuda: {{}}'.format(use_cuda))\ndevice = torch.device('cuda' if use_cuda else 'cpu')\n"
+              "model = torch.nn.Linear(2, 2).to(device)\nprint({name}(model(torch.ones(2))))\n")
+    _write(tmp_path, {
+        "disc.py": "import torch\n\n\ndef perceptual_forward(x):\n    return x.cuda()\n\n\n"
+                   "def plain(x):\n    return x\n",
+        "train.py": choice.format(name="plain"),
+        "hq_train.py": choice.format(name="perceptual_forward"),
+    })
+    found = _programs(tmp_path)
+    assert "mps" not in found["hq_train.py"]["runs_on"]
+    assert found["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
 @pytest.mark.parametrize(("name", "test", "gets_it"), [
     ("test_MSMT.py", "", True),  # Person_reID: an evaluation script named like a test, none of its own
     ("test_model.py", "\n\ndef test_it():\n    assert True\n", False),  # pytest runs it with other modules

@@ -530,7 +530,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             # what another module lacks counts where this program runs it (each step reads a text once)
             found = ((lacking(results[other].original or "", certain=True) if other == index else
                       reached_lack(project, other, reach, certain=True)) or split_choice(
-                         results[other], moved_elsewhere=bool((reach & carried) - {other}))
+                         results[other], moved_elsewhere=any(project.runs_line(i, results[i].facts["moves"], reach)
+                                                             for i in (reach & carried) - {other}))
                      ) if outline(results[other].original).parses else None
             if reach & carried and flags is None:
                 flags = _cuda_flags(results)

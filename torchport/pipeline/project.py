@@ -471,6 +471,22 @@ class Project:
         chain.append((entry, firsts[at]))
         return chain[::-1]
 
+    def runs_line(self, index: int, lines: Iterable[int], reach: Iterable[int]) -> bool:
+        """Whether a program of modules ``reach`` may run one of ``lines`` of file ``index``: one at its top level,
+        or in a function or class the program names (`program_names`). Wav2Lip's ``perceptual_forward`` moves data
+        only for the one training script that calls it."""
+        spans = _names(self.results[index].original or "").spans
+        live: frozenset[str] | None = None
+        for line in lines:
+            name = next((n for first, last, n in spans if first <= line <= last), None)
+            if name is None:
+                return True
+            if live is None:
+                live = program_names(self, reach)
+            if name in live:
+                return True
+        return False
+
     def live_imports(self, modules: Iterable[int], live: frozenset[str]) -> set[int]:
         """The files that the functions and classes of ``modules`` named in ``live`` (`program_names`) always import
         when they run (Wav2Lip's ``FaceAlignment.__init__``: ``__import__('face_detection.detection.' +

@@ -491,13 +491,19 @@ def test_a_move_in_a_function_the_program_never_names_splits_nothing(tmp_path: P
               "model = torch.nn.Linear(2, 2).to(device)\nprint({name}(model(torch.ones(2))))\n")
     _write(tmp_path, {
         "disc.py": "import torch\n\n\ndef perceptual_forward(x):\n    return x.cuda()\n\n\n"
-                   "def plain(x):\n    return x\n",
+                   "def plain(x):\n    return x\n\n\nclass Reader:\n    def cuda(self):\n"
+                   "        self.net = torch.nn.Linear(2, 2).cuda()\n",
         "train.py": choice.format(name="plain"),
         "hq_train.py": choice.format(name="perceptual_forward"),
+        # DrQA's predict.py: `if args.cuda: predictor.cuda()`; off CUDA the port calls no `cuda` method
+        "predict.py": choice.format(name="plain") + "reader = Reader()\nif use_cuda:\n    reader.cuda()\n",
     })
+    (tmp_path / "predict.py").write_text((tmp_path / "predict.py").read_text().replace(
+        "from disc import plain", "from disc import Reader, plain"))
     found = _programs(tmp_path)
     assert "mps" not in found["hq_train.py"]["runs_on"]
     assert found["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    assert found["predict.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
 
 
 @pytest.mark.parametrize(("name", "test", "gets_it"), [

@@ -475,9 +475,16 @@ class Project:
         """Whether a program of modules ``reach`` may run one of ``lines`` of file ``index``: one at its top level,
         or in a function or class the program names (`program_names`). Wav2Lip's ``perceptual_forward`` moves data
         only for the one training script that calls it."""
-        spans = _names(self.results[index].original or "").spans
+        text = self.results[index].original or ""
+        spans = _names(text).spans
         live: frozenset[str] | None = None
+        tree = parse(text)
+        # a method named `cuda` runs only where `.cuda()` is kept as written (on CUDA): the port calls `.to` elsewhere
+        own = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
+               and n.name == "cuda"] if tree is not None else []
         for line in lines:
+            if any(first <= line <= last for first, last in own):
+                continue
             name = next((n for first, last, n in spans if first <= line <= last), None)
             if name is None:
                 return True

@@ -539,6 +539,14 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             if lacks is not None:
                 reasons[index] = f"{lacks[1]}, {shown(other, index)}:{lacks[0]}"
                 break
+        if index not in reasons:  # what the functions it runs import when they run (`Programs`' same check)
+            everything = project.reach(index)
+            for other in sorted(project.live_imports(reach, program_names(project, everything)),
+                                key=lambda i: results[i].display):
+                if outline(results[other].original).parses and (lacks := reached_lack(
+                        project, other, [*everything, other], certain=True)) is not None:
+                    reasons[index] = f"{lacks[1]}, {shown(other, index)}:{lacks[0]}"
+                    break
     has_call = {i for i in reasons} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")}
     return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
 

@@ -673,6 +673,7 @@ def test_what_a_function_the_program_runs_imports_when_it_runs_counts_for_mps(tm
     assert ("mps" not in found["runs_on"]) is blocked
     if blocked:
         assert [(b["path"], b["line"]) for b in found["blockers"]] == [("face_detection/detection/core.py", 4)]
+    assert ("TP019" in {r["code"] for r in _migrated(tmp_path)["inference.py"]["rewrites"]}) is blocked
 
 
 @pytest.mark.parametrize(("table", "blocked"), [

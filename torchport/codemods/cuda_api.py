@@ -464,7 +464,9 @@ class LoadMapLocation(Rule):
                 "import torch\nstate = torch.load(path, map_location=tp.map_location({'cuda:1': 'cuda:0'}))\n"),
         Example("import torch\nstate = torch.load(path, map_location='cpu')\n"),
         Example("import torch\nstate = torch.load(path, map_location=lambda s, loc: s.cuda(rank))\n",
-                "import torch\nstate = torch.load(path, map_location=tp.map_location(lambda s, loc: s.cuda(rank)))\n"),
+                "import torch\nstate = torch.load(path, map_location=tp.device(rank))\n"),
+        Example("import torch\nstate = torch.load(path, map_location=lambda s, loc: s.cuda(loc))\n",
+                "import torch\nstate = torch.load(path, map_location=tp.map_location(lambda s, loc: s.cuda(loc)))\n"),
         Example("import torch\nmap_location = {'cuda:%d' % 0: 'cuda:%d' % rank}\n"
                 "state = torch.load(path, map_location=map_location)\n",
                 "import torch\nmap_location = tp.map_location({'cuda:%d' % 0: 'cuda:%d' % rank})\n"
@@ -537,7 +539,11 @@ class LoadMapLocation(Rule):
                         or not m.apply(self.code, old.value):
                     return None
                 args = list(updated.args)
-                args[index] = arg.with_changes(value=m.runtime_call("map_location", [arg.value]))
+                moved = _storages_moved_to(old.value)
+                # `lambda storage, loc: storage.cuda(device_id)` moves every storage to one CUDA device: that device
+                # is the mapping (the runtime's callable wrapper would still call `.cuda` off CUDA)
+                args[index] = arg.with_changes(value=m.runtime_call("device", moved) if moved is not None else
+                                               m.runtime_call("map_location", [arg.value]))
                 return updated.with_changes(args=args)
         if not updated.args or updated.args[0].keyword is not None:
             return None
@@ -632,6 +638,32 @@ class _Strings(cst.CSTVisitor):
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         self.found.append(node)
+
+
+def _storages_moved_to(node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """The arguments of ``.cuda(...)`` where ``node`` is ``lambda storage, loc: storage.cuda(...)``, each argument
+    naming neither parameter (``s.cuda(rank)``: every storage goes to CUDA device ``rank``); else None."""
+    if not isinstance(node, cst.Lambda) or len(node.params.params) != 2 or not isinstance(node.body, cst.Call):
+        return None
+    func, first = node.body.func, node.params.params[0].name.value
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda" and isinstance(func.value, cst.Name)
+            and func.value.value == first) or len(node.body.args) > 1 or any(a.keyword or a.star
+                                                                              for a in node.body.args):
+        return None
+    used = {n.value for a in node.body.args for n in _names_in(a.value)}
+    params = {p.name.value for p in node.params.params}
+    return None if used & params else [a.value for a in node.body.args]
+
+
+def _names_in(node: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            found.append(name)
+
+    node.visit(_Collect())
+    return found
 
 
 def _names_cuda_mapping(node: cst.BaseExpression) -> bool:

@@ -650,20 +650,11 @@ def _storages_moved_to(node: cst.BaseExpression) -> list[cst.BaseExpression] | N
             and func.value.value == first) or len(node.body.args) > 1 or any(a.keyword or a.star
                                                                               for a in node.body.args):
         return None
-    used = {n.value for a in node.body.args for n in _names_in(a.value)}
     params = {p.name.value for p in node.params.params}
-    return None if used & params else [a.value for a in node.body.args]
-
-
-def _names_in(node: cst.CSTNode) -> list[cst.Name]:
-    found: list[cst.Name] = []
-
-    class _Collect(cst.CSTVisitor):
-        def visit_Name(self, name: cst.Name) -> None:
-            found.append(name)
-
-    node.visit(_Collect())
-    return found
+    if any(cst.ensure_type(n, cst.Name).value in params
+           for a in node.body.args for n in matchers.findall(a.value, matchers.Name())):
+        return None
+    return [a.value for a in node.body.args]
 
 
 def _names_cuda_mapping(node: cst.BaseExpression) -> bool:

@@ -231,7 +231,7 @@ class Evaluator:
                 if isinstance(unit.node, ast.FunctionDef) and unit.skipped is None and unit.paths and (
                         fixed := self._always_false(unit.node)):
                     self._forks = 0
-                    found[index] = Unit(unit.node, self._run_alone(unit.node, fixed))
+                    found[index] = Unit(unit.node, self.run_alone(unit.node, fixed))
             self._unreached_helpers(found)
         return found
 
@@ -332,7 +332,7 @@ class Evaluator:
         if isinstance(node, ast.ClassDef):  # unittest's `setUpClass` that raises SkipTest without CUDA
             for method in node.body:
                 if isinstance(method, ast.FunctionDef) and method.name in ("setUp", "setUpClass"):
-                    paths = self._run_alone(method)
+                    paths = self.run_alone(method)
                     if paths and all(p.stop is not None and p.stop.kind in ("gate", "skip") for p in paths):
                         return Stop("gate", method.lineno, f"its `{method.name}` skips it")
         return None
@@ -341,10 +341,10 @@ class Evaluator:
         stop = self._skipped(node, outer)
         if stop is not None:
             return Unit(node, [], stop)
-        return Unit(node, self._run_alone(node))
+        return Unit(node, self.run_alone(node))
 
-    def _run_alone(self, node: ast.FunctionDef | ast.AsyncFunctionDef,
-                   fixed: dict[str, object] | None = None) -> list[Path]:
+    def run_alone(self, node: ast.FunctionDef | ast.AsyncFunctionDef,
+                  fixed: dict[str, object] | None = None) -> list[Path]:
         """The paths of a function run on its own: its parameters unknown (bar those ``fixed``), in its class (a
         method)."""
         self._classes.append(self._methods.get(id(node)))
@@ -406,7 +406,7 @@ class Evaluator:
                 if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not _sets_self(method):
                     continue
                 self._forks = 0
-                for path in self._run_alone(method):
+                for path in self.run_alone(method):
                     for key, value in path.env.items():
                         if key.startswith("self.") and key.count(".") == 1:
                             values.setdefault(key, []).append(value)

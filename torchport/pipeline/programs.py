@@ -45,9 +45,9 @@ from torchport.pipeline.project import (
     Project,
     fewer_collections,
     lacking,
+    live_lack,
     outline,
     parse,
-    program_names,
     reached_lack,
     remembered,
     split_choice,
@@ -243,15 +243,11 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                 program.blockers.extend(Blocker(target, need.reason, shown, need.line, chain=hops)
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)
-        if "mps" not in {b.target for b in program.blockers}:
+        if "mps" not in {b.target for b in program.blockers} and (lived := live_lack(project, always, reach)):
             # what the functions the program runs import when they run: what MPS lacks there keeps a Mac on the CPU
-            live = program_names(project, reach)
-            for index in sorted(project.live_imports(always, live), key=lambda i: str(results[i].path)):
-                if outline(results[index].original).parses and (
-                        lacks := reached_lack(project, index, [*reach, index])) is not None:
-                    program.blockers.append(Blocker("mps", f"uses {lacks[1]}, {_LACKS}: on a Mac it runs on the CPU",
-                                                    shown_as(index), lacks[0]))
-                    break
+            index, (line, what) = lived
+            program.blockers.append(Blocker("mps", f"uses {what}, {_LACKS}: on a Mac it runs on the CPU",
+                                            shown_as(index), line))
         for chain in arms:  # an `if`/`else` every arm of which imports what needs CUDA: no way around it
             first = [next(((i, n) for i in sorted(arm, key=lambda i: str(results[i].path))
                            for n in needs(i, False, program.reached)
@@ -526,12 +522,14 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             group = f"{shown(index, index)}:{_group_line(trees[index])}"
             reasons[index] = f"a process group, which takes no MPS tensors, {group}"
             continue
+        # the modules whose moves to the runtime's device this program runs (`split_choice`), read once
+        running = {i for i in reach & carried if project.runs_line(i, results[i].facts["moves"], reach)} if any(
+            results[i].facts.get("kept") for i in reach) else set()
         for other in sorted(reach, key=lambda i: (i != index, results[i].display)):
             # what another module lacks counts where this program runs it (each step reads a text once)
             found = ((lacking(results[other].original or "", certain=True) if other == index else
                       reached_lack(project, other, reach, certain=True)) or split_choice(
-                         results[other], moved_elsewhere=any(project.runs_line(i, results[i].facts["moves"], reach)
-                                                             for i in (reach & carried) - {other}))
+                         results[other], moved_elsewhere=bool(running - {other}))
                      ) if outline(results[other].original).parses else None
             if reach & carried and flags is None:
                 flags = _cuda_flags(results)
@@ -539,14 +537,9 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             if lacks is not None:
                 reasons[index] = f"{lacks[1]}, {shown(other, index)}:{lacks[0]}"
                 break
-        if index not in reasons:  # what the functions it runs import when they run (`Programs`' same check)
-            everything = project.reach(index)
-            for other in sorted(project.live_imports(reach, program_names(project, everything)),
-                                key=lambda i: results[i].display):
-                if outline(results[other].original).parses and (lacks := reached_lack(
-                        project, other, [*everything, other], certain=True)) is not None:
-                    reasons[index] = f"{lacks[1]}, {shown(other, index)}:{lacks[0]}"
-                    break
+        if index not in reasons and (lived := live_lack(project, reach, project.reach(index), certain=True)):
+            other, (line, what) = lived  # what the functions it runs import when they run, as `programs` reads it
+            reasons[index] = f"{what}, {shown(other, index)}:{line}"
     has_call = {i for i in reasons} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")}
     return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
 

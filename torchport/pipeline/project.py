@@ -297,16 +297,15 @@ def _registries(definition: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDe
             yield method.value.id
 
 
-def _from_here(base: ast.expr, tree: ast.Module) -> bool:
-    """Whether ``base`` is the folder of the module's own file: an expression naming ``__file__``, or a name the
-    module binds to one (``this_dir = osp.dirname(__file__)``)."""
-    def names_file(node: ast.expr) -> bool:
-        return any(isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(node))
+def _names_file(node: ast.expr) -> bool:
+    """Whether ``node`` reads ``__file__``."""
+    return any(isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(node))
 
-    if isinstance(base, ast.Name):
-        return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == base.id for t in n.targets)
-                   and names_file(n.value) for n in ast.walk(tree))
-    return names_file(base)
+
+def _file_names(tree: ast.Module) -> set[str]:
+    """The names the module binds to a value read from ``__file__`` (``this_dir = osp.dirname(__file__)``)."""
+    return {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and _names_file(n.value)
+            for t in n.targets if isinstance(t, ast.Name)}
 
 
 def used(node: ast.AST, strings: bool = False) -> Iterator[str]:
@@ -620,11 +619,16 @@ class Project:
                 text = self.results[index].original or ""
                 if "sys.path" not in text or "__file__" not in text or (tree := parse(text)) is None:
                     continue
+                here = _file_names(tree)  # `join(this_dir, 'lib')` or `join(dirname(__file__), 'lib')`
                 for node in ast.walk(tree):
-                    if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "join" and len(
-                            node.args) > 1 and all(isinstance(a, ast.Constant) and isinstance(a.value, str)
-                                                   for a in node.args[1:]) and _from_here(node.args[0], tree):
-                        root = path.parent.joinpath(*(str(getattr(a, "value", "")) for a in node.args[1:])).resolve()
+                    if not (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "join"
+                            and len(node.args) > 1):
+                        continue
+                    base, parts = node.args[0], [a.value for a in node.args[1:]
+                                                 if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                    if len(parts) == len(node.args) - 1 and (
+                            base.id in here if isinstance(base, ast.Name) else _names_file(base)):
+                        root = path.parent.joinpath(*parts).resolve()
                         if root in folders or root in self.package_dirs:
                             self._added.setdefault(path.parent, []).append(root)
         return self._added
@@ -670,6 +674,20 @@ def reached_lack(project: Project, other: int, reach: Iterable[int], certain: bo
         off = _off_by_default(tree, {line for line, _ in used}, project, reach)
         used = [(line, what) for line, what in used if line not in off]
     return used[0] if used else None
+
+
+def live_lack(project: Project, modules: Iterable[int], reach: Iterable[int],
+              certain: bool = False) -> tuple[int, tuple[int, str]] | None:
+    """The first module (by path) that the functions and classes a program of modules ``reach`` runs import when
+    they run (`Project.live_imports` from ``modules``, the ones it always imports) and what MPS lacks there
+    (`reached_lack`): ``(module, (line, what))``, or None."""
+    reach = list(reach)
+    for other in sorted(project.live_imports(modules, program_names(project, reach)),
+                        key=lambda i: str(project.results[i].path)):
+        if outline(project.results[other].original).parses and (
+                found := reached_lack(project, other, [*reach, other], certain)) is not None:
+            return other, found
+    return None
 
 
 def _off_by_default(tree: ast.Module, lines: set[int], project: Project, reach: Iterable[int]) -> set[int]:

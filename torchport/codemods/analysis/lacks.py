@@ -217,7 +217,7 @@ def _device_checks(tree: ast.Module) -> list[tuple[int, str]]:
     evaluators = {target: Evaluator(tree, target) for target in ("mps", "cpu", "cuda")}
     for function in functions:
         try:
-            ends = {target: evaluator._run_alone(function, {"device": target})  # noqa: SLF001
+            ends = {target: evaluator.run_alone(function, {"device": target})
                     for target, evaluator in evaluators.items()}
         except RecursionError:
             continue

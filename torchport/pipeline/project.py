@@ -26,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
@@ -43,6 +44,7 @@ _DYNAMIC_IMPORT = torch_facts.text("dynamic_import")
 _OUTLINES: dict[str, Outline] = {}
 _LACKING: dict[tuple[str, bool], tuple[tuple[int, str], ...]] = {}
 _NAMES: dict[str, _Names] = {}
+_JOINED: dict[str, list[tuple[str, ...]]] = {}  # `_joined_here`
 _MEMO_LIMIT = 20_000
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -295,6 +297,24 @@ def _registries(definition: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDe
         if isinstance(method, ast.Attribute) and method.attr.startswith("register") and isinstance(
                 method.value, ast.Name):
             yield method.value.id
+
+
+def _joined_here(text: str) -> list[tuple[str, ...]]:
+    """The folders below its own that a module's ``text`` joins paths to: ``('lib',)`` for ``osp.join(this_dir,
+    'lib')`` where ``this_dir = osp.dirname(__file__)``, or ``osp.join(osp.dirname(__file__), 'lib')``."""
+    tree = parse(text)
+    if tree is None:
+        return []
+    here = _file_names(tree)
+    found: list[tuple[str, ...]] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "join" and len(node.args) > 1):
+            continue
+        base, parts = node.args[0], [a.value for a in node.args[1:]
+                                     if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if len(parts) == len(node.args) - 1 and (base.id in here if isinstance(base, ast.Name) else _names_file(base)):
+            found.append(tuple(parts))
+    return found
 
 
 def _names_file(node: ast.expr) -> bool:
@@ -617,20 +637,12 @@ class Project:
             folders = {path.parent for path in self.paths}
             for index, path in self._resolved:
                 text = self.results[index].original or ""
-                if "sys.path" not in text or "__file__" not in text or (tree := parse(text)) is None:
+                if "sys.path" not in text or "__file__" not in text:
                     continue
-                here = _file_names(tree)  # `join(this_dir, 'lib')` or `join(dirname(__file__), 'lib')`
-                for node in ast.walk(tree):
-                    if not (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "join"
-                            and len(node.args) > 1):
-                        continue
-                    base, parts = node.args[0], [a.value for a in node.args[1:]
-                                                 if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-                    if len(parts) == len(node.args) - 1 and (
-                            base.id in here if isinstance(base, ast.Name) else _names_file(base)):
-                        root = path.parent.joinpath(*parts).resolve()
-                        if root in folders or root in self.package_dirs:
-                            self._added.setdefault(path.parent, []).append(root)
+                for parts in remembered(_JOINED, text, partial(_joined_here, text)):
+                    root = path.parent.joinpath(*parts).resolve()
+                    if root in folders or root in self.package_dirs:
+                        self._added.setdefault(path.parent, []).append(root)
         return self._added
 
     def _module_in(self, base: Path, dotted: str) -> int | None:

@@ -376,3 +376,44 @@ def test_a_program_that_stops_off_cuda_in_the_original_too_is_left_whole(tmp_pat
     assert train["runs_on"] == ["cuda"]
     assert {(b["target"], b["line"]) for b in train["blockers"]} == {("mps", 15), ("xpu", 15), ("cpu", 15)}
     assert "`ngpus_per_node` is bound only where a device query is true" in train["blockers"][0]["reason"]
+
+
+def test_an_object_whose_class_moves_itself_keeps_its_own_cuda_where_a_caller_passed_it(tmp_path: Path) -> None:
+    # XLM's GLUE(embedder, ...): `self.embedder = copy.deepcopy(self._embedder)` holds a SentenceEmbedder, whose
+    # own `cuda()` (ported inside) has no `.to()`: `.to(tp.device())` there would raise AttributeError on CUDA too
+    folder = _ported("own_cuda_passed", tmp_path)
+    task = (folder / "lib" / "task.py").read_text()
+    assert "        self.embedder.cuda()\n" in task and "x = torch.ones(2, self.width).to(tp.device())" in task
+    assert "self.model.to(tp.device())" in (folder / "lib" / "embedder.py").read_text()
+    done = _run(folder, "main.py")
+    assert done.returncode == 0 and "result True" in done.stdout, done.stderr
+
+
+def test_a_project_extension_with_cpu_and_cuda_kernels_keeps_a_mac_on_the_cpu(tmp_path: Path) -> None:
+    # chamferdist: `CppExtension`, or `CUDAExtension` where nvcc is; its kernels are the CPU's and CUDA's, so a
+    # tensor on MPS (or an XPU) meets none, and the CPU's would read its memory as the host's
+    folder = _ported("cpu_cuda_extension", tmp_path)
+    example = (folder / "example.py").read_text()
+    assert "tp.avoid_mps(\"a compiled extension's kernels (`knn._C`: the CPU's and CUDA's alone), " \
+           "knn/search.py:3\")" in example and "torch.rand(8, 3).to(tp.device())" in example
+    done = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
+    program = next(p for p in json.loads(done.stdout)["programs"] if p["path"] == "example.py")
+    assert program["runs_on"] == ["cuda", "cpu"]
+    assert {(b["target"], b["path"], b["line"]) for b in program["blockers"]} == {
+        ("mps", "knn/search.py", 3), ("xpu", "knn/search.py", 3)}
+
+
+def test_a_batch_moved_only_where_cuda_is_keeps_a_mac_on_the_cpu(tmp_path: Path) -> None:
+    # reid-strong-baseline: the config's device becomes the runtime's, but `img.to(device) if
+    # torch.cuda.device_count() >= 1 else img` leaves batches on the CPU off CUDA: on MPS the model and its inputs
+    # would be on two devices, so the program keeps the CPU on a Mac
+    folder = _ported("kept_data_move", tmp_path)
+    train = (folder / "train.py").read_text()
+    # above `import defaults`, whose config default picks the runtime's device when imported
+    assert 'tp.avoid_mps("a device choice kept CUDA-or-CPU beside data moved to the picked device, trainer.py:7")' \
+        "\n\nimport defaults\n" in train
+    assert (folder / "trainer.py").read_text() == (PROJECTS / "kept_data_move" / "trainer.py").read_text()
+    done = _run(folder, "train.py")
+    assert done.returncode == 0 and "sum True" in done.stdout, done.stderr
+    on_a_mac = _run(folder, "-c", ON_A_MAC, "train.py")
+    assert on_a_mac.returncode == 0 and "sum True" in on_a_mac.stdout, on_a_mac.stderr

@@ -231,6 +231,12 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      "def load(a):\n    return torch.from_numpy(a).to(device)\n", None),
     ("def load(a):\n    b = a.astype(np.float64)\n    return torch.from_numpy(b).to(device)\n",
      (2, "float64 numpy arrays made into tensors")),
+    # stylegan2's style_mixing.py: numpy's default float64 stacked from a comprehension
+    ("import numpy as np\n\n\ndef f(seeds):\n    z = np.stack([np.random.RandomState(s).randn(512) for s in seeds])\n"
+     "    return torch.from_numpy(z).to(device)\n", (6, "float64 numpy arrays made into tensors")),
+    ("import numpy as np\n\n\ndef f(seeds):\n"
+     "    z = np.stack([np.random.RandomState(s).randn(512).astype(np.float32) for s in seeds])\n"
+     "    return torch.from_numpy(z).to(device)\n", None),
 ])
 def test_blocker(text: str, expected: tuple[int, str] | None) -> None:
     assert blocker(text) == expected

@@ -10,6 +10,10 @@ from pathlib import Path
 # Rules whose findings only explain a decision (effort "info"): they never fail `--check`.
 # Kept here, not read from the rules, so that a cached check loads no rule; tests/test_registry.py ties them.
 INFO_CODES = frozenset({"TP107", "TP108", "TP110"})
+# The gate the project pass gives an entry point whose program imports a module that picks the runtime's device
+# when imported (`torchport.pipeline.programs.picked_on_import`), with the line of the entry point's import that
+# leads there: TP019 writes `tp.avoid_mps` above it (`torchport.codemods.entry`).
+AVOID_BEFORE = "avoid_mps before line "
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ from torchport.codemods.core.reasons import (
 )
 from torchport.codemods.core.rule import Example, Rule
 from torchport.model import torch_facts
+from torchport.model.objects import own_device_classes, own_parameter
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -285,6 +286,18 @@ class CudaMethod(Rule):
                 "b = Batch().cuda()\n",
                 "class Batch:\n    def cuda(self):\n        self.x = self.x.to(tp.device())\n        return self\n\n"
                 "b = Batch().cuda()\n"),
+        # ... except an object of such a class it holds: its own `cuda()` moves what `.to()` would leave behind
+        # (CloserLookFewShot's FullyContextualEmbedding and its tensor attribute `c_0`).
+        Example("import torch.nn as nn\n\n\nclass Cell(nn.Module):\n    def cuda(self):\n"
+                "        self.c = self.c.cuda()\n        return self\n\n\nclass Net(nn.Module):\n"
+                "    def __init__(self):\n        super().__init__()\n        self.cell = Cell()\n\n"
+                "    def cuda(self):\n        super().cuda()\n        self.cell = self.cell.cuda()\n"
+                "        return self\n",
+                "import torch.nn as nn\n\n\nclass Cell(nn.Module):\n    def cuda(self):\n"
+                "        self.c = self.c.to(tp.device())\n        return self\n\n\nclass Net(nn.Module):\n"
+                "    def __init__(self):\n        super().__init__()\n        self.cell = Cell()\n\n"
+                "    def cuda(self):\n        super().to(tp.device())\n        self.cell = self.cell.cuda()\n"
+                "        return self\n"),
     )
 
     def visit_Module(self, m: Migrator, node: cst.Module) -> None:
@@ -302,7 +315,7 @@ class CudaMethod(Rule):
             m.mark_handled(original)
             m.report("TP106", original, "`.cuda(*args)` with unpacked arguments; left unchanged")
             return None
-        made = own_object(m, func.value)
+        made = own_object(m, func.value) or _own_parameter(m, func.value)
         if made is not None:
             m.mark_handled(original)
             m.report("TP106", original, f"`.cuda()` left unchanged: this is a `{made}`, whose class moves itself its "
@@ -435,11 +448,14 @@ def _inside_own_cuda(m: Migrator, receiver: cst.BaseExpression) -> bool:
 
 def own_object(m: Migrator, receiver: cst.BaseExpression) -> str | None:
     """The class (as written) of ``receiver`` where the module binds it (``encoder = networks.Encoder(...)``) to an
-    object of another module's class that moves itself its own way (the gates' ``<class>.cuda``), else None. A
-    static or class method of that class counts as making one (DrQA's ``self.reader = DocReader.load(path)``): its
-    ``.cuda()`` stays, which is never wrong on CUDA."""
+    object of a class that moves itself its own way (another module's: the gates' ``<class>.cuda``; or its own,
+    CloserLookFewShot's ``self.FCE = FullyContextualEmbedding(...)``, whose ``cuda()`` moves a tensor attribute that
+    ``.to()`` leaves behind), else None. A static or class method of that class counts as making one (DrQA's
+    ``self.reader = DocReader.load(path)``): its ``.cuda()`` stays, which is never wrong on CUDA."""
     if m.shared.own_objects is None:
-        classes = {g[: -len(".cuda")] for g in m.gates if g.endswith(".cuda")}
+        classes = {g[: -len(".cuda")] for g in m.gates if g.endswith(".cuda") and "(" not in g}
+        if m.syntax is not None and "def cuda" in m.source:
+            classes.update(own_device_classes(m.syntax))
         found: dict[str, str] = {}
         for node in ast.walk(m.syntax) if classes and m.syntax is not None else ():
             if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
@@ -453,6 +469,18 @@ def own_object(m: Migrator, receiver: cst.BaseExpression) -> str | None:
     if not m.shared.own_objects or not isinstance(receiver, (cst.Name, cst.Attribute)):
         return None
     return m.shared.own_objects.get(chain(receiver) or "")
+
+
+def _own_parameter(m: Migrator, receiver: cst.BaseExpression) -> str | None:
+    """The class of the object ``self.x`` holds inside a class whose ``__init__`` parameter another module passes an
+    object of a class that moves itself its own way (`torchport.model.objects.own_parameter`), else None."""
+    owner = next((a for a in reversed(m.ancestors) if isinstance(a, cst.ClassDef)), None)
+    if owner is None or m.syntax is None or not (isinstance(receiver, cst.Attribute)
+                                                 and isinstance(receiver.value, cst.Name)
+                                                 and receiver.value.value == "self"):
+        return None
+    cls = next((c for c in ast.walk(m.syntax) if isinstance(c, ast.ClassDef) and c.name == owner.name.value), None)
+    return own_parameter(cls, receiver.attr.value, m.gates) if cls is not None else None
 
 
 def _defines_own_cuda(module: cst.Module) -> bool:
@@ -616,6 +644,15 @@ class DeviceString(_StringRule):
                 "parser = argparse.ArgumentParser()\nparser.add_argument('--device', default='cuda')\n",
                 "import argparse\nimport torch\n\n\ndef train(args):\n    return torch.device(tp.device(args.device))\n"
                 "\n\nparser = argparse.ArgumentParser()\nparser.add_argument('--device', default='cuda')\n"),
+        # ... but an option also read as it is (`.to(args.device)`, SASRec) is a setting the port must change.
+        Example("import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
+                "parser.add_argument('--device', default='cuda')\nargs = parser.parse_args()\n"
+                "state = torch.load('m.pt', map_location=torch.device(args.device))\n"
+                "x = torch.ones(2).to(args.device)\n",
+                "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
+                "parser.add_argument('--device', default=tp.device_str())\nargs = parser.parse_args()\n"
+                "state = torch.load('m.pt', map_location=torch.device(args.device))\n"
+                "x = torch.ones(2).to(args.device)\n"),
         Example('def test_kwargs():\n    assert build(args) == {"device_map": "cuda"}\n'),
         Example('def test_offload_id(pipe):\n    pipe.enable_model_cpu_offload(gpu_id=5, device="cuda")\n'),
         # Labels are not devices.
@@ -945,10 +982,12 @@ def _function_tree(node: cst.FunctionDef) -> ast.FunctionDef | ast.AsyncFunction
 
 def _options_made_devices(m: Migrator) -> set[str]:
     """The attribute names ``x`` of every ``torch.device(<something>.x)`` in the module (CPython's tree), also as
-    the port writes it, ``torch.device(tp.device(<something>.x))``."""
+    the port writes it, ``torch.device(tp.device(<something>.x))``, where the module reads ``.x`` nowhere else: an
+    option also read as it is (``.to(args.device)``, SASRec) would keep CUDA there, so its default is ported."""
     assert m.syntax is not None
     torch_names = {name for name, full in m.imports.items() if "torch" in full} | {"torch"}
-    found = set()
+    found: set[str] = set()
+    mapped: set[int] = set()
     for node in ast.walk(m.syntax):
         if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords \
                 and isinstance(node.func, ast.Attribute) and node.func.attr == "device" \
@@ -959,7 +998,10 @@ def _options_made_devices(m: Migrator) -> set[str]:
                 arg = arg.args[0]
             if isinstance(arg, ast.Attribute):
                 found.add(arg.attr)
-    return found
+                mapped.add(id(arg))
+    called = {id(node.func) for node in ast.walk(m.syntax) if isinstance(node, ast.Call)}  # `torch.device` itself
+    return found - {node.attr for node in ast.walk(m.syntax) if isinstance(node, ast.Attribute)
+                    and node.attr in found and isinstance(node.ctx, ast.Load) and id(node) not in mapped | called}
 
 
 def _cuda_device_options(tree: ast.Module) -> set[str]:

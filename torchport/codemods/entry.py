@@ -23,6 +23,7 @@ from torchport.codemods.analysis.programs import NOTEBOOK_CELL, is_program, wher
 from torchport.codemods.core.base import Diagnostic, dotted_name
 from torchport.codemods.core.rule import Example, Rule
 from torchport.emit.placement import after_imports
+from torchport.results import AVOID_BEFORE
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -69,6 +70,9 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
     torch_import = next((s for s in updated.body if _imports_torch(s)), None) \
         if m.source.startswith(NOTEBOOK_CELL) else None
     at = after_imports(updated.body, lambda statement: statement is torch_import, source=m.source)
+    before = next((int(g[len(AVOID_BEFORE):]) for g in m.gates if g.startswith(AVOID_BEFORE)), None)
+    if before is not None:  # a module imported there picks the device when imported: the call goes above it
+        at = min(at, next((i for i, s in enumerate(original.body) if m.start(s).line >= before), at))
     line = m.start(original.body[at]).line if at < len(original.body) else 1
     if m._is_suppressed(KeepOffMps.code, line):
         return updated

@@ -33,7 +33,6 @@ from torchport.codemods.analysis.programs import (
     arguments,
     closed_functions,
     cuda_only_program,
-    own_device_classes,
     parameters,
     where,
 )
@@ -69,6 +68,7 @@ from torchport.codemods.device import own_object, tensor_type_check
 from torchport.codemods.unported import removable_assert
 from torchport.emit.unparse import unparse
 from torchport.model import torch_facts
+from torchport.model.objects import own_device_classes
 from torchport.model.torch_facts import FAKES_CUDA as FAKES_CUDA_TEXT
 from torchport.model.torch_facts import LIBRARY_PLACEMENT_KEYWORDS
 
@@ -95,6 +95,13 @@ def _portable_cuda(name: str) -> bool:
     return tail is not None and (tail in RENAMED or tail in _QUERY_TAILS
                                  or tail in cuda_api.LEGACY_TYPES)
 _TORCH_CUDA_INTERNALS = tuple(sorted(torch_facts.named("cuda_internals")))  # CUDA kernels, compiled or built here
+
+
+def _moves(node: cst.BaseExpression) -> bool:
+    """Whether ``node`` is data moved to a device (``img.to(device)``, ``x.cuda()``): under a CUDA query, data that
+    stays on the CPU off CUDA, wherever the program's other data goes."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+        and node.func.attr.value in ("to", "cuda")
 
 
 def _else_picks_cpu(node: cst.If) -> bool:
@@ -897,8 +904,8 @@ class CudaGuard(Rule):
             held = m.hold is not None and id(node) in m.shared.held_idioms
             self._keep(m, positive + other, node.test, HELD_CHOICE if held else None,
                        f"availability idiom kept as written: {m.hold}")
-            if _availability_based(m, node.test) and _scan(m, node.body).chooses:
-                m.fact("kept", node)
+            if _availability_based(m, node.test) and (_scan(m, node.body).chooses or _moves(node.body)):
+                m.fact("kept", node)  # reid-strong-baseline's `img.to(device) if device_count() >= 1 else img`
             m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.test, "in the CUDA branch of the conditional"))
         elif (id(node) not in m.shared.idioms and isinstance(node.test, cst.UnaryOperation)
               and isinstance(node.test.operator, cst.Not) and _cuda_detection(m, node.test.expression)

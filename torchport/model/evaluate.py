@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from torchport.model import torch_facts
+from torchport.model.objects import own_device_classes, own_parameter
 from torchport.model.torch_facts import STAR_BINDS
 from torchport.model.values import (
     INDEX,
@@ -207,6 +208,7 @@ class Evaluator:
         self._class_facts: dict[int, dict[str, object]] = {}
         self._fixtures: dict[str, object] = {}  # the module's pytest fixtures' values by name (`_fixture`)
         self._classes: list[ast.ClassDef | None] = [None]  # the class of the method being run
+        self._own_classes: frozenset[str] | None = None  # classes that move themselves their own way (`_own_object`)
         # the span of each branch of a conditional expression evaluated -> whether some evaluation took it
         self.taken: dict[tuple[int, int, int, int], bool] = {}
 
@@ -947,7 +949,7 @@ class Evaluator:
         if method in ("parse_args", "parse_known_args") and self.options and not node.args and not node.keywords:
             return _PARSED if method == "parse_args" else Items((_PARSED, UNKNOWN))
         if method == "cuda":
-            if self._holds_nothing(node.func.value, p):  # type: ignore[attr-defined]
+            if self._holds_nothing(node.func.value, p) or self._own_object(node.func.value):  # type: ignore[attr-defined]
                 return UNKNOWN
             return self._needs_cuda(node, "`.cuda()` needs CUDA", p)
         if method in _EXIT_METHODS and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
@@ -997,6 +999,21 @@ class Evaluator:
             self._quiet -= 1
             asked, self._touched = self._touched, touched or self._touched
         return element if asked and element is not UNKNOWN else UNKNOWN
+
+    def _own_object(self, receiver: ast.expr) -> bool:
+        """Whether ``receiver`` is ``self.x`` holding an object of a class that moves itself its own way, which a
+        caller passed (`torchport.model.objects.own_parameter`): its ``.cuda()`` is that class's own."""
+        cls = self._classes[-1]
+        if cls is None or not (isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name)
+                               and receiver.value.id == "self"):
+            return False
+        if self._own_classes is None:
+            self._own_classes = frozenset(own_device_classes(self.tree)) | {
+                g[: -len(".cuda")] for g in self.gates if g.endswith(".cuda") and "(" not in g}
+        return own_parameter(cls, receiver.attr, self.gates) is not None or any(
+            isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            and ast.unparse(node.value.func) in self._own_classes
+            and any(ast.unparse(t) == f"self.{receiver.attr}" for t in node.targets) for node in ast.walk(cls))
 
     def _holds_nothing(self, made: ast.expr, p: Path) -> bool:
         """Whether ``made`` builds a torch module that holds no tensor (`torch_facts.HOLDS_NOTHING`, from constants:

@@ -313,6 +313,8 @@ ROLES = {
     "fixed_grid_method": "a torchdiffeq method on a fixed grid: it keeps the state's dtype",
     "cpu_or_cuda_inputs": "a library whose `summary(model, ...)` makes its model's inputs on CUDA or the CPU alone "
                           "(torchsummary: `torch.cuda.FloatTensor` where CUDA is there, else the CPU's)",
+    "cpu_cuda_library": "a compiled library (installed on its own) whose kernels are the CPU's and CUDA's alone: a "
+                        "tensor on MPS or an XPU meets none (DCNv2's `dcn_v2`; PyG's torch_scatter and torch_sparse)",
     "float64_env": "a reinforcement-learning environment library whose `step()` gives rewards as float64 numpy arrays "
                    "(gymnasium's vector environments)",
     "cast": "a tensor method that changes a dtype on the way to the device",
@@ -388,6 +390,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "randn_like": ("cpu_factory",), "normal": ("numpy_maker",), "uniform": ("numpy_maker",),
     "standard_normal": ("numpy_maker",), "gym": ("float64_env",), "gymnasium": ("float64_env",),
     "torchsummary": ("cpu_or_cuda_inputs",),
+    "dcn_v2": ("cpu_cuda_library",), "torch_scatter": ("cpu_cuda_library",), "torch_sparse": ("cpu_cuda_library",),
+    "torch_spline_conv": ("cpu_cuda_library",),
     "odeint": ("float64_solver",), "odeint_adjoint": ("float64_solver",), "odeint_event": ("float64_solver",),
     "euler": ("fixed_grid_method",), "midpoint": ("fixed_grid_method",), "rk4": ("fixed_grid_method",),
     "explicit_adams": ("fixed_grid_method",), "implicit_adams": ("fixed_grid_method",),

@@ -33,7 +33,6 @@ from torchport.codemods.analysis.programs import (
     arguments,
     is_main,
     is_script,
-    own_device_classes,
     parameters,
 )
 from torchport.model import torch_facts
@@ -41,6 +40,7 @@ from torchport.model.torch_facts import RAISES_OFF_CUDA, text
 from torchport.pipeline.engine import STILL_STOPS
 from torchport.pipeline.notebooks import SUFFIX, locate
 from torchport.pipeline.project import (
+    COMPILED,
     Outline,
     Project,
     fewer_collections,
@@ -212,6 +212,9 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             bound = frozenset(_bound(index, project, predicates)) if entry else frozenset()
             found[key] = _requirements(text, entry, bound, modules) if parses else []
         lacks = (lacking(text) if entry else reached_lack(project, index, reach)) if parses else None
+        if lacks and lacks[1].startswith(COMPILED):  # neither MPS nor an XPU has its kernels
+            return [*found[key], Requirement(("mps", "xpu"), f"calls {lacks[1]}, which MPS and XPUs lack: on a Mac "
+                                             "it runs on the CPU", lacks[0])]
         return [*found[key], *([Requirement(("mps",), f"uses {lacks[1]}, {_LACKS}: on a Mac it runs on the CPU",
                                             lacks[0])] if lacks else [])]
 
@@ -465,7 +468,7 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         demo ``__main__`` block: the call would run in every program that imports it).
     """
     moving = {i for i, r in enumerate(results) if r.changed and r.facts.get("moves")}
-    if not moving or not any(LACKS_TEXT.search(r.original or "") or split_choice(r) or _KEPT_PLACEMENT.search(
+    if not moving or not any(LACKS_TEXT.search(r.original or "") or r.facts.get("kept") or _KEPT_PLACEMENT.search(
             r.migrated or r.original or "") for r in results):
         return {}
     trees, project = _model(results)
@@ -542,6 +545,36 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             reasons[index] = f"{what}, {shown(other, index)}:{line}"
     has_call = {i for i in reasons} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")}
     return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
+
+
+def picked_on_import(results: Sequence[FileResult], avoids: Mapping[int, str]) -> dict[int, int]:
+    """The entry points of ``avoids`` (those that get ``tp.avoid_mps``) whose program imports a module that picks
+    the runtime's device when imported (reid-strong-baseline's config default ``_C.MODEL.DEVICE =
+    tp.device_str()``, FEDformer's module-level device): the line of the entry point's own import that leads there,
+    above which the call goes (after it, the pick would already be MPS's)."""
+    picking = {i for i, r in enumerate(results) if r.changed and r.facts.get("moves") and _picks_on_import(r)}
+    if not picking or not avoids:
+        return {}
+    project = Project(results)
+    found = {}
+    for index in avoids:
+        lines = [chain[0][1] for other in sorted(project.reach(index, always=True) & picking - {index})
+                 if (chain := project.import_chain(index, other, script=True))]
+        if lines:
+            found[index] = min(lines)
+    return found
+
+
+def _picks_on_import(result: FileResult) -> bool:
+    """Whether a rewrite of ``result`` that sends data to the runtime's device (``facts["moves"]``, original lines)
+    runs when the module is imported: in a top-level statement (a class body too), not in a function."""
+    tree = parse(result.original)
+    if tree is None:
+        return False
+    inside = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
+              if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)]
+    inside += [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
+    return any(not any(first <= line <= last for first, last in inside) for line in result.facts["moves"])
 
 
 def _moves_outside_main(result: FileResult) -> bool:
@@ -803,6 +836,8 @@ def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.M
     """Per changed module, ``"<local name>.cuda"`` for each class of another module of the run that moves itself its
     own way (`own_device_classes`), as the module binds it (``networks.ResnetEncoderMatching.cuda`` for ``from
     manydepth import networks``, also through a package that imports it)."""
+    from torchport.model.objects import own_device_classes
+
     defined = {i: found for i in range(len(results)) if "def cuda" in (results[i].original or "")
                and (tree := trees[i]) is not None and (found := own_device_classes(tree))}
     if not defined:
@@ -816,8 +851,59 @@ def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.M
                         and local not in defined.get(index, {}):
                     defined.setdefault(index, {})[local] = defined[target][name]
                     grown = True
-    return {index: frozenset(f"{name}.cuda" for name in bound)
-            for index in changed if (bound := _bound(index, project, defined))}
+    gates: dict[int, set[str]] = {index: {f"{name}.cuda" for name in bound}
+                                  for index in changed if (bound := _bound(index, project, defined))}
+    for index, params in _own_object_params(trees, project, defined, set(changed)).items():
+        gates.setdefault(index, set()).update(params)
+    return {index: frozenset(names) for index, names in gates.items()}
+
+
+def _own_object_params(trees: Mapping[int, ast.Module | None], project: Project,
+                       defined: Mapping[int, Mapping[str, int]], changed: set[int]) -> dict[int, set[str]]:
+    """Per changed module, ``"<Class>(<param>=<class passed>).cuda"`` where a module of the run passes that
+    class's ``__init__`` parameter an object of a class that moves itself its own way: XLM's ``GLUE(embedder, ...)``
+    with ``embedder = SentenceEmbedder.reload(...)``, whose ``self.embedder.cuda()`` (a copy of the parameter) is the
+    embedder's own, not torch's."""
+    found: dict[int, set[str]] = {}
+    for index, tree in trees.items():
+        if tree is None:
+            continue
+        own = set(_bound(index, project, defined, others=False)) | set(defined.get(index, {}))
+        if not own:
+            continue
+        made: dict[str, str] = {}  # name -> the class of the object bound to it
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                func = node.value.func
+                cls = ast.unparse(func) if ast.unparse(func) in own else ast.unparse(func.value) \
+                    if isinstance(func, ast.Attribute) and ast.unparse(func.value) in own else None
+                made.update((t.id, cls.rpartition(".")[2]) for t in node.targets if cls and isinstance(t, ast.Name))
+        if not made:
+            continue
+        callees = {local: (target, name) for local, target, name in project.bindings(index) if target in changed}
+        for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+            passed: list[tuple[int | str, str]] = [
+                (k, a.id) for k, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id in made]
+            passed += [(w.arg, w.value.id) for w in call.keywords if isinstance(w.value, ast.Name)
+                       and w.value.id in made and w.arg is not None]
+            if not passed:
+                continue
+            head, _, tail = ast.unparse(call.func).rpartition(".")
+            target, name = callees.get(head or tail, (None, None))
+            name = tail if head else name
+            module = trees.get(target) if target is not None else None
+            owner = next((c for c in module.body if isinstance(c, ast.ClassDef) and c.name == name), None) \
+                if module is not None else None
+            init = next((f for f in owner.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None) \
+                if owner is not None else None
+            if init is None or target is None:
+                continue
+            params = [a.arg for a in (*init.args.posonlyargs, *init.args.args)][1:]
+            for key, local in passed:
+                param = params[key] if isinstance(key, int) and key < len(params) else key
+                if isinstance(param, str) and param in params + [a.arg for a in init.args.kwonlyargs]:
+                    found.setdefault(target, set()).add(f"{name}({param}={made[local]}).cuda")
+    return found
 
 
 def _dispatched_fields(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None]) -> frozenset[str]:

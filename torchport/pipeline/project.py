@@ -50,6 +50,9 @@ _K = TypeVar("_K")
 _V = TypeVar("_V")
 # The last trees parsed, for the steps that read a few modules whole (entry points, gates), up to this much text:
 # a tree takes about 20 times its text (and the memory a dropped tree held stays with the process).
+_COMPILED: dict[str, frozenset[str]] = {}  # build script's text -> the extensions it makes with C++ kernels
+_BUILDS = torch_facts.text("builds_cuda_extension")
+_CPU_CUDA_LIBRARIES = frozenset(torch_facts.words("cpu_cuda_library"))
 _TREES: OrderedDict[str, ast.Module | None] = OrderedDict()
 _TREES_TEXT_LIMIT = 1_000_000
 _trees_text = 0
@@ -396,6 +399,7 @@ class Project:
         self._bases: dict[Path, list[Path]] = {}  # a folder and the folders above it
         self._module_at: dict[tuple[Path, str], int | None] = {}  # (folder, dotted name) -> the module there
         self._added: dict[Path, list[Path]] | None = None  # `_path_roots`
+        self._compiled: frozenset[str] | None = None
         self._reached: dict[tuple[int, bool], tuple[int, ...]] = {}  # a tuple: a third of a set
         self.package_dirs = {path.parent for path in paths if path.name == "__init__.py"}
         self.names: list[str | None] = [None] * len(results)
@@ -552,6 +556,20 @@ class Project:
         """Whether file ``index`` is a module of a package of the run (its folder holds an ``__init__.py``)."""
         return self._folder(self.results[index].path) in self.package_dirs
 
+    def compiled(self) -> frozenset[str]:
+        """The full names of the compiled extensions the run's build scripts make with C++ kernels
+        (`analysis.requirements.compiled_extensions`; ``pkg.*`` where a name is computed), read once per text."""
+        if self._compiled is None:
+            from torchport.codemods.analysis.requirements import compiled_extensions
+
+            def built(text: str) -> frozenset[str]:
+                tree = parse(text)
+                return compiled_extensions(tree) if tree is not None else frozenset()
+
+            self._compiled = frozenset(name for r in self.results if r.original and _BUILDS.search(r.original)
+                                       for name in remembered(_COMPILED, r.original, partial(built, r.original)))
+        return self._compiled
+
     def bindings(self, index: int) -> list[tuple[str, int, str | None]]:
         """What file ``index`` binds from the files of the run: ``(local name, file, name in it)``, e.g.
         ``("RunIf", 3, "RunIf")`` for ``from helpers import RunIf`` or ``("h", 3, None)`` for ``import helpers as h``
@@ -668,12 +686,51 @@ class Project:
         return set(self._reached[key])
 
 
+COMPILED = "a compiled extension's kernels"  # what MPS (and XPU) lack where a module calls the project's extension
+
+
+def compiled_uses(project: Project, index: int) -> list[tuple[int, str]]:
+    """``(line, what)`` where module ``index`` imports a compiled extension the run's build scripts make with C++
+    kernels (`analysis.requirements.compiled_extensions`: chamferdist's ``from chamferdist import _C``), or calls the
+    custom ops such a build registers (pytorch_cluster's ``torch.ops.torch_cluster.knn``): kernels for the CPU and
+    CUDA alone, so a tensor on MPS or an XPU meets none (the CPU's read its memory as the host's)."""
+    built = project.compiled()
+    text = project.results[index].original or ""
+    if not any(name.rstrip(".*").rsplit(".", 1)[-1] in text for name in (*built, *_CPU_CUDA_LIBRARIES)):
+        return []
+    tree = parse(text)
+    package = (project.names[index] or "").rpartition(".")[0]
+    if project.results[index].path.name == "__init__.py":
+        package = project.names[index] or ""
+    spaces = {name.split(".", 1)[0] for name in built if "." in name}
+    found = []
+    for node in ast.walk(tree) if tree is not None else ():
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".") if package else []
+                base = ".".join([*parts[:len(parts) - node.level + 1], *([node.module] if node.module else [])])
+            names = [f"{base}.{alias.name}" if base else alias.name for alias in node.names]
+        elif isinstance(node, ast.Call) and node.args and isinstance(op := node.func, ast.Attribute) \
+                and isinstance(space := op.value, ast.Attribute) and space.attr in spaces \
+                and isinstance(space.value, ast.Attribute) and space.value.attr == "ops" \
+                and isinstance(space.value.value, ast.Name) and space.value.value.id == "torch":
+            names = [f"{space.attr}.*"]  # a kernel called on data, not `torch.ops.ns.cuda_version()`
+        hit = next((n for n in names if n in built or n.split(".", 1)[0] in _CPU_CUDA_LIBRARIES), None)
+        if hit is not None and isinstance(node, ast.stmt | ast.expr):
+            found.append((node.lineno, f"{COMPILED} (`{hit.rstrip('.*')}`: the CPU's and CUDA's alone)"))
+    return sorted(set(found))
+
+
 def reached_lack(project: Project, other: int, reach: Iterable[int], certain: bool = False) -> tuple[int, str] | None:
     """The first line of module ``other`` using what MPS lacks that a program of modules ``reach`` runs: at its
     top level, or in a function or class the program names (`program_names`). piq's ``fid.py`` casts to float64
     inside ``FID``: its package imports it into every program, but only one that names ``FID`` runs the cast."""
     text = project.results[other].original or ""
-    found = lacking_all(text, certain)
+    found = tuple(sorted({*lacking_all(text, certain), *compiled_uses(project, other)}))
     if not found:
         return None
     names = _names(text)

@@ -363,6 +363,8 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
             return node.id in arrays
         if isinstance(node, (ast.List, ast.Tuple)):
             return bool(node.elts) and all(floaty(e, arrays) for e in node.elts)
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):  # stylegan2's `[rng(seed).randn(z) for seed in s]`
+            return floaty(node.elt, arrays)
         return _float64_maker(node) or isinstance(node, ast.Call) and numeric(node) and not any(
             k.arg == "dtype" for k in node.keywords) and bool(node.args) and floaty(node.args[0], arrays)
 

@@ -301,26 +301,3 @@ def arguments(function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) 
     return given
 
 
-def own_device_classes(tree: ast.Module, strict: bool = False) -> dict[str, int]:
-    """The top-level classes of a module that move themselves their own way, with their lines: a ``cuda`` method
-    of their own and no ``to``, or a ``to`` that compares its device with ``"cuda"`` (manydepth's encoder:
-    ``elif str(device) == 'cuda': self.cuda()``, else it raises). ``.cuda()`` on one of their objects is theirs,
-    and ``.to(<another device>)`` fails there. ``strict``: only those with such a ``to`` (a ``cuda`` alone is a
-    container moving its tensors, which a port of its body moves to the runtime's device). A class of the module
-    that derives from one of them and defines neither ``cuda`` nor ``to`` inherits both (pytorch-seq2seq's
-    ``Perplexity(NLLLoss)``, whose base ``Loss`` moves its criterion in its own ``cuda()``)."""
-    found: dict[str, int] = {}
-    for cls in tree.body:
-        if not isinstance(cls, ast.ClassDef):
-            continue
-        methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        to = methods.get("to")
-        if "cuda" in methods and ((to is None and not strict) or to is not None and any(
-                isinstance(n, ast.Compare) and any(isinstance(c, ast.Constant) and c.value == "cuda"
-                                                    for c in (n.left, *n.comparators)) for n in ast.walk(to))):
-            found[cls.name] = cls.lineno
-        elif "cuda" not in methods and to is None and any(
-                isinstance(base, ast.Name) and base.id in found for base in cls.bases):
-            found[cls.name] = cls.lineno
-    return found
-

@@ -134,6 +134,32 @@ def cuda_extensions(tree: ast.Module) -> frozenset[str]:
     and every extension of a script that, evaluated on the CPU, stops before it builds (DCNv2's ``raise
     NotImplementedError('Cuda is not available')``). Without nvcc they do not build: a module that imports one
     needs CUDA."""
+    built = _built_extensions(tree)
+    if not built:
+        return frozenset()
+    cuda_only = frozenset(name.rsplit(".", 1)[-1] for name, kinds in built.items() if kinds == {"cuda"})
+    if len(cuda_only) == len(built):
+        return cuda_only
+    from torchport.model.evaluate import Evaluator
+
+    try:
+        module = Evaluator(tree, "cpu").units()[0]
+    except RecursionError:
+        return cuda_only
+    every = frozenset(name.rsplit(".", 1)[-1] for name in built)
+    return every if module.paths and all(p.stop is not None for p in module.paths) else cuda_only
+
+
+def compiled_extensions(tree: ast.Module) -> frozenset[str]:
+    """The full names of the compiled extensions a build script makes that are not for CUDA alone (chamferdist's
+    ``CUDAExtension("chamferdist._C", [... .cpp, ... .cu])`` beside its C++ kernels): their kernels are the CPU's and
+    CUDA's, none MPS's or XPU's (their CPU kernels read a device tensor's memory as the host's)."""
+    cuda_only = cuda_extensions(tree)
+    return frozenset(name for name in _built_extensions(tree) if name.rsplit(".", 1)[-1] not in cuda_only)
+
+
+def _built_extensions(tree: ast.Module) -> dict[str, set[str]]:
+    """The extensions a build script makes, by full name -> ``{"cuda"}`` (nvcc only), ``{"cpp"}``, or both."""
     imports = import_map(tree)
 
     def kind(node: ast.expr) -> str | None:
@@ -162,19 +188,11 @@ def cuda_extensions(tree: ast.Module) -> frozenset[str]:
             kinds = {"cuda"}
         first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
         if isinstance(first, ast.Constant) and isinstance(first.value, str):
-            built.setdefault(first.value.rsplit(".", 1)[-1], set()).update(kinds or {"cpp"})
-    if not built:
-        return frozenset()
-    cuda_only = frozenset(name for name, kinds in built.items() if kinds == {"cuda"})
-    if len(cuda_only) == len(built):
-        return cuda_only
-    from torchport.model.evaluate import Evaluator
-
-    try:
-        module = Evaluator(tree, "cpu").units()[0]
-    except RecursionError:
-        return cuda_only
-    return frozenset(built) if module.paths and all(p.stop is not None for p in module.paths) else cuda_only
+            built.setdefault(first.value, set()).update(kinds or {"cpp"})
+        elif isinstance(first, ast.JoinedStr):  # pytorch_cluster's f'torch_cluster._{name}_{suffix}'
+            head = first.values[0].value if first.values and isinstance(first.values[0], ast.Constant) else ""
+            built.setdefault(f"{str(head).split('.', 1)[0]}.*", set()).update(kinds or {"cpp"})
+    return built
 
 
 _CUDA_EXTENSION = torch_facts.named("cuda_extension")

@@ -1,0 +1,62 @@
+"""Objects a module holds whose class moves itself its own way: their ``.cuda()`` is the class's, not torch's."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Collection
+
+
+def own_parameter(cls: ast.ClassDef, field: str, gates: Collection[str]) -> str | None:
+    """The class of the object ``self.<field>`` holds in ``cls``, where another module passes an ``__init__``
+    parameter of ``cls`` an object of a class that moves itself its own way (the gates'
+    ``<cls>(<param>=<Class>).cuda``, `torchport.pipeline.programs`) and ``self.<field>`` is that parameter or a copy
+    of it (XLM's ``self._embedder = embedder``, ``self.embedder = copy.deepcopy(self._embedder)``), else None: its
+    ``.cuda()`` is that class's own."""
+    head = f"{cls.name}("
+    params = dict(g[len(head): -len(").cuda")].split("=", 1) for g in gates
+                  if g.startswith(head) and g.endswith(").cuda") and "=" in g)
+    if not params:
+        return None
+    sources: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id == "self":
+                    sources.setdefault(target.attr, []).append(node.value)
+
+    def held(value: ast.expr, seen: frozenset[str]) -> str | None:
+        if isinstance(value, ast.Call) and len(value.args) == 1 and ast.unparse(value.func).endswith("copy"):
+            value = value.args[0]  # copy.deepcopy(x), copy.copy(x)
+        if isinstance(value, ast.Name):
+            return params.get(value.id)
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self" \
+                and value.attr not in seen:
+            return next((c for v in sources.get(value.attr, ()) if (c := held(v, seen | {value.attr}))), None)
+        return None
+
+    return next((c for v in sources.get(field, ()) if (c := held(v, frozenset({field})))), None)
+
+
+def own_device_classes(tree: ast.Module, strict: bool = False) -> dict[str, int]:
+    """The top-level classes of a module that move themselves their own way, with their lines: a ``cuda`` method
+    of their own and no ``to``, or a ``to`` that compares its device with ``"cuda"`` (manydepth's encoder:
+    ``elif str(device) == 'cuda': self.cuda()``, else it raises). ``.cuda()`` on one of their objects is theirs,
+    and ``.to(<another device>)`` fails there. ``strict``: only those with such a ``to`` (a ``cuda`` alone is a
+    container moving its tensors, which a port of its body moves to the runtime's device). A class of the module
+    that derives from one of them and defines neither ``cuda`` nor ``to`` inherits both (pytorch-seq2seq's
+    ``Perplexity(NLLLoss)``, whose base ``Loss`` moves its criterion in its own ``cuda()``)."""
+    found: dict[str, int] = {}
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        to = methods.get("to")
+        if "cuda" in methods and ((to is None and not strict) or to is not None and any(
+                isinstance(n, ast.Compare) and any(isinstance(c, ast.Constant) and c.value == "cuda"
+                                                    for c in (n.left, *n.comparators)) for n in ast.walk(to))):
+            found[cls.name] = cls.lineno
+        elif "cuda" not in methods and to is None and any(
+                isinstance(base, ast.Name) and base.id in found for base in cls.bases):
+            found[cls.name] = cls.lineno
+    return found

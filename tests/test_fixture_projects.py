@@ -417,3 +417,26 @@ def test_a_batch_moved_only_where_cuda_is_keeps_a_mac_on_the_cpu(tmp_path: Path)
     assert done.returncode == 0 and "sum True" in done.stdout, done.stderr
     on_a_mac = _run(folder, "-c", ON_A_MAC, "train.py")
     assert on_a_mac.returncode == 0 and "sum True" in on_a_mac.stdout, on_a_mac.stderr
+
+
+def test_a_cuda_only_library_a_class_imports_when_the_default_makes_it_leaves_the_program_whole(
+        tmp_path: Path) -> None:
+    # consistency_models: `AttentionBlock(attention_type="flash")` makes a layer whose `__init__` imports flash_attn
+    folder = _ported("flash_by_default", tmp_path)
+    assert (folder / "sample.py").read_text() == (PROJECTS / "flash_by_default" / "sample.py").read_text()
+    done = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
+    program = next(p for p in json.loads(done.stdout)["programs"] if p["path"] == "sample.py")
+    assert program["runs_on"] == ["cuda"]
+    assert {(b["target"], b["path"], b["line"]) for b in program["blockers"]} == {
+        (t, "blocks.py", 8) for t in ("mps", "xpu", "cpu")}
+
+
+def test_the_same_library_behind_a_default_that_turns_it_off_is_ported_and_runs(tmp_path: Path) -> None:
+    folder = tmp_path / "legacy"
+    shutil.copytree(PROJECTS / "flash_by_default", folder)
+    blocks = folder / "blocks.py"
+    blocks.write_text(blocks.read_text().replace('attention_type="flash"', 'attention_type="legacy"'))
+    _apply(folder)
+    assert "AttentionBlock(4).to(tp.device())" in (folder / "sample.py").read_text()
+    done = _run(folder, "sample.py")
+    assert done.returncode == 0 and "sum 2.0" in done.stdout, done.stderr  # softmax rows sum to 1

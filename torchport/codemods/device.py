@@ -653,6 +653,10 @@ class DeviceString(_StringRule):
                 "parser.add_argument('--device', default=tp.device_str())\nargs = parser.parse_args()\n"
                 "state = torch.load('m.pt', map_location=torch.device(args.device))\n"
                 "x = torch.ones(2).to(args.device)\n"),
+        # A CUDA device string whatever its name, where the module places data with that name (GCNII's `cudaid`).
+        Example('import torch\ncudaid = "cuda:" + str(args.dev)\nx = torch.ones(2).to(torch.device(cudaid))\n',
+                'import torch\ncudaid = tp.device_str("cuda:" + str(args.dev))\n'
+                'x = torch.ones(2).to(torch.device(cudaid))\n'),
         Example('def test_kwargs():\n    assert build(args) == {"device_map": "cuda"}\n'),
         Example('def test_offload_id(pipe):\n    pipe.enable_model_cpu_offload(gpu_id=5, device="cuda")\n'),
         # Labels are not devices.
@@ -696,7 +700,8 @@ class DeviceString(_StringRule):
         for target, name in zip(node.targets, names):
             if isinstance(target.target, cst.Attribute | cst.Subscript):
                 _dispatched(m, name, node.value)
-        if not any(n.endswith("type") for n in names) and any(DEVICE_WORD.search(n) for n in names):
+        if not any(n.endswith("type") for n in names) and (any(DEVICE_WORD.search(n) for n in names) or (
+                runtime_string(node.value) and names[0] in _placing_names(m, self))):
             m.set_context(node.value, "str", self.code)
         elif is_cuda_literal(node.value) and len(names) == 1 and names[0].isidentifier() and _only_said(m, names[0]):
             m.handled.add(id(node.value))  # `backend_name = "cuda"` only logged or printed: a label
@@ -978,6 +983,25 @@ def _function_tree(node: cst.FunctionDef) -> ast.FunctionDef | ast.AsyncFunction
     function = parsed.body[0]
     assert isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
     return function
+
+
+def _placing_names(m: Migrator, rule: Rule) -> set[str]:
+    """The names the module places data with (``torch.device(cudaid)``, ``.to(cudaid)``, ``device=cudaid``): a CUDA
+    device string with an index built at run time and bound to one (GCNII's ``cudaid = "cuda:" + str(args.dev)``) is
+    a device, whatever its name (a plain ``"cuda"`` may be a label: it is reported)."""
+    store = m.store(rule)
+    if "placing" not in store:
+        found: set[str] = set()
+        for node in ast.walk(m.syntax) if m.syntax is not None else ():
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr in ("to", "device") and node.args \
+                        and isinstance(node.args[0], ast.Name):
+                    found.add(node.args[0].id)
+                found.update(k.value.id for k in node.keywords if k.arg in ("device", "map_location")
+                             and isinstance(k.value, ast.Name))
+        store["placing"] = found
+    return store["placing"]
 
 
 def _options_made_devices(m: Migrator) -> set[str]:

@@ -43,9 +43,11 @@ from torchport.pipeline.project import (
     COMPILED,
     Outline,
     Project,
+    deferred_cuda_imports,
     fewer_collections,
     lacking,
     live_lack,
+    live_requirement,
     outline,
     parse,
     reached_lack,
@@ -246,6 +248,11 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                 program.blockers.extend(Blocker(target, need.reason, shown, need.line, chain=hops)
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)
+        if "cpu" not in {b.target for b in program.blockers} and (needed := live_requirement(project, reach)):
+            # a CUDA-only library a function or class the program runs imports when it runs (flash_attn)
+            index, line, why = needed
+            program.blockers.extend(Blocker(target, why, shown_as(index), line) for target in OFF_CUDA
+                                    if target not in {b.target for b in program.blockers})
         if "mps" not in {b.target for b in program.blockers} and (lived := live_lack(project, always, reach)):
             # what the functions the program runs import when they run: what MPS lacks there keeps a Mac on the CPU
             index, (line, what) = lived
@@ -398,7 +405,7 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
     """
     suspects = may_leave(results)
     stopped = any(STILL_STOPS in d.message for r in results for d in r.diagnostics if d.code == "TP110") or any(
-        _port_stops(r) for r in results)
+        _port_stops(r) for r in results) or any(deferred_cuda_imports(r.original or "") for r in suspects)
     if not suspects and not stopped:
         return {}
     # Only a module that itself needs CUDA, or defines a CUDA gate, makes a program CUDA-only (an entry point's

@@ -53,6 +53,8 @@ _V = TypeVar("_V")
 _COMPILED: dict[str, frozenset[str]] = {}  # build script's text -> the extensions it makes with C++ kernels
 _BUILDS = torch_facts.text("builds_cuda_extension")
 _CPU_CUDA_LIBRARIES = frozenset(torch_facts.words("cpu_cuda_library"))
+_CUDA_ONLY_TEXT = torch_facts.text("cuda_only_text")
+_DEFERRED: dict[str, tuple[tuple[str, int, str], ...]] = {}  # `deferred_cuda_imports`
 _TREES: OrderedDict[str, ast.Module | None] = OrderedDict()
 _TREES_TEXT_LIMIT = 1_000_000
 _trees_text = 0
@@ -757,6 +759,90 @@ def live_lack(project: Project, modules: Iterable[int], reach: Iterable[int],
                 found := reached_lack(project, other, [*reach, other], certain)) is not None:
             return other, found
     return None
+
+
+def live_requirement(project: Project, reach: Iterable[int]) -> tuple[int, int, str] | None:
+    """The first CUDA-only library a function or class the program of modules ``reach`` runs (`program_names`)
+    imports when it runs, outside a ``try`` that catches the failure: ``(module, line, why)``, or None.
+    consistency_models' ``QKVFlashAttention.__init__`` imports flash_attn, and the UNet's ``AttentionBlock`` makes
+    one under ``if attention_type == "flash":``, the parameter's default that no call changes. A definition named
+    only where its parameters' defaults turn the branch off (`_on_by_default`) does not count."""
+    reach = sorted(reach, key=lambda i: str(project.results[i].path))
+    run = program_names(project, reach)
+    for index in reach:
+        for name, line, why in deferred_cuda_imports(project.results[index].original or ""):
+            if name in run and _named_on(project, reach, name):
+                return index, line, why
+    return None
+
+
+def deferred_cuda_imports(text: str) -> tuple[tuple[str, int, str], ...]:
+    """``(definition, line, why)`` of each CUDA-only library (`analysis.requirements.cuda_only_import`) a top-level
+    function or class of a module imports inside, outside a ``try`` that catches the failure; read once per text."""
+    def read() -> tuple[tuple[str, int, str], ...]:
+        from torchport.codemods.analysis.requirements import cuda_only_import
+
+        tree = parse(text)
+        found = []
+        for definition in tree.body if tree is not None else ():
+            if not isinstance(definition, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                continue
+            caught = {id(n) for t in ast.walk(definition) if isinstance(t, ast.Try) and t.handlers
+                      for s in t.body for n in ast.walk(s)}
+            for node in ast.walk(definition):
+                if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in caught and not (
+                        isinstance(node, ast.ImportFrom) and node.level):
+                    names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                    if (why := next((w for name in names if (w := cuda_only_import(name))), None)) is not None:
+                        found.append((definition.name, node.lineno, why))
+        return tuple(found)
+
+    return remembered(_DEFERRED, text, read) if _CUDA_ONLY_TEXT.search(text) else ()
+
+
+def _named_on(project: Project, reach: Sequence[int], name: str) -> bool:
+    """Whether a module of ``reach`` names ``name`` where its parameters' defaults do not turn the branch off."""
+    for index in reach:
+        text = project.results[index].original or ""
+        if name not in text or (tree := parse(text)) is None:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) \
+                    and _on_by_default(tree, node.lineno, project, reach):
+                return True
+    return False
+
+
+def _on_by_default(tree: ast.Module, line: int, project: Project, reach: Sequence[int]) -> bool:
+    """Whether ``line`` runs at the defaults of the parameters its ``if`` tests read (``if attention_type ==
+    "flash":``, ``if use_flash:``), where no call in ``reach`` passes them: False only where such a test is false."""
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) or not (
+                function.lineno <= line <= (function.end_lineno or 0)):
+            continue
+        positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        defaults = dict(zip(positional[len(positional) - len(function.args.defaults):], function.args.defaults))
+        defaults.update((a.arg, d) for a, d in zip(function.args.kwonlyargs, function.args.kw_defaults) if d)
+        owner = next((c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and function in c.body), None)
+        callee = owner if function.name == "__init__" and owner else function.name
+        for branch in ast.walk(function):
+            if not isinstance(branch, ast.If) or not any(s.lineno <= line <= (s.end_lineno or 0) for s in branch.body):
+                continue
+            test, want = branch.test, True
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, want = test.operand, False
+            param, value = None, None
+            if isinstance(test, ast.Name) and isinstance(defaults.get(test.id), ast.Constant):
+                param, value = test.id, bool(defaults[test.id].value)  # type: ignore[attr-defined]
+            elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) \
+                    and isinstance(test.ops[0], ast.Eq | ast.NotEq) and isinstance(test.comparators[0], ast.Constant) \
+                    and isinstance(defaults.get(test.left.id), ast.Constant):
+                equal = defaults[test.left.id].value == test.comparators[0].value  # type: ignore[attr-defined]
+                param, value = test.left.id, equal if isinstance(test.ops[0], ast.Eq) else not equal
+            if param is not None and value != want and not _given(callee, param, positional[1:] if owner else
+                                                                   positional, project, reach):
+                return False
+    return True
 
 
 def _off_by_default(tree: ast.Module, lines: set[int], project: Project, reach: Iterable[int]) -> set[int]:

@@ -231,6 +231,11 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      "def load(a):\n    return torch.from_numpy(a).to(device)\n", None),
     ("def load(a):\n    b = a.astype(np.float64)\n    return torch.from_numpy(b).to(device)\n",
      (2, "float64 numpy arrays made into tensors")),
+    # HRNet's demo: the wrapper moved by a statement of its own, called with inputs it never moved
+    ("def f(model, x):\n    model = torch.nn.DataParallel(model)\n    model.to(device)\n    return model(x)\n",
+     (3, "DataParallel, which moves its inputs only on CUDA")),
+    ("def f(model, x):\n    model = torch.nn.DataParallel(model)\n    model.to(device)\n"
+     "    x = x.to(device)\n    return model(x)\n", None),
     # stylegan2's style_mixing.py: numpy's default float64 stacked from a comprehension
     ("import numpy as np\n\n\ndef f(seeds):\n    z = np.stack([np.random.RandomState(s).randn(512) for s in seeds])\n"
      "    return torch.from_numpy(z).to(device)\n", (6, "float64 numpy arrays made into tensors")),

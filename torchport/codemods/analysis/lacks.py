@@ -74,8 +74,12 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
                 break
     makers = _NUMPY_MAKERS.search(text) or ".step(" in text  # an environment's rewards (`_rewards`)
     float64_named = _FROM_NUMPY_TO_DEVICE.search(text) and _NUMPY_FLOAT64.search(text)  # and arrays moved
-    if tree is None and (found or _WIDE_TEXT.search(text) or "is_cuda" in text or makers or float64_named):
+    if tree is None and (found or _WIDE_TEXT.search(text) or "is_cuda" in text or makers or float64_named
+                         or "DataParallel" in text):
         tree = parse(text)
+    if "DataParallel" in text and tree is not None:  # the wrapper moved by a statement of its own (HRNet's demo)
+        found.extend((line, _DATA_PARALLEL) for line in _data_parallel_moved(tree)
+                     if (line, _DATA_PARALLEL) not in found)
     if found and tree is not None:  # skorch's `if sparse.issparse(X): return torch.sparse_coo_tensor(...)`
         found = [hit for hit in found if hit[0] not in _data_branch_lines(tree)]
         if any(what == _DATA_PARALLEL for _, what in found) and _data_parallel_fed(tree):
@@ -226,6 +230,16 @@ def _device_checks(tree: ast.Module) -> list[tuple[int, str]]:
                 any(p.stop is None or p.stop.kind != "raise" for p in ends[t]) for t in ("cpu", "cuda")):
             found.append((raised[0].line, "a device check that takes only the CPU and CUDA"))
     return found
+
+
+def _data_parallel_moved(tree: ast.Module) -> list[int]:
+    """Lines where a name bound to a ``DataParallel`` wrapper is moved by a statement of its own (HRNet's demo:
+    ``pose_model = torch.nn.DataParallel(pose_model, ...)``, then ``pose_model.to(CTX)``)."""
+    wrapped = {ast.unparse(t) for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value,
+               ast.Call) and call_name(node.value) == "DataParallel" for t in node.targets}
+    return [node.lineno for node in ast.walk(tree) if wrapped and isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda")
+            and ast.unparse(node.func.value) in wrapped]
 
 
 def _data_parallel_fed(tree: ast.Module) -> bool:

@@ -235,11 +235,15 @@ def _device_checks(tree: ast.Module) -> list[tuple[int, str]]:
 def _data_parallel_moved(tree: ast.Module) -> list[int]:
     """Lines where a name bound to a ``DataParallel`` wrapper is moved by a statement of its own (HRNet's demo:
     ``pose_model = torch.nn.DataParallel(pose_model, ...)``, then ``pose_model.to(CTX)``)."""
-    wrapped = {ast.unparse(t) for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value,
-               ast.Call) and call_name(node.value) == "DataParallel" for t in node.targets}
+    wrapped: dict[str, int] = {}  # name -> the first line that binds it to a wrapper
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                and call_name(node.value) == "DataParallel":
+            for target in node.targets:
+                wrapped[ast.unparse(target)] = min(node.lineno, wrapped.get(ast.unparse(target), node.lineno))
     return [node.lineno for node in ast.walk(tree) if wrapped and isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda")
-            and ast.unparse(node.func.value) in wrapped]
+            and node.lineno > wrapped.get(ast.unparse(node.func.value), node.lineno)]  # the wrapper, not the module
 
 
 def _data_parallel_fed(tree: ast.Module) -> bool:

@@ -509,6 +509,8 @@ def test_a_move_in_a_function_the_program_never_names_splits_nothing(tmp_path: P
 @pytest.mark.parametrize(("name", "test", "gets_it"), [
     ("test_MSMT.py", "", True),  # Person_reID: an evaluation script named like a test, none of its own
     ("test_model.py", "\n\ndef test_it():\n    assert True\n", False),  # pytest runs it with other modules
+    # FairMOT's test_det.py: its `__main__` block calls its own `test_det(opt, ...)`, a script pytest never runs
+    ("test_det.py", "\n\ndef test_det(opt):\n    return opt\n\n\nif __name__ == '__main__':\n    test_det(1)\n", True),
 ])
 def test_a_script_named_like_a_test_gets_avoid_mps_unless_it_has_tests(tmp_path: Path, name: str, test: str,
                                                                        gets_it: bool) -> None:

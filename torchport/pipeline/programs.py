@@ -506,7 +506,7 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019"):
             continue
         module, name = outline(result.original), project.names[index]
-        if _TEST_FILE.match(result.path.name) and module.tests:
+        if _TEST_FILE.match(result.path.name) and module.tests and not _calls_own_tests(trees[index]):
             continue  # a test module runs in a process with many others (fairscale's test_gossip has a `__main__`;
             # Person_reID's test_MSMT.py, with no test of its own, is a script)
         if not module.parses or not (module.script or _kind(result, module, name, scripts, is_imported(index)) in (
@@ -595,6 +595,17 @@ def _moves_outside_main(result: FileResult) -> bool:
 
 
 _PARSES_COMMAND_LINE = frozenset(torch_facts.words("parses_command_line"))
+
+
+def _calls_own_tests(tree: ast.Module | None) -> bool:
+    """Whether the module's ``__main__`` block calls one of its own ``test_*`` functions itself (FairMOT's
+    ``test_det.py``: ``map = test_det(opt, batch_size=4)``): a script named like a test, not one pytest runs."""
+    if tree is None:
+        return False
+    own = {s.name for s in tree.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)
+           and s.name.startswith("test")}
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in own
+               for s in tree.body if isinstance(s, ast.If) and is_main(s.test) for n in ast.walk(s))
 
 
 def _reads_command_line(tree: ast.Module | None) -> bool:

@@ -500,6 +500,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         return Path(os.path.relpath(results[other].path, results[entry].path.parent)).as_posix() \
             if Path(where).is_absolute() else where
 
+    from torchport.pipeline.library import installable
+
     reasons: dict[int, str] = {}
     flags: set[str] | None = None
     for index, result in enumerate(results):
@@ -512,9 +514,10 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         if not module.parses or not (module.script or _kind(result, module, name, scripts, is_imported(index)) in (
                 "script", "console-script")):
             continue  # a `__main__` block, a console script, or top-level work in a module nothing imports
-        if name not in scripts and (is_imported(index) or project.in_package(index)) \
+        if name not in scripts and (is_imported(index) or project.in_package(index) and installable([result.path])) \
                 and not _reads_command_line(trees[index]):
             continue  # a library module with a demo `__main__`: the call would run in every program importing it
+            # (a package no metadata installs is the repository's: reid-strong-baseline's tools/train.py is a script)
         if (tree := trees[index]) is not None and "mps" in (result.original or "").lower() and handles_mps(tree):
             continue  # it picks MPS itself (XMem's interactive demo): the call would move the runtime's picks alone
         reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
@@ -523,7 +526,7 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         if not project.reach(index) & moved or not (
                 _PLACES_DATA.search(result.original or "") or _calls_into(index, trees[index], project, moved)
                 or (reach & carried and any(_KEPT_PLACEMENT.search(results[i].migrated or results[i].original or "")
-                                             for i in reach))):
+                                             or results[i].facts.get("kept") for i in reach))):
             continue  # it places no data, itself or through what it calls (a data-preparation script)
         if "init_process_group" in "".join(results[i].original or "" for i in reach) and _joins_a_group(
                 index, trees, project):

@@ -938,3 +938,20 @@ def test_a_relative_import_of_an_extension_built_for_cuda_alone_needs_cuda() -> 
     assert [(n.line, n.reason) for n in found] == [
         (2, "imports gpu_nms, an extension the project builds for CUDA alone (nvcc)")]
     assert requirements(ast.parse(source), source) == []
+
+
+@pytest.mark.parametrize(("setup", "gets_it"), [
+    ("", True),  # reid-strong-baseline's tools/train.py: a package of the repository, run as a script
+    ("from setuptools import setup\n\nsetup(name='tools', packages=['tools', 'lib'])\n", False),  # installed
+])
+def test_a_script_in_a_package_no_metadata_installs_gets_avoid_mps(tmp_path: Path, setup: str, gets_it: bool) -> None:
+    _write(tmp_path, {  # the blocker in another module: the project pass decides the call
+        "lib/__init__.py": "",
+        "lib/data.py": "import torch\n\n\ndef make():\n    return torch.zeros(2, dtype=torch.float64).cuda()\n",
+        "tools/__init__.py": "",
+        "tools/train.py": "import torch\n\nfrom lib.data import make\n\n\ndef main():\n"
+                          "    print(make() + torch.ones(2).cuda())\n\n\nif __name__ == '__main__':\n    main()\n",
+        **({"setup.py": setup} if setup else {}),
+    })
+    rewrites = {r["code"] for r in _migrated(tmp_path)["tools/train.py"]["rewrites"]}
+    assert ("TP019" in rewrites) is gets_it

@@ -951,7 +951,11 @@ def test_a_script_in_a_package_no_metadata_installs_gets_avoid_mps(tmp_path: Pat
         "tools/__init__.py": "",
         "tools/train.py": "import torch\n\nfrom lib.data import make\n\n\ndef main():\n"
                           "    print(make() + torch.ones(2).cuda())\n\n\nif __name__ == '__main__':\n    main()\n",
+        # Wave-U-Net's trainer/trainer.py: top-level work, no `__main__`, loaded by name from a config: no program
+        "tools/worker.py": "import torch\n\nfrom lib.data import make\n\ntorch.set_num_threads(1)\n\n\nclass Worker:\n"
+                           "    def run(self):\n        return make() + torch.ones(2).cuda()\n",
         **({"setup.py": setup} if setup else {}),
     })
-    rewrites = {r["code"] for r in _migrated(tmp_path)["tools/train.py"]["rewrites"]}
-    assert ("TP019" in rewrites) is gets_it
+    migrated = _migrated(tmp_path)
+    assert ("TP019" in {r["code"] for r in migrated["tools/train.py"]["rewrites"]}) is gets_it
+    assert "TP019" not in {r["code"] for r in migrated["tools/worker.py"]["rewrites"]}

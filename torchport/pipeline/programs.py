@@ -514,8 +514,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         if not module.parses or not (module.script or _kind(result, module, name, scripts, is_imported(index)) in (
                 "script", "console-script")):
             continue  # a `__main__` block, a console script, or top-level work in a module nothing imports
-        if name not in scripts and (is_imported(index) or project.in_package(index) and installable([result.path])) \
-                and not _reads_command_line(trees[index]):
+        if name not in scripts and (is_imported(index) or project.in_package(index) and (
+                not module.script or installable([result.path]))) and not _reads_command_line(trees[index]):
             continue  # a library module with a demo `__main__`: the call would run in every program importing it
             # (a package no metadata installs is the repository's: reid-strong-baseline's tools/train.py is a script)
         if (tree := trees[index]) is not None and "mps" in (result.original or "").lower() and handles_mps(tree):

@@ -55,6 +55,7 @@ _BUILDS = torch_facts.text("builds_cuda_extension")
 _CPU_CUDA_LIBRARIES = frozenset(torch_facts.words("cpu_cuda_library"))
 _CUDA_ONLY_TEXT = torch_facts.text("cuda_only_text")
 _DEFERRED: dict[str, tuple[tuple[str, int, str], ...]] = {}  # `deferred_cuda_imports`
+_LOADS: dict[str, dict[str, tuple[int, ...]]] = {}  # `_loads`
 _TREES: OrderedDict[str, ast.Module | None] = OrderedDict()
 _TREES_TEXT_LIMIT = 1_000_000
 _trees_text = 0
@@ -763,14 +764,16 @@ def live_lack(project: Project, modules: Iterable[int], reach: Iterable[int],
 
 def live_requirement(project: Project, reach: Iterable[int]) -> tuple[int, int, str] | None:
     """The first CUDA-only library a function or class the program of modules ``reach`` runs (`program_names`)
-    imports when it runs, outside a ``try`` that catches the failure: ``(module, line, why)``, or None.
+    imports whenever it runs (`deferred_cuda_imports`): ``(module, line, why)``, or None.
     consistency_models' ``QKVFlashAttention.__init__`` imports flash_attn, and the UNet's ``AttentionBlock`` makes
     one under ``if attention_type == "flash":``, the parameter's default that no call changes. A definition named
     only where its parameters' defaults turn the branch off (`_on_by_default`) does not count."""
     reach = sorted(reach, key=lambda i: str(project.results[i].path))
-    run = program_names(project, reach)
-    for index in reach:
-        for name, line, why in deferred_cuda_imports(project.results[index].original or ""):
+    found = [(index, deferred) for index in reach if (deferred := deferred_cuda_imports(
+        project.results[index].original or ""))]
+    run = program_names(project, reach) if found else frozenset()
+    for index, deferred in found:
+        for name, line, why in deferred:
             if name in run and _named_on(project, reach, name):
                 return index, line, why
     return None
@@ -778,19 +781,24 @@ def live_requirement(project: Project, reach: Iterable[int]) -> tuple[int, int, 
 
 def deferred_cuda_imports(text: str) -> tuple[tuple[str, int, str], ...]:
     """``(definition, line, why)`` of each CUDA-only library (`analysis.requirements.cuda_only_import`) a top-level
-    function or class of a module imports inside, outside a ``try`` that catches the failure; read once per text."""
+    function imports whenever it runs, or a class whenever it makes an object (its ``__init__``): an import among
+    the body's own statements, not under an ``if``, a loop or a ``try`` (diffusers' ``if is_xformers_available():
+    import xformers`` in a method it may never call); read once per text."""
     def read() -> tuple[tuple[str, int, str], ...]:
         from torchport.codemods.analysis.requirements import cuda_only_import
 
         tree = parse(text)
         found = []
         for definition in tree.body if tree is not None else ():
-            if not isinstance(definition, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if isinstance(definition, ast.ClassDef):
+                body = next((f.body for f in definition.body if isinstance(f, ast.FunctionDef)
+                             and f.name == "__init__"), [])
+            elif isinstance(definition, ast.FunctionDef | ast.AsyncFunctionDef):
+                body = definition.body
+            else:
                 continue
-            caught = {id(n) for t in ast.walk(definition) if isinstance(t, ast.Try) and t.handlers
-                      for s in t.body for n in ast.walk(s)}
-            for node in ast.walk(definition):
-                if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in caught and not (
+            for node in body:
+                if isinstance(node, ast.Import | ast.ImportFrom) and not (
                         isinstance(node, ast.ImportFrom) and node.level):
                     names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                     if (why := next((w for name in names if (w := cuda_only_import(name))), None)) is not None:
@@ -800,16 +808,26 @@ def deferred_cuda_imports(text: str) -> tuple[tuple[str, int, str], ...]:
     return remembered(_DEFERRED, text, read) if _CUDA_ONLY_TEXT.search(text) else ()
 
 
+def _loads(text: str) -> dict[str, tuple[int, ...]]:
+    """The lines where a module reads each name (``ast.Name`` loads), read once per text."""
+    def read() -> dict[str, tuple[int, ...]]:
+        found: dict[str, list[int]] = {}
+        for node in ast.walk(parse(text) or ast.Module(body=[], type_ignores=[])):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                found.setdefault(node.id, []).append(node.lineno)
+        return {name: tuple(lines) for name, lines in found.items()}
+
+    return remembered(_LOADS, text, read)
+
+
 def _named_on(project: Project, reach: Sequence[int], name: str) -> bool:
     """Whether a module of ``reach`` names ``name`` where its parameters' defaults do not turn the branch off."""
     for index in reach:
         text = project.results[index].original or ""
         if name not in text or (tree := parse(text)) is None:
             continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) \
-                    and _on_by_default(tree, node.lineno, project, reach):
-                return True
+        if any(_on_by_default(tree, line, project, reach) for line in _loads(text).get(name, ())):
+            return True
     return False
 
 

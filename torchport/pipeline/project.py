@@ -403,6 +403,8 @@ class Project:
         self._module_at: dict[tuple[Path, str], int | None] = {}  # (folder, dotted name) -> the module there
         self._added: dict[Path, list[Path]] | None = None  # `_path_roots`
         self._compiled: frozenset[str] | None = None
+        self.compiled_uses: dict[int, list[tuple[int, str]]] = {}  # `compiled_uses`, per module
+        self.named_on: dict[tuple[str, frozenset[int]], bool] = {}  # `_named_on`, per name and program
         self._reached: dict[tuple[int, bool], tuple[int, ...]] = {}  # a tuple: a third of a set
         self.package_dirs = {path.parent for path in paths if path.name == "__init__.py"}
         self.names: list[str | None] = [None] * len(results)
@@ -697,9 +699,12 @@ def compiled_uses(project: Project, index: int) -> list[tuple[int, str]]:
     kernels (`analysis.requirements.compiled_extensions`: chamferdist's ``from chamferdist import _C``), or calls the
     custom ops such a build registers (pytorch_cluster's ``torch.ops.torch_cluster.knn``): kernels for the CPU and
     CUDA alone, so a tensor on MPS or an XPU meets none (the CPU's read its memory as the host's)."""
+    if index in project.compiled_uses:
+        return project.compiled_uses[index]
     built = project.compiled()
     text = project.results[index].original or ""
     if not any(name.rstrip(".*").rsplit(".", 1)[-1] in text for name in (*built, *_CPU_CUDA_LIBRARIES)):
+        project.compiled_uses[index] = []
         return []
     tree = parse(text)
     package = (project.names[index] or "").rpartition(".")[0]
@@ -725,7 +730,8 @@ def compiled_uses(project: Project, index: int) -> list[tuple[int, str]]:
         hit = next((n for n in names if n in built or n.split(".", 1)[0] in _CPU_CUDA_LIBRARIES), None)
         if hit is not None and isinstance(node, ast.stmt | ast.expr):
             found.append((node.lineno, f"{COMPILED} (`{hit.rstrip('.*')}`: the CPU's and CUDA's alone)"))
-    return sorted(set(found))
+    project.compiled_uses[index] = sorted(set(found))
+    return project.compiled_uses[index]
 
 
 def reached_lack(project: Project, other: int, reach: Iterable[int], certain: bool = False) -> tuple[int, str] | None:
@@ -822,6 +828,13 @@ def _loads(text: str) -> dict[str, tuple[int, ...]]:
 
 def _named_on(project: Project, reach: Sequence[int], name: str) -> bool:
     """Whether a module of ``reach`` names ``name`` where its parameters' defaults do not turn the branch off."""
+    key = (name, frozenset(reach))
+    if key not in project.named_on:
+        project.named_on[key] = _named_on_read(project, reach, name)
+    return project.named_on[key]
+
+
+def _named_on_read(project: Project, reach: Sequence[int], name: str) -> bool:
     for index in reach:
         text = project.results[index].original or ""
         if name not in text or (tree := parse(text)) is None:

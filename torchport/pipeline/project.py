@@ -48,14 +48,14 @@ _JOINED: dict[str, list[tuple[str, ...]]] = {}  # `_joined_here`
 _MEMO_LIMIT = 20_000
 _K = TypeVar("_K")
 _V = TypeVar("_V")
-# The last trees parsed, for the steps that read a few modules whole (entry points, gates), up to this much text:
-# a tree takes about 20 times its text (and the memory a dropped tree held stays with the process).
 _COMPILED: dict[str, frozenset[str]] = {}  # build script's text -> the extensions it makes with C++ kernels
 _BUILDS = torch_facts.text("builds_cuda_extension")
 _CPU_CUDA_LIBRARIES = frozenset(torch_facts.words("cpu_cuda_library"))
 _CUDA_ONLY_TEXT = torch_facts.text("cuda_only_text")
 _DEFERRED: dict[str, tuple[tuple[str, int, str], ...]] = {}  # `deferred_cuda_imports`
 _LOADS: dict[str, dict[str, tuple[int, ...]]] = {}  # `_loads`
+# The last trees parsed, for the steps that read a few modules whole (entry points, gates), up to this much text:
+# a tree takes about 20 times its text (and the memory a dropped tree held stays with the process).
 _TREES: OrderedDict[str, ast.Module | None] = OrderedDict()
 _TREES_TEXT_LIMIT = 1_000_000
 _trees_text = 0
@@ -717,10 +717,7 @@ def compiled_uses(project: Project, index: int) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".") if package else []
-                base = ".".join([*parts[:len(parts) - node.level + 1], *([node.module] if node.module else [])])
+            base = absolute_module(node, package)
             names = [f"{base}.{alias.name}" if base else alias.name for alias in node.names]
         elif isinstance(node, ast.Call) and node.args and isinstance(op := node.func, ast.Attribute) \
                 and isinstance(space := op.value, ast.Attribute) and space.attr in spaces \

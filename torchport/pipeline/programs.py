@@ -279,7 +279,7 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             program.blockers.append(Blocker("mps", f"uses {what}: on a Mac it runs on the CPU",
                                             _spot(results[avoiding].path, path, root) if path else
                                             shown_as(avoiding), int(number) if number.isdigit() else 1))
-        if not any(_NAMES_CUDA.search(results[i].original or "") for i in reach):
+        if not any(_names_cuda(results[i].original or "") for i in reach):
             # nothing it runs names CUDA: no port sends its data anywhere, so on a Mac it runs as it always did
             # (Laplace's test_matrix: float64 by default, on the CPU alone)
             program.blockers = [b for b in program.blockers if not (b.target == "mps" and _LACKS in b.reason)]
@@ -739,6 +739,12 @@ def _joins_a_group(entry: int, trees: Mapping[int, ast.Module | None], project: 
 
 _LACKS = "which MPS lacks"
 _NAMES_CUDA = text("cuda_text")
+_NAMING_CUDA: dict[str, bool] = {}
+
+
+def _names_cuda(source: str) -> bool:
+    """Whether a module's text names CUDA; searched once per text (each program asks for every module it reaches)."""
+    return remembered(_NAMING_CUDA, source, lambda: _NAMES_CUDA.search(source) is not None)
 
 
 def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None) -> dict[int, frozenset[str]]:
@@ -767,7 +773,9 @@ def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None
         readers[index] = readers.get(index, frozenset()) | passed
     for index, names in _own_device_classes(results, trees, project, changed).items():
         readers[index] = readers.get(index, frozenset()) | names
-    fields = _dispatched_fields(results, trees)
+    if project.dispatched is None:
+        project.dispatched = _dispatched_fields(results, trees)
+    fields = project.dispatched
     for index in changed if fields else ():
         text = results[index].original or ""
         readers[index] = readers.get(index, frozenset()) | frozenset(
@@ -886,11 +894,9 @@ def _own_object_params(trees: Mapping[int, ast.Module | None], project: Project,
     with ``embedder = SentenceEmbedder.reload(...)``, whose ``self.embedder.cuda()`` (a copy of the parameter) is the
     embedder's own, not torch's."""
     found: dict[int, set[str]] = {}
-    for index, tree in trees.items():
-        if tree is None:
-            continue
+    for index in range(len(trees)):  # the bindings first: a tree is parsed only where an own class is bound
         own = set(_bound(index, project, defined, others=False)) | set(defined.get(index, {}))
-        if not own:
+        if not own or (tree := trees[index]) is None:
             continue
         made: dict[str, str] = {}  # name -> the class of the object bound to it
         for node in ast.walk(tree):

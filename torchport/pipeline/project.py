@@ -391,7 +391,7 @@ class Project:
     """
 
     def __init__(self, results: Sequence[FileResult]) -> None:
-        self.results = results
+        self.results = tuple(results)  # a copy: the caller may sort its list (it reads only paths and sources)
         resolved = [(index, result.path.resolve()) for index, result in enumerate(results)
                     if result.original is not None]
         self._resolved = resolved
@@ -405,6 +405,7 @@ class Project:
         self._compiled: frozenset[str] | None = None
         self.compiled_uses: dict[int, list[tuple[int, str]]] = {}  # `compiled_uses`, per module
         self.named_on: dict[tuple[str, frozenset[int]], bool] = {}  # `_named_on`, per name and program
+        self.dispatched: frozenset[str] | None = None  # `programs._dispatched_fields`, asked by several steps
         self._reached: dict[tuple[int, bool], tuple[int, ...]] = {}  # a tuple: a third of a set
         self.package_dirs = {path.parent for path in paths if path.name == "__init__.py"}
         self.names: list[str | None] = [None] * len(results)
@@ -790,6 +791,8 @@ def deferred_cuda_imports(text: str) -> tuple[tuple[str, int, str], ...]:
     def read() -> tuple[tuple[str, int, str], ...]:
         from torchport.codemods.analysis.requirements import cuda_only_import
 
+        if not _CUDA_ONLY_TEXT.search(text):
+            return ()
         tree = parse(text)
         found = []
         for definition in tree.body if tree is not None else ():
@@ -808,7 +811,7 @@ def deferred_cuda_imports(text: str) -> tuple[tuple[str, int, str], ...]:
                         found.append((definition.name, node.lineno, why))
         return tuple(found)
 
-    return remembered(_DEFERRED, text, read) if _CUDA_ONLY_TEXT.search(text) else ()
+    return remembered(_DEFERRED, text, read)  # the search too: each program asks for every module it reaches
 
 
 def _loads(text: str) -> dict[str, tuple[int, ...]]:

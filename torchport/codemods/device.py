@@ -354,7 +354,22 @@ class CudaMethod(Rule):
             target = device_call(m, "device", [device_arg] if device_arg is not None else [])
         if rest and rest[-1] is not updated.args[-1]:  # a trailing comma only where the user wrote one
             rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(target), *rest])
+        moved = keyword_arg("device", target) if _mapped_storage(m, original.func.value) else cst.Arg(target)  # type: ignore[attr-defined]
+        return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[moved, *rest])
+
+
+def _mapped_storage(m: Migrator, receiver: cst.BaseExpression) -> bool:
+    """Whether ``receiver`` is the storage a ``map_location`` function is given (``map_location=lambda storage,
+    loc: storage.cuda(device_id)``): a storage's ``to`` takes its device by keyword alone
+    (``UntypedStorage.to(*, device, non_blocking=False)``), so ``storage.to(d)`` raises a TypeError on CUDA too."""
+    if not isinstance(receiver, cst.Name):
+        return False
+    for outer, inner in zip(m.ancestors, m.ancestors[1:]):
+        if isinstance(outer, cst.Arg) and outer.keyword is not None and outer.keyword.value == "map_location" \
+                and isinstance(inner, cst.Lambda) and inner.params.params \
+                and inner.params.params[0].name.value == receiver.value:
+            return True
+    return False
 
 
 def _holds_nothing(m: Migrator, made: cst.BaseExpression) -> str | None:

@@ -303,7 +303,8 @@ def test_names_filter_ignores_case_as_inductors_and_warns_when_nothing_matches(m
     assert _hooked(re.compile("^HEAD$", re.IGNORECASE)) == ["head"]
 
 
-@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+# inductor by hand (-m slow): it compiles C++ for seconds, and the inductor test above covers its graphs
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
 def test_watch_records_a_model_compiled_and_run_before_it_began(dynamo, backend):
     model = _mlp()
     x = torch.randn(2, 4)

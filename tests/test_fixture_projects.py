@@ -253,6 +253,11 @@ def test_a_module_a_test_fakes_cuda_for_is_ported_only_with_that_test(tmp_path: 
 def test_ddp_ids_in_a_module_that_never_names_cuda_move_with_the_program(tmp_path: Path) -> None:
     folder = _ported("unnamed_ddp", tmp_path)
     assert "device_ids=tp.ddp_device_ids([device])" in (folder / "pkg" / "wrap.py").read_text()
+
+
+@pytest.mark.slow  # torchrun with 2 processes (10 s); the DDP template above trains under torchrun in the default run
+def test_ddp_ids_in_a_module_that_never_names_cuda_train_under_torchrun(tmp_path: Path) -> None:
+    folder = _ported("unnamed_ddp", tmp_path)
     done = _run(folder, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "train.py")
     steps = [line for line in done.stdout.splitlines() if line.startswith("step ")]
     assert len(steps) == 3, done.stderr[-3000:]

@@ -329,8 +329,11 @@ def ported_in(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]
     return port
 
 
-@pytest.mark.parametrize(("first", "then"), [("package", "vendor"), ("package", "native"), ("vendor", "package"),
-                                             ("native", "package"), ("vendor", "native"), ("native", "vendor")])
+# a cycle in the default run (each mode switched from and to once); the other three pairs by hand (-m slow)
+@pytest.mark.parametrize(("first", "then"), [
+    ("package", "vendor"), ("vendor", "native"), ("native", "package"),
+    *(pytest.param(first, then, marks=pytest.mark.slow)
+      for first, then in (("package", "native"), ("vendor", "package"), ("native", "vendor")))])
 def test_switching_the_runtime_mode_of_a_ported_tree(tmp_path: Path, first: str, then: str,
                                                      ported_in: Callable[[str], Path]) -> None:
     """A tree ported in one mode, ported again in another, is what porting the original in that mode makes

@@ -601,3 +601,19 @@ def test_an_object_a_class_method_makes_keeps_its_own_cuda_call(tmp_path: Path) 
     pipeline = _run(tmp_path)["drqa/pipeline.py"]
     assert "            self.reader.cuda()\n" in pipeline.migrated
     assert any(d.code == "TP106" and "`reader.DocReader`" in d.message for d in pipeline.diagnostics)
+
+
+def test_a_model_keeps_its_files_in_the_order_it_was_built_with(tmp_path: Path) -> None:
+    """`migrate` sorts its result list in place before the summary, which reuses the run's model of the same files:
+    the model reads its own copy, so a module's index still names the same file (minGPT's summary once showed
+    `bpe.py` reaching the model's modules)."""
+    from torchport.pipeline.project import Project
+    from torchport.results import FileResult
+
+    _tree(tmp_path, {"b.py": "import a\n", "a.py": "x = 1\n"})
+    results = [FileResult(path=tmp_path / name, display=name, original=(tmp_path / name).read_text())
+               for name in ("b.py", "a.py")]
+    project = Project(results)
+    results.sort(key=lambda r: r.display)
+    assert [r.display for r in project.results] == ["b.py", "a.py"]
+    assert project.reach(0) == {0, 1} and project.reach(1) == {1}

@@ -10,7 +10,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -212,7 +212,7 @@ def migrate(
         results = applied.results
 
     root = paths[0] if len(paths) == 1 and paths[0].is_dir() else Path.cwd()
-    _report(out, err, results, mode.name, output, root, cache, order={f.display: i for i, f in enumerate(found)})
+    _report(out, err, results, mode.name, output, root, cache, read=[f.display for f in found])
     if applied is not None:
         _report_baseline(err, mode.baseline, applied, output.quiet)
     for library in (r for r in results if any(d.code == "TP210" for d in r.diagnostics)):
@@ -348,10 +348,10 @@ def _vendored(results: list[FileResult], settings: config.Settings, paths: list[
 
 
 def _report(out: Console, err: Console, results: Sequence[FileResult], mode: str, output: Output, root: Path,
-            cache: cache_module.Cache | None = None, order: Mapping[str, int] | None = None) -> None:
+            cache: cache_module.Cache | None = None, read: Sequence[str] | None = None) -> None:
     """Print the run's report in ``fmt``: machine formats and ``--statistics`` alone on stdout; the concise
-    findings on stdout, or on stderr when stdout carries the diff; summaries on stderr. ``order``: the run's files
-    by display, in the order the run read them (`_print_programs`)."""
+    findings on stdout, or on stderr when stdout carries the diff; summaries on stderr. ``read``: the displays of
+    the files the run read, in its order (`_print_programs`)."""
     fmt, quiet, shows_diff = output.fmt, output.quiet, output.shows_diff
     if output.statistics:
         if fmt == OutputFormat.full:
@@ -373,14 +373,14 @@ def _report(out: Console, err: Console, results: Sequence[FileResult], mode: str
     elif not quiet:
         err.file.write(formats.summary_line(results, mode) + "\n")
     if not quiet and fmt in (OutputFormat.full, OutputFormat.concise):
-        _print_programs(err, results, root, cache, order)
+        _print_programs(err, results, root, cache, read)
 
 
 _PROGRAMS_SHOWN = 12
 
 
 def _print_programs(err: Console, results: Sequence[FileResult], root: Path,
-                    cache: cache_module.Cache | None = None, order: Mapping[str, int] | None = None) -> None:
+                    cache: cache_module.Cache | None = None, read: Sequence[str] | None = None) -> None:
     """One line per program whose files the run changes: where it runs once ported (`torchport programs`). The
     model reads every file of the run (seconds on a big project): the lines are cached under all files' text."""
     if not any(r.changed for r in results):
@@ -397,9 +397,9 @@ def _print_programs(err: Console, results: Sequence[FileResult], root: Path,
         from torchport.pipeline.programs import programs
 
         # the files as the run read them, in its order, without what it generated (the runtime, a dependency
-        # added to a setup.py it also read): the run's model of them is reused
-        ran = list({r.display: r for r in reversed(results) if order is None or r.display in order}.values())
-        ran.sort(key=lambda r: order[r.display] if order is not None else 0)
+        # added to a setup.py it also read, which comes after the file read): the run's model of them is reused
+        first = {r.display: r for r in reversed(results)}
+        ran = [first[display] for display in read if display in first] if read is not None else list(results)
         changed = [p for p in programs(ran, root) if p.kind != "library" and any(ran[i].changed for i in p.reached)]
         shown = [f"programs changed: {len(changed)}"] if changed else []  # plain lines, never wrapped
         shown += [f"  {p.path} ({p.kind}): {p.verdict()}; {p.rewrites} rewrite(s)" for p in changed[:_PROGRAMS_SHOWN]]

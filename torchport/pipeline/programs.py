@@ -773,9 +773,7 @@ def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None
         readers[index] = readers.get(index, frozenset()) | passed
     for index, names in _own_device_classes(results, trees, project, changed).items():
         readers[index] = readers.get(index, frozenset()) | names
-    if project.dispatched is None:
-        project.dispatched = _dispatched_fields(results, trees)
-    fields = project.dispatched
+    fields = _dispatched_fields(results, trees, project)
     for index in changed if fields else ():
         text = results[index].original or ""
         readers[index] = readers.get(index, frozenset()) | frozenset(
@@ -933,13 +931,20 @@ def _own_object_params(trees: Mapping[int, ast.Module | None], project: Project,
     return found
 
 
-def _dispatched_fields(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None]) -> frozenset[str]:
+def _dispatched_fields(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None],
+                       project: Project) -> frozenset[str]:
     """The attribute and key names whose values the project hands to one of its functions that compares the
     parameter with ``"cuda"`` and another device type itself (`analysis.defaults.dispatching_parameters`):
     torch-harmonics' benchmark registry keeps ``device="cuda"`` per entry, and its runner's
     ``_resolve_device(entry.device)`` skips entries whose device is not there. Such a value names a branch of that
     function, not a placement: a port to the runtime's device would run CUDA's entries on the CPU. Also the names
     a module compares with ``"cuda"`` to move data there (`analysis.defaults.placing_fields`)."""
+    if project.dispatched is None:  # read once per run: several steps ask
+        project.dispatched = _read_dispatched_fields(results, trees)
+    return project.dispatched
+
+
+def _read_dispatched_fields(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None]) -> frozenset[str]:
     from torchport.codemods.analysis.defaults import dispatching_parameters, field_name, placing_fields
 
     fields = {field for index, result in enumerate(results) if _COMPARES_CUDA.search(result.original or "")

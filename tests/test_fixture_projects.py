@@ -275,7 +275,9 @@ def test_moves_decided_by_data_on_cuda_stay_and_the_program_keeps_the_cpu_on_a_m
         assert original[line - 1] in models, original[line - 1]
     assert "        lengths = torch.ones(batch.shape[0], 1).to(tp.device())" in models
     train = (folder / "train.py").read_text()
-    assert 'tp.avoid_mps("data moved only where other data is on CUDA (`.is_cuda`), models.py:15")' in train
+    # the first of the two choices kept CUDA-or-CPU that would meet the moved data on MPS or XPU
+    assert 'tp.keep_cuda_or_cpu("a device choice kept CUDA-or-CPU beside data moved to the picked device, ' \
+           'models.py:28")' in train
     for args in (("train.py",), ("-c", ON_A_MAC, "train.py")):
         done = _run(folder, *args)
         assert done.returncode == 0 and "encoded (2, 3) cpu" in done.stdout, done.stderr[-2000:]
@@ -399,7 +401,7 @@ def test_a_project_extension_with_cpu_and_cuda_kernels_keeps_a_mac_on_the_cpu(tm
     # tensor on MPS (or an XPU) meets none, and the CPU's would read its memory as the host's
     folder = _ported("cpu_cuda_extension", tmp_path)
     example = (folder / "example.py").read_text()
-    assert "tp.avoid_mps(\"a compiled extension's kernels (`knn._C`: the CPU's and CUDA's alone), " \
+    assert "tp.keep_cuda_or_cpu(\"a compiled extension's kernels (`knn._C`: the CPU's and CUDA's alone), " \
            "knn/search.py:3\")" in example and "torch.rand(8, 3).to(tp.device())" in example
     done = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
     program = next(p for p in json.loads(done.stdout)["programs"] if p["path"] == "example.py")
@@ -411,11 +413,12 @@ def test_a_project_extension_with_cpu_and_cuda_kernels_keeps_a_mac_on_the_cpu(tm
 def test_a_batch_moved_only_where_cuda_is_keeps_a_mac_on_the_cpu(tmp_path: Path) -> None:
     # reid-strong-baseline: the config's device becomes the runtime's, but `img.to(device) if
     # torch.cuda.device_count() >= 1 else img` leaves batches on the CPU off CUDA: on MPS the model and its inputs
-    # would be on two devices, so the program keeps the CPU on a Mac
+    # would be on two devices, so the program keeps the CPU on a Mac (and on an Intel GPU)
     folder = _ported("kept_data_move", tmp_path)
     train = (folder / "train.py").read_text()
     # above `import defaults`, whose config default picks the runtime's device when imported
-    assert 'tp.avoid_mps("a device choice kept CUDA-or-CPU beside data moved to the picked device, trainer.py:7")' \
+    assert 'tp.keep_cuda_or_cpu("a device choice kept CUDA-or-CPU beside data moved to the picked device, '\
+           'trainer.py:7")' \
         "\n\nimport defaults\n" in train
     assert (folder / "trainer.py").read_text() == (PROJECTS / "kept_data_move" / "trainer.py").read_text()
     done = _run(folder, "train.py")

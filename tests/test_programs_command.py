@@ -349,8 +349,8 @@ def test_a_flag_the_entry_point_sets_from_cuda_decides_other_modules_and_their_c
     assert not files["exp.py"]["changed"]
     assert files["layers.py"]["changed"]
     run = _programs(tmp_path)["run.py"]
-    assert run["runs_on"] == ["cuda", "xpu", "cpu"]
-    assert (run["blockers"][0]["path"], run["blockers"][0]["line"]) == ("exp.py", 9)
+    assert run["runs_on"] == ["cuda", "cpu"]  # on an Intel GPU as on a Mac: `tp.keep_cuda_or_cpu`
+    assert [(b["target"], b["path"], b["line"]) for b in run["blockers"]] == [("mps", "exp.py", 9), ("xpu", "exp.py", 9)]
 
 
 def test_a_script_another_script_imports_keeps_the_cpu_on_a_mac_for_both(tmp_path: Path) -> None:
@@ -369,12 +369,13 @@ def test_a_script_another_script_imports_keeps_the_cpu_on_a_mac_for_both(tmp_pat
         "import torch\nfrom train import train\n\nif __name__ == '__main__':\n"
         "    print(train(torch.nn.Linear(2, 2), torch.ones(2)))\n")
     files = _migrated(tmp_path)
-    assert "TP019" in {r["code"] for r in files["downstream/train.py"]["rewrites"]}  # tp.avoid_mps(...)
+    assert "TP019" in {r["code"] for r in files["downstream/train.py"]["rewrites"]}  # tp.keep_cuda_or_cpu(...)
     assert not any(r["code"] == "TP019" for r in files["downstream/tuning.py"]["rewrites"])
     found = _programs(tmp_path)
     for entry in ("downstream/train.py", "downstream/tuning.py"):
-        assert found[entry]["runs_on"] == ["cuda", "xpu", "cpu"], entry
-        assert [(b["path"], b["line"]) for b in found[entry]["blockers"]] == [("downstream/train.py", 16)], entry
+        assert found[entry]["runs_on"] == ["cuda", "cpu"], entry  # an Intel GPU keeps the CPU too
+        assert [(b["target"], b["path"], b["line"]) for b in found[entry]["blockers"]] == [
+            ("mps", "downstream/train.py", 16), ("xpu", "downstream/train.py", 16)], entry
 
 
 def test_an_unchanged_script_that_calls_a_function_stuck_without_cuda_runs_only_on_cuda(tmp_path: Path) -> None:
@@ -651,7 +652,7 @@ def test_what_a_function_the_program_runs_imports_when_it_runs_counts_for_mps(tm
                                                                              blocked: bool) -> None:
     """Wav2Lip's face_alignment: `FaceAlignment.__init__` imports `'face_detection.detection.' + face_detector`
     (`'sfd'` by default), whose base `FaceDetector` raises for a device that is neither the CPU nor CUDA: the
-    program keeps the CPU on a Mac, and gets `tp.avoid_mps`."""
+    program keeps the CPU on a Mac and on an Intel GPU, and gets `tp.keep_cuda_or_cpu`."""
     _write(tmp_path, {
         "face_detection/__init__.py": "from .api import FaceAlignment\n",
         "face_detection/api.py": "class FaceAlignment:\n"
@@ -674,7 +675,8 @@ def test_what_a_function_the_program_runs_imports_when_it_runs_counts_for_mps(tm
     found = _programs(tmp_path)["inference.py"]
     assert ("mps" not in found["runs_on"]) is blocked
     if blocked:
-        assert [(b["path"], b["line"]) for b in found["blockers"]] == [("face_detection/detection/core.py", 4)]
+        assert [(b["target"], b["path"], b["line"]) for b in found["blockers"]] == [
+            (target, "face_detection/detection/core.py", 4) for target in ("mps", "xpu")]
     assert ("TP019" in {r["code"] for r in _migrated(tmp_path)["inference.py"]["rewrites"]}) is blocked
 
 

@@ -429,7 +429,7 @@ def test_a_model_a_library_places_under_a_cuda_guard_moves_with_the_inputs_choic
 
 
 @pytest.mark.parametrize("load, gets_it", [
-    ("samples = torch.load(path)\n    print(model(samples))\n", True),  # data on MPS beside a CPU model
+    ("samples = torch.load(path)\n    print(model(samples))\n", True),  # data on MPS/XPU beside a CPU model
     ("model.load_state_dict(torch.load(path)['model'])\n", False),  # copied into the CPU model: nothing moves
 ])
 def test_a_checkpoint_loaded_beside_a_kept_choice(tmp_path: Path, load: str, gets_it: bool) -> None:
@@ -440,7 +440,7 @@ def test_a_checkpoint_loaded_beside_a_kept_choice(tmp_path: Path, load: str, get
     _tree(tmp_path, {"latent_ode.py": script})
     migrated = _run(tmp_path)["latent_ode.py"].migrated or ""
     assert "map_location=tp.map_location()" in migrated  # on the CPU, a checkpoint saved on CUDA loads
-    assert ("tp.avoid_mps(" in migrated) is gets_it, migrated
+    assert ("tp.keep_cuda_or_cpu(" in migrated) is gets_it, migrated  # on MPS and on XPU
 
 
 def test_a_parameter_every_call_fills_with_a_projects_cuda_flag_keeps_its_module_as_written(tmp_path: Path) -> None:

@@ -651,6 +651,40 @@ def test_avoid_mps_keeps_a_program_on_the_cpu_of_a_mac():
     assert out["warned"] == [["tp.avoid_mps() came after MPS was picked"], 0]
 
 
+_KEPT_CUDA_OR_CPU = """
+    import json, torch, warnings
+    accelerator = "{accelerator}"
+    torch.backends.mps.is_available = lambda: accelerator == "mps"
+    torch.xpu.is_available = lambda: accelerator == "xpu"
+    from torchport import runtime as tp
+    from torchport.runtime import _backend
+    picked_first = tp.device_type()
+    with warnings.catch_warnings(record=True) as late:
+        warnings.simplefilter("always")
+        tp.keep_cuda_or_cpu("a device choice kept CUDA-or-CPU, options.py:115")  # after the pick: the CPU
+    after = [tp.device_type(), str(tp.device("cuda:0")), tp.avoided_mps()]
+    _backend._forget()
+    again = tp.device_type()  # a new pick skips MPS and XPU
+    print(json.dumps({{"first": picked_first, "after": after, "again": again,
+                      "warned": [str(w.message)[:47] for w in late]}}))
+    """
+for _accelerator in ("mps", "xpu"):
+    script(f"sim_kept_cuda_or_cpu_{_accelerator}", enabled=NO_ACCELERATOR)(
+        _KEPT_CUDA_OR_CPU.format(accelerator=_accelerator))
+
+
+@needs_no_accelerator
+def test_keep_cuda_or_cpu_keeps_a_program_on_the_cpu_of_a_mac_and_of_an_intel_gpu():
+    """A program that keeps a device choice CUDA-or-CPU elsewhere runs on the CPU wherever CUDA is missing: on an
+    Intel GPU as on a Mac (`tp.avoid_mps` alone would leave its moved data on XPU, apart from the kept choice)."""
+    for accelerator in ("mps", "xpu"):
+        out = run_json(f"sim_kept_cuda_or_cpu_{accelerator}")
+        assert out["first"] == accelerator
+        assert out["after"] == ["cpu", "cpu", "a device choice kept CUDA-or-CPU, options.py:115"]
+        assert out["again"] == "cpu"
+        assert out["warned"] == [f"tp.keep_cuda_or_cpu() came after {accelerator.upper()} was picked"]
+
+
 script("sim_mps_hidden_gpus", enabled=NO_ACCELERATOR)(
     """
     import json, os, torch

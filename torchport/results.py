@@ -14,6 +14,20 @@ INFO_CODES = frozenset({"TP107", "TP108", "TP110"})
 # when imported (`torchport.pipeline.programs.picked_on_import`), with the line of the entry point's import that
 # leads there: TP019 writes `tp.avoid_mps` above it (`torchport.codemods.entry`).
 AVOID_BEFORE = "avoid_mps before line "
+# Why a program keeps CUDA-or-CPU (`tp.keep_cuda_or_cpu`), not only off MPS: a choice kept CUDA-or-CPU beside data
+# the port moves to the runtime's device (on MPS and XPU the two meet on different devices), or kernels that only the
+# CPU and CUDA have. Anything else the project pass gives (float64, sparse, DataParallel, a process group) is what
+# MPS alone lacks.
+KEPT_CHOICE = "a device choice kept CUDA-or-CPU beside data moved to the picked device"
+COMPILED = "a compiled extension's kernels"  # what MPS and XPU lack where a module calls the project's extension
+MOVED_IF_ON_CUDA = "data moved only where other data is on CUDA (`.is_cuda`)"  # `x.cuda() if y.is_cuda else x`
+CHOSEN_IF_ON_CUDA = "a device chosen CUDA only where other data is on CUDA (`.is_cuda`)"
+CPU_OR_CUDA_CHECK = "a device check that takes only the CPU and CUDA"  # `if x.device.type not in ("cpu", "cuda")`
+
+
+def keeps_cuda_or_cpu(reason: str) -> bool:
+    """Whether ``reason`` (``"<what>, <file>:<line>"``, given to TP019) keeps its program off XPU as well as MPS."""
+    return reason.startswith((KEPT_CHOICE, COMPILED, MOVED_IF_ON_CUDA, CHOSEN_IF_ON_CUDA, CPU_OR_CUDA_CHECK))
 
 
 @dataclass(frozen=True)

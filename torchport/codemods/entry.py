@@ -10,6 +10,10 @@ nothing. Once ported, its data goes to the runtime's device, which is MPS there,
 entry point's imports, ``tp.avoid_mps("<what>, <where>")``, keeps the runtime's pick on the CPU of a Mac; on CUDA,
 XPU and the CPU it does nothing. The program model (`torchport.pipeline.programs.avoid_mps`) finds the programs
 whose blocker is in another module; a script whose own text has the blocker is found here.
+
+A program that keeps a device choice CUDA-or-CPU as written (in any of its modules) beside data the port moves to
+the runtime's device, or that calls kernels only the CPU and CUDA have, would split its data on an Intel GPU as on a
+Mac: it gets ``tp.keep_cuda_or_cpu("<what>, <where>")`` instead, which keeps the runtime's pick off XPU too.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from torchport.codemods.analysis.programs import NOTEBOOK_CELL, is_program, wher
 from torchport.codemods.core.base import Diagnostic, dotted_name
 from torchport.codemods.core.rule import Example, Rule
 from torchport.emit.placement import after_imports
-from torchport.results import AVOID_BEFORE
+from torchport.results import AVOID_BEFORE, keeps_cuda_or_cpu
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -35,7 +39,8 @@ class KeepOffMps(Rule):
     name = "keep-off-mps"
     summary = ("A program that uses what MPS lacks (float64, complex128, sparse tensors), that would split its "
                "data between MPS and the CPU, or that always makes a process group, gets `tp.avoid_mps(...)` "
-               "after its entry point's imports: on a Mac it keeps running on the CPU, as before.")
+               "after its entry point's imports: on a Mac it keeps running on the CPU, as before (one that keeps a "
+               "choice CUDA-or-CPU gets `tp.keep_cuda_or_cpu(...)`: on an Intel GPU too).")
     before = 'import torch  # a script that moves float64 tensors to "cuda"'
     after = 'import torch\ntp.avoid_mps("float64, line 3")'
     triggers = (r"\bfloat64\b|\bcomplex128\b|\.double\(\)|\bsparse_\w+_tensor\b|\.to_sparse|\bsparse\.\w*Tensor\(",)
@@ -78,7 +83,8 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
         return updated
     m.rewrites[KeepOffMps.code] += 1
     m.sites.append(Diagnostic(KeepOffMps.code, line, 0, KeepOffMps.summary))
-    call = cst.SimpleStatementLine([cst.Expr(m.runtime_call("avoid_mps", [cst.SimpleString(_quoted(reason))]))])
+    name = "keep_cuda_or_cpu" if keeps_cuda_or_cpu(reason) else "avoid_mps"  # off XPU too where a choice splits
+    call = cst.SimpleStatementLine([cst.Expr(m.runtime_call(name, [cst.SimpleString(_quoted(reason))]))])
     return updated.with_changes(body=[*updated.body[:at], call, *updated.body[at:]])
 
 
@@ -94,11 +100,13 @@ def _quoted(text: str) -> str:
 
 
 def _has_call(module: cst.Module) -> bool:
-    """Whether ``module`` already calls ``avoid_mps`` at its top level (a second run changes nothing)."""
+    """Whether ``module`` already calls ``avoid_mps`` or ``keep_cuda_or_cpu`` at its top level (a second run changes
+    nothing)."""
     for statement in module.body:
         small = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
         for s in small:
             if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) \
-                    and isinstance(s.value.func, cst.Attribute) and s.value.func.attr.value == "avoid_mps":
+                    and isinstance(s.value.func, cst.Attribute) and s.value.func.attr.value in (
+                    "avoid_mps", "keep_cuda_or_cpu"):
                 return True
     return False

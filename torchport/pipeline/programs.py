@@ -40,7 +40,6 @@ from torchport.model.torch_facts import RAISES_OFF_CUDA, text
 from torchport.pipeline.engine import STILL_STOPS
 from torchport.pipeline.notebooks import SUFFIX, locate
 from torchport.pipeline.project import (
-    COMPILED,
     Outline,
     Project,
     deferred_cuda_imports,
@@ -55,7 +54,7 @@ from torchport.pipeline.project import (
     split_choice,
     works_at_top,
 )
-from torchport.results import Diagnostic, FileResult
+from torchport.results import COMPILED, KEPT_CHOICE, Diagnostic, FileResult, keeps_cuda_or_cpu
 
 if TYPE_CHECKING:
     from torchport.codemods.analysis.requirements import Requirement
@@ -273,12 +272,16 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                                             _group_line(trees.get(entry))))
         # the project pass gave it, or a script it always imports, `tp.avoid_mps`: what and where
         avoiding = next((i for i in reach if i in always and results[i].avoid_mps), None)
-        if "mps" not in {b.target for b in program.blockers} and avoiding is not None:
-            what, _, spot = (results[avoiding].avoid_mps or "").rpartition(", ")
+        if avoiding is not None:
+            why = results[avoiding].avoid_mps or ""
+            what, _, spot = why.rpartition(", ")
             path, _, number = spot.rpartition(":")
-            program.blockers.append(Blocker("mps", f"uses {what}: on a Mac it runs on the CPU",
-                                            _spot(results[avoiding].path, path, root) if path else
-                                            shown_as(avoiding), int(number) if number.isdigit() else 1))
+            where = _spot(results[avoiding].path, path, root) if path else shown_as(avoiding)
+            for target, machine in (("mps", "a Mac"), ("xpu", "an Intel GPU")):
+                # `tp.keep_cuda_or_cpu` keeps an Intel GPU on the CPU as well
+                if target not in {b.target for b in program.blockers} and (target == "mps" or keeps_cuda_or_cpu(why)):
+                    program.blockers.append(Blocker(target, f"uses {what}: on {machine} it runs on the CPU", where,
+                                                    int(number) if number.isdigit() else 1))
         if not any(_names_cuda(results[i].original or "") for i in reach):
             # nothing it runs names CUDA: no port sends its data anywhere, so on a Mac it runs as it always did
             # (Laplace's test_matrix: float64 by default, on the CPU alone)
@@ -528,6 +531,20 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
                 or (reach & carried and any(_KEPT_PLACEMENT.search(results[i].migrated or results[i].original or "")
                                              or results[i].facts.get("kept") for i in reach))):
             continue  # it places no data, itself or through what it calls (a data-preparation script)
+        # the modules whose moves to the runtime's device this program runs (`split_choice`), read once
+        running = {i for i in reach & carried if project.runs_line(i, results[i].facts["moves"], reach)} if any(
+            results[i].facts.get("kept") for i in reach) else set()
+        order = sorted(reach, key=lambda i: (i != index, results[i].display))
+        if reach & carried and flags is None:
+            flags = _cuda_flags(results)
+        # a choice kept CUDA-or-CPU first: keeping the program there keeps it off MPS too, and off XPU, where its
+        # moved data would meet the kept choice's CPU data as on MPS
+        split = next(((other, found) for other in order if (found := (split_choice(
+            results[other], moved_elsewhere=bool(running - {other})) if outline(results[other].original).parses
+            else None) or (_kept_placement(results[other], flags or set()) if reach & carried else None))), None)
+        if split is not None:
+            reasons[index] = f"{split[1][1]}, {shown(split[0], index)}:{split[1][0]}"
+            continue
         if "init_process_group" in "".join(results[i].original or "" for i in reach) and _joins_a_group(
                 index, trees, project):
             # the program always makes a process group: the runtime picks the CPU on a Mac once it exists, but a
@@ -535,18 +552,11 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             group = f"{shown(index, index)}:{_group_line(trees[index])}"
             reasons[index] = f"a process group, which takes no MPS tensors, {group}"
             continue
-        # the modules whose moves to the runtime's device this program runs (`split_choice`), read once
-        running = {i for i in reach & carried if project.runs_line(i, results[i].facts["moves"], reach)} if any(
-            results[i].facts.get("kept") for i in reach) else set()
-        for other in sorted(reach, key=lambda i: (i != index, results[i].display)):
+        for other in order:
             # what another module lacks counts where this program runs it (each step reads a text once)
-            found = ((lacking(results[other].original or "", certain=True) if other == index else
-                      reached_lack(project, other, reach, certain=True)) or split_choice(
-                         results[other], moved_elsewhere=bool(running - {other}))
-                     ) if outline(results[other].original).parses else None
-            if reach & carried and flags is None:
-                flags = _cuda_flags(results)
-            lacks = found or (_kept_placement(results[other], flags or set()) if reach & carried else None)
+            lacks = (lacking(results[other].original or "", certain=True) if other == index else
+                     reached_lack(project, other, reach, certain=True)) if outline(results[other].original).parses \
+                else None
             if lacks is not None:
                 reasons[index] = f"{lacks[1]}, {shown(other, index)}:{lacks[0]}"
                 break
@@ -645,7 +655,7 @@ def _kept_placement(result: FileResult, flags: set[str]) -> tuple[int, str] | No
                     for n in ast.walk(test))):
                 if _chooses_mps(parent, parents):
                     break  # accelerate's `if is_mps_available(): ... elif torch.cuda.is_available(): ...`
-                return node.lineno, "a device choice kept CUDA-or-CPU beside data moved to the picked device"
+                return node.lineno, KEPT_CHOICE
             child = parent
     return None
 

@@ -34,7 +34,7 @@ from torchport.codemods.analysis.lacks import blockers
 from torchport.codemods.analysis.programs import absolute_module, always_run, is_main, is_script, is_test
 from torchport.codemods.analysis.source import parse as parse_quietly
 from torchport.model import torch_facts
-from torchport.results import FileResult
+from torchport.results import COMPILED, KEPT_CHOICE, FileResult
 
 _DYNAMIC_IMPORT = torch_facts.text("dynamic_import")
 # What the steps of a run read from each module's text, kept so that no step reads a module again (a run asks in
@@ -692,9 +692,6 @@ class Project:
         return set(self._reached[key])
 
 
-COMPILED = "a compiled extension's kernels"  # what MPS (and XPU) lack where a module calls the project's extension
-
-
 def compiled_uses(project: Project, index: int) -> list[tuple[int, str]]:
     """``(line, what)`` where module ``index`` imports a compiled extension the run's build scripts make with C++
     kernels (`analysis.requirements.compiled_extensions`: chamferdist's ``from chamferdist import _C``), or calls the
@@ -1017,7 +1014,7 @@ def split_choice(result: FileResult, moved_elsewhere: bool = False) -> tuple[int
     # (a module that names MPS chooses among several backends: its choice is no CUDA-or-CPU one for others)
     if result.error is None and (moves or moved_elsewhere and "mps" not in (result.original or "")) \
             and result.facts.get("kept") and not result.facts.get("choices"):
-        return result.facts["kept"][0], "a device choice kept CUDA-or-CPU beside data moved to the picked device"
+        return result.facts["kept"][0], KEPT_CHOICE
     return None
 
 

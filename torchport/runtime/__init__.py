@@ -18,7 +18,7 @@ is patched, and only CUDA-style device specs are remapped.
 
 from typing import Any as _Any
 
-from ._backend import ENV_VAR, avoid_mps, avoided_mps
+from ._backend import ENV_VAR, avoid_mps, avoided_mps, keep_cuda_or_cpu
 from ._device import (
     available_device,
     available_device_str,
@@ -98,6 +98,7 @@ __all__ = [
     "distributed_backend",
     "empty_cache",
     "ipc_collect",
+    "keep_cuda_or_cpu",
     "get_device_capability",
     "get_device_name",
     "get_device_properties",

@@ -50,6 +50,7 @@ _SPEC_INDICES = range(64)  # "cuda:0" .. "cuda:63" are looked up without parsing
 _lock = threading.RLock()
 _resets: list[Callable[[], None]] = []  # other modules' caches of picked values (see _forget)
 _avoided: str | None = None  # why this program keeps off MPS (`avoid_mps`); survives `_forget`
+_avoided_xpu = False  # it keeps off XPU too (`keep_cuda_or_cpu`); survives `_forget`
 
 
 def _available(kind: str) -> bool:
@@ -124,7 +125,7 @@ def _pick() -> torch.device:
     if _hides_every_gpu(os.environ.get("CUDA_VISIBLE_DEVICES")):
         return torch.device("cpu")  # the program asked for no GPU (EfficientDet's `num_gpus: 0` sets "-1")
     for kind in _ACCELERATORS:
-        if kind == "mps" and _avoided is not None:
+        if kind == "mps" and _avoided is not None or kind == "xpu" and _avoided_xpu:
             continue
         if _available(kind):
             return torch.device(kind)
@@ -222,19 +223,47 @@ def avoid_mps(reason: str) -> None:
         reason: what MPS lacks and where, for readers and ``tp.avoided_mps()`` (e.g. ``"float64 at
             diffusion.py:870"``).
     """
-    global _avoided
+    _keep_off(("mps",), reason)
+
+
+def keep_cuda_or_cpu(reason: str) -> None:
+    """Keep this program on CUDA or the CPU: on a Mac and on an Intel GPU it runs on the CPU, as the unmigrated
+    program did there.
+
+    Written once at the entry point of a program that keeps a device choice CUDA-or-CPU as written (a choice, guard
+    or placement the port leaves, being CUDA-only or someone else's) while the port moves its other data to the
+    runtime's device, or that calls kernels only the CPU and CUDA have: on MPS or XPU the two would meet on different
+    devices. Like `avoid_mps`, for XPU as well: before the pick, the pick skips both; after an MPS or XPU pick, the
+    pick becomes the CPU (with the same RuntimeWarning). ``TORCHPORT_DEVICE`` still wins. On CUDA and the CPU it
+    changes nothing and touches no backend. No ``torch`` counterpart.
+
+    Args:
+        reason: why and where, for readers and ``tp.avoided_mps()`` (e.g. ``"a device choice kept CUDA-or-CPU
+            beside data moved to the picked device, options.py:115"``).
+    """
+    _keep_off(("mps", "xpu"), reason)
+
+
+def _keep_off(kinds: tuple[str, ...], reason: str) -> None:
+    """Make the pick skip the accelerators ``kinds`` (``"mps"``, ``"xpu"``), or turn a pick of one into the CPU,
+    warning that values made from the earlier pick keep it (the caller's caller is the line warned about)."""
+    global _avoided, _avoided_xpu
     with _lock:
         _avoided = reason
-        if not os.environ.get(ENV_VAR, "").strip():
-            if globals().get("_TYPE") == "mps":  # something read the pick already: what it made stays on MPS
-                warnings.warn("tp.avoid_mps() came after MPS was picked: values made from that pick (a device a "
-                              "module imported before it chose at import) stay on MPS; call it before those "
-                              "imports", RuntimeWarning, stacklevel=2)
-            _cpu_instead_of("mps")
+        _avoided_xpu = _avoided_xpu or "xpu" in kinds
+        if os.environ.get(ENV_VAR, "").strip():
+            return
+        for kind in kinds:
+            if globals().get("_TYPE") == kind:  # something read the pick already: what it made stays there
+                warnings.warn(f"tp.{'avoid_mps' if kinds == ('mps',) else 'keep_cuda_or_cpu'}() came after "
+                              f"{kind.upper()} was picked: values made from that pick (a device a module imported "
+                              "before it chose at import) stay there; call it before those imports",
+                              RuntimeWarning, stacklevel=3)
+            _cpu_instead_of(kind)
 
 
 def avoided_mps() -> str | None:
-    """Why this program keeps off MPS (the reason given to `avoid_mps`), or None."""
+    """Why this program keeps off MPS (the reason given to `avoid_mps` or `keep_cuda_or_cpu`), or None."""
     return _avoided
 
 

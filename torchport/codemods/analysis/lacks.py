@@ -14,6 +14,7 @@ from torchport.codemods.analysis.programs import call_name, is_script
 from torchport.codemods.analysis.source import parse
 from torchport.model import torch_facts
 from torchport.model.torch_facts import ON_CUDA_FLAGS
+from torchport.results import CHOSEN_IF_ON_CUDA, CPU_OR_CUDA_CHECK, MOVED_IF_ON_CUDA
 
 _DATA_PARALLEL = "DataParallel, which moves its inputs only on CUDA"
 # What MPS lacks that a module's text shows, as (pattern, description); float64 and complex128 are read from
@@ -228,7 +229,7 @@ def _device_checks(tree: ast.Module) -> list[tuple[int, str]]:
         raised = [p.stop for p in ends["mps"] if p.stop is not None and p.stop.kind == "raise"]
         if raised and len(raised) == len(ends["mps"]) and all(
                 any(p.stop is None or p.stop.kind != "raise" for p in ends[t]) for t in ("cpu", "cuda")):
-            found.append((raised[0].line, "a device check that takes only the CPU and CUDA"))
+            found.append((raised[0].line, CPU_OR_CUDA_CHECK))
     return found
 
 
@@ -477,11 +478,11 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
             continue  # TP024 moves it to that data's device
         if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
                for part in body for n in ast.walk(part)):
-            found.append((node.lineno, "data moved only where other data is on CUDA (`.is_cuda`)"))
+            found.append((node.lineno, MOVED_IF_ON_CUDA))
         elif any(isinstance(n, ast.Constant) and isinstance(n.value, str) and (
                 n.value == "cuda" or n.value.startswith("cuda:")) for part in body for n in ast.walk(part)):
             # SupContrast's loss: `device = torch.device('cuda') if features.is_cuda else torch.device('cpu')`
-            found.append((node.lineno, "a device chosen CUDA only where other data is on CUDA (`.is_cuda`)"))
+            found.append((node.lineno, CHOSEN_IF_ON_CUDA))
     return found
 
 

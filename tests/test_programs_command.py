@@ -961,3 +961,25 @@ def test_a_script_in_a_package_no_metadata_installs_gets_avoid_mps(tmp_path: Pat
     migrated = _migrated(tmp_path)
     assert ("TP019" in {r["code"] for r in migrated["tools/train.py"]["rewrites"]}) is gets_it
     assert "TP019" not in {r["code"] for r in migrated["tools/worker.py"]["rewrites"]}
+
+
+def test_a_program_that_calls_functional_data_parallel_runs_only_on_cuda_and_is_left_whole(tmp_path: Path) -> None:
+    """Dual-Path-RNN's trainer: `torch.nn.parallel.data_parallel(model, x, device_ids=self.gpuid)` raises on the CPU
+    ("device type could not be determined") and has no scatter to MPS: ported around it, the trainer would set up
+    its device and then stop there. Its program runs only on CUDA, and the files only it reaches stay as written."""
+    trainer = ("import torch\nfrom torch.nn.parallel import data_parallel\n\n\nclass Trainer:\n"
+               "    def __init__(self, model, gpuid):\n        self.gpuid = gpuid\n"
+               "        self.device = torch.device('cuda:{}'.format(gpuid[0]))\n"
+               "        self.model = model.to(self.device)\n\n    def step(self, x):\n"
+               "        x = x.to(self.device)\n"
+               "        return torch.nn.parallel.data_parallel(self.model, x, device_ids=self.gpuid)\n")
+    _write(tmp_path, {
+        "trainer.py": trainer,
+        "train.py": "import torch\nfrom trainer import Trainer\n\nif __name__ == '__main__':\n"
+                    "    print(Trainer(torch.nn.Linear(2, 2), [0]).step(torch.ones(2)))\n",
+    })
+    run = _programs(tmp_path)["train.py"]
+    assert run["runs_on"] == ["cuda"]
+    assert {(b["target"], b["path"], b["line"]) for b in run["blockers"]} == {
+        (target, "trainer.py", 13) for target in ("mps", "xpu", "cpu")}
+    assert not _migrated(tmp_path)["trainer.py"]["changed"]

@@ -236,8 +236,15 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      (3, "DataParallel, which moves its inputs only on CUDA")),
     ("def f(model, x):\n    model = torch.nn.DataParallel(model)\n    model.to(device)\n"
      "    x = x.to(device)\n    return model(x)\n", None),
-    # CRAFT's test.py: the module moved before it is wrapped (the wrapper itself never moves)
-    ("def f(net, x):\n    net = net.cuda()\n    net = torch.nn.DataParallel(net)\n    return net(x)\n", None),
+    # the module moved before it is wrapped: on MPS the wrapper calls it with its inputs where they are (CPU)...
+    ("def f(net, x):\n    net = net.cuda()\n    net = torch.nn.DataParallel(net)\n    return net(x)\n",
+     (3, "DataParallel, which moves its inputs only on CUDA")),
+    # ... unless they were moved (CRAFT's test.py)
+    ("def f(net, x):\n    net = net.cuda()\n    net = torch.nn.DataParallel(net)\n    x = x.cuda()\n"
+     "    return net(x)\n", None),
+    # ibot's challenge_eval: the wrapper handed to a function that calls it with what its loader gives
+    ("model.cuda()\nmodel = nn.DataParallel(model, device_ids=[0])\nacc = evaluate(model, loader)\n",
+     (2, "DataParallel, which moves its inputs only on CUDA")),
     # stylegan2's style_mixing.py: numpy's default float64 stacked from a comprehension
     ("import numpy as np\n\n\ndef f(seeds):\n    z = np.stack([np.random.RandomState(s).randn(512) for s in seeds])\n"
      "    return torch.from_numpy(z).to(device)\n", (6, "float64 numpy arrays made into tensors")),

@@ -892,6 +892,8 @@ class Evaluator:
         if name in torch_facts.GROUP_CUDA_LAYERS and self.target in ("cpu", "mps") and (
                 p.env.get(_GROUP) or self.globals.get(_GROUP)):
             return self._needs_cuda(node, "SyncBatchNorm in a process group trains on CUDA input only", p)
+        if name in _NEEDS_GPU and self.target in ("cpu", "mps"):
+            return self._needs_cuda(node, f"`{name}()` raises without a GPU", p)
         if name in _PROCESS_RUNNERS and self.target != "cuda" and (tool := _nvidia_tool(name, args, keywords)):
             return self._needs_cuda(node, f"running {tool} raises where NVIDIA's driver is not installed", p)
         if name in torch_facts.EXITS:
@@ -1289,6 +1291,7 @@ def _parameters(args: ast.arguments) -> Iterator[str]:
 
 
 _PROCESS_RUNNERS = torch_facts.named("process_runner")
+_NEEDS_GPU = torch_facts.named("needs_gpu")  # functional `data_parallel`: no device type on the CPU
 _SHELL_RUNNERS = torch_facts.named("shell_runner")
 _CHECKING_RUNNERS = torch_facts.named("checks_exit")
 _NVIDIA_TOOLS = frozenset(torch_facts.words("nvidia_tool"))

@@ -190,6 +190,7 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "torch.jit.script": ("scripting",), "torch.jit.script_method": ("scripting",),
     "torch.jit.interface": ("scripting",),
     "torch.utils.cpp_extension.load_inline": ("extension_loader",),
+    "torch.nn.parallel.data_parallel": ("needs_gpu",), "torch.nn.parallel.data_parallel.data_parallel": ("needs_gpu",),
     "torch.backends.mps.is_available": ("accelerator_available",), "torch.mps.is_available": ("accelerator_available",),
     "torch.xpu.is_available": ("accelerator_available",), "torch.accelerator.is_available": ("accelerator_available",),
     "torch.device": ("device_first",), "torch.set_default_device": ("device_first",),
@@ -254,6 +255,8 @@ ROLES = {
     "cuda_extension": "builds a CUDA extension",
     "cpp_extension": "a setuptools extension built from C++ sources alone: it builds without CUDA",
     "extension_loader": "builds an extension from sources, CUDA ones where it is given them",
+    "needs_gpu": "raises without a GPU (functional `data_parallel`: \"device type could not be determined\" on the "
+                 "CPU, no scatter to MPS): a port has nothing to give it",
     "scripting": "TorchScript compiles what it decorates: that code cannot call torchport.runtime",
     "test_framework": "a module importing it is a test: its asserts are what it checks",
     "accelerator_available": "asks whether another accelerator is there: with CUDA's, the availability idiom",
@@ -500,7 +503,8 @@ TEXT = {
                        r"import\s+\w+_cuda|import_module\(\s*[\"']\w+_cuda|"
                        r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
                        r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
-                       r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+)\b",
+                       r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+|"
+                       r"data_parallel)\b",
                        "text every CUDA-only requirement's module holds (`requirements.cuda_only_import`, its blocking "
                        "APIs; a test checks it against the tables): a run whose files hold none of it has no program "
                        "that only CUDA can run"),

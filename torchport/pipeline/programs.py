@@ -508,8 +508,9 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
     reasons: dict[int, str] = {}
     flags: set[str] | None = None
     for index, result in enumerate(results):
-        if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019"):
-            continue
+        if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019") and (
+                result.avoid_mps is not None or "keep_cuda_or_cpu(" in (result.migrated or "")):
+            continue  # (a call its own text gave, for what MPS alone lacks, gives way to a split found below)
         module, name = outline(result.original), project.names[index]
         if _TEST_FILE.match(result.path.name) and module.tests and not _calls_own_tests(trees[index]):
             continue  # a test module runs in a process with many others (fairscale's test_gossip has a `__main__`;
@@ -545,6 +546,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         if split is not None:
             reasons[index] = f"{split[1][1]}, {shown(split[0], index)}:{split[1][0]}"
             continue
+        if result.rewrites.get("TP019"):
+            continue  # its own text gave it `tp.avoid_mps`
         if "init_process_group" in "".join(results[i].original or "" for i in reach) and _joins_a_group(
                 index, trees, project):
             # the program always makes a process group: the runtime picks the CPU on a Mac once it exists, but a

@@ -235,16 +235,25 @@ def _device_checks(tree: ast.Module) -> list[tuple[int, str]]:
 
 def _data_parallel_moved(tree: ast.Module) -> list[int]:
     """Lines where a name bound to a ``DataParallel`` wrapper is moved by a statement of its own (HRNet's demo:
-    ``pose_model = torch.nn.DataParallel(pose_model, ...)``, then ``pose_model.to(CTX)``)."""
+    ``pose_model = torch.nn.DataParallel(pose_model, ...)``, then ``pose_model.to(CTX)``), or wraps a module the
+    code moved before (ibot's challenge_eval: ``model.cuda()``, then ``model = nn.DataParallel(model,
+    device_ids=[0])``): on MPS the wrapper is the module on the device, and calls it with its inputs where they are."""
     wrapped: dict[str, int] = {}  # name -> the first line that binds it to a wrapper
+    wraps: list[tuple[int, str]] = []  # (line, the module wrapped) of each `x = DataParallel(x, ...)`
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
                 and call_name(node.value) == "DataParallel":
             for target in node.targets:
                 wrapped[ast.unparse(target)] = min(node.lineno, wrapped.get(ast.unparse(target), node.lineno))
-    return [node.lineno for node in ast.walk(tree) if wrapped and isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda")
-            and node.lineno > wrapped.get(ast.unparse(node.func.value), node.lineno)]  # the wrapper, not the module
+            if node.value.args:
+                wraps.append((node.lineno, ast.unparse(node.value.args[0])))
+    moves = [node for node in ast.walk(tree) if wrapped and isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda")]
+    found = [node.lineno for node in moves
+             if node.lineno > wrapped.get(ast.unparse(node.func.value), node.lineno)]  # the wrapper, not the module
+    found.extend(line for line, module in wraps if any(
+        node.lineno < line and ast.unparse(node.func.value) == module for node in moves))
+    return sorted(set(found))
 
 
 def _data_parallel_fed(tree: ast.Module) -> bool:
@@ -283,6 +292,9 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
                 calls += 1
                 if not all(_moves(a, moved) or isinstance(a, ast.Constant) for a in node.args):
                     return False
+    if calls == 0 and any(isinstance(node, ast.Call) and any(ast.unparse(a) in wrapped for a in node.args)
+                          for node in ast.walk(tree)):
+        return False  # the wrapper is handed to code that calls it (ibot's `adv_bgs_eval_model(model, ...)`)
     return calls > 0 or is_script(tree)
 
 

@@ -50,8 +50,10 @@ CUDA_ONLY_APIS = {code: torch_facts.names_of(code) for code in ("TP201", "TP202"
 # The ones a program cannot run without (the others are reported by their rules but only tune or observe).
 _BLOCKING_APIS = frozenset(f"torch.cuda.{name}" for code in ("TP201", "TP202") for name in CUDA_ONLY_APIS[code])
 _EXTENSION_LOADERS = torch_facts.named("extension_loader")
+_NEEDS_GPU = torch_facts.named("needs_gpu")
 # Text those calls need (a bare ``graph`` is too common a word: ``cuda.graph``); a module without it is not walked.
-_API_TEXT = re.compile("|".join(sorted({name.rsplit(".", 1)[-1] for name in (*_BLOCKING_APIS, *_EXTENSION_LOADERS)}
+_API_TEXT = re.compile("|".join(sorted({name.rsplit(".", 1)[-1] for name in (
+    *_BLOCKING_APIS, *_EXTENSION_LOADERS, *_NEEDS_GPU)}
                                        - {"graph", "graphs", "load"})) + r"|cuda\.graphs?\b|cpp_extension")
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
                         "triton" not in name.split(".")[1:]) else ""
                     found.append(Requirement(OFF_CUDA, why, statement.lineno, extension))
     guarded: set[int] | None = None
-    uses: list[tuple[int, str]] = []  # (line, spelling) of the CUDA-only APIs named
+    uses: list[tuple[int, str]] = []  # (line, why) of the CUDA-only APIs named
     for node in ast.walk(tree) if _API_TEXT.search(text) else ():  # the walk is the cost: only where it can find
         if isinstance(node, ast.Call):
             dotted = ast_chain(node.func)
@@ -113,14 +115,15 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
                     guarded = _under_cuda_query(tree)
                 if id(node) not in guarded:
                     found.append(Requirement(OFF_CUDA, "builds a CUDA extension", node.lineno))
+            elif names & _NEEDS_GPU:  # Dual-Path-RNN's `data_parallel(model, x, device_ids=self.gpuid)`
+                uses.append((node.lineno, f"calls {dotted}, which raises without a GPU"))
         elif isinstance(node, ast.Attribute):
             dotted = ast_chain(node)
             if dotted and qualify(dotted, imports) & _BLOCKING_APIS:
-                uses.append((node.lineno, dotted))
+                uses.append((node.lineno, f"uses {dotted}, which only CUDA has"))
     if uses:
         reached = _reached_off_cuda(tree, {line for line, _ in uses})
-        found += [Requirement(OFF_CUDA, f"uses {dotted}, which only CUDA has", line) for line, dotted in uses
-                  if line in reached]
+        found += [Requirement(OFF_CUDA, why, line) for line, why in uses if line in reached]
     if entry and (line := cuda_only_program(tree, predicates)) is not None:
         found.append(Requirement(OFF_CUDA, "stops unless CUDA GPUs are there", line))
     return sorted(set(found), key=lambda r: (r.line, -len(r.targets), r.reason))

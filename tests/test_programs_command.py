@@ -350,7 +350,8 @@ def test_a_flag_the_entry_point_sets_from_cuda_decides_other_modules_and_their_c
     assert files["layers.py"]["changed"]
     run = _programs(tmp_path)["run.py"]
     assert run["runs_on"] == ["cuda", "cpu"]  # on an Intel GPU as on a Mac: `tp.keep_cuda_or_cpu`
-    assert [(b["target"], b["path"], b["line"]) for b in run["blockers"]] == [("mps", "exp.py", 9), ("xpu", "exp.py", 9)]
+    assert [(b["target"], b["path"], b["line"]) for b in run["blockers"]] == [
+        ("mps", "exp.py", 9), ("xpu", "exp.py", 9)]
 
 
 def test_a_script_another_script_imports_keeps_the_cpu_on_a_mac_for_both(tmp_path: Path) -> None:

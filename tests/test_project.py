@@ -313,6 +313,13 @@ def test_a_held_module_keeps_its_guarded_moves(tmp_path: Path) -> None:
     # float64 numpy arrays that stay numpy, beside a tensor of its own dtype (diffusers' convert_amused.py)
     ("d = np.abs(a.astype(np.float64) - b.astype(np.float64))\n"
      "c = torch.tensor([[512, 0]], dtype=torch.float32, device=dev)\n", None),
+    # a module's float64 buffer or parameter goes wherever the module goes (pytorch-ddpm's diffusion.py)
+    ("class D(nn.Module):\n    def __init__(self, T):\n        super().__init__()\n"
+     "        self.register_buffer('betas', torch.linspace(0.1, 0.2, T).double())\n", (4, "float64")),
+    ("class D(nn.Module):\n    def __init__(self, w):\n        super().__init__()\n"
+     "        self.w = nn.Parameter(torch.zeros(3, dtype=torch.float64))\n", (4, "float64")),
+    ("class D(nn.Module):\n    def __init__(self, T):\n        super().__init__()\n"
+     "        self.register_buffer('betas', torch.linspace(0.1, 0.2, T).double().float())\n", None),
 ])
 def test_a_certain_blocker_surely_reaches_the_device(text: str, expected: tuple[int, str] | None) -> None:
     """What TP019 acts on (`tp.avoid_mps`): a cautious blocker keeps a program's verdict, not its device."""

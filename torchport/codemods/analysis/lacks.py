@@ -239,13 +239,15 @@ def _data_parallel_moved(tree: ast.Module) -> list[int]:
     code moved before (ibot's challenge_eval: ``model.cuda()``, then ``model = nn.DataParallel(model,
     device_ids=[0])``): on MPS the wrapper is the module on the device, and calls it with its inputs where they are."""
     wrapped: dict[str, int] = {}  # name -> the first line that binds it to a wrapper
-    wraps: list[tuple[int, str]] = []  # (line, the module wrapped) of each `x = DataParallel(x, ...)`
+    wraps: list[tuple[int, str]] = []  # (line, the module wrapped) of each `x = DataParallel(x, ...)` that always runs
+    branched = {id(n) for branch in ast.walk(tree) if isinstance(branch, ast.If)
+                for statement in (*branch.body, *branch.orelse) for n in ast.walk(statement)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
                 and call_name(node.value) == "DataParallel":
             for target in node.targets:
                 wrapped[ast.unparse(target)] = min(node.lineno, wrapped.get(ast.unparse(target), node.lineno))
-            if node.value.args:
+            if node.value.args and id(node) not in branched:  # not `if torch.cuda.device_count() > 1:`
                 wraps.append((node.lineno, ast.unparse(node.value.args[0])))
     moves = [node for node in ast.walk(tree) if wrapped and isinstance(node, ast.Call)
              and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda")]
@@ -577,17 +579,33 @@ def _wide_dtype_lines(tree: ast.Module, text: str, certain: bool = False) -> lis
                 and isinstance(node.ctx, ast.Load):
             if _in_collective_function(node, parents, collective):
                 continue  # it runs in a process group, where a Mac's pick is the CPU already
-            if _made_on_device(node, parents) if certain else _reaches_device(node, parents, text):
+            if (_made_on_device(node, parents) or _registered(node, parents)) if certain else _reaches_device(
+                    node, parents, text):
                 found.append((node.lineno, _WIDE[node.attr] if isinstance(node, ast.Attribute) else imported[node.id]))
         elif isinstance(node, ast.Name) and node.id in _BUILTIN_WIDE and _torch_dtype(node, parents) and not (
                 _in_collective_function(node, parents, collective)) and (
                 _made_on_device(node, parents) if certain else _reaches_device(node, parents, text)):
             found.append((node.lineno, _BUILTIN_WIDE[node.id]))  # DRL-Pytorch's `torch.tensor(a, dtype=float, ...)`
-        elif not certain and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "double" and not node.args and not _on_cpu(node.func.value) \
-                and not _in_collective_function(node, parents, collective) and not _narrowed_again(node, parents):
+                and not _in_collective_function(node, parents, collective) and not _narrowed_again(node, parents) \
+                and (not certain or _registered(node, parents)):
             found.append((node.lineno, "float64"))
     return found
+
+
+def _registered(node: ast.AST, parents: Mapping[int, ast.AST]) -> bool:
+    """Whether ``node`` is part of the tensor a module registers as a buffer or parameter (pytorch-ddpm's
+    ``self.register_buffer('betas', torch.linspace(beta_1, beta_T, T).double())``): it goes wherever the module
+    goes, and a port moves the module to the runtime's device."""
+    child: ast.AST = node
+    while (parent := parents.get(id(child))) is not None and not isinstance(parent, ast.stmt):
+        if isinstance(parent, ast.Call) and child is not parent.func and (
+                isinstance(parent.func, ast.Attribute) and parent.func.attr in ("register_buffer", "register_parameter")
+                or call_name(parent) == "Parameter"):
+            return True
+        child = parent
+    return False
 
 
 # Python's types given as a torch dtype, as torch reads them

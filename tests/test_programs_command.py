@@ -984,3 +984,24 @@ def test_a_program_that_calls_functional_data_parallel_runs_only_on_cuda_and_is_
     assert {(b["target"], b["path"], b["line"]) for b in run["blockers"]} == {
         (target, "trainer.py", 13) for target in ("mps", "xpu", "cpu")}
     assert not _migrated(tmp_path)["trainer.py"]["changed"]
+
+
+def test_an_extension_import_whose_handler_raises_unless_its_setup_runs_is_required(tmp_path: Path) -> None:
+    """votenet's pointnet2_utils: `try: import pointnet2._ext` / `except ImportError: if not getattr(builtins,
+    "__POINTNET2_SETUP__", False): raise ImportError(...)`: the handler raises again except while the package's own
+    setup.py imports it, so the CUDA extension is no optional import, and its programs run only on CUDA."""
+    _write(tmp_path, {
+        "pointnet2/setup.py": "from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n\n"
+                              "setup(name='pointnet2', ext_modules=[CUDAExtension(name='pointnet2._ext', "
+                              "sources=['src/fps.cu'])])\n",
+        "pointnet2/utils.py": "import builtins\n\ntry:\n    import pointnet2._ext as _ext\nexcept ImportError:\n"
+                              "    if not getattr(builtins, '__POINTNET2_SETUP__', False):\n"
+                              "        raise ImportError('build the extension first')\n\n\n"
+                              "def fps(x, n):\n    return _ext.furthest_point_sampling(x, n)\n",
+        "train.py": "import torch\nfrom pointnet2.utils import fps\n\nif __name__ == '__main__':\n"
+                    "    print(fps(torch.rand(1, 8, 3).cuda(), 4))\n",
+    })
+    run = _programs(tmp_path)["train.py"]
+    assert run["runs_on"] == ["cuda"]
+    assert {(b["path"], b["line"]) for b in run["blockers"]} == {("pointnet2/utils.py", 4)}
+    assert not _migrated(tmp_path)["train.py"]["changed"]

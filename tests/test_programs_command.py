@@ -1005,3 +1005,46 @@ def test_an_extension_import_whose_handler_raises_unless_its_setup_runs_is_requi
     assert run["runs_on"] == ["cuda"]
     assert {(b["path"], b["line"]) for b in run["blockers"]} == {("pointnet2/utils.py", 4)}
     assert not _migrated(tmp_path)["train.py"]["changed"]
+
+
+@pytest.mark.parametrize(("setting", "cuda_only"), [("'1'", True), ("'0'", False), (None, False)])
+def test_a_kernel_build_an_environment_variable_decides_counts_where_the_entry_point_sets_it(
+        tmp_path: Path, setting: str | None, cuda_only: bool) -> None:
+    """ChatRWKV's model.py: `if os.environ.get('RWKV_CUDA_ON') == '1':` around its CUDA kernel build; chat.py sets
+    it to '0' before it imports the model, benchmark.py to '1'. Evaluated with what the entry point sets (unset, the
+    `get` is None): only the program that sets '1' builds CUDA kernels."""
+    entry = "import os\n" + (f"os.environ['RWKV_CUDA_ON'] = {setting}\n" if setting else "") + \
+        "import torch\nfrom model import RWKV\n\nif __name__ == '__main__':\n    print(RWKV().cuda())\n"
+    _write(tmp_path, {
+        "model.py": "import os\nimport torch\n\nif os.environ.get('RWKV_CUDA_ON') == '1':\n"
+                    "    from torch.utils.cpp_extension import load\n"
+                    "    load(name='wkv', sources=['cuda/wrapper.cpp', 'cuda/operators.cu'])\n\n\n"
+                    "class RWKV(torch.nn.Module):\n    pass\n",
+        "chat.py": entry,
+    })
+    run = _programs(tmp_path)["chat.py"]
+    assert (run["runs_on"] == ["cuda"]) is cuda_only
+    assert _migrated(tmp_path)["chat.py"]["changed"] is not cuda_only
+
+
+def test_a_placement_in_a_method_nothing_calls_is_no_choice_the_program_keeps(tmp_path: Path) -> None:
+    """SCINet's Exp_Basic: `_acquire_device` picks `torch.device('cuda:{}')` behind `self.args.use_gpu` (a flag
+    another script sets from CUDA), but its only call is commented out: no choice kept CUDA-or-CPU, so the program
+    keeps MPS and XPU."""
+    _write(tmp_path, {
+        "exp.py": "import torch\n\n\nclass Exp:\n    def __init__(self, args):\n        self.args = args\n"
+                  "        # self.device = self._acquire_device()\n        self.model = torch.nn.Linear(2, 2).cuda()\n\n"
+                  "    def _acquire_device(self):\n        if self.args.use_gpu:\n"
+                  "            return torch.device('cuda:{}'.format(self.args.gpu))\n        return torch.device('cpu')\n\n"
+                  "    def train(self):\n        return self.model(torch.ones(2).cuda())\n",
+        "run_a.py": "import argparse\nimport torch\nfrom exp import Exp\n\nparser = argparse.ArgumentParser()\n"
+                    "parser.add_argument('--use_gpu', type=bool, default=True)\nargs = parser.parse_args()\n"
+                    "args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\n"
+                    "print(Exp(args).train())\n",
+        "run_b.py": "import argparse\nfrom exp import Exp\n\nparser = argparse.ArgumentParser()\n"
+                    "parser.add_argument('--use_gpu', type=bool, default=True)\nargs = parser.parse_args()\n"
+                    "print(Exp(args).train())\n",
+    })
+    found = _programs(tmp_path)
+    for entry in ("run_a.py", "run_b.py"):
+        assert found[entry]["runs_on"] == ["cuda", "mps", "xpu", "cpu"], entry

@@ -23,11 +23,14 @@ COMPILED = "a compiled extension's kernels"  # what MPS and XPU lack where a mod
 MOVED_IF_ON_CUDA = "data moved only where other data is on CUDA (`.is_cuda`)"  # `x.cuda() if y.is_cuda else x`
 CHOSEN_IF_ON_CUDA = "a device chosen CUDA only where other data is on CUDA (`.is_cuda`)"
 CPU_OR_CUDA_CHECK = "a device check that takes only the CPU and CUDA"  # `if x.device.type not in ("cpu", "cuda")`
+CPU_EXTENSION = "a C++ extension built for the CPU alone"  # sru's `load("sru_cpu", sources=[cpu_source])`
+CPU_OR_CUDA_INPUTS = "which makes its inputs on CUDA or the CPU alone"  # torchsummary's `summary(model, ...)`
 
 
 def keeps_cuda_or_cpu(reason: str) -> bool:
     """Whether ``reason`` (``"<what>, <file>:<line>"``, given to TP019) keeps its program off XPU as well as MPS."""
-    return reason.startswith((KEPT_CHOICE, COMPILED, MOVED_IF_ON_CUDA, CHOSEN_IF_ON_CUDA, CPU_OR_CUDA_CHECK))
+    return reason.startswith((KEPT_CHOICE, COMPILED, MOVED_IF_ON_CUDA, CHOSEN_IF_ON_CUDA, CPU_OR_CUDA_CHECK,
+                              CPU_EXTENSION)) or CPU_OR_CUDA_INPUTS in reason
 
 
 @dataclass(frozen=True)

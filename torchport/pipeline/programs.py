@@ -20,13 +20,14 @@ import ast
 import os
 import re
 import tomllib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from torchport.codemods.analysis.lacks import LACKS_TEXT, handles_mps
+from torchport.codemods.analysis.names import environment_read
 from torchport.codemods.analysis.programs import (
     CUDA_ONLY_TEXT,
     always_run,
@@ -213,9 +214,10 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             bound = frozenset(_bound(index, project, predicates)) if entry else frozenset()
             found[key] = _requirements(text, entry, bound, modules) if parses else []
         lacks = (lacking(text) if entry else reached_lack(project, index, reach)) if parses else None
-        if lacks and lacks[1].startswith(COMPILED):  # neither MPS nor an XPU has its kernels
-            return [*found[key], Requirement(("mps", "xpu"), f"calls {lacks[1]}, which MPS and XPUs lack: on a Mac "
-                                             "it runs on the CPU", lacks[0])]
+        if lacks and keeps_cuda_or_cpu(lacks[1]):  # neither MPS nor an XPU has its kernels, or its data splits
+            return [*found[key], Requirement(("mps", "xpu"), f"{'calls' if lacks[1].startswith(COMPILED) else 'uses'} "
+                                             f"{lacks[1]}, which MPS and XPUs lack: on a Mac it runs on the CPU",
+                                             lacks[0])]
         return [*found[key], *([Requirement(("mps",), f"uses {lacks[1]}, {_LACKS}: on a Mac it runs on the CPU",
                                             lacks[0])] if lacks else [])]
 
@@ -231,6 +233,7 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             program.blockers.extend(Blocker(target, f"stops unless CUDA is there (`{name}`, called at "
                                                     f"{program.path}:{line})", shown_as(where[0]), where[1])
                                     for target in OFF_CUDA)
+        environment = _environment_set(trees.get(entry))
         # a module imported in a function, under a guard or lazily is a path the program may not take: no blocker
         always, arms = project.run_as_script(entry) if kind in ("script", "console-script") else (
             project.reach(entry, always=True), [])
@@ -240,6 +243,9 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             shown, seen = shown_as(index), set[str]()
             hops: tuple[str, ...] | None = None
             for need in needs(index, index == entry, program.reached):  # the first of each module, per target
+                if any(environment.get(variable, None if by_get else value) != value
+                       for variable, value, by_get in need.env):
+                    continue  # the entry point sets the variable that decides it otherwise (ChatRWKV's chat.py)
                 if hops is None:
                     hops = () if index == entry else tuple(
                         f"{shown_as(i)}:{line}" for i, line in project.import_chain(
@@ -454,7 +460,8 @@ def _needs_cuda_on_import(index: int, results: Sequence[FileResult], project: Pr
         text = results[other].original or ""
         if not outline(text).parses:
             continue
-        need = next((n for n in _requirements(text, False, modules=modules) if n.targets == OFF_CUDA), None)
+        need = next((n for n in _requirements(text, False, modules=modules) if n.targets == OFF_CUDA and not n.env),
+                    None)  # (one an environment variable decides happens only where it is set)
         if need is not None:
             return f"{need.reason}, {_shown(results[other].path, Path.cwd())}:{need.line}"  # as the programs show it
     return None
@@ -542,7 +549,8 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         # moved data would meet the kept choice's CPU data as on MPS
         split = next(((other, found) for other in order if (found := (split_choice(
             results[other], moved_elsewhere=bool(running - {other})) if outline(results[other].original).parses
-            else None) or (_kept_placement(results[other], flags or set()) if reach & carried else None))), None)
+            else None) or (_kept_placement(results[other], flags or set()) if reach & carried else None))
+            and not _never_called(results[other].original, found[0], [results[i].original for i in reach])), None)
         if split is not None:
             reasons[index] = f"{split[1][1]}, {shown(split[0], index)}:{split[1][0]}"
             continue
@@ -661,6 +669,53 @@ def _kept_placement(result: FileResult, flags: set[str]) -> tuple[int, str] | No
                 return node.lineno, KEPT_CHOICE
             child = parent
     return None
+
+
+def _environment_set(tree: ast.Module | None) -> dict[str, str]:
+    """The environment variables a module's top level sets to a string (``os.environ["RWKV_CUDA_ON"] = '0'``)."""
+    found: dict[str, str] = {}
+    for statement in always_run(tree.body) if tree is not None else ():
+        if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant) and isinstance(
+                statement.value.value, str):
+            for target in statement.targets:
+                if (variable := environment_read(target)) is not None:
+                    found[variable] = statement.value.value
+    return found
+
+
+def _never_called(text: str | None, line: int, texts: Iterable[str | None]) -> bool:
+    """Whether ``line`` of module ``text`` lies in a function or method no module of ``texts`` (a program's) names
+    outside its own definition: SCINet's ``Exp_Basic._acquire_device``, whose only call is commented out. Its
+    choice is no choice the program makes. Decorated functions and dunder methods are called for them."""
+    tree = parse(text)
+    if tree is None:
+        return False
+    function = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (
+                node.end_lineno or node.lineno) and (function is None or node.lineno > function.lineno):
+            function = node
+    if function is None or function.decorator_list or function.name.startswith("__"):
+        return False
+    name = function.name
+    return not any(name in (other or "") and name in _used_names(other or "") for other in texts)
+
+
+_USED: dict[str, frozenset[str]] = {}
+
+
+def _used_names(text: str) -> frozenset[str]:
+    """The names a module's code reads (``f``, ``self.f``, ``getattr(x, "f")``), not those it only defines; read once
+    per text."""
+    def read() -> frozenset[str]:
+        tree = parse(text)
+        if tree is None:
+            return frozenset(re.findall(r"\w+", text))  # cautious: every word
+        return frozenset(n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else n.value
+                         for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))
+                         or isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier())
+
+    return remembered(_USED, text, read)
 
 
 def _chooses_mps(branch: ast.AST, parents: dict[int, ast.AST]) -> bool:

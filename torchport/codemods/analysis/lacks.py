@@ -14,7 +14,13 @@ from torchport.codemods.analysis.programs import call_name, is_script
 from torchport.codemods.analysis.source import parse
 from torchport.model import torch_facts
 from torchport.model.torch_facts import ON_CUDA_FLAGS
-from torchport.results import CHOSEN_IF_ON_CUDA, CPU_OR_CUDA_CHECK, MOVED_IF_ON_CUDA
+from torchport.results import (
+    CHOSEN_IF_ON_CUDA,
+    CPU_EXTENSION,
+    CPU_OR_CUDA_CHECK,
+    CPU_OR_CUDA_INPUTS,
+    MOVED_IF_ON_CUDA,
+)
 
 _DATA_PARALLEL = "DataParallel, which moves its inputs only on CUDA"
 # What MPS lacks that a module's text shows, as (pattern, description); float64 and complex128 are read from
@@ -178,7 +184,7 @@ def _cpu_extensions(tree: ast.Module) -> list[tuple[int, str]]:
     [... 'psamask.cpp'])``): its ops run on CPU tensors, and one given MPS tensors reads them as the CPU's."""
     from torchport.codemods.analysis.requirements import extension_builds
 
-    return [(node.lineno, "a C++ extension built for the CPU alone") for node, cuda in extension_builds(tree)
+    return [(node.lineno, CPU_EXTENSION) for node, cuda in extension_builds(tree)
             if cuda is False]
 
 
@@ -188,7 +194,7 @@ _CPU_OR_CUDA_INPUTS = frozenset(torch_facts.words("cpu_or_cuda_inputs"))
 def _summaries(tree: ast.Module) -> list[tuple[int, str]]:
     """``(line, what)`` of each ``summary(model, ...)`` of a library that makes the model's inputs on CUDA or the CPU
     alone (`torch_facts` role ``cpu_or_cuda_inputs``): a model on MPS gets CPU inputs."""
-    return [(node.lineno, f"`{ast.unparse(node.func)}`, which makes its inputs on CUDA or the CPU alone")
+    return [(node.lineno, f"`{ast.unparse(node.func)}`, {CPU_OR_CUDA_INPUTS}")
             for node in _library_calls(tree, _CPU_OR_CUDA_INPUTS, frozenset({"summary"}))]
 
 

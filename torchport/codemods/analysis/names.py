@@ -151,3 +151,15 @@ def ast_chain(node: ast.expr) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+def environment_read(node: ast.expr) -> str | None:
+    """The variable ``node`` reads: ``os.environ.get("V")`` (with a default too), ``os.getenv("V")``,
+    ``os.environ["V"]``; None for anything else."""
+    if isinstance(node, ast.Call) and node.args and isinstance(key := node.args[0], ast.Constant) and ast_chain(
+            node.func) in ("os.environ.get", "os.getenv", "environ.get", "getenv"):
+        return key.value if isinstance(key.value, str) else None
+    if isinstance(node, ast.Subscript) and ast_chain(node.value) in ("os.environ", "environ") and isinstance(
+            node.slice, ast.Constant):
+        return node.slice.value if isinstance(node.slice.value, str) else None
+    return None

@@ -142,15 +142,15 @@ def absolute_module(node: ast.ImportFrom, package: str) -> str:
 def always_run(body: list[ast.stmt]) -> list[ast.stmt]:
     """The statements of ``body`` that run whenever it does: not under ``if``/``try``, nor in a function. A ``try``
     whose every handler raises again (``except ImportError: raise RuntimeError("needs triton")``, also under an
-    ``if`` with no ``else``: `_raises_again`) is no way around its body: that body counts. The imports of an ``except ImportError:`` handler count too: they run wherever the
-    body's import fails (``try: import _raymarching`` / ``except ImportError: from .backend import _backend``, which
-    builds the extension)."""
+    ``if`` with no ``else``: `raises_again`) is no way around its body: that body counts. The imports of an ``except
+    ImportError:`` handler count too: they run wherever the body's import fails (``try: import _raymarching`` /
+    ``except ImportError: from .backend import _backend``, which builds the extension)."""
     run: list[ast.stmt] = []
     for statement in body:
         if isinstance(statement, (ast.With, ast.AsyncWith)):
             run.extend(always_run(statement.body))
         elif isinstance(statement, ast.Try) and statement.handlers and all(
-                _raises_again(h.body) for h in statement.handlers):
+                raises_again(h.body) for h in statement.handlers):
             run.extend(always_run(statement.body))
         elif isinstance(statement, ast.Try):
             # where the body's import fails (a compiled extension not built), the handler's imports run instead
@@ -162,12 +162,12 @@ def always_run(body: list[ast.stmt]) -> list[ast.stmt]:
     return run
 
 
-def _raises_again(body: list[ast.stmt]) -> bool:
+def raises_again(body: list[ast.stmt]) -> bool:
     """Whether a handler's ``body`` ends by raising: a ``raise``, or an ``if`` with no ``else`` that raises
     (pointnet2's ``if not getattr(builtins, "__POINTNET2_SETUP__", False): raise ImportError(...)``, skipped only
     while its own setup.py imports the package)."""
     last = body[-1] if body else None
-    return isinstance(last, ast.Raise) or isinstance(last, ast.If) and not last.orelse and _raises_again(last.body)
+    return isinstance(last, ast.Raise) or isinstance(last, ast.If) and not last.orelse and raises_again(last.body)
 
 
 def _catches_import_error(handler: ast.ExceptHandler) -> bool:

@@ -16,8 +16,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from torchport.codemods.analysis.names import ast_chain, import_map, qualify
-from torchport.codemods.analysis.programs import absolute_module, always_run, call_name, cuda_call, cuda_only_program
+from torchport.codemods.analysis.names import ast_chain, environment_read, import_map, qualify
+from torchport.codemods.analysis.programs import (
+    absolute_module,
+    always_run,
+    call_name,
+    cuda_call,
+    cuda_only_program,
+    raises_again,
+)
 from torchport.model import torch_facts
 
 OFF_CUDA = torch_facts.OFF_CUDA
@@ -67,12 +74,17 @@ class Requirement:
         line: 1-based line in the module.
         extension: the module imported, where it is one by its name alone (`compiled_extension`): a Python
             file of the run with that name is none (the caller knows the run's files).
+        env: ``(variable, value, by_get)`` where it happens only if those environment variables have those values
+            (ChatRWKV's ``if os.environ.get('RWKV_CUDA_ON') == '1':`` around its kernel build): a program whose
+            entry point sets one of them to another value never meets it, nor one that leaves a variable read with
+            ``get`` (``by_get``) unset.
     """
 
     targets: tuple[str, ...]
     reason: str
     line: int
     extension: str = ""
+    env: tuple[tuple[str, str, bool], ...] = ()
 
 
 def requirements(tree: ast.Module, text: str, entry: bool = False,
@@ -105,16 +117,19 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
                         "triton" not in name.split(".")[1:]) else ""
                     found.append(Requirement(OFF_CUDA, why, statement.lineno, extension))
     guarded: set[int] | None = None
+    bindings: dict[str, ast.expr] | None = None
     uses: list[tuple[int, str]] = []  # (line, why) of the CUDA-only APIs named
     for node in ast.walk(tree) if _API_TEXT.search(text) else ():  # the walk is the cost: only where it can find
         if isinstance(node, ast.Call):
             dotted = ast_chain(node.func)
             names = qualify(dotted, imports) if dotted else set()
-            if names & _EXTENSION_LOADERS and builds_cuda(node) is not False:
+            if names & _EXTENSION_LOADERS and builds_cuda(node, bindings := (
+                    _bindings(tree) if bindings is None else bindings)) is not False:
                 if guarded is None:
                     guarded = _under_cuda_query(tree)
                 if id(node) not in guarded:
-                    found.append(Requirement(OFF_CUDA, "builds a CUDA extension", node.lineno))
+                    found.append(Requirement(OFF_CUDA, "builds a CUDA extension", node.lineno,
+                                             env=_env_conditions(tree, node)))
             elif names & _NEEDS_GPU:  # Dual-Path-RNN's `data_parallel(model, x, device_ids=self.gpuid)`
                 uses.append((node.lineno, f"calls {dotted}, which raises without a GPU"))
         elif isinstance(node, ast.Attribute):
@@ -206,15 +221,17 @@ _CPP_SOURCES = torch_facts.words("cpp_source")
 
 def extension_builds(tree: ast.Module) -> list[tuple[ast.Call, bool | None]]:
     """Every ``cpp_extension.load``/``load_inline`` call of the module, with `builds_cuda`'s answer."""
-    imports = import_map(tree)
-    return [(node, builds_cuda(node)) for node in ast.walk(tree) if isinstance(node, ast.Call)
+    imports, bindings = import_map(tree), _bindings(tree)
+    return [(node, builds_cuda(node, bindings)) for node in ast.walk(tree) if isinstance(node, ast.Call)
             and (dotted := ast_chain(node.func)) and qualify(dotted, imports) & _EXTENSION_LOADERS]
 
 
-def builds_cuda(call: ast.Call) -> bool | None:
+def builds_cuda(call: ast.Call, bindings: Mapping[str, ast.expr] | None = None) -> bool | None:
     """Whether an extension build (``cpp_extension.load``/``load_inline``) compiles CUDA: a ``.cu`` source, CUDA
     sources given, ``with_cuda=True``. False where every source is C++ (semseg's ``load('psamask_cpu',
-    [os.path.join(cpu_path, 'operator.cpp'), ...])``: a compiler, no GPU); None when it cannot tell."""
+    [os.path.join(cpu_path, 'operator.cpp'), ...])``: a compiler, no GPU); None when it cannot tell. ``bindings``:
+    the values of the module's names (`_bindings`), for sources given by name."""
+    bindings = bindings or {}
     keywords = {k.arg: k.value for k in call.keywords if k.arg}
     with_cuda = keywords.get("with_cuda")
     if with_cuda is not None:
@@ -224,10 +241,14 @@ def builds_cuda(call: ast.Call) -> bool | None:
     if call_name(call) == "load_inline":
         return inline is not None and not (isinstance(inline, ast.Constant) and inline.value is None)
     sources = keywords.get("sources", call.args[1] if len(call.args) > 1 else None)
+    if isinstance(sources, ast.Name):
+        sources = bindings.get(sources.id)
     if not isinstance(sources, (ast.List, ast.Tuple)) or not sources.elts:
         return None
     kinds = []
     for element in sources.elts:
+        if isinstance(element, ast.Name):
+            element = bindings.get(element.id, element)
         strings = [n.value for n in ast.walk(element) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
         kinds.append(True if any(t.endswith(_CUDA_SOURCES) for t in strings) else
                      False if any(t.endswith(_CPP_SOURCES) for t in strings) else None)
@@ -261,14 +282,47 @@ def _reached_off_cuda(tree: ast.Module, lines: set[int]) -> set[int]:
 
 
 def _under_cuda_query(tree: ast.Module) -> set[int]:
-    """The nodes in the body of an ``if`` whose test asks CUDA (``if torch.cuda.is_available(): gpu = load(...)``):
-    a build the code already skips off CUDA."""
+    """The nodes in the body of an ``if`` whose test asks CUDA (``if torch.cuda.is_available(): gpu = load(...)``),
+    or of a ``try`` with a handler that goes on without raising (sru's ``try: load(... .cu ...)`` / ``except
+    Exception: load(... dummy .cpp ...)``): a build the code already does without off CUDA."""
     found: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and any(cuda_call(n, "is_available") or cuda_call(n, "device_count")
-                                            for n in ast.walk(node.test)):
+                                            for n in ast.walk(node.test)) or isinstance(node, ast.Try) and any(
+                not raises_again(h.body) for h in node.handlers):
             found.update(id(n) for statement in node.body for n in ast.walk(statement))
     return found
+
+
+def _env_conditions(tree: ast.Module, node: ast.AST) -> tuple[tuple[str, str, bool], ...]:
+    """Each ``(variable, value, by_get)`` of an ``if os.environ.get("V") == "1":`` (or ``os.getenv``,
+    ``os.environ["V"]``) whose body holds ``node``, outermost first; ``by_get``: read with ``get``/``getenv``, so
+    that where the variable is not set the test is false."""
+    found = []
+    for statement in ast.walk(tree):
+        if isinstance(statement, ast.If) and any(n is node for s in statement.body for n in ast.walk(s)):
+            tests = statement.test.values if isinstance(statement.test, ast.BoolOp) and isinstance(
+                statement.test.op, ast.And) else [statement.test]  # `self.version == 5.2 and os.environ[...] == '1'`
+            for test in tests:
+                if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and (
+                        isinstance(value := test.comparators[0], ast.Constant) and isinstance(value.value, str)) and (
+                        variable := environment_read(test.left)) is not None:
+                    found.append((statement.lineno, variable, value.value, isinstance(test.left, ast.Call)))
+    return tuple((variable, value, read) for _, variable, value, read in sorted(found))
+
+
+def _bindings(tree: ast.Module) -> dict[str, ast.expr]:
+    """The names the module's top level (its ``try`` bodies and handlers too) binds once, to the value each gets (sru's
+    ``cpu_source = os.path.join(..., "sru_cpu_impl.cpp")``, then ``load(name="sru_cpu", sources=[cpu_source])``)."""
+    found: dict[str, ast.expr] = {}
+    twice: set[str] = set()
+    for statement in (s for top in tree.body for s in ([*top.body, *(s for h in top.handlers for s in h.body)]
+                                                       if isinstance(top, ast.Try) else [top])):
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(
+                name := statement.targets[0], ast.Name):
+            (twice.add if name.id in found else lambda _: None)(name.id)
+            found[name.id] = statement.value
+    return {name: value for name, value in found.items() if name not in twice}
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:

@@ -1033,9 +1033,11 @@ def test_a_placement_in_a_method_nothing_calls_is_no_choice_the_program_keeps(tm
     keeps MPS and XPU."""
     _write(tmp_path, {
         "exp.py": "import torch\n\n\nclass Exp:\n    def __init__(self, args):\n        self.args = args\n"
-                  "        # self.device = self._acquire_device()\n        self.model = torch.nn.Linear(2, 2).cuda()\n\n"
+                  "        # self.device = self._acquire_device()\n"
+                  "        self.model = torch.nn.Linear(2, 2).cuda()\n\n"
                   "    def _acquire_device(self):\n        if self.args.use_gpu:\n"
-                  "            return torch.device('cuda:{}'.format(self.args.gpu))\n        return torch.device('cpu')\n\n"
+                  "            return torch.device('cuda:{}'.format(self.args.gpu))\n"
+                  "        return torch.device('cpu')\n\n"
                   "    def train(self):\n        return self.model(torch.ones(2).cuda())\n",
         "run_a.py": "import argparse\nimport torch\nfrom exp import Exp\n\nparser = argparse.ArgumentParser()\n"
                     "parser.add_argument('--use_gpu', type=bool, default=True)\nargs = parser.parse_args()\n"
@@ -1048,3 +1050,31 @@ def test_a_placement_in_a_method_nothing_calls_is_no_choice_the_program_keeps(tm
     found = _programs(tmp_path)
     for entry in ("run_a.py", "run_b.py"):
         assert found[entry]["runs_on"] == ["cuda", "mps", "xpu", "cpu"], entry
+
+
+def test_tests_that_import_a_cuda_extension_in_their_bodies_run_only_on_cuda(tmp_path: Path) -> None:
+    """mish-cuda's test_mish.py: each test starts with `from mish_cuda import mish_forward`, a package whose
+    `__init__` imports the `_C` extension setup.py builds with nvcc alone: pytest runs every test, so none runs off
+    CUDA. A method another module of the program calls counts too; one only its own module names does not."""
+    _write(tmp_path, {
+        "setup.py": "from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n\n"
+                    "setup(name='mish_cuda', ext_modules=[CUDAExtension('mish_cuda._C', ['csrc/mish_kernel.cu'])])\n",
+        "mish_cuda/__init__.py": "import torch\nfrom ._C import mish_forward\n",
+        "test_mish.py": "import torch\n\n\ndef test_forward():\n    from mish_cuda import mish_forward\n"
+                        "    assert mish_forward(torch.ones(2).cuda()).shape == (2,)\n",
+        "sparse.py": "import torch\n\n\nclass Matrix:\n    def __init__(self, x):\n        self.x = x\n\n"
+                     "    def matmul_(self, y):\n        import block_native\n"
+                     "        return block_native.mm(self.x, y)\n\n"
+                     "    def emulated(self, y):\n        return self.x @ y\n",
+        "setup_native.py": "from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n\n"
+                           "setup(name='native', ext_modules=[CUDAExtension('block_native', ['native/mm.cu'])])\n",
+        "test_native.py": "import torch\nfrom sparse import Matrix\n\n\ndef test_mm():\n"
+                          "    assert Matrix(torch.ones(2, 2).cuda()).matmul_(torch.ones(2, 2).cuda()).sum() == 8\n",
+        "test_emulated.py": "import torch\nfrom sparse import Matrix\n\n\ndef test_mm():\n"
+                            "    assert Matrix(torch.ones(2, 2).cuda()).emulated(torch.ones(2, 2).cuda()).sum() == 8\n",
+    })
+    found = _programs(tmp_path)
+    assert found["test_mish.py"]["runs_on"] == ["cuda"]
+    assert {(b["path"], b["line"]) for b in found["test_mish.py"]["blockers"]} == {("test_mish.py", 5)}
+    assert found["test_native.py"]["runs_on"] == ["cuda"]
+    assert found["test_emulated.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]

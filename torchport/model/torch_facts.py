@@ -500,7 +500,7 @@ TEXT = {
     "indexed_cuda_literal": (r"[rRuU]?(['\"])cuda:\d+\1", "a CUDA device with an index, as a string literal"),
     "cuda_only_text": (r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|megatron|msamp|isaacgym|"
                        r"pynvml|cupy|pycuda|tensorrt|torch2trt|polygraphy|from cuda import|import cuda|"
-                       r"import\s+\w+_cuda|import_module\(\s*[\"']\w+_cuda|"
+                       r"import\s+\w+_cuda|from\s+\w+_cuda\s+import|import_module\(\s*[\"']\w+_cuda|"
                        r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
                        r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
                        r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+|"

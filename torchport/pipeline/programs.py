@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from torchport.codemods.analysis.lacks import LACKS_TEXT, handles_mps
-from torchport.codemods.analysis.names import environment_read
 from torchport.codemods.analysis.programs import (
     CUDA_ONLY_TEXT,
     always_run,
@@ -253,7 +252,8 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                 program.blockers.extend(Blocker(target, need.reason, shown, need.line, chain=hops)
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)
-        if "cpu" not in {b.target for b in program.blockers} and (needed := live_requirement(project, reach)):
+        if "cpu" not in {b.target for b in program.blockers} and (needed := live_requirement(
+                project, reach, entry, modules[1])):
             # a CUDA-only library a function or class the program runs imports when it runs (flash_attn)
             index, line, why = needed
             program.blockers.extend(Blocker(target, why, shown_as(index), line) for target in OFF_CUDA
@@ -673,6 +673,8 @@ def _kept_placement(result: FileResult, flags: set[str]) -> tuple[int, str] | No
 
 def _environment_set(tree: ast.Module | None) -> dict[str, str]:
     """The environment variables a module's top level sets to a string (``os.environ["RWKV_CUDA_ON"] = '0'``)."""
+    from torchport.codemods.analysis.names import environment_read  # LibCST's: not for a run the cache answers
+
     found: dict[str, str] = {}
     for statement in always_run(tree.body) if tree is not None else ():
         if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant) and isinstance(
@@ -710,7 +712,7 @@ def _used_names(text: str) -> frozenset[str]:
     def read() -> frozenset[str]:
         tree = parse(text)
         if tree is None:
-            return frozenset(re.findall(r"\w+", text))  # cautious: every word
+            return frozenset("".join(c if c.isalnum() or c == "_" else " " for c in text).split())  # every word
         return frozenset(n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else n.value
                          for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))
                          or isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier())

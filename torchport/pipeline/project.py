@@ -52,7 +52,9 @@ _COMPILED: dict[str, frozenset[str]] = {}  # build script's text -> the extensio
 _BUILDS = torch_facts.text("builds_cuda_extension")
 _CPU_CUDA_LIBRARIES = frozenset(torch_facts.words("cpu_cuda_library"))
 _CUDA_ONLY_TEXT = torch_facts.text("cuda_only_text")
-_DEFERRED: dict[str, tuple[tuple[str, int, str], ...]] = {}  # `deferred_cuda_imports`
+# `deferred_cuda_imports`, by text and the project's CUDA extensions
+_DEFERRED: dict[tuple[str, frozenset[str]], tuple[tuple[str, str | None, int, str], ...]] = {}
+_ATTRIBUTES: dict[str, frozenset[str]] = {}  # `_attributes`
 _LOADS: dict[str, dict[str, tuple[int, ...]]] = {}  # `_loads`
 # The last trees parsed, for the steps that read a few modules whole (entry points, gates), up to this much text:
 # a tree takes about 20 times its text (and the memory a dropped tree held stays with the process).
@@ -763,52 +765,72 @@ def live_lack(project: Project, modules: Iterable[int], reach: Iterable[int],
     return None
 
 
-def live_requirement(project: Project, reach: Iterable[int]) -> tuple[int, int, str] | None:
+def live_requirement(project: Project, reach: Iterable[int], entry: int | None = None,
+                     extensions: frozenset[str] = frozenset()) -> tuple[int, int, str] | None:
     """The first CUDA-only library a function or class the program of modules ``reach`` runs (`program_names`)
     imports whenever it runs (`deferred_cuda_imports`): ``(module, line, why)``, or None.
     consistency_models' ``QKVFlashAttention.__init__`` imports flash_attn, and the UNet's ``AttentionBlock`` makes
     one under ``if attention_type == "flash":``, the parameter's default that no call changes. A definition named
-    only where its parameters' defaults turn the branch off (`_on_by_default`) does not count."""
+    only where its parameters' defaults turn the branch off (`_on_by_default`) does not count; a method other than
+    ``__init__`` counts where another module of the program calls it (its own module may call it only in a method the
+    program never runs: pytorch_block_sparse's ``reverse_matmul_``, for its CUDA path alone), and a test
+    function of the entry point ``entry`` where pytest runs it. ``extensions``: the extensions the project builds
+    for CUDA alone (mish-cuda's ``from mish_cuda import ...`` in each test)."""
     reach = sorted(reach, key=lambda i: str(project.results[i].path))
     found = [(index, deferred) for index in reach if (deferred := deferred_cuda_imports(
-        project.results[index].original or ""))]
+        project.results[index].original or "", extensions))]
     run = program_names(project, reach) if found else frozenset()
     for index, deferred in found:
-        for name, line, why in deferred:
-            if name in run and _named_on(project, reach, name):
+        for name, method, line, why in deferred:
+            if (index == entry and name.startswith("test") or name in run and _named_on(project, reach, name)) and (
+                    method is None or any(method in _attributes(project.results[i].original or "")
+                                          for i in reach if i != index)):
                 return index, line, why
     return None
 
 
-def deferred_cuda_imports(text: str) -> tuple[tuple[str, int, str], ...]:
-    """``(definition, line, why)`` of each CUDA-only library (`analysis.requirements.cuda_only_import`) a top-level
-    function imports whenever it runs, or a class whenever it makes an object (its ``__init__``): an import among
-    the body's own statements, not under an ``if``, a loop or a ``try`` (diffusers' ``if is_xformers_available():
-    import xformers`` in a method it may never call); read once per text."""
-    def read() -> tuple[tuple[str, int, str], ...]:
+def deferred_cuda_imports(text: str, extensions: frozenset[str] = frozenset()
+                          ) -> tuple[tuple[str, str | None, int, str], ...]:
+    """``(definition, method, line, why)`` of each CUDA-only library (`analysis.requirements.cuda_only_import`),
+    or extension of ``extensions`` (built for CUDA alone), a top-level function imports whenever it runs
+    (``method`` None), a class whenever it makes an object (its ``__init__``, ``method`` None), or a method of a
+    class whenever it is called (``method``, its name): an import among the body's own statements, not under an
+    ``if``, a loop or a ``try`` (diffusers' ``if is_xformers_available(): import xformers`` in a method it may never
+    call); read once per text."""
+    def read() -> tuple[tuple[str, str | None, int, str], ...]:
         from torchport.codemods.analysis.requirements import cuda_only_import
 
-        if not _CUDA_ONLY_TEXT.search(text):
+        if not _CUDA_ONLY_TEXT.search(text) and not any(name in text for name in extensions):
             return ()
         tree = parse(text)
         found = []
         for definition in tree.body if tree is not None else ():
             if isinstance(definition, ast.ClassDef):
-                body = next((f.body for f in definition.body if isinstance(f, ast.FunctionDef)
-                             and f.name == "__init__"), [])
+                bodies = [(None if f.name == "__init__" else f.name, f.body) for f in definition.body
+                          if isinstance(f, ast.FunctionDef)]
             elif isinstance(definition, ast.FunctionDef | ast.AsyncFunctionDef):
-                body = definition.body
+                bodies = [(None, definition.body)]
             else:
                 continue
-            for node in body:
-                if isinstance(node, ast.Import | ast.ImportFrom) and not (
-                        isinstance(node, ast.ImportFrom) and node.level):
-                    names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-                    if (why := next((w for name in names if (w := cuda_only_import(name))), None)) is not None:
-                        found.append((definition.name, node.lineno, why))
+            for method, body in bodies:
+                for node in body:
+                    if isinstance(node, ast.Import | ast.ImportFrom) and not (
+                            isinstance(node, ast.ImportFrom) and node.level):
+                        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                        why = next((w for name in names if (w := cuda_only_import(name) or (
+                            f"imports {name}, an extension the project builds for CUDA alone (nvcc)"
+                            if name.rsplit(".", 1)[-1] in extensions else None))), None)
+                        if why is not None:
+                            found.append((definition.name, method, node.lineno, why))
         return tuple(found)
 
-    return remembered(_DEFERRED, text, read)  # the search too: each program asks for every module it reaches
+    return remembered(_DEFERRED, (text, extensions), read)  # the search too: each program asks for every module
+
+
+def _attributes(text: str) -> frozenset[str]:
+    """The attribute names a module reads (``x.reverse_matmul_``), read once per text."""
+    return remembered(_ATTRIBUTES, text, lambda: frozenset(
+        n.attr for n in ast.walk(parse(text) or ast.Module(body=[], type_ignores=[])) if isinstance(n, ast.Attribute)))
 
 
 def _loads(text: str) -> dict[str, tuple[int, ...]]:

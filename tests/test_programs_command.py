@@ -1078,3 +1078,35 @@ def test_tests_that_import_a_cuda_extension_in_their_bodies_run_only_on_cuda(tmp
     assert {(b["path"], b["line"]) for b in found["test_mish.py"]["blockers"]} == {("test_mish.py", 5)}
     assert found["test_native.py"]["runs_on"] == ["cuda"]
     assert found["test_emulated.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
+def test_a_demo_main_block_of_an_imported_module_gets_the_call_first_in_it(tmp_path: Path) -> None:
+    """deep_gcns' architecture.py: a model module train.py imports, with a `__main__` demo that moves a model to the
+    device; the model calls torch_cluster's `knn_graph` (kernels for the CPU and CUDA alone). At its top the call
+    would run in every program importing it: it goes first in the demo block, and train.py gets its own. A module
+    that imports `knn_graph` and never calls it needs nothing."""
+    _write(tmp_path, {
+        "edge.py": "import torch\nfrom torch_cluster import knn_graph\n\n\ndef knn(x, k):\n"
+                   "    return knn_graph(x, k)\n",
+        "dense_edge.py": "import torch\nfrom torch_cluster import knn_graph\n\n\ndef knn(x, k):\n"
+                         "    return torch.cdist(x, x).topk(k).indices\n",
+        "arch.py": "import torch\nfrom edge import knn\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+                   "        return knn(x, 2)\n\n\nif __name__ == '__main__':\n    x = torch.rand(8, 3).cuda()\n"
+                   "    print(Net().cuda()(x))\n",
+        "train.py": "import torch\nfrom arch import Net\n\nmodel = Net().cuda()\n"
+                    "print(model(torch.rand(8, 3).cuda()))\n",
+        "dense.py": "import torch\nfrom dense_edge import knn\n\nprint(knn(torch.rand(8, 3).cuda(), 2))\n",
+    })
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--apply"])
+    assert done.exit_code == 0, done.output
+    arch = (tmp_path / "arch.py").read_text()
+    call = "tp.keep_cuda_or_cpu(\"a compiled extension's kernels (`torch_cluster.knn_graph`: the CPU's and CUDA's " \
+           "alone), edge.py:6\")"
+    assert f"if __name__ == '__main__':\n    {call}\n    x = torch.rand(8, 3).to(tp.device())\n" in arch
+    assert call in (tmp_path / "train.py").read_text().splitlines()
+    assert "keep_cuda_or_cpu" not in (tmp_path / "dense.py").read_text()
+    again = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--check"])
+    assert again.exit_code == 0, again.output  # a second run changes nothing
+    found = _programs(tmp_path)
+    assert found["dense.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    assert found["arch.py"]["runs_on"] == found["train.py"]["runs_on"] == ["cuda", "cpu"]

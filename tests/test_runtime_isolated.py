@@ -509,6 +509,8 @@ tp.set_rng_state_all([])
 tp.record_stream(Obj(), tp.Stream())  # a no-op: nothing recorded
 tp.record_stream(torch.ones(1), tp.current_stream())
 out["stream_priority"] = tp.Stream(priority=-1).priority
+# a program that chose the CPU itself (`--cpu`) asks the CPU's counters: 0, as torch.cuda's were without CUDA
+out["cpu_counters"] = [tp.max_memory_allocated(torch.device("cpu")), tp.memory_reserved("cpu"), tp.memory_stats("cpu")]
 """
 script("sim_xpu", enabled=NO_ACCELERATOR)(COMMON.format(fake=XPU_FAKE, extra=XPU_EXTRA))
 script("sim_mps", enabled=NO_ACCELERATOR)(COMMON.format(fake=MPS_FAKE, extra=MPS_EXTRA))
@@ -597,6 +599,7 @@ def test_simulated_mps():
         ["torch.mps.set_rng_state", ["s0"]],
     ]
     assert out["rng_state_all"] == ["mps state"]
+    assert out["cpu_counters"] == [0, 0, {}]
 
 
 # --- the availability idiom and programs kept off MPS ---------------------------

@@ -14,6 +14,9 @@ INFO_CODES = frozenset({"TP107", "TP108", "TP110"})
 # when imported (`torchport.pipeline.programs.picked_on_import`), with the line of the entry point's import that
 # leads there: TP019 writes `tp.avoid_mps` above it (`torchport.codemods.entry`).
 AVOID_BEFORE = "avoid_mps before line "
+# The gate the project pass gives a module with a demo `__main__` block whose program needs the call (a module others
+# import): TP019 writes it first in that block, where it runs only when the module is the program.
+AVOID_IN_MAIN = "avoid_mps in the __main__ block"
 # Why a program keeps CUDA-or-CPU (`tp.keep_cuda_or_cpu`), not only off MPS: a choice kept CUDA-or-CPU beside data
 # the port moves to the runtime's device (on MPS and XPU the two meet on different devices), or kernels that only the
 # CPU and CUDA have. Anything else the project pass gives (float64, sparse, DataParallel, a process group) is what

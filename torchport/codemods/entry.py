@@ -27,7 +27,7 @@ from torchport.codemods.analysis.programs import NOTEBOOK_CELL, is_program, wher
 from torchport.codemods.core.base import Diagnostic, dotted_name
 from torchport.codemods.core.rule import Example, Rule
 from torchport.emit.placement import after_imports
-from torchport.results import AVOID_BEFORE, keeps_cuda_or_cpu
+from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, keeps_cuda_or_cpu
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -70,6 +70,18 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
         reason = f"{found[1]}, {where(m.source, found[0])}"
     if not m.enabled(KeepOffMps.code) or _has_call(updated):
         return updated
+    name = "keep_cuda_or_cpu" if keeps_cuda_or_cpu(reason) else "avoid_mps"  # off XPU too where a choice splits
+    call = cst.SimpleStatementLine([cst.Expr(m.runtime_call(name, [cst.SimpleString(_quoted(reason))]))])
+    if AVOID_IN_MAIN in m.gates:  # a module others import, with a demo `__main__` block: first in that block
+        block = next((s for s in updated.body if _is_main(s)), None)
+        first = next((s for s in original.body if _is_main(s)), None)
+        if not isinstance(block, cst.If) or not isinstance(block.body, cst.IndentedBlock) or first is None \
+                or m._is_suppressed(KeepOffMps.code, line := m.start(first).line):
+            return updated
+        m.rewrites[KeepOffMps.code] += 1
+        m.sites.append(Diagnostic(KeepOffMps.code, line, 0, KeepOffMps.summary))
+        return updated.deep_replace(block, block.with_changes(body=block.body.with_changes(
+            body=[call, *block.body.body])))
     # In a notebook, after the cell's `import torch`, where the runtime's import goes (its first cells often
     # install packages); in a module, after its leading imports.
     torch_import = next((s for s in updated.body if _imports_torch(s)), None) \
@@ -83,9 +95,16 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
         return updated
     m.rewrites[KeepOffMps.code] += 1
     m.sites.append(Diagnostic(KeepOffMps.code, line, 0, KeepOffMps.summary))
-    name = "keep_cuda_or_cpu" if keeps_cuda_or_cpu(reason) else "avoid_mps"  # off XPU too where a choice splits
-    call = cst.SimpleStatementLine([cst.Expr(m.runtime_call(name, [cst.SimpleString(_quoted(reason))]))])
     return updated.with_changes(body=[*updated.body[:at], call, *updated.body[at:]])
+
+
+def _is_main(statement: cst.BaseStatement) -> bool:
+    """``if __name__ == "__main__":``"""
+    test = statement.test if isinstance(statement, cst.If) else None
+    return isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__" \
+        and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal) \
+        and isinstance(value := test.comparisons[0].comparator, cst.SimpleString) \
+        and value.evaluated_value == "__main__"
 
 
 def _imports_torch(statement: cst.BaseStatement) -> bool:
@@ -100,9 +119,11 @@ def _quoted(text: str) -> str:
 
 
 def _has_call(module: cst.Module) -> bool:
-    """Whether ``module`` already calls ``avoid_mps`` or ``keep_cuda_or_cpu`` at its top level (a second run changes
-    nothing)."""
-    for statement in module.body:
+    """Whether ``module`` already calls ``avoid_mps`` or ``keep_cuda_or_cpu`` at its top level, or first in its
+    ``__main__`` block (a second run changes nothing)."""
+    main = [s.body.body[0] for s in module.body if _is_main(s) and isinstance(s, cst.If)
+            and isinstance(s.body, cst.IndentedBlock) and s.body.body]
+    for statement in [*module.body, *main]:
         small = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
         for s in small:
             if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) \

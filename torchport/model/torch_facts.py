@@ -394,7 +394,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "standard_normal": ("numpy_maker",), "gym": ("float64_env",), "gymnasium": ("float64_env",),
     "torchsummary": ("cpu_or_cuda_inputs",),
     "dcn_v2": ("cpu_cuda_library",), "torch_scatter": ("cpu_cuda_library",), "torch_sparse": ("cpu_cuda_library",),
-    "torch_spline_conv": ("cpu_cuda_library",),
+    "torch_spline_conv": ("cpu_cuda_library",), "torch_cluster": ("cpu_cuda_library",),
+    "dgl": ("cpu_cuda_library",),  # DGL's graphs live on the CPU or CUDA alone (`to_dgl_context`)
     "odeint": ("float64_solver",), "odeint_adjoint": ("float64_solver",), "odeint_event": ("float64_solver",),
     "euler": ("fixed_grid_method",), "midpoint": ("fixed_grid_method",), "rk4": ("fixed_grid_method",),
     "explicit_adams": ("fixed_grid_method",), "implicit_adams": ("fixed_grid_method",),

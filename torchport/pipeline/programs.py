@@ -467,7 +467,7 @@ def _needs_cuda_on_import(index: int, results: Sequence[FileResult], project: Pr
     return None
 
 
-def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
+def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[int]]:
     """The scripts whose program MPS cannot run while the port sends its data to the runtime's device: each gets
     ``tp.avoid_mps(...)`` (TP019, `torchport.codemods.entry`), so that on a Mac it keeps running on the CPU.
 
@@ -475,19 +475,21 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
         results: the run's results, after the per-file and hold passes (``facts["moves"]`` filled in).
 
     Returns:
-        index into ``results`` -> the reason, ``"<what MPS lacks>, <file>:<line>"``. A script whose own text has
-        the blocker got the call in the per-file pass already and is not listed; nor are tests (one process runs
-        many), libraries (their users' programs decide) and notebooks; nor a script that places no data itself
-        (no ``.to(``, ``.cuda(``, device: a data-preparation script that imports the library), nor one that picks
-        MPS itself (its own choice puts its data there, whatever the runtime picks), nor one that
-        imports another script that gets the call (a launcher: the call runs when it imports that script), nor a
-        module of a package or one another module imports, unless it is a console script (a library module with a
-        demo ``__main__`` block: the call would run in every program that imports it).
+        index into ``results`` -> the reason, ``"<what MPS lacks>, <file>:<line>"``; and the modules of those whose
+        call goes first in their ``__main__`` block: a module of a package or one another module imports, with a
+        demo ``__main__`` block (deep_gcns' ``architecture.py``), which is a program only where it runs as one (at
+        the top, the call would run in every program that imports it). A script whose own text has the blocker got
+        the call in the per-file pass already and is not listed; nor are tests (one process runs many), libraries
+        (their users' programs decide) and notebooks; nor a script that places no data itself (no ``.to(``,
+        ``.cuda(``, device: a data-preparation script that imports the library), nor one that picks MPS itself (its
+        own choice puts its data there, whatever the runtime picks), nor one that imports another script that gets
+        the call (a launcher: the call runs when it imports that script).
     """
     moving = {i for i, r in enumerate(results) if r.changed and r.facts.get("moves")}
     if not moving or not any(LACKS_TEXT.search(r.original or "") or r.facts.get("kept") or _KEPT_PLACEMENT.search(
-            r.migrated or r.original or "") for r in results):
-        return {}
+            r.migrated or r.original or "") or any(name in (r.original or "") for name in _CPU_CUDA_LIBRARIES)
+                             for r in results):
+        return {}, frozenset()
     trees, project = _model(results)
     scripts = _console_scripts(Path.cwd())
     imported: set[int] = set()  # what the project imports, read only where a console script's kind needs it
@@ -513,6 +515,7 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
     from torchport.pipeline.library import installable
 
     reasons: dict[int, str] = {}
+    demos: set[int] = set()
     flags: set[str] | None = None
     for index, result in enumerate(results):
         if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019") and (
@@ -527,8 +530,10 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             continue  # a `__main__` block, a console script, or top-level work in a module nothing imports
         if name not in scripts and (is_imported(index) or project.in_package(index) and (
                 not module.script or installable([result.path]))) and not _reads_command_line(trees[index]):
-            continue  # a library module with a demo `__main__`: the call would run in every program importing it
-            # (a package no metadata installs is the repository's: reid-strong-baseline's tools/train.py is a script)
+            if not module.script or not _moves_in_main(result):
+                continue  # a library module: the call would run in every program importing it (a package no
+                # metadata installs is the repository's: reid-strong-baseline's tools/train.py is a script)
+            demos.add(index)  # its demo `__main__` block moves data: the call goes there
         if (tree := trees[index]) is not None and "mps" in (result.original or "").lower() and handles_mps(tree):
             continue  # it picks MPS itself (XMem's interactive demo): the call would move the runtime's picks alone
         reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
@@ -564,18 +569,23 @@ def avoid_mps(results: Sequence[FileResult]) -> dict[int, str]:
             reasons[index] = f"a process group, which takes no MPS tensors, {group}"
             continue
         for other in order:
-            # what another module lacks counts where this program runs it (each step reads a text once)
+            # what another module lacks counts where this program runs it (each step reads a text once); what
+            # keeps XPU on the CPU too (`tp.keep_cuda_or_cpu`) wins over what MPS alone lacks
             lacks = (lacking(results[other].original or "", certain=True) if other == index else
                      reached_lack(project, other, reach, certain=True)) if outline(results[other].original).parses \
                 else None
-            if lacks is not None:
+            if lacks is not None and (index not in reasons or keeps_cuda_or_cpu(lacks[1])):
                 reasons[index] = f"{lacks[1]}, {shown(other, index)}:{lacks[0]}"
-                break
+                if keeps_cuda_or_cpu(lacks[1]):
+                    break
         if index not in reasons and (lived := live_lack(project, reach, project.reach(index), certain=True)):
             other, (line, what) = lived  # what the functions it runs import when they run, as `programs` reads it
             reasons[index] = f"{what}, {shown(other, index)}:{line}"
-    has_call = {i for i in reasons} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")}
-    return {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
+    # a call at the top of a module runs in the programs that import it (not one in a demo's `__main__` block)
+    has_call = {i for i in reasons if i not in demos} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")
+                                                         and i not in demos}
+    kept = {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
+    return kept, frozenset(demos & kept.keys())
 
 
 def picked_on_import(results: Sequence[FileResult], avoids: Mapping[int, str]) -> dict[int, int]:
@@ -608,6 +618,15 @@ def _picks_on_import(result: FileResult) -> bool:
     return any(not any(first <= line <= last for first, last in inside) for line in result.facts["moves"])
 
 
+def _moves_in_main(result: FileResult) -> bool:
+    """Whether a rewrite of ``result`` that sends data to the runtime's device (``facts["moves"]``, original lines)
+    lies in one of its ``if __name__ == "__main__":`` blocks."""
+    tree = parse(result.original)
+    blocks = [(s.lineno, s.end_lineno or s.lineno) for s in (tree.body if tree is not None else ())
+              if isinstance(s, ast.If) and is_main(s.test)]
+    return any(first <= line <= last for first, last in blocks for line in result.facts.get("moves", ()))
+
+
 def _moves_outside_main(result: FileResult) -> bool:
     """Whether a rewrite of ``result`` that sends data to the runtime's device (``facts["moves"]``, original lines)
     lies outside its ``if __name__ == "__main__":`` blocks, so that a program importing it may run it."""
@@ -619,6 +638,7 @@ def _moves_outside_main(result: FileResult) -> bool:
 
 
 _PARSES_COMMAND_LINE = frozenset(torch_facts.words("parses_command_line"))
+_CPU_CUDA_LIBRARIES = torch_facts.words("cpu_cuda_library")  # kernels for the CPU and CUDA alone
 
 
 def _calls_own_tests(tree: ast.Module | None) -> bool:

@@ -725,8 +725,16 @@ def compiled_uses(project: Project, index: int) -> list[tuple[int, str]]:
                 and isinstance(space.value.value, ast.Name) and space.value.value.id == "torch":
             names = [f"{space.attr}.*"]  # a kernel called on data, not `torch.ops.ns.cuda_version()`
         hit = next((n for n in names if n in built or n.split(".", 1)[0] in _CPU_CUDA_LIBRARIES), None)
-        if hit is not None and isinstance(node, ast.stmt | ast.expr):
-            found.append((node.lineno, f"{COMPILED} (`{hit.rstrip('.*')}`: the CPU's and CUDA's alone)"))
+        if hit is None or not isinstance(node, ast.stmt | ast.expr):
+            continue
+        why = f"{COMPILED} (`{hit.rstrip('.*')}`: the CPU's and CUDA's alone)"
+        if hit in built or not isinstance(node, ast.Import | ast.ImportFrom) or tree is None:
+            found.append((node.lineno, why))
+        else:  # an installed library counts where the module uses what it imported (deep_gcns' dense
+            # torch_edge.py imports torch_cluster's `knn_graph` and computes its own k nearest neighbours)
+            bound = {(a.asname or a.name).split(".", 1)[0] for a in node.names}
+            found.extend((use.lineno, why) for use in ast.walk(tree)
+                         if isinstance(use, ast.Name) and isinstance(use.ctx, ast.Load) and use.id in bound)
     project.compiled_uses[index] = sorted(set(found))
     return project.compiled_uses[index]
 

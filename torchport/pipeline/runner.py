@@ -32,7 +32,7 @@ from torchport.pipeline.engine import (
 )
 from torchport.pipeline.files import Found
 from torchport.pipeline.notebooks import is_notebook, read_notebook
-from torchport.results import AVOID_BEFORE, FileResult
+from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, FileResult
 from torchport.style import style_for
 
 # progress(total) -> a context manager giving advance(); see report.progress_bar.
@@ -195,9 +195,11 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
     holds = project.holds(results)
     _again(results, {index: Directive(reason, None, gates.get(index, frozenset())) for index, reason in holds.items()},
            settings, jobs, cache)
-    avoids = programs.avoid_mps(results)
+    avoids, demos = programs.avoid_mps(results)
     for index, line in programs.picked_on_import(results, avoids).items():  # `tp.avoid_mps` goes above that import
         gates[index] = gates.get(index, frozenset()) | {f"{AVOID_BEFORE}{line}"}
+    for index in demos:  # a module with a demo `__main__` block: the call goes first in that block
+        gates[index] = gates.get(index, frozenset()) | {AVOID_IN_MAIN}
     _again(results, {index: Directive(holds.get(index), reason, gates.get(index, frozenset()))
                      for index, reason in avoids.items()}, settings, jobs, cache)
     reached = programs.unnamed_reached(results)

@@ -36,6 +36,12 @@ def _mps_sample() -> tuple[int, int]:
     return allocated, reserved
 
 
+def _cpu(device: Device) -> bool:
+    """Whether ``device`` names the CPU (``"cpu"``, ``torch.device("cpu")``): a program that chose the CPU itself
+    (DeepGCN's ``--cpu``) asks its counters, which are 0 there, as ``torch.cuda``'s were without CUDA."""
+    return isinstance(device, (str, torch.device)) and torch.device(device).type == "cpu"
+
+
 def empty_cache() -> None:
     """Release cached, unused device memory; mirrors ``torch.cuda.empty_cache``.
 
@@ -68,10 +74,12 @@ def memory_allocated(device: Device = None) -> int:
     ``torch.mps.current_allocated_memory()``. CPU: 0.
 
     Raises:
-        ValueError: ``device`` is of another backend (MPS/CPU).
+        ValueError: ``device`` is of another accelerator than the picked one (a CPU device counts 0 bytes).
     """
     if _b._CUDA:
         return torch.cuda.memory_allocated(device)
+    if _cpu(device):
+        return 0
     dev = _arg(device)
     if _b._INDEXED:
         return _xpu("memory_allocated", "memory_allocated")(dev)
@@ -85,10 +93,12 @@ def max_memory_allocated(device: Device = None) -> int:
     largest value seen by this module's calls. CPU: 0.
 
     Raises:
-        ValueError: ``device`` is of another backend (MPS/CPU).
+        ValueError: ``device`` is of another accelerator than the picked one (a CPU device counts 0 bytes).
     """
     if _b._CUDA:
         return torch.cuda.max_memory_allocated(device)
+    if _cpu(device):
+        return 0
     dev = _arg(device)
     if _b._INDEXED:
         return _xpu("max_memory_allocated", "max_memory_allocated")(dev)
@@ -105,10 +115,12 @@ def memory_reserved(device: Device = None) -> int:
     ``torch.mps.driver_allocated_memory()``. CPU: 0.
 
     Raises:
-        ValueError: ``device`` is of another backend (MPS/CPU).
+        ValueError: ``device`` is of another accelerator than the picked one (a CPU device counts 0 bytes).
     """
     if _b._CUDA:
         return torch.cuda.memory_reserved(device)
+    if _cpu(device):
+        return 0
     dev = _arg(device)
     if _b._INDEXED:
         return _xpu("memory_reserved", "memory_reserved")(dev)
@@ -122,10 +134,12 @@ def max_memory_reserved(device: Device = None) -> int:
     largest value seen by this module's calls. CPU: 0.
 
     Raises:
-        ValueError: ``device`` is of another backend (MPS/CPU).
+        ValueError: ``device`` is of another accelerator than the picked one (a CPU device counts 0 bytes).
     """
     if _b._CUDA:
         return torch.cuda.max_memory_reserved(device)
+    if _cpu(device):
+        return 0
     dev = _arg(device)
     if _b._INDEXED:
         return _xpu("max_memory_reserved", "max_memory_reserved")(dev)
@@ -141,10 +155,12 @@ def reset_peak_memory_stats(device: Device = None) -> None:
     On CUDA: exactly ``torch.cuda.reset_peak_memory_stats(device)``. No-op on CPU.
 
     Raises:
-        ValueError: ``device`` is of another backend (MPS/CPU).
+        ValueError: ``device`` is of another accelerator than the picked one (a CPU device counts 0 bytes).
     """
     if _b._CUDA:
         return torch.cuda.reset_peak_memory_stats(device)
+    if _cpu(device):
+        return None
     dev = _arg(device)
     if _b._INDEXED:
         _xpu("reset_peak_memory_stats", "reset_peak_memory_stats")(dev)
@@ -162,7 +178,7 @@ def reset_max_memory_allocated(device: Device = None) -> None:
     statistics (:func:`reset_peak_memory_stats`, without a warning).
 
     Raises:
-        ValueError: ``device`` is of another backend (MPS/CPU).
+        ValueError: ``device`` is of another accelerator than the picked one (a CPU device counts 0 bytes).
     """
     if _b._CUDA:
         return torch.cuda.reset_max_memory_allocated(device)
@@ -178,10 +194,12 @@ def memory_stats(device: Device = None) -> dict[str, Any]:
     in bytes. CPU: ``{}``.
 
     Raises:
-        ValueError: ``device`` is of another backend (MPS/CPU).
+        ValueError: ``device`` is of another accelerator than the picked one (a CPU device counts 0 bytes).
     """
     if _b._CUDA:
         return torch.cuda.memory_stats(device)
+    if _cpu(device):
+        return {}
     dev = _arg(device)
     if _b._INDEXED:
         return _xpu("memory_stats", "memory_stats")(dev)
@@ -205,7 +223,7 @@ def memory_summary(device: Device = None, abbreviated: bool = False) -> str:
     there is no device allocator. ``abbreviated`` only matters on CUDA.
 
     Raises:
-        ValueError: ``device`` is of another backend (MPS/CPU).
+        ValueError: ``device`` is of another accelerator than the picked one (a CPU device counts 0 bytes).
     """
     if _b._CUDA:
         return torch.cuda.memory_summary(device, abbreviated)
@@ -233,7 +251,7 @@ def mem_get_info(device: Device = None) -> tuple[int, int]:
     not report them.
 
     Raises:
-        ValueError: ``device`` is of another backend (MPS/CPU).
+        ValueError: ``device`` is of another accelerator than the picked one (a CPU device counts 0 bytes).
     """
     if _b._CUDA:
         return torch.cuda.mem_get_info(device)

@@ -1110,3 +1110,21 @@ def test_a_demo_main_block_of_an_imported_module_gets_the_call_first_in_it(tmp_p
     found = _programs(tmp_path)
     assert found["dense.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     assert found["arch.py"]["runs_on"] == found["train.py"]["runs_on"] == ["cuda", "cpu"]
+
+
+def test_the_call_goes_above_an_import_whose_availability_choice_picks_the_device(tmp_path: Path) -> None:
+    """VAR's dist.py: `__device = 'cuda' if torch.cuda.is_available() else 'cpu'` at its top level becomes the
+    runtime's choice, made when train.py imports it: `tp.avoid_mps` must come before that import, or the pick is
+    already MPS's. A float64 buffer the model registers goes wherever the model goes."""
+    _write(tmp_path, {
+        "dist.py": "import torch\n\n__device = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n\n"
+                   "def get_device():\n    return __device\n",
+        "model.py": "import torch\n\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.register_buffer('betas', torch.linspace(0.1, 0.2, 10).double())\n",
+        "train.py": "import torch\n\nimport dist\nfrom model import Net\n\nif __name__ == '__main__':\n"
+                    "    net = Net().to(dist.get_device())\n    print(net.betas.sum().cuda())\n",
+    })
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--apply"])
+    assert done.exit_code == 0, done.output
+    train = (tmp_path / "train.py").read_text()
+    assert 'tp.avoid_mps("float64, model.py:7")\n\nimport dist\n' in train, train

@@ -593,7 +593,8 @@ def picked_on_import(results: Sequence[FileResult], avoids: Mapping[int, str]) -
     the runtime's device when imported (reid-strong-baseline's config default ``_C.MODEL.DEVICE =
     tp.device_str()``, FEDformer's module-level device): the line of the entry point's own import that leads there,
     above which the call goes (after it, the pick would already be MPS's)."""
-    picking = {i for i, r in enumerate(results) if r.changed and r.facts.get("moves") and _picks_on_import(r)}
+    picking = {i for i, r in enumerate(results) if r.changed and (r.facts.get("moves") or r.facts.get("choices"))
+               and _picks_on_import(r)}
     if not picking or not avoids:
         return {}
     project = Project(results)
@@ -607,15 +608,18 @@ def picked_on_import(results: Sequence[FileResult], avoids: Mapping[int, str]) -
 
 
 def _picks_on_import(result: FileResult) -> bool:
-    """Whether a rewrite of ``result`` that sends data to the runtime's device (``facts["moves"]``, original lines)
-    runs when the module is imported: in a top-level statement (a class body too), not in a function."""
+    """Whether a rewrite of ``result`` that sends data to the runtime's device (``facts["moves"]``) or makes its
+    availability choice the runtime's (``facts["choices"]``: VAR's ``__device = tp.available_device_str()``),
+    original lines, runs when the module is imported: in a top-level statement (a class body too), not in a
+    function."""
     tree = parse(result.original)
     if tree is None:
         return False
     inside = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
               if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)]
     inside += [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
-    return any(not any(first <= line <= last for first, last in inside) for line in result.facts["moves"])
+    return any(not any(first <= line <= last for first, last in inside)
+               for line in (*result.facts.get("moves", ()), *result.facts.get("choices", ())))
 
 
 def _moves_in_main(result: FileResult) -> bool:

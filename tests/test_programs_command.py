@@ -1128,3 +1128,24 @@ def test_the_call_goes_above_an_import_whose_availability_choice_picks_the_devic
     assert done.exit_code == 0, done.output
     train = (tmp_path / "train.py").read_text()
     assert 'tp.avoid_mps("float64, model.py:7")\n\nimport dist\n' in train, train
+
+
+def test_a_flag_another_script_sets_false_is_still_a_flag_cuda_decides(tmp_path: Path) -> None:
+    """LTSF-Linear: run_longExp.py sets `args.use_gpu` from `torch.cuda.is_available()`, run_stat.py sets it to
+    `False`: false without CUDA either way, so `if self.args.use_gpu: torch.device('cuda:...')` is a choice kept
+    CUDA-or-CPU beside the moves the port makes, and the program keeps the CPU on a Mac and an Intel GPU."""
+    (tmp_path / "run.py").write_text(
+        "import argparse\nimport torch\nfrom exp import Exp\n\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--use_gpu', type=bool, default=True)\nargs = parser.parse_args()\n"
+        "args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\nprint(Exp(args).train())\n")
+    (tmp_path / "run_stat.py").write_text(
+        "import argparse\nfrom exp import Exp\n\nparser = argparse.ArgumentParser()\nargs = parser.parse_args()\n"
+        "args.use_gpu = False\nprint(Exp(args).train())\n")
+    (tmp_path / "exp.py").write_text(
+        "import torch\nfrom layers import pick\n\n\nclass Exp:\n    def __init__(self, args):\n"
+        "        self.args = args\n        if self.args.use_gpu:\n            self.device = torch.device('cuda:0')\n"
+        "        else:\n            self.device = torch.device('cpu')\n\n    def train(self):\n"
+        "        return pick(torch.ones(4, device=self.device))\n")
+    (tmp_path / "layers.py").write_text(
+        "import torch\n\n\ndef pick(x):\n    index = torch.arange(4).cuda()\n    return torch.gather(x, 0, index)\n")
+    assert _programs(tmp_path)["run.py"]["runs_on"] == ["cuda", "cpu"]

@@ -1120,7 +1120,10 @@ def _read_cuda_flags(texts: Sequence[str | None]) -> set[str]:
     evaluators: dict[tuple[int, str], Evaluator] = {}
 
     def falsy(tree: ast.Module, value: ast.expr | None) -> bool:
-        """Whether ``value`` asks CUDA and is false on the CPU and on MPS, with its module's globals."""
+        """Whether ``value`` asks CUDA and is false on the CPU and on MPS, with its module's globals, or is false
+        everywhere (LTSF-Linear's run_stat.py: ``args.use_gpu = False``)."""
+        if isinstance(value, ast.Constant) and not value.value:
+            return True
         if value is None or not _QUERY.search(ast.unparse(value)):
             return False
         for device in ("cpu", "mps"):

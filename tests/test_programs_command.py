@@ -1119,8 +1119,8 @@ def test_the_call_goes_above_an_import_whose_availability_choice_picks_the_devic
     _write(tmp_path, {
         "dist.py": "import torch\n\n__device = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n\n"
                    "def get_device():\n    return __device\n",
-        "model.py": "import torch\n\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-                    "        self.register_buffer('betas', torch.linspace(0.1, 0.2, 10).double())\n",
+        "model.py": "import torch\n\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n"
+                    "        super().__init__()\n        self.register_buffer('betas', torch.linspace(0.1, 0.2, 10).double())\n",
         "train.py": "import torch\n\nimport dist\nfrom model import Net\n\nif __name__ == '__main__':\n"
                     "    net = Net().to(dist.get_device())\n    print(net.betas.sum().cuda())\n",
     })
@@ -1149,3 +1149,21 @@ def test_a_flag_another_script_sets_false_is_still_a_flag_cuda_decides(tmp_path:
     (tmp_path / "layers.py").write_text(
         "import torch\n\n\ndef pick(x):\n    index = torch.arange(4).cuda()\n    return torch.gather(x, 0, index)\n")
     assert _programs(tmp_path)["run.py"]["runs_on"] == ["cuda", "cpu"]
+
+
+def test_data_placed_only_where_a_device_string_names_cuda_is_a_choice_kept(tmp_path: Path) -> None:
+    """ChatRWKV: chat.py's `args.RUN_DEVICE = "cuda"` becomes the runtime's device string, but model_run.py moves
+    its weights only `if 'cuda' in args.RUN_DEVICE:` and makes its state with `device=self.RUN_DEVICE`: on MPS the
+    weights would stay on the CPU beside a state on MPS. The program keeps CUDA or the CPU."""
+    _write(tmp_path, {
+        "model_run.py": "import torch\n\n\nclass RNN:\n    def __init__(self, args):\n"
+                        "        self.dev = args.RUN_DEVICE\n        self.w = torch.ones(2)\n        if 'cuda' in args.RUN_DEVICE:\n"
+                        "            self.w = self.w.to(self.dev)\n\n    def forward(self):\n"
+                        "        return self.w + torch.zeros(2, device=self.dev)\n",
+        "chat.py": "import types\nfrom model_run import RNN\n\nargs = types.SimpleNamespace()\n"
+                   "args.RUN_DEVICE = 'cuda'\nprint(RNN(args).forward())\n",
+    })
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--apply"])
+    assert done.exit_code == 0, done.output
+    assert 'tp.keep_cuda_or_cpu("a device choice kept CUDA-or-CPU beside data moved to the picked device, ' \
+           'model_run.py:8")' in (tmp_path / "chat.py").read_text()

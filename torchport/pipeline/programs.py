@@ -488,7 +488,7 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
     moving = {i for i, r in enumerate(results) if r.changed and r.facts.get("moves")}
     if not moving or not any(LACKS_TEXT.search(r.original or "") or r.facts.get("kept") or _KEPT_PLACEMENT.search(
             r.migrated or r.original or "") or any(name in (r.original or "") for name in _CPU_CUDA_LIBRARIES)
-                             for r in results):
+                             or "'cuda' in " in (r.original or "") for r in results):
         return {}, frozenset()
     trees, project = _model(results)
     scripts = _console_scripts(Path.cwd())
@@ -542,7 +542,8 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
         if not project.reach(index) & moved or not (
                 _PLACES_DATA.search(result.original or "") or _calls_into(index, trees[index], project, moved)
                 or (reach & carried and any(_KEPT_PLACEMENT.search(results[i].migrated or results[i].original or "")
-                                             or results[i].facts.get("kept") for i in reach))):
+                                             or results[i].facts.get("kept") or _placed_if_cuda_named(results[i])
+                                             for i in reach))):
             continue  # it places no data, itself or through what it calls (a data-preparation script)
         # the modules whose moves to the runtime's device this program runs (`split_choice`), read once
         running = {i for i in reach & carried if project.runs_line(i, results[i].facts["moves"], reach)} if any(
@@ -554,7 +555,8 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
         # moved data would meet the kept choice's CPU data as on MPS
         split = next(((other, found) for other in order if (found := (split_choice(
             results[other], moved_elsewhere=bool(running - {other})) if outline(results[other].original).parses
-            else None) or (_kept_placement(results[other], flags or set()) if reach & carried else None))
+            else None) or (_kept_placement(results[other], flags or set()) or _placed_if_cuda_named(results[other])
+                           if reach & carried else None))
             and not _never_called(results[other].original, found[0], [results[i].original for i in reach])), None)
         if split is not None:
             reasons[index] = f"{split[1][1]}, {shown(split[0], index)}:{split[1][0]}"
@@ -742,6 +744,45 @@ def _used_names(text: str) -> frozenset[str]:
                          or isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier())
 
     return remembered(_USED, text, read)
+
+
+def _placed_if_cuda_named(result: FileResult) -> tuple[int, str] | None:
+    """``(line, what)`` where a module places data only if a device string names CUDA (ChatRWKV's model_run.py:
+    ``if 'cuda' in args.RUN_DEVICE: w[x] = w[x].to(self.RUN_DEVICE)``, beside ``torch.zeros(..., device=
+    self.RUN_DEVICE)``): the port's device string names no CUDA on MPS or XPU, so that data stays on the CPU while
+    the rest goes to the device. A choice kept CUDA-or-CPU."""
+    text = result.original or ""
+
+    def read() -> tuple[int, str] | None:
+        if "'cuda'" not in text and '"cuda"' not in text or (tree := parse(text)) is None:
+            return None
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and _names_cuda_test(node.test) and any(
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
+                    for statement in node.body for n in ast.walk(statement)):
+                return node.lineno, KEPT_CHOICE
+        return None
+
+    return remembered(_CUDA_NAMED, text, read)
+
+
+_CUDA_NAMED: dict[str, tuple[int, str] | None] = {}  # `_placed_if_cuda_named`, by text
+
+
+def _names_cuda_test(test: ast.expr) -> bool:
+    """``'cuda' in x``, ``x == 'cuda'``, ``x.startswith('cuda')`` of a value that is no constant."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, right = test.left, test.comparators[0]
+        if isinstance(test.ops[0], ast.In):
+            return _is_cuda_string(left) and not isinstance(right, ast.Constant)
+        if isinstance(test.ops[0], ast.Eq):
+            return _is_cuda_string(right) and not isinstance(left, ast.Constant)
+    return isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr == "startswith" \
+        and len(test.args) == 1 and _is_cuda_string(test.args[0])
+
+
+def _is_cuda_string(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value == "cuda"
 
 
 def _chooses_mps(branch: ast.AST, parents: dict[int, ast.AST]) -> bool:

@@ -1120,7 +1120,8 @@ def test_the_call_goes_above_an_import_whose_availability_choice_picks_the_devic
         "dist.py": "import torch\n\n__device = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n\n"
                    "def get_device():\n    return __device\n",
         "model.py": "import torch\n\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n"
-                    "        super().__init__()\n        self.register_buffer('betas', torch.linspace(0.1, 0.2, 10).double())\n",
+                    "        super().__init__()\n"
+                    "        self.register_buffer('betas', torch.linspace(0.1, 0.2, 10).double())\n",
         "train.py": "import torch\n\nimport dist\nfrom model import Net\n\nif __name__ == '__main__':\n"
                     "    net = Net().to(dist.get_device())\n    print(net.betas.sum().cuda())\n",
     })
@@ -1157,7 +1158,8 @@ def test_data_placed_only_where_a_device_string_names_cuda_is_a_choice_kept(tmp_
     weights would stay on the CPU beside a state on MPS. The program keeps CUDA or the CPU."""
     _write(tmp_path, {
         "model_run.py": "import torch\n\n\nclass RNN:\n    def __init__(self, args):\n"
-                        "        self.dev = args.RUN_DEVICE\n        self.w = torch.ones(2)\n        if 'cuda' in args.RUN_DEVICE:\n"
+                        "        self.dev = args.RUN_DEVICE\n        self.w = torch.ones(2)\n"
+                        "        if 'cuda' in args.RUN_DEVICE:\n"
                         "            self.w = self.w.to(self.dev)\n\n    def forward(self):\n"
                         "        return self.w + torch.zeros(2, device=self.dev)\n",
         "chat.py": "import types\nfrom model_run import RNN\n\nargs = types.SimpleNamespace()\n"

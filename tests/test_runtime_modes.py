@@ -219,7 +219,7 @@ def test_native_fallbacks_under_an_old_torch_floor_are_summed_up_once(tmp_path: 
     (tmp_path / "requirements.txt").write_text("torch>=0.4.0\n")
     for name in ("a.py", "b.py"):
         (tmp_path / name).write_text("import torch\nx = torch.zeros(2).cuda()\ntorch.cuda.synchronize()\n"
-                                     "print(torch.cuda.current_stream(), torch.cuda.memory_allocated())\n")
+                                     "torch.cuda.reset_peak_memory_stats()\nprint(torch.cuda.current_stream())\n")
     result = CliRunner().invoke(app, ["migrate", str(tmp_path), "--runtime", "native", "--no-cache"],
                                 env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output

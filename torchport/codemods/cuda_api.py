@@ -4,7 +4,7 @@
 |-------|------------------------------------------|------------------------------------|
 | TP010 | torch.cuda.synchronize()                 | tp.synchronize()                   |
 | TP011 | torch.cuda.Event(enable_timing=True)     | tp.Event(enable_timing=True)       |
-| TP012 | torch.cuda.max_memory_allocated()        | tp.max_memory_allocated()          |
+| TP012 | torch.cuda.mem_get_info()                | tp.mem_get_info()                  |
 | TP013 | torch.cuda.manual_seed_all(0)            | tp.manual_seed_all(0)              |
 | TP014 | except torch.cuda.OutOfMemoryError:      | except torch.OutOfMemoryError:     |
 | TP015 | x.type(torch.cuda.FloatTensor)           | x.to(tp.device(), torch.float32)   |
@@ -36,7 +36,14 @@ from torchport.codemods.core.base import (
     keyword_arg,
     string_value,
 )
-from torchport.codemods.core.reasons import CUDA_SETTING, INDEX_BOOKKEEPING, MOVES_TOGETHER, SAVED_HERE, SEEDED
+from torchport.codemods.core.reasons import (
+    CUDA_SETTING,
+    INDEX_BOOKKEEPING,
+    MOVES_TOGETHER,
+    QUIET_OFF_CUDA,
+    SAVED_HERE,
+    SEEDED,
+)
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.unported import cuda_api_rule
 from torchport.model import torch_facts
@@ -166,11 +173,29 @@ class CudaMemoryApi(_Rename):
     code = "TP012"
     moves_data = False
     name = "cuda-memory-api"
-    summary = "`torch.cuda` memory queries become the runtime's."
-    before, after = "torch.cuda.max_memory_allocated()", "tp.max_memory_allocated()"
+    summary = ("`torch.cuda` memory calls that raise without CUDA become the runtime's; those that return quietly "
+               "there (`empty_cache`, the counters) stay.")
+    before, after = "torch.cuda.mem_get_info()", "tp.mem_get_info()"
     renames = torch_facts.renames(code)
     names = frozenset(f"torch.cuda.{n}" for n in renames)
-    examples = (Example("import torch\ntorch.cuda.empty_cache()\n", "import torch\ntp.empty_cache()\n"),)
+    examples = (
+        Example("import torch\nfree, total = torch.cuda.mem_get_info()\n",
+                "import torch\nfree, total = tp.mem_get_info()\n"),
+        Example("import torch\ntorch.cuda.reset_peak_memory_stats()\n", "import torch\ntp.reset_peak_memory_stats()\n"),
+        # quiet without CUDA (nothing to empty, counters of 0): nothing changes that matters off CUDA
+        Example("import torch\ntorch.cuda.empty_cache()\nprint(torch.cuda.max_memory_allocated() / 2**20)\n"),
+    )
+
+    def _rename(self, m: Migrator, original: cst.CSTNode) -> cst.BaseExpression | None:
+        if m.qnames(original) & _QUIET_MEMORY:
+            m.leave_as_written(self.code, original, QUIET_OFF_CUDA)
+            return None
+        return super()._rename(m, original)
+
+
+# The memory calls that return quietly without CUDA (measured on torch 2.13's CPU build): churn to port.
+_QUIET_MEMORY = frozenset(name for name, api in torch_facts.CUDA_APIS.items()
+                          if api.rule == "TP012" and api.off_cuda == "quiet")
 
 
 # CUDA generator state set or read where the runtime has no equivalent: a module using one keeps every CUDA RNG call

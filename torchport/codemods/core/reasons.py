@@ -150,11 +150,16 @@ TORCHSCRIPT = Reason(
     "would break the module on every backend, CUDA included.",
     "import torch\n\n\n@torch.jit.script\ndef pin(x: torch.Tensor) -> torch.Tensor:\n    return x.cuda()\n")
 
+QUIET_OFF_CUDA = Reason(
+    "R24", "quiet-off-cuda", "A torch.cuda memory call that returns quietly without CUDA (`empty_cache()` does "
+    "nothing, the counters answer 0) changes nothing that matters off CUDA, and on CUDA a rewrite is the same call.",
+    "import torch\ntorch.cuda.empty_cache()\nprint(torch.cuda.max_memory_allocated() / 2**20)\n")
+
 REASONS: tuple[Reason, ...] = (CUDA_ONLY, SEVERAL_BACKENDS, CUDA_GATE, GATE_DEFINITION, CUDA_TEST, CUDA_ONLY_PROGRAM,
                                CUDA_ONLY_LIBRARY, FAKES_CUDA, CUDA_SETTING, DEAD_STORE, SEEDED, MOVES_TOGETHER,
                                HELD_CHOICE, CUDA_QUERY, UNSET_ATTRIBUTE, OLDER_TORCH, INDEX_BOOKKEEPING,
                                CONFIG_DATA, HALF_PORT, SAVED_HERE, EXPECTED_ERROR, HOLDS_NOTHING,
-                               TORCHSCRIPT)
+                               TORCHSCRIPT, QUIET_OFF_CUDA)
 BY_ID = {reason.id: reason for reason in REASONS}
 
 

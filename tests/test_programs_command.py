@@ -329,22 +329,27 @@ def test_a_unittest_class_gated_by_a_projects_skip_decorator_is_a_cuda_only_test
     assert "`skip_if_not_gpu` skips it without CUDA" in test["blockers"][0]["reason"]
 
 
+# PatchTST's shape: the entry point sets `args.use_gpu` from CUDA, another module picks its device by it
+_PATCHTST = {
+    "run.py": "import argparse\nimport torch\nfrom exp import Exp\n\nparser = argparse.ArgumentParser()\n"
+              "parser.add_argument('--use_gpu', type=bool, default=True)\nargs = parser.parse_args()\n"
+              "args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\n"
+              "print(Exp(args).train())\n",
+    "exp.py": "import torch\nfrom layers import pick\n\n\nclass Exp:\n    def __init__(self, args):\n"
+              "        self.args = args\n        if self.args.use_gpu:\n"
+              "            self.device = torch.device('cuda:0')\n        else:\n            self.device = torch.device('cpu')\n\n    def train(self):\n"
+              "        return pick(torch.ones(4, device=self.device))\n",
+    "layers.py": "import torch\n\n\ndef pick(x):\n    index = torch.arange(4).cuda()\n"
+                 "    return torch.gather(x, 0, index)\n",
+}
+
+
 def test_a_flag_the_entry_point_sets_from_cuda_decides_other_modules_and_their_choice_is_kept(tmp_path: Path) -> None:
     """PatchTST: `args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False` in the script,
     read as `self.args.use_gpu` in another module, is false without CUDA: the CUDA device behind it is left as
     written (dead off CUDA), and a module that moves data to the runtime's device beside that kept CUDA-or-CPU
     choice would split the program's tensors on a Mac, so the program keeps the CPU there."""
-    (tmp_path / "run.py").write_text(
-        "import argparse\nimport torch\nfrom exp import Exp\n\nparser = argparse.ArgumentParser()\n"
-        "parser.add_argument('--use_gpu', type=bool, default=True)\nargs = parser.parse_args()\n"
-        "args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\nprint(Exp(args).train())\n")
-    (tmp_path / "exp.py").write_text(
-        "import torch\nfrom layers import pick\n\n\nclass Exp:\n    def __init__(self, args):\n"
-        "        self.args = args\n        if self.args.use_gpu:\n            self.device = torch.device('cuda:0')\n"
-        "        else:\n            self.device = torch.device('cpu')\n\n    def train(self):\n"
-        "        return pick(torch.ones(4, device=self.device))\n")
-    (tmp_path / "layers.py").write_text(
-        "import torch\n\n\ndef pick(x):\n    index = torch.arange(4).cuda()\n    return torch.gather(x, 0, index)\n")
+    _write(tmp_path, _PATCHTST)
     files = _migrated(tmp_path)
     assert not files["exp.py"]["changed"]
     assert files["layers.py"]["changed"]
@@ -417,6 +422,14 @@ def _write(root: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
+    return root
+
+
+def _applied(root: Path, files: dict[str, str]) -> Path:
+    """``root`` with ``files`` written and then migrated in place (``--apply``)."""
+    _write(root, files)
+    done = CliRunner().invoke(app, ["migrate", str(root), "--no-cache", "--apply"])
+    assert done.exit_code == 0, done.output
     return root
 
 
@@ -1085,7 +1098,7 @@ def test_a_demo_main_block_of_an_imported_module_gets_the_call_first_in_it(tmp_p
     device; the model calls torch_cluster's `knn_graph` (kernels for the CPU and CUDA alone). At its top the call
     would run in every program importing it: it goes first in the demo block, and train.py gets its own. A module
     that imports `knn_graph` and never calls it needs nothing."""
-    _write(tmp_path, {
+    _applied(tmp_path, {
         "edge.py": "import torch\nfrom torch_cluster import knn_graph\n\n\ndef knn(x, k):\n"
                    "    return knn_graph(x, k)\n",
         "dense_edge.py": "import torch\nfrom torch_cluster import knn_graph\n\n\ndef knn(x, k):\n"
@@ -1097,8 +1110,6 @@ def test_a_demo_main_block_of_an_imported_module_gets_the_call_first_in_it(tmp_p
                     "print(model(torch.rand(8, 3).cuda()))\n",
         "dense.py": "import torch\nfrom dense_edge import knn\n\nprint(knn(torch.rand(8, 3).cuda(), 2))\n",
     })
-    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--apply"])
-    assert done.exit_code == 0, done.output
     arch = (tmp_path / "arch.py").read_text()
     call = "tp.keep_cuda_or_cpu(\"a compiled extension's kernels (`torch_cluster.knn_graph`: the CPU's and CUDA's " \
            "alone), edge.py:6\")"
@@ -1116,7 +1127,7 @@ def test_the_call_goes_above_an_import_whose_availability_choice_picks_the_devic
     """VAR's dist.py: `__device = 'cuda' if torch.cuda.is_available() else 'cpu'` at its top level becomes the
     runtime's choice, made when train.py imports it: `tp.avoid_mps` must come before that import, or the pick is
     already MPS's. A float64 buffer the model registers goes wherever the model goes."""
-    _write(tmp_path, {
+    _applied(tmp_path, {
         "dist.py": "import torch\n\n__device = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n\n"
                    "def get_device():\n    return __device\n",
         "model.py": "import torch\n\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n"
@@ -1125,8 +1136,6 @@ def test_the_call_goes_above_an_import_whose_availability_choice_picks_the_devic
         "train.py": "import torch\n\nimport dist\nfrom model import Net\n\nif __name__ == '__main__':\n"
                     "    net = Net().to(dist.get_device())\n    print(net.betas.sum().cuda())\n",
     })
-    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--apply"])
-    assert done.exit_code == 0, done.output
     train = (tmp_path / "train.py").read_text()
     assert 'tp.avoid_mps("float64, model.py:7")\n\nimport dist\n' in train, train
 
@@ -1135,20 +1144,9 @@ def test_a_flag_another_script_sets_false_is_still_a_flag_cuda_decides(tmp_path:
     """LTSF-Linear: run_longExp.py sets `args.use_gpu` from `torch.cuda.is_available()`, run_stat.py sets it to
     `False`: false without CUDA either way, so `if self.args.use_gpu: torch.device('cuda:...')` is a choice kept
     CUDA-or-CPU beside the moves the port makes, and the program keeps the CPU on a Mac and an Intel GPU."""
-    (tmp_path / "run.py").write_text(
-        "import argparse\nimport torch\nfrom exp import Exp\n\nparser = argparse.ArgumentParser()\n"
-        "parser.add_argument('--use_gpu', type=bool, default=True)\nargs = parser.parse_args()\n"
-        "args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\nprint(Exp(args).train())\n")
-    (tmp_path / "run_stat.py").write_text(
-        "import argparse\nfrom exp import Exp\n\nparser = argparse.ArgumentParser()\nargs = parser.parse_args()\n"
-        "args.use_gpu = False\nprint(Exp(args).train())\n")
-    (tmp_path / "exp.py").write_text(
-        "import torch\nfrom layers import pick\n\n\nclass Exp:\n    def __init__(self, args):\n"
-        "        self.args = args\n        if self.args.use_gpu:\n            self.device = torch.device('cuda:0')\n"
-        "        else:\n            self.device = torch.device('cpu')\n\n    def train(self):\n"
-        "        return pick(torch.ones(4, device=self.device))\n")
-    (tmp_path / "layers.py").write_text(
-        "import torch\n\n\ndef pick(x):\n    index = torch.arange(4).cuda()\n    return torch.gather(x, 0, index)\n")
+    _write(tmp_path, {**_PATCHTST, "run_stat.py": "import argparse\nfrom exp import Exp\n\nparser = "
+                      "argparse.ArgumentParser()\nargs = parser.parse_args()\nargs.use_gpu = False\n"
+                      "print(Exp(args).train())\n"})
     assert _programs(tmp_path)["run.py"]["runs_on"] == ["cuda", "cpu"]
 
 
@@ -1156,7 +1154,7 @@ def test_data_placed_only_where_a_device_string_names_cuda_is_a_choice_kept(tmp_
     """ChatRWKV: chat.py's `args.RUN_DEVICE = "cuda"` becomes the runtime's device string, but model_run.py moves
     its weights only `if 'cuda' in args.RUN_DEVICE:` and makes its state with `device=self.RUN_DEVICE`: on MPS the
     weights would stay on the CPU beside a state on MPS. The program keeps CUDA or the CPU."""
-    _write(tmp_path, {
+    _applied(tmp_path, {
         "model_run.py": "import torch\n\n\nclass RNN:\n    def __init__(self, args):\n"
                         "        self.dev = args.RUN_DEVICE\n        self.w = torch.ones(2)\n"
                         "        if 'cuda' in args.RUN_DEVICE:\n"
@@ -1165,7 +1163,5 @@ def test_data_placed_only_where_a_device_string_names_cuda_is_a_choice_kept(tmp_
         "chat.py": "import types\nfrom model_run import RNN\n\nargs = types.SimpleNamespace()\n"
                    "args.RUN_DEVICE = 'cuda'\nprint(RNN(args).forward())\n",
     })
-    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--apply"])
-    assert done.exit_code == 0, done.output
     assert 'tp.keep_cuda_or_cpu("a device choice kept CUDA-or-CPU beside data moved to the picked device, ' \
            'model_run.py:8")' in (tmp_path / "chat.py").read_text()

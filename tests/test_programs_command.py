@@ -337,7 +337,8 @@ _PATCHTST = {
               "print(Exp(args).train())\n",
     "exp.py": "import torch\nfrom layers import pick\n\n\nclass Exp:\n    def __init__(self, args):\n"
               "        self.args = args\n        if self.args.use_gpu:\n"
-              "            self.device = torch.device('cuda:0')\n        else:\n            self.device = torch.device('cpu')\n\n    def train(self):\n"
+              "            self.device = torch.device('cuda:0')\n        else:\n"
+              "            self.device = torch.device('cpu')\n\n    def train(self):\n"
               "        return pick(torch.ones(4, device=self.device))\n",
     "layers.py": "import torch\n\n\ndef pick(x):\n    index = torch.arange(4).cuda()\n"
                  "    return torch.gather(x, 0, index)\n",

@@ -631,3 +631,22 @@ def test_a_model_keeps_its_files_in_the_order_it_was_built_with(tmp_path: Path) 
     results.sort(key=lambda r: r.display)
     assert [r.display for r in project.results] == ["b.py", "a.py"]
     assert project.reach(0) == {0, 1} and project.reach(1) == {1}
+
+
+def test_a_constructor_default_every_call_of_the_class_passes_is_left(tmp_path: Path) -> None:
+    """CodeFormer's `YoloDetector(config_name, device='cuda')`: every construction passes a device, so the default
+    never runs and its port changes nothing; a class some code makes without it, or makes through `cls(...)`,
+    keeps its port."""
+    _tree(tmp_path, {
+        "detector.py": "import torch\n\n\nclass Detector:\n    def __init__(self, name, device='cuda'):\n"
+                       "        self.device = device\n\n\nclass Loose:\n    def __init__(self, device='cuda'):\n"
+                       "        self.device = device\n\n\nclass Made:\n    def __init__(self, device='cuda'):\n"
+                       "        self.device = device\n\n    @classmethod\n    def build(cls):\n        return cls()\n",
+        "run.py": "import torch\nfrom detector import Detector, Loose, Made\n\ndevice = torch.device('cpu')\n"
+                  "a = Detector('yolo', device=device)\nb = Detector('n', device)\nc = Loose()\n"
+                  "d = Made(device=device)\n",
+    })
+    text = _run(tmp_path)["detector.py"].migrated or ""
+    assert "    def __init__(self, name, device='cuda'):\n" in text
+    assert "class Loose:\n    def __init__(self, device=tp.device_str()):\n" in text
+    assert "class Made:\n    def __init__(self, device=tp.device_str()):\n" in text

@@ -485,9 +485,11 @@ def _passed_defaults(tree: ast.Module, unused: frozenset[str]) -> list[tuple[tup
     the parameter: `torchport.pipeline.unused.passed_defaults`), with the words that name it."""
     if not any(name.endswith(")") for name in unused):
         return []
-    return [((d.lineno, d.col_offset, d.end_lineno or d.lineno, d.end_col_offset or 0), f"`{a.arg}` of `{s.name}`")
-            for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-            for a, d in defaults(s.args) if f"{s.name}({a.arg})" in unused]
+    functions = [(s.name, s) for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    functions += [(c.name, f) for c in tree.body if isinstance(c, ast.ClassDef) for f in c.body
+                  if isinstance(f, ast.FunctionDef) and f.name == "__init__"]  # `Class(param)`: its constructor's
+    return [((d.lineno, d.col_offset, d.end_lineno or d.lineno, d.end_col_offset or 0), f"`{a.arg}` of `{name}`")
+            for name, s in functions for a, d in defaults(s.args) if f"{name}({a.arg})" in unused]
 
 
 def _reads_first(body: list[ast.stmt], name: str) -> bool:

@@ -132,7 +132,8 @@ def unread_globals(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
 
 
 def passed_defaults(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
-    """The parameter defaults of each changed module's top-level functions that no call in the project reaches:
+    """The parameter defaults of each changed module's top-level functions (and classes' ``__init__``) that no call
+    in the project reaches:
     every reference to the function, in its module and in the modules that import it, is a call that passes the
     parameter (decision-transformer's ``evaluate_episode(..., device='cuda')``, which experiment.py always calls
     with ``device=device``). A port of such a default changes nothing. Left to its users: a module of an installed
@@ -160,6 +161,8 @@ def passed_defaults(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
             continue
         candidates = {s.name: defaulted(s) for s in tree.body
                       if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and not s.decorator_list}
+        candidates.update({s.name: _constructor_defaults(s) for s in tree.body
+                           if isinstance(s, ast.ClassDef) and not s.decorator_list})
         candidates = {name: params for name, params in candidates.items() if params}
         if not candidates:
             continue
@@ -203,6 +206,21 @@ def passed_defaults(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
         if names:
             found[index] = names
     return found
+
+
+def _constructor_defaults(cls: ast.ClassDef) -> dict[str, int | None]:
+    """The parameters of a class's own ``__init__`` with a default, by their position in a call of the class (the
+    instance is not passed): CodeFormer's ``YoloDetector(..., device='cuda')``, which every caller gives a device."""
+    from torchport.codemods.analysis.defaults import defaulted
+
+    init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"
+                 and not f.decorator_list), None)
+    if init is None or not init.args.args or any(  # made by `cls(...)` or `type(self)(...)`: not by name
+            isinstance(n, ast.Call) and (isinstance(n.func, ast.Name) and n.func.id == "cls" or isinstance(
+                n.func, ast.Call) and isinstance(n.func.func, ast.Name) and n.func.func.id == "type")
+            for n in ast.walk(cls)):
+        return {}
+    return {name: None if index is None else index - 1 for name, index in defaulted(init).items()}
 
 
 def _reads_from(project: Project, importer: int, module: int, name: str) -> bool:

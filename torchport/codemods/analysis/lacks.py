@@ -595,9 +595,25 @@ def _wide_dtype_lines(tree: ast.Module, text: str, certain: bool = False) -> lis
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "double" and not node.args and not _on_cpu(node.func.value) \
                 and not _in_collective_function(node, parents, collective) and not _narrowed_again(node, parents) \
-                and (not certain or _registered(node, parents)):
+                and (not certain or _registered(node, parents) or _moved_at_once(node, parents)):
             found.append((node.lineno, "float64"))
     return found
+
+
+def _moved_at_once(node: ast.AST, parents: Mapping[int, ast.AST]) -> bool:
+    """Whether the tensor ``node`` makes is moved to a device in the same expression: SCINet's
+    ``batch_x.double().cuda()`` (a move to the CPU, ``.to('cpu')``, is none)."""
+    attribute = parents.get(id(node))
+    call = parents.get(id(attribute)) if isinstance(attribute, ast.Attribute) else None
+    return isinstance(call, ast.Call) and call.func is attribute and isinstance(attribute, ast.Attribute) and (
+        attribute.attr == "cuda" or attribute.attr == "to" and bool(call.args or call.keywords)
+        and not _on_cpu_device(call))
+
+
+def _on_cpu_device(call: ast.Call) -> bool:
+    """``.to("cpu")`` or ``.to(device="cpu")``."""
+    first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
+    return isinstance(first, ast.Constant) and first.value == "cpu"
 
 
 def _registered(node: ast.AST, parents: Mapping[int, ast.AST]) -> bool:

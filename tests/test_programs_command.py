@@ -1166,3 +1166,16 @@ def test_data_placed_only_where_a_device_string_names_cuda_is_a_choice_kept(tmp_
     })
     assert 'tp.keep_cuda_or_cpu("a device choice kept CUDA-or-CPU beside data moved to the picked device, ' \
            'model_run.py:8")' in (tmp_path / "chat.py").read_text()
+
+
+def test_a_kernel_chosen_by_where_a_tensor_is_is_no_choice_kept(tmp_path: Path) -> None:
+    """glow-tts's stft.py: `if magnitude.device.type == "cuda":` picks a kernel for data already on CUDA and moves
+    what it makes to that data's device: no device string names CUDA there, and the ported program keeps MPS."""
+    _applied(tmp_path, {
+        "stft.py": "import torch\n\n\ndef inverse(magnitude):\n    if magnitude.device.type == 'cuda':\n"
+                   "        window = torch.ones(2).to(magnitude.device)\n        return magnitude * window\n"
+                   "    return magnitude\n",
+        "init.py": "import torch\nfrom stft import inverse\n\nprint(inverse(torch.ones(2).cuda()))\n",
+    })
+    assert "keep_cuda_or_cpu" not in (tmp_path / "init.py").read_text()
+    assert _programs(tmp_path)["init.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]

@@ -770,13 +770,16 @@ _CUDA_NAMED: dict[str, tuple[int, str] | None] = {}  # `_placed_if_cuda_named`, 
 
 
 def _names_cuda_test(test: ast.expr) -> bool:
-    """``'cuda' in x``, ``x == 'cuda'``, ``x.startswith('cuda')`` of a value that is no constant."""
+    """``'cuda' in x``, ``x == 'cuda'``, ``x.startswith('cuda')`` of a device string (no constant, no tensor's
+    ``.device.type``)."""
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, right = test.left, test.comparators[0]
         if isinstance(test.ops[0], ast.In):
             return _is_cuda_string(left) and not isinstance(right, ast.Constant)
         if isinstance(test.ops[0], ast.Eq):
-            return _is_cuda_string(right) and not isinstance(left, ast.Constant)
+            return _is_cuda_string(right) and not isinstance(left, ast.Constant) and not (
+                isinstance(left, ast.Attribute) and left.attr == "type")  # glow-tts's `x.device.type == "cuda"`:
+            # a kernel chosen by where the data already is, not a place for it
     return isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr == "startswith" \
         and len(test.args) == 1 and _is_cuda_string(test.args[0])
 

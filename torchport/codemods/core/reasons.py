@@ -92,7 +92,7 @@ HELD_CHOICE = Reason(
     "R13", "held-choice", "A device choice another module keeps CUDA-or-CPU (what MPS lacks, or a choice kept there) "
     "keeps this one CUDA-or-CPU: on a Mac it runs on the CPU, as before.",
     "import torch\n\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
-    "x = torch.ones(2).double().to(device)\n")
+    "x = torch.ones(2).to(device).double()\n")
 CUDA_QUERY = Reason(
     "R14", "cuda-query", "A query of CUDA itself (its version, capability, a flag true only where CUDA is) answers for "
     "CUDA alone.",
@@ -124,7 +124,7 @@ HALF_PORT = Reason(
     "call before or after it, a gate before it, a skip mark) would change only how the program fails: it is left as "
     "written. A CUDA assert goes only where no path past it still stops off CUDA (`nvidia-smi` run by rank 0 alone "
     "counts); a ported CUDA query whose branch still names `'cuda'` stays with it.",
-    "import torch\n\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\nx = torch.ones(2).double().to(device)\n"
+    "import torch\n\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\nx = torch.ones(2).to(device).double()\n"
     "y = torch.ones(2).cuda()\ntorch.cuda.synchronize()\n")
 
 SAVED_HERE = Reason(

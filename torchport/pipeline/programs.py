@@ -675,7 +675,16 @@ def _kept_placement(result: FileResult, flags: set[str]) -> tuple[int, str] | No
     data would meet it on another device; the program keeps the CPU there. A placement no such test decides (left
     because its path still fails off CUDA) is no choice."""
     text = result.migrated if result.migrated is not None else result.original
-    if not text or not _KEPT_PLACEMENT.search(text) or (tree := parse(text)) is None:
+    if not text or not _KEPT_PLACEMENT.search(text):
+        return None
+    return remembered(_KEPT_PLACEMENTS, (text, frozenset(flags)), lambda: _read_kept_placement(text, flags))
+
+
+_KEPT_PLACEMENTS: dict[tuple[str, frozenset[str]], tuple[int, str] | None] = {}  # `_kept_placement`, by text
+
+
+def _read_kept_placement(text: str, flags: set[str]) -> tuple[int, str] | None:
+    if (tree := parse(text)) is None:
         return None
     parents: dict[int, ast.AST] = {}
     for node in ast.walk(tree):

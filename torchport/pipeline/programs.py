@@ -52,6 +52,8 @@ from torchport.pipeline.project import (
     reached_lack,
     remembered,
     split_choice,
+    used,
+    words,
     works_at_top,
 )
 from torchport.results import COMPILED, KEPT_CHOICE, Diagnostic, FileResult, keeps_cuda_or_cpu
@@ -584,8 +586,7 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
             other, (line, what) = lived  # what the functions it runs import when they run, as `programs` reads it
             reasons[index] = f"{what}, {shown(other, index)}:{line}"
     # a call at the top of a module runs in the programs that import it (not one in a demo's `__main__` block)
-    has_call = {i for i in reasons if i not in demos} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")
-                                                         and i not in demos}
+    has_call = ({*reasons} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")}) - demos
     kept = {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}
     return kept, frozenset(demos & kept.keys())
 
@@ -618,18 +619,21 @@ def _picks_on_import(result: FileResult) -> bool:
     if tree is None:
         return False
     inside = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
-              if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)]
-    inside += [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
+              if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)] + _main_blocks(tree)
     return any(not any(first <= line <= last for first, last in inside)
                for line in (*result.facts.get("moves", ()), *result.facts.get("choices", ())))
+
+
+def _main_blocks(tree: ast.Module) -> list[tuple[int, int]]:
+    """The first and last lines of each top-level ``if __name__ == "__main__":`` block."""
+    return [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
 
 
 def _moves_in_main(result: FileResult) -> bool:
     """Whether a rewrite of ``result`` that sends data to the runtime's device (``facts["moves"]``, original lines)
     lies in one of its ``if __name__ == "__main__":`` blocks."""
     tree = parse(result.original)
-    blocks = [(s.lineno, s.end_lineno or s.lineno) for s in (tree.body if tree is not None else ())
-              if isinstance(s, ast.If) and is_main(s.test)]
+    blocks = _main_blocks(tree) if tree is not None else []
     return any(first <= line <= last for first, last in blocks for line in result.facts.get("moves", ()))
 
 
@@ -639,7 +643,7 @@ def _moves_outside_main(result: FileResult) -> bool:
     tree = parse(result.original)
     if tree is None:
         return True
-    blocks = [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
+    blocks = _main_blocks(tree)
     return any(not any(first <= line <= last for first, last in blocks) for line in result.facts["moves"])
 
 
@@ -742,15 +746,11 @@ _USED: dict[str, frozenset[str]] = {}
 
 
 def _used_names(text: str) -> frozenset[str]:
-    """The names a module's code reads (``f``, ``self.f``, ``getattr(x, "f")``), not those it only defines; read once
-    per text."""
+    """The names a module's code uses (`project.used`, its strings' words too: ``getattr(x, "f")``), not those it only
+    defines; every word where it does not parse. Read once per text."""
     def read() -> frozenset[str]:
         tree = parse(text)
-        if tree is None:
-            return frozenset("".join(c if c.isalnum() or c == "_" else " " for c in text).split())  # every word
-        return frozenset(n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else n.value
-                         for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))
-                         or isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier())
+        return frozenset(used(tree, strings=True) if tree is not None else words(text))
 
     return remembered(_USED, text, read)
 

@@ -806,7 +806,7 @@ def deferred_cuda_imports(text: str, extensions: frozenset[str] = frozenset()
     ``if``, a loop or a ``try`` (diffusers' ``if is_xformers_available(): import xformers`` in a method it may never
     call); read once per text."""
     def read() -> tuple[tuple[str, str | None, int, str], ...]:
-        from torchport.codemods.analysis.requirements import cuda_only_import
+        from torchport.codemods.analysis.requirements import cuda_only_import, project_cuda_extension
 
         if not _CUDA_ONLY_TEXT.search(text) and not any(name in text for name in extensions):
             return ()
@@ -825,9 +825,8 @@ def deferred_cuda_imports(text: str, extensions: frozenset[str] = frozenset()
                     if isinstance(node, ast.Import | ast.ImportFrom) and not (
                             isinstance(node, ast.ImportFrom) and node.level):
                         names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-                        why = next((w for name in names if (w := cuda_only_import(name) or (
-                            f"imports {name}, an extension the project builds for CUDA alone (nvcc)"
-                            if name.rsplit(".", 1)[-1] in extensions else None))), None)
+                        why = next((w for name in names if (
+                            w := cuda_only_import(name) or project_cuda_extension(name, extensions))), None)
                         if why is not None:
                             found.append((definition.name, method, node.lineno, why))
         return tuple(found)

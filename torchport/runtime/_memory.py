@@ -223,7 +223,7 @@ def memory_summary(device: Device = None, abbreviated: bool = False) -> str:
     there is no device allocator. ``abbreviated`` only matters on CUDA.
 
     Raises:
-        ValueError: ``device`` is of another accelerator than the picked one (a CPU device counts 0 bytes).
+        ValueError: ``device`` is of another backend (MPS/CPU).
     """
     if _b._CUDA:
         return torch.cuda.memory_summary(device, abbreviated)
@@ -251,7 +251,7 @@ def mem_get_info(device: Device = None) -> tuple[int, int]:
     not report them.
 
     Raises:
-        ValueError: ``device`` is of another accelerator than the picked one (a CPU device counts 0 bytes).
+        ValueError: ``device`` is of another backend (MPS/CPU).
     """
     if _b._CUDA:
         return torch.cuda.mem_get_info(device)

@@ -606,14 +606,7 @@ def _moved_at_once(node: ast.AST, parents: Mapping[int, ast.AST]) -> bool:
     attribute = parents.get(id(node))
     call = parents.get(id(attribute)) if isinstance(attribute, ast.Attribute) else None
     return isinstance(call, ast.Call) and call.func is attribute and isinstance(attribute, ast.Attribute) and (
-        attribute.attr == "cuda" or attribute.attr == "to" and bool(call.args or call.keywords)
-        and not _on_cpu_device(call))
-
-
-def _on_cpu_device(call: ast.Call) -> bool:
-    """``.to("cpu")`` or ``.to(device="cpu")``."""
-    first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
-    return isinstance(first, ast.Constant) and first.value == "cpu"
+        attribute.attr == "cuda" or attribute.attr == "to" and bool(call.args or call.keywords) and not _to_cpu(call))
 
 
 def _registered(node: ast.AST, parents: Mapping[int, ast.AST]) -> bool:

@@ -109,9 +109,8 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
     for statement in always_run(tree.body):
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             for name in _imported(statement) + _relative(statement, extensions):
-                if name.rsplit(".", 1)[-1] in extensions:
-                    found.append(Requirement(OFF_CUDA, f"imports {name}, an extension the project builds for CUDA "
-                                             "alone (nvcc)", statement.lineno))
+                if (why := project_cuda_extension(name, extensions)) is not None:
+                    found.append(Requirement(OFF_CUDA, why, statement.lineno))
                 elif (why := cuda_only_import(name)) is not None:
                     extension = name if torch_facts.cuda_library(name) is None and compiled_extension(name) and (
                         "triton" not in name.split(".")[1:]) else ""
@@ -142,6 +141,14 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
     if entry and (line := cuda_only_program(tree, predicates)) is not None:
         found.append(Requirement(OFF_CUDA, "stops unless CUDA GPUs are there", line))
     return sorted(set(found), key=lambda r: (r.line, -len(r.targets), r.reason))
+
+
+def project_cuda_extension(name: str, extensions: frozenset[str]) -> str | None:
+    """Why importing module ``name`` needs CUDA where it is one of ``extensions``, the extensions the project builds
+    for CUDA alone (`cuda_extensions`); else None."""
+    if name.rsplit(".", 1)[-1] in extensions:
+        return f"imports {name}, an extension the project builds for CUDA alone (nvcc)"
+    return None
 
 
 def cuda_extensions(tree: ast.Module) -> frozenset[str]:
@@ -320,7 +327,8 @@ def _bindings(tree: ast.Module) -> dict[str, ast.expr]:
                                                        if isinstance(top, ast.Try) else [top])):
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(
                 name := statement.targets[0], ast.Name):
-            (twice.add if name.id in found else lambda _: None)(name.id)
+            if name.id in found:
+                twice.add(name.id)
             found[name.id] = statement.value
     return {name: value for name, value in found.items() if name not in twice}
 

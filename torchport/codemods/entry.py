@@ -80,8 +80,8 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
             return updated
         m.rewrites[KeepOffMps.code] += 1
         m.sites.append(Diagnostic(KeepOffMps.code, line, 0, KeepOffMps.summary))
-        return updated.deep_replace(block, block.with_changes(body=block.body.with_changes(
-            body=[call, *block.body.body])))
+        return updated.with_changes(body=[block.with_changes(body=block.body.with_changes(
+            body=[call, *block.body.body])) if s is block else s for s in updated.body])
     # In a notebook, after the cell's `import torch`, where the runtime's import goes (its first cells often
     # install packages); in a module, after its leading imports.
     torch_import = next((s for s in updated.body if _imports_torch(s)), None) \

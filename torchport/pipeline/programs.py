@@ -284,11 +284,11 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             why = results[avoiding].avoid_mps or ""
             what, _, spot = why.rpartition(", ")
             path, _, number = spot.rpartition(":")
-            where = _spot(results[avoiding].path, path, root) if path else shown_as(avoiding)
+            spotted = _spot(results[avoiding].path, path, root) if path else shown_as(avoiding)
             for target, machine in (("mps", "a Mac"), ("xpu", "an Intel GPU")):
                 # `tp.keep_cuda_or_cpu` keeps an Intel GPU on the CPU as well
                 if target not in {b.target for b in program.blockers} and (target == "mps" or keeps_cuda_or_cpu(why)):
-                    program.blockers.append(Blocker(target, f"uses {what}: on {machine} it runs on the CPU", where,
+                    program.blockers.append(Blocker(target, f"uses {what}: on {machine} it runs on the CPU", spotted,
                                                     int(number) if number.isdigit() else 1))
         if not any(_names_cuda(results[i].original or "") for i in reach):
             # nothing it runs names CUDA: no port sends its data anywhere, so on a Mac it runs as it always did

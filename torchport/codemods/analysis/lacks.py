@@ -255,12 +255,10 @@ def _data_parallel_moved(tree: ast.Module) -> list[int]:
                 wrapped[ast.unparse(target)] = min(node.lineno, wrapped.get(ast.unparse(target), node.lineno))
             if node.value.args and id(node) not in branched:  # not `if torch.cuda.device_count() > 1:`
                 wraps.append((node.lineno, ast.unparse(node.value.args[0])))
-    moves = [node for node in ast.walk(tree) if wrapped and isinstance(node, ast.Call)
-             and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda")]
-    found = [node.lineno for node in moves
-             if node.lineno > wrapped.get(ast.unparse(node.func.value), node.lineno)]  # the wrapper, not the module
-    found.extend(line for line, module in wraps if any(
-        node.lineno < line and ast.unparse(node.func.value) == module for node in moves))
+    moves = [(node.lineno, ast.unparse(node.func.value)) for node in ast.walk(tree) if wrapped and isinstance(
+        node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda")]
+    found = [line for line, moved in moves if line > wrapped.get(moved, line)]  # the wrapper, not the module
+    found.extend(line for line, module in wraps if any(at < line and moved == module for at, moved in moves))
     return sorted(set(found))
 
 

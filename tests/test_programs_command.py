@@ -1179,3 +1179,16 @@ def test_a_kernel_chosen_by_where_a_tensor_is_is_no_choice_kept(tmp_path: Path) 
     })
     assert "keep_cuda_or_cpu" not in (tmp_path / "init.py").read_text()
     assert _programs(tmp_path)["init.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
+def test_data_placed_either_way_by_a_test_of_the_device_name_is_no_choice_kept(tmp_path: Path) -> None:
+    """nanoGPT's train.py: `if device_type == 'cuda':` pins the batch before it moves it, `else:` moves it alone:
+    the data goes to the device on both arms, so the port keeps MPS and XPU."""
+    _applied(tmp_path, {
+        "train.py": "import torch\n\ndevice = 'cuda'\ndevice_type = 'cuda' if 'cuda' in device else 'cpu'\n\n\n"
+                    "def get_batch():\n    x = torch.ones(2, 2)\n    if device_type == 'cuda':\n"
+                    "        x = x.pin_memory().to(device, non_blocking=True)\n    else:\n        x = x.to(device)\n"
+                    "    return x\n\n\nif __name__ == '__main__':\n    print(get_batch().sum())\n",
+    })
+    assert "keep_cuda_or_cpu" not in (tmp_path / "train.py").read_text()
+    assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]

@@ -756,19 +756,20 @@ def _used_names(text: str) -> frozenset[str]:
 
 
 def _placed_if_cuda_named(result: FileResult) -> tuple[int, str] | None:
-    """``(line, what)`` where a module places data only if a device string names CUDA (ChatRWKV's model_run.py:
-    ``if 'cuda' in args.RUN_DEVICE: w[x] = w[x].to(self.RUN_DEVICE)``, beside ``torch.zeros(..., device=
-    self.RUN_DEVICE)``): the port's device string names no CUDA on MPS or XPU, so that data stays on the CPU while
-    the rest goes to the device. A choice kept CUDA-or-CPU."""
+    """``(line, what)`` where a module places data only if a device string names CUDA, and leaves it where it is
+    otherwise (ChatRWKV's model_run.py: ``if 'cuda' in args.RUN_DEVICE: w[x] = w[x].to(self.RUN_DEVICE)``, beside
+    ``torch.zeros(..., device=self.RUN_DEVICE)``): the port's device string names no CUDA on MPS or XPU, so that
+    data stays on the CPU while the rest goes to the device. A choice kept CUDA-or-CPU."""
     text = result.original or ""
 
     def read() -> tuple[int, str] | None:
         if "'cuda'" not in text and '"cuda"' not in text or (tree := parse(text)) is None:
             return None
         for node in ast.walk(tree):
-            if isinstance(node, ast.If) and _names_cuda_test(node.test) and any(
-                    isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
-                    for statement in node.body for n in ast.walk(statement)):
+            # (an `else` that moves the data too places it either way: nanoGPT's `if device_type == 'cuda':` pins
+            # the batch before its move, `else:` moves it alone)
+            if isinstance(node, ast.If) and _names_cuda_test(node.test) and _moves_data(node.body) \
+                    and not _moves_data(node.orelse):
                 return node.lineno, KEPT_CHOICE
         return None
 
@@ -776,6 +777,12 @@ def _placed_if_cuda_named(result: FileResult) -> tuple[int, str] | None:
 
 
 _CUDA_NAMED: dict[str, tuple[int, str] | None] = {}  # `_placed_if_cuda_named`, by text
+
+
+def _moves_data(body: list[ast.stmt]) -> bool:
+    """Whether ``body`` calls ``.to(...)`` or ``.cuda(...)``."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
+               for statement in body for n in ast.walk(statement))
 
 
 def _names_cuda_test(test: ast.expr) -> bool:

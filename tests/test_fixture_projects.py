@@ -428,6 +428,32 @@ def test_a_batch_moved_only_where_cuda_is_keeps_a_mac_on_the_cpu(tmp_path: Path)
     assert on_a_mac.returncode == 0 and "sum True" in on_a_mac.stdout, on_a_mac.stderr
 
 
+def test_mixed_precision_only_programs_kept_cuda_or_cpu_reach_stays_cudas(tmp_path: Path) -> None:
+    # LTSF-Linear: on CUDA or the CPU, CUDA's autocast and scaler already run as moved ones would (on, off)
+    folder = _ported("kept_amp", tmp_path)
+    assert "tp.keep_cuda_or_cpu(" in (folder / "train.py").read_text()
+    assert (folder / "trainer.py").read_text() == (PROJECTS / "kept_amp" / "trainer.py").read_text()
+    done = CliRunner().invoke(app, ["migrate", str(folder), "--dry-run", "--no-cache", "--output-format", "json"])
+    notes = [d for f in json.loads(done.stdout)["files"] if f["path"].endswith("trainer.py")
+             for d in f["diagnostics"] if "[R13 held-choice]" in d["message"]]
+    assert [(d["line"], d["message"].split("(")[1][:5]) for d in notes] == [(8, "TP021"), (9, "TP020")], notes
+    done = _run(folder, "train.py")
+    assert done.returncode == 0 and "loss torch.float32" in done.stdout, done.stderr
+    on_a_mac = _run(folder, "-c", ON_A_MAC, "train.py")
+    assert on_a_mac.returncode == 0 and "loss torch.float32" in on_a_mac.stdout, on_a_mac.stderr
+
+
+def test_mixed_precision_a_program_moves_to_the_accelerator_moves_with_it(tmp_path: Path) -> None:
+    folder = tmp_path / "moved"
+    shutil.copytree(PROJECTS / "kept_amp", folder)
+    trainer = folder / "trainer.py"
+    trainer.write_text(trainer.read_text().replace(" if torch.cuda.device_count() >= 1 else img", ""))
+    _apply(folder)
+    assert "tp.keep_cuda_or_cpu(" not in (folder / "train.py").read_text()
+    assert "torch.amp.autocast(tp.device_type()" in trainer.read_text()
+    assert "torch.amp.GradScaler(tp.device_type()" in trainer.read_text()
+
+
 def test_a_cuda_only_library_a_class_imports_when_the_default_makes_it_leaves_the_program_whole(
         tmp_path: Path) -> None:
     # consistency_models: `AttentionBlock(attention_type="flash")` makes a layer whose `__init__` imports flash_attn

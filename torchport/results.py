@@ -17,6 +17,9 @@ AVOID_BEFORE = "avoid_mps before line "
 # The gate the project pass gives a module with a demo `__main__` block whose program needs the call (a module others
 # import): TP019 writes it first in that block, where it runs only when the module is the program.
 AVOID_IN_MAIN = "avoid_mps in the __main__ block"
+# The gate the project pass gives a module whose autocasts and scalers only programs kept CUDA-or-CPU reach, with why
+# (`torchport.pipeline.programs.kept_amp`): they stay CUDA's (`torchport.codemods.amp`).
+KEPT_AMP = "amp kept CUDA's: "
 # Why a program keeps CUDA-or-CPU (`tp.keep_cuda_or_cpu`), not only off MPS: a choice kept CUDA-or-CPU beside data
 # the port moves to the runtime's device (on MPS and XPU the two meet on different devices), or kernels that only the
 # CPU and CUDA have. Anything else the project pass gives (float64, sparse, DataParallel, a process group) is what

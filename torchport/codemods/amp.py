@@ -23,10 +23,11 @@ import libcst as cst
 
 from torchport.codemods.analysis.names import ast_chain, qualify
 from torchport.codemods.core.base import keyword_arg
-from torchport.codemods.core.reasons import MOVES_TOGETHER, SEVERAL_BACKENDS
+from torchport.codemods.core.reasons import HELD_CHOICE, MOVES_TOGETHER, SEVERAL_BACKENDS
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import rewrite_string
 from torchport.model import torch_facts
+from torchport.results import KEPT_AMP
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -64,11 +65,24 @@ def _scaler_alone(m: Migrator) -> bool:
 _OWN_MPS_CHOICE = "this module makes its own choice for MPS (its code names MPS): its CUDA autocast stays as written"
 
 
+def _kept(m: Migrator, code: str, node: cst.CSTNode) -> bool:
+    """Whether only programs kept CUDA-or-CPU reach the module (the project pass's `KEPT_AMP` gate): its AMP call
+    at ``node`` stays CUDA's, with a TP110 note of rule ``code``. There data is on CUDA or the CPU, where CUDA's
+    autocast and scaler run as the moved ones would (enabled on CUDA, off on the CPU)."""
+    why = next((g[len(KEPT_AMP):] for g in m.gates if g.startswith(KEPT_AMP)), None)
+    if why is not None:
+        m.leave_as_written(code, node, HELD_CHOICE, why)
+    return why is not None
+
+
 def _autocast_stays(m: Migrator, code: str, call: cst.Call, node: cst.CSTNode) -> bool:
     """Whether rule ``code`` leaves the CUDA autocast ``call`` (at ``node``: the call, or its ``"cuda"``) as
     written, with its TP110 note: its scaler is made elsewhere (`_autocast_alone`), or the module's code names MPS
     (``if torch.backends.mps.is_available(): accelerator.native_amp = False``: it decides about mixed precision on a
-    Mac itself, and the CUDA autocast, which does nothing there, is part of that decision)."""
+    Mac itself, and the CUDA autocast, which does nothing there, is part of that decision), or only programs kept
+    CUDA-or-CPU reach it (`_kept`)."""
+    if _kept(m, code, node):
+        return True
     if _autocast_alone(m, call):
         m.leave_as_written(code, node, MOVES_TOGETHER, _AUTOCAST_ALONE)
         return True
@@ -215,7 +229,7 @@ class CudaAmpGradScaler(Rule):
                 Example("import torch\ns = torch.cuda.amp.GradScaler(enabled=amp)\n"))
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
-        if not m.qnames(original.func) & _GRADSCALER:
+        if not m.qnames(original.func) & _GRADSCALER or _kept(m, self.code, original):
             return None
         if _scaler_alone(m):
             m.leave_as_written(self.code, original, MOVES_TOGETHER, _SCALER_ALONE)
@@ -292,8 +306,9 @@ class AmpDeviceType(Rule):
     def leave_SimpleString(self, m: Migrator, original: cst.SimpleString,
                            updated: cst.SimpleString) -> cst.BaseExpression | None:
         call = next((a for a in reversed(m.ancestors) if isinstance(a, cst.Call)), None)
-        if call is not None and m.qnames(call.func) & _GENERIC_AUTOCAST and id(original) in m.contexts \
-                and _autocast_stays(m, self.code, call, original):
+        if call is not None and id(original) in m.contexts and (
+                m.qnames(call.func) & _GENERIC_AUTOCAST and _autocast_stays(m, self.code, call, original)
+                or m.qnames(call.func) & _GENERIC_SCALER and _kept(m, self.code, original)):
             return None
         return rewrite_string(m, self.code, original, updated)
 
@@ -301,6 +316,8 @@ class AmpDeviceType(Rule):
         """``torch.amp.GradScaler()`` defaults to CUDA: give it the runtime's type."""
         names = m.qnames(original.func)
         if names & _GENERIC_SCALER and not any(a.keyword is None or a.keyword.value == "device" for a in updated.args):
+            if _kept(m, self.code, original):
+                return None
             if _scaler_alone(m):
                 m.leave_as_written(self.code, original, MOVES_TOGETHER, _SCALER_ALONE)
                 return None

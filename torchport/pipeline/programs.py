@@ -1323,6 +1323,50 @@ def cpu_only_amp(results: Sequence[FileResult]) -> dict[int, str]:
     return left
 
 
+def kept_amp(results: Sequence[FileResult], avoids: Mapping[int, str]) -> dict[int, str]:
+    """The changed modules with a CUDA autocast or GradScaler the port moves (`AMP_CODES`) that only programs kept
+    CUDA-or-CPU reach (``tp.keep_cuda_or_cpu``, given by the project pass in ``avoids`` or by their own text): their
+    data is on CUDA or the CPU, where CUDA's autocast and scaler already did what a moved one would (enabled on CUDA,
+    disabled on the CPU), so moving them changes nothing. Not a module packaging metadata installs (its users'
+    programs decide), nor one no program reaches.
+
+    Args:
+        results: the run's results, after the per-file and hold passes.
+        avoids: index into ``results`` -> the reason the project pass gives that entry point (`avoid_mps`).
+
+    Returns:
+        index into ``results`` -> why its autocasts and scalers stay CUDA's (the entry point that keeps it).
+    """
+    from torchport.pipeline.library import installable
+
+    amp = {i for i, r in enumerate(results) if r.changed and set(r.rewrites) & AMP_CODES - {"TP022"}}
+    amp -= {i for i in amp if results[i].path in installable([results[i].path])}
+    if not amp:
+        return {}
+
+    def kept(index: int) -> bool:
+        reason = avoids.get(index)
+        return reason is not None and keeps_cuda_or_cpu(reason) or reason is None and "keep_cuda_or_cpu(" in (
+            results[index].migrated or "")
+
+    def program(index: int) -> bool:
+        result = results[index]
+        if result.path.suffix != ".py" or _TEST_FILE.match(result.path.name):
+            return True  # a notebook, a test
+        tree = _parse(result.original)
+        return tree is None or is_script(tree) or works_at_top(tree)
+
+    project = Project(results)
+    left = {}
+    for index, reaching in _reaching(project, len(results), amp).items():
+        entries = [i for i in reaching if program(i)]
+        if entries and all(kept(i) for i in entries):
+            left[index] = (f"every program that reaches it keeps CUDA-or-CPU (`tp.keep_cuda_or_cpu`, "
+                           f"{results[entries[0]].display}): there CUDA's autocast and scaler already ran as a moved "
+                           "one would")
+    return left
+
+
 def _reaching(project: Project, count: int, targets: set[int]) -> dict[int, list[int]]:
     """Each of the modules ``targets`` -> the modules of the run (``count`` of them) that reach it, itself
     included."""

@@ -32,7 +32,7 @@ from torchport.pipeline.engine import (
 )
 from torchport.pipeline.files import Found
 from torchport.pipeline.notebooks import is_notebook, read_notebook
-from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, FileResult
+from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, KEPT_AMP, FileResult
 from torchport.style import style_for
 
 # progress(total) -> a context manager giving advance(); see report.progress_bar.
@@ -200,8 +200,11 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
         gates[index] = gates.get(index, frozenset()) | {f"{AVOID_BEFORE}{line}"}
     for index in demos:  # a module with a demo `__main__` block: the call goes first in that block
         gates[index] = gates.get(index, frozenset()) | {AVOID_IN_MAIN}
-    _again(results, {index: Directive(holds.get(index), reason, gates.get(index, frozenset()))
-                     for index, reason in avoids.items()}, settings, jobs, cache)
+    kept_amp = programs.kept_amp(results, avoids)
+    for index, why in kept_amp.items():  # only programs kept CUDA-or-CPU reach its autocasts: they stay CUDA's
+        gates[index] = gates.get(index, frozenset()) | {f"{KEPT_AMP}{why}"}
+    _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()))
+                     for index in {*avoids, *kept_amp}}, settings, jobs, cache)
     reached = programs.unnamed_reached(results)
     _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()), True)
                      for index in reached}, settings, jobs, cache)

@@ -86,3 +86,32 @@ def test_import_map_matches_what_qualified_name_provider_gives() -> None:
     assert qualify("rel.x", imports) == {".rel.x"}
     assert qualify("numba.cuda.jit", imports) == {"numba.cuda.jit"}
     assert qualify("undefined.cuda", imports) == set()
+
+
+def test_libcst_visitors_read_their_decorators_once_per_class_and_decorated_ones_still_work() -> None:
+    import libcst.matchers as m
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor
+
+    from torchport.codemods.core.transformer import import_visitors
+
+    import_visitors()
+    reads: list[str] = []
+
+    class Counting(AddImportsVisitor):
+        def __dir__(self) -> list[str]:
+            reads.append("dir")
+            return list(super().__dir__())
+
+    Counting(CodemodContext())
+    first = len(reads)
+    Counting(CodemodContext())
+    assert first > 0 and len(reads) == first  # a class with no decorated method is read once
+
+    class Renames(m.MatcherDecoratableTransformer):
+        @m.leave(m.Name("cuda"))
+        def _rename(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+            return updated.with_changes(value="device")
+
+    for _ in range(2):  # one with decorators is read every time, and its decorators still apply
+        assert cst.parse_module("x = cuda\n").visit(Renames()).code == "x = device\n"

@@ -28,7 +28,7 @@ from torchport.codemods.core.registry import (
     matches,
 )
 from torchport.codemods.core.rule import Example, Rule
-from torchport.codemods.core.transformer import Migrator, _add_imports
+from torchport.codemods.core.transformer import Migrator, _add_imports, import_visitors
 from torchport.codemods.core.triggers import code_trigger_lines, confirmed_matches
 from torchport.config import DEFAULT, Settings
 from torchport.emit.package import PackageRuntime, Renderer
@@ -123,8 +123,8 @@ def _switched(source: str, settings: Settings) -> Migration | None:
     if stripped is None:
         return None
     from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
+    AddImportsVisitor, RemoveImportsVisitor = import_visitors()
     m = Migrator(CodemodContext(), source=stripped.code, renderer=renderer)
     module = render(m, stripped, renderer, source)
     if AddImportsVisitor.CONTEXT_KEY in m.context.scratch:

@@ -1192,3 +1192,29 @@ def test_data_placed_either_way_by_a_test_of_the_device_name_is_no_choice_kept(t
     })
     assert "keep_cuda_or_cpu" not in (tmp_path / "train.py").read_text()
     assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
+def test_a_program_whose_data_never_reaches_the_runtimes_device_gets_no_call(tmp_path: Path) -> None:
+    """deep_gcns' ogbg_mol: the script keeps its own CUDA-or-CPU choice (its layers call torch_scatter: CPU and
+    CUDA kernels only) and imports only `save_ckpt` from a module whose loader (another script's) moves data:
+    nothing of the program goes to the runtime's device, so it runs where it ran and a `tp.keep_cuda_or_cpu`
+    would change nothing. Where it calls the loader, the call goes in."""
+    sources = {
+        "layers.py": "import torch\nimport torch_scatter\n\n\nclass Agg(torch.nn.Module):\n"
+                     "    def forward(self, x, index):\n        return torch_scatter.scatter(x, index)\n",
+        "ckpt.py": "import torch\n\n\ndef save_ckpt(model, path):\n    torch.save(model.state_dict(), path)\n\n\n"
+                   "def load_state(path):\n    return {k: v.cuda() for k, v in torch.load(path).items()}\n",
+        "evaluate.py": "from ckpt import load_state\n\nif __name__ == '__main__':\n    print(load_state('m.pt'))\n",
+        "main.py": "import torch\nfrom layers import Agg\nfrom ckpt import save_ckpt\n\n"
+                   "if __name__ == '__main__':\n"
+                   "    device = torch.device('cuda') if torch.cuda.is_available() else torch.device('cpu')\n"
+                   "    x = torch.ones(4).to(device)\n    print(Agg()(x, torch.zeros(4, dtype=torch.long)))\n"
+                   "    save_ckpt(torch.nn.Linear(2, 2), 'm.pt')\n",
+    }
+    _write(tmp_path, sources)
+    files = _migrated(tmp_path)
+    assert files["ckpt.py"]["changed"] and not files["main.py"]["changed"], files["main.py"]
+    calling = tmp_path / "calling"
+    _write(calling, {**sources, "main.py": sources["main.py"].replace("save_ckpt", "load_state")})
+    files = _migrated(calling)
+    assert "TP019" in {r["code"] for r in files["main.py"]["rewrites"]}

@@ -548,8 +548,8 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
                                              for i in reach))):
             continue  # it places no data, itself or through what it calls (a data-preparation script)
         # the modules whose moves to the runtime's device this program runs (`split_choice`), read once
-        running = {i for i in reach & carried if project.runs_line(i, results[i].facts["moves"], reach)} if any(
-            results[i].facts.get("kept") for i in reach) else set()
+        live = {i for i in reach & carried if project.runs_line(i, results[i].facts["moves"], reach)}
+        running = live if any(results[i].facts.get("kept") for i in reach) else set()
         order = sorted(reach, key=lambda i: (i != index, results[i].display))
         if reach & carried and flags is None:
             flags = _cuda_flags(results)
@@ -558,11 +558,16 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
         split = next(((other, found) for other in order if (found := (split_choice(
             results[other], moved_elsewhere=bool(running - {other})) if outline(results[other].original).parses
             else None) or (_kept_placement(results[other], flags or set()) or _placed_if_cuda_named(results[other])
-                           if reach & carried else None))
+                           if live else None))  # only where data moved to the runtime's device runs
             and not _never_called(results[other].original, found[0], [results[i].original for i in reach])), None)
         if split is not None:
             reasons[index] = f"{split[1][1]}, {shown(split[0], index)}:{split[1][0]}"
             continue
+        everything = project.reach(index)  # what it may import: a move there counts where the program may run it
+        if not any(project.runs_line(i, results[i].facts["moves"], everything) for i in everything & carrying) \
+                and not any(results[i].facts.get("choices") for i in everything):
+            continue  # none of its data goes to the runtime's device (deep_gcns' ogbg_mol imports only save_ckpt
+            # from a module whose loaders move data): it runs where it ran, and a call would change nothing
         if result.rewrites.get("TP019"):
             continue  # its own text gave it `tp.avoid_mps`
         if "init_process_group" in "".join(results[i].original or "" for i in reach) and _joins_a_group(

@@ -51,6 +51,9 @@ _lock = threading.RLock()
 _resets: list[Callable[[], None]] = []  # other modules' caches of picked values (see _forget)
 _avoided: str | None = None  # why this program keeps off MPS (`avoid_mps`); survives `_forget`
 _avoided_xpu = False  # it keeps off XPU too (`keep_cuda_or_cpu`); survives `_forget`
+# The pick where nothing can change it later (CUDA or the CPU: no process group moves it), else None (also before
+# the pick): `_device.device()` returns it with no other check.
+_FIXED: torch.device | None = None
 
 
 def _available(kind: str) -> bool:
@@ -167,6 +170,7 @@ def _publish(dev: torch.device) -> None:
         _INDEXED=kind in ("cuda", "xpu"),
         _ACCEL=kind != "cpu",
         _SPECS=_specs(kind, dev),
+        _FIXED=dev if kind in ("cuda", "cpu") else None,
     )
     g["_TYPE"] = kind
 
@@ -275,6 +279,7 @@ def _forget() -> None:
     """
     with _lock:
         g = globals()
+        g["_FIXED"] = None
         g.pop("_TYPE", None)  # first: the state is incomplete from here on
         for name in _STATE:
             g.pop(name, None)

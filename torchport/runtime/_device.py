@@ -72,6 +72,8 @@ def device(spec: Any = None) -> Any:
         RuntimeError: from ``torch.device`` for a malformed ``"cuda..."`` string,
             or a negative index on CUDA/XPU.
     """
+    if spec is None and (fixed := _b._FIXED) is not None:  # CUDA or the CPU, picked (hot path)
+        return fixed
     if _b._TYPE in _IN_A_GROUP and _WORLD._default_pg is not None:  # gloo carries no MPS or XPU tensors
         _b._in_a_group()
     if spec is None:

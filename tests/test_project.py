@@ -499,6 +499,26 @@ def test_an_object_whose_class_moves_itself_to_cuda_alone_keeps_its_guard(tmp_pa
 
 
 
+def test_an_object_a_fluent_chain_makes_keeps_its_own_cuda_call(tmp_path: Path) -> None:
+    """inferno: `trainer = Trainer(model=net).build_optimizer('Adam')` (each method returns the trainer), then
+    `trainer.cuda().fit()`. Trainer's `to()` takes 'cuda' alone and returns nothing for a torch.device: a
+    `.to(tp.device())` there broke the test on CUDA too. The call stays, as for `trainer = Trainer(...)`."""
+    _tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/trainer.py": "class Trainer:\n    def __init__(self, model=None):\n        self.model = model\n\n"
+                          "    def build_optimizer(self, name):\n        return self\n\n"
+                          "    def cuda(self):\n        self.model.cuda()\n        return self\n\n"
+                          "    def to(self, device):\n        if device == 'cuda':\n            return self.cuda()\n"
+                          "        raise NotImplementedError(device)\n",
+        "tests/test_train.py": "import torch\n\n\ndef test_fit():\n    from pkg.trainer import Trainer\n"
+                               "    trainer = Trainer(model=torch.nn.Linear(2, 2))\\\n        .build_optimizer('Adam')\n"
+                               "    if torch.cuda.is_available():\n        trainer.cuda()\n",
+    })
+    test = _run(tmp_path)["tests/test_train.py"]
+    assert test.migrated == test.original
+    assert any(d.code == "TP106" and "`Trainer`" in d.message for d in test.diagnostics), test.diagnostics
+
+
 def test_an_object_of_a_subclass_of_a_class_with_its_own_cuda_keeps_its_cuda_call(tmp_path: Path) -> None:
     """pytorch-seq2seq: `Perplexity(NLLLoss)` and `NLLLoss(Loss)` inherit `Loss.cuda()`, which moves its criterion;
     none of them has a `to()`, so `loss.to(tp.device())` would raise AttributeError, on CUDA too. The call stays,

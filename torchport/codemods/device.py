@@ -466,7 +466,9 @@ def own_object(m: Migrator, receiver: cst.BaseExpression) -> str | None:
     object of a class that moves itself its own way (another module's: the gates' ``<class>.cuda``; or its own,
     CloserLookFewShot's ``self.FCE = FullyContextualEmbedding(...)``, whose ``cuda()`` moves a tensor attribute that
     ``.to()`` leaves behind), else None. A static or class method of that class counts as making one (DrQA's
-    ``self.reader = DocReader.load(path)``): its ``.cuda()`` stays, which is never wrong on CUDA."""
+    ``self.reader = DocReader.load(path)``), and so does a chain of method calls on one (inferno's fluent
+    ``trainer = Trainer(model=net).build_optimizer('Adam')``): its ``.cuda()`` stays, which is never wrong on
+    CUDA."""
     if m.shared.own_objects is None:
         classes = {g[: -len(".cuda")] for g in m.gates if g.endswith(".cuda") and "(" not in g}
         if m.syntax is not None and "def cuda" in m.source:
@@ -475,9 +477,12 @@ def own_object(m: Migrator, receiver: cst.BaseExpression) -> str | None:
         for node in ast.walk(m.syntax) if classes and m.syntax is not None else ():
             if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
                 continue
-            made = ast.unparse(node.value.func)
-            if made not in classes and isinstance(node.value.func, ast.Attribute):
-                made = ast.unparse(node.value.func.value)  # `DocReader.load(...)`
+            call = node.value
+            while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
+                call = call.func.value  # `Trainer(...).build_optimizer(...)`: the object the chain starts from
+            made = ast.unparse(call.func)
+            if made not in classes and isinstance(call.func, ast.Attribute):
+                made = ast.unparse(call.func.value)  # `DocReader.load(...)`
             if made in classes:
                 found.update((ast.unparse(t), made) for t in node.targets if isinstance(t, (ast.Name, ast.Attribute)))
         m.shared.own_objects = found

@@ -1218,3 +1218,19 @@ def test_a_program_whose_data_never_reaches_the_runtimes_device_gets_no_call(tmp
     _write(calling, {**sources, "main.py": sources["main.py"].replace("save_ckpt", "load_state")})
     files = _migrated(calling)
     assert "TP019" in {r["code"] for r in files["main.py"]["rewrites"]}
+
+
+def test_a_program_reported_off_mps_gets_the_call_that_keeps_it_there(tmp_path: Path) -> None:
+    """torch-rechub's RQ-VAE: `d = d.double()` in a function the program runs, on a tensor that may be on the
+    device. `programs` reports the program off MPS, so the port keeps it on the CPU of a Mac (`tp.avoid_mps`), as
+    the report says: a port that sent it to MPS would stop at the float64 there."""
+    _write(tmp_path, {
+        "ops.py": "import torch\n\n\ndef sinkhorn(d):\n    d = d.double()\n    return d / d.sum()\n",
+        "main.py": "import torch\nfrom ops import sinkhorn\n\nif __name__ == '__main__':\n"
+                   "    print(sinkhorn(torch.ones(4).cuda()))\n",
+    })
+    program = _programs(tmp_path)["main.py"]
+    assert "mps" not in program["runs_on"] and ("mps", "ops.py", 5) in {
+        (b["target"], b["path"], b["line"]) for b in program["blockers"]}
+    main = _migrated(tmp_path)["main.py"]
+    assert "TP019" in {r["code"] for r in main["rewrites"]}

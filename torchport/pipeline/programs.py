@@ -580,14 +580,14 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
         for other in order:
             # what another module lacks counts where this program runs it (each step reads a text once); what
             # keeps XPU on the CPU too (`tp.keep_cuda_or_cpu`) wins over what MPS alone lacks
-            lacks = (lacking(results[other].original or "", certain=True) if other == index else
-                     reached_lack(project, other, reach, certain=True)) if outline(results[other].original).parses \
+            lacks = (lacking(results[other].original or "", certain=False) if other == index else
+                     reached_lack(project, other, reach, certain=False)) if outline(results[other].original).parses \
                 else None
             if lacks is not None and (index not in reasons or keeps_cuda_or_cpu(lacks[1])):
                 reasons[index] = f"{lacks[1]}, {shown(other, index)}:{lacks[0]}"
                 if keeps_cuda_or_cpu(lacks[1]):
                     break
-        if index not in reasons and (lived := live_lack(project, reach, project.reach(index), certain=True)):
+        if index not in reasons and (lived := live_lack(project, reach, project.reach(index), certain=False)):
             other, (line, what) = lived  # what the functions it runs import when they run, as `programs` reads it
             reasons[index] = f"{what}, {shown(other, index)}:{line}"
     # a call at the top of a module runs in the programs that import it (not one in a demo's `__main__` block)

@@ -1234,3 +1234,28 @@ def test_a_program_reported_off_mps_gets_the_call_that_keeps_it_there(tmp_path: 
         (b["target"], b["path"], b["line"]) for b in program["blockers"]}
     main = _migrated(tmp_path)["main.py"]
     assert "TP019" in {r["code"] for r in main["rewrites"]}
+
+
+def test_a_library_reached_through_a_path_folder_of_packages_and_an_import_alias_counts(tmp_path: Path) -> None:
+    """FairMOT's layout (JLA): `_init_paths.py` puts `src/lib` (packages only, no module of its own) on `sys.path`;
+    `models/model.py` binds `get_pose_net as get_dla_dcn` and calls the alias; the network makes a DCNv2 layer
+    (CPU and CUDA kernels alone). The program keeps the CPU of a Mac and of an Intel GPU."""
+    _write(tmp_path, {
+        "src/_init_paths.py": "import os.path as osp\nimport sys\n\nthis_dir = osp.dirname(__file__)\n"
+                              "sys.path.insert(0, osp.join(this_dir, 'lib'))\n",
+        "src/train.py": "import _init_paths\nimport torch\nfrom models.model import create_model\n\n"
+                        "if __name__ == '__main__':\n    model = create_model().cuda()\n"
+                        "    print(model(torch.ones(2, 2).cuda()))\n",
+        "src/lib/models/__init__.py": "",
+        "src/lib/models/model.py": "from .networks.dcn import get_pose_net as get_dla_dcn\n\n\n"
+                                   "def create_model():\n    return get_dla_dcn()\n",
+        "src/lib/models/networks/__init__.py": "",
+        "src/lib/models/networks/dcn.py": "import torch\nfrom dcn_v2 import DCN\n\n\nclass Deform(torch.nn.Module):\n"
+                                          "    def __init__(self):\n        super().__init__()\n"
+                                          "        self.conv = DCN(2, 2)\n\n\ndef get_pose_net():\n"
+                                          "    return Deform()\n",
+    })
+    program = _programs(tmp_path)["src/train.py"]
+    assert program["runs_on"] == ["cuda", "cpu"], program
+    assert {(b["target"], b["path"], b["line"]) for b in program["blockers"]} == {
+        ("mps", "src/lib/models/networks/dcn.py", 8), ("xpu", "src/lib/models/networks/dcn.py", 8)}

@@ -290,7 +290,11 @@ def _names(text: str) -> _Names:
                 inside[statement.name] = names
                 for registry in _registries(statement):  # looked up by name: runs wherever its registry is used
                     inside[registry] = inside.get(registry, frozenset()) | {statement.name}
-            elif not isinstance(statement, (ast.Import, ast.ImportFrom)):
+            elif isinstance(statement, ast.ImportFrom):  # `import get_pose_net as get_dla_dcn`: the alias runs it
+                for alias in statement.names:
+                    if alias.asname and alias.asname != alias.name:
+                        inside[alias.asname] = inside.get(alias.asname, frozenset()) | {alias.name}
+            elif not isinstance(statement, ast.Import):
                 top |= names
         return _Names(tuple(spans), inside, frozenset(top))
 
@@ -657,10 +661,11 @@ class Project:
     def _path_roots(self) -> dict[Path, list[Path]]:
         """Folders a module puts on ``sys.path`` relative to its own (Detectron's ``_init_paths.py``:
         ``add_path(osp.join(osp.dirname(__file__), 'lib'))``), by the folder of that module: the scripts there
-        import from them. Only folders of the run count."""
+        import from them. Only folders of the run count, also one that holds packages alone (FairMOT's ``src/lib``,
+        with ``models/`` and ``datasets/`` below it and no module of its own)."""
         if self._added is None:
             self._added = {}
-            folders = {path.parent for path in self.paths}
+            folders = {folder for path in self.paths for folder in path.parents}
             for index, path in self._resolved:
                 text = self.results[index].original or ""
                 if "sys.path" not in text or "__file__" not in text:

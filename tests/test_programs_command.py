@@ -1259,3 +1259,18 @@ def test_a_library_reached_through_a_path_folder_of_packages_and_an_import_alias
     assert program["runs_on"] == ["cuda", "cpu"], program
     assert {(b["target"], b["path"], b["line"]) for b in program["blockers"]} == {
         ("mps", "src/lib/models/networks/dcn.py", 8), ("xpu", "src/lib/models/networks/dcn.py", 8)}
+
+
+def test_pytorch3d_rasterizers_keep_the_cpu_of_a_mac_and_its_transforms_do_not(tmp_path: Path) -> None:
+    """PIFu's colab_util renders with pytorch3d.renderer (rasterizer kernels for the CPU and CUDA alone);
+    pytorch3d.transforms is plain torch."""
+    _write(tmp_path, {
+        "render.py": "import torch\nfrom pytorch3d.renderer import MeshRasterizer\n\nif __name__ == '__main__':\n"
+                     "    print(MeshRasterizer()(torch.ones(2).cuda()))\n",
+        "rotate.py": "import torch\nfrom pytorch3d.transforms import matrix_to_quaternion\n\n"
+                     "if __name__ == '__main__':\n    print(matrix_to_quaternion(torch.eye(3).cuda()))\n",
+    })
+    found = _programs(tmp_path)
+    assert found["render.py"]["runs_on"] == ["cuda", "cpu"]
+    assert ("mps", "render.py", 5) in {(b["target"], b["path"], b["line"]) for b in found["render.py"]["blockers"]}
+    assert found["rotate.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]

@@ -511,7 +511,8 @@ def test_an_object_a_fluent_chain_makes_keeps_its_own_cuda_call(tmp_path: Path) 
                           "    def to(self, device):\n        if device == 'cuda':\n            return self.cuda()\n"
                           "        raise NotImplementedError(device)\n",
         "tests/test_train.py": "import torch\n\n\ndef test_fit():\n    from pkg.trainer import Trainer\n"
-                               "    trainer = Trainer(model=torch.nn.Linear(2, 2))\\\n        .build_optimizer('Adam')\n"
+                               "    trainer = Trainer(model=torch.nn.Linear(2, 2))\\\n"
+                               "        .build_optimizer('Adam')\n"
                                "    if torch.cuda.is_available():\n        trainer.cuda()\n",
     })
     test = _run(tmp_path)["tests/test_train.py"]

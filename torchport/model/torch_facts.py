@@ -396,6 +396,7 @@ WORDS: dict[str, tuple[str, ...]] = {
     "dcn_v2": ("cpu_cuda_library",), "torch_scatter": ("cpu_cuda_library",), "torch_sparse": ("cpu_cuda_library",),
     "torch_spline_conv": ("cpu_cuda_library",), "torch_cluster": ("cpu_cuda_library",),
     "dgl": ("cpu_cuda_library",),  # DGL's graphs live on the CPU or CUDA alone (`to_dgl_context`)
+    "pytorch3d.renderer": ("cpu_cuda_library",),  # its rasterizers' kernels (`pytorch3d._C`); transforms are torch
     "odeint": ("float64_solver",), "odeint_adjoint": ("float64_solver",), "odeint_event": ("float64_solver",),
     "euler": ("fixed_grid_method",), "midpoint": ("fixed_grid_method",), "rk4": ("fixed_grid_method",),
     "explicit_adams": ("fixed_grid_method",), "implicit_adams": ("fixed_grid_method",),

@@ -44,10 +44,10 @@ from torchport.pipeline.project import (
     Project,
     deferred_cuda_imports,
     fewer_collections,
-    lacking,
     live_lack,
     live_requirement,
     outline,
+    own_lack,
     parse,
     reached_lack,
     remembered,
@@ -214,7 +214,7 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         if key not in found:
             bound = frozenset(_bound(index, project, predicates)) if entry else frozenset()
             found[key] = _requirements(text, entry, bound, modules) if parses else []
-        lacks = (lacking(text) if entry else reached_lack(project, index, reach)) if parses else None
+        lacks = (own_lack(project, index) if entry else reached_lack(project, index, reach)) if parses else None
         if lacks and keeps_cuda_or_cpu(lacks[1]):  # neither MPS nor an XPU has its kernels, or its data splits
             return [*found[key], Requirement(("mps", "xpu"), f"{'calls' if lacks[1].startswith(COMPILED) else 'uses'} "
                                              f"{lacks[1]}, which MPS and XPUs lack: on a Mac it runs on the CPU",
@@ -580,7 +580,7 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
         for other in order:
             # what another module lacks counts where this program runs it (each step reads a text once); what
             # keeps XPU on the CPU too (`tp.keep_cuda_or_cpu`) wins over what MPS alone lacks
-            lacks = (lacking(results[other].original or "", certain=False) if other == index else
+            lacks = (own_lack(project, other, certain=False) if other == index else
                      reached_lack(project, other, reach, certain=False)) if outline(results[other].original).parses \
                 else None
             if lacks is not None and (index not in reasons or keeps_cuda_or_cpu(lacks[1])):

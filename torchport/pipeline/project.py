@@ -729,7 +729,7 @@ def compiled_uses(project: Project, index: int) -> list[tuple[int, str]]:
                 and isinstance(space.value, ast.Attribute) and space.value.attr == "ops" \
                 and isinstance(space.value.value, ast.Name) and space.value.value.id == "torch":
             names = [f"{space.attr}.*"]  # a kernel called on data, not `torch.ops.ns.cuda_version()`
-        hit = next((n for n in names if n in built or n.split(".", 1)[0] in _CPU_CUDA_LIBRARIES), None)
+        hit = next((n for n in names if n in built or _cpu_cuda_library(n)), None)
         if hit is None or not isinstance(node, ast.stmt | ast.expr):
             continue
         why = f"{COMPILED} (`{hit.rstrip('.*')}`: the CPU's and CUDA's alone)"
@@ -742,6 +742,20 @@ def compiled_uses(project: Project, index: int) -> list[tuple[int, str]]:
                          if isinstance(use, ast.Name) and isinstance(use.ctx, ast.Load) and use.id in bound)
     project.compiled_uses[index] = sorted(set(found))
     return project.compiled_uses[index]
+
+
+def own_lack(project: Project, index: int, certain: bool = False) -> tuple[int, str] | None:
+    """The first line of entry point ``index`` using what MPS lacks, its own compiled libraries' kernels included
+    (`compiled_uses`): an entry point runs all of its own code."""
+    found = sorted({*lacking_all(project.results[index].original or "", certain), *compiled_uses(project, index)})
+    return found[0] if found else None
+
+
+def _cpu_cuda_library(module: str) -> bool:
+    """Whether ``module`` is, or is inside, a library of `_CPU_CUDA_LIBRARIES` (``dcn_v2``; ``pytorch3d.renderer``,
+    whose rasterizers are the CPU's and CUDA's alone, while ``pytorch3d.transforms`` is plain torch)."""
+    parts = module.split(".")
+    return any(".".join(parts[:end]) in _CPU_CUDA_LIBRARIES for end in range(1, len(parts) + 1))
 
 
 def reached_lack(project: Project, other: int, reach: Iterable[int], certain: bool = False) -> tuple[int, str] | None:

@@ -532,7 +532,7 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
             continue  # a `__main__` block, a console script, or top-level work in a module nothing imports
         if name not in scripts and (is_imported(index) or project.in_package(index) and (
                 not module.script or installable([result.path]))) and not _reads_command_line(trees[index]):
-            if not module.script or (tree := trees[index]) is None or not _main_blocks(tree):
+            if not module.script or trees[index] is None or not _main_blocks(trees[index]):
                 continue  # a library module: the call would run in every program importing it (a package no
                 # metadata installs is the repository's: reid-strong-baseline's tools/train.py is a script)
             demos.add(index)  # its `__main__` block (a demo, or JLA's track.py, which demo.py imports): the call

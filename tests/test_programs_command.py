@@ -1274,21 +1274,3 @@ def test_pytorch3d_rasterizers_keep_the_cpu_of_a_mac_and_its_transforms_do_not(t
     assert found["render.py"]["runs_on"] == ["cuda", "cpu"]
     assert ("mps", "render.py", 5) in {(b["target"], b["path"], b["line"]) for b in found["render.py"]["blockers"]}
     assert found["rotate.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
-
-
-def test_a_script_another_script_imports_gets_its_call_in_its_main_block(tmp_path: Path) -> None:
-    """JLA: demo.py imports track.py and calls its `eval_seq`; track.py is a program too (its `__main__` block
-    calls `eval_seq`, which moves data into a DCNv2 model). Both keep the CPU of a Mac and an Intel GPU: track.py's
-    call goes first in its `__main__` block, where it runs only when track.py is the program."""
-    _write(tmp_path, {
-        "net.py": "import torch\nfrom dcn_v2 import DCN\n\n\nclass Net(torch.nn.Module):\n"
-                  "    def __init__(self):\n        super().__init__()\n        self.conv = DCN(2, 2)\n",
-        "track.py": "import torch\nfrom net import Net\n\n\ndef eval_seq():\n"
-                    "    return Net().cuda()(torch.ones(2).cuda())\n\n\nif __name__ == '__main__':\n    eval_seq()\n",
-        "demo.py": "import track\n\nif __name__ == '__main__':\n    track.eval_seq()\n",
-    })
-    files = _migrated(tmp_path)
-    for entry in ("track.py", "demo.py"):
-        assert "TP019" in {r["code"] for r in files[entry]["rewrites"]}, entry
-    applied = _applied(tmp_path / "applied", {p.name: p.read_text() for p in tmp_path.glob("*.py")})
-    assert "if __name__ == '__main__':\n    tp.keep_cuda_or_cpu(" in (applied / "track.py").read_text()

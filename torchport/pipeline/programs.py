@@ -532,11 +532,10 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
             continue  # a `__main__` block, a console script, or top-level work in a module nothing imports
         if name not in scripts and (is_imported(index) or project.in_package(index) and (
                 not module.script or installable([result.path]))) and not _reads_command_line(trees[index]):
-            if not module.script or trees[index] is None or not _main_blocks(trees[index]):
+            if not module.script or not _moves_in_main(result):
                 continue  # a library module: the call would run in every program importing it (a package no
                 # metadata installs is the repository's: reid-strong-baseline's tools/train.py is a script)
-            demos.add(index)  # its `__main__` block (a demo, or JLA's track.py, which demo.py imports): the call
-            # goes there, where it runs only when the module is the program
+            demos.add(index)  # its demo `__main__` block moves data: the call goes there
         if (tree := trees[index]) is not None and "mps" in (result.original or "").lower() and handles_mps(tree):
             continue  # it picks MPS itself (XMem's interactive demo): the call would move the runtime's picks alone
         reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
@@ -633,6 +632,14 @@ def _picks_on_import(result: FileResult) -> bool:
 def _main_blocks(tree: ast.Module) -> list[tuple[int, int]]:
     """The first and last lines of each top-level ``if __name__ == "__main__":`` block."""
     return [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
+
+
+def _moves_in_main(result: FileResult) -> bool:
+    """Whether a rewrite of ``result`` that sends data to the runtime's device (``facts["moves"]``, original lines)
+    lies in one of its ``if __name__ == "__main__":`` blocks."""
+    tree = parse(result.original)
+    blocks = _main_blocks(tree) if tree is not None else []
+    return any(first <= line <= last for first, last in blocks for line in result.facts.get("moves", ()))
 
 
 def _moves_outside_main(result: FileResult) -> bool:

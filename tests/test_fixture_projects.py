@@ -34,6 +34,15 @@ def _ported(name: str, tmp_path: Path, *options: str) -> Path:
     return folder
 
 
+def _ported_with(name: str, tmp_path: Path, path: str, old: str, new: str) -> Path:
+    """Project ``name`` with ``old`` replaced by ``new`` in its file ``path``, ported with a plain ``--apply``."""
+    folder = tmp_path / f"{name}-edited"
+    shutil.copytree(PROJECTS / name, folder)
+    (folder / path).write_text((folder / path).read_text().replace(old, new))
+    _apply(folder)
+    return folder
+
+
 def _apply(folder: Path, *options: str) -> str:
     """`torchport migrate . --apply` run in ``folder``; what it printed."""
     cwd = os.getcwd()
@@ -444,11 +453,8 @@ def test_mixed_precision_only_programs_kept_cuda_or_cpu_reach_stays_cudas(tmp_pa
 
 
 def test_mixed_precision_a_program_moves_to_the_accelerator_moves_with_it(tmp_path: Path) -> None:
-    folder = tmp_path / "moved"
-    shutil.copytree(PROJECTS / "kept_amp", folder)
+    folder = _ported_with("kept_amp", tmp_path, "trainer.py", " if torch.cuda.device_count() >= 1 else img", "")
     trainer = folder / "trainer.py"
-    trainer.write_text(trainer.read_text().replace(" if torch.cuda.device_count() >= 1 else img", ""))
-    _apply(folder)
     assert "tp.keep_cuda_or_cpu(" not in (folder / "train.py").read_text()
     assert "torch.amp.autocast(tp.device_type()" in trainer.read_text()
     assert "torch.amp.GradScaler(tp.device_type()" in trainer.read_text()
@@ -467,11 +473,8 @@ def test_a_cuda_only_library_a_class_imports_when_the_default_makes_it_leaves_th
 
 
 def test_the_same_library_behind_a_default_that_turns_it_off_is_ported_and_runs(tmp_path: Path) -> None:
-    folder = tmp_path / "legacy"
-    shutil.copytree(PROJECTS / "flash_by_default", folder)
-    blocks = folder / "blocks.py"
-    blocks.write_text(blocks.read_text().replace('attention_type="flash"', 'attention_type="legacy"'))
-    _apply(folder)
+    folder = _ported_with("flash_by_default", tmp_path, "blocks.py", 'attention_type="flash"',
+                          'attention_type="legacy"')
     assert "AttentionBlock(4).to(tp.device())" in (folder / "sample.py").read_text()
     done = _run(folder, "sample.py")
     assert done.returncode == 0 and "sum 2.0" in done.stdout, done.stderr  # softmax rows sum to 1

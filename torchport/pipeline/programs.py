@@ -580,14 +580,14 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
         for other in order:
             # what another module lacks counts where this program runs it (each step reads a text once); what
             # keeps XPU on the CPU too (`tp.keep_cuda_or_cpu`) wins over what MPS alone lacks
-            lacks = (own_lack(project, other, certain=False) if other == index else
-                     reached_lack(project, other, reach, certain=False)) if outline(results[other].original).parses \
+            lacks = (own_lack(project, other) if other == index else
+                     reached_lack(project, other, reach)) if outline(results[other].original).parses \
                 else None
             if lacks is not None and (index not in reasons or keeps_cuda_or_cpu(lacks[1])):
                 reasons[index] = f"{lacks[1]}, {shown(other, index)}:{lacks[0]}"
                 if keeps_cuda_or_cpu(lacks[1]):
                     break
-        if index not in reasons and (lived := live_lack(project, reach, project.reach(index), certain=False)):
+        if index not in reasons and (lived := live_lack(project, reach, project.reach(index))):
             other, (line, what) = lived  # what the functions it runs import when they run, as `programs` reads it
             reasons[index] = f"{what}, {shown(other, index)}:{line}"
     # a call at the top of a module runs in the programs that import it (not one in a demo's `__main__` block)
@@ -1345,7 +1345,8 @@ def kept_amp(results: Sequence[FileResult], avoids: Mapping[int, str]) -> dict[i
     from torchport.pipeline.library import installable
 
     amp = {i for i, r in enumerate(results) if r.changed and set(r.rewrites) & AMP_CODES - {"TP022"}}
-    amp -= {i for i in amp if results[i].path in installable([results[i].path])}
+    packaged = installable(results[i].path for i in amp)
+    amp = {i for i in amp if results[i].path not in packaged}
     if not amp:
         return {}
 
@@ -1358,8 +1359,8 @@ def kept_amp(results: Sequence[FileResult], avoids: Mapping[int, str]) -> dict[i
         result = results[index]
         if result.path.suffix != ".py" or _TEST_FILE.match(result.path.name):
             return True  # a notebook, a test
-        tree = _parse(result.original)
-        return tree is None or is_script(tree) or works_at_top(tree)
+        shape = outline(result.original)
+        return not shape.parses or shape.script or shape.works_at_top
 
     project = Project(results)
     left = {}

@@ -744,11 +744,17 @@ def compiled_uses(project: Project, index: int) -> list[tuple[int, str]]:
     return project.compiled_uses[index]
 
 
-def own_lack(project: Project, index: int, certain: bool = False) -> tuple[int, str] | None:
+def own_lack(project: Project, index: int) -> tuple[int, str] | None:
     """The first line of entry point ``index`` using what MPS lacks, its own compiled libraries' kernels included
     (`compiled_uses`): an entry point runs all of its own code."""
-    found = sorted({*lacking_all(project.results[index].original or "", certain), *compiled_uses(project, index)})
+    found = _lacks(project, index)
     return found[0] if found else None
+
+
+def _lacks(project: Project, index: int) -> tuple[tuple[int, str], ...]:
+    """Every ``(line, what)`` of module ``index`` using what MPS lacks (`lacking_all`) or a compiled library's
+    kernels (`compiled_uses`), in line order."""
+    return tuple(sorted({*lacking_all(project.results[index].original or ""), *compiled_uses(project, index)}))
 
 
 def _cpu_cuda_library(module: str) -> bool:
@@ -758,12 +764,12 @@ def _cpu_cuda_library(module: str) -> bool:
     return any(".".join(parts[:end]) in _CPU_CUDA_LIBRARIES for end in range(1, len(parts) + 1))
 
 
-def reached_lack(project: Project, other: int, reach: Iterable[int], certain: bool = False) -> tuple[int, str] | None:
+def reached_lack(project: Project, other: int, reach: Iterable[int]) -> tuple[int, str] | None:
     """The first line of module ``other`` using what MPS lacks that a program of modules ``reach`` runs: at its
     top level, or in a function or class the program names (`program_names`). piq's ``fid.py`` casts to float64
     inside ``FID``: its package imports it into every program, but only one that names ``FID`` runs the cast."""
     text = project.results[other].original or ""
-    found = tuple(sorted({*lacking_all(text, certain), *compiled_uses(project, other)}))
+    found = _lacks(project, other)
     if not found:
         return None
     names = _names(text)
@@ -778,8 +784,7 @@ def reached_lack(project: Project, other: int, reach: Iterable[int], certain: bo
     return used[0] if used else None
 
 
-def live_lack(project: Project, modules: Iterable[int], reach: Iterable[int],
-              certain: bool = False) -> tuple[int, tuple[int, str]] | None:
+def live_lack(project: Project, modules: Iterable[int], reach: Iterable[int]) -> tuple[int, tuple[int, str]] | None:
     """The first module (by path) that the functions and classes a program of modules ``reach`` runs import when
     they run (`Project.live_imports` from ``modules``, the ones it always imports) and what MPS lacks there
     (`reached_lack`): ``(module, (line, what))``, or None."""
@@ -787,7 +792,7 @@ def live_lack(project: Project, modules: Iterable[int], reach: Iterable[int],
     for other in sorted(project.live_imports(modules, program_names(project, reach)),
                         key=lambda i: str(project.results[i].path)):
         if outline(project.results[other].original).parses and (
-                found := reached_lack(project, other, [*reach, other], certain)) is not None:
+                found := reached_lack(project, other, [*reach, other])) is not None:
             return other, found
     return None
 

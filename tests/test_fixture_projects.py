@@ -478,3 +478,26 @@ def test_the_same_library_behind_a_default_that_turns_it_off_is_ported_and_runs(
     assert "AttentionBlock(4).to(tp.device())" in (folder / "sample.py").read_text()
     done = _run(folder, "sample.py")
     assert done.returncode == 0 and "sum 2.0" in done.stdout, done.stderr  # softmax rows sum to 1
+
+
+def test_mixed_precision_only_a_cuda_device_option_reaches_stays_cudas(tmp_path: Path) -> None:
+    # minimind: `device_type = "cuda" if "cuda" in args.device else "cpu"` on the ported default names no CUDA off it
+    folder = _ported("amp_for_a_cuda_option", tmp_path)
+    train = (folder / "train.py").read_text()
+    assert 'default=tp.available_device_str(0))' in train
+    assert "else torch.cuda.amp.autocast(dtype=dtype)\n" in train
+    assert 'scaler = torch.cuda.amp.GradScaler(enabled=(args.dtype == "float16"))\n' in train
+    original = tmp_path / "original"  # outside this repository, whose configuration narrows the rules
+    shutil.copytree(PROJECTS / "amp_for_a_cuda_option", original)
+    done = CliRunner().invoke(app, ["migrate", str(original), "--dry-run", "--no-cache"])
+    assert "train.py:17:1: TP110 [R12 moves-together] left as written: a GradScaler moves with its autocast" \
+        in done.output, done.output
+    done = _run(folder, "train.py")
+    assert done.returncode == 0 and "loss torch.float32" in done.stdout, done.stderr
+
+
+def test_mixed_precision_a_device_option_any_accelerator_passes_moves_the_autocast(tmp_path: Path) -> None:
+    folder = _ported_with("amp_for_a_cuda_option", tmp_path, "train.py", '"cuda" in args.device',
+                          'args.device != "cpu"')
+    train = (folder / "train.py").read_text()
+    assert "torch.amp.autocast(tp.device_type()" in train and "torch.amp.GradScaler(tp.device_type()" in train

@@ -191,6 +191,14 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         if stop is not None:  # reported on the original's lines
             stop = _on_original(stop, hunks)
         held.append(Held(i1 + 1, max(i2, i1 + 1), stop))
+    # a GradScaler moves with its autocast: where every autocast the port changed is held, its scalers stay too
+    autocasts = [index for index, (_, i1, i2, _, _) in enumerate(hunks) if any("autocast" in t for t in old[i1:i2])]
+    if autocasts and not any(decisions.get(index, False) for index in autocasts):
+        for index, (_, i1, i2, j1, j2) in enumerate(hunks):
+            if decisions.get(index) and any("GradScaler(" in t for t in new[j1:j2]):
+                decisions[index] = False
+                held.append(Held(i1 + 1, max(i2, i1 + 1), None, SCALER))
+        kept_code = any(decisions.values())
     if not held:
         return Checked(migrated, [])
     out: list[str] = []
@@ -368,6 +376,7 @@ UNREAD = "is never read: the value changes nothing"  # the note of a device valu
 CPU_SAVED = "holds CPU tensors: it loads the same on every backend"  # the note of a repository's checkpoint
 PASSED = "is passed by every call in the project: its default changes nothing"  # a default no call reaches
 UNUSED = "nothing in the project runs"  # the note of a definition no program runs, said once per module
+SCALER = "a GradScaler moves with its autocast, which stays CUDA's here"  # the note of a scaler held with it
 _PASSES = "the test passes off CUDA as written: its CUDA devices are values it checks"
 
 

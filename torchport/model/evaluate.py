@@ -103,6 +103,7 @@ class _TreeFacts:
     named: tuple[dict[str, list[ast.expr]], set[int]] | None = None
     # the statement line of each call, by the id of its function, and the string constants (`_unreached_helpers`)
     calls: tuple[dict[int, int], set[str]] | None = None
+    options: dict[str, object] | None = None  # `command_line_defaults`
 
 
 # A module is evaluated for several targets, entry points and checks: its facts are read once per tree (trees are
@@ -117,6 +118,13 @@ def _tree_facts(tree: ast.Module) -> _TreeFacts:
         cuda_names = frozenset(local for local, name in imports.items() if torch_facts.cuda_library(name))
         facts = _FACTS[tree] = _TreeFacts(imports, cuda_names, _methods(tree))
     return facts
+
+
+def _options(tree: ast.Module, defaults: bool) -> dict[str, object]:
+    facts = _tree_facts(tree)
+    if facts.options is None:
+        facts.options = command_line_defaults(tree)
+    return facts.options if defaults else {k: v for k, v in facts.options.items() if isinstance(v, ast.expr)}
 
 
 def imported(tree: ast.Module) -> dict[str, str]:
@@ -182,7 +190,10 @@ class Evaluator:
                  gates: frozenset[str] = frozenset(), defaults: bool = False) -> None:
         self.tree = tree
         # the command line's defaults, where the program is run with none given (`command_line_defaults`)
-        self.options = command_line_defaults(tree) if defaults else None
+        # when the program may be run with options given, only a default computed from device queries is read
+        # (`default="cuda" if torch.cuda.is_available() else "cpu"`): a device given on the command line is the
+        # user's own choice, which runs where it names
+        self.options = _options(tree, defaults)
         self.exempt = exempt
         self.target = target
         facts = _tree_facts(tree)
@@ -720,7 +731,8 @@ class Evaluator:
             self._touched = True
             return False  # a flag every module sets from a device query (`args.use_gpu = cuda and args.use_gpu`)
         if base is _PARSED and self.options is not None:
-            return self.options.get(node.attr, UNKNOWN)
+            option = self.options.get(node.attr, UNKNOWN)
+            return self.value(option, p) if isinstance(option, ast.expr) else option
         if isinstance(base, Name):
             return Name(f"{base.qualified}.{node.attr}")
         if isinstance(base, Device) and node.attr == "type":
@@ -1459,11 +1471,14 @@ def _show(value: object) -> str:
 def command_line_defaults(tree: ast.Module) -> dict[str, object]:
     """What each command-line option ``tree`` declares holds when none is given: ``add_argument("--lr",
     default=0.1)`` gives ``{"lr": 0.1}``; a ``store_true`` flag False, an option without a default None; a string
-    default converted by ``type=int``/``float`` as argparse converts it. An option declared twice with other
-    defaults, or required (a positional one too), is left out (unknown). (`analysis.defaults.option_defaults` lists
+    default converted by ``type=int``/``float`` as argparse converts it; a default computed from imported names
+    alone (``"cuda" if torch.cuda.is_available() else "cpu"``) its expression, for the evaluator to evaluate on its
+    target. An option declared twice with other defaults, or required (a positional one too), is left out
+    (unknown). (`analysis.defaults.option_defaults` lists
     the string defaults under each long flag, for the rules.)"""
     found: dict[str, object] = {}
     clashing: set[str] = set()
+    imports = _tree_facts(tree).imports
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "add_argument" and node.args):
@@ -1479,7 +1494,11 @@ def command_line_defaults(tree: ast.Module) -> dict[str, object]:
             value: object = ast.literal_eval(keywords["default"]) if "default" in keywords else (
                 False if action_name == "store_true" else True if action_name == "store_false" else None)
         except ValueError:
-            value = UNKNOWN
+            # a default computed from imports alone (`"cuda" if torch.cuda.is_available() else "cpu"`) is
+            # evaluated where it is read, on the target
+            given = keywords["default"]
+            value = given if {n.id for n in ast.walk(given) if isinstance(n, ast.Name)} <= set(imports) | _BUILTINS \
+                else UNKNOWN
         kind = keywords.get("type")
         if isinstance(value, str) and isinstance(kind, ast.Name) and kind.id in ("int", "float"):
             try:
@@ -1491,7 +1510,8 @@ def command_line_defaults(tree: ast.Module) -> dict[str, object]:
         positional = bool(flags) and not flags[0].startswith("-") and not (
             isinstance(nargs, ast.Constant) and nargs.value in ("?", "*"))
         if positional or (isinstance(required, ast.Constant) and required.value) or not isinstance(
-                value, (str, int, float, bool, type(None))):
+                value, (str, int, float, bool, type(None), ast.expr)) or (
+                isinstance(value, ast.expr) and kind and not (isinstance(kind, ast.Name) and kind.id == "str")):
             value = UNKNOWN
         for name in names - {""}:
             if name in found and found[name] != value:

@@ -501,3 +501,28 @@ def test_mixed_precision_a_device_option_any_accelerator_passes_moves_the_autoca
                           'args.device != "cpu"')
     train = (folder / "train.py").read_text()
     assert "torch.amp.autocast(tp.device_type()" in train and "torch.amp.GradScaler(tp.device_type()" in train
+
+
+def test_an_extension_a_function_imports_when_it_runs_leaves_the_program_whole(tmp_path: Path) -> None:
+    folder = _ported("deferred_extension", tmp_path)
+    assert (folder / "tool" / "train.py").read_text() == \
+        (PROJECTS / "deferred_extension" / "tool" / "train.py").read_text()
+    done = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
+    program = next(p for p in json.loads(done.stdout)["programs"] if p["path"] == "tool/train.py")
+    assert program["runs_on"] == ["cuda"]
+    assert {(b["target"], b["path"], b["line"]) for b in program["blockers"]} == {
+        (target, "lib/ops/functions.py", 2) for target in ("mps", "xpu", "cpu")}
+
+
+def test_a_model_a_function_imports_that_needs_no_extension_is_ported(tmp_path: Path) -> None:
+    folder = tmp_path / "deferred_extension"
+    shutil.copytree(PROJECTS / "deferred_extension", folder)
+    net = folder / "model" / "net.py"
+    net.write_text(net.read_text().replace("from lib.ops import functions\n", "").replace("functions.group(x)",
+                                                                                         "x * 2"))
+    _apply(folder)
+    train = (folder / "tool" / "train.py").read_text()
+    assert "model = Model().to(tp.device())" in train
+    done = _run(folder, "-c", "import runpy, sys; sys.path.insert(0, '.'); "
+                "runpy.run_path('tool/train.py', run_name='__main__')")  # the README runs it from the root
+    assert done.returncode == 0 and "tensor([2., 2.])" in done.stdout, done.stderr

@@ -49,6 +49,7 @@ from torchport.pipeline.project import (
     outline,
     own_lack,
     parse,
+    program_names,
     reached_lack,
     remembered,
     split_choice,
@@ -260,6 +261,17 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             index, line, why = needed
             program.blockers.extend(Blocker(target, why, shown_as(index), line) for target in OFF_CUDA
                                     if target not in {b.target for b in program.blockers})
+        if "cpu" not in {b.target for b in program.blockers} and kind in ("script", "console-script"):
+            # a project module a function the program runs imports when it runs, and what that needs (point-
+            # transformer's `main_worker` imports the model, whose ops import the extension built for CUDA alone)
+            for index in sorted(project.live_imports(always, program_names(project, reach)) - always,
+                                key=lambda i: str(results[i].path)):
+                need = next((n for n in needs(index, False, program.reached) if n.targets == OFF_CUDA), None)
+                if need is not None:
+                    have = {b.target for b in program.blockers}
+                    program.blockers.extend(Blocker(target, need.reason, shown_as(index), need.line)
+                                            for target in OFF_CUDA if target not in have)
+                    break
         if "mps" not in {b.target for b in program.blockers} and (lived := live_lack(project, always, reach)):
             # what the functions the program runs import when they run: what MPS lacks there keeps a Mac on the CPU
             index, (line, what) = lived

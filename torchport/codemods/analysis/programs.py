@@ -144,7 +144,8 @@ def always_run(body: list[ast.stmt]) -> list[ast.stmt]:
     whose every handler raises again (``except ImportError: raise RuntimeError("needs triton")``, also under an
     ``if`` with no ``else``: `raises_again`) is no way around its body: that body counts. The imports of an ``except
     ImportError:`` handler count too: they run wherever the body's import fails (``try: import _raymarching`` /
-    ``except ImportError: from .backend import _backend``, which builds the extension)."""
+    ``except ImportError: from .backend import _backend``, which builds the extension); so do those of the one arm
+    of an ``if`` chain whose other arms all raise (`_only_way`)."""
     run: list[ast.stmt] = []
     for statement in body:
         if isinstance(statement, (ast.With, ast.AsyncWith)):
@@ -156,10 +157,31 @@ def always_run(body: list[ast.stmt]) -> list[ast.stmt]:
             # where the body's import fails (a compiled extension not built), the handler's imports run instead
             run.extend(s for h in statement.handlers if _catches_import_error(h)
                        for s in always_run(h.body) if isinstance(s, (ast.Import, ast.ImportFrom)))
+        elif isinstance(statement, ast.If) and (way := _only_way(statement)) is not None:
+            run.extend(always_run(way))
         elif not isinstance(statement, (ast.If, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                                         ast.For, ast.While)):
             run.append(statement)
     return run
+
+
+def _only_way(branch: ast.If) -> list[ast.stmt] | None:
+    """The one arm of an ``if``/``elif``/``else`` chain that does not end by raising, where every other arm does
+    (point-transformer's ``if args.arch == "...": from model... import Model`` / ``else: raise Exception(...)``):
+    whatever runs past the chain ran that arm. None where no arm, or more than one, goes on."""
+    arms: list[list[ast.stmt]] = []
+    node: ast.If = branch
+    while True:
+        arms.append(node.body)
+        if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            node = node.orelse[0]
+            continue
+        if not node.orelse:
+            return None
+        arms.append(node.orelse)
+        break
+    going = [arm for arm in arms if not (arm and isinstance(arm[-1], ast.Raise))]
+    return going[0] if len(going) == 1 else None
 
 
 def raises_again(body: list[ast.stmt]) -> bool:

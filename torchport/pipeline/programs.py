@@ -266,10 +266,10 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             # transformer's `main_worker` imports the model, whose ops import the extension built for CUDA alone)
             for index in sorted(project.live_imports(always, program_names(project, reach)) - always,
                                 key=lambda i: str(results[i].path)):
-                need = next((n for n in needs(index, False, program.reached) if n.targets == OFF_CUDA), None)
-                if need is not None:
+                met = next((n for n in needs(index, False, program.reached) if n.targets == OFF_CUDA), None)
+                if met is not None:
                     have = {b.target for b in program.blockers}
-                    program.blockers.extend(Blocker(target, need.reason, shown_as(index), need.line)
+                    program.blockers.extend(Blocker(target, met.reason, shown_as(index), met.line)
                                             for target in OFF_CUDA if target not in have)
                     break
         if "mps" not in {b.target for b in program.blockers} and (lived := live_lack(project, always, reach)):

@@ -1274,3 +1274,33 @@ def test_pytorch3d_rasterizers_keep_the_cpu_of_a_mac_and_its_transforms_do_not(t
     assert found["render.py"]["runs_on"] == ["cuda", "cpu"]
     assert ("mps", "render.py", 5) in {(b["target"], b["path"], b["line"]) for b in found["render.py"]["blockers"]}
     assert found["rotate.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
+ALPACA = """import fire
+import torch
+from transformers import LlamaForCausalLM
+
+
+def train(base_model: str = "decapoda/llama-7b"):
+    model = LlamaForCausalLM.from_pretrained(
+        base_model,
+        load_in_8bit=LOAD,
+        torch_dtype=torch.float16,
+    )
+    model.cuda()
+
+
+if __name__ == "__main__":
+    fire.Fire(train)
+"""
+
+
+@pytest.mark.parametrize("load, runs_off_cuda", [("True", False), ("False", True)])
+def test_a_model_loaded_through_bitsandbytes_needs_cuda(tmp_path: Path, load: str, runs_off_cuda: bool) -> None:
+    # alpaca-lora's finetune.py: `load_in_8bit=True` quantizes with bitsandbytes, a CUDA-only library
+    (tmp_path / "finetune.py").write_text(ALPACA.replace("LOAD", load))
+    script = _programs(tmp_path)["finetune.py"]
+    assert script["runs_on"] == (["cuda", "mps", "xpu", "cpu"] if runs_off_cuda else ["cuda"]), script
+    if not runs_off_cuda:
+        assert {(b["target"], b["line"]) for b in script["blockers"]} == {(t, 9) for t in ("mps", "xpu", "cpu")}
+        assert "loads through bitsandbytes (`load_in_8bit=True`)" in script["blockers"][0]["reason"]

@@ -855,6 +855,11 @@ class Evaluator:
         keywords = {k.arg: self.value(k.value, p) for k in node.keywords}
         if p.stop:
             return UNKNOWN
+        if self.target != "cuda" and (option := next((k for k, v in keywords.items() if v is True and k in
+                                                      torch_facts.CUDA_LIBRARY_OPTIONS), None)):
+            library = torch_facts.CUDA_LIBRARY_OPTIONS[option]
+            given = next(k for k in node.keywords if k.arg == option)  # its line, where a call spans several
+            return self._needs_cuda(given, f"`{option}=True` loads through {library}, which needs CUDA", p)
         if self.target != "cuda" and (gate := self._gate(node)) is not None:
             if self._testing:
                 self._touched = True

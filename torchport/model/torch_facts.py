@@ -506,7 +506,7 @@ TEXT = {
                        r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
                        r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
                        r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+|"
-                       r"data_parallel)\b",
+                       r"data_parallel|load_in_[48]bit)\b",
                        "text every CUDA-only requirement's module holds (`requirements.cuda_only_import`, its blocking "
                        "APIs; a test checks it against the tables): a run whose files hold none of it has no program "
                        "that only CUDA can run"),
@@ -567,6 +567,9 @@ CUDA_LIBRARIES = {
     "isaacgym": Library(False), "triton": Library(True),
 }
 _CUDA = "torch.cuda."
+# Options of loaders that load a model through a CUDA-only library when true (transformers' `from_pretrained` and
+# `BitsAndBytesConfig`: `load_in_8bit=True` quantizes with bitsandbytes).
+CUDA_LIBRARY_OPTIONS = {"load_in_8bit": "bitsandbytes", "load_in_4bit": "bitsandbytes"}
 
 
 def cuda_library(name: str) -> Library | None:

@@ -59,9 +59,10 @@ _BLOCKING_APIS = frozenset(f"torch.cuda.{name}" for code in ("TP201", "TP202") f
 _EXTENSION_LOADERS = torch_facts.named("extension_loader")
 _NEEDS_GPU = torch_facts.named("needs_gpu")
 # Text those calls need (a bare ``graph`` is too common a word: ``cuda.graph``); a module without it is not walked.
-_API_TEXT = re.compile("|".join(sorted({name.rsplit(".", 1)[-1] for name in (
-    *_BLOCKING_APIS, *_EXTENSION_LOADERS, *_NEEDS_GPU)}
-                                       - {"graph", "graphs", "load"})) + r"|cuda\.graphs?\b|cpp_extension")
+_API_TEXT = re.compile("|".join(sorted(({name.rsplit(".", 1)[-1] for name in (
+    *_BLOCKING_APIS, *_EXTENSION_LOADERS, *_NEEDS_GPU)} - {"graph", "graphs", "load"})
+                                       | set(torch_facts.CUDA_LIBRARY_OPTIONS)))
+                       + r"|cuda\.graphs?\b|cpp_extension")
 
 @dataclass(frozen=True)
 class Requirement:
@@ -131,6 +132,11 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
                                              env=_env_conditions(tree, node)))
             elif names & _NEEDS_GPU:  # Dual-Path-RNN's `data_parallel(model, x, device_ids=self.gpuid)`
                 uses.append((node.lineno, f"calls {dotted}, which raises without a GPU"))
+            elif (option := next((k for k in node.keywords if k.arg in torch_facts.CUDA_LIBRARY_OPTIONS
+                                  and isinstance(k.value, ast.Constant) and k.value.value is True), None)):
+                library = torch_facts.CUDA_LIBRARY_OPTIONS[option.arg or ""]  # alpaca-lora's `from_pretrained`
+                uses.append((option.value.lineno,
+                             f"loads through {library} (`{option.arg}=True`), a CUDA-only library"))
         elif isinstance(node, ast.Attribute):
             dotted = ast_chain(node)
             if dotted and qualify(dotted, imports) & _BLOCKING_APIS:

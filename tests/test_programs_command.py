@@ -176,10 +176,14 @@ def test_the_cheap_prefilter_sees_every_cuda_only_requirement() -> None:
         KERNEL_MODULES,
         cuda_only_import,
     )
+    from torchport.model.torch_facts import CUDA_LIBRARIES, CUDA_LIBRARY_OPTIONS
     from torchport.pipeline.programs import CUDA_ONLY_TEXT
 
-    imports = [f"import {n}" for n in (*CUDA_ONLY_MODULES, *KERNEL_MODULES, "fused_adam_cuda")]
-    uses = ["load_inline", "cpp_extension", 'importlib.import_module("fused_adam_cuda")',
+    # a library whose import works anywhere (pynvml) needs CUDA where its calls run: its name is the text
+    imports = [f"import {n}" for n in (*CUDA_ONLY_MODULES, *KERNEL_MODULES, "fused_adam_cuda")
+               if n not in CUDA_LIBRARIES or CUDA_LIBRARIES[n].loads]
+    uses = ["load_inline", "cpp_extension", 'importlib.import_module("fused_adam_cuda")', "pynvml.nvmlInit()",
+            *(f"from_pretrained(name, {option}=True)" for option in CUDA_LIBRARY_OPTIONS),
             *(f"torch.cuda.{n.rsplit('.', 1)[-1]}" for code in ("TP201", "TP202") for n in CUDA_ONLY_APIS[code])]
     assert [text for text in (*imports, *uses) if not CUDA_ONLY_TEXT.search(text)] == []
     assert all(cuda_only_import(text.split()[1]) for text in imports)  # what the text finds, the analysis names
@@ -1304,3 +1308,28 @@ def test_a_model_loaded_through_bitsandbytes_needs_cuda(tmp_path: Path, load: st
     if not runs_off_cuda:
         assert {(b["target"], b["line"]) for b in script["blockers"]} == {(t, 9) for t in ("mps", "xpu", "cpu")}
         assert "loads through bitsandbytes (`load_in_8bit=True`)" in script["blockers"][0]["reason"]
+
+
+NVML = """import torch
+from pynvml import nvmlDeviceGetHandleByIndex, nvmlInit
+
+
+def log_gpu_memory_metadata() -> None:
+    gpus_num = torch.cuda.device_count()
+GUARD    nvmlInit()
+    for num in range(gpus_num):
+        print(nvmlDeviceGetHandleByIndex(num))
+"""
+
+
+@pytest.mark.parametrize("guard, runs_off_cuda", [
+    ("    if gpus_num == 0:\n        return\n", True),  # yet-another-lightning-hydra-template's env_utils.py
+    ("", False),
+])
+def test_nvml_imports_anywhere_and_its_calls_need_cuda(tmp_path: Path, guard: str, runs_off_cuda: bool) -> None:
+    (tmp_path / "env_utils.py").write_text(NVML.replace("GUARD", guard))
+    (tmp_path / "train.py").write_text("import torch\nfrom env_utils import log_gpu_memory_metadata\n\n"
+                                       "if __name__ == '__main__':\n    log_gpu_memory_metadata()\n"
+                                       "    print(torch.ones(2).cuda())\n")
+    script = _programs(tmp_path)["train.py"]
+    assert script["runs_on"] == (["cuda", "mps", "xpu", "cpu"] if runs_off_cuda else ["cuda"]), script

@@ -201,6 +201,8 @@ class Evaluator:
         # what the module binds from a CUDA-only library (`from megatron.training import parse_args`, under a guard
         # too) works only on CUDA, as another module's gate does
         self.gates = gates | facts.cuda_names
+        self._drivers = frozenset(local for local, name in self.imports.items()
+                                  if (library := torch_facts.cuda_library(name)) is not None and not library.loads)
         self._testing = 0  # inside a condition
         self.globals: dict[str, object] = {}
         self.globals_queried: set[str] = set()
@@ -561,6 +563,8 @@ class Evaluator:
         if isinstance(node, ast.Call):
             node = node.func
         key = dotted(node)
+        if key is not None and isinstance(node, ast.Attribute) and key.split(".", 1)[0] in self._drivers:
+            return key  # `pynvml.nvmlInit()`: a library whose import works anywhere, and whose calls need CUDA
         return key if key is not None and key in self.gates else None
 
     def _asking(self, node: ast.expr, p: Path, test: bool = False) -> tuple[object, bool]:

@@ -550,16 +550,20 @@ class Library(NamedTuple):
     kernels: True for a package of GPU kernels (triton: a GPU backend Triton supports, which here means CUDA).
     uses: the prefix of its qualified names whose uses are CUDA-only (``cupy.cuda.``); "" where only its import is
         reported.
+    loads: importing it needs CUDA; False where the import works anywhere and only its calls need NVIDIA's driver
+        (pynvml: ``nvmlInit()`` raises without it).
     """
 
     kernels: bool
     uses: str = ""
+    loads: bool = True
 
 
 # Libraries that need an NVIDIA GPU: the rules, the guards and the program model all ask `cuda_only_import`.
 CUDA_LIBRARIES = {
     "apex": Library(False), "flash_attn": Library(False), "xformers": Library(False),
-    "bitsandbytes": Library(False), "transformer_engine": Library(False), "pynvml": Library(False),
+    "bitsandbytes": Library(False), "transformer_engine": Library(False),
+    "pynvml": Library(False, "pynvml.", loads=False),
     "cupy": Library(False, "cupy.cuda."), "numba.cuda": Library(False, "numba.cuda."),
     "pycuda": Library(False, "pycuda."), "tensorrt": Library(False), "torch2trt": Library(False),
     "polygraphy": Library(False),

@@ -40,6 +40,8 @@ def cuda_only_import(name: str) -> str | None:
     library"``, ``"imports fused_adam_cuda, a compiled CUDA extension"`` (the ``*_cuda`` name a ``CUDAExtension``
     gets)."""
     library = torch_facts.cuda_library(name)
+    if library is not None and not library.loads:
+        return None  # its calls need CUDA, where they run (`torchport.model.evaluate`)
     if library is not None and library.kernels or "triton" in name.split(".")[1:]:
         return f"imports {name} (GPU kernels)"
     if library is not None:
@@ -431,7 +433,10 @@ def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mappi
                 package: str | None, cuda_only_modules: frozenset[str], known: Mapping[str, tuple[int, str]],
                 owner: str | None, stopping: frozenset[str]) -> str | None:
     """Why ``function`` always needs CUDA (see `cuda_only_functions`), or None."""
-    run = always_run(function.body)
+    body = function.body
+    returns = next((i for i, s in enumerate(body) if isinstance(s, ast.If) and any(
+        isinstance(inner, ast.Return) for arm in (s.body, s.orelse) for inner in arm)), None)
+    run = always_run(body if returns is None else body[:returns])  # past an early return, it may not run
     for statement in function.body:  # a `with torch.cuda.graph(g):` item runs too
         if isinstance(statement, (ast.With, ast.AsyncWith)):
             run.extend(ast.Expr(item.context_expr) for item in statement.items)
@@ -453,6 +458,9 @@ def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mappi
                 dotted = ast_chain(node.func)
                 if dotted in stopping:
                     return f"calls {dotted}(), which stops or fails without CUDA"
+                if dotted and any((library := torch_facts.cuda_library(name)) is not None and not library.loads
+                                  for name in qualify(dotted, imports)):
+                    return f"calls {dotted}(), which needs NVIDIA's driver"
                 if (dotted and "importlib.import_module" in qualify(dotted, imports) and node.args
                         and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
                         and (why := cuda_only_import(node.args[0].value)) is not None):

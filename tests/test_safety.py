@@ -634,3 +634,13 @@ def test_the_programs_lines_of_a_warm_migrate_follow_the_rules_code(tmp_path: Pa
     assert lines() == [stale]  # a warm run reads them
     monkeypatch.setattr(cache_module, "fingerprint", lambda: "another torchport")
     assert lines() == cold
+
+
+def test_valid_code_libcst_cannot_parse_is_reported_and_left_untouched(tmp_path: Path) -> None:
+    # wanda's image_classifiers/main.py: `assert(a if b else c)` is Python, but LibCST's parser refuses it
+    source = ('import torch\n\n\ndef main(args):\n    assert(args.p == 0 if args.m else True)\n'
+              '    torch.ones(2).cuda()\n')
+    (tmp_path / "main.py").write_text(source)
+    result = migrate_file(tmp_path / "main.py")
+    assert result.migrated is None and "LibCST cannot parse this file" in (result.error or "")
+    assert (tmp_path / "main.py").read_text() == source

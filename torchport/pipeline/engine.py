@@ -168,6 +168,10 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
         result.migrated = None
         result.error = _syntax_error(text, exc)
         return result
+    except cst.CSTValidationError as exc:  # LibCST's parser refuses valid code (`assert(a if b else c)`)
+        result.migrated = None
+        result.error = f"LibCST cannot parse this file ({exc}); left unchanged (a LibCST limitation)"
+        return result
     except Exception as exc:  # noqa: BLE001 - one bad file must not stop the run
         result.migrated = None
         result.error = f"internal error while migrating: {type(exc).__name__}: {exc}"

@@ -526,3 +526,11 @@ def test_a_model_a_function_imports_that_needs_no_extension_is_ported(tmp_path: 
     done = _run(folder, "-c", "import runpy, sys; sys.path.insert(0, '.'); "
                 "runpy.run_path('tool/train.py', run_name='__main__')")  # the README runs it from the root
     assert done.returncode == 0 and "tensor([2., 2.])" in done.stdout, done.stderr
+
+
+def test_a_storage_another_module_hands_to_a_helper_is_moved_by_keyword(tmp_path: Path) -> None:
+    folder = _ported("storage_handed", tmp_path)
+    assert "    return args.to(device=tp.device())\n" in (folder / "core" / "util.py").read_text()
+    assert "weights = set_gpu(torch.ones(2))" in (folder / "train.py").read_text()
+    done = _run(folder, "train.py")  # `storage.to(tp.device())` raised a TypeError on every backend
+    assert done.returncode == 0 and "loaded 2.0" in done.stdout, done.stderr

@@ -20,6 +20,10 @@ AVOID_IN_MAIN = "avoid_mps in the __main__ block"
 # The gate the project pass gives a module whose autocasts and scalers only programs kept CUDA-or-CPU reach, with why
 # (`torchport.pipeline.programs.kept_amp`): they stay CUDA's (`torchport.codemods.amp`).
 KEPT_AMP = "amp kept CUDA's: "
+# The gate the project pass gives a module one of whose functions is handed the storage a `map_location` function of
+# another module gets (`torchport.model.checkpoints.storage_parameters`), as ``STORAGE + "f(param)"``: its `.cuda()`
+# becomes `.to(device=...)`, the keyword a storage's `to` takes.
+STORAGE = "storage handed to "
 # Why a program keeps CUDA-or-CPU (`tp.keep_cuda_or_cpu`), not only off MPS: a choice kept CUDA-or-CPU beside data
 # the port moves to the runtime's device (on MPS and XPU the two meet on different devices), or kernels that only the
 # CPU and CUDA have. Anything else the project pass gives (float64, sparse, DataParallel, a process group) is what

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -57,7 +57,9 @@ from torchport.codemods.core.reasons import (
 )
 from torchport.codemods.core.rule import Example, Rule
 from torchport.model import torch_facts
+from torchport.model.checkpoints import storage_parameters
 from torchport.model.objects import own_device_classes, own_parameter
+from torchport.results import STORAGE
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -302,6 +304,11 @@ class CudaMethod(Rule):
 
     def visit_Module(self, m: Migrator, node: cst.Module) -> None:
         m.store(self)["own_cuda"] = _defines_own_cuda(node)
+        # the parameters handed a `map_location` function's storage, here or from another module (the project pass)
+        m.store(self)["storages"] = (storage_parameters([m.syntax]) if m.syntax is not None and "map_location" in
+                                     m.source else frozenset()) | {
+            (gate[len(STORAGE):].partition("(")[0], gate.partition("(")[2][:-1])
+            for gate in m.gates if gate.startswith(STORAGE)}
         m.store(self)["unseen_device"] = unseen_device_classes(m.syntax) if m.syntax is not None else set()
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
@@ -354,16 +361,21 @@ class CudaMethod(Rule):
             target = device_call(m, "device", [device_arg] if device_arg is not None else [])
         if rest and rest[-1] is not updated.args[-1]:  # a trailing comma only where the user wrote one
             rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        moved = keyword_arg("device", target) if _mapped_storage(m, original.func.value) else cst.Arg(target)  # type: ignore[attr-defined]
+        moved = keyword_arg("device", target) if _mapped_storage(m, original.func.value, m.store(self)[  # type: ignore[attr-defined]
+            "storages"]) else cst.Arg(target)
         return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[moved, *rest])
 
 
-def _mapped_storage(m: Migrator, receiver: cst.BaseExpression) -> bool:
+def _mapped_storage(m: Migrator, receiver: cst.BaseExpression, storages: Collection[tuple[str, str]]) -> bool:
     """Whether ``receiver`` is the storage a ``map_location`` function is given (``map_location=lambda storage,
-    loc: storage.cuda(device_id)``): a storage's ``to`` takes its device by keyword alone
-    (``UntypedStorage.to(*, device, non_blocking=False)``), so ``storage.to(d)`` raises a TypeError on CUDA too."""
+    loc: storage.cuda(device_id)``), or a parameter of one of ``storages`` (`checkpoints.storage_parameters`): a
+    storage's ``to`` takes its device by keyword alone (``UntypedStorage.to(*, device, non_blocking=False)``), so
+    ``storage.to(d)`` raises a TypeError on CUDA too."""
     if not isinstance(receiver, cst.Name):
         return False
+    function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
+    if function is not None and (function.name.value, receiver.value) in storages:
+        return True
     for outer, inner in zip(m.ancestors, m.ancestors[1:]):
         if isinstance(outer, cst.Arg) and outer.keyword is not None and outer.keyword.value == "map_location" \
                 and isinstance(inner, cst.Lambda) and inner.params.params \

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import pickletools
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from torchport.model.evaluate import qualified
@@ -93,3 +93,43 @@ def _here(node: ast.expr, imports: Mapping[str, str]) -> bool:
             and len(inner.args) == 1:
         inner = inner.args[0]
     return isinstance(inner, ast.Name) and inner.id == "__file__"
+
+
+def storage_parameters(trees: Iterable[ast.Module]) -> frozenset[tuple[str, str]]:
+    """``(function, parameter)`` of the functions of ``trees`` handed the storage a ``map_location`` function gets:
+    ``torch.load(path, map_location=lambda storage, loc: Util.set_device(storage))`` hands it to every function
+    named ``set_device`` (the first parameter after ``self``), and on to what that one hands its parameter to by
+    position (distributed-pytorch-template's ``set_gpu(args)``, whose ``args.cuda()`` gets a storage). A storage's
+    ``to`` takes its device by keyword alone (``UntypedStorage.to(*, device, non_blocking=False)``).
+
+    Functions are matched by name across the trees, never by type: what this decides is only the keyword form of a
+    call that takes it either way for tensors and modules."""
+    defined: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    handed: set[tuple[str, int]] = set()  # (name of the function called, position) given a storage
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defined.setdefault(node.name, []).append(node)
+            elif isinstance(node, ast.keyword) and node.arg == "map_location" and isinstance(
+                    node.value, ast.Lambda) and node.value.args.args:
+                handed |= _handed(node.value.body, node.value.args.args[0].arg)
+    found: set[tuple[str, str]] = set()
+    todo = list(handed)
+    while todo:
+        name, index = todo.pop()
+        for function in defined.get(name, ()):
+            names = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+            names = names[1:] if names[:1] in (["self"], ["cls"]) else names
+            if index < len(names) and (name, names[index]) not in found:
+                found.add((name, names[index]))
+                todo.extend(more for more in _handed(function, names[index]) if more not in handed)
+                handed.update(todo)
+    return frozenset(found)
+
+
+def _handed(node: ast.AST, name: str) -> set[tuple[str, int]]:
+    """``(function name, position)`` of each call under ``node`` given ``name`` itself as a positional argument."""
+    return {(call.func.id if isinstance(call.func, ast.Name) else call.func.attr, index)
+            for call in ast.walk(node)
+            if isinstance(call, ast.Call) and isinstance(call.func, (ast.Name, ast.Attribute))
+            for index, given in enumerate(call.args) if isinstance(given, ast.Name) and given.id == name}

@@ -563,7 +563,7 @@ class Library(NamedTuple):
 CUDA_LIBRARIES = {
     "apex": Library(False), "flash_attn": Library(False), "xformers": Library(False),
     "bitsandbytes": Library(False), "transformer_engine": Library(False),
-    "pynvml": Library(False, "pynvml.", loads=False),
+    "pynvml": Library(False, loads=False),
     "cupy": Library(False, "cupy.cuda."), "numba.cuda": Library(False, "numba.cuda."),
     "pycuda": Library(False, "pycuda."), "tensorrt": Library(False), "torch2trt": Library(False),
     "polygraphy": Library(False),

@@ -1333,3 +1333,20 @@ def test_nvml_imports_anywhere_and_its_calls_need_cuda(tmp_path: Path, guard: st
                                        "    print(torch.ones(2).cuda())\n")
     script = _programs(tmp_path)["train.py"]
     assert script["runs_on"] == (["cuda", "mps", "xpu", "cpu"] if runs_off_cuda else ["cuda"]), script
+
+
+@pytest.mark.parametrize("made, blocked", [
+    ("torch.tensor(np.log(p) - np.log(1.0 - p))", True),  # residual-flows' iResBlock: numpy's float64 scalars
+    ("torch.tensor(np.log(p) - np.log(1.0 - p), dtype=torch.float32)", False),
+    ("torch.tensor(p)", False),  # a Python float: torch's default dtype
+])
+def test_a_parameter_made_of_numpy_scalars_is_float64(tmp_path: Path, made: str, blocked: bool) -> None:
+    (tmp_path / "train.py").write_text(
+        "import numpy as np\nimport torch\n\n\nclass Block(torch.nn.Module):\n    def __init__(self, p=0.5):\n"
+        f"        super().__init__()\n        self.geom_p = torch.nn.Parameter({made})\n\n\n"
+        "if __name__ == '__main__':\n    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "    print(Block().to(device).geom_p)\n")
+    script = _programs(tmp_path)["train.py"]
+    assert ("mps" not in script["runs_on"]) == blocked, script
+    if blocked:
+        assert {(b["target"], b["line"]) for b in script["blockers"]} == {("mps", 8)}

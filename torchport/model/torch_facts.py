@@ -306,6 +306,8 @@ ROLES = {
     "missing_api": "what an older torch raises for an API it lacks",
     "cpu_factory": "makes a tensor on the CPU unless given a device (a float64 tensor made there is not on MPS)",
     "numpy_maker": "a numpy call whose arrays are float64 unless given a dtype (`np.random.randn`, `np.linspace`)",
+    "numpy_math": "a numpy function whose result of Python numbers is a float64 scalar (`np.log(0.5)`): a tensor "
+                  "made of it without a dtype is float64",
     "parses_command_line": "an argparse call that reads the command line: a module that makes it at its top level "
                            "is a script, whatever imports it",
     "expects_error": "a test's context manager that expects its block to raise (pytest's and unittest's)",
@@ -359,7 +361,7 @@ WORDS: dict[str, tuple[str, ...]] = {
     "warn": ("message_call", "text_call"), "debug": ("message_call", "text_call"),
     "info": ("message_call", "text_call"), "warning": ("message_call", "text_call"),
     "error": ("message_call", "text_call"), "exception": ("message_call",), "critical": ("message_call",),
-    "log": ("message_call",), "write": ("message_call", "text_call"), "echo": ("message_call",),
+    "log": ("message_call", "numpy_math"), "write": ("message_call", "text_call"), "echo": ("message_call",),
     "secho": ("message_call",), "fail": ("message_call", "exit_method", "program_exit", "gate_skip"),
     "skip": ("message_call", "exit_method", "program_exit", "gate_skip"), "xfail": ("message_call",),
     "world_size": ("process_count",), "nprocs": ("process_count",), "nproc_per_node": ("process_count",),
@@ -392,6 +394,9 @@ WORDS: dict[str, tuple[str, ...]] = {
     "full_like": ("cpu_factory",), "empty_like": ("cpu_factory",), "rand_like": ("cpu_factory",),
     "randn_like": ("cpu_factory",), "normal": ("numpy_maker",), "uniform": ("numpy_maker",),
     "standard_normal": ("numpy_maker",), "gym": ("float64_env",), "gymnasium": ("float64_env",),
+    "log2": ("numpy_math",), "log10": ("numpy_math",), "log1p": ("numpy_math",),
+    "exp": ("numpy_math",), "expm1": ("numpy_math",), "sqrt": ("numpy_math",), "sin": ("numpy_math",),
+    "cos": ("numpy_math",), "tan": ("numpy_math",), "arctan": ("numpy_math",), "tanh": ("numpy_math",),
     "torchsummary": ("cpu_or_cuda_inputs",),
     "dcn_v2": ("cpu_cuda_library",), "torch_scatter": ("cpu_cuda_library",), "torch_sparse": ("cpu_cuda_library",),
     "torch_spline_conv": ("cpu_cuda_library",), "torch_cluster": ("cpu_cuda_library",),

@@ -115,6 +115,8 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
         found.extend(_device_checks(tree))
     if any(library in text for library in _CPU_OR_CUDA_INPUTS) and (tree := tree or parse(text)) is not None:
         found.extend(_summaries(tree))
+    if "tensor(" in text and _NUMPY_MATH_TEXT.search(text) and (tree := tree or parse(text)) is not None:
+        found.extend(_numpy_math_tensors(tree, certain))
     if _WIDE_TEXT.search(text):
         if tree is None and not certain:
             found.extend((number, _WIDE[m.group(0)]) for number, line in enumerate(lines, 1)
@@ -596,6 +598,46 @@ def _wide_dtype_lines(tree: ast.Module, text: str, certain: bool = False) -> lis
                 and (not certain or _registered(node, parents) or _moved_at_once(node, parents)):
             found.append((node.lineno, "float64"))
     return found
+
+
+def _of_numpy_math(call: ast.Call) -> bool:
+    """``torch.tensor(np.log(p) - np.log(1 - p))`` with no dtype: a tensor of numpy's float64 scalars (a numpy
+    function of `_NUMPY_MATH` on numbers, alone or in arithmetic with numbers)."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr in ("tensor", "as_tensor") and isinstance(
+            call.func.value, ast.Name) and call.func.value.id in ("torch", "th") and call.args
+            and not any(k.arg == "dtype" for k in call.keywords)):
+        return False
+
+    def scalar(node: ast.expr) -> bool | None:  # True: numpy's float64 in it; None: no numpy; False: unknown
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _NUMPY_MATH \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "numpy") \
+                and len(node.args) == 1 and not node.keywords:
+            return True
+        if isinstance(node, ast.BinOp):
+            sides = (scalar(node.left), scalar(node.right))
+            return False if False in sides else True if True in sides else None
+        if isinstance(node, ast.UnaryOp):
+            return scalar(node.operand)
+        return None if isinstance(node, ast.Name) else False
+
+    return scalar(call.args[0]) is True
+
+
+_NUMPY_MATH = frozenset(torch_facts.words("numpy_math"))
+_NUMPY_MATH_TEXT = re.compile(rf"\b(?:np|numpy)\.(?:{'|'.join(sorted(_NUMPY_MATH))})\(")
+
+
+def _numpy_math_tensors(tree: ast.Module, certain: bool) -> list[tuple[int, str]]:
+    """``(line, "float64")`` of each tensor made of numpy's float64 scalars (`_of_numpy_math`) that can reach the
+    device (``certain``: registered with a module, or moved where it is made)."""
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    collective: dict[int, bool] = {}
+    return [(node.lineno, "float64") for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and _of_numpy_math(node)
+            and not _in_collective_function(node, parents, collective)
+            and (not certain or _registered(node, parents) or _moved_at_once(node, parents))]
 
 
 def _moved_at_once(node: ast.AST, parents: Mapping[int, ast.AST]) -> bool:

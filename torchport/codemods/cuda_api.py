@@ -329,6 +329,9 @@ class CudaLegacyTensorType(Rule):
     examples = (
         Example("import torch\ny = x.type(torch.cuda.FloatTensor)\n",
                 "import torch\ny = x.to(tp.device(), torch.float32)\n"),
+        # moved, then cast: one call casts as it moves (MHFormer's float64 batches would meet MPS first)
+        Example("import torch\ny = x.contiguous().cuda().type(torch.cuda.FloatTensor)\n",
+                "import torch\ny = x.contiguous().to(tp.device(), torch.float32)\n", with_rules=("TP001",)),
         Example("import torch\nt = torch.cuda.LongTensor([1, 2])\n",
                 "import torch\nt = torch.tensor([1, 2], dtype=torch.int64, device=tp.device())\n"),
         # two or more arguments are sizes (fairseq's `th.cuda.FloatTensor(n_chunk, 512).fill_(0)`)
@@ -363,6 +366,12 @@ class CudaLegacyTensorType(Rule):
             dtype = legacy_dtype(m, original.args[0].value)
             if dtype is None or not m.apply(self.code, original.args[0].value):
                 return None
+            moved = func.value  # `x.cuda().type(torch.cuda.FloatTensor)`, its move made `x.to(tp.device())` (TP001):
+            if isinstance(moved, cst.Call) and isinstance(moved.func, cst.Attribute) \
+                    and moved.func.attr.value == "to" and len(moved.args) == 1 and not moved.args[0].keyword \
+                    and isinstance(target := moved.args[0].value, cst.Call) \
+                    and m.runtime_call_name(target) == "device" and not target.args:
+                func = func.with_changes(value=moved.func.value)  # one cast and move: a float64 batch never meets MPS
             return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[
                 cst.Arg(m.runtime_call("device", [])), cst.Arg(m.torch_attr(dtype))])
         dtype = legacy_dtype(m, original.func)

@@ -1442,7 +1442,12 @@ class IsCuda(Rule):
     triggers = (r"\bis_cuda\b",)
     examples = (Example("y = x.is_cuda\n", "y = tp.on_accelerator(x)\n", unsafe=True),
                 # an attribute the code sets is its own, no tensor's property (which cannot be set)
-                Example("class E:\n    def cuda(self):\n        self.is_cuda = True\n", unsafe=True))
+                Example("class E:\n    def cuda(self):\n        self.is_cuda = True\n", unsafe=True),
+                # a copy to the host where the tensor is on CUDA is one where it is on any accelerator: safe, plain
+                # PyTorch (PyCIL's tensor2numpy; `.numpy()` of an MPS tensor raises)
+                Example("def tensor2numpy(x):\n    return x.cpu().data.numpy() if x.is_cuda else x.data.numpy()\n",
+                        "def tensor2numpy(x):\n"
+                        "    return x.cpu().data.numpy() if x.device.type != \"cpu\" else x.data.numpy()\n"))
 
     def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:
         parent = m.ancestors[-2] if len(m.ancestors) > 1 else None
@@ -1454,9 +1459,27 @@ class IsCuda(Rule):
     def leave_Attribute(self, m: Migrator, original: cst.Attribute,
                         updated: cst.Attribute) -> cst.BaseExpression | None:
         if original.attr.value != "is_cuda" or id(original.value) in m.shared.followed \
-                or id(original) in m.store(self).get("set", ()) or not m.apply(self.code, original):
+                or id(original) in m.store(self).get("set", ()):
             return None
+        host = _copies_to_host(m, original)
+        if not m.apply(self.code, original, safe=host):
+            return None
+        if host:
+            return cst.Comparison(cst.Attribute(cst.Attribute(updated.value, cst.Name("device")), cst.Name("type")),
+                                  [cst.ComparisonTarget(cst.NotEqual(), cst.SimpleString('"cpu"'))])
         return m.runtime_call("on_accelerator", [updated.value])
+
+
+def _copies_to_host(m: Migrator, node: cst.Attribute) -> bool:
+    """Whether ``node`` (``x.is_cuda``) is the test of a conditional expression whose first branch copies ``x`` to
+    the host (``x.cpu().data.numpy() if x.is_cuda else x.data.numpy()``) and names no CUDA: where ``x`` is on any
+    device but the CPU the copy is what the code needs, and on CUDA the test is the same."""
+    parent = next((a for a in reversed(m.ancestors) if a is not node), None)
+    if not (isinstance(parent, cst.IfExp) and parent.test is node):
+        return False
+    tensor = _EMPTY.code_for_node(node.value)
+    branch = _EMPTY.code_for_node(parent.body)
+    return f"{tensor}.cpu()" in branch and "cuda" not in branch
 
 
 def tensor_type_check(node: cst.Comparison) -> tuple[cst.BaseExpression, bool] | None:

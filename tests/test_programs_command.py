@@ -1350,3 +1350,20 @@ def test_a_parameter_made_of_numpy_scalars_is_float64(tmp_path: Path, made: str,
     assert ("mps" not in script["runs_on"]) == blocked, script
     if blocked:
         assert {(b["target"], b["line"]) for b in script["blockers"]} == {("mps", 8)}
+
+
+@pytest.mark.parametrize("handler, cuda_only", [
+    ('    print("Importing exception")\n', True),  # torch-radon: nothing bound in its place
+    ("    from radon import cpu_kernels as radon_cuda\n", False),  # a fallback
+])
+def test_a_name_only_a_failing_cuda_import_binds_needs_cuda_where_read(tmp_path: Path, handler: str,
+                                                                       cuda_only: bool) -> None:
+    (tmp_path / "radon").mkdir()
+    (tmp_path / "radon" / "cpu_kernels.py").write_text("def TextureCache(n):\n    return n\n")
+    (tmp_path / "radon" / "__init__.py").write_text(
+        f"import torch\n\ntry:\n    import radon_cuda\nexcept Exception as e:\n{handler}\n\n"
+        "class Radon:\n    def __init__(self, n):\n        self.cache = radon_cuda.TextureCache(n)\n")
+    (tmp_path / "fbp.py").write_text("import torch\nfrom radon import Radon\n\nradon = Radon(8)\n"
+                                     "print(torch.ones(2).cuda())\n")
+    script = _programs(tmp_path)["fbp.py"]
+    assert script["runs_on"] == (["cuda"] if cuda_only else ["cuda", "mps", "xpu", "cpu"]), script

@@ -380,6 +380,7 @@ def cuda_only_functions(tree: ast.Module, package: str | None = None,
         ``"f"``, ``"Cls.f"`` or ``"Cls"`` -> (line of its ``def``/``class``, why: ``"imports triton (GPU kernels)"``).
     """
     imports = import_map(tree)
+    unbound = _bound_by_failing_import(tree, package)
     found: dict[str, tuple[int, str]] = {}
     scopes: list[tuple[str, str | None, ast.FunctionDef | ast.AsyncFunctionDef]] = []
     bases: dict[str, tuple[int, str]] = {}
@@ -402,7 +403,7 @@ def cuda_only_functions(tree: ast.Module, package: str | None = None,
         for name, owner, function in scopes:
             if name in found:
                 continue
-            why = _needs_cuda(function, imports, package, cuda_only_modules, found, owner, stopping)
+            why = _needs_cuda(function, imports, package, cuda_only_modules, found, owner, stopping, unbound)
             if why is not None:
                 found[name] = (function.lineno, why)
                 grown = True
@@ -429,9 +430,30 @@ def _defined(body: list[ast.stmt]) -> list[ast.stmt]:
     return found
 
 
+def _bound_by_failing_import(tree: ast.Module, package: str | None) -> dict[str, str]:
+    """The names the module binds only by a CUDA-only import in a top-level ``try`` whose handlers bind nothing in
+    their place and go on (torch-radon's ``try: import torch_radon_cuda`` / ``except Exception:
+    print("Importing exception")``), name -> why: off CUDA reading one raises NameError."""
+    found: dict[str, str] = {}
+    for statement in tree.body:
+        if not (isinstance(statement, ast.Try) and statement.handlers) or any(
+                raises_again(h.body) or any(isinstance(n, (ast.Import, ast.ImportFrom, ast.Assign,
+                                                                      ast.AnnAssign, ast.AugAssign, ast.Global))
+                                                      for n in ast.walk(h)) for h in statement.handlers):
+            continue
+        for node in statement.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and (why := next(
+                    (w for name in _absolute_imports(node, package) if (w := cuda_only_import(name))), None)):
+                found.update({(a.asname or a.name).split(".")[0]: why for a in node.names})
+    if found:  # bound again elsewhere: another way there
+        found = {name: why for name, why in found.items() if sum(
+            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(tree)) == 0}
+    return found
+
+
 def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mapping[str, frozenset[str]],
                 package: str | None, cuda_only_modules: frozenset[str], known: Mapping[str, tuple[int, str]],
-                owner: str | None, stopping: frozenset[str]) -> str | None:
+                owner: str | None, stopping: frozenset[str], unbound: Mapping[str, str]) -> str | None:
     """Why ``function`` always needs CUDA (see `cuda_only_functions`), or None."""
     body = function.body
     returns = next((i for i, s in enumerate(body) if isinstance(s, ast.If) and any(
@@ -449,6 +471,8 @@ def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mappi
                     return f"imports {name}, which needs CUDA"
             continue
         for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and node.id in unbound and isinstance(node.ctx, ast.Load):
+                return f"reads {node.id}, which only a failing import binds off CUDA ({unbound[node.id]})"
             if isinstance(node, ast.Call):
                 if isinstance(node.func, ast.Name) and node.func.id in known and "." not in node.func.id:
                     return f"calls {node.func.id}(), which needs CUDA"

@@ -1367,3 +1367,12 @@ def test_a_name_only_a_failing_cuda_import_binds_needs_cuda_where_read(tmp_path:
                                      "print(torch.ones(2).cuda())\n")
     script = _programs(tmp_path)["fbp.py"]
     assert script["runs_on"] == (["cuda"] if cuda_only else ["cuda", "mps", "xpu", "cpu"]), script
+
+
+@pytest.mark.parametrize("top, script", [
+    ("x = torch.ones(2).cuda()\n", True),  # a move of data at the top level is work, with no call statement
+    ("device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n", False),  # a setting others read
+])
+def test_a_module_that_moves_data_at_its_top_level_is_a_script(tmp_path: Path, top: str, script: bool) -> None:
+    (tmp_path / "run.py").write_text("import torch\n\n" + top)
+    assert ("run.py" in _programs(tmp_path)) is script

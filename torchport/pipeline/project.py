@@ -239,11 +239,18 @@ def _arms(statement: ast.If, imports: dict[int, Imported]) -> tuple[tuple[Import
 
 
 def works_at_top(tree: ast.Module) -> bool:
-    """Whether the module does its work when run (a call or a loop at the top level, as a script without a
-    ``__main__`` block does), not only define things."""
+    """Whether the module does its work when run (a call, a loop or a move of data at the top level, as a script
+    without a ``__main__`` block does), not only define things."""
     return any(isinstance(s, (ast.For, ast.While, ast.With))
                or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and not _reports(s.value))
+               or (isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and _places(s.value))
                for s in tree.body)
+
+
+def _places(value: ast.expr) -> bool:
+    """``radon = Radon(8).cuda()``, ``x = torch.ones(2).to(device)``: an assignment that moves data is work."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
+               for n in ast.walk(value))
 
 
 def _reports(call: ast.Call) -> bool:

@@ -1341,15 +1341,21 @@ def test_nvml_imports_anywhere_and_its_calls_need_cuda(tmp_path: Path, guard: st
     ("torch.tensor(p)", False),  # a Python float: torch's default dtype
 ])
 def test_a_parameter_made_of_numpy_scalars_is_float64(tmp_path: Path, made: str, blocked: bool) -> None:
-    (tmp_path / "train.py").write_text(
+    (tmp_path / "block.py").write_text(
         "import numpy as np\nimport torch\n\n\nclass Block(torch.nn.Module):\n    def __init__(self, p=0.5):\n"
-        f"        super().__init__()\n        self.geom_p = torch.nn.Parameter({made})\n\n\n"
-        "if __name__ == '__main__':\n    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        f"        super().__init__()\n        self.geom_p = torch.nn.Parameter({made})\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\n\nfrom block import Block\n\nif __name__ == '__main__':\n"
+        "    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
         "    print(Block().to(device).geom_p)\n")
     script = _programs(tmp_path)["train.py"]
     assert ("mps" not in script["runs_on"]) == blocked, script
     if blocked:
-        assert {(b["target"], b["line"]) for b in script["blockers"]} == {("mps", 8)}
+        assert {(b["target"], b["path"], b["line"]) for b in script["blockers"]} == {("mps", "block.py", 8)}
+    # the port keeps a Mac on the CPU where `programs` says MPS cannot run it: it holds the choice CUDA-or-CPU, or
+    # makes it the runtime's and writes `tp.avoid_mps` (residual-flows' train_toy.py, with no `.cuda()` to port)
+    codes = {d["code"] for d in _migrated(tmp_path)["train.py"]["rewrites"]}
+    assert ("TP005" not in codes or "TP019" in codes) if blocked else ("TP005" in codes and "TP019" not in codes)
 
 
 @pytest.mark.parametrize("handler, cuda_only", [
@@ -1376,3 +1382,12 @@ def test_a_name_only_a_failing_cuda_import_binds_needs_cuda_where_read(tmp_path:
 def test_a_module_that_moves_data_at_its_top_level_is_a_script(tmp_path: Path, top: str, script: bool) -> None:
     (tmp_path / "run.py").write_text("import torch\n\n" + top)
     assert ("run.py" in _programs(tmp_path)) is script
+
+
+def test_a_legacy_double_tensor_moved_to_the_device_blocks_mps(tmp_path: Path) -> None:
+    # torch-radon's test_shearlet: `torch.DoubleTensor(x).to(device)` is float64 on the device
+    (tmp_path / "test_shearlet.py").write_text(
+        "import numpy as np\nimport torch\n\n\ndef test_shearlet():\n    device = torch.device('cuda')\n"
+        "    dx = torch.DoubleTensor(np.ones((4, 4))).to(device)\n    assert dx.sum() == 16\n")
+    test = _programs(tmp_path)["test_shearlet.py"]
+    assert "mps" not in test["runs_on"] and ("mps", 7) in {(b["target"], b["line"]) for b in test["blockers"]}, test

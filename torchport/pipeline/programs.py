@@ -551,7 +551,10 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
         if (tree := trees[index]) is not None and "mps" in (result.original or "").lower() and handles_mps(tree):
             continue  # it picks MPS itself (XMem's interactive demo): the call would move the runtime's picks alone
         reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
-        moved = moving_on_import | ({index} & moving)
+        # its own moves, or its own device choice made the runtime's (residual-flows' train_toy.py places its
+        # model with the `device` it picks)
+        moved = moving_on_import | ({index} & moving) | (
+            {index} if result.changed and result.facts.get("choices") else set())
         carried = (carrying & moving_on_import) | ({index} & carrying)
         if not project.reach(index) & moved or not (
                 _PLACES_DATA.search(result.original or "") or _calls_into(index, trees[index], project, moved)

@@ -1685,7 +1685,10 @@ class DeviceTypeCheck(Rule):
     before, after = 'if x.device.type == "cuda":', "if tp.on_accelerator(x):"
     safety = "unsafe"
     triggers = (r"cuda",)
-    examples = (Example('ok = x.device.type == "cuda"\n', "ok = tp.on_accelerator(x)\n", unsafe=True),)
+    examples = (Example('ok = x.device.type == "cuda"\n', "ok = tp.on_accelerator(x)\n", unsafe=True),
+                # a guard of moves to that device alone is safe: plain PyTorch (transformers' old pipelines)
+                Example('if self.device.type == "cuda":\n    self.model = self.model.to(self.device)\n',
+                        'if self.device.type != "cpu":\n    self.model = self.model.to(self.device)\n'))
 
     def visit_Comparison(self, m: Migrator, node: cst.Comparison) -> None:
         if tensor_type_check(node) is not None:
@@ -1699,11 +1702,36 @@ class DeviceTypeCheck(Rule):
         if id(original) not in m.store(self):
             return None
         found = tensor_type_check(updated)
-        if found is None or not m.apply(self.code, original):
+        if found is None:
             return None
         tensor, negated = found
+        moves = not negated and _guards_moves_to(m, original, f"{_EMPTY.code_for_node(tensor)}.device")
+        if not m.apply(self.code, original, safe=moves):
+            return None
+        if moves:  # plain PyTorch: the device is an accelerator's
+            return cst.Comparison(cst.Attribute(cst.Attribute(tensor, cst.Name("device")), cst.Name("type")),
+                                  [cst.ComparisonTarget(cst.NotEqual(), cst.SimpleString('"cpu"'))])
         call = m.runtime_call("on_accelerator", [tensor])
         return cst.UnaryOperation(operator=cst.Not(), expression=call) if negated else call
+
+
+def _guards_moves_to(m: Migrator, test: cst.Comparison, device: str) -> bool:
+    """Whether ``test`` is the test of an ``if`` (no ``else``) whose body only moves things to ``device``
+    (transformers' pipelines: ``if self.device.type == "cuda": self.model = self.model.to(self.device)``): a move
+    to a device that is not the CPU is needed on any accelerator, and on CUDA the test is the same."""
+    parent = next((a for a in reversed(m.ancestors) if a is not test), None)
+    if not (isinstance(parent, cst.If) and parent.test is test and parent.orelse is None
+            and isinstance(parent.body, cst.IndentedBlock) and parent.body.body):
+        return False
+    for statement in parent.body.body:
+        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+            return False
+        small = statement.body[0]
+        value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "to"
+                and len(value.args) == 1 and _EMPTY.code_for_node(value.args[0].value) == device):
+            return False
+    return True
 
 
 class UnclassifiedString(Rule):

@@ -43,6 +43,18 @@ def _ported_with(name: str, tmp_path: Path, path: str, old: str, new: str) -> Pa
     return folder
 
 
+def _left_whole(name: str, tmp_path: Path, entry: str, where: tuple[str, int]) -> None:
+    """Project ``name`` ported with a plain ``--apply`` leaves ``entry`` byte-identical, and `torchport programs`
+    says it runs on CUDA alone, blocked at ``where`` (path, line) on every other target."""
+    folder = _ported(name, tmp_path)
+    assert (folder / entry).read_text() == (PROJECTS / name / entry).read_text()
+    done = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
+    program = next(p for p in json.loads(done.stdout)["programs"] if p["path"] == entry)
+    assert program["runs_on"] == ["cuda"]
+    assert {(b["target"], b["path"], b["line"]) for b in program["blockers"]} == {
+        (target, *where) for target in ("mps", "xpu", "cpu")}
+
+
 def _apply(folder: Path, *options: str) -> str:
     """`torchport migrate . --apply` run in ``folder``; what it printed."""
     cwd = os.getcwd()
@@ -463,13 +475,7 @@ def test_mixed_precision_a_program_moves_to_the_accelerator_moves_with_it(tmp_pa
 def test_a_cuda_only_library_a_class_imports_when_the_default_makes_it_leaves_the_program_whole(
         tmp_path: Path) -> None:
     # consistency_models: `AttentionBlock(attention_type="flash")` makes a layer whose `__init__` imports flash_attn
-    folder = _ported("flash_by_default", tmp_path)
-    assert (folder / "sample.py").read_text() == (PROJECTS / "flash_by_default" / "sample.py").read_text()
-    done = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
-    program = next(p for p in json.loads(done.stdout)["programs"] if p["path"] == "sample.py")
-    assert program["runs_on"] == ["cuda"]
-    assert {(b["target"], b["path"], b["line"]) for b in program["blockers"]} == {
-        (t, "blocks.py", 8) for t in ("mps", "xpu", "cpu")}
+    _left_whole("flash_by_default", tmp_path, "sample.py", ("blocks.py", 8))
 
 
 def test_the_same_library_behind_a_default_that_turns_it_off_is_ported_and_runs(tmp_path: Path) -> None:
@@ -503,14 +509,7 @@ def test_mixed_precision_a_device_option_any_accelerator_passes_moves_the_autoca
 
 
 def test_an_extension_a_function_imports_when_it_runs_leaves_the_program_whole(tmp_path: Path) -> None:
-    folder = _ported("deferred_extension", tmp_path)
-    assert (folder / "tool" / "train.py").read_text() == \
-        (PROJECTS / "deferred_extension" / "tool" / "train.py").read_text()
-    done = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
-    program = next(p for p in json.loads(done.stdout)["programs"] if p["path"] == "tool/train.py")
-    assert program["runs_on"] == ["cuda"]
-    assert {(b["target"], b["path"], b["line"]) for b in program["blockers"]} == {
-        (target, "lib/ops/functions.py", 2) for target in ("mps", "xpu", "cpu")}
+    _left_whole("deferred_extension", tmp_path, "tool/train.py", ("lib/ops/functions.py", 2))
 
 
 def test_a_model_a_function_imports_that_needs_no_extension_is_ported(tmp_path: Path) -> None:

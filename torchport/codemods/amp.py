@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchport.codemods.analysis.names import ast_chain, qualify
-from torchport.codemods.core.base import keyword_arg
+from torchport.codemods.core.base import keyword_arg, not_cpu
 from torchport.codemods.core.reasons import HELD_CHOICE, MOVES_TOGETHER, SEVERAL_BACKENDS
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import rewrite_string
@@ -164,8 +164,7 @@ def _off_the_cpu(m: Migrator, args: list[cst.Arg]) -> list[cst.Arg]:
     there CUDA's own disabled itself (no CUDA) and the program ran in fp32, unscaled; a CPU autocast would change
     the numbers (bf16) where nothing else changed. ``enabled=X`` -> ``enabled=X and tp.device_type() != "cpu"``;
     none -> ``enabled=tp.device_type() != "cpu"``; ``enabled=False`` stays."""
-    accelerated = cst.Comparison(left=m.runtime_call("device_type", []), comparisons=[
-        cst.ComparisonTarget(operator=cst.NotEqual(), comparator=cst.SimpleString('"cpu"'))])
+    accelerated = not_cpu(m.runtime_call("device_type", []))
     for index, arg in enumerate(args):
         if arg.keyword is None or arg.keyword.value != "enabled":
             continue

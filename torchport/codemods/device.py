@@ -45,6 +45,7 @@ from torchport.codemods.core.base import (
     cuda_literal_index,
     is_cuda_literal,
     keyword_arg,
+    not_cpu,
     string_value,
 )
 from torchport.codemods.core.reasons import (
@@ -1465,8 +1466,7 @@ class IsCuda(Rule):
         if not m.apply(self.code, original, safe=host):
             return None
         if host:
-            return cst.Comparison(cst.Attribute(cst.Attribute(updated.value, cst.Name("device")), cst.Name("type")),
-                                  [cst.ComparisonTarget(cst.NotEqual(), cst.SimpleString('"cpu"'))])
+            return not_cpu(cst.Attribute(cst.Attribute(updated.value, cst.Name("device")), cst.Name("type")))
         return m.runtime_call("on_accelerator", [updated.value])
 
 
@@ -1709,8 +1709,7 @@ class DeviceTypeCheck(Rule):
         if not m.apply(self.code, original, safe=moves):
             return None
         if moves:  # plain PyTorch: the device is an accelerator's
-            return cst.Comparison(cst.Attribute(cst.Attribute(tensor, cst.Name("device")), cst.Name("type")),
-                                  [cst.ComparisonTarget(cst.NotEqual(), cst.SimpleString('"cpu"'))])
+            return not_cpu(cst.Attribute(cst.Attribute(tensor, cst.Name("device")), cst.Name("type")))
         call = m.runtime_call("on_accelerator", [tensor])
         return cst.UnaryOperation(operator=cst.Not(), expression=call) if negated else call
 

@@ -98,6 +98,8 @@ class _TreeFacts:
     imports: dict[str, str]
     cuda_names: frozenset[str]
     methods: dict[int, ast.ClassDef]
+    # what it binds from a library whose import works anywhere and whose calls need CUDA (pynvml)
+    drivers: frozenset[str] = frozenset()
     stored: set[str] | None = None
     # every name and attribute, by name, and the ids of the called ones (`Evaluator._name_index`)
     named: tuple[dict[str, list[ast.expr]], set[int]] | None = None
@@ -115,8 +117,9 @@ def _tree_facts(tree: ast.Module) -> _TreeFacts:
     facts = _FACTS.get(tree)
     if facts is None:
         imports = _imports(tree)
-        cuda_names = frozenset(local for local, name in imports.items() if torch_facts.cuda_library(name))
-        facts = _FACTS[tree] = _TreeFacts(imports, cuda_names, _methods(tree))
+        libraries = {local: library for local, name in imports.items() if (library := torch_facts.cuda_library(name))}
+        facts = _FACTS[tree] = _TreeFacts(imports, frozenset(libraries), _methods(tree), frozenset(
+            local for local, library in libraries.items() if not library.loads))
     return facts
 
 
@@ -201,8 +204,7 @@ class Evaluator:
         # what the module binds from a CUDA-only library (`from megatron.training import parse_args`, under a guard
         # too) works only on CUDA, as another module's gate does
         self.gates = gates | facts.cuda_names
-        self._drivers = frozenset(local for local, name in self.imports.items()
-                                  if (library := torch_facts.cuda_library(name)) is not None and not library.loads)
+        self._drivers = facts.drivers
         self._testing = 0  # inside a condition
         self.globals: dict[str, object] = {}
         self.globals_queried: set[str] = set()

@@ -57,7 +57,7 @@ from torchport.pipeline.project import (
     words,
     works_at_top,
 )
-from torchport.results import COMPILED, KEPT_CHOICE, Diagnostic, FileResult, keeps_cuda_or_cpu
+from torchport.results import COMPILED, KEPT_CHOICE, STORAGE, Diagnostic, FileResult, keeps_cuda_or_cpu
 
 if TYPE_CHECKING:
     from torchport.codemods.analysis.requirements import Requirement
@@ -919,6 +919,27 @@ _NAMING_CUDA: dict[str, bool] = {}
 def _names_cuda(source: str) -> bool:
     """Whether a module's text names CUDA; searched once per text (each program asks for every module it reaches)."""
     return remembered(_NAMING_CUDA, source, lambda: _NAMES_CUDA.search(source) is not None)
+
+
+def storage_gates(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
+    """The modules with a function that a ``map_location`` function of another module hands its storage to
+    (`torchport.model.checkpoints.storage_parameters`) and that call ``.cuda(``: index -> their `STORAGE` gates
+    (``"storage handed to set_gpu(args)"``), for TP001 to move it with ``.to(device=...)``."""
+    if not any("map_location" in (r.original or "") and "lambda" in (r.original or "") for r in results):
+        return {}
+    from torchport.model.checkpoints import storage_parameters
+
+    trees = {i: tree for i, r in enumerate(results) if r.path.suffix == ".py" and (
+        "map_location" in (r.original or "") or ".cuda(" in (r.original or "")) and (tree := parse(r.original))}
+    found = storage_parameters(trees.values())
+    given: dict[int, frozenset[str]] = {}
+    for index, tree in trees.items() if found else ():
+        if ".cuda(" not in (results[index].original or ""):
+            continue
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        if names := frozenset(f"{STORAGE}{f}({p})" for f, p in found if f in defined):
+            given[index] = names
+    return given
 
 
 def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None) -> dict[int, frozenset[str]]:

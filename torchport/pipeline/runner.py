@@ -8,7 +8,6 @@ files still pending are retried one per process, so the culprit is found and rep
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import multiprocessing
@@ -33,7 +32,7 @@ from torchport.pipeline.engine import (
 )
 from torchport.pipeline.files import Found
 from torchport.pipeline.notebooks import is_notebook, read_notebook
-from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, KEPT_AMP, STORAGE, FileResult
+from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, KEPT_AMP, FileResult
 from torchport.style import style_for
 
 # progress(total) -> a context manager giving advance(); see report.progress_bar.
@@ -192,7 +191,7 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
             _again(results, told, settings, jobs, cache)
             return
     gates = programs.gate_users(results)
-    for index, names in _storage_handlers(results).items():  # `.cuda()` on a storage another module hands on
+    for index, names in programs.storage_gates(results).items():  # `.cuda()` on a storage another module hands on
         gates[index] = gates.get(index, frozenset()) | names
     _again(results, {index: Directive(gates=names) for index, names in gates.items()}, settings, jobs, cache)
     holds = project.holds(results)
@@ -228,27 +227,6 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
         cache.put_decisions(project_key, {results[i].display: json.dumps([d.hold, d.avoid_mps, sorted(d.gates),
                                                                           d.reached, sorted(d.unused)])
                                           for i, d in final.items()})
-
-
-def _storage_handlers(results: list[FileResult]) -> dict[int, frozenset[str]]:
-    """The modules with a function that a ``map_location`` function of another module hands its storage to
-    (`torchport.model.checkpoints.storage_parameters`) and that call ``.cuda(``: index -> their `STORAGE` gates."""
-    if not any("map_location" in (r.original or "") and "lambda" in (r.original or "") for r in results):
-        return {}
-    from torchport.model.checkpoints import storage_parameters
-    from torchport.pipeline.project import parse
-
-    trees = {i: tree for i, r in enumerate(results) if r.path.suffix == ".py" and (
-        "map_location" in (r.original or "") or ".cuda(" in (r.original or "")) and (tree := parse(r.original))}
-    found = storage_parameters(trees.values())
-    given: dict[int, frozenset[str]] = {}
-    for index, tree in trees.items():
-        if ".cuda(" not in (results[index].original or ""):
-            continue
-        defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        if names := frozenset(f"{STORAGE}{f}({p})" for f, p in found if f in defined):
-            given[index] = names
-    return given
 
 
 def _directive(text: str) -> Directive:

@@ -437,18 +437,22 @@ def _bound_by_failing_import(tree: ast.Module, package: str | None) -> dict[str,
     found: dict[str, str] = {}
     for statement in tree.body:
         if not (isinstance(statement, ast.Try) and statement.handlers) or any(
-                raises_again(h.body) or any(isinstance(n, (ast.Import, ast.ImportFrom, ast.Assign,
-                                                                      ast.AnnAssign, ast.AugAssign, ast.Global))
-                                                      for n in ast.walk(h)) for h in statement.handlers):
+                raises_again(h.body) or _binds(h) for h in statement.handlers):
             continue
         for node in statement.body:
             if isinstance(node, (ast.Import, ast.ImportFrom)) and (why := next(
                     (w for name in _absolute_imports(node, package) if (w := cuda_only_import(name))), None)):
                 found.update({(a.asname or a.name).split(".")[0]: why for a in node.names})
     if found:  # bound again elsewhere: another way there
-        found = {name: why for name, why in found.items() if sum(
-            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(tree)) == 0}
+        stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        found = {name: why for name, why in found.items() if name not in stored}
     return found
+
+
+def _binds(handler: ast.ExceptHandler) -> bool:
+    """Whether an ``except`` block binds or imports anything (a fallback in the import's place)."""
+    return any(isinstance(n, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Global))
+               for n in ast.walk(handler))
 
 
 def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mapping[str, frozenset[str]],

@@ -61,6 +61,12 @@ def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
         whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
 
 
+def not_cpu(left: cst.BaseExpression) -> cst.Comparison:
+    """``left != "cpu"``: a device type that is an accelerator's (``x.device.type``, ``tp.device_type()``)."""
+    return cst.Comparison(left=left, comparisons=[
+        cst.ComparisonTarget(operator=cst.NotEqual(), comparator=cst.SimpleString('"cpu"'))])
+
+
 def call_name(func: cst.BaseExpression) -> str:
     """The name a call's ``func`` ends in: ``print`` for ``print``, ``warn`` for ``warnings.warn``, else ``""``."""
     if isinstance(func, cst.Attribute):

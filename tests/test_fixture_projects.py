@@ -497,6 +497,7 @@ def test_mixed_precision_only_a_cuda_device_option_reaches_stays_cudas(tmp_path:
     assert 'default=tp.available_device_str(0))' in train
     assert "else torch.cuda.amp.autocast(dtype=dtype)\n" in train
     assert 'scaler = torch.cuda.amp.GradScaler(enabled=(args.dtype == "float16"))\n' in train
+    assert "0 file(s) changed" in _apply(folder)  # a second run changes nothing
     done = _run(folder, "train.py")
     assert done.returncode == 0 and "loss torch.float32" in done.stdout, done.stderr
 
@@ -530,5 +531,6 @@ def test_a_storage_another_module_hands_to_a_helper_is_moved_by_keyword(tmp_path
     folder = _ported("storage_handed", tmp_path)
     assert "    return args.to(device=tp.device())\n" in (folder / "core" / "util.py").read_text()
     assert "weights = set_gpu(torch.ones(2))" in (folder / "train.py").read_text()
+    assert "0 file(s) changed" in _apply(folder)  # a second run changes nothing
     done = _run(folder, "train.py")  # `storage.to(tp.device())` raised a TypeError on every backend
     assert done.returncode == 0 and "loaded 2.0" in done.stdout, done.stderr

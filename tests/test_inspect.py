@@ -337,7 +337,9 @@ SEED_EAGER = [("one", (4,)), ("tagged", "inspect"), ("phased", "fwd"), ("phased"
               ("phased", "bwd"), ("tagged", "inspect"), ("one", (4,))]  # g, inspect, a
 
 
-@pytest.mark.parametrize("backend", [None, "eager", "aot_eager", "inductor"])
+# inductor by hand (-m slow): it compiles C++ for seconds, and test_compiled_fullgraph_matches_eager_without_graph_break
+# runs inductor's graphs in the default run
+@pytest.mark.parametrize("backend", [None, "eager", "aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
 def test_seed_usage_eager_and_compiled(backend, capsys):
     fn = _seed_program if backend is None else torch.compile(_seed_program, backend=backend, fullgraph=True)
     torch._dynamo.reset()

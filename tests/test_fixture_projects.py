@@ -534,3 +534,22 @@ def test_a_storage_another_module_hands_to_a_helper_is_moved_by_keyword(tmp_path
     assert "0 file(s) changed" in _apply(folder)  # a second run changes nothing
     done = _run(folder, "train.py")  # `storage.to(tp.device())` raised a TypeError on every backend
     assert done.returncode == 0 and "loaded 2.0" in done.stdout, done.stderr
+
+
+def test_a_program_that_imports_what_torch_lacks_is_left_whole_and_its_neighbour_ported(tmp_path: Path) -> None:
+    """old_torch: train.py reaches data.py, which imports PyTorch 0.4's private ``_DataLoaderIter``: it runs on no
+    device, so both stay byte-identical, with R25 and the import's line. evaluate.py's ``torch._six`` import has an
+    ``except ImportError`` way around it: it is ported and runs on the CPU."""
+    folder = _ported("old_torch", tmp_path)
+    for name in ("train.py", "data.py"):
+        assert (folder / name).read_text() == (PROJECTS / "old_torch" / name).read_text()
+    assert (folder / "evaluate.py").read_text() != (PROJECTS / "old_torch" / "evaluate.py").read_text()
+    assert _run(folder, "evaluate.py").returncode == 0
+    done = CliRunner().invoke(app, ["migrate", str(folder), "--output-format", "concise", "--no-cache"])
+    assert "data.py:7:1: TP110 1 rewrite(s) not made: [R25 runs-nowhere]" in done.output
+    listed = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
+    found = {p["path"]: p for p in json.loads(listed.stdout)["programs"]}
+    assert found["train.py"]["runs_on"] == []
+    assert {(b["target"], b["path"], b["line"]) for b in found["train.py"]["blockers"]} == {
+        (target, "data.py", 3) for target in ("mps", "xpu", "cpu")}
+    assert found["evaluate.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]

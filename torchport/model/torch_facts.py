@@ -439,6 +439,9 @@ def words(*roles: str) -> tuple[str, ...]:
 
 # Text the rules search a module's source (or a name) for: name -> (regular expression, why).
 TEXT = {
+    "torch_import": (r"^[ \t]*(?:from[ \t]+(torch(?:\.\w+)*)[ \t]+import[ \t]+\(?[ \t]*([\w \t,]+)|import[ \t]+"
+                     r"(torch\.[\w.]+))",
+                     "an import line of a torch module or name: what it names may be missing from the installed torch"),
     "index_bookkeeping": (r"\.device\.index\b|\.get_device\(\)",
                           "a module that reads tensors' device indices keys data by them: off CUDA they are None"),
     "other_backend_module": (r"^torch\.(?:backends\.mps|mps|xpu|accelerator|npu|hpu|mlu|musa)\b|"

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from torchport import __version__
 from torchport.config import Settings
+from torchport.model import installed
 from torchport.results import Diagnostic, FileResult
 
 ENV_VAR = "TORCHPORT_CACHE_DIR"
@@ -43,6 +44,8 @@ def fingerprint() -> str:
         version = Path(folder) / "_version.py"
         if version.is_file():
             digest.update(b"libcst " + version.read_bytes())
+    # which torch modules and names exist decides whether a program runs at all (`torchport.model.installed`)
+    digest.update(f"torch {installed.version()}\n".encode())
     package = Path(__file__).parent.parent
     # An editable install changes rules without changing the version: hash their source too.
     sources = [*package.rglob("codemods/**/*.py"), *package.glob("style/*.py"), *package.glob("emit/*.py"),

@@ -35,7 +35,7 @@ from torchport.codemods.analysis.programs import (
     is_script,
     parameters,
 )
-from torchport.model import torch_facts
+from torchport.model import installed, torch_facts
 from torchport.model.torch_facts import RAISES_OFF_CUDA, text
 from torchport.pipeline.engine import STILL_STOPS
 from torchport.pipeline.notebooks import SUFFIX, locate
@@ -76,6 +76,7 @@ _GATE_LOOSE = (torch_facts.text("gate_asks_loose"), torch_facts.text("gate_stops
 # The tags of `codemods.core.reasons` the program-level decisions cite (a test ties them): the reasons load no rule,
 # but the warm path needs only their tags.
 CUDA_ONLY_LIBRARY_TAG = "[R07 cuda-only-library]"  # CUDA_ONLY_LIBRARY
+RUNS_NOWHERE_TAG = "[R25 runs-nowhere]"  # reasons.RUNS_NOWHERE
 FAKES_CUDA_TAG = "[R08 fakes-cuda]"  # FAKES_CUDA
 CUDA_ONLY_TAG = "[R01 cuda-only]"  # CUDA_ONLY
 # Text of a module that places data on a device itself.
@@ -146,7 +147,7 @@ class Program:
 
     def verdict(self, every: bool = False) -> str:
         """One line: where it runs, and why not elsewhere (the first blocker per target, or ``every`` one)."""
-        return "; ".join([f"runs on {', '.join(self.runs_on)}",
+        return "; ".join([f"runs on {', '.join(self.runs_on)}" if self.runs_on else "runs on no device",
                           *(f"not {reason}" for reason in self.reasons(every))])
 
     def as_json(self) -> dict[str, object]:
@@ -314,7 +315,8 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         program.blockers = [b.in_cell(results[shown_index[b.path]]) if b.path.endswith(SUFFIX) else b
                             for b in program.blockers]
         blocked = {b.target for b in program.blockers}
-        program.runs_on = ["cuda", *(t for t in OFF_CUDA if t not in blocked)]
+        nowhere = any(b.reason.endswith(installed.RUNS_NOWHERE) for b in program.blockers)
+        program.runs_on = [*(() if nowhere else ("cuda",)), *(t for t in OFF_CUDA if t not in blocked)]
         made.append(program)
     return sorted(made, key=lambda p: p.path)
 
@@ -444,11 +446,12 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
             reaching.setdefault(index, []).append(program)
     left: dict[int, str] = {}
     for index, reached_by in reaching.items():
-        if results[index].changed and all(p.runs_on == ["cuda"] for p in reached_by):
+        if results[index].changed and all(not set(p.runs_on) - {"cuda"} for p in reached_by):
             first = reached_by[0]
             why = next((r for r in first.reasons() if "cpu" in r.split(": ", 1)[0]), first.reasons()[0])
-            left[index] = (f"only programs that run only on CUDA reach this file ({first.path}: "
-                           f"{why.split(': ', 1)[1]}); it is left as written")
+            left[index] = (f"{RUNS_NOWHERE_TAG} only programs that run on no device reach this file" if all(
+                not p.runs_on for p in reached_by) else "only programs that run only on CUDA reach this file") + (
+                f" ({first.path}: {why.split(': ', 1)[1]}); it is left as written")
     _, project = _model(results)
     for index, result in enumerate(results):  # torch-ngp's gridencoder/grid.py: it builds its extension on import
         if result.changed and index not in left and (need := _needs_cuda_on_import(index, results, project, modules)):
@@ -1487,7 +1490,7 @@ def may_leave(results: Sequence[FileResult]) -> list[FileResult]:
         return []
     extensions = _modules(results)[1] if any(_BUILDS.search(r.original or "") for r in results) else ()
     return [r for r in results if _cuda_only_text(r.original or "")
-            or any(name in (r.original or "") for name in extensions)]
+            or any(name in (r.original or "") for name in extensions) or installed.may_lack(r.original or "")]
 
 
 _CUDA_ONLY: dict[str, bool] = {}
@@ -1516,6 +1519,9 @@ def leave(results: list[FileResult], left: Mapping[int, str], tag: str = CUDA_ON
             continue
         line = min((site.line for site in result.sites), default=1)
         count = sum(result.rewrites.values())
+        if reason.startswith("[R"):  # its own reason (`RUNS_NOWHERE_TAG`)
+            tag, reason = reason.split("] ", 1)
+            tag += "]"
         result.migrated, result.rewrites, result.sites = result.original, {}, []
         note = Diagnostic("TP110", line, 0, f"{count} rewrite(s) not made: {tag} {reason}")
         result.diagnostics = sorted([*result.diagnostics, note], key=lambda d: (d.line, d.column))

@@ -25,7 +25,7 @@ from torchport.codemods.analysis.programs import (
     cuda_only_program,
     raises_again,
 )
-from torchport.model import torch_facts
+from torchport.model import installed, torch_facts
 
 OFF_CUDA = torch_facts.OFF_CUDA
 
@@ -109,8 +109,13 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
     """
     found: list[Requirement] = []
     imports = import_map(tree)
+    handled: set[int] | None = None  # imports in `except ImportError:` handlers, which run only where others fail
     for statement in always_run(tree.body):
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            if (why := installed.lacking(statement)) and id(statement) not in (handled := {
+                    id(s) for n in ast.walk(tree) if isinstance(n, ast.ExceptHandler) for s in ast.walk(n)}
+                    if handled is None else handled):
+                found.append(Requirement(OFF_CUDA, why, statement.lineno))
             for name in _imported(statement) + _relative(statement, extensions):
                 if (why := project_cuda_extension(name, extensions)) is not None:
                     found.append(Requirement(OFF_CUDA, why, statement.lineno))

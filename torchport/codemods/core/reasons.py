@@ -155,11 +155,16 @@ QUIET_OFF_CUDA = Reason(
     "nothing, the counters answer 0) changes nothing that matters off CUDA, and on CUDA a rewrite is the same call.",
     "import torch\ntorch.cuda.empty_cache()\nprint(torch.cuda.max_memory_allocated() / 2**20)\n")
 
+RUNS_NOWHERE = Reason(
+    "R25", "runs-nowhere", "A program that always imports what the installed torch lacks (`torch.utils.ffi`, "
+    "`torch._six`, a private name an older torch had) runs on no device: a port changes nothing anyone can run.",
+    "import torch\nfrom torch.utils.ffi import create_extension\n\nx = torch.ones(2).cuda()\n")
+
 REASONS: tuple[Reason, ...] = (CUDA_ONLY, SEVERAL_BACKENDS, CUDA_GATE, GATE_DEFINITION, CUDA_TEST, CUDA_ONLY_PROGRAM,
                                CUDA_ONLY_LIBRARY, FAKES_CUDA, CUDA_SETTING, DEAD_STORE, SEEDED, MOVES_TOGETHER,
                                HELD_CHOICE, CUDA_QUERY, UNSET_ATTRIBUTE, OLDER_TORCH, INDEX_BOOKKEEPING,
                                CONFIG_DATA, HALF_PORT, SAVED_HERE, EXPECTED_ERROR, HOLDS_NOTHING,
-                               TORCHSCRIPT, QUIET_OFF_CUDA)
+                               TORCHSCRIPT, QUIET_OFF_CUDA, RUNS_NOWHERE)
 BY_ID = {reason.id: reason for reason in REASONS}
 
 

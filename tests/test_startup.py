@@ -31,6 +31,7 @@ WARM_CHECK = {
     "torchport.codemods.analysis.programs",
     "torchport.config", "torchport.emit", "torchport.emit.patterns", "torchport.emit.vendor", "torchport.errors",
     "torchport.model", "torchport.model.torch_facts",  # the program model's decisions come from the cache
+    "torchport.model.installed",  # the cache key holds the installed torch's version
     "torchport.pipeline", "torchport.pipeline.cache", "torchport.pipeline.engine", "torchport.pipeline.files",
     "torchport.pipeline.library", "torchport.pipeline.notebooks", "torchport.pipeline.programs",
     "torchport.pipeline.project",

@@ -355,11 +355,12 @@ def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
 
 
 def _relative(node: ast.Import | ast.ImportFrom, extensions: frozenset[str]) -> list[str]:
-    """The extensions of ``extensions`` a relative import names: human-pose-estimation's ``from .gpu_nms import
-    gpu_nms``, built beside the module that imports it."""
-    if not extensions or not isinstance(node, ast.ImportFrom) or not node.level:
+    """The extensions of ``extensions`` a ``from`` import names: human-pose-estimation's ``from .gpu_nms import
+    gpu_nms``, built beside the module that imports it; Accel-RF's ``from .._C.rep import _ext``, built in a
+    package of its own."""
+    if not extensions or not isinstance(node, ast.ImportFrom):
         return []
-    names = [node.module] if node.module else [alias.name for alias in node.names]
+    names = [*([node.module] if node.module and node.level else []), *(alias.name for alias in node.names)]
     return [name for name in names if name.rsplit(".", 1)[-1] in extensions]
 
 

@@ -587,15 +587,34 @@ def _scripted(m: Migrator, node: cst.FunctionDef | cst.ClassDef) -> bool:
 
 
 def _handed_to_script(m: Migrator) -> frozenset[str]:
-    """Names of the module's functions it scripts by a call: ``torch.jit.script(fused_gelu)``."""
+    """Names of the module's functions TorchScript compiles without a decorator of their own: those it scripts by a
+    call (``torch.jit.script(fused_gelu)``), and those a scripted function calls, which TorchScript compiles with it
+    (Accel-RF's ``get_error_bound``, called by its ``@torch.jit.script`` ``error_bound_sampling_update``)."""
     found = m.shared.scripted
     if found is None:
-        found = m.shared.scripted = frozenset(
-            node.args[0].id for node in ast.walk(m.syntax) if isinstance(node, ast.Call) and node.args
-            and isinstance(node.args[0], ast.Name) and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "script" and ast.unparse(node.func).endswith("jit.script")
-        ) if m.syntax is not None else frozenset()
+        found = m.shared.scripted = _compiled_with(m.syntax) if m.syntax is not None else frozenset()
     return found
+
+
+def _compiled_with(tree: ast.Module) -> frozenset[str]:
+    """`_handed_to_script` of ``tree``: the module-level functions TorchScript compiles, the decorated ones not
+    counted unless another scripted one calls them."""
+    functions = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef)}
+    ends = tuple(".".join(name.split(".")[-2:]) for name in _SCRIPTING)
+    roots = [s for s in functions.values() if any(
+        ast.unparse(d.func if isinstance(d, ast.Call) else d).endswith(ends) for d in s.decorator_list)]
+    handed = {node.args[0].id for node in ast.walk(tree) if isinstance(node, ast.Call) and node.args
+              and isinstance(node.args[0], ast.Name) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "script" and ast.unparse(node.func).endswith("jit.script")}
+    compiled = set(handed)
+    todo = [*roots, *(functions[name] for name in handed if name in functions)]
+    while todo:
+        for node in ast.walk(todo.pop()):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions \
+                    and node.func.id not in compiled:
+                compiled.add(node.func.id)
+                todo.append(functions[node.func.id])
+    return frozenset(compiled)
 
 
 def _if_chain(node: cst.If) -> list[cst.If]:

@@ -1128,6 +1128,32 @@ def test_a_demo_main_block_of_an_imported_module_gets_the_call_first_in_it(tmp_p
     assert found["arch.py"]["runs_on"] == found["train.py"]["runs_on"] == ["cuda", "cpu"]
 
 
+def test_a_demo_main_function_only_the_main_block_calls_gets_the_call_in_the_block(tmp_path: Path) -> None:
+    """myria3d's pyg_randla_net.py: the demo's device choice is in a `main()` only its `__main__` block calls, and
+    its test calls torch_scatter (kernels for the CPU and CUDA alone). The choice becomes the runtime's, so the call
+    goes first in the block. A `main` another module calls is no demo's alone: there it goes nowhere in arch.py."""
+    demo = ("import torch\nfrom torch_scatter import scatter\n\n\nclass Net(torch.nn.Module):\n"
+            "    def forward(self, x):\n        return x * 2\n\n\ndef main():\n"
+            "    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "    model = Net().to(device)\n\n"
+            "    def test():\n        out = model(torch.rand(8, 3).to(device))\n"
+            "        return scatter(out, torch.zeros(8, dtype=torch.long, device=device), dim=0, reduce='mean')\n\n"
+            "    print(test())\n\n\nif __name__ == '__main__':\n    main()\n")
+    _applied(tmp_path, {"arch.py": demo, "train.py": "import torch\nfrom arch import Net\n\nmodel = Net().cuda()\n"
+                                                     "print(model(torch.rand(8, 3).cuda()))\n"})
+    call = "tp.keep_cuda_or_cpu(\"a compiled extension's kernels (`torch_scatter.scatter`: the CPU's and CUDA's " \
+           "alone), arch.py:16\")"
+    arch = (tmp_path / "arch.py").read_text()
+    assert "    device = tp.available_device()\n" in arch
+    assert f"if __name__ == '__main__':\n    {call}\n    main()\n" in arch
+    again = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--check"])
+    assert again.exit_code == 0, again.output  # a second run changes nothing
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    _applied(shared, {"arch.py": demo, "run.py": "from arch import main\n\nmain()\n"})
+    assert "keep_cuda_or_cpu" not in (shared / "arch.py").read_text()
+
+
 def test_the_call_goes_above_an_import_whose_availability_choice_picks_the_device(tmp_path: Path) -> None:
     """VAR's dist.py: `__device = 'cuda' if torch.cuda.is_available() else 'cpu'` at its top level becomes the
     runtime's choice, made when train.py imports it: `tp.avoid_mps` must come before that import, or the pick is

@@ -652,12 +652,29 @@ def _main_blocks(tree: ast.Module) -> list[tuple[int, int]]:
     return [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
 
 
+def _script_blocks(tree: ast.Module) -> list[tuple[int, int]]:
+    """`_main_blocks`, and the module's functions that only they call (myria3d's demo ``main()``, which picks its
+    device): what runs only where the module is the program."""
+    blocks = _main_blocks(tree)
+    inside = [n for s in tree.body if isinstance(s, ast.If) and is_main(s.test) for n in ast.walk(s)]
+    called = {n.func.id for n in inside if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    functions = [s for s in tree.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name in called]
+    if not functions:
+        return blocks
+    named = {id(n) for n in inside}  # a name read anywhere else (a call, a callback, `__all__`) is no demo's alone
+    elsewhere = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in named} | {
+        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return blocks + [(s.lineno, s.end_lineno or s.lineno) for s in functions if s.name not in elsewhere]
+
+
 def _moves_in_main(result: FileResult) -> bool:
-    """Whether a rewrite of ``result`` that sends data to the runtime's device (``facts["moves"]``, original lines)
-    lies in one of its ``if __name__ == "__main__":`` blocks."""
+    """Whether a rewrite of ``result`` that sends data to the runtime's device or picks it (``facts["moves"]``,
+    ``facts["choices"]``: original lines) lies in one of its ``if __name__ == "__main__":`` blocks or what only they
+    call (`_script_blocks`)."""
     tree = parse(result.original)
-    blocks = _main_blocks(tree) if tree is not None else []
-    return any(first <= line <= last for first, last in blocks for line in result.facts.get("moves", ()))
+    blocks = _script_blocks(tree) if tree is not None else []
+    return any(first <= line <= last for first, last in blocks
+               for line in (*result.facts.get("moves", ()), *result.facts.get("choices", ())))
 
 
 def _moves_outside_main(result: FileResult) -> bool:

@@ -553,3 +553,16 @@ def test_a_program_that_imports_what_torch_lacks_is_left_whole_and_its_neighbour
     assert {(b["target"], b["path"], b["line"]) for b in found["train.py"]["blockers"]} == {
         (target, "data.py", 3) for target in ("mps", "xpu", "cpu")}
     assert found["evaluate.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
+def test_an_exit_without_cuda_goes_where_the_rest_of_the_program_ports(tmp_path: Path) -> None:
+    """exit_gate (PC-DARTS): train.py's `if not torch.cuda.is_available(): logging.info(...); sys.exit(1)` goes
+    (TP009, as an assert would) and the program trains on the CPU; bench.py's exit guards CUDA graphs, which nothing
+    off CUDA has: it stays byte-identical. A second --apply changes nothing."""
+    folder = _ported("exit_gate", tmp_path)
+    assert "is_available" not in (folder / "train.py").read_text()
+    assert (folder / "bench.py").read_text() == (PROJECTS / "exit_gate" / "bench.py").read_text()
+    done = _run(folder, "train.py")
+    assert done.returncode == 0 and done.stdout.startswith("loss "), done.stderr
+    again = CliRunner().invoke(app, ["migrate", str(folder), "--no-cache"])
+    assert again.exit_code == 0 and "0 file(s) would change, 0 rewrite(s)" in again.output, again.output

@@ -52,7 +52,8 @@ def test_the_projects_gates_are_the_same_when_asked_again() -> None:
     from torchport.pipeline import programs
     from torchport.results import FileResult
 
-    gate = "import sys\nimport torch\n\n\ndef need_gpu():\n    if not torch.cuda.is_available():\n        sys.exit(1)\n"
+    gate = ("import sys\nimport torch\n\n\ndef need_gpu():\n    if not torch.cuda.is_available():\n"
+            "        raise SystemExit('needs a GPU')\n")
     results = [FileResult(path=Path("helpers.py"), display="helpers.py", original=gate, migrated=gate)]
     trees = {0: ast.parse(gate)}
     first = programs._project_gates(results, trees)

@@ -22,12 +22,14 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst import matchers
 
+from torchport.codemods.analysis.programs import removable_exit
 from torchport.codemods.analysis.requirements import CUDA_ONLY_APIS, CUDA_ONLY_MODULES, KERNEL_MODULES
 from torchport.codemods.core.base import dotted_name, string_value
 from torchport.codemods.core.rule import Example, Rule
@@ -109,10 +111,28 @@ _CUDA_ONLY_NAMES = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in (*CUDA_O
                                                   if n != "cuda") + r")\b|\b(?:from|import)\s+cuda\b")
 
 
+def removable_exit_gate(m: Migrator, node: cst.If) -> bool:
+    """``if not torch.cuda.is_available():`` that only reports and exits (`analysis.programs.removable_exit`), being
+    visited: TP009 removes it by default, as `removable_assert` an assert, outside tests, before no CUDA-only
+    library in its block, in a function that does not ask CUDA again."""
+    if m.syntax is None or "exit" not in m.source:
+        return False
+    line = m.start(node).line
+    syntax = next((n for n in ast.walk(m.syntax) if isinstance(n, ast.If) and n.lineno == line), None)
+    if syntax is None or not removable_exit(syntax):
+        return False
+    if any(root in _TEST_MODULES for root in (name.split(".", 1)[0] for name in m.imports)):
+        return False
+    if any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) and a.name.value.lower().startswith("test")
+           for a in m.ancestors):
+        return False
+    return not _guards_cuda_only_code(m) and not _asked_again(m)
+
+
 def _guards_cuda_only_code(m: Migrator) -> bool:
-    """Whether the statements after the assert being visited, in its block, name a CUDA-only library (``assert
-    torch.cuda.is_available(), 'CUDA required for APEX'`` then apex): the assert is that code's clear error."""
-    statement = next((a for a in reversed(m.ancestors) if isinstance(a, cst.SimpleStatementLine)), None)
+    """Whether the statements after the assert (or exit gate) being visited, in its block, name a CUDA-only library
+    (``assert torch.cuda.is_available(), 'CUDA required for APEX'`` then apex): it is that code's clear error."""
+    statement = next((a for a in reversed(m.ancestors) if isinstance(a, (cst.SimpleStatementLine, cst.If))), None)
     block = next((a for a in reversed(m.ancestors) if isinstance(a, (cst.IndentedBlock, cst.Module))), None)
     if statement is None or block is None:
         return False
@@ -125,11 +145,14 @@ class GpuRequiredAssert(Rule):
     code = "TP009"
     moves_data = False
     name = "gpu-required-assert"
-    summary = ("An assert that CUDA is there (`assert torch.cuda.is_available()`, a GPU count) stops every run off "
-               "CUDA; the fix removes it.")
+    summary = ("An assert that CUDA is there (`assert torch.cuda.is_available()`, a GPU count), or an `if not "
+               "torch.cuda.is_available():` that only reports and exits, stops every run off CUDA; the fix removes "
+               "it.")
     before, after = "assert torch.cuda.is_available()", "(removed)"
     safety = "unsafe"
-    safety_note = ("Applied by default to `assert torch.cuda.is_available()` outside tests where no CUDA-only library "
+    safety_note = ("Applied by default to `assert torch.cuda.is_available()`, and to an `if not "
+                   "torch.cuda.is_available():` whose body only prints or logs and then exits (`sys.exit`), outside "
+                   "tests where no CUDA-only library "
                    "(apex, triton, ...) follows it in its block. An assert that counts GPUs (`device_count() > rank`), "
                    "a test's assert, one before CUDA-only code, or one in a function that asks CUDA again after it is "
                    "removed only with --unsafe-fixes (else reported).")
@@ -147,6 +170,15 @@ class GpuRequiredAssert(Rule):
         # The clear error of CUDA-only code that follows it.
         Example("import torch\n\n\ndef fused(name):\n    assert torch.cuda.is_available(), 'CUDA required for APEX'\n"
                 "    import apex\n    return apex.optimizers.FusedAdam\n"),
+        # A script's own exit without CUDA (PC-DARTS): it only reports and exits, as an assert would.
+        Example("import logging\nimport sys\nimport torch\n\n\ndef main():\n    # a GPU is required\n"
+                "    if not torch.cuda.is_available():\n        logging.info('no gpu device available')\n"
+                "        sys.exit(1)\n    model = torch.nn.Linear(2, 2)\n",
+                "import logging\nimport sys\nimport torch\n\n\ndef main():\n    # a GPU is required\n"
+                "    model = torch.nn.Linear(2, 2)\n"),
+        # A raise is an error a caller may catch, or a library's own statement that it needs CUDA: it stays.
+        Example("import torch\n\n\ndef train():\n    if not torch.cuda.is_available():\n"
+                "        raise NotImplementedError('Training on CPU is not supported')\n"),
         # It checks a device the user asked for; the function asks CUDA again, so without it, it would fall back.
         Example("import torch\n\n\ndef select_device(device=''):\n    if device:\n"
                 "        assert torch.cuda.is_available(), f'invalid device {device} requested'\n"
@@ -159,6 +191,20 @@ class GpuRequiredAssert(Rule):
         if call is not None:
             m.mark_handled(call)
             m.store(self)[id(node)] = True
+
+    def visit_If(self, m: Migrator, node: cst.If) -> None:
+        if removable_exit_gate(m, node):  # decided here, where its block and function are known
+            call = _mentions_gpu_test(m, node.test)
+            if call is not None:
+                m.mark_handled(call)
+            m.store(self)[("exit", id(node))] = True
+
+    def leave_If(self, m: Migrator, original: cst.If, updated: cst.If) -> cst.SimpleStatementLine | None:
+        if m.store(self).pop(("exit", id(original)), False) and m.apply(self.code, original, safe=True):
+            marker = cst.SimpleStatementLine([cst.Pass()], leading_lines=original.leading_lines)
+            m.store(self)[("removed", id(marker))] = True  # the block drops it below, keeping its comments
+            return marker
+        return None
 
     def _strip(self, m: Migrator, body: list[cst.BaseStatement]) -> tuple[list, list[cst.EmptyLine], bool]:
         """Drop the statements that are only a removed assert; their comments go to the next statement."""
@@ -174,6 +220,11 @@ class GpuRequiredAssert(Rule):
                     carried.append(cst.EmptyLine(indent=True, comment=comment))
                 changed = True
                 continue
+            if changed and not out:  # what was first in the block went: no blank line opens the block now
+                own = list(statement.leading_lines)  # type: ignore[attr-defined]
+                while own and own[0].comment is None:
+                    own.pop(0)
+                statement = statement.with_changes(leading_lines=own)  # type: ignore[attr-defined]
             if carried:
                 statement = statement.with_changes(  # every concrete statement node has leading_lines
                     leading_lines=[*carried, *statement.leading_lines])  # type: ignore[attr-defined]

@@ -395,9 +395,10 @@ def _guard_for_nothing(lines: set[int], guards: Sequence[ast.If], runs: dict[int
 
 
 def _removes_assert(old: Sequence[str], new: Sequence[str]) -> bool:
-    """Whether a hunk takes out an ``assert`` (TP009's CUDA assert) and writes none in its place."""
-    return any(line.lstrip().startswith("assert ") for line in old) and not any(
-        line.lstrip().startswith("assert ") for line in new)
+    """Whether a hunk takes out a gate (TP009's CUDA ``assert``, or its ``if not torch.cuda.is_available():`` that
+    exits) and writes none in its place."""
+    return any(line.lstrip().startswith(("assert ", "if ")) for line in old) and not any(
+        line.lstrip().startswith(("assert ", "if ")) for line in new)
 
 
 def _opens_cuda(lines: set[int], guards: Sequence[ast.If], runtime: frozenset[str]) -> ast.Constant | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from torchport.codemods.analysis.programs import call_name, cuda_call, is_main
+from torchport.codemods.analysis.programs import call_name, cuda_call, is_main, removable_exit
 from torchport.model import torch_facts
 
 # Text a gate's module holds: a module without it defines none (and is not walked).
@@ -107,7 +107,7 @@ def _gates(node: ast.AST, known: dict[str, int],
                     call_name(inner) in _SKIPS and any(_asks(a, flags) for a in (*inner.args,
                                                                                  *(k.value for k in inner.keywords)))):
                 return True
-        elif isinstance(inner, ast.If) and _asks(inner.test, flags) and any(
+        elif isinstance(inner, ast.If) and _asks(inner.test, flags) and not removable_exit(inner) and any(
                 isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and call_name(n) in _SKIPS)
                 for branch in (inner.body, inner.orelse) for statement in branch for n in ast.walk(statement)) and (
                 reached is None or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or nested(inner)
@@ -137,7 +137,7 @@ def exits_without_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool
     for node in _unconditional(function.body):
         if not isinstance(node, ast.If):
             continue
-        if _negated_query(node.test) and _stops(node.body):
+        if _negated_query(node.test) and _stops(node.body) and not removable_exit(node):
             return True
         branch: ast.If = node
         while branch.orelse and len(branch.orelse) == 1 and isinstance(branch.orelse[0], ast.If):

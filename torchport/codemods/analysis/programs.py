@@ -235,6 +235,25 @@ def availability_assert(node: ast.Assert) -> bool:
     return cuda_call(node.test, "is_available")
 
 
+_MESSAGES = frozenset(torch_facts.words("message_call"))
+
+
+def removable_exit(node: ast.If) -> bool:
+    """``if not torch.cuda.is_available():`` with no ``else``, whose body only reports (``print``, logging) and then
+    ends the process (``sys.exit``, ``exit``, ``os._exit``): like ``assert torch.cuda.is_available()``, it stops the
+    program only where CUDA is not, so a port removes it (TP009) where the rest of the program ports (PC-DARTS'
+    ``logging.info('no gpu device available')`` / ``sys.exit(1)``). A ``raise`` (an error a caller may catch, a
+    library's own statement that it needs CUDA), a skip, or a body that does other work stays."""
+    test = node.test
+    if node.orelse or not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+                           and cuda_call(test.operand, "is_available")):
+        return False
+    *said, last = node.body
+    return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and call_name(last.value) in (
+        "exit", "_exit") and all(isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+                                 and call_name(s.value) in _MESSAGES for s in said)
+
+
 def cuda_predicates(module: ast.Module) -> frozenset[str]:
     """The module's functions that answer whether CUDA is there, read from what they return: each ``return`` gives a
     CUDA query, a flag assigned from one, or a test of them (``return has_cuda and gpu_count >= min_gpus``); never a
@@ -270,7 +289,8 @@ def cuda_only_program(module: ast.Module, predicates: frozenset[str] = frozenset
     predicates = predicates | cuda_predicates(module) if defined else predicates
     top = _Flags(module.body, predicates)
     for statement in module.body:
-        if isinstance(statement, ast.If) and top.negated(statement.test) and _exits(statement.body):
+        if isinstance(statement, ast.If) and top.negated(statement.test) and _exits(statement.body) \
+                and not removable_exit(statement):
             return statement.lineno
         if not (isinstance(statement, ast.If) and is_main(statement.test)):
             continue
@@ -278,7 +298,7 @@ def cuda_only_program(module: ast.Module, predicates: frozenset[str] = frozenset
         for inner in statement.body:
             if isinstance(inner, ast.Assert) and flags.detects(inner.test) and not availability_assert(inner):
                 return inner.lineno
-            if isinstance(inner, ast.If) and flags.negated(inner.test) and (
+            if isinstance(inner, ast.If) and flags.negated(inner.test) and not removable_exit(inner) and (
                     _exits(inner.body) or (inner.orelse and not _calls_any(inner.body, defined))):
                 return inner.lineno
             if _calls_any([inner], defined):

@@ -224,7 +224,7 @@ class GpuRequiredAssert(Rule):
                 own = list(statement.leading_lines)  # type: ignore[attr-defined]
                 while own and own[0].comment is None:
                     own.pop(0)
-                statement = statement.with_changes(leading_lines=own)  # type: ignore[attr-defined]
+                statement = statement.with_changes(leading_lines=own)
             if carried:
                 statement = statement.with_changes(  # every concrete statement node has leading_lines
                     leading_lines=[*carried, *statement.leading_lines])  # type: ignore[attr-defined]

@@ -77,7 +77,7 @@ def test_a_guarded_import_blocks_nothing() -> None:
 
 
 def test_a_cuda_gate_counts_only_in_the_entry_point() -> None:
-    source = "import sys\nimport torch\nif not torch.cuda.is_available():\n    sys.exit(1)\n"
+    source = "import sys\nimport torch\nif torch.cuda.device_count() < 2:\n    sys.exit(1)\n"
     tree = ast.parse(source)
     assert requirements(tree, source) == []
     assert [r.line for r in requirements(tree, source, entry=True)] == [3]
@@ -961,11 +961,12 @@ def test_a_relative_import_of_an_extension_built_for_cuda_alone_needs_cuda() -> 
     assert requirements(ast.parse(source), source) == []
 
 
-@pytest.mark.parametrize(("setup", "gets_it"), [
+@pytest.mark.parametrize(("setup", "first"), [
     ("", True),  # reid-strong-baseline's tools/train.py: a package of the repository, run as a script
-    ("from setuptools import setup\n\nsetup(name='tools', packages=['tools', 'lib'])\n", False),  # installed
+    # installed: a module others may import, whose `main()` only its `__main__` block calls: the call goes there
+    ("from setuptools import setup\n\nsetup(name='tools', packages=['tools', 'lib'])\n", False),
 ])
-def test_a_script_in_a_package_no_metadata_installs_gets_avoid_mps(tmp_path: Path, setup: str, gets_it: bool) -> None:
+def test_a_script_in_a_package_no_metadata_installs_gets_avoid_mps(tmp_path: Path, setup: str, first: bool) -> None:
     _write(tmp_path, {  # the blocker in another module: the project pass decides the call
         "lib/__init__.py": "",
         "lib/data.py": "import torch\n\n\ndef make():\n    return torch.zeros(2, dtype=torch.float64).cuda()\n",
@@ -978,8 +979,11 @@ def test_a_script_in_a_package_no_metadata_installs_gets_avoid_mps(tmp_path: Pat
         **({"setup.py": setup} if setup else {}),
     })
     migrated = _migrated(tmp_path)
-    assert ("TP019" in {r["code"] for r in migrated["tools/train.py"]["rewrites"]}) is gets_it
+    assert "TP019" in {r["code"] for r in migrated["tools/train.py"]["rewrites"]}
     assert "TP019" not in {r["code"] for r in migrated["tools/worker.py"]["rewrites"]}
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache"])
+    assert ("\n+tp.avoid_mps(" in done.output) is first, done.output  # after the imports
+    assert (" if __name__ == '__main__':\n+    tp.avoid_mps(" in done.output) is not first, done.output
 
 
 def test_a_program_that_calls_functional_data_parallel_runs_only_on_cuda_and_is_left_whole(tmp_path: Path) -> None:

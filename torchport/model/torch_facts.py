@@ -510,8 +510,7 @@ TEXT = {
     "group_source": (r"\b(?:init_process_group|DistributedDataParallel|FullyShardedDataParallel)\b",
                      "a module that makes a process group or wraps a model for one"),
     "indexed_cuda_literal": (r"[rRuU]?(['\"])cuda:\d+\1", "a CUDA device with an index, as a string literal"),
-    "cuda_only_text": (r"\b(?:triton|apex|flash_attn|xformers|bitsandbytes|transformer_engine|megatron|msamp|isaacgym|"
-                       r"pynvml|cupy|pycuda|tensorrt|torch2trt|polygraphy|from cuda import|import cuda|"
+    "cuda_only_text": (r"\b(?:{libraries}|from cuda import|import cuda|"
                        r"import\s+\w+_cuda|from\s+\w+_cuda\s+import|import_module\(\s*[\"']\w+_cuda|"
                        r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
                        r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
@@ -550,8 +549,10 @@ TEXT = {
 
 @functools.cache
 def text(name: str) -> re.Pattern[str]:
-    """The compiled pattern `TEXT` names ``name``."""
-    return re.compile(TEXT[name][0])
+    """The compiled pattern `TEXT` names ``name`` (``{libraries}`` in it: the names of `CUDA_LIBRARIES`, bar the
+    bare ``cuda``, which the pattern spells as imports)."""
+    libraries = "|".join(re.escape(n) for n in sorted(CUDA_LIBRARIES, key=len, reverse=True) if n != "cuda")
+    return re.compile(TEXT[name][0].replace("{libraries}", libraries))
 
 
 class Library(NamedTuple):
@@ -579,6 +580,8 @@ CUDA_LIBRARIES = {
     "polygraphy": Library(False),
     "cuda": Library(False), "megatron": Library(False), "msamp": Library(False),
     "isaacgym": Library(False), "triton": Library(True),
+    # spikingjelly's CUDA neurons: `cext` imports its compiled `_C_neuron`, built for CUDA alone
+    "spikingjelly.cext": Library(False),
 }
 _CUDA = "torch.cuda."
 # Options of loaders that load a model through a CUDA-only library when true (transformers' `from_pretrained` and

@@ -32,6 +32,7 @@ from torchport.codemods.analysis.programs import (
     CUDA_ONLY_TEXT,
     arguments,
     closed_functions,
+    cuda_call,
     cuda_only_program,
     parameters,
     removable_exit,
@@ -358,7 +359,27 @@ def _sizing(m: Migrator) -> frozenset[str]:
             values += [*node.args, *(k.value for k in node.keywords)]
         for value in values:
             found.update(ast.unparse(n) for n in ast.walk(value) if isinstance(n, (ast.Name, ast.Attribute)))
-    return frozenset(found)
+    return frozenset(found | _factors(m.syntax))
+
+
+def _factors(tree: ast.Module) -> set[str]:
+    """The names assigned ``torch.cuda.device_count()`` and read only as a factor of work per device
+    (``args.chunk * n_gpus``), a keyword's value or another name's value: one device off CUDA, as
+    ``tp.process_count()`` answers, where CUDA's count of 0 made the work empty (Accel-RF's run_nerf.py: a chunk of
+    0). A count also read as a condition, a comparison or a positional argument (``range(n_gpus)``) is none."""
+    counted = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and cuda_call(node.value, "device_count")
+               for t in node.targets if isinstance(t, ast.Name)}
+    if not counted:
+        return set()
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    reads: dict[str, list[bool]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in counted and isinstance(node.ctx, ast.Load):
+            parent = parents.get(id(node))
+            reads.setdefault(node.id, []).append(
+                isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.FloorDiv, ast.Div))
+                or isinstance(parent, ast.keyword) or isinstance(parent, ast.Assign) and parent.value is node)
+    return {name for name, scales in reads.items() if all(scales)}
 
 
 def _rank_placement(tree: ast.Module) -> tuple[int, str] | None:

@@ -713,6 +713,32 @@ def test_hidden_gpus_keep_a_program_on_the_cpu_of_a_mac():
     assert run_json("sim_mps_hidden_gpus") == ["mps", "cpu", "cpu", "mps", "mps", "cpu"]
 
 
+script("sim_mps_several_processes", enabled=NO_ACCELERATOR)(
+    """
+    import json, os, torch
+    torch.backends.mps.is_available = lambda: True
+    from torchport import runtime as tp
+    from torchport.runtime import _backend
+    picks = []
+    for world in (None, "1", "2", "x"):
+        _backend._forget()
+        if world is None:
+            os.environ.pop("WORLD_SIZE", None)
+        else:
+            os.environ["WORLD_SIZE"] = world
+        picks.append(str(tp.device(0)))
+    print(json.dumps(picks))
+    """
+)
+
+
+@needs_no_accelerator
+def test_one_of_several_processes_takes_the_cpu_of_a_mac_from_the_start():
+    # dialogue-generation's train.py takes `tp.device(args.local_rank)` before init_process_group: under torchrun on
+    # a Mac that device stayed MPS, and DDP over gloo raised "No backend type associated with device type mps"
+    assert run_json("sim_mps_several_processes") == ["mps", "mps", "cpu", "mps"]
+
+
 def test_avoid_mps_changes_nothing_off_mps(repick):
     before = tp.device()
     tp.avoid_mps("float64")

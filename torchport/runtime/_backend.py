@@ -1,5 +1,6 @@
 """Pick the device lazily, on first use: ``TORCHPORT_DEVICE``, else CUDA > MPS > XPU > CPU (the CPU where
-``CUDA_VISIBLE_DEVICES`` hides every GPU, as it did for the unmigrated program).
+``CUDA_VISIBLE_DEVICES`` hides every GPU, as it did for the unmigrated program; no MPS in one of several processes
+a launcher started, which will join a process group).
 
 Importing the runtime touches no device backend: no ``torch.cuda.is_available()``,
 no CUDA context, so ``import torchport.runtime`` is fork safe. The pick itself is
@@ -127,12 +128,23 @@ def _pick() -> torch.device:
         return _from_env(value)
     if _hides_every_gpu(os.environ.get("CUDA_VISIBLE_DEVICES")):
         return torch.device("cpu")  # the program asked for no GPU (EfficientDet's `num_gpus: 0` sets "-1")
+    several = _one_of_several_processes()
     for kind in _ACCELERATORS:
-        if kind == "mps" and _avoided is not None or kind == "xpu" and _avoided_xpu:
+        if kind == "mps" and (_avoided is not None or several) or kind == "xpu" and _avoided_xpu:
             continue
         if _available(kind):
             return torch.device(kind)
     return torch.device("cpu")
+
+
+def _one_of_several_processes() -> bool:
+    """Whether a launcher started this process as one of several (``WORLD_SIZE`` above 1: torchrun,
+    ``torch.distributed.launch``): they will join a process group, which carries no MPS tensors, so on a Mac the
+    pick is the CPU from the start (a device taken before ``init_process_group`` would stay MPS)."""
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1")) > 1
+    except ValueError:
+        return False
 
 
 def _hides_every_gpu(visible: str | None) -> bool:

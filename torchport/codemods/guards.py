@@ -364,9 +364,10 @@ def _sizing(m: Migrator) -> frozenset[str]:
 
 def _factors(tree: ast.Module) -> set[str]:
     """The names assigned ``torch.cuda.device_count()`` and read only as a factor of work per device
-    (``args.chunk * n_gpus``), a keyword's value or another name's value: one device off CUDA, as
-    ``tp.process_count()`` answers, where CUDA's count of 0 made the work empty (Accel-RF's run_nerf.py: a chunk of
-    0). A count also read as a condition, a comparison or a positional argument (``range(n_gpus)``) is none."""
+    (``args.chunk * n_gpus``), a divisor (``rank % num_gpus``: pysot's local rank), a keyword's value or another
+    name's value: one device off CUDA, as ``tp.process_count()`` answers, where CUDA's count of 0 made the work empty
+    or the division fail (Accel-RF's run_nerf.py: a chunk of 0). A count also read as a condition, a comparison or a
+    positional argument (``range(n_gpus)``) is none."""
     counted = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and cuda_call(node.value, "device_count")
                for t in node.targets if isinstance(t, ast.Name)}
     if not counted:
@@ -377,7 +378,7 @@ def _factors(tree: ast.Module) -> set[str]:
         if isinstance(node, ast.Name) and node.id in counted and isinstance(node.ctx, ast.Load):
             parent = parents.get(id(node))
             reads.setdefault(node.id, []).append(
-                isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.FloorDiv, ast.Div))
+                isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.FloorDiv, ast.Div, ast.Mod))
                 or isinstance(parent, ast.keyword) or isinstance(parent, ast.Assign) and parent.value is node)
     return {name for name, scales in reads.items() if all(scales)}
 

@@ -53,6 +53,7 @@ _FORMS: dict[str, tuple[tuple[int, int], Callable[[int], bool], str]] = {
     "set_device": ((2, 6), lambda n: n == 1,
                    '{t}.get_device_module({D}).set_device({0}) if {D}.type != "mps" else None'),
     "synchronize": ((2, 6), lambda n: n == 0, "{t}.get_device_module({D}).synchronize()"),
+    "init": ((2, 6), lambda n: n == 0, "{t}.get_device_module({D}).init() if {D}.type in " + _INDEXED + " else None"),
     "empty_cache": ((2, 6), lambda n: n == 0,
                     '{t}.get_device_module({D}).empty_cache() if {D}.type != "cpu" else None'),
     "memory_allocated": ((2, 9), lambda n: n <= 1,

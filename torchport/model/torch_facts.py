@@ -142,7 +142,7 @@ CUDA_APIS: dict[str, Api] = {
     "torch.cuda.amp.autocast_mode.custom_fwd": Api("TP022", "torch.amp.custom_fwd", Q, _AMP),
     "torch.cuda.amp.custom_bwd": Api("TP022", "torch.amp.custom_bwd", Q, _AMP),
     "torch.cuda.amp.autocast_mode.custom_bwd": Api("TP022", "torch.amp.custom_bwd", Q, _AMP),
-    "torch.cuda.init": Api(None, None, R, _RAISES),
+    "torch.cuda.init": Api("TP010", "init", R, _DEVICE),
     "torch.cuda.utilization": Api(None, None, R, _RAISES),
     "torch.cuda.CUDAGraph": Api("TP201", None, R, _GRAPHS),
     "torch.cuda.graph": Api("TP201", None, R, _GRAPHS),

@@ -436,6 +436,19 @@ def get_device_capability(device: Device = None) -> tuple[int, int]:
     return (0, 0)
 
 
+def init() -> None:
+    """Initialize the picked backend's state now rather than at its first use; mirrors ``torch.cuda.init``.
+
+    On CUDA: exactly ``torch.cuda.init()``. XPU: ``torch.xpu.init()``. MPS and CPU: nothing (they keep no lazy
+    state to set up), where ``torch.cuda.init()`` raises "Torch not compiled with CUDA enabled".
+    """
+    if _b._CUDA:
+        return torch.cuda.init()
+    if _b._INDEXED:
+        _b._MODULE.init()
+    return None
+
+
 def synchronize(device: Device = None) -> None:
     """Wait for all queued work on the device; mirrors ``torch.cuda.synchronize``.
 

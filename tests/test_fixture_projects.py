@@ -306,12 +306,13 @@ def test_moves_decided_by_data_on_cuda_stay_and_the_program_keeps_the_cpu_on_a_m
 
 
 def test_a_module_only_programs_whose_port_still_stops_reach_is_left_whole(tmp_path: Path) -> None:
-    """UniMatch: every script sets its rank's GPU with `rank % torch.cuda.device_count()` (a division by 0 off CUDA,
-    ported or not), so the process-group helper's backend, which only they reach, is left as written with that
-    reason: nothing of the program changes."""
+    """UniMatch: every script sets its rank's GPU with `rank % num_gpus`, a count the helper also prints, so it stays
+    CUDA's (a division by 0 off CUDA, ported or not; a count read only as a divisor would be the runtime's process
+    count), and the process-group helper's backend, which only they reach, is left as written with that reason:
+    nothing of the program changes."""
     (tmp_path / "dist_helper.py").write_text(
         "import os\nimport torch\nimport torch.distributed as dist\n\n\ndef setup_distributed(backend='nccl'):\n"
-        "    num_gpus = torch.cuda.device_count()\n    rank = int(os.environ['RANK'])\n"
+        "    num_gpus = torch.cuda.device_count()\n    print('GPUs:', num_gpus)\n    rank = int(os.environ['RANK'])\n"
         "    torch.cuda.set_device(rank % num_gpus)\n    dist.init_process_group(backend=backend)\n    return rank\n")
     (tmp_path / "backbone.py").write_text(
         "import torch\n\n\ndef load(path):\n    return torch.load(path)\n")

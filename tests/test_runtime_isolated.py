@@ -727,6 +727,10 @@ script("sim_mps_several_processes", enabled=NO_ACCELERATOR)(
         else:
             os.environ["WORLD_SIZE"] = world
         picks.append(str(tp.device(0)))
+    os.environ["WORLD_SIZE"] = "1"
+    os.environ["TORCHELASTIC_RUN_ID"] = "none"  # torchrun --nproc_per_node 1
+    _backend._forget()
+    picks.append(str(tp.device(0)))
     print(json.dumps(picks))
     """
 )
@@ -736,7 +740,8 @@ script("sim_mps_several_processes", enabled=NO_ACCELERATOR)(
 def test_one_of_several_processes_takes_the_cpu_of_a_mac_from_the_start():
     # dialogue-generation's train.py takes `tp.device(args.local_rank)` before init_process_group: under torchrun on
     # a Mac that device stayed MPS, and DDP over gloo raised "No backend type associated with device type mps"
-    assert run_json("sim_mps_several_processes") == ["mps", "mps", "cpu", "mps"]
+    # (with one process too: DDP checks its parameters over gloo)
+    assert run_json("sim_mps_several_processes") == ["mps", "mps", "cpu", "mps", "cpu"]
 
 
 def test_avoid_mps_changes_nothing_off_mps(repick):

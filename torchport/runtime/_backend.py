@@ -138,9 +138,12 @@ def _pick() -> torch.device:
 
 
 def _one_of_several_processes() -> bool:
-    """Whether a launcher started this process as one of several (``WORLD_SIZE`` above 1: torchrun,
-    ``torch.distributed.launch``): they will join a process group, which carries no MPS tensors, so on a Mac the
-    pick is the CPU from the start (a device taken before ``init_process_group`` would stay MPS)."""
+    """Whether a launcher started this process to join a process group: as one of several (``WORLD_SIZE`` above 1:
+    torchrun, ``torch.distributed.launch``), or under torchrun at all (``TORCHELASTIC_RUN_ID``, also for one
+    process, whose DDP still checks its parameters over gloo). A group carries no MPS tensors, so on a Mac the pick
+    is the CPU from the start (a device taken before ``init_process_group`` would stay MPS)."""
+    if "TORCHELASTIC_RUN_ID" in os.environ:
+        return True
     try:
         return int(os.environ.get("WORLD_SIZE", "1")) > 1
     except ValueError:

@@ -35,7 +35,6 @@ from torchport.codemods.analysis.programs import (
     cuda_call,
     cuda_only_program,
     parameters,
-    removable_exit,
     where,
 )
 from torchport.codemods.analysis.requirements import cuda_only_functions, cuda_only_import
@@ -67,7 +66,7 @@ from torchport.codemods.core.reasons import (
 )
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import own_object, tensor_type_check
-from torchport.codemods.unported import removable_assert, removable_exit_gate
+from torchport.codemods.unported import exit_gate_at, removable_assert, removable_exit_gate
 from torchport.emit.unparse import unparse
 from torchport.model import torch_facts
 from torchport.model.objects import own_device_classes
@@ -540,19 +539,11 @@ def _assert_goes(m: Migrator, node: cst.Assert) -> bool:
     return m.enabled("TP009") and (m.unsafe_fixes or removable_assert(m, node))
 
 
-def _removable_exit_at(m: Migrator, node: cst.If) -> bool:
-    """Whether ``node`` is an exit without CUDA that TP009 removes (`analysis.programs.removable_exit`), read from
-    the module's CPython tree (not being visited: its block's other conditions are TP009's to weigh)."""
-    line = m.start(node).line
-    return m.syntax is not None and any(isinstance(n, ast.If) and n.lineno == line and removable_exit(n)
-                                        for n in ast.walk(m.syntax))
-
-
 def _asserts_cuda(m: Migrator, function: cst.FunctionDef) -> bool:
     """A function that raises (or returns) first unless CUDA is there: ``if x.device.type != "cuda": raise``."""
     for statement in function.body.body if isinstance(function.body, cst.IndentedBlock) else ():
         if isinstance(statement, cst.If) and _negated_detection(m, statement.test) and _exits(statement.body) \
-                and not (m.enabled("TP009") and _removable_exit_at(m, statement)):
+                and not (m.enabled("TP009") and exit_gate_at(m, statement)):
             return True
         if isinstance(statement, cst.SimpleStatementLine) and any(
                 isinstance(s, cst.Assert) and _cuda_detection(m, s.test) and not _assert_goes(m, s)

@@ -111,15 +111,27 @@ _CUDA_ONLY_NAMES = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in (*CUDA_O
                                                   if n != "cuda") + r")\b|\b(?:from|import)\s+cuda\b")
 
 
+def exit_gate_at(m: Migrator, node: cst.If) -> bool:
+    """Whether ``node`` is `analysis.programs.removable_exit` (asked of the module's CPython tree, whose ``if``
+    statements are indexed by line once per module; only an ``if not <x>.is_available():`` with no ``else`` is
+    looked up)."""
+    test = node.test
+    if not (node.orelse is None and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+            and isinstance(test.expression, cst.Call) and isinstance(test.expression.func, cst.Attribute)
+            and test.expression.func.attr.value == "is_available") or m.syntax is None:
+        return False
+    ifs = m.shared.ifs
+    if ifs is None:
+        ifs = m.shared.ifs = {n.lineno: n for n in ast.walk(m.syntax) if isinstance(n, ast.If)}
+    syntax = ifs.get(m.start(node).line)
+    return syntax is not None and removable_exit(syntax)
+
+
 def removable_exit_gate(m: Migrator, node: cst.If) -> bool:
     """``if not torch.cuda.is_available():`` that only reports and exits (`analysis.programs.removable_exit`), being
     visited: TP009 removes it by default, as `removable_assert` an assert, outside tests, before no CUDA-only
     library in its block, in a function that does not ask CUDA again."""
-    if m.syntax is None or "exit" not in m.source:
-        return False
-    line = m.start(node).line
-    syntax = next((n for n in ast.walk(m.syntax) if isinstance(n, ast.If) and n.lineno == line), None)
-    if syntax is None or not removable_exit(syntax):
+    if not exit_gate_at(m, node):
         return False
     if any(root in _TEST_MODULES for root in (name.split(".", 1)[0] for name in m.imports)):
         return False

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import ast
+
     import libcst as cst
 
 
@@ -34,7 +36,10 @@ class Shared:
             call and the ``.is_cuda`` in it): no other rule reads them as a CUDA guard or a move.
         own_objects: names bound to objects of another module's class that moves itself its own way, with the
             class as written (TP001 leaves their ``.cuda()``; TP110 keeps a guard around one); None until asked.
-        scripted: the module's functions it hands to ``torch.jit.script(f)`` (left as written); None until asked.
+        scripted: the module's functions TorchScript compiles without a decorator of their own (handed to
+            ``torch.jit.script(f)``, or called by a scripted function): left as written; None until asked.
+        ifs: the module's ``if`` statements in CPython's tree, by line (TP009's exits without CUDA); None until
+            asked.
         type_names: names bound to a legacy CUDA tensor type read only by ``.type(...)``, with its dtype.
     """
 
@@ -49,3 +54,4 @@ class Shared:
     own_objects: dict[str, str] | None = None
     scripted: frozenset[str] | None = None
     type_names: dict[str, str] | None = None
+    ifs: dict[int, ast.If] | None = None

@@ -127,6 +127,7 @@ def fresh_dynamo():
     torch._dynamo.reset()
 
 
+@pytest.mark.slow  # inductor compiles C++ for seconds; the fullgraph audit test covers compiled code by default
 def test_device_request_in_compiled_code_is_recorded_when_traced_not_in_generated_code(fresh_dynamo, monkeypatch):
     # Off a CUDA machine a CUDA device cannot reach a compiled graph, so "meta" stands in for it
     cuda_spec = audit_module._cuda_spec

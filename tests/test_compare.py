@@ -150,7 +150,8 @@ class TwoHeads(nn.Module):
         return self.head(h), self.aux(h)
 
 
-@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+# inductor by hand (-m slow): it compiles C++ for seconds; test_inspect runs inductor's graphs in the default run
+@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
 def test_eager_vs_compiled_extra_zero_gradients_are_not_missing(runner, tmp_path, backend):
     from torch._dynamo.utils import counters
 

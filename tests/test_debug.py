@@ -341,7 +341,8 @@ MIXED_KEYS = [("output", "fc"), ("output", "<root>.0"), ("output", "<root>.1"), 
               ("output", "<root>.3"), ("output", "<root>.4"), ("output", "<root>.5")]
 
 
-@pytest.mark.parametrize("backend", [None, "eager", "aot_eager", "inductor"])
+# inductor by hand (-m slow), as the test above; test_inspect runs inductor's graphs in the default run
+@pytest.mark.parametrize("backend", [None, "eager", "aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
 def test_watch_records_numbers_and_constants_eager_and_compiled(dynamo, backend, tmp_path):
     model = Mixed()
     run = model if backend is None else torch.compile(model, backend=backend, fullgraph=True)

@@ -455,6 +455,7 @@ SRC_PACKAGE = {
 }
 
 
+@pytest.mark.slow  # two whole suites in child processes, a file each: the other verify tests cover the parts
 def test_src_layout_on_pythonpath_tests_the_migrated_copy_one_process_per_file(tmp_path: Path, monkeypatch) -> None:
     project = _write(tmp_path / "proj", SRC_PACKAGE)
     # What `pip install -e .` does for a src layout: the original tree's src/ on the path, ahead of the copies.

@@ -331,6 +331,18 @@ def test_a_module_only_programs_whose_port_still_stops_reach_is_left_whole(tmp_p
            "CUDA reach this file (train.py: stops there once ported" in done.output, done.output
 
 
+def test_what_a_test_module_calls_runs(tmp_path: Path) -> None:
+    """pytest runs a test module's functions, so a definition only a test calls runs (verify's own project: its
+    `make` was left as "nothing in the project runs `make`")."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "__init__.py").write_text("")
+    (tmp_path / "mod.py").write_text("import torch\n\n\ndef make():\n    return torch.ones(2).cuda() * 2\n")
+    (tmp_path / "tests" / "test_mod.py").write_text("import mod\n\n\ndef test_make():\n"
+                                                    "    assert mod.make().sum().item() == 4\n")
+    _apply(tmp_path)
+    assert "torch.ones(2).to(tp.device())" in (tmp_path / "mod.py").read_text()
+
+
 @pytest.mark.parametrize("variant", ["script repo", "installable", "looked up by name"])
 def test_definitions_nothing_in_a_script_repo_runs_are_left_and_said_once(tmp_path: Path, variant: str) -> None:
     """A research repo's old model and its helper, named only in a comment, are left as written with one note; the

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from torchport.model import torch_facts
 from torchport.pipeline.library import installable
@@ -70,6 +70,8 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
         found = _uses(text) if results[index].path.suffix == ".py" else None
         if found is None:  # a notebook, or a module that does not parse: each of its words may name a definition
             found = _Uses({}, frozenset(words(text)), frozenset(), False)
+        elif tests.match(results[index].path.name):  # pytest runs a test module's definitions: what they call runs
+            found = replace(found, roots=found.roots | found.candidates)
         uses.append(found)
     project = Project(results)
     for index, found in enumerate(uses):

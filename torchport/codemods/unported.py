@@ -80,6 +80,13 @@ def removable_assert(m: Migrator, node: cst.Assert) -> bool:
     test = node.test
     if not (isinstance(test, cst.Call) and not test.args and any(m.has_qname(test.func, name) for name in _AVAILABLE)):
         return False
+    return _goes_here(m)
+
+
+def _goes_here(m: Migrator) -> bool:
+    """Whether a CUDA assert or exit gate being visited may go: not in a test (a module importing pytest or
+    unittest, a ``test*`` function, a ``Test*`` class), before no CUDA-only library in its block, in a function that
+    does not ask CUDA again."""
     if any(root in _TEST_MODULES for root in (name.split(".", 1)[0] for name in m.imports)):
         return False
     if any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) and a.name.value.lower().startswith("test")
@@ -131,14 +138,7 @@ def removable_exit_gate(m: Migrator, node: cst.If) -> bool:
     """``if not torch.cuda.is_available():`` that only reports and exits (`analysis.programs.removable_exit`), being
     visited: TP009 removes it by default, as `removable_assert` an assert, outside tests, before no CUDA-only
     library in its block, in a function that does not ask CUDA again."""
-    if not exit_gate_at(m, node):
-        return False
-    if any(root in _TEST_MODULES for root in (name.split(".", 1)[0] for name in m.imports)):
-        return False
-    if any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) and a.name.value.lower().startswith("test")
-           for a in m.ancestors):
-        return False
-    return not _guards_cuda_only_code(m) and not _asked_again(m)
+    return exit_gate_at(m, node) and _goes_here(m)
 
 
 def _guards_cuda_only_code(m: Migrator) -> bool:

@@ -128,9 +128,8 @@ def _pick() -> torch.device:
         return _from_env(value)
     if _hides_every_gpu(os.environ.get("CUDA_VISIBLE_DEVICES")):
         return torch.device("cpu")  # the program asked for no GPU (EfficientDet's `num_gpus: 0` sets "-1")
-    several = _one_of_several_processes()
-    for kind in _ACCELERATORS:
-        if kind == "mps" and (_avoided is not None or several) or kind == "xpu" and _avoided_xpu:
+    for kind in _ACCELERATORS:  # (the launcher's variables are read only where MPS would be asked)
+        if kind == "mps" and (_avoided is not None or _one_of_several_processes()) or kind == "xpu" and _avoided_xpu:
             continue
         if _available(kind):
             return torch.device(kind)

@@ -143,7 +143,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
             decisions[index] = False
             held.append(Held(i1 + 1, max(i2, i1 + 1), None, _PASSES))
             continue
-        if _removes_assert(old[i1:i2], new[j1:j2]):  # a gate goes only where no path past it still fails
+        if _removes_gate(old[i1:i2], new[j1:j2]):  # a gate goes only where no path past it still fails
             at = min(lines)
             later = next((stop for path, stop in failing if at in path and stop.line > at), None)
             if later is not None:
@@ -394,7 +394,7 @@ def _guard_for_nothing(lines: set[int], guards: Sequence[ast.If], runs: dict[int
     return False
 
 
-def _removes_assert(old: Sequence[str], new: Sequence[str]) -> bool:
+def _removes_gate(old: Sequence[str], new: Sequence[str]) -> bool:
     """Whether a hunk takes out a gate (TP009's CUDA ``assert``, or its ``if not torch.cuda.is_available():`` that
     exits) and writes none in its place."""
     return any(line.lstrip().startswith(("assert ", "if ")) for line in old) and not any(

@@ -364,6 +364,28 @@ def test_sync_batchnorm_in_a_process_group_stops_on_the_cpu_and_mps_only() -> No
     assert _module_paths(source.replace('dist.init_process_group("gloo")', "pass"), "cpu") == [(6, None)]  # no group
 
 
+@pytest.mark.parametrize("where", ["caller", "callee"])
+def test_a_process_group_made_on_the_path_reaches_the_functions_it_calls_and_returns_to_its_caller(where) -> None:
+    """MagFace: `main_worker` makes the group, `builder()` converts to SyncBatchNorm; a `setup()` that makes the
+    group returns it to the function that converts."""
+    source = """
+    import torch
+    import torch.distributed as dist
+    def setup():
+        dist.init_process_group("gloo")
+    def builder(model):
+        return torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    """ + ("""
+    dist.init_process_group("gloo")
+    model = builder(model)
+    """ if where == "caller" else """
+    setup()
+    model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    """)
+    assert _module_paths(source, "cpu") == [(10, "cuda")]
+    assert _module_paths(source, "xpu") == [(10, None)]
+
+
 def test_gates_other_modules_define_skip_stop_or_answer_false_off_cuda() -> None:
     source = """
     from helpers import RunIf, build_kernels, has_gpus

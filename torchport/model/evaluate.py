@@ -1097,6 +1097,8 @@ class Evaluator:
             known = self._evaluate_call(function, args, keywords, p)
             if key is not None and self._forks <= _MAX_PATHS:  # no merge of paths past the budget in it
                 self._calls[key] = known
+        if known.grouped:
+            p.env[_GROUP] = True  # `setup()` made the process group
         if known.stop is None:
             return known.returned
         first = known.stop
@@ -1109,7 +1111,7 @@ class Evaluator:
         """What an evaluation of a call of ``function`` depends on; None where an argument cannot be a key."""
         key = (id(function), tuple((type(a), a) for a in args),
                tuple(sorted(((str(k), type(v), v) for k, v in keywords.items()), key=lambda kv: kv[0])),
-               p.gated, self._depth, self._quiet > 0, frozenset(self._calling))
+               p.gated, self._depth, self._quiet > 0, frozenset(self._calling), bool(p.env.get(_GROUP)))
         try:
             hash(key)
         except TypeError:
@@ -1121,6 +1123,8 @@ class Evaluator:
         """Run ``function``'s body with its arguments bound: where every path stops, or what they return, with the
         forks it made and whether it answered a device query."""
         env = _bind_arguments(function.args, args, keywords, self, p)
+        if p.env.get(_GROUP):  # a group the caller made is there for what the function builds
+            env[_GROUP] = True
         forks, touched = self._forks, self._touched
         self._touched = False
         self._depth += 1
@@ -1137,8 +1141,9 @@ class Evaluator:
         if ends and len(stops) == len(ends) and stops[0] is not None:
             return _Call(UNKNOWN, stops[0], self._forks - forks, asked)
         returned = [q.returned for q in ends if q.clean and q.stop is None]
+        grouped = not p.env.get(_GROUP) and any(q.env.get(_GROUP) for q in ends if q.clean and q.stop is None)
         return _Call(returned[0] if returned and all(r == returned[0] for r in returned) else UNKNOWN, None,
-                     self._forks - forks, asked)
+                     self._forks - forks, asked, grouped)
 
     def _needs_cuda(self, node: ast.AST, message: str, p: Path) -> object:
         if self.target != "cuda" and getattr(node, "lineno", 0) not in self.exempt:
@@ -1153,12 +1158,14 @@ class Evaluator:
 @dataclass(frozen=True)
 class _Call:
     """What evaluating a call of a module's own function gave: its value, or where all its paths stopped; the
-    forks it made and whether it answered a device query (the state it adds to its caller's)."""
+    forks it made, whether it answered a device query and whether it made a process group (the state it adds to
+    its caller's)."""
 
     returned: object
     stop: Stop | None
     forks: int
     touched: bool
+    grouped: bool = False  # a path through it made a process group
 
 
 def _merged(paths: Iterable[Path]) -> dict[str, object]:

@@ -364,6 +364,29 @@ def test_sync_batchnorm_in_a_process_group_stops_on_the_cpu_and_mps_only() -> No
     assert _module_paths(source.replace('dist.init_process_group("gloo")', "pass"), "cpu") == [(6, None)]  # no group
 
 
+def test_a_function_the_module_body_calls_reads_the_functions_defined_above_the_call() -> None:
+    """sgan: `main(parser.parse_args())` calls `get_dtypes(args)`, which returns `torch.cuda.FloatTensor` at the
+    default `--use_gpu 1`; `model.type(...)` of it stops off CUDA."""
+    source = """
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--use_gpu", default=1, type=int)
+    def get_dtypes(args):
+        float_dtype = torch.FloatTensor
+        if args.use_gpu == 1:
+            float_dtype = torch.cuda.FloatTensor
+        return float_dtype
+    def main(args):
+        model.type(get_dtypes(args))
+    main(parser.parse_args())
+    """
+    tree = ast.parse(textwrap.dedent(source))
+    module = next(iter(Evaluator(tree, "cpu", defaults=True).units()))
+    assert [(p.stop.kind, p.stop.line) for p in module.paths] == [("cuda", 13)]  # at the call of `main`
+    assert [p.stop for p in next(iter(Evaluator(tree, "cuda", defaults=True).units())).paths] == [None]
+
+
 @pytest.mark.parametrize("where", ["caller", "callee"])
 def test_a_process_group_made_on_the_path_reaches_the_functions_it_calls_and_returns_to_its_caller(where) -> None:
     """MagFace: `main_worker` makes the group, `builder()` converts to SyncBatchNorm; a `setup()` that makes the

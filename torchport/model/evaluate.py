@@ -213,6 +213,10 @@ class Evaluator:
         self._quiet = 0  # inside an operand that may not run: nothing stops there
         self._depth = 0
         self._calling: set[int] = set()
+        # while the module body runs, the globals bound so far, for the functions it calls (`main()` reads the
+        # `get_dtypes` defined above it)
+        self._module_env: dict[str, object] = {}
+        self._in_module = False
         self._calls: dict[tuple[object, ...], _Call] = {}  # calls of the module's own functions, evaluated once
         # each function's calls (by the call's id) -> the values given to its parameters (`_always_false`)
         self._filled: dict[int, dict[int, dict[str, object]]] = {}
@@ -331,7 +335,11 @@ class Evaluator:
 
     def _module_unit(self) -> Unit:
         self._forks = 0
-        module = Unit(self.tree, self.run(self.tree.body, [Path({"__name__": "__main__"})]))
+        self._in_module = True
+        try:
+            module = Unit(self.tree, self.run(self.tree.body, [Path({"__name__": "__main__"})]))
+        finally:
+            self._in_module = False
         self.globals = _merged(module.paths)
         self._calls.clear()  # they read the globals
         self.globals_queried = set().union(*(p.queried for p in module.paths)) if module.paths else set()
@@ -709,7 +717,8 @@ class Evaluator:
     def _name(self, node: ast.Name | ast.Attribute, p: Path) -> object:
         key = dotted(node)
         if key is not None:
-            for env, queried in ((p.env, p.queried), (self.globals, self.globals_queried)):
+            for env, queried in ((p.env, p.queried), (self.globals, self.globals_queried),
+                                 (self._module_env, self.globals_queried)):
                 if key in env:
                     self._touched |= key in queried
                     return env[key]
@@ -1123,6 +1132,9 @@ class Evaluator:
         """Run ``function``'s body with its arguments bound: where every path stops, or what they return, with the
         forks it made and whether it answered a device query."""
         env = _bind_arguments(function.args, args, keywords, self, p)
+        outer = self._module_env
+        if self._depth == 0 and self._in_module:
+            self._module_env = p.env
         if p.env.get(_GROUP):  # a group the caller made is there for what the function builds
             env[_GROUP] = True
         forks, touched = self._forks, self._touched
@@ -1133,6 +1145,7 @@ class Evaluator:
         try:
             ends = self.run(function.body, [Path(env, gated=p.gated)])
         finally:
+            self._module_env = outer
             self._depth -= 1
             self._calling.discard(id(function))
             self._classes.pop()

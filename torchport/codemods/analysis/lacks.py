@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from torchport.codemods.analysis.programs import call_name, is_script
 from torchport.codemods.analysis.source import parse
 from torchport.model import torch_facts
+from torchport.model.evaluate import command_line_defaults
 from torchport.model.torch_facts import ON_CUDA_FLAGS
 from torchport.results import (
     CHOSEN_IF_ON_CUDA,
@@ -167,16 +168,23 @@ def _library_calls(tree: ast.Module, libraries: frozenset[str], names: frozenset
 
 def _data_branch_lines(tree: ast.Module) -> set[int]:
     """Lines a function runs only for some values of its parameters: the body of an ``if`` whose test reads one
-    (``if sparse.issparse(X):``). What runs there comes with the caller's data, not with every run of a program."""
+    (``if sparse.issparse(X):``). What runs there comes with the caller's data, not with every run of a program.
+    An option of the module's own command line read from a parameter (MagFace's ``if not args.cpu_mode:``) is no
+    data: the program's run with its defaults takes that branch or not, every time."""
     found: set[int] = set()
+    options = set(command_line_defaults(tree))
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         args = function.args
         parameters = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} - {"self", "cls"}
         for node in ast.walk(function):
-            if isinstance(node, ast.If) and any(isinstance(n, ast.Name) and n.id in parameters
-                                                for n in ast.walk(node.test)):
+            if not isinstance(node, ast.If):
+                continue
+            read_options = {id(n.value) for n in ast.walk(node.test) if isinstance(n, ast.Attribute)
+                            and isinstance(n.value, ast.Name) and n.value.id in parameters and n.attr in options}
+            if any(isinstance(n, ast.Name) and n.id in parameters and id(n) not in read_options
+                   for n in ast.walk(node.test)):
                 found.update(range(node.body[0].lineno, (node.body[-1].end_lineno or node.body[-1].lineno) + 1))
     return found
 

@@ -364,6 +364,26 @@ def test_sync_batchnorm_in_a_process_group_stops_on_the_cpu_and_mps_only() -> No
     assert _module_paths(source.replace('dist.init_process_group("gloo")', "pass"), "cpu") == [(6, None)]  # no group
 
 
+def test_a_flag_attribute_gate_named_cuda_is_not_the_torch_cuda_module() -> None:
+    """mptorch: the project sets `args.cuda` from a device query (the gate `.cuda`); its profiling script's
+    `if torch.cuda.is_available(): ... else: raise` still raises off CUDA."""
+    source = """
+    import torch
+    if torch.cuda.is_available():
+        a = torch.rand(2).cuda()
+    else:
+        raise NotImplementedError("No CUDA-capable device found")
+    if args.cuda:
+        b = torch.rand(2).cuda()
+    """
+    tree = ast.parse(textwrap.dedent(source))
+    module = next(iter(Evaluator(tree, "cpu", gates=frozenset({".cuda"})).units()))
+    assert [(p.stop.kind, p.stop.line) for p in module.paths] == [("gate", 6)]
+    flag = ast.parse("import torch\nif args.cuda:\n    b = torch.rand(2).cuda()\n")
+    assert [sorted(p.lines) for p in next(iter(Evaluator(flag, "cpu", gates=frozenset({".cuda"})).units())).paths] \
+        == [[1, 2]]  # the flag reads false off CUDA: no move
+
+
 def test_a_function_the_module_body_calls_reads_the_functions_defined_above_the_call() -> None:
     """sgan: `main(parser.parse_args())` calls `get_dtypes(args)`, which returns `torch.cuda.FloatTensor` at the
     default `--use_gpu 1`; `model.type(...)` of it stops off CUDA."""

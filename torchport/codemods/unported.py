@@ -509,7 +509,10 @@ class CudaOnlyImport(Rule):
                "pynvml, cupy, numba.cuda): the code that uses it runs only on CUDA.")
     before = "import apex"
     safety, effort = "manual", "medium"
-    triggers = (r"\b(?:apex|flash_attn|xformers|bitsandbytes|transformer_engine|pynvml|cupy|pycuda)\b", r"numba")
+    # the libraries' own names (`from spikingjelly.cext.neuron import ...` names no `cuda`); `from numba import cuda`
+    triggers = (r"\b(?:" + "|".join(re.escape(name) for name, library in sorted(
+        torch_facts.CUDA_LIBRARIES.items(), key=lambda item: -len(item[0])) if name != "cuda" and not library.kernels)
+        + r")\b", r"numba")
     examples = (Example("import apex\n"), Example("import cupy\nx = cupy.cuda.Device(0)\n"))
 
     def visit_Import(self, m: Migrator, node: cst.Import) -> None:

@@ -742,7 +742,8 @@ class Evaluator:
                 node.value.attr == "device" and self.target != "cuda":
             self._touched = True
             return NOT_CUDA  # `p.device.type` of data: no data is on CUDA where there is none
-        if f".{node.attr}" in self.gates and node.attr not in self._stored and self.target != "cuda":
+        if f".{node.attr}" in self.gates and node.attr not in self._stored and self.target != "cuda" and \
+                not isinstance(base, Name):  # a flag `args.cuda`, not the module `torch.cuda`
             self._touched = True
             return False  # a flag every module sets from a device query (`args.use_gpu = cuda and args.use_gpu`)
         if base is _PARSED and self.options is not None:

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from torchport.codemods.analysis.programs import call_name, is_script
 from torchport.codemods.analysis.source import parse
 from torchport.model import torch_facts
-from torchport.model.evaluate import command_line_defaults
 from torchport.model.torch_facts import ON_CUDA_FLAGS
 from torchport.results import (
     CHOSEN_IF_ON_CUDA,
@@ -171,6 +170,8 @@ def _data_branch_lines(tree: ast.Module) -> set[int]:
     (``if sparse.issparse(X):``). What runs there comes with the caller's data, not with every run of a program.
     An option of the module's own command line read from a parameter (MagFace's ``if not args.cpu_mode:``) is no
     data: the program's run with its defaults takes that branch or not, every time."""
+    from torchport.model.evaluate import command_line_defaults  # not for a warm check's imports
+
     found: set[int] = set()
     options = set(command_line_defaults(tree))
     for function in ast.walk(tree):

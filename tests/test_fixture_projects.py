@@ -579,3 +579,15 @@ def test_an_exit_without_cuda_goes_where_the_rest_of_the_program_ports(tmp_path:
     assert done.returncode == 0 and done.stdout.startswith("loss "), done.stderr
     again = CliRunner().invoke(app, ["migrate", str(folder), "--no-cache"])
     assert again.exit_code == 0 and "0 file(s) would change, 0 rewrite(s)" in again.output, again.output
+
+
+def test_modules_whose_main_block_runs_nothing_are_left_with_the_cuda_only_scripts_that_import_them(
+        tmp_path: Path) -> None:
+    """TorchSSL: every training script raises unless CUDA is there, and its models end with `if __name__ ==
+    "__main__": pass`, which runs nothing: no program reaches them off CUDA, so they are left as written."""
+    folder = tmp_path / "gated_trainer"
+    shutil.copytree(PROJECTS / "gated_trainer", folder)
+    output = _apply(folder)
+    for path in ("train.py", "models/net.py"):
+        assert (folder / path).read_text() == (PROJECTS / "gated_trainer" / path).read_text(), path
+    assert "only programs that run only on CUDA reach this file" in output

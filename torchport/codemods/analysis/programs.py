@@ -208,8 +208,11 @@ def is_main(test: ast.AST) -> bool:
 
 
 def is_script(module: ast.Module) -> bool:
-    """Whether ``module`` has a top-level ``if __name__ == "__main__":`` block."""
-    return any(isinstance(s, ast.If) and is_main(s.test) for s in module.body)
+    """Whether ``module`` has a top-level ``if __name__ == "__main__":`` block that runs something (TorchSSL's
+    models end with one that holds only ``pass``: they are modules the training scripts import, not programs)."""
+    return any(isinstance(s, ast.If) and is_main(s.test) and not all(
+        isinstance(b, ast.Pass) or isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant) for b in s.body)
+        for s in module.body)
 
 
 def closed_functions(module: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:

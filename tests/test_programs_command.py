@@ -537,6 +537,7 @@ def test_a_script_named_like_a_test_gets_avoid_mps_unless_it_has_tests(tmp_path:
     _write(tmp_path, {
         "model.py": "import torch\n\n\ndef features(x):\n    return x.cuda().sum()\n",
         name: "import torch\n\nfrom model import features\n\nuse_gpu = torch.cuda.is_available()\n"
+              "print('gpu:', use_gpu)\n"  # a flag read as a value: it stays CUDA's, and so does the choice
               "net = torch.nn.Linear(2, 2)\nif use_gpu:\n    net = net.cuda()\n"
               f"if __name__ == '__main__':\n    print(features(net(torch.ones(2))))\n{test}",
     })

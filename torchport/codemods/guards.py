@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -769,6 +770,96 @@ def _flag_parameters(module: ast.Module, flags: set[tuple[str, str]]) -> set[tup
     return {key for key, always in passed.items() if always}
 
 
+def _portable_flags(module: ast.Module, flags: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The flags of ``flags`` that a port moves with the accelerator as a whole (TRADES: ``use_cuda = not
+    args.no_cuda and torch.cuda.is_available()``, then ``torch.device("cuda" if use_cuda else "cpu")`` and
+    ``{"pin_memory": True} if use_cuda else {}``): a name bound once in its scope, by one ``is_available()`` call
+    alone or and-ed with options, and read only as the test of an ``if`` whose body the runtime ports whole (no
+    CUDA API without a runtime counterpart, nothing else), the test of a conditional expression whose branches
+    name no CUDA API, or a ``pin_memory=`` value. Read anywhere else (passed on, printed, stored, negated) it stays
+    a flag of CUDA alone."""
+    found: set[tuple[str, str]] = set()
+    functions = [n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    named = {f.name: [g for g in functions if g.name == f.name] for f in functions}
+    scopes: dict[str, ast.AST] = {"": module, **{name: same[0] for name, same in named.items() if len(same) == 1}}
+    for owner, name in flags:
+        scope = scopes.get(owner)
+        if scope is None:  # `("*", "args.cuda")`, or a function name defined twice
+            continue
+        nodes = list(_own_nodes(scope))
+        if owner == "" and any(isinstance(n, ast.Name) and n.id == name for f in ast.walk(module)
+                               if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                               for n in ast.walk(f)):
+            continue  # a module flag read (or bound) in a function too: left as a flag
+        stores = [n for n in nodes if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in n.targets)]
+        others = [n for n in nodes if isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.arg,
+                                                      ast.Global, ast.Nonlocal, ast.NamedExpr))
+                  and name in {x.id for x in ast.walk(n) if isinstance(x, ast.Name)} | {getattr(n, "arg", None)}]
+        if len(stores) != 1 or len(stores[0].targets) != 1 or others or not _one_availability(stores[0].value):
+            continue
+        allowed: set[int] = set()
+        places = False  # what it picks is a device or a move (not only a backend name: that port is churn)
+        for node in nodes:
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == name:
+                if not _ported_whole([*node.body, *node.orelse]):
+                    break
+                allowed.add(id(node.test))
+                places = places or any(isinstance(n, ast.Attribute) and n.attr == "cuda" for n in ast.walk(node))
+            elif isinstance(node, ast.IfExp) and isinstance(node.test, ast.Name) and node.test.id == name:
+                if _names_cuda_api(node.body) or _names_cuda_api(node.orelse):
+                    break
+                allowed.add(id(node.test))
+                places = places or any(isinstance(n, ast.Constant) and isinstance(n.value, str) and
+                                       torch_facts.CUDA_SPEC.fullmatch(n.value) for n in ast.walk(node.body))
+            elif isinstance(node, ast.keyword) and node.arg == "pin_memory" and isinstance(node.value, ast.Name):
+                allowed.add(id(node.value))
+        else:
+            if places and all(id(n) in allowed for n in nodes if isinstance(n, ast.Name) and n.id == name
+                              and isinstance(n.ctx, ast.Load)):
+                found.add((owner, name))
+    return found
+
+
+def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``scope``, not those of the functions, classes and lambdas defined in it."""
+    for child in ast.iter_child_nodes(scope):
+        yield child
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            yield from _own_nodes(child)
+
+
+def _one_availability(value: ast.expr) -> bool:
+    """``torch.cuda.is_available()``, alone or and-ed with what names no CUDA API (``not args.no_cuda``)."""
+    parts = value.values if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.And) else [value]
+    checks = [p for p in parts if isinstance(p, ast.Call) and not p.args and not p.keywords
+              and isinstance(p.func, ast.Attribute) and p.func.attr == "is_available" and _is_cuda_module(p.func.value)]
+    return len(checks) == 1 and not any(_names_cuda_api(p) for p in parts if p is not checks[0])
+
+
+def _is_cuda_module(node: ast.expr) -> bool:
+    """``torch.cuda`` (or ``cuda`` imported from torch)."""
+    return isinstance(node, ast.Attribute) and node.attr == "cuda" or isinstance(node, ast.Name) and node.id == "cuda"
+
+
+def _names_cuda_api(node: ast.AST) -> bool:
+    """Whether ``node`` names something of ``torch.cuda`` (``torch.cuda.FloatTensor``)."""
+    return any(isinstance(n, ast.Attribute) and _is_cuda_module(n.value) for n in ast.walk(node))
+
+
+def _ported_whole(body: list[ast.stmt]) -> bool:
+    """Whether the runtime ports every CUDA API ``body`` names (``.cuda()`` moves, seeds, ``set_device``): none
+    that it keeps (a legacy tensor type, CUDA RNG state, graphs) or has no name for."""
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and \
+                    ast.unparse(node.value) == "torch.cuda":
+                api = torch_facts.api(f"torch.cuda.{node.attr}")
+                if api is None or api.becomes is None or not api.portable:
+                    return False
+    return True
+
+
 def _is_flag(m: Migrator, dotted: str) -> bool:
     flags = m.shared.cuda_flags
     if ("*", dotted) in flags:
@@ -927,6 +1018,10 @@ class CudaGuard(Rule):
                                           if isinstance(s, cst.FunctionDef) and _asserts_cuda(m, s)}
         if "is_available" in m.source:
             m.shared.cuda_flags = _flags(m)
+            portable = _portable_flags(m.syntax, m.shared.cuda_flags) if (
+                m.syntax is not None and m.hold is None and m.shared.cuda_flags) else set()
+            m.store(self)["portable_flags"] = portable
+            m.shared.cuda_flags -= portable
         for gate in m.gates:  # `load_citation(cuda)`: every call in the run passes a CUDA flag there
             function, _, param = gate.partition("(")
             if param.endswith(")"):
@@ -1156,6 +1251,14 @@ class CudaGuard(Rule):
                 for later in module.body[[id(s) for s in module.body].index(id(statement)) + 1:]:
                     m.skip_region(later, CUDA_TEST)
                 return
+        if (portable := m.store(self).get("portable_flags")) and len(node.targets) == 1 and isinstance(
+                node.targets[0].target, cst.Name):
+            function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
+            if (function.name.value if function else "", node.targets[0].target.value) in portable:
+                calls = _Calls(m)  # `use_cuda = not args.no_cuda and torch.cuda.is_available()`: the accelerator's
+                node.value.visit(calls)
+                for call in calls.found:
+                    self._rewrite(m, call, "is_available")
         sizing = m.store(self).get("sizing")
         if sizing is None:
             sizing = m.store(self)["sizing"] = _sizing(m)

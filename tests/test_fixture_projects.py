@@ -591,3 +591,15 @@ def test_modules_whose_main_block_runs_nothing_are_left_with_the_cuda_only_scrip
     for path in ("train.py", "models/net.py"):
         assert (folder / path).read_text() == (PROJECTS / "gated_trainer" / path).read_text(), path
     assert "only programs that run only on CUDA reach this file" in output
+
+
+def test_a_fixture_only_cuda_gated_tests_request_is_left_and_one_an_ungated_test_requests_is_ported(
+        tmp_path: Path) -> None:
+    """Sock: `data_cuda` is requested only by a test its `@needs_cuda` mark (from `from .marks import *`) skips off
+    CUDA, so pytest makes it only on CUDA: left; `data_any`, which an ungated test requests, is ported."""
+    folder = _ported("gated_fixture", tmp_path)
+    test = (folder / "tests" / "test_copy.py").read_text()
+    assert 'return torch.rand(4, device="cuda")' in test
+    assert "return torch.rand(4).to(tp.device())" in test
+    marks = "tests/marks.py"
+    assert (folder / marks).read_text() == (PROJECTS / "gated_fixture" / marks).read_text()

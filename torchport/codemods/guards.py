@@ -860,6 +860,46 @@ def _ported_whole(body: list[ast.stmt]) -> bool:
     return True
 
 
+def _gated_fixtures(module: ast.Module, gates: frozenset[str]) -> dict[str, str]:
+    """The module's own pytest fixtures that only tests skipped without CUDA request (Sock's ``data_cuda``, asked
+    for by ``@needs_cuda`` tests alone), each with the gate of its first such test: off CUDA pytest never makes
+    them. A fixture another fixture, an unskipped test or a string (``request.getfixturevalue``) names, or that
+    nothing requests, is left out."""
+    functions = [n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    fixtures = {f.name for f in functions if any(_is_fixture_decorator(d) for d in f.decorator_list)}
+    if not fixtures:
+        return {}
+    named = {n.value for n in ast.walk(module) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    requests: dict[str, list[str | None]] = {}  # fixture -> the gate of each function asking for it (None: ungated)
+    for function in functions:
+        args = function.args
+        for param in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+            if param.arg in fixtures:
+                requests.setdefault(param.arg, []).append(
+                    _test_gate(function, gates) if function.name.startswith("test") else None)
+    return {name: gate for name, asked in requests.items()
+            if name not in named and all(asked) and (gate := asked[0]) is not None}
+
+
+def _is_fixture_decorator(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return isinstance(target, ast.Name) and target.id == "fixture" or isinstance(target, ast.Attribute) and \
+        target.attr == "fixture"
+
+
+def _test_gate(function: ast.FunctionDef | ast.AsyncFunctionDef, gates: frozenset[str]) -> str | None:
+    """The decorator that skips ``function`` without CUDA: a CUDA gate of the project, or a mark that asks CUDA
+    (``@pytest.mark.skipif(not torch.cuda.is_available(), ...)``)."""
+    for decorator in function.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        text = ast.unparse(target)
+        if text in gates or isinstance(decorator, ast.Call) and any(
+                isinstance(n, ast.Attribute) and n.attr in ("is_available", "device_count") and
+                _is_cuda_module(n.value) for n in ast.walk(decorator)):
+            return text
+    return None
+
+
 def _is_flag(m: Migrator, dotted: str) -> bool:
     flags = m.shared.cuda_flags
     if ("*", dotted) in flags:
@@ -1150,7 +1190,15 @@ class CudaGuard(Rule):
             return
         if self._cuda_only(m, node) or self._cuda_kernel(m, node):
             return
-        self._gated(m, node)
+        if self._gated(m, node):
+            return
+        if len(m.ancestors) <= 2 and "fixture" in m.source and m.syntax is not None:
+            fixtures = m.store(self).get("gated_fixtures")
+            if fixtures is None:
+                fixtures = m.store(self)["gated_fixtures"] = _gated_fixtures(m.syntax, m.gates)
+            if node.name.value in fixtures:
+                m.skip_region(node.body, CUDA_GATE, f"a fixture only tests gated by `{fixtures[node.name.value]}` "
+                              "request: it runs only on CUDA")
 
     def _cuda_kernel(self, m: Migrator, node: cst.FunctionDef | cst.ClassDef) -> bool:
         """A kernel registered for a CUDA dispatch key (``@torch.library.impl(op, "AutocastCUDA")``) runs only on

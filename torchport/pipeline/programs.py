@@ -393,6 +393,8 @@ def _bound(index: int, project: Project, found: Mapping[int, Mapping[str, _V]],
             continue
         if name is None:
             bound.update({f"{local}.{key}": (target, value) for key, value in found[target].items()})
+        elif name == "*":  # `from .marks import *`: its public names
+            bound.update({key: (target, value) for key, value in found[target].items() if not key.startswith("_")})
         elif name in found[target]:
             bound[local] = (target, found[target][name])
     return bound

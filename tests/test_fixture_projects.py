@@ -603,3 +603,14 @@ def test_a_fixture_only_cuda_gated_tests_request_is_left_and_one_an_ungated_test
     assert "return torch.rand(4).to(tp.device())" in test
     marks = "tests/marks.py"
     assert (folder / marks).read_text() == (PROJECTS / "gated_fixture" / marks).read_text()
+
+
+def test_float64_arrays_a_helper_returns_in_a_tuple_keep_the_choice_of_the_device_cuda_or_the_cpu(
+        tmp_path: Path) -> None:
+    """torch_ransac3d: `make_points` returns a float64 numpy array in a tuple; the caller moves a tensor of it to the
+    device through `.abs()` before its cast. MPS lacks float64, so the CUDA-or-CPU choice stays, as written."""
+    folder = tmp_path / "float64_returned"
+    shutil.copytree(PROJECTS / "float64_returned", folder)
+    output = _apply(folder)
+    assert (folder / "check.py").read_text() == (PROJECTS / "float64_returned" / "check.py").read_text()
+    assert "check.py:16 uses float64 numpy arrays made into tensors" in output

@@ -306,6 +306,7 @@ ROLES = {
     "missing_api": "what an older torch raises for an API it lacks",
     "cpu_factory": "makes a tensor on the CPU unless given a device (a float64 tensor made there is not on MPS)",
     "numpy_maker": "a numpy call whose arrays are float64 unless given a dtype (`np.random.randn`, `np.linspace`)",
+    "dtype_keeping": "a method of an array or tensor whose result keeps its dtype (`x.abs()`, `x.reshape(...)`)",
     "numpy_math": "a numpy function whose result of Python numbers is a float64 scalar (`np.log(0.5)`): a tensor "
                   "made of it without a dtype is float64",
     "parses_command_line": "an argparse call that reads the command line: a module that makes it at its top level "
@@ -395,6 +396,11 @@ WORDS: dict[str, tuple[str, ...]] = {
     "full_like": ("cpu_factory",), "empty_like": ("cpu_factory",), "rand_like": ("cpu_factory",),
     "randn_like": ("cpu_factory",), "normal": ("numpy_maker",), "uniform": ("numpy_maker",),
     "standard_normal": ("numpy_maker",), "gym": ("float64_env",), "gymnasium": ("float64_env",),
+    "abs": ("dtype_keeping",), "neg": ("dtype_keeping",), "clone": ("dtype_keeping",),
+    "detach": ("dtype_keeping",), "contiguous": ("dtype_keeping",), "squeeze": ("dtype_keeping",),
+    "unsqueeze": ("dtype_keeping",), "reshape": ("dtype_keeping",), "view": ("dtype_keeping",),
+    "flatten": ("dtype_keeping",), "transpose": ("dtype_keeping",), "t": ("dtype_keeping",),
+    "copy": ("dtype_keeping",), "clip": ("dtype_keeping",),
     "log2": ("numpy_math",), "log10": ("numpy_math",), "log1p": ("numpy_math",),
     "exp": ("numpy_math",), "expm1": ("numpy_math",), "sqrt": ("numpy_math",), "sin": ("numpy_math",),
     "cos": ("numpy_math",), "tan": ("numpy_math",), "arctan": ("numpy_math",), "tanh": ("numpy_math",),

@@ -99,7 +99,7 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
             [n for n, line in enumerate(lines, 1) if _NUMPY_FLOAT64.search(line.split("#", 1)[0])]))
     if tree is not None and _FROM_NUMPY_TO_DEVICE.search(text) and makers:
         found.extend((line, "float64 numpy arrays made into tensors") for line in _numpy_defaults_moved(tree))
-    if makers and "from_numpy(" in text and (tree := tree or parse(text)) is not None:
+    if makers and ("from_numpy(" in text or "tensor(" in text) and (tree := tree or parse(text)) is not None:
         found.extend((line, "float64 numpy arrays made into tensors") for line in _float64_names_moved(tree))
     if tree is not None and "is_cuda" in text:
         found.extend(_placed_if_on_cuda(tree))
@@ -131,6 +131,7 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
 _NUMPY_MAKERS = torch_facts.text("numpy_makers")
 _NAMES_CUDA_STRING = torch_facts.text("cuda_string")
 _MAKERS = frozenset(torch_facts.words("numpy_maker"))
+_KEEPING = frozenset(torch_facts.words("dtype_keeping"))
 _ENV_LIBRARIES = frozenset(torch_facts.words("float64_env"))
 # Tensor methods that change a dtype on the way to the device.
 _CASTS = frozenset(torch_facts.words("cast"))
@@ -416,34 +417,61 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
         return _float64_maker(node) or isinstance(node, ast.Call) and numeric(node) and not any(
             k.arg == "dtype" for k in node.keywords) and bool(node.args) and floaty(node.args[0], arrays)
 
+    def placed(receiver: ast.expr, arrays: set[str], tensors: set[str]) -> bool:
+        """A float64 tensor: a name bound to one, or made of a float64 array, through methods keeping its dtype
+        (``torch.tensor(direction).abs()``)."""
+        while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and \
+                receiver.func.attr in _KEEPING:
+            receiver = receiver.func.value
+        return isinstance(receiver, ast.Name) and receiver.id in tensors or (
+            isinstance(receiver, ast.Call) and _tensor_of_array(receiver) and floaty(receiver.args[0], arrays))
+
+    # module functions -> the places of the tuple they return that hold float64 arrays (torch_ransac3d's
+    # `generate_line_points` returns `..., line_direction, line_origin`): read in a first pass, used in the second
+    functions = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    returned: dict[str, set[int]] = {}
     found: list[int] = []
-    for scope in (tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))):
-        arrays: set[str] = set()  # names of float64 arrays, or of lists of them
-        tensors: set[str] = set()
-        # an assignment binds once its value ran: `sig = sig.cuda()` moves the float64 tensor first
-        own = [n for n in _in_order(scope) if isinstance(n, (ast.Assign, ast.Call))]
-        for node in sorted(own, key=lambda n: (n.end_lineno or n.lineno, n.end_col_offset or 0)
-                           if isinstance(n, ast.Assign) else (n.lineno, n.col_offset)):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                value, name = node.value, node.targets[0].id
-                array = floaty(value, arrays) and not isinstance(value, ast.Name)
-                tensor = isinstance(value, ast.Call) and _tensor_of_array(value) and floaty(value.args[0], arrays)
-                arrays.discard(name)
-                tensors.discard(name)
-                (arrays if array else tensors if tensor else set()).add(name)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append" \
-                    and isinstance(node.func.value, ast.Name) and len(node.args) == 1 and floaty(node.args[0], arrays):
-                arrays.add(node.func.value.id)  # a list of float64 arrays (decision-transformer's `mask`)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-                    "cuda", "to") and (isinstance(node.func.value, ast.Name) and node.func.value.id in tensors or (
-                        isinstance(node.func.value, ast.Call) and _tensor_of_array(node.func.value)
-                        and floaty(node.func.value.args[0], arrays))) \
-                    and (node.func.attr == "cuda" or node.args or node.keywords) \
-                    and not any(k.arg == "dtype" for k in node.keywords) \
-                    and not any(isinstance(a, ast.Attribute) and a.attr not in _WIDE and any(
-                        name.split(".")[0] == "torch" for name in qualify(ast_chain(a) or "", imports))
-                        for a in node.args):  # `.to(torch.float32)`: a cast
-                found.append(node.lineno)
+    scopes = (tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))))
+    for second in (False, True):
+        for scope in scopes:
+            arrays: set[str] = set()  # names of float64 arrays, or of lists of them
+            tensors: set[str] = set()
+            # an assignment binds once its value ran: `sig = sig.cuda()` moves the float64 tensor first
+            own = [n for n in _in_order(scope) if isinstance(n, (ast.Assign, ast.Call, ast.Return))]
+            for node in sorted(own, key=lambda n: (n.end_lineno or n.lineno, n.end_col_offset or 0)
+                               if isinstance(n, ast.Assign) else (n.lineno, n.col_offset)):
+                target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+                called = node.value.func.id if isinstance(node, ast.Assign) and isinstance(
+                    node.value, ast.Call) and isinstance(node.value.func, ast.Name) else None
+                if isinstance(node, ast.Return):
+                    owner = scope.name if not isinstance(scope, ast.Module) else None
+                    if not second and isinstance(node.value, ast.Tuple) and owner in functions:
+                        returned.setdefault(owner, set()).update(
+                            i for i, e in enumerate(node.value.elts) if floaty(e, arrays))
+                elif isinstance(target, ast.Tuple) and called in returned:
+                    for i, element in enumerate(target.elts):
+                        if isinstance(element, ast.Name):
+                            tensors.discard(element.id)
+                            (arrays.add if i in returned[called] else arrays.discard)(element.id)
+                elif isinstance(target, ast.Name) and isinstance(node, ast.Assign):
+                    value, name = node.value, target.id
+                    array = floaty(value, arrays) and not isinstance(value, ast.Name)
+                    tensor = isinstance(value, ast.Call) and _tensor_of_array(value) and floaty(value.args[0], arrays)
+                    arrays.discard(name)
+                    tensors.discard(name)
+                    (arrays if array else tensors if tensor else set()).add(name)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                        node.func.attr == "append" and isinstance(node.func.value, ast.Name) and \
+                        len(node.args) == 1 and floaty(node.args[0], arrays):
+                    arrays.add(node.func.value.id)  # a list of float64 arrays (decision-transformer's `mask`)
+                elif second and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                        node.func.attr in ("cuda", "to") and placed(node.func.value, arrays, tensors) \
+                        and (node.func.attr == "cuda" or node.args or node.keywords) \
+                        and not any(k.arg == "dtype" for k in node.keywords) \
+                        and not any(isinstance(a, ast.Attribute) and a.attr not in _WIDE and any(
+                            name.split(".")[0] == "torch" for name in qualify(ast_chain(a) or "", imports))
+                            for a in node.args):  # `.to(torch.float32)`: a cast
+                    found.append(node.lineno)
     return found
 
 
@@ -475,13 +503,18 @@ def _float64_maker(node: ast.expr) -> bool:
     while True:
         if isinstance(node, ast.Subscript):
             node = node.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-                "reshape", "transpose", "squeeze", "copy", "clip"):
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _KEEPING:
             node = node.func.value
         else:
             break
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return False
+    if node.func.attr == "array" and isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "numpy") \
+            and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)) and not node.keywords:
+        # `np.array([1.0, 2.0, 3.0])`: numbers, one of them a float
+        items = [e.operand if isinstance(e, ast.UnaryOp) else e for e in node.args[0].elts]
+        return all(isinstance(e, ast.Constant) and type(e.value) in (int, float) for e in items) and any(
+            isinstance(e, ast.Constant) and type(e.value) is float for e in items)
     if node.func.attr == "astype":
         return bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id == "float"
     receiver = node.func.value  # not torch's (float32) nor Python's `random` (a float: float32 as a tensor)

@@ -610,6 +610,11 @@ class LoadMapLocation(Rule):
         return any(path == target and (at < line or not places) for at, path in saved)
 
 
+def _runtime_map(value: ast.expr) -> bool:
+    """``tp.map_location()``: a port's own map, which places nothing (a second run reads the first one's output)."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "map_location"
+
+
 def _saves(tree: ast.Module, imports: Imports) -> list[tuple[int, int, list[tuple[int, str]], bool]]:
     """Per scope (the module, each function), its span, its ``torch.save`` calls (line, the path's source,
     normalised by `ast.unparse`), and whether it places anything on a device (``.cuda()``, ``.to(...)``,
@@ -627,7 +632,7 @@ def _saves(tree: ast.Module, imports: Imports) -> list[tuple[int, int, list[tupl
             nodes.extend(ast.iter_child_nodes(node))
             places = places or isinstance(node, ast.Call) and (
                 isinstance(node.func, ast.Attribute) and node.func.attr in ("cuda", "to")
-                or any(k.arg in ("device", "map_location") for k in node.keywords))
+                or any(k.arg in ("device", "map_location") and not _runtime_map(k.value) for k in node.keywords))
             if isinstance(node, ast.Call) and "torch.save" in qualify(ast_chain(node.func) or "", imports):
                 path = node.args[1] if len(node.args) > 1 else next(
                     (k.value for k in node.keywords if k.arg == "f"), None)

@@ -1422,3 +1422,20 @@ def test_a_legacy_double_tensor_moved_to_the_device_blocks_mps(tmp_path: Path) -
         "    dx = torch.DoubleTensor(np.ones((4, 4))).to(device)\n    assert dx.sum() == 16\n")
     test = _programs(tmp_path)["test_shearlet.py"]
     assert "mps" not in test["runs_on"] and ("mps", 7) in {(b["target"], b["line"]) for b in test["blockers"]}, test
+
+
+def test_a_sync_batchnorm_another_module_builds_blocks_the_cpu_and_mps_where_the_script_makes_a_group(
+        tmp_path: Path) -> None:
+    """MagFace: `trainer_dist.py` makes the process group, `models.build()` converts the model to SyncBatchNorm,
+    which trains on CUDA or XPU input alone: not on the CPU, nor on a Mac."""
+    _write(tmp_path, {
+        "models.py": "import torch\n\n\ndef build():\n    model = torch.nn.Sequential(torch.nn.BatchNorm1d(2))\n"
+                     "    return torch.nn.SyncBatchNorm.convert_sync_batchnorm(model).cuda()\n",
+        "train.py": "import torch\nimport torch.distributed as dist\n\nimport models\n\n\ndef main():\n"
+                    "    dist.init_process_group('nccl')\n    model = models.build()\n\n\n"
+                    "if __name__ == '__main__':\n    main()\n",
+        "infer.py": "import models\n\nprint(models.build())\n",
+    })
+    found = _programs(tmp_path)
+    assert found["train.py"]["runs_on"] == ["cuda", "xpu"]
+    assert found["infer.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]  # no group: plain batch norm

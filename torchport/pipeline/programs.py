@@ -286,8 +286,14 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                 index, need = first[0]
                 program.blockers.extend(Blocker(t, f"{need.reason} (every arm of its `if` needs CUDA)",
                                                 shown_as(index), need.line) for t in OFF_CUDA)
-        if "mps" not in {b.target for b in program.blockers} and kind != "library" and _joins_a_group(
-                entry, trees, project):
+        grouped = kind != "library" and _joins_a_group(entry, trees, project)
+        layer = next(((i, at) for i in sorted(set(always) & set(reach))
+                      if (at := _group_cuda_layer(trees.get(i))) is not None), None) if grouped else None
+        if layer is not None:  # MagFace: `builder()` converts to SyncBatchNorm, trained in the group the script makes
+            have = {b.target for b in program.blockers}
+            program.blockers.extend(Blocker(t, "SyncBatchNorm in a process group trains on CUDA (or XPU) input only",
+                                            shown_as(layer[0]), layer[1]) for t in ("cpu", "mps") if t not in have)
+        if "mps" not in {b.target for b in program.blockers} and grouped:
             program.blockers.append(Blocker("mps", "always makes a process group, which takes no MPS tensors: on a "
                                                    "Mac the runtime picks the CPU", program.path,
                                             _group_line(trees.get(entry))))
@@ -882,6 +888,27 @@ def _group_line(tree: ast.Module | None) -> int:
     calls = (n for n in ast.walk(tree) if isinstance(n, ast.Call)) if tree else iter(())
     return min((c.lineno for c in calls if (c.func.attr if isinstance(c.func, ast.Attribute) else getattr(
         c.func, "id", "")) == "init_process_group"), default=1)
+
+
+def _group_cuda_layer(tree: ast.Module | None) -> int | None:
+    """The first line where ``tree`` makes a layer that takes only CUDA (or XPU) input in a process group
+    (``torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)``, `torch_facts.GROUP_CUDA_LAYERS`), or None."""
+    if tree is None:
+        return None
+    from torchport.model.evaluate import imported
+
+    bound: dict[str, str] | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (isinstance(node.func, ast.Attribute) and node.func.attr in _LAYER_NAMES
+                                           or isinstance(node.func, ast.Name) and node.func.id in _LAYER_NAMES):
+            bound = imported(tree) if bound is None else bound
+            head, _, rest = ast.unparse(node.func).partition(".")
+            if f"{bound.get(head, head)}{'.' if rest else ''}{rest}" in torch_facts.GROUP_CUDA_LAYERS:
+                return node.lineno
+    return None
+
+
+_LAYER_NAMES = frozenset(name.rpartition(".")[2] for name in torch_facts.GROUP_CUDA_LAYERS)
 
 
 def _joins_a_group(entry: int, trees: Mapping[int, ast.Module | None], project: Project) -> bool:

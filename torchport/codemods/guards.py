@@ -70,6 +70,7 @@ from torchport.codemods.device import own_object, tensor_type_check
 from torchport.codemods.unported import exit_gate_at, removable_assert, removable_exit_gate
 from torchport.emit.unparse import unparse
 from torchport.model import torch_facts
+from torchport.model.evaluate import fixture_decorator
 from torchport.model.objects import own_device_classes
 from torchport.model.torch_facts import FAKES_CUDA as FAKES_CUDA_TEXT
 from torchport.model.torch_facts import LIBRARY_PLACEMENT_KEYWORDS
@@ -733,9 +734,7 @@ def _flags(m: Migrator) -> set[tuple[str, str]]:
             if not isinstance(node, ast.Assign):
                 continue
             for inner in ast.walk(node.value):
-                if isinstance(inner, ast.Attribute) and inner.attr == "is_available" and (
-                        (isinstance(inner.value, ast.Attribute) and inner.value.attr == "cuda")
-                        or (isinstance(inner.value, ast.Name) and inner.value.id == "cuda")):
+                if isinstance(inner, ast.Attribute) and inner.attr == "is_available" and _is_cuda_module(inner.value):
                     for target in node.targets:
                         if isinstance(target, ast.Name):  # a local: in its own function only
                             flags.add((owner, target.id))
@@ -832,8 +831,7 @@ def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
 def _one_availability(value: ast.expr) -> bool:
     """``torch.cuda.is_available()``, alone or and-ed with what names no CUDA API (``not args.no_cuda``)."""
     parts = value.values if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.And) else [value]
-    checks = [p for p in parts if isinstance(p, ast.Call) and not p.args and not p.keywords
-              and isinstance(p.func, ast.Attribute) and p.func.attr == "is_available" and _is_cuda_module(p.func.value)]
+    checks = [p for p in parts if cuda_call(p, "is_available") and isinstance(p, ast.Call) and not p.keywords]
     return len(checks) == 1 and not any(_names_cuda_api(p) for p in parts if p is not checks[0])
 
 
@@ -852,8 +850,7 @@ def _ported_whole(body: list[ast.stmt]) -> bool:
     that it keeps (a legacy tensor type, CUDA RNG state, graphs) or has no name for."""
     for statement in body:
         for node in ast.walk(statement):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and \
-                    ast.unparse(node.value) == "torch.cuda":
+            if isinstance(node, ast.Attribute) and _is_cuda_module(node.value):
                 api = torch_facts.api(f"torch.cuda.{node.attr}")
                 if api is None or api.becomes is None or not api.portable:
                     return False
@@ -866,7 +863,7 @@ def _gated_fixtures(module: ast.Module, gates: frozenset[str]) -> dict[str, str]
     them. A fixture another fixture, an unskipped test or a string (``request.getfixturevalue``) names, or that
     nothing requests, is left out."""
     functions = [n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    fixtures = {f.name for f in functions if any(_is_fixture_decorator(d) for d in f.decorator_list)}
+    fixtures = {f.name for f in functions if any(fixture_decorator(d) for d in f.decorator_list)}
     if not fixtures:
         return {}
     named = {n.value for n in ast.walk(module) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
@@ -881,12 +878,6 @@ def _gated_fixtures(module: ast.Module, gates: frozenset[str]) -> dict[str, str]
             if name not in named and all(asked) and (gate := asked[0]) is not None}
 
 
-def _is_fixture_decorator(decorator: ast.expr) -> bool:
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    return isinstance(target, ast.Name) and target.id == "fixture" or isinstance(target, ast.Attribute) and \
-        target.attr == "fixture"
-
-
 def _test_gate(function: ast.FunctionDef | ast.AsyncFunctionDef, gates: frozenset[str]) -> str | None:
     """The decorator that skips ``function`` without CUDA: a CUDA gate of the project, or a mark that asks CUDA
     (``@pytest.mark.skipif(not torch.cuda.is_available(), ...)``)."""
@@ -894,8 +885,7 @@ def _test_gate(function: ast.FunctionDef | ast.AsyncFunctionDef, gates: frozense
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         text = ast.unparse(target)
         if text in gates or isinstance(decorator, ast.Call) and any(
-                isinstance(n, ast.Attribute) and n.attr in ("is_available", "device_count") and
-                _is_cuda_module(n.value) for n in ast.walk(decorator)):
+                cuda_call(n, "is_available") or cuda_call(n, "device_count") for n in ast.walk(decorator)):
             return text
     return None
 

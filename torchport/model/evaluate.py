@@ -1356,15 +1356,17 @@ def _nvidia_tool(runner: str, args: Sequence[object], keywords: dict[str | None,
     return None if shell and not checked else program[0]
 
 
+def fixture_decorator(decorator: ast.expr) -> bool:
+    """``@pytest.fixture`` or ``@fixture``, called or not (``@pytest.fixture(scope="module")``)."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (isinstance(target, ast.Name) and target.id == "fixture") or (
+        isinstance(target, ast.Attribute) and target.attr == "fixture")
+
+
 def _fixture_mark(decorator: ast.expr) -> bool:
-    """``@pytest.fixture`` or ``@fixture``, or either called without ``params``
-    (``@pytest.fixture(scope="module")``)."""
-    if isinstance(decorator, ast.Call):
-        if any(k.arg == "params" for k in decorator.keywords):
-            return False
-        decorator = decorator.func
-    return (isinstance(decorator, ast.Name) and decorator.id == "fixture") or (
-        isinstance(decorator, ast.Attribute) and decorator.attr == "fixture")
+    """A `fixture_decorator` without ``params`` (pytest gives it one value)."""
+    return fixture_decorator(decorator) and not (
+        isinstance(decorator, ast.Call) and any(k.arg == "params" for k in decorator.keywords))
 
 
 def _parametrized(node: ast.FunctionDef | ast.AsyncFunctionDef, parameters: Iterable[str]) -> list[dict[str, object]]:

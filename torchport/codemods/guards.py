@@ -778,6 +778,8 @@ def _portable_flags(module: ast.Module, flags: set[tuple[str, str]]) -> set[tupl
     name no CUDA API, or a ``pin_memory=`` value. Read anywhere else (passed on, printed, stored, negated) it stays
     a flag of CUDA alone."""
     found: set[tuple[str, str]] = set()
+    cuda_names = frozenset(name for n in ast.walk(module) if isinstance(n, (ast.Import, ast.ImportFrom))
+                           for name in _cuda_library_names(n))
     functions = [n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     named = {f.name: [g for g in functions if g.name == f.name] for f in functions}
     scopes: dict[str, ast.AST] = {"": module, **{name: same[0] for name, same in named.items() if len(same) == 1}}
@@ -801,7 +803,7 @@ def _portable_flags(module: ast.Module, flags: set[tuple[str, str]]) -> set[tupl
         places = False  # what it picks is a device or a move (not only a backend name: that port is churn)
         for node in nodes:
             if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == name:
-                if not _ported_whole([*node.body, *node.orelse]):
+                if not _ported_whole([*node.body, *node.orelse], cuda_names):
                     break
                 allowed.add(id(node.test))
                 places = places or any(isinstance(n, ast.Attribute) and n.attr == "cuda" for n in ast.walk(node))
@@ -845,16 +847,29 @@ def _names_cuda_api(node: ast.AST) -> bool:
     return any(isinstance(n, ast.Attribute) and _is_cuda_module(n.value) for n in ast.walk(node))
 
 
-def _ported_whole(body: list[ast.stmt]) -> bool:
+def _ported_whole(body: list[ast.stmt], cuda_names: frozenset[str]) -> bool:
     """Whether the runtime ports every CUDA API ``body`` names (``.cuda()`` moves, seeds, ``set_device``): none
-    that it keeps (a legacy tensor type, CUDA RNG state, graphs) or has no name for."""
+    that it keeps (a legacy tensor type, CUDA RNG state, graphs) or has no name for, and no CUDA-only library it
+    imports or uses (``cuda_names``: the module's names bound to one; ``if use_cuda: from apex import amp``)."""
     for statement in body:
         for node in ast.walk(statement):
             if isinstance(node, ast.Attribute) and _is_cuda_module(node.value):
                 api = torch_facts.api(f"torch.cuda.{node.attr}")
                 if api is None or api.becomes is None or not api.portable:
                     return False
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and _cuda_library_names(node) or \
+                    isinstance(node, ast.Name) and node.id in cuda_names:
+                return False
     return True
+
+
+def _cuda_library_names(node: ast.Import | ast.ImportFrom) -> set[str]:
+    """The local names an import binds from a CUDA-only library (`torch_facts.cuda_library`)."""
+    if isinstance(node, ast.ImportFrom):
+        module = node.module or ""
+        return {a.asname or a.name for a in node.names
+                if torch_facts.cuda_library(f"{module}.{a.name}" if module else a.name) is not None}
+    return {a.asname or a.name.split(".", 1)[0] for a in node.names if torch_facts.cuda_library(a.name) is not None}
 
 
 def _gated_fixtures(module: ast.Module, gates: frozenset[str]) -> dict[str, str]:

@@ -1439,3 +1439,43 @@ def test_a_sync_batchnorm_another_module_builds_blocks_the_cpu_and_mps_where_the
     found = _programs(tmp_path)
     assert found["train.py"]["runs_on"] == ["cuda", "xpu"]
     assert found["infer.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]  # no group: plain batch norm
+
+
+_CPU_ONLY_FALLBACK = {
+    "op/__init__.py": "",
+    "op/fused_act_cpu.py": (
+        "import torch\nfrom torch.nn import functional as F\n\n\n"
+        "def fused_leaky_relu(input, bias):\n"
+        "    if input.device.type == \"cpu\":\n"
+        "        return F.leaky_relu(input + bias.view(1, -1, 1, 1), negative_slope=0.2)\n"
+        "    else:\n"
+        "        return FusedLeakyReLUFunction.apply(input.contiguous(), bias)\n"),
+    "model.py": (
+        "import torch\n\nif torch.cuda.is_available():\n    from op.fused_act import fused_leaky_relu\n"
+        "else:\n    from op.fused_act_cpu import fused_leaky_relu\n\n\n"
+        "def act(x, bias):\n    return fused_leaky_relu(x, bias)\n"),
+    "predict.py": (
+        "import torch\nfrom model import act\n\ndevice = \"cuda\"\nif __name__ == \"__main__\":\n"
+        "    print(act(torch.randn(1, 3, 4, 4, device=device), torch.zeros(3, device=device)).shape)\n"),
+}
+
+
+def test_a_fallback_for_cpu_tensors_alone_keeps_the_program_cuda_or_cpu(tmp_path: Path) -> None:
+    # JoJoGAN: off CUDA, model.py imports the CPU variant of its op, whose other devices reach an unbound name
+    found = _programs(_write(tmp_path, _CPU_ONLY_FALLBACK))["predict.py"]
+    assert found["runs_on"] == ["cuda", "cpu"]
+    assert {(b["target"], b["path"], b["line"]) for b in found["blockers"]} == {
+        ("mps", "op/fused_act_cpu.py", 9), ("xpu", "op/fused_act_cpu.py", 9)}
+    migrated = (tmp_path / "predict.py").read_text()
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--apply"])
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "predict.py").read_text() != migrated
+    assert 'tp.keep_cuda_or_cpu("a fallback for CPU tensors alone' in (tmp_path / "predict.py").read_text()
+
+
+def test_a_fallback_whose_other_branch_is_bound_blocks_nothing(tmp_path: Path) -> None:
+    files = dict(_CPU_ONLY_FALLBACK)
+    files["op/fused_act_cpu.py"] = files["op/fused_act_cpu.py"].replace(
+        "import torch\n", "import torch\nfrom op.kernels import FusedLeakyReLUFunction\n", 1)
+    found = _programs(_write(tmp_path, files))["predict.py"]
+    assert found["runs_on"] == ["cuda", "mps", "xpu", "cpu"]

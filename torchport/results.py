@@ -35,12 +35,15 @@ CHOSEN_IF_ON_CUDA = "a device chosen CUDA only where other data is on CUDA (`.is
 CPU_OR_CUDA_CHECK = "a device check that takes only the CPU and CUDA"  # `if x.device.type not in ("cpu", "cuda")`
 CPU_EXTENSION = "a C++ extension built for the CPU alone"  # sru's `load("sru_cpu", sources=[cpu_source])`
 CPU_OR_CUDA_INPUTS = "which makes its inputs on CUDA or the CPU alone"  # torchsummary's `summary(model, ...)`
+# JoJoGAN's fused_act_cpu: `if input.device.type == "cpu": <native> else: FusedLeakyReLUFunction.apply(...)`, a name
+# the module never binds (the CUDA op it was copied from): a tensor on MPS or an XPU meets a NameError.
+CPU_ONLY_FALLBACK = "a fallback for CPU tensors alone (other devices reach a name the module never binds)"
 
 
 def keeps_cuda_or_cpu(reason: str) -> bool:
     """Whether ``reason`` (``"<what>, <file>:<line>"``, given to TP019) keeps its program off XPU as well as MPS."""
     return reason.startswith((KEPT_CHOICE, COMPILED, MOVED_IF_ON_CUDA, CHOSEN_IF_ON_CUDA, CPU_OR_CUDA_CHECK,
-                              CPU_EXTENSION)) or CPU_OR_CUDA_INPUTS in reason
+                              CPU_EXTENSION, CPU_ONLY_FALLBACK)) or CPU_OR_CUDA_INPUTS in reason
 
 
 @dataclass(frozen=True)

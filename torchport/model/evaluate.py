@@ -577,6 +577,14 @@ class Evaluator:
             return key  # `pynvml.nvmlInit()`: a library whose import works anywhere, and whose calls need CUDA
         return key if key is not None and key in self.gates else None
 
+    def decided(self, test: ast.expr) -> bool | None:
+        """The truth of condition ``test`` of the module's top level on this target, where a device query decides
+        it (``torch.cuda.is_available()``, a flag bound from one); None where none does or it is not known."""
+        p = Path({})
+        value, asked = self._asking(test, p, test=True)
+        known = truth(value)
+        return known if asked and p.stop is None and isinstance(known, bool) else None
+
     def _asking(self, node: ast.expr, p: Path, test: bool = False) -> tuple[object, bool]:
         """The value of ``node``, and whether a device query decided it. ``test``: it is a condition (of an
         ``if``, ``while`` or ``assert``), where a gate is a predicate."""

@@ -491,9 +491,13 @@ TEXT = {
                               "is 'torch.mps.FloatTensor', which `.type()` rejects (pytorch/pytorch#118517)"),
     "lacks_text": (r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
                    r"forced_align|DataParallel|is_cuda|cpp_extension)\b|\.type\(\s*[\w.\[\]]+\.type\("
-                   r"""|\bmode\s*=\s*["']area["']|["'](?:cpu|cuda)["']\s+not\s+in\b|\bnot\s+in\s*[(\[{]\s*["'](?:cpu|cuda)["']""",
-                   "text every MPS blocker's module holds (a device check's `'cuda' not in device` too): a run whose "
-                   "files hold none of it has no program that MPS cannot run"),
+                   r"""|\bmode\s*=\s*["']area["']|["'](?:cpu|cuda)["']\s+not\s+in\b|\bnot\s+in\s*[(\[{]\s*["'](?:cpu|cuda)["']"""
+                   r"""|\.device\.type\s*[!=]=\s*["']cpu["']""",
+                   "text every MPS blocker's module holds (a device check's `'cuda' not in device`, a CPU-only "
+                   "fallback's `x.device.type == 'cpu'` too): a run whose files hold none of it has no program that "
+                   "MPS cannot run"),
+    "cpu_dispatch": (r"""\.device\.type\s*[!=]=\s*["']cpu["']""",
+                     "a branch on whether data is on the CPU: a fallback may serve the CPU alone"),
     "collective_call": (r"\b(?:all_reduce|all_gather|all_gather_object|reduce_scatter|broadcast|all_to_all)\(",
                         "a collective call: the arrays it takes are not the ones a module moves"),
     "mentions_mps": (r"(?i)\bmps\b", "a module that mentions MPS handles it itself"),

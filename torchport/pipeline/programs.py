@@ -239,7 +239,7 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         environment = _environment_set(trees.get(entry))
         # a module imported in a function, under a guard or lazily is a path the program may not take: no blocker
         always, arms = project.run_as_script(entry) if kind in ("script", "console-script") else (
-            project.reach(entry, always=True), [])
+            project.reach(entry, always=True, off_cuda=True), [])
         for index in reach:
             if index not in always:
                 continue
@@ -562,7 +562,7 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
             demos.add(index)  # its demo `__main__` block moves data: the call goes there
         if (tree := trees[index]) is not None and "mps" in (result.original or "").lower() and handles_mps(tree):
             continue  # it picks MPS itself (XMem's interactive demo): the call would move the runtime's picks alone
-        reach = project.reach(index, always=True)  # certain: what it imports whenever it runs
+        reach = project.reach(index, always=True, off_cuda=True)  # certain: what it imports whenever it runs on a Mac
         # its own moves, or its own device choice made the runtime's (residual-flows' train_toy.py places its
         # model with the `device` it picks)
         moved = moving_on_import | ({index} & moving) | (

@@ -93,6 +93,9 @@ class Outline:
     runs; ``arms``: per ``if``/``elif``/``else`` chain that runs whenever it does (at the top or in that block), whose
     every arm imports, the imports of each arm: one of them runs. ``inside``: per top-level function or class, the
     imports its body (a method's) always runs when it runs, dynamic ones too (`Project.live_imports`).
+    ``off_cuda``: the imports of the arm a top-level ``if`` chain takes wherever CUDA is not, its test evaluated
+    (JoJoGAN's ``if torch.cuda.is_available(): from op.fused_act import ... else: from op.fused_act_cpu import
+    ...``): what every program off CUDA runs, besides ``always``.
     """
 
     parses: bool
@@ -105,6 +108,7 @@ class Outline:
     main: tuple[Imported, ...] = ()
     arms: tuple[tuple[tuple[Imported, ...], ...], ...] = ()
     inside: tuple[tuple[str, tuple[Imported, ...]], ...] = ()
+    off_cuda: tuple[Imported, ...] = ()
 
 
 @contextmanager
@@ -192,7 +196,35 @@ def _outline(text: str) -> Outline:
                    is_script(tree), works_at_top(tree), any(is_test(s) for s in defines), bool(defines),
                    run(run_main),
                    tuple(arms for s in chains if (arms := _arms(s, imports))),
-                   tuple((d.name, found) for d in defines if (found := inside(d))))
+                   tuple((d.name, found) for d in defines if (found := inside(d))),
+                   _off_cuda(tree, [s for s in tree.body if isinstance(s, ast.If) and s.orelse], imports))
+
+
+def _off_cuda(tree: ast.Module, chains: list[ast.If], imports: dict[int, Imported]) -> tuple[Imported, ...]:
+    """The imports of the arm each top-level ``if`` chain of ``chains`` takes off CUDA, its tests evaluated on the
+    CPU (a test that does not ask CUDA decides nothing here)."""
+    asking = [s for s in chains if "cuda" in ast.unparse(s.test)]
+    if not asking:
+        return ()
+    from torchport.model.evaluate import Evaluator
+
+    evaluator = Evaluator(tree, "cpu")
+    found: list[Imported] = []
+    for chain in asking:
+        node: ast.stmt = chain
+        while isinstance(node, ast.If):
+            taken = evaluator.decided(node.test)
+            if taken is None:
+                break
+            if taken:
+                found.extend(imports[id(s)] for s in always_run(node.body) if id(s) in imports)
+                break
+            if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+                node = node.orelse[0]
+                continue
+            found.extend(imports[id(s)] for s in always_run(node.orelse) if id(s) in imports)
+            break
+    return tuple(found)
 
 
 def _dynamic_imports(tree: ast.Module) -> Iterator[tuple[int, Imported]]:
@@ -419,7 +451,7 @@ class Project:
         self.compiled_uses: dict[int, list[tuple[int, str]]] = {}  # `compiled_uses`, per module
         self.named_on: dict[tuple[str, frozenset[int]], bool] = {}  # `_named_on`, per name and program
         self.dispatched: frozenset[str] | None = None  # `programs._dispatched_fields`, asked by several steps
-        self._reached: dict[tuple[int, bool], tuple[int, ...]] = {}  # a tuple: a third of a set
+        self._reached: dict[tuple[int, bool, bool], tuple[int, ...]] = {}  # a tuple: a third of a set
         self.package_dirs = {path.parent for path in paths if path.name == "__init__.py"}
         self.names: list[str | None] = [None] * len(results)
         self.by_name: dict[str, list[int]] = {}
@@ -427,7 +459,7 @@ class Project:
             name = self._module_name(path)
             self.names[index] = name
             self.by_name.setdefault(name, []).append(index)
-        self._edges: dict[tuple[int, bool], set[int]] = {}
+        self._edges: dict[tuple[int, bool, bool], set[int]] = {}
         self.runs: dict[frozenset[int], frozenset[str]] = {}  # `program_names`, per program's modules
 
     def _module_name(self, path: Path) -> str:
@@ -440,11 +472,12 @@ class Project:
             folder = folder.parent
         return ".".join(parts) or path.parent.name
 
-    def imports(self, index: int, always: bool = False) -> set[int]:
+    def imports(self, index: int, always: bool = False, off_cuda: bool = False) -> set[int]:
         """The files of the run that file ``index`` imports (statically; a registry ``__init__`` imports its folder).
         ``always``: only the imports it runs whenever it is imported (at its top level, not under ``if``/``try`` nor
-        in a function): what a program cannot avoid."""
-        key = (index, always)
+        in a function): what a program cannot avoid; ``off_cuda`` (with ``always``): where CUDA is not, with the arm
+        a CUDA query chooses there (`Outline.off_cuda`)."""
+        key = (index, always, off_cuda)
         if key in self._edges:
             return self._edges[key]
         found: set[int] = set()
@@ -453,7 +486,8 @@ class Project:
         module = outline(text)
         if not module.parses:
             return found
-        found.update(self.resolved(index, module.always if always else module.imports))
+        found.update(self.resolved(index, (*module.always, *(module.off_cuda if off_cuda else ())) if always
+                                   else module.imports))
         path = self.results[index].path
         if path.name == "__init__.py" and _DYNAMIC_IMPORT.search(text) and not always:
             folder = self._folder(path)
@@ -554,14 +588,15 @@ class Project:
         return found
 
     def run_as_script(self, entry: int) -> tuple[set[int], list[list[set[int]]]]:
-        """What file ``entry`` cannot avoid when run as a program: the files it always reaches (its ``__main__``
-        block's imports too), and per ``if``/``else`` chain whose every arm imports, the files each arm always
-        reaches (`Outline.arms`)."""
+        """What file ``entry`` cannot avoid when run as a program off CUDA: the files it always reaches there (its
+        ``__main__`` block's imports too), and per ``if``/``else`` chain whose every arm imports, the files each arm
+        always reaches (`Outline.arms`)."""
         module = outline(self.results[entry].original)
-        always = self.reach(entry, always=True)
+        always = self.reach(entry, always=True, off_cuda=True)
         for other in self.resolved(entry, module.main):
-            always |= self.reach(other, always=True)
-        arms = [[{n for other in self.resolved(entry, arm) for n in self.reach(other, always=True)} for arm in chain]
+            always |= self.reach(other, always=True, off_cuda=True)
+        arms = [[{n for other in self.resolved(entry, arm) for n in self.reach(other, always=True, off_cuda=True)}
+                 for arm in chain]
                 for chain in module.arms]
         return always, arms
 
@@ -690,15 +725,15 @@ class Project:
                 return self.paths[candidate]
         return None
 
-    def reach(self, start: int, always: bool = False) -> set[int]:
-        """``start`` and every file it imports, transitively (``always``: through the imports it cannot avoid); a
-        new set: the caller may change it."""
-        key = (start, always)
+    def reach(self, start: int, always: bool = False, off_cuda: bool = False) -> set[int]:
+        """``start`` and every file it imports, transitively (``always``: through the imports it cannot avoid;
+        ``off_cuda``: where CUDA is not, `imports`); a new set: the caller may change it."""
+        key = (start, always, off_cuda)
         if key not in self._reached:  # the steps and the programs ask for the same ones again
             seen = {start}
             todo = [start]
             while todo:
-                for other in self.imports(todo.pop(), always):
+                for other in self.imports(todo.pop(), always, off_cuda):
                     if other not in seen:
                         seen.add(other)
                         todo.append(other)

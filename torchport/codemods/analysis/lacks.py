@@ -17,6 +17,7 @@ from torchport.model.torch_facts import ON_CUDA_FLAGS
 from torchport.results import (
     CHOSEN_IF_ON_CUDA,
     CPU_EXTENSION,
+    CPU_ONLY_FALLBACK,
     CPU_OR_CUDA_CHECK,
     CPU_OR_CUDA_INPUTS,
     MOVED_IF_ON_CUDA,
@@ -109,6 +110,8 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
     if "cpp_extension" in text:
         tree = tree or parse(text)
         found.extend(_cpu_extensions(tree) if tree is not None else [])
+    if _CPU_DISPATCH.search(text) and (tree := tree or parse(text)) is not None:
+        found.extend(_cpu_only_fallbacks(tree))
     if ".device.type]" in text and (tree := tree or parse(text)) is not None:
         found.extend(_device_tables(tree))
     if "raise" in text and _NAMES_CUDA_STRING.search(text) and (tree := tree or parse(text)) is not None:
@@ -200,6 +203,7 @@ def _cpu_extensions(tree: ast.Module) -> list[tuple[int, str]]:
             if cuda is False]
 
 
+_CPU_DISPATCH = torch_facts.text("cpu_dispatch")
 _CPU_OR_CUDA_INPUTS = frozenset(torch_facts.words("cpu_or_cuda_inputs"))
 
 
@@ -222,6 +226,43 @@ def _device_tables(tree: ast.Module) -> list[tuple[int, str]]:
             if tables and isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
             and node.value.id in tables and isinstance(node.slice, ast.Attribute) and node.slice.attr == "type"
             and isinstance(node.slice.value, ast.Attribute) and node.slice.value.attr == "device"]
+
+
+def _cpu_only_fallbacks(tree: ast.Module) -> list[tuple[int, str]]:
+    """``(line, what)`` where a branch taken by every device but the CPU (``else`` of ``if x.device.type == "cpu"``,
+    the body of ``!= "cpu"``) calls a name the module never binds (JoJoGAN's fused_act_cpu: ``return
+    FusedLeakyReLUFunction.apply(...)``): data on MPS or an XPU meets a NameError there. Bindings are read from the
+    module's symbol tables; a module with ``from m import *`` binds anything."""
+    import builtins
+    import symtable
+
+    branches = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(test := node.test, ast.Compare) and len(test.ops) == 1 \
+                and isinstance(test.ops[0], (ast.Eq, ast.NotEq)) and isinstance(test.left, ast.Attribute) \
+                and test.left.attr == "type" and isinstance(test.left.value, ast.Attribute) \
+                and test.left.value.attr == "device" and isinstance(other := test.comparators[0], ast.Constant) \
+                and other.value == "cpu":
+            branches.append(node.orelse if isinstance(test.ops[0], ast.Eq) else node.body)
+    if not branches or any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
+                           for n in ast.walk(tree)):
+        return []
+    try:
+        table = symtable.symtable(ast.unparse(tree), "<module>", "exec")
+    except SyntaxError:
+        return []
+    bound = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()
+             or s.is_namespace()} | set(dir(builtins))
+    local: set[str] = set()
+    pending = list(table.get_children())
+    while pending:  # a name bound in any function or class counts as bound (cautious)
+        child = pending.pop()
+        local.update(s.get_name() for s in child.get_symbols() if s.is_assigned() or s.is_parameter()
+                     or s.is_imported() or s.is_namespace())
+        pending.extend(child.get_children())
+    return sorted({(n.lineno, CPU_ONLY_FALLBACK) for branch in branches for statement in branch
+                   for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                   and n.id not in bound and n.id not in local})
 
 
 def _device_checks(tree: ast.Module) -> list[tuple[int, str]]:

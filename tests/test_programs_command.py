@@ -1479,3 +1479,18 @@ def test_a_fallback_whose_other_branch_is_bound_blocks_nothing(tmp_path: Path) -
         "import torch\n", "import torch\nfrom op.kernels import FusedLeakyReLUFunction\n", 1)
     found = _programs(_write(tmp_path, files))["predict.py"]
     assert found["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
+def test_a_notebook_whose_program_mps_cannot_run_gets_the_call_too(tmp_path: Path) -> None:
+    # JoJoGAN's stylize.ipynb: one kernel runs its cells, a program as a script is
+    import nbformat
+    from nbformat import v4
+
+    files = {name: text for name, text in _CPU_ONLY_FALLBACK.items() if name != "predict.py"}
+    book = v4.new_notebook(cells=[v4.new_code_cell("import torch\nfrom model import act"), v4.new_code_cell(
+        "device = 'cuda'\nprint(act(torch.randn(1, 3, 4, 4, device=device), torch.zeros(3, device=device)).shape)")])
+    files["stylize.ipynb"] = nbformat.writes(book)
+    _applied(tmp_path, files)
+    cells = [c.source for c in nbformat.read(tmp_path / "stylize.ipynb", as_version=4).cells]
+    assert 'tp.keep_cuda_or_cpu("a fallback for CPU tensors alone' in cells[0]
+    assert "device = tp.device_str()" in cells[1]

@@ -493,7 +493,8 @@ def _needs_cuda_on_import(index: int, results: Sequence[FileResult], project: Pr
 
 
 def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[int]]:
-    """The scripts whose program MPS cannot run while the port sends its data to the runtime's device: each gets
+    """The scripts and notebooks whose program MPS cannot run while the port sends its data to the runtime's device
+    (one kernel runs a notebook's cells, one program): each gets
     ``tp.avoid_mps(...)`` (TP019, `torchport.codemods.entry`), so that on a Mac it keeps running on the CPU.
 
     Args:
@@ -504,8 +505,8 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
         call goes first in their ``__main__`` block: a module of a package or one another module imports, with a
         demo ``__main__`` block (deep_gcns' ``architecture.py``), which is a program only where it runs as one (at
         the top, the call would run in every program that imports it). A script whose own text has the blocker got
-        the call in the per-file pass already and is not listed; nor are tests (one process runs many), libraries
-        (their users' programs decide) and notebooks; nor a script that places no data itself (no ``.to(``,
+        the call in the per-file pass already and is not listed; nor are tests (one process runs many) and libraries
+        (their users' programs decide); nor a script that places no data itself (no ``.to(``,
         ``.cuda(``, device: a data-preparation script that imports the library), nor one that picks MPS itself (its
         own choice puts its data there, whatever the runtime picks), nor one that imports another script that gets
         the call (a launcher: the call runs when it imports that script).
@@ -543,17 +544,19 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
     demos: set[int] = set()
     flags: set[str] | None = None
     for index, result in enumerate(results):
-        if result.path.suffix != ".py" or result.error is not None or result.rewrites.get("TP019") and (
+        notebook = result.path.suffix == SUFFIX  # one kernel runs its cells: a program, as a script is
+        if result.path.suffix != ".py" and not notebook or result.error is not None or result.rewrites.get(
+                "TP019") and (
                 result.avoid_mps is not None or "keep_cuda_or_cpu(" in (result.migrated or "")):
             continue  # (a call its own text gave, for what MPS alone lacks, gives way to a split found below)
         module, name = outline(result.original), project.names[index]
         if _TEST_FILE.match(result.path.name) and module.tests and not _calls_own_tests(trees[index]):
             continue  # a test module runs in a process with many others (fairscale's test_gossip has a `__main__`;
             # Person_reID's test_MSMT.py, with no test of its own, is a script)
-        if not module.parses or not (module.script or _kind(result, module, name, scripts, is_imported(index)) in (
-                "script", "console-script")):
+        if not module.parses or not notebook and not (module.script or _kind(
+                result, module, name, scripts, is_imported(index)) in ("script", "console-script")):
             continue  # a `__main__` block, a console script, or top-level work in a module nothing imports
-        if name not in scripts and (is_imported(index) or project.in_package(index) and (
+        if not notebook and name not in scripts and (is_imported(index) or project.in_package(index) and (
                 not module.script or installable([result.path]))) and not _reads_command_line(trees[index]):
             if not module.script or not _moves_in_main(result, [
                     results[i].original or "" for i in range(len(results)) if index in project.imports(i)]):

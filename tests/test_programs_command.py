@@ -1494,3 +1494,52 @@ def test_a_notebook_whose_program_mps_cannot_run_gets_the_call_too(tmp_path: Pat
     cells = [c.source for c in nbformat.read(tmp_path / "stylize.ipynb", as_version=4).cells]
     assert 'tp.keep_cuda_or_cpu("a fallback for CPU tensors alone' in cells[0]
     assert "device = tp.device_str()" in cells[1]
+
+
+def test_a_module_that_does_not_parse_still_leads_to_what_it_imports(tmp_path: Path) -> None:
+    # ABWIM4KBRD: JointModel.py holds Python 2's `.cuda(async=True)`; its `import layers` reaches cupy all the same
+    _write(tmp_path, {
+        "kernels.py": "import torch\nfrom cupy.cuda import function\n",
+        "layers.py": "import torch\nimport kernels\n",
+        "model.py": "import torch\nimport layers\n\n\ndef step(x):\n    return x.cuda(async=True)\n",
+        "train.py": "import torch\nfrom model import step\n\nif __name__ == '__main__':\n    step(torch.zeros(1))\n",
+    })
+    found = _programs(tmp_path)["train.py"]
+    assert found["runs_on"] == ["cuda"]
+    assert {(b["path"], b["line"]) for b in found["blockers"]} == {("kernels.py", 2)}
+
+
+def test_a_package_dir_of_a_build_script_names_the_package_its_folder_holds(tmp_path: Path) -> None:
+    # haste: `package_dir={'haste_pytorch': 'frameworks/pytorch'}`, whose gru.py imports the CUDA-built extension
+    _write(tmp_path, {
+        "setup.py": ("from setuptools import setup\nfrom torch.utils import cpp_extension\n\n"
+                     "extension = cpp_extension.CUDAExtension('haste_lib', sources=['frameworks/pytorch/gru.cu'])\n"
+                     "setup(name='haste', packages=['haste'], package_dir={'haste': 'frameworks/pytorch'},\n"
+                     "      ext_modules=[extension])\n"),
+        "frameworks/pytorch/__init__.py": "from .gru import GRU\n",
+        "frameworks/pytorch/gru.py": ("import haste_lib as LIB\nimport torch\n\n\n"
+                                      "class GRU(torch.nn.Module):\n    pass\n"),
+        "validation/check.py": "import torch\nimport haste\n\nif __name__ == '__main__':\n    print(haste.GRU())\n",
+    })
+    found = _programs(tmp_path)["validation/check.py"]
+    assert found["runs_on"] == ["cuda"]
+    assert {(b["path"], b["line"]) for b in found["blockers"]} == {("frameworks/pytorch/gru.py", 1)}
+
+
+@pytest.mark.parametrize(("kernel", "runs_on"), [
+    # torch-householder: ATen's operators alone, which dispatch on every device
+    ("torch::Tensor f(torch::Tensor x) { return at::bmm(x, x); }\n", ["cuda", "mps", "xpu", "cpu"]),
+    # semseg's psamask: a kernel of its own reads the CPU's memory
+    ("torch::Tensor f(torch::Tensor x) { float* p = x.data_ptr<float>(); return x; }\n", ["cuda", "cpu"]),
+])
+def test_a_cpu_extension_of_aten_operators_alone_runs_on_every_device(
+        tmp_path: Path, kernel: str, runs_on: list[str]) -> None:
+    _write(tmp_path, {
+        "ops/householder.cpp": "#include <torch/extension.h>\n" + kernel,
+        "ops/__init__.py": ("import os\nfrom torch.utils.cpp_extension import load\n\n"
+                            "ops = load(name='hh',\n"
+                            "           sources=[os.path.join(os.path.dirname(__file__), 'householder.cpp')])\n"),
+        "run.py": ("import torch\nfrom ops import ops\n\nif __name__ == '__main__':\n"
+                   "    print(ops.f(torch.ones(2, 2, 2).cuda()))\n"),
+    })
+    assert _programs(tmp_path)["run.py"]["runs_on"] == runs_on

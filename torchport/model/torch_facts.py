@@ -545,6 +545,10 @@ TEXT = {
                     "`sys.path.insert(...)`, `sys.path += ...`, `site.addsitedir(...)`: what makes a module importable "
                     "that was not"),
     "dynamic_import": (r"\bimport_module\(|\b__import__\(", "a module imported by name at run time"),
+    "raw_kernel": (r"\b(?:data_ptr|mutable_data_ptr|const_data_ptr|accessor|packed_accessor\w*|AT_DISPATCH\w*|"
+                   r"AT_PRIVATE\w*)\b|\.data<",
+                   "C++ that reads a tensor's memory itself (a kernel of its own): without it, an extension calls "
+                   "ATen's operators alone, which dispatch on every device"),
     "builds_cuda_extension": (r"CUDAExtension|create_extension|['\"][\w./-]+\.cu['\"]",
                               "text of a build script that may make an extension for CUDA alone (`CUDAExtension`, "
                               "`.cu` sources, torch.utils.ffi's `create_extension`)"),

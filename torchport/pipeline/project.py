@@ -34,7 +34,7 @@ from torchport.codemods.analysis.lacks import blockers
 from torchport.codemods.analysis.programs import absolute_module, always_run, is_main, is_script, is_test
 from torchport.codemods.analysis.source import parse as parse_quietly
 from torchport.model import torch_facts
-from torchport.results import COMPILED, KEPT_CHOICE, FileResult
+from torchport.results import COMPILED, CPU_EXTENSION, KEPT_CHOICE, FileResult
 
 _DYNAMIC_IMPORT = torch_facts.text("dynamic_import")
 # What the steps of a run read from each module's text, kept so that no step reads a module again (a run asks in
@@ -168,8 +168,9 @@ def outline(text: str | None) -> Outline:
 
 def _outline(text: str) -> Outline:
     tree = parse(text)
-    if tree is None:
-        return Outline(False)
+    if tree is None:  # its imports still say what a program that runs it would meet (`_line_imports`)
+        found, top = _line_imports(text)
+        return Outline(False, found, top)
     defines = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     imports = {id(s): _imported(s) for s in _statements(tree.body) if isinstance(s, (ast.Import, ast.ImportFrom))}
     main = [s for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
@@ -198,6 +199,24 @@ def _outline(text: str) -> Outline:
                    tuple(arms for s in chains if (arms := _arms(s, imports))),
                    tuple((d.name, found) for d in defines if (found := inside(d))),
                    _off_cuda(tree, [s for s in tree.body if isinstance(s, ast.If) and s.orelse], imports))
+
+
+def _line_imports(text: str) -> tuple[tuple[Imported, ...], tuple[Imported, ...]]:
+    """The one-line import statements of a module CPython cannot parse (ABWIM4KBRD's JointModel.py, Python 2's
+    ``.cuda(async=True)``), each parsed alone, and those of them at its top level (not indented)."""
+    found: list[Imported] = []
+    top: list[Imported] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.lstrip()
+        if not stripped.startswith(("import ", "from ")):
+            continue
+        tree = parse_quietly(stripped)
+        if tree is None or len(tree.body) != 1 or not isinstance(node := tree.body[0], (ast.Import, ast.ImportFrom)):
+            continue
+        found.append(_imported(node)._replace(line=number))
+        if stripped == line:
+            top.append(found[-1])
+    return tuple(found), tuple(top)
 
 
 def _off_cuda(tree: ast.Module, chains: list[ast.If], imports: dict[int, Imported]) -> tuple[Imported, ...]:
@@ -425,6 +444,39 @@ def live_names(roots: Iterable[str], bodies: Iterable[Mapping[str, frozenset[str
     return live
 
 
+def _package_dirs(results: Sequence[FileResult]) -> list[tuple[str, Path]]:
+    """``(package, folder)`` of each ``package_dir`` entry of the run's build scripts whose folder the run holds
+    (haste's build/setup.pytorch.py: ``package_dir = {'haste_pytorch': 'frameworks/pytorch'}``, read from the
+    folder setup runs in: the script's own or one above it). The root package (``''``) is left to the packages."""
+    found: list[tuple[str, Path]] = []
+    for result in results:
+        if result.path.suffix != ".py" or "package_dir" not in (result.original or ""):
+            continue
+        tree = parse(result.original)
+        for node in ast.walk(tree) if tree is not None else ():
+            value = node.value if isinstance(node, ast.keyword) and node.arg == "package_dir" else (
+                node.value if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "package_dir" for t in node.targets) else None)
+            if not isinstance(value, ast.Dict):
+                continue
+            for key, folder in zip(value.keys, value.values, strict=True):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value \
+                        and isinstance(folder, ast.Constant) and isinstance(folder.value, str):
+                    here = result.path.resolve().parent
+                    where = next((base / folder.value for base in (here, *here.parents)
+                                  if (base / folder.value).is_dir()), None)
+                    if where is not None and where != here or folder.value in (".", ""):
+                        found.append((key.value, (where or here).resolve()))
+    return found
+
+
+def _dotted(relative: Path) -> str | None:
+    """The dotted name of a module at ``relative`` inside a package folder (``sub/mod.py`` -> ``sub.mod``,
+    ``__init__.py`` -> ``""``), or None where a part is no identifier."""
+    parts = [*relative.parts[:-1], *(() if relative.name == "__init__.py" else (relative.stem,))]
+    return ".".join(parts) if all(part.isidentifier() for part in parts) else None
+
+
 class Project:
     """The files of a run as modules, with the imports among them.
 
@@ -459,6 +511,10 @@ class Project:
             name = self._module_name(path)
             self.names[index] = name
             self.by_name.setdefault(name, []).append(index)
+        for alias, folder in _package_dirs(results):  # haste's `package_dir={'haste_pytorch': 'frameworks/pytorch'}`
+            for path, index in paths.items():
+                if folder in path.parents and (dotted := _dotted(path.relative_to(folder))) is not None:
+                    self.by_name.setdefault(".".join(filter(None, (alias, dotted))), []).append(index)
         self._edges: dict[tuple[int, bool, bool], set[int]] = {}
         self.runs: dict[frozenset[int], frozenset[str]] = {}  # `program_names`, per program's modules
 
@@ -484,8 +540,6 @@ class Project:
         self._edges[key] = found
         text = self.results[index].original or ""
         module = outline(text)
-        if not module.parses:
-            return found
         found.update(self.resolved(index, (*module.always, *(module.off_cuda if off_cuda else ())) if always
                                    else module.imports))
         path = self.results[index].path
@@ -795,8 +849,36 @@ def own_lack(project: Project, index: int) -> tuple[int, str] | None:
 
 def _lacks(project: Project, index: int) -> tuple[tuple[int, str], ...]:
     """Every ``(line, what)`` of module ``index`` using what MPS lacks (`lacking_all`) or a compiled library's
-    kernels (`compiled_uses`), in line order."""
-    return tuple(sorted({*lacking_all(project.results[index].original or ""), *compiled_uses(project, index)}))
+    kernels (`compiled_uses`), in line order; not a C++ extension whose sources call ATen's operators alone
+    (`_generic_extension`)."""
+    result = project.results[index]
+    found = lacking_all(result.original or "")
+    if any(what == CPU_EXTENSION for _, what in found):
+        found = tuple(hit for hit in found if hit[1] != CPU_EXTENSION or not _generic_extension(result, hit[0]))
+    return tuple(sorted({*found, *compiled_uses(project, index)}))
+
+
+_RAW_KERNEL = torch_facts.text("raw_kernel")
+
+
+def _generic_extension(result: FileResult, line: int) -> bool:
+    """Whether the C++ extension module ``result`` builds at ``line`` (``load(name, sources=[...])``) has every
+    source beside the module, and none reads a tensor's memory itself (`torch_facts` role ``raw_kernel``):
+    torch-householder's householder.cpp calls ``at::bmm_out`` and ``torch::empty_like`` alone, operators that
+    dispatch on the device of their tensors, MPS's and XPU's too."""
+    tree = parse(result.original)
+    call = next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno == line), None) if tree else None
+    names = [n.value for n in ast.walk(call) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+             and n.value.endswith((".cpp", ".cc", ".cxx"))] if call is not None else []
+    folder = result.path.parent
+    texts = []
+    for name in names:
+        source = folder / name if (folder / name).is_file() else folder / Path(name).name
+        try:
+            texts.append(source.read_text(errors="replace"))
+        except OSError:
+            return False
+    return bool(texts) and not any(_RAW_KERNEL.search(text) for text in texts)
 
 
 def _cpu_cuda_library(module: str) -> bool:

@@ -1543,3 +1543,17 @@ def test_a_cpu_extension_of_aten_operators_alone_runs_on_every_device(
                    "    print(ops.f(torch.ones(2, 2, 2).cuda()))\n"),
     })
     assert _programs(tmp_path)["run.py"]["runs_on"] == runs_on
+
+
+def test_a_script_that_does_not_parse_runs_nowhere_and_its_modules_stay_as_written(tmp_path: Path) -> None:
+    # manifold_mixup's supervised/main.py: Python 2's `.cuda(async=True)`; only it reaches models.py
+    _write(tmp_path, {
+        "models.py": "import torch\n\n\ndef build():\n    return torch.nn.Linear(2, 2).cuda()\n",
+        "main.py": ("import torch\nfrom models import build\n\n\ndef step(x):\n    return x.cuda(async=True)\n\n\n"
+                    "if __name__ == '__main__':\n    step(build())\n"),
+    })
+    found = _programs(tmp_path)["main.py"]
+    assert found["runs_on"] == [] and {b["line"] for b in found["blockers"]} == {6}
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache"])
+    assert "[R25 runs-nowhere] only programs that run on no device reach this file" in done.output
+    assert "+++" not in done.output

@@ -663,6 +663,11 @@ class DeviceString(_StringRule):
         # A function that dispatches on the string itself.
         Example('def dtype(device="cuda"):\n    if device == "cpu":\n        return 1\n'
                 '    assert device == "cuda"\n    return 2\n'),
+        # The setting a lookup falls back to (self-critical's `eval_split`).
+        Example("def eval_split(model, x, kw):\n    device = kw.get('device', 'cuda')\n"
+                "    return model(x.to(device))\n",
+                "def eval_split(model, x, kw):\n    device = kw.get('device', tp.device_str())\n"
+                "    return model(x.to(device))\n"),
         Example('import torch\nconfig = {"device": "cuda", "lr": 1e-3}\n',
                 'import torch\nconfig = {"device": tp.device_str(), "lr": 1e-3}\n'),
         # A --device option that the module makes a device: the option stays its setting, mapped where used.
@@ -736,6 +741,8 @@ class DeviceString(_StringRule):
         if not any(n.endswith("type") for n in names) and (any(DEVICE_WORD.search(n) for n in names) or (
                 runtime_string(node.value) and names[0] in _placing_names(m, self))):
             m.set_context(node.value, "str", self.code)
+            if (fallback := _lookup_default(node.value)) is not None and any(DEVICE_WORD.search(n) for n in names):
+                m.set_context(fallback, "str", self.code)  # `device = kwargs.get('device', 'cuda')`
         elif is_cuda_literal(node.value) and len(names) == 1 and names[0].isidentifier() and _only_said(m, names[0]):
             m.handled.add(id(node.value))  # `backend_name = "cuda"` only logged or printed: a label
 
@@ -1731,6 +1738,18 @@ def _guards_moves_to(m: Migrator, test: cst.Comparison, device: str) -> bool:
                 and len(value.args) == 1 and _EMPTY.code_for_node(value.args[0].value) == device):
             return False
     return True
+
+
+def _lookup_default(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The CUDA string a lookup falls back to: ``'cuda'`` of ``kwargs.get('device', 'cuda')``, ``getattr(opt,
+    'device', 'cuda')`` or ``os.getenv('DEVICE', 'cuda')`` (self-critical's ``eval_split``); else None."""
+    if not isinstance(value, cst.Call) or any(a.keyword is not None or a.star for a in value.args):
+        return None
+    name = call_name(value.func)
+    at = 2 if name == "getattr" and isinstance(value.func, cst.Name) else 1 if name in ("get", "getenv") else None
+    if at is None or len(value.args) != at + 1 or not is_cuda_literal(value.args[at].value):
+        return None
+    return value.args[at].value
 
 
 class UnclassifiedString(Rule):

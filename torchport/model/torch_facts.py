@@ -496,6 +496,8 @@ TEXT = {
                    "text every MPS blocker's module holds (a device check's `'cuda' not in device`, a CPU-only "
                    "fallback's `x.device.type == 'cpu'` too): a run whose files hold none of it has no program that "
                    "MPS cannot run"),
+    "main_guard": (r"""(?m)^if\s+__name__\s*==\s*["']__main__["']\s*:""",
+                   "a `__main__` block, read as text in a module CPython cannot parse: a script that runs nowhere"),
     "cpu_dispatch": (r"""\.device\.type\s*[!=]=\s*["']cpu["']""",
                      "a branch on whether data is on the CPU: a fallback may serve the CPU alone"),
     "collective_call": (r"\b(?:all_reduce|all_gather|all_gather_object|reduce_scatter|broadcast|all_to_all)\(",

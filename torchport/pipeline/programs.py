@@ -231,6 +231,13 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         reach = sorted(project.reach(entry), key=lambda i: (i != entry, str(results[i].path)))
         program = Program(shown_as(entry), kind, reached=set(reach),
                           rewrites=sum(sum(results[i].rewrites.values()) for i in reach))
+        if not outline(results[entry].original).parses:
+            head = (results[entry].error or "").split(":", 1)[0]  # `313:27: syntax error: ...`
+            line = int(head) if head.isdigit() else 1
+            program.blockers = [Blocker(t, f"does not parse ({results[entry].error}): {installed.RUNS_NOWHERE}",
+                                        program.path, line) for t in OFF_CUDA]
+            made.append(program)
+            continue
         if kind in ("script", "console-script") and (gated := _calls_a_gate(entry, trees, project, gates)):
             line, name, where = gated  # shown where it stops, the way a maintainer looks for it
             program.blockers.extend(Blocker(target, f"stops unless CUDA is there (`{name}`, called at "
@@ -438,7 +445,8 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
     """
     suspects = may_leave(results)
     stopped = any(STILL_STOPS in d.message for r in results for d in r.diagnostics if d.code == "TP110") or any(
-        _port_stops(r) for r in results) or any(deferred_cuda_imports(r.original or "") for r in suspects)
+        _port_stops(r) for r in results) or any(deferred_cuda_imports(r.original or "") for r in suspects) or any(
+        r.error is not None and r.path.suffix == ".py" and outline(r.original).script for r in results)  # no parse
     if not suspects and not stopped:
         return {}
     # Only a module that itself needs CUDA, or defines a CUDA gate, makes a program CUDA-only (an entry point's
@@ -1588,8 +1596,8 @@ def _kind(result: FileResult, module: Outline, name: str | None, scripts: set[st
     ``setup.py`` is none, and torch.hub's ``hubconf.py``, which hub loads into its caller's process, is a library."""
     if result.path.suffix == ".ipynb":
         return "notebook"
-    if not module.parses:
-        return None
+    if not module.parses:  # a script CPython cannot parse (Python 2's `.cuda(async=True)`) runs nowhere
+        return "script" if module.script and result.path.suffix == ".py" else None
     if _TEST_FILE.match(result.path.name) and not (imported if engine is None else engine) and module.tests:
         return "test"
     if name is not None and name in scripts:

@@ -50,6 +50,7 @@ _K = TypeVar("_K")
 _V = TypeVar("_V")
 _COMPILED: dict[str, frozenset[str]] = {}  # build script's text -> the extensions it makes with C++ kernels
 _BUILDS = torch_facts.text("builds_cuda_extension")
+_MAIN_GUARD = torch_facts.text("main_guard")
 _CPU_CUDA_LIBRARIES = frozenset(torch_facts.words("cpu_cuda_library"))
 _CUDA_ONLY_TEXT = torch_facts.text("cuda_only_text")
 # `deferred_cuda_imports`, by text and the project's CUDA extensions
@@ -170,7 +171,7 @@ def _outline(text: str) -> Outline:
     tree = parse(text)
     if tree is None:  # its imports still say what a program that runs it would meet (`_line_imports`)
         found, top = _line_imports(text)
-        return Outline(False, found, top)
+        return Outline(False, found, top, script=_MAIN_GUARD.search(text) is not None)
     defines = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     imports = {id(s): _imported(s) for s in _statements(tree.body) if isinstance(s, (ast.Import, ast.ImportFrom))}
     main = [s for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]

@@ -1557,3 +1557,18 @@ def test_a_script_that_does_not_parse_runs_nowhere_and_its_modules_stay_as_writt
     done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache"])
     assert "[R25 runs-nowhere] only programs that run on no device reach this file" in done.output
     assert "+++" not in done.output
+
+
+def test_a_scripts_own_call_goes_above_the_import_of_a_module_that_picks_the_device(tmp_path: Path) -> None:
+    # Bag-of-Tricks-for-AT: train_cifar.py's own DataParallel gives it the call; `from utils import *` picks the
+    # device when imported, so the call goes above that import (below it, utils' device is MPS already)
+    _applied(tmp_path, {
+        "utils.py": ("import torch\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\n"
+                     "def batches(xs):\n    return [x.to(device) for x in xs]\n"),
+        "train.py": ("import torch\nimport torch.nn as nn\n\nfrom utils import *\n\n\nif __name__ == '__main__':\n"
+                     "    model = nn.DataParallel(nn.Linear(2, 2)).cuda()\n"
+                     "    print([model(x) for x in batches([torch.ones(1, 2)])])\n"),
+    })
+    lines = (tmp_path / "train.py").read_text().splitlines()
+    call = next(i for i, line in enumerate(lines) if line.startswith("tp.avoid_mps("))
+    assert call < lines.index("from utils import *")

@@ -198,7 +198,10 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
     _again(results, {index: Directive(reason, None, gates.get(index, frozenset())) for index, reason in holds.items()},
            settings, jobs, cache)
     avoids, demos = programs.avoid_mps(results)
-    for index, line in programs.picked_on_import(results, avoids).items():  # `tp.avoid_mps` goes above that import
+    # a script whose own text gave it the call (Bag-of-Tricks-for-AT's train_cifar.py: DataParallel) too
+    called = {i: "" for i, r in enumerate(results) if r.rewrites.get("TP019") and i not in avoids}
+    picked = programs.picked_on_import(results, {**avoids, **called})
+    for index, line in picked.items():  # `tp.avoid_mps` goes above that import
         gates[index] = gates.get(index, frozenset()) | {f"{AVOID_BEFORE}{line}"}
     for index in demos:  # a module with a demo `__main__` block: the call goes first in that block
         gates[index] = gates.get(index, frozenset()) | {AVOID_IN_MAIN}
@@ -206,7 +209,7 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
     for index, why in kept_amp.items():  # only programs kept CUDA-or-CPU reach its autocasts: they stay CUDA's
         gates[index] = gates.get(index, frozenset()) | {f"{KEPT_AMP}{why}"}
     _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()))
-                     for index in {*avoids, *kept_amp}}, settings, jobs, cache)
+                     for index in {*avoids, *kept_amp, *(picked.keys() & called.keys())}}, settings, jobs, cache)
     reached = programs.unnamed_reached(results)
     _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()), True)
                      for index in reached}, settings, jobs, cache)

@@ -1572,3 +1572,18 @@ def test_a_scripts_own_call_goes_above_the_import_of_a_module_that_picks_the_dev
     lines = (tmp_path / "train.py").read_text().splitlines()
     call = next(i for i, line in enumerate(lines) if line.startswith("tp.avoid_mps("))
     assert call < lines.index("from utils import *")
+
+
+def test_a_flag_an_object_keeps_itself_is_no_tensors_place(tmp_path: Path) -> None:
+    # self-supervised-depth-completion's Intrinsics: `self.is_cuda = True` in its own `cuda()`, then
+    # `if self.is_cuda: new.cuda()`: the port moves both to the runtime's device, no data splits
+    _write(tmp_path, {
+        "intrinsics.py": ("import torch\n\n\nclass Intrinsics:\n    def __init__(self):\n"
+                          "        self.x = torch.zeros(2)\n        self.is_cuda = False\n\n"
+                          "    def cuda(self):\n        self.x = self.x.cuda()\n        self.is_cuda = True\n"
+                          "        return self\n\n    def scale(self):\n        new = Intrinsics()\n"
+                          "        if self.is_cuda:\n            new.cuda()\n        return new\n"),
+        "main.py": ("import torch\nfrom intrinsics import Intrinsics\n\nif __name__ == '__main__':\n"
+                    "    k = Intrinsics().cuda().scale()\n    print(k.x + torch.ones(2).cuda())\n"),
+    })
+    assert _programs(tmp_path)["main.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]

@@ -61,11 +61,16 @@ def test_counter_counts_lists_regexes_and_spellings(tmp_path, monkeypatch):
 
 
 def test_the_modules_that_hold_nothing_hold_no_tensor() -> None:
-    """Each `HOLDS_NOTHING` class, built with its defaults, has no parameter, buffer or child module: its
-    `.cuda()` moves nothing (and works on a CPU-only torch)."""
+    """Each `HOLDS_NOTHING` class, built with its defaults (a pooling layer with a size of 2), has no parameter,
+    buffer or child module: its `.cuda()` moves nothing (and works on a CPU-only torch)."""
+    import inspect
+
     import torch
 
     for name in sorted(torch_facts.HOLDS_NOTHING):
-        module = getattr(torch.nn, name.rsplit(".", 1)[-1])()
+        made = getattr(torch.nn, name.rsplit(".", 1)[-1])
+        required = [p for p in inspect.signature(made).parameters.values()
+                    if p.default is inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
+        module = made(*[2] * len(required))
         assert not [*module.parameters(), *module.buffers(), *module.children()], name
         assert module.cuda() is module, name

@@ -228,7 +228,9 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
         "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss", "SmoothL1Loss",
         "HuberLoss", "KLDivLoss", "CTCLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss",
         "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "HingeEmbeddingLoss", "PoissonNLLLoss",
-        "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "GELU", "SiLU", "Dropout", "Identity")},
+        "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "GELU", "SiLU", "Dropout", "Identity",
+        "AvgPool1d", "AvgPool2d", "AvgPool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool2d", "Upsample", "Flatten")},
 }
 # Each role -> why the rules ask for the names that have it.
 ROLES = {

@@ -572,9 +572,15 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
     found = []
     following = {id(a): b for block in ast.walk(tree) for field in ("body", "orelse", "finalbody")
                  if isinstance(stmts := getattr(block, field, None), list) for a, b in zip(stmts, stmts[1:])}
+    # flags an object keeps itself (self-supervised-depth-completion's Intrinsics: `self.is_cuda = True` in its own
+    # `cuda()`): they say where its own port moved it, not where a tensor is
+    stored = {t.attr for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets
+              if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
     for node in ast.walk(tree):
         if not isinstance(node, (ast.If, ast.IfExp)) or not any(
-                isinstance(n, ast.Attribute) and n.attr in ON_CUDA_FLAGS for n in ast.walk(node.test)):
+                isinstance(n, ast.Attribute) and n.attr in ON_CUDA_FLAGS and not (
+                    n.attr in stored and isinstance(n.value, ast.Name) and n.value.id == "self")
+                for n in ast.walk(node.test)):
             continue
         body = node.body if isinstance(node.body, list) else [node.body]
         if _follows(node, following.get(id(node))):

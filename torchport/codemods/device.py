@@ -274,6 +274,9 @@ class CudaMethod(Rule):
         Example("import torch\nx = torch.ones(2).cuda(non_blocking=True)\n",
                 "import torch\nx = torch.ones(2).to(tp.device(), non_blocking=True)\n"),
         Example("model = build().cuda(1)\n", "model = build().to(tp.device(1))\n"),
+        # Code given to `eval` that ends in `.cuda()` (Pose2Mesh's joint regressor): the move goes outside it.
+        Example("import torch\nJ = eval(f'torch.Tensor(d.regressor_{name}).cuda()')\n",
+                "import torch\nJ = eval(f'torch.Tensor(d.regressor_{name})').to(tp.device())\n"),
         # A class whose other data is on `self.device`, which a base class from another package picks (BasicSR's
         # models): its moves go there too, on CUDA the device `.cuda()` meant, on a Mac the CPU the library picked.
         Example("class Model(BaseModel):\n    def feed(self, x):\n        self.gt = x.to(self.device)\n"
@@ -315,6 +318,14 @@ class CudaMethod(Rule):
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         """``x.cuda(i, non_blocking=b)`` -> ``x.to(tp.device(i), non_blocking=b)``."""
         func = updated.func
+        if isinstance(func, cst.Name) and func.value == "eval" and len(updated.args) == 1 \
+                and updated.args[0].keyword is None and not updated.args[0].star:
+            # Pose2Mesh's `eval(f'torch.Tensor(self.d.regressor_{name}).cuda()')`: the move goes outside the text
+            text = _without_cuda_call(updated.args[0].value)
+            if text is None or not m.apply(self.code, original):
+                return None
+            return cst.Call(cst.Attribute(updated.with_changes(args=[updated.args[0].with_changes(value=text)]),
+                                          cst.Name("to")), [cst.Arg(device_call(m, "device", []))])
         if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
             return None
         if m.qname_startswith(original.func, "torch.cuda") or _in_followed(m):
@@ -365,6 +376,19 @@ class CudaMethod(Rule):
         moved = keyword_arg("device", target) if _mapped_storage(m, original.func.value, m.store(self)[  # type: ignore[attr-defined]
             "storages"]) else cst.Arg(target)
         return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[moved, *rest])
+
+
+def _without_cuda_call(text: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``text`` (a one-line string or f-string given to ``eval``) without the ``.cuda()`` that ends its code, or
+    None where it ends otherwise."""
+    if isinstance(text, cst.SimpleString) and text.prefix.lower() in ("", "f") and len(text.quote) == 1 \
+            and text.value.endswith(".cuda()" + text.quote) and "\\" not in text.value:
+        return text.with_changes(value=text.value[:-len(".cuda()" + text.quote)] + text.quote)
+    if isinstance(text, cst.FormattedString) and len(text.end) == 1 and text.parts \
+            and isinstance(last := text.parts[-1], cst.FormattedStringText) and last.value.endswith(".cuda()") \
+            and len(last.value) > len(".cuda()"):
+        return text.with_changes(parts=[*text.parts[:-1], last.with_changes(value=last.value[:-len(".cuda()")])])
+    return None
 
 
 def _mapped_storage(m: Migrator, receiver: cst.BaseExpression, storages: Collection[tuple[str, str]]) -> bool:

@@ -1587,3 +1587,19 @@ def test_a_flag_an_object_keeps_itself_is_no_tensors_place(tmp_path: Path) -> No
                     "    k = Intrinsics().cuda().scale()\n    print(k.x + torch.ones(2).cuda())\n"),
     })
     assert _programs(tmp_path)["main.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
+def test_a_choice_made_by_names_derived_from_the_cuda_count_stays_cuda_or_cpu(tmp_path: Path) -> None:
+    # BiLSTM-CRF-NER: prepare_device empties its ids where `torch.cuda.device_count()` is 0, so its device stays
+    # the CPU off CUDA, while the script sends its data to the config's device, which the port makes the runtime's
+    _applied(tmp_path, {
+        "utils.py": ("import torch\n\n\ndef prepare_device(ids):\n    n_gpu = torch.cuda.device_count()\n"
+                     "    if n_gpu == 0:\n        ids = []\n"
+                     "    return torch.device('cuda:%d' % ids[0] if len(ids) > 0 else 'cpu')\n"),
+        "train.py": ("import torch\nfrom utils import prepare_device\n\nconfig = {'n_gpus': [0]}\n\n"
+                     "if __name__ == '__main__':\n"
+                     "    device = 'cuda:%d' % config['n_gpus'][0] if len(config['n_gpus']) else 'cpu'\n"
+                     "    model = torch.nn.Linear(2, 2).to(prepare_device(config['n_gpus']))\n"
+                     "    print(model(torch.ones(1, 2, device=device)))\n"),
+    })
+    assert "tp.keep_cuda_or_cpu('a device choice kept CUDA-or-CPU" in (tmp_path / "train.py").read_text()

@@ -183,6 +183,42 @@ def _scan(m: Migrator, node: cst.CSTNode) -> _Scan:
     return scan
 
 
+def _counted_choice(tree: ast.Module, line: int) -> bool:
+    """Whether the conditional expression at ``line`` picks a CUDA device string (else another) by a test of names
+    its function derives from CUDA's count or availability (`torch.cuda.device_count()` assigned, then names
+    assigned from it or under a test of it), not by the query itself."""
+    function = next((f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and f.lineno <= line <= (f.end_lineno or f.lineno)), None)
+    if function is None:
+        return False
+    choice = next((n for n in ast.walk(function) if isinstance(n, ast.IfExp) and n.lineno == line), None)
+    if choice is None or not any(isinstance(c, ast.Constant) and isinstance(c.value, str)
+                                 and c.value.startswith("cuda") for c in ast.walk(choice.body)):
+        return False
+
+    def asks(node: ast.AST) -> bool:
+        return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                   and c.func.attr in ("device_count", "is_available") and isinstance(c.func.value, ast.Attribute)
+                   and c.func.value.attr == "cuda" for c in ast.walk(node))
+
+    if asks(choice.test):
+        return False  # an availability idiom: the guard rules decide it
+    tainted: set[str] = set()
+    while True:
+        before = len(tainted)
+        for branch in ast.walk(function):
+            tested = isinstance(branch, ast.If) and (asks(branch.test) or any(
+                isinstance(n, ast.Name) and n.id in tainted for n in ast.walk(branch.test)))
+            for statement in (branch.body if isinstance(branch, ast.If) and tested else [branch]):
+                for assign in ast.walk(statement) if tested else [statement]:
+                    if isinstance(assign, ast.Assign) and (tested or asks(assign.value) or any(
+                            isinstance(n, ast.Name) and n.id in tainted for n in ast.walk(assign.value))):
+                        tainted.update(t.id for t in assign.targets if isinstance(t, ast.Name))
+        if len(tainted) == before:
+            break
+    return any(isinstance(n, ast.Name) and n.id in tainted for n in ast.walk(choice.test))
+
+
 def _guard_calls(m: Migrator, test: cst.BaseExpression) -> tuple[list[cst.Call], list[cst.Call]]:
     """The guard calls of an ``if`` test: ``(positive, other)``. Positive ones are true when CUDA is there:
     ``torch.cuda.is_available()`` and ``torch.cuda.device_count() > 0`` alone or joined with ``and``."""
@@ -1089,6 +1125,10 @@ class CudaGuard(Rule):
             if _availability_based(m, node.test) and (_scan(m, node.body).chooses or _moves(node.body)):
                 m.fact("kept", node)  # reid-strong-baseline's `img.to(device) if device_count() >= 1 else img`
             m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.test, "in the CUDA branch of the conditional"))
+        elif id(node) not in m.shared.idioms and m.syntax is not None and _counted_choice(m.syntax, m.start(node).line):
+            # BiLSTM-CRF-NER's prepare_device: `torch.device('cuda:%d' % ids[0] if len(ids) > 0 else 'cpu')`, `ids`
+            # emptied where `torch.cuda.device_count()` is 0: off CUDA it stays the CPU, whatever else moves
+            m.fact("kept", node)
         elif (id(node) not in m.shared.idioms and isinstance(node.test, cst.UnaryOperation)
               and isinstance(node.test.operator, cst.Not) and _cuda_detection(m, node.test.expression)
               and not _availability_based(m, node.test.expression)):

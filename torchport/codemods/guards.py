@@ -145,6 +145,13 @@ class _Scan(cst.CSTVisitor):
                 self.cuda_only = True  # its class moves itself to CUDA alone: the guard keeps the choice
         if self.m.has_qname(func, "torch.device"):
             self.chooses = True
+        if isinstance(func, cst.Name) and (called := _module_function(self.m, func.value)) is not None:
+            # Palette's `set_device`: `if torch.cuda.is_available(): args = set_gpu(args)`, whose body moves it
+            if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
+                   for n in ast.walk(called)):
+                self.chooses = True
+                text = ast.unparse(called)
+                self.cuda_only |= "torch.cuda." in text or "nccl" in text
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self.inner.add(id(node.value))
@@ -175,6 +182,12 @@ class _Scan(cst.CSTVisitor):
             self.chooses = True
         if value is not None and (value.lower() == "nccl" or value.endswith((".cu", ".cuh"))):
             self.cuda_only = True
+
+
+def _module_function(m: Migrator, name: str) -> ast.FunctionDef | None:
+    """The module's own top-level function ``name`` (CPython's tree), if it defines one."""
+    return next((s for s in m.syntax.body if isinstance(s, ast.FunctionDef) and s.name == name), None) \
+        if m.syntax is not None else None
 
 
 def _scan(m: Migrator, node: cst.CSTNode) -> _Scan:

@@ -1589,9 +1589,10 @@ def test_a_flag_an_object_keeps_itself_is_no_tensors_place(tmp_path: Path) -> No
     assert _programs(tmp_path)["main.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
 
 
-def test_a_choice_made_by_names_derived_from_the_cuda_count_stays_cuda_or_cpu(tmp_path: Path) -> None:
-    # BiLSTM-CRF-NER: prepare_device empties its ids where `torch.cuda.device_count()` is 0, so its device stays
-    # the CPU off CUDA, while the script sends its data to the config's device, which the port makes the runtime's
+def test_a_choice_made_by_names_derived_from_the_cuda_count_counts_the_accelerator(tmp_path: Path) -> None:
+    # BiLSTM-CRF-NER (pytorch-template's prepare_device): its ids are emptied where `torch.cuda.device_count()` is
+    # 0, so, the count kept, its device would stay the CPU off CUDA while the script sends its data to the config's
+    # device, which the port makes the runtime's: the count becomes the accelerator's, and the two stay together
     _applied(tmp_path, {
         "utils.py": ("import torch\n\n\ndef prepare_device(ids):\n    n_gpu = torch.cuda.device_count()\n"
                      "    if n_gpu == 0:\n        ids = []\n"
@@ -1602,4 +1603,6 @@ def test_a_choice_made_by_names_derived_from_the_cuda_count_stays_cuda_or_cpu(tm
                      "    model = torch.nn.Linear(2, 2).to(prepare_device(config['n_gpus']))\n"
                      "    print(model(torch.ones(1, 2, device=device)))\n"),
     })
-    assert "tp.keep_cuda_or_cpu('a device choice kept CUDA-or-CPU" in (tmp_path / "train.py").read_text()
+    assert "n_gpu = tp.device_count()" in (tmp_path / "utils.py").read_text()
+    assert "keep_cuda_or_cpu" not in (tmp_path / "train.py").read_text()
+    assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]

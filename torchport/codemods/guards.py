@@ -232,6 +232,15 @@ def _counted_choice(tree: ast.Module, line: int) -> bool:
     return any(isinstance(n, ast.Name) and n.id in tainted for n in ast.walk(choice.test))
 
 
+def _counts_for_a_choice(tree: ast.Module, line: int) -> bool:
+    """Whether the function holding ``line`` (an assignment of ``torch.cuda.device_count()``) has a conditional
+    expression that `_counted_choice` reads."""
+    function = next((f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and f.lineno <= line <= (f.end_lineno or f.lineno)), None)
+    return function is not None and any(isinstance(n, ast.IfExp) and _counted_choice(tree, n.lineno)
+                                        for n in ast.walk(function))
+
+
 def _guard_calls(m: Migrator, test: cst.BaseExpression) -> tuple[list[cst.Call], list[cst.Call]]:
     """The guard calls of an ``if`` test: ``(positive, other)``. Positive ones are true when CUDA is there:
     ``torch.cuda.is_available()`` and ``torch.cuda.device_count() > 0`` alone or joined with ``and``."""
@@ -1138,9 +1147,11 @@ class CudaGuard(Rule):
             if _availability_based(m, node.test) and (_scan(m, node.body).chooses or _moves(node.body)):
                 m.fact("kept", node)  # reid-strong-baseline's `img.to(device) if device_count() >= 1 else img`
             m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.test, "in the CUDA branch of the conditional"))
-        elif id(node) not in m.shared.idioms and m.syntax is not None and _counted_choice(m.syntax, m.start(node).line):
-            # BiLSTM-CRF-NER's prepare_device: `torch.device('cuda:%d' % ids[0] if len(ids) > 0 else 'cpu')`, `ids`
-            # emptied where `torch.cuda.device_count()` is 0: off CUDA it stays the CPU, whatever else moves
+        elif id(node) not in m.shared.idioms and m.hold is not None and m.syntax is not None \
+                and "device_count" in m.source and _scan(m, node.body).chooses \
+                and _counted_choice(m.syntax, m.start(node).line):
+            # held (its count stays CUDA's): `torch.device('cuda:%d' % ids[0] if len(ids) > 0 else 'cpu')`, `ids`
+            # emptied where `torch.cuda.device_count()` is 0, stays the CPU off CUDA, whatever else moves
             m.fact("kept", node)
         elif (id(node) not in m.shared.idioms and isinstance(node.test, cst.UnaryOperation)
               and isinstance(node.test.operator, cst.Not) and _cuda_detection(m, node.test.expression)
@@ -1370,6 +1381,12 @@ class CudaGuard(Rule):
             sizing = m.store(self)["sizing"] = _sizing(m)
         if sizing and any(dotted_name(target.target) in sizing for target in node.targets):
             self._count(m, node.value)  # `ngpus = torch.cuda.device_count()`, later `mp.spawn(..., nprocs=ngpus)`
+        elif isinstance(node.value, cst.Call) and not node.value.args and m.has_qname(node.value.func, _COUNT) \
+                and m.hold is None and m.syntax is not None and _counts_for_a_choice(m.syntax, m.start(node).line):
+            # pytorch-template's prepare_device: `n_gpu = torch.cuda.device_count()` empties the ids a
+            # `torch.device('cuda:0' if n_gpu_use > 0 else 'cpu')` reads: the accelerator's count keeps the choice
+            # and what it places together wherever the port sends the program's data
+            self._rewrite(m, node.value, "device_count")
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         """Every device count given to ``mp.spawn`` (``nprocs``, a world size in ``args``) sizes processes."""

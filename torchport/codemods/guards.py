@@ -196,35 +196,33 @@ def _scan(m: Migrator, node: cst.CSTNode) -> _Scan:
     return scan
 
 
-def _counted_choice(tree: ast.Module, line: int) -> bool:
-    """Whether the conditional expression at ``line`` picks a CUDA device string (else another) by a test of names
-    its function derives from CUDA's count or availability (`torch.cuda.device_count()` assigned, then names
-    assigned from it or under a test of it), not by the query itself."""
-    function = next((f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     and f.lineno <= line <= (f.end_lineno or f.lineno)), None)
-    if function is None:
-        return False
-    choice = next((n for n in ast.walk(function) if isinstance(n, ast.IfExp) and n.lineno == line), None)
-    if choice is None or not any(isinstance(c, ast.Constant) and isinstance(c.value, str)
-                                 and c.value.startswith("cuda") for c in ast.walk(choice.body)):
-        return False
+def _function_at(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The outermost function of ``tree`` holding ``line``, or None."""
+    return next((f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and f.lineno <= line <= (f.end_lineno or f.lineno)), None)
 
-    def asks(node: ast.AST) -> bool:
-        return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-                   and c.func.attr in ("device_count", "is_available") and isinstance(c.func.value, ast.Attribute)
-                   and c.func.value.attr == "cuda" for c in ast.walk(node))
 
-    if asks(choice.test):
-        return False  # an availability idiom: the guard rules decide it
+def _asks_cuda(node: ast.AST) -> bool:
+    """Whether ``node`` holds ``torch.cuda.device_count()`` or ``torch.cuda.is_available()``."""
+    return any(cuda_call(c, "device_count") or cuda_call(c, "is_available") for c in ast.walk(node))
+
+
+def _counted_choice(function: ast.FunctionDef | ast.AsyncFunctionDef, choice: ast.IfExp) -> bool:
+    """Whether ``choice``, a conditional expression of ``function``, picks a CUDA device string (else another) by a
+    test of names the function derives from CUDA's count or availability (`torch.cuda.device_count()` assigned,
+    then names assigned from it or under a test of it), not by the query itself."""
+    if _asks_cuda(choice.test) or not any(isinstance(c, ast.Constant) and isinstance(c.value, str)
+                                          and c.value.startswith("cuda") for c in ast.walk(choice.body)):
+        return False  # (asked itself: an availability idiom, which the guard rules decide)
     tainted: set[str] = set()
     while True:
         before = len(tainted)
         for branch in ast.walk(function):
-            tested = isinstance(branch, ast.If) and (asks(branch.test) or any(
+            tested = isinstance(branch, ast.If) and (_asks_cuda(branch.test) or any(
                 isinstance(n, ast.Name) and n.id in tainted for n in ast.walk(branch.test)))
             for statement in (branch.body if isinstance(branch, ast.If) and tested else [branch]):
                 for assign in ast.walk(statement) if tested else [statement]:
-                    if isinstance(assign, ast.Assign) and (tested or asks(assign.value) or any(
+                    if isinstance(assign, ast.Assign) and (tested or _asks_cuda(assign.value) or any(
                             isinstance(n, ast.Name) and n.id in tainted for n in ast.walk(assign.value))):
                         tainted.update(t.id for t in assign.targets if isinstance(t, ast.Name))
         if len(tainted) == before:
@@ -232,12 +230,19 @@ def _counted_choice(tree: ast.Module, line: int) -> bool:
     return any(isinstance(n, ast.Name) and n.id in tainted for n in ast.walk(choice.test))
 
 
+def _counted_choice_at(tree: ast.Module, line: int) -> bool:
+    """`_counted_choice` of the conditional expression at ``line``."""
+    function = _function_at(tree, line)
+    choice = next((n for n in ast.walk(function) if isinstance(n, ast.IfExp) and n.lineno == line), None) \
+        if function is not None else None
+    return function is not None and choice is not None and _counted_choice(function, choice)
+
+
 def _counts_for_a_choice(tree: ast.Module, line: int) -> bool:
     """Whether the function holding ``line`` (an assignment of ``torch.cuda.device_count()``) has a conditional
     expression that `_counted_choice` reads."""
-    function = next((f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     and f.lineno <= line <= (f.end_lineno or f.lineno)), None)
-    return function is not None and any(isinstance(n, ast.IfExp) and _counted_choice(tree, n.lineno)
+    function = _function_at(tree, line)
+    return function is not None and any(isinstance(n, ast.IfExp) and _counted_choice(function, n)
                                         for n in ast.walk(function))
 
 
@@ -1149,7 +1154,7 @@ class CudaGuard(Rule):
             m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.test, "in the CUDA branch of the conditional"))
         elif id(node) not in m.shared.idioms and m.hold is not None and m.syntax is not None \
                 and "device_count" in m.source and _scan(m, node.body).chooses \
-                and _counted_choice(m.syntax, m.start(node).line):
+                and _counted_choice_at(m.syntax, m.start(node).line):
             # held (its count stays CUDA's): `torch.device('cuda:%d' % ids[0] if len(ids) > 0 else 'cpu')`, `ids`
             # emptied where `torch.cuda.device_count()` is 0, stays the CPU off CUDA, whatever else moves
             m.fact("kept", node)

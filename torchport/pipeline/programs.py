@@ -20,7 +20,7 @@ import ast
 import os
 import re
 import tomllib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -634,7 +634,7 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
     return kept, frozenset(demos & kept.keys())
 
 
-def picked_on_import(results: Sequence[FileResult], avoids: Mapping[int, str]) -> dict[int, int]:
+def picked_on_import(results: Sequence[FileResult], avoids: Collection[int]) -> dict[int, int]:
     """The entry points of ``avoids`` (those that get ``tp.avoid_mps``) whose program imports a module that picks
     the runtime's device when imported (reid-strong-baseline's config default ``_C.MODEL.DEVICE =
     tp.device_str()``, FEDformer's module-level device): the line of the entry point's own import that leads there,

@@ -199,8 +199,8 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
            settings, jobs, cache)
     avoids, demos = programs.avoid_mps(results)
     # a script whose own text gave it the call (Bag-of-Tricks-for-AT's train_cifar.py: DataParallel) too
-    called = {i: "" for i, r in enumerate(results) if r.rewrites.get("TP019") and i not in avoids}
-    picked = programs.picked_on_import(results, {**avoids, **called})
+    called = {i for i, r in enumerate(results) if r.rewrites.get("TP019")} - avoids.keys()
+    picked = programs.picked_on_import(results, avoids.keys() | called)
     for index, line in picked.items():  # `tp.avoid_mps` goes above that import
         gates[index] = gates.get(index, frozenset()) | {f"{AVOID_BEFORE}{line}"}
     for index in demos:  # a module with a demo `__main__` block: the call goes first in that block
@@ -209,7 +209,7 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
     for index, why in kept_amp.items():  # only programs kept CUDA-or-CPU reach its autocasts: they stay CUDA's
         gates[index] = gates.get(index, frozenset()) | {f"{KEPT_AMP}{why}"}
     _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()))
-                     for index in {*avoids, *kept_amp, *(picked.keys() & called.keys())}}, settings, jobs, cache)
+                     for index in {*avoids, *kept_amp, *(picked.keys() & called)}}, settings, jobs, cache)
     reached = programs.unnamed_reached(results)
     _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()), True)
                      for index in reached}, settings, jobs, cache)

@@ -111,7 +111,7 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
         tree = tree or parse(text)
         found.extend(_cpu_extensions(tree) if tree is not None else [])
     if _CPU_DISPATCH.search(text) and (tree := tree or parse(text)) is not None:
-        found.extend(_cpu_only_fallbacks(tree))
+        found.extend(_cpu_only_fallbacks(tree, text))
     if ".device.type]" in text and (tree := tree or parse(text)) is not None:
         found.extend(_device_tables(tree))
     if "raise" in text and _NAMES_CUDA_STRING.search(text) and (tree := tree or parse(text)) is not None:
@@ -228,11 +228,12 @@ def _device_tables(tree: ast.Module) -> list[tuple[int, str]]:
             and isinstance(node.slice.value, ast.Attribute) and node.slice.value.attr == "device"]
 
 
-def _cpu_only_fallbacks(tree: ast.Module) -> list[tuple[int, str]]:
+def _cpu_only_fallbacks(tree: ast.Module, text: str) -> list[tuple[int, str]]:
     """``(line, what)`` where a branch taken by every device but the CPU (``else`` of ``if x.device.type == "cpu"``,
     the body of ``!= "cpu"``) calls a name the module never binds (JoJoGAN's fused_act_cpu: ``return
     FusedLeakyReLUFunction.apply(...)``): data on MPS or an XPU meets a NameError there. Bindings are read from the
-    module's symbol tables; a module with ``from m import *`` binds anything."""
+    symbol tables of the module's ``text`` (``tree`` is its parse); a module with ``from m import *`` binds
+    anything."""
     import builtins
     import symtable
 
@@ -248,7 +249,7 @@ def _cpu_only_fallbacks(tree: ast.Module) -> list[tuple[int, str]]:
                            for n in ast.walk(tree)):
         return []
     try:
-        table = symtable.symtable(ast.unparse(tree), "<module>", "exec")
+        table = symtable.symtable(text, "<module>", "exec")
     except SyntaxError:
         return []
     bound = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()

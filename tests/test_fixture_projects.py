@@ -614,3 +614,13 @@ def test_float64_arrays_a_helper_returns_in_a_tuple_keep_the_choice_of_the_devic
     output = _apply(folder)
     assert (folder / "check.py").read_text() == (PROJECTS / "float64_returned" / "check.py").read_text()
     assert "check.py:16 uses float64 numpy arrays made into tensors" in output
+
+
+def test_an_object_a_registry_passes_keeps_its_own_cuda(tmp_path: Path) -> None:
+    # pymarl2: `le_REGISTRY[args.learner](mac, ...)` hands QLearner a BasicMAC, whose own `cuda()` has no `.to()`;
+    # `self.mac.to(tp.device())` in QLearner.cuda would raise AttributeError on CUDA
+    folder = _ported("own_cuda_registry", tmp_path)
+    learner = (folder / "learners" / "q.py").read_text()
+    assert "        self.mac.cuda()\n        self.target_mac.cuda()\n" in learner
+    done = _run(folder, "main.py")
+    assert done.returncode == 0 and "result True" in done.stdout, done.stderr

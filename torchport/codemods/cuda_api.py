@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -64,6 +64,26 @@ def _lone_call(statement: cst.BaseStatement) -> cst.Call | None:
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             return small.value
     return None
+
+
+def _dominated(statement: cst.BaseStatement) -> Iterator[cst.BaseStatement]:
+    """``statement`` and the statements of the blocks it holds (branches, loops, ``with``, ``try``), not those of
+    nested functions or classes, which run later if at all."""
+    yield statement
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) or not isinstance(statement, cst.BaseCompoundStatement):
+        return
+    blocks = [statement.body]
+    orelse = getattr(statement, "orelse", None)
+    while orelse is not None:
+        blocks.append(orelse.body)
+        orelse = getattr(orelse, "orelse", None) if isinstance(orelse, cst.If) else None
+    blocks += [handler.body for handler in getattr(statement, "handlers", ())]
+    if (final := getattr(statement, "finalbody", None)) is not None:
+        blocks.append(final.body)
+    for block in blocks:
+        if isinstance(block, cst.IndentedBlock):
+            for inner in block.body:
+                yield from _dominated(inner)
 
 
 class _Rename(Rule):
@@ -245,6 +265,14 @@ class CudaRngApi(_Rename):
         Example("import torch\ntorch.manual_seed(seed)\ntorch.cuda.manual_seed_all(seed)\n"),
         Example("import torch\ntorch.manual_seed(seed + 1)\ntorch.cuda.manual_seed_all(seed)\n"),
         Example("import torch\ntorch.random.manual_seed(seed)\ntorch.cuda.random.manual_seed(seed)\n"),
+        # ... and it dominates the branches that follow it (honk, TuckER, mcan-vqa).
+        Example("import torch\ntorch.manual_seed(seed)\nif torch.cuda.is_available():\n"
+                "    torch.cuda.manual_seed_all(seed)\n"),
+        Example("import torch\ntorch.manual_seed(s)\nif n < 2:\n    torch.cuda.manual_seed(s)\n"
+                "else:\n    torch.cuda.manual_seed_all(s)\n"),
+        # A seed in a function defined later runs later, maybe after another seed: it is ported.
+        Example("import torch\ntorch.manual_seed(0)\ndef reseed(s):\n    torch.cuda.manual_seed_all(s)\n",
+                "import torch\ntorch.manual_seed(0)\ndef reseed(s):\n    tp.manual_seed_all(s)\n"),
         # The state is also set where the runtime cannot follow: reading and seeding stay with it.
         Example("import torch\nstate = torch.cuda.get_rng_state()\ntorch.cuda.manual_seed(seed)\n"
                 "torch.cuda.default_generators[0].set_state(state)\n"),
@@ -281,13 +309,17 @@ class CudaRngApi(_Rename):
         seeded: str | None = None
         for statement in body:
             call = _lone_call(statement)
-            if call is None or len(call.args) != 1:
-                continue
-            names = m.qnames(call.func)
-            if names & _GLOBAL_SEEDS:
+            if call is not None and len(call.args) == 1 and m.qnames(call.func) & _GLOBAL_SEEDS:
                 seeded = _EMPTY.code_for_node(call.args[0].value)
-            elif seeded is not None and any(torch_facts.cuda_tail(name) in _SEEDS for name in names):
-                m.skip_region(statement, SEEDED, f"torch.manual_seed({seeded}) above already seeds every device")
+                continue
+            if seeded is None:
+                continue
+            # The global seed dominates what follows, inside branches and blocks too (`if cuda: ...seed(s)`).
+            for inner in _dominated(statement):
+                call = _lone_call(inner)
+                if call is not None and len(call.args) == 1 and any(
+                        torch_facts.cuda_tail(name) in _SEEDS for name in m.qnames(call.func)):
+                    m.skip_region(inner, SEEDED, f"torch.manual_seed({seeded}) above already seeds every device")
 
 
 class CudaOomError(_Rename):

@@ -59,7 +59,7 @@ from torchport.codemods.core.reasons import (
 from torchport.codemods.core.rule import Example, Rule
 from torchport.model import torch_facts
 from torchport.model.checkpoints import storage_parameters
-from torchport.model.objects import own_device_classes, own_parameter
+from torchport.model.objects import UNSEEN, own_device_classes, own_parameter
 from torchport.results import STORAGE
 
 if TYPE_CHECKING:
@@ -337,7 +337,8 @@ class CudaMethod(Rule):
         made = own_object(m, func.value) or _own_parameter(m, func.value)
         if made is not None:
             m.mark_handled(original)
-            m.report("TP106", original, f"`.cuda()` left unchanged: this is a `{made}`, whose class moves itself its "
+            made = made if made == UNSEEN else f"a `{made}`"
+            m.report("TP106", original, f"`.cuda()` left unchanged: this is {made}, whose class may move itself its "
                      "own way (its own `cuda`, and no `to` or one that takes CUDA alone)")
             return None
         if m.store(self).get("own_cuda") and not _inside_own_cuda(m, func.value):
@@ -518,8 +519,8 @@ def own_object(m: Migrator, receiver: cst.BaseExpression) -> str | None:
             while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
                 call = call.func.value  # `Trainer(...).build_optimizer(...)`: the object the chain starts from
             made = ast.unparse(call.func)
-            if made not in classes and isinstance(call.func, ast.Attribute):
-                made = ast.unparse(call.func.value)  # `DocReader.load(...)`
+            if made not in classes and isinstance(call.func, (ast.Attribute, ast.Subscript)):
+                made = ast.unparse(call.func.value)  # `DocReader.load(...)`, `REGISTRY[args.learner](...)`
             if made in classes:
                 found.update((ast.unparse(t), made) for t in node.targets if isinstance(t, (ast.Name, ast.Attribute)))
         m.shared.own_objects = found

@@ -5,16 +5,28 @@ from __future__ import annotations
 import ast
 from collections.abc import Collection
 
+# A gate every module of a run gets where a class of the run moves itself its own way: an object a caller passes
+# (through a registry, say) may be one of them.
+PASSED = "<passed>.cuda"
+UNSEEN = "an object its caller passed"  # what `own_parameter` names where it cannot see the caller
+
 
 def own_parameter(cls: ast.ClassDef, field: str, gates: Collection[str]) -> str | None:
     """The class of the object ``self.<field>`` holds in ``cls``, where another module passes an ``__init__``
     parameter of ``cls`` an object of a class that moves itself its own way (the gates'
     ``<cls>(<param>=<Class>).cuda``, `torchport.pipeline.programs`) and ``self.<field>`` is that parameter or a copy
     of it (XLM's ``self._embedder = embedder``, ``self.embedder = copy.deepcopy(self._embedder)``), else None: its
-    ``.cuda()`` is that class's own."""
+    ``.cuda()`` is that class's own. In a class with its own ``cuda`` method, where the run has such classes (the
+    gate `PASSED`), a parameter whose caller is not seen counts too: pymarl2's learners get their ``mac`` from a
+    registry (``le_REGISTRY[args.learner](mac, ...)``), and ``self.mac.cuda()`` is ``BasicMAC.cuda``, which has no
+    ``to``."""
     head = f"{cls.name}("
     params = dict(g[len(head): -len(").cuda")].split("=", 1) for g in gates
                   if g.startswith(head) and g.endswith(").cuda") and "=" in g)
+    init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    if PASSED in gates and init is not None and any(
+            isinstance(f, ast.FunctionDef) and f.name == "cuda" for f in cls.body):
+        params = {a.arg: UNSEEN for a in (*init.args.args[1:], *init.args.kwonlyargs)} | params
     if not params:
         return None
     sources: dict[str, list[ast.expr]] = {}

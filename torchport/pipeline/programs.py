@@ -1121,7 +1121,7 @@ def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.M
     """Per changed module, ``"<local name>.cuda"`` for each class of another module of the run that moves itself its
     own way (`own_device_classes`), as the module binds it (``networks.ResnetEncoderMatching.cuda`` for ``from
     manydepth import networks``, also through a package that imports it)."""
-    from torchport.model.objects import own_device_classes
+    from torchport.model.objects import PASSED, own_device_classes
 
     defined = {i: found for i in range(len(results)) if "def cuda" in (results[i].original or "")
                and (tree := trees[i]) is not None and (found := own_device_classes(tree))}
@@ -1136,11 +1136,39 @@ def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.M
                         and local not in defined.get(index, {}):
                     defined.setdefault(index, {})[local] = defined[target][name]
                     grown = True
+    classes = {name for found in defined.values() for name in found}
+    for index, result in enumerate(results):  # registries of them: pymarl2's `REGISTRY["basic_mac"] = BasicMAC`
+        if not any(name in (result.original or "") for name in classes):
+            continue
+        own = set(defined.get(index, {})) | {local for local, target, name in project.bindings(index)
+                                             if target is not None and name in defined.get(target, {})}
+        if own and (tree := trees[index]) is not None and (found := _registries(tree, own)):
+            defined.setdefault(index, {}).update(found)
     gates: dict[int, set[str]] = {index: {f"{name}.cuda" for name in bound}
                                   for index in changed if (bound := _bound(index, project, defined))}
+    for index in changed:  # an object passed through a registry may be one of them
+        gates.setdefault(index, set()).add(PASSED)
     for index, params in _own_object_params(trees, project, defined, set(changed)).items():
         gates.setdefault(index, set()).update(params)
     return {index: frozenset(names) for index, names in gates.items()}
+
+
+def _registries(tree: ast.Module, own: set[str]) -> dict[str, int]:
+    """The module's top-level dicts that hold one of the classes ``own`` as a value (``{"q": QLearner}``, or a store
+    ``REGISTRY["q"] = QLearner``): name -> line. An object made through one (``REGISTRY[args.learner](...)``) may be
+    of a class that moves itself its own way."""
+    found: dict[str, int] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target, value = node.targets[0], node.value
+        if isinstance(target, ast.Name) and isinstance(value, ast.Dict) and any(
+                isinstance(v, ast.Name) and v.id in own for v in value.values):
+            found[target.id] = node.lineno
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                and isinstance(value, ast.Name) and value.id in own:
+            found.setdefault(target.value.id, node.lineno)
+    return found
 
 
 def _own_object_params(trees: Mapping[int, ast.Module | None], project: Project,

@@ -895,6 +895,9 @@ def reached_lack(project: Project, other: int, reach: Iterable[int]) -> tuple[in
     inside ``FID``: its package imports it into every program, but only one that names ``FID`` runs the cast."""
     text = project.results[other].original or ""
     found = _lacks(project, other)
+    if found and (tree := parse(text)) is not None:  # its `__main__` block runs where it is the program alone
+        blocks = [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
+        found = tuple(hit for hit in found if not any(first <= hit[0] <= last for first, last in blocks))
     if not found:
         return None
     names = _names(text)

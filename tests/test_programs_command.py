@@ -183,7 +183,7 @@ def test_the_cheap_prefilter_sees_every_cuda_only_requirement() -> None:
     imports = [f"import {n}" for n in (*CUDA_ONLY_MODULES, *KERNEL_MODULES, "fused_adam_cuda")
                if n not in CUDA_LIBRARIES or CUDA_LIBRARIES[n].loads]
     uses = ["load_inline", "cpp_extension", 'importlib.import_module("fused_adam_cuda")', "pynvml.nvmlInit()",
-            *(f"from_pretrained(name, {option}=True)" for option in CUDA_LIBRARY_OPTIONS),
+            *(f"from_pretrained(name, {option}={value!r})" for option, value in CUDA_LIBRARY_OPTIONS),
             *(f"torch.cuda.{n.rsplit('.', 1)[-1]}" for code in ("TP201", "TP202") for n in CUDA_ONLY_APIS[code])]
     assert [text for text in (*imports, *uses) if not CUDA_ONLY_TEXT.search(text)] == []
     assert all(cuda_only_import(text.split()[1]) for text in imports)  # what the text finds, the analysis names
@@ -1341,6 +1341,40 @@ def test_a_model_loaded_through_bitsandbytes_needs_cuda(tmp_path: Path, load: st
         assert "loads through bitsandbytes (`load_in_8bit=True`)" in script["blockers"][0]["reason"]
 
 
+@pytest.mark.parametrize("guard, runs_off_cuda", [("torch.cuda.is_available()", True), ("fused", False)])
+def test_a_cuda_library_imported_by_a_function_called_only_on_cuda_is_no_requirement(
+        tmp_path: Path, guard: str, runs_off_cuda: bool) -> None:
+    # Adan's optimizer: `if torch.cuda.is_available(): _fused_adan_multi_tensor(...)`, the function that imports
+    # its CUDA extension; off CUDA the step takes the other arm
+    _write(tmp_path, {
+        "adan.py": "import torch\n\n\ndef _fused(p):\n    import flash_attn\n    return p\n\n\n"
+                   "def step(p, fused=True):\n"
+                   f"    if {guard}:\n        return _fused(p)\n    return p * 2\n",
+        "train.py": "import torch\nfrom adan import step\n\nif __name__ == '__main__':\n"
+                    "    print(step(torch.ones(2).cuda()))\n",
+    })
+    script = _programs(tmp_path)["train.py"]
+    assert script["runs_on"] == (["cuda", "mps", "xpu", "cpu"] if runs_off_cuda else ["cuda"]), script
+
+
+@pytest.mark.parametrize("backend, runs_off_cuda", [("cupy", False), ("torch", True)])
+def test_neurons_on_the_cupy_backend_need_cuda(tmp_path: Path, backend: str, runs_off_cuda: bool) -> None:
+    # spikformer: spikingjelly's `MultiStepLIFNode(..., backend='cupy')` runs CuPy kernels, CUDA's alone
+    _write(tmp_path, {
+        "model.py": "import torch.nn as nn\nfrom spikingjelly.clock_driven.neuron import MultiStepLIFNode\n\n\n"
+                    "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    f"        self.lif = MultiStepLIFNode(tau=2.0, backend='{backend}')\n",
+        "train.py": "import torch\nfrom model import Net\n\nif __name__ == '__main__':\n"
+                    "    net = Net().cuda()\n    x = torch.ones(2).cuda()\n",
+    })
+    script = _programs(tmp_path)["train.py"]
+    assert script["runs_on"] == (["cuda", "mps", "xpu", "cpu"] if runs_off_cuda else ["cuda"]), script
+    if not runs_off_cuda:
+        assert {(b["target"], b["path"], b["line"]) for b in script["blockers"]} == {
+            (t, "model.py", 8) for t in ("mps", "xpu", "cpu")}
+        assert "loads through CuPy (`backend='cupy'`)" in script["blockers"][0]["reason"]
+
+
 NVML = """import torch
 from pynvml import nvmlDeviceGetHandleByIndex, nvmlInit
 
@@ -1606,3 +1640,16 @@ def test_a_choice_made_by_names_derived_from_the_cuda_count_counts_the_accelerat
     assert "n_gpu = tp.device_count()" in (tmp_path / "utils.py").read_text()
     assert "keep_cuda_or_cpu" not in (tmp_path / "train.py").read_text()
     assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
+
+def test_a_parameter_default_picks_the_device_on_import() -> None:
+    # CLAM's `def initiate_model(args, ckpt_path, device=tp.device_str())`: the default is computed on import, so
+    # a `tp.keep_cuda_or_cpu` call must go above the import that leads there; a move in a body runs later
+    from torchport.pipeline.programs import _picks_on_import
+    from torchport.results import FileResult
+
+    text = "def initiate_model(width,\n                   device='cuda'):\n    return width.to('cuda')\n"
+    default, body = (FileResult(path=Path("m.py"), display="m.py", original=text, facts={"moves": [line]})
+                     for line in (2, 3))
+    assert _picks_on_import(default) and not _picks_on_import(body)

@@ -858,8 +858,11 @@ class Evaluator:
                 return operation(left, right)
         if right == 0 and not isinstance(right, bool) and (
                 isinstance(node.op, (ast.Mod, ast.FloorDiv)) and (left is INDEX or left is UNKNOWN or isinstance(
-                    left, int)) or isinstance(node.op, ast.Div) and isinstance(left, int)):
-            # integer arithmetic on a device count (ResShift's `batch[0] // self.num_gpus`): ZeroDivisionError
+                    left, int)) or isinstance(node.op, ast.Div) and (isinstance(left, int | float) or (
+                    left is UNKNOWN and _numeric(node.left)))):
+            # integer arithmetic on a device count (ResShift's `batch[0] // self.num_gpus`), or a number divided by
+            # it (DoLipReading's `lr = args.batch_size / 32.0 / torch.cuda.device_count() * args.lr`):
+            # ZeroDivisionError
             self._needs_cuda(node, "it divides by a device count of 0", p)
             return UNKNOWN
         if isinstance(node.op, (ast.Mod, ast.FloorDiv, ast.Add, ast.Mult)) and INDEX in (left, right) and all(
@@ -879,11 +882,12 @@ class Evaluator:
         keywords = {k.arg: self.value(k.value, p) for k in node.keywords}
         if p.stop:
             return UNKNOWN
-        if self.target != "cuda" and (option := next((k for k, v in keywords.items() if v is True and k in
-                                                      torch_facts.CUDA_LIBRARY_OPTIONS), None)):
-            library = torch_facts.CUDA_LIBRARY_OPTIONS[option]
+        if self.target != "cuda" and (option := next((k for k, v in keywords.items()
+                                                      if torch_facts.cuda_library_option(k, v)), None)):
+            library = torch_facts.cuda_library_option(option, keywords[option])
             given = next(k for k in node.keywords if k.arg == option)  # its line, where a call spans several
-            return self._needs_cuda(given, f"`{option}=True` loads through {library}, which needs CUDA", p)
+            return self._needs_cuda(given, f"`{option}={keywords[option]!r}` loads through {library}, which needs "
+                                    "CUDA", p)
         if self.target != "cuda" and (gate := self._gate(node)) is not None:
             if self._testing:
                 self._touched = True
@@ -1175,6 +1179,14 @@ class Evaluator:
     def _end(self, stop: Stop, p: Path) -> None:
         if not self._quiet and p.stop is None:
             p.stop = stop
+
+
+def _numeric(node: ast.expr) -> bool:
+    """Whether ``node`` is arithmetic on a number literal (``args.batch_size / 32.0``): a Python number, not a
+    tensor, whatever its names hold."""
+    return isinstance(node, ast.BinOp) and any(
+        isinstance(side, ast.Constant) and isinstance(side.value, int | float) and not isinstance(side.value, bool)
+        or _numeric(side) for side in (node.left, node.right))
 
 
 @dataclass(frozen=True)

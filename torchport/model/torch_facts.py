@@ -602,9 +602,17 @@ CUDA_LIBRARIES = {
     "spikingjelly.cext": Library(False),
 }
 _CUDA = "torch.cuda."
-# Options of loaders that load a model through a CUDA-only library when true (transformers' `from_pretrained` and
-# `BitsAndBytesConfig`: `load_in_8bit=True` quantizes with bitsandbytes).
-CUDA_LIBRARY_OPTIONS = {"load_in_8bit": "bitsandbytes", "load_in_4bit": "bitsandbytes"}
+# Keyword options, with the value that picks a CUDA-only library: transformers' `from_pretrained` and
+# `BitsAndBytesConfig` (`load_in_8bit=True` quantizes with bitsandbytes); spikingjelly's neurons
+# (`LIFNode(..., backend="cupy")` runs CuPy kernels).
+CUDA_LIBRARY_OPTIONS: dict[tuple[str, object], str] = {
+    ("load_in_8bit", True): "bitsandbytes", ("load_in_4bit", True): "bitsandbytes", ("backend", "cupy"): "CuPy"}
+
+
+def cuda_library_option(keyword: str | None, value: object) -> str | None:
+    """The CUDA-only library that keyword argument ``keyword=value`` picks (`CUDA_LIBRARY_OPTIONS`), or None."""
+    return next((library for (name, wanted), library in CUDA_LIBRARY_OPTIONS.items()
+                 if name == keyword and type(value) is type(wanted) and value == wanted), None)
 
 
 def cuda_library(name: str) -> Library | None:

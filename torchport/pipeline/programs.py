@@ -656,12 +656,14 @@ def picked_on_import(results: Sequence[FileResult], avoids: Collection[int]) -> 
 def _picks_on_import(result: FileResult) -> bool:
     """Whether a rewrite of ``result`` that sends data to the runtime's device (``facts["moves"]``) or makes its
     availability choice the runtime's (``facts["choices"]``: VAR's ``__device = tp.available_device_str()``),
-    original lines, runs when the module is imported: in a top-level statement (a class body too), not in a
-    function."""
+    original lines, runs when the module is imported: in a top-level statement (a class body too), or a default of
+    a function's parameter (CLAM's ``def initiate_model(args, ckpt_path, device=tp.device_str())``), not in a
+    function's body."""
     tree = parse(result.original)
     if tree is None:
         return False
-    inside = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
+    inside = [(n.body[0].lineno if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) else n.lineno,
+               n.end_lineno or n.lineno) for n in ast.walk(tree)
               if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)] + _main_blocks(tree)
     return any(not any(first <= line <= last for first, last in inside)
                for line in (*result.facts.get("moves", ()), *result.facts.get("choices", ())))

@@ -1004,6 +1004,19 @@ def _loads(text: str) -> dict[str, tuple[int, ...]]:
     return remembered(_LOADS, text, read)
 
 
+def _off_cuda_branch(tree: ast.Module, branch: ast.If, line: int) -> bool:
+    """Whether ``line`` lies in the arm of ``branch`` that a CPU machine never takes, its test decided by a device
+    query (`Evaluator.decided`)."""
+    from torchport.model.evaluate import Evaluator
+
+    arm = branch.body if any(s.lineno <= line <= (s.end_lineno or 0) for s in branch.body) else branch.orelse \
+        if any(s.lineno <= line <= (s.end_lineno or 0) for s in branch.orelse) else None
+    if arm is None or "cuda" not in ast.unparse(branch.test):
+        return False
+    truth = Evaluator(tree, "cpu").decided(branch.test)
+    return truth is not None and truth != (arm is branch.body)
+
+
 def _named_on(project: Project, reach: Sequence[int], name: str) -> bool:
     """Whether a module of ``reach`` names ``name`` where its parameters' defaults do not turn the branch off."""
     key = (name, frozenset(reach))
@@ -1024,7 +1037,11 @@ def _named_on_read(project: Project, reach: Sequence[int], name: str) -> bool:
 
 def _on_by_default(tree: ast.Module, line: int, project: Project, reach: Sequence[int]) -> bool:
     """Whether ``line`` runs at the defaults of the parameters its ``if`` tests read (``if attention_type ==
-    "flash":``, ``if use_flash:``), where no call in ``reach`` passes them: False only where such a test is false."""
+    "flash":``, ``if use_flash:``), where no call in ``reach`` passes them: False only where such a test is false,
+    or a device query makes it false off CUDA (Adan's ``if torch.cuda.is_available(): _fused_adan_multi_tensor(...)``,
+    the function that imports its CUDA extension)."""
+    if any(_off_cuda_branch(tree, branch, line) for branch in ast.walk(tree) if isinstance(branch, ast.If)):
+        return False
     for function in ast.walk(tree):
         if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) or not (
                 function.lineno <= line <= (function.end_lineno or 0)):

@@ -15,6 +15,7 @@ import ast
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from torchport.codemods.analysis.names import ast_chain, environment_read, import_map, qualify
 from torchport.codemods.analysis.programs import (
@@ -63,7 +64,7 @@ _NEEDS_GPU = torch_facts.named("needs_gpu")
 # Text those calls need (a bare ``graph`` is too common a word: ``cuda.graph``); a module without it is not walked.
 _API_TEXT = re.compile("|".join(sorted(({name.rsplit(".", 1)[-1] for name in (
     *_BLOCKING_APIS, *_EXTENSION_LOADERS, *_NEEDS_GPU)} - {"graph", "graphs", "load"})
-                                       | set(torch_facts.CUDA_LIBRARY_OPTIONS)))
+                                       | {k if v is True else str(v) for k, v in torch_facts.CUDA_LIBRARY_OPTIONS}))
                        + r"|cuda\.graphs?\b|cpp_extension")
 
 @dataclass(frozen=True)
@@ -139,11 +140,12 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
                                              env=_env_conditions(tree, node)))
             elif names & _NEEDS_GPU:  # Dual-Path-RNN's `data_parallel(model, x, device_ids=self.gpuid)`
                 uses.append((node.lineno, f"calls {dotted}, which raises without a GPU"))
-            elif (option := next((k for k in node.keywords if k.arg in torch_facts.CUDA_LIBRARY_OPTIONS
-                                  and isinstance(k.value, ast.Constant) and k.value.value is True), None)):
-                library = torch_facts.CUDA_LIBRARY_OPTIONS[option.arg or ""]  # alpaca-lora's `from_pretrained`
-                uses.append((option.value.lineno,
-                             f"loads through {library} (`{option.arg}=True`), a CUDA-only library"))
+            elif (option := next((k for k in node.keywords if isinstance(k.value, ast.Constant)
+                                  and torch_facts.cuda_library_option(k.arg, k.value.value)), None)):
+                given = cast(ast.Constant, option.value).value
+                library = torch_facts.cuda_library_option(option.arg, given)  # alpaca-lora's loader
+                uses.append((option.value.lineno, f"loads through {library} (`{option.arg}={given!r}`), a CUDA-only "
+                                                  "library"))
         elif isinstance(node, ast.Attribute):
             dotted = ast_chain(node)
             if dotted and qualify(dotted, imports) & _BLOCKING_APIS:

@@ -1653,3 +1653,24 @@ def test_a_parameter_default_picks_the_device_on_import() -> None:
     default, body = (FileResult(path=Path("m.py"), display="m.py", original=text, facts={"moves": [line]})
                      for line in (2, 3))
     assert _picks_on_import(default) and not _picks_on_import(body)
+
+
+@pytest.mark.parametrize("choice", ['"cuda:%s" % args.gpu_ids[0]', 'f"cuda:{args.gpu_ids[0]}"'])
+def test_a_formatted_cuda_choice_kept_beside_a_ported_move_keeps_the_program_on_cuda_or_cpu(
+        tmp_path: Path, choice: str) -> None:
+    # BIT_CD/ChangeFormer: `init_net` moves the model to `gpu_ids[0]` (ported), while the trainer keeps
+    # `torch.device("cuda:%s" % ids[0] if torch.cuda.is_available() and len(ids) > 0 else "cpu")` for the data
+    files = {
+        "m.py": "import torch\n\n\nclass Trainer:\n    def __init__(self, args, net):\n"
+                "        net.cuda(args.gpu_ids[0])\n"
+                f"        self.device = torch.device({choice} if torch.cuda.is_available() and len(args.gpu_ids) > 0"
+                " else 'cpu')\n        self.net = net\n\n    def step(self, x):\n"
+                "        return self.net(x.to(self.device))\n",
+        "main.py": "import torch\nfrom m import Trainer\n\nif __name__ == '__main__':\n"
+                   "    class A:\n        gpu_ids = [0]\n"
+                   "    print(Trainer(A(), torch.nn.Linear(2, 2)).step(torch.ones(2)))\n",
+    }
+    script = _programs(_write(tmp_path, files))["main.py"]
+    assert script["runs_on"] == ["cuda", "cpu"], script
+    _applied(tmp_path, files)
+    assert "tp.keep_cuda_or_cpu(" in (tmp_path / "main.py").read_text()

@@ -285,6 +285,9 @@ class CudaMethod(Rule):
                 "        self.queue = torch.zeros(4).to(self.device)\n"),
         # A class of the module that defines its own `.cuda()` (and no `.to()`): its calls are not torch's ...
         Example("class Pool:\n    def cuda(self):\n        return self\n\np = Pool().cuda()\n"),
+        # A cast right after the move goes first: the same tensor on CUDA, and no float64 reaches MPS (LapIRN).
+        Example("import torch\ngrid = torch.from_numpy(g).cuda().float()\n",
+                "import torch\ngrid = torch.from_numpy(g).float().to(tp.device())\n"),
         # A loss without weights holds no tensor: its `.cuda()` moves nothing, anywhere.
         Example("import torch.nn as nn\ncriterion = nn.CrossEntropyLoss(ignore_index=-1).cuda()\n"),
         # ... but inside it, the tensors it holds move to the runtime's device.
@@ -326,6 +329,8 @@ class CudaMethod(Rule):
                 return None
             return cst.Call(cst.Attribute(updated.with_changes(args=[updated.args[0].with_changes(value=text)]),
                                           cst.Name("to")), [cst.Arg(device_call(m, "device", []))])
+        if (cast := _cast_after_move(original, updated)) is not None:
+            return cast
         if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
             return None
         if m.qname_startswith(original.func, "torch.cuda") or _in_followed(m):
@@ -377,6 +382,24 @@ class CudaMethod(Rule):
         moved = keyword_arg("device", target) if _mapped_storage(m, original.func.value, m.store(self)[  # type: ignore[attr-defined]
             "storages"]) else cst.Arg(target)
         return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[moved, *rest])
+
+
+_CASTS = frozenset({"float", "half", "bfloat16", "int", "long"})  # to dtypes every accelerator has
+
+
+def _cast_after_move(original: cst.Call, updated: cst.Call) -> cst.Call | None:
+    """``x.cuda().float()``, its ``.cuda()`` ported: ``x.float().to(tp.device())``. On CUDA the same tensor (same
+    device, dtype and values); on a Mac a float64 ``x`` (LapIRN's numpy grid, ``torch.from_numpy(grid)``) is
+    float32 before it reaches MPS, which holds no float64. None where ``original`` is no such cast."""
+    func = updated.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in _CASTS and not updated.args
+            and isinstance(original.func, cst.Attribute) and isinstance(inner := original.func.value, cst.Call)
+            and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "cuda"
+            and isinstance(moved := func.value, cst.Call) and isinstance(moved.func, cst.Attribute)
+            and moved.func.attr.value == "to"):
+        return None
+    return moved.with_changes(func=moved.func.with_changes(
+        value=cst.Call(cst.Attribute(moved.func.value, func.attr.with_changes()), [])))
 
 
 def _without_cuda_call(text: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -177,11 +177,18 @@ class _Scan(cst.CSTVisitor):
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         value = string_value(node)
-        # `kwargs["device_map"] = "auto"`; `"cuda:" + str(gpu)`, the start of a device built at run time
-        if is_cuda_literal(node) or value in LIBRARY_PLACEMENT_KEYWORDS or value == "cuda:":
+        # `kwargs["device_map"] = "auto"`; `"cuda:" + str(gpu)`, `"cuda:%s" % ids[0]`: a device built at run time
+        if is_cuda_literal(node) or value in LIBRARY_PLACEMENT_KEYWORDS or value is not None and value.startswith(
+                "cuda:"):
             self.chooses = True
         if value is not None and (value.lower() == "nccl" or value.endswith((".cu", ".cuh"))):
             self.cuda_only = True
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        # `f"cuda:{args.gpu_ids[0]}"`: BIT_CD's trainer picks its device so
+        if node.parts and isinstance(head := node.parts[0], cst.FormattedStringText) and head.value.startswith(
+                "cuda:"):
+            self.chooses = True
 
 
 def _module_function(m: Migrator, name: str) -> ast.FunctionDef | None:

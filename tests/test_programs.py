@@ -59,3 +59,15 @@ def test_the_projects_gates_are_the_same_when_asked_again() -> None:
     first = programs._project_gates(results, trees)
     assert first == {0: {"need_gpu": 7}}
     assert programs._project_gates(results, trees) == first
+
+
+def test_a_class_counts_as_a_test_where_a_runner_collects_it() -> None:
+    # SR-LSTM's `class Processor()` has a `test_epoch` its training loop calls: pytest collects no such class
+    from torchport.codemods.analysis.programs import is_test
+
+    def first(text: str) -> ast.stmt:
+        return ast.parse(text).body[0]
+
+    assert not is_test(first("class Processor():\n    def test_epoch(self, epoch):\n        pass\n"))
+    assert is_test(first("class TestModel:\n    def test_forward(self):\n        pass\n"))
+    assert is_test(first("class Timer(unittest.TestCase):\n    def test_gpu(self):\n        pass\n"))

@@ -1674,3 +1674,16 @@ def test_a_formatted_cuda_choice_kept_beside_a_ported_move_keeps_the_program_on_
     assert script["runs_on"] == ["cuda", "cpu"], script
     _applied(tmp_path, files)
     assert "tp.keep_cuda_or_cpu(" in (tmp_path / "main.py").read_text()
+
+
+def test_a_float64_tensor_made_of_a_numpy_value_keeps_the_program_off_mps(tmp_path: Path) -> None:
+    # online-dt: `torch.tensor(np.log(init_temperature))` in the model, a float64 no text of the run names
+    _applied(tmp_path, {
+        "model.py": "import numpy as np\nimport torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+                    "    def __init__(self):\n        super().__init__()\n"
+                    "        self.temperature = torch.tensor(np.log(0.1))\n",
+        "main.py": "import argparse\n\nfrom model import Net\n\nparser = argparse.ArgumentParser()\n"
+                   "parser.add_argument('--device', default='cuda')\n\nif __name__ == '__main__':\n"
+                   "    args = parser.parse_args()\n    net = Net().to(args.device)\n",
+    })
+    assert 'tp.avoid_mps("float64, model.py:9")' in (tmp_path / "main.py").read_text()

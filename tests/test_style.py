@@ -247,7 +247,7 @@ def test_flake8_length_wraps_changed_lines_black_style(tmp_path: Path) -> None:
                 scale=2,
             )
             out = (
-                torch.zeros(3).to(tp.device()).float().sum().item()
+                torch.zeros(3).float().to(tp.device()).sum().item()
             )
             if (
                 out

@@ -384,7 +384,8 @@ class CudaMethod(Rule):
         return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[moved, *rest])
 
 
-_CASTS = frozenset({"float", "half", "bfloat16", "int", "long"})  # to dtypes every accelerator has
+# casts to dtypes every accelerator has; `.type()` without arguments returns a string, `.to()` moves too
+_CASTS = frozenset(torch_facts.words("cast")) - {"type", "to"}
 
 
 def _cast_after_move(original: cst.Call, updated: cst.Call) -> cst.Call | None:

@@ -492,11 +492,13 @@ TEXT = {
                               "a tensor's type string given back to `.type()` (YOLOX's `x.type(y.type())`): on MPS it "
                               "is 'torch.mps.FloatTensor', which `.type()` rejects (pytorch/pytorch#118517)"),
     "lacks_text": (r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
-                   r"forced_align|DataParallel|is_cuda|cpp_extension)\b|\.type\(\s*[\w.\[\]]+\.type\("
+                   r"forced_align|DataParallel|is_cuda|cpp_extension|from_numpy)\b|\.type\(\s*[\w.\[\]]+\.type\("
+                   r"|\b(?:tensor|as_tensor)\(\s*(?:np|numpy)\."
                    r"""|\bmode\s*=\s*["']area["']|["'](?:cpu|cuda)["']\s+not\s+in\b|\bnot\s+in\s*[(\[{]\s*["'](?:cpu|cuda)["']"""
                    r"""|\.device\.type\s*[!=]=\s*["']cpu["']""",
                    "text every MPS blocker's module holds (a device check's `'cuda' not in device`, a CPU-only "
-                   "fallback's `x.device.type == 'cpu'` too): a run whose files hold none of it has no program that "
+                   "fallback's `x.device.type == 'cpu'`, a tensor made of a numpy array too): a run whose files "
+                   "hold none of it has no program that "
                    "MPS cannot run"),
     "main_guard": (r"""(?m)^if\s+__name__\s*==\s*["']__main__["']\s*:""",
                    "a `__main__` block, read as text in a module CPython cannot parse: a script that runs nowhere"),

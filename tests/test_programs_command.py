@@ -1661,11 +1661,14 @@ def test_a_formatted_cuda_choice_kept_beside_a_ported_move_keeps_the_program_on_
     # BIT_CD/ChangeFormer: `init_net` moves the model to `gpu_ids[0]` (ported), while the trainer keeps
     # `torch.device("cuda:%s" % ids[0] if torch.cuda.is_available() and len(ids) > 0 else "cpu")` for the data
     files = {
-        "m.py": "import torch\n\n\nclass Trainer:\n    def __init__(self, args, net):\n"
-                "        net.cuda(args.gpu_ids[0])\n"
+        "networks.py": "def init_net(net, gpu_ids):\n    net.cuda(gpu_ids[0])\n    return net\n",
+        "m.py": "import torch\nfrom networks import init_net\n\n\nclass Trainer:\n    def __init__(self, args, net):\n"
+                "        net = init_net(net, args.gpu_ids)\n"
                 f"        self.device = torch.device({choice} if torch.cuda.is_available() and len(args.gpu_ids) > 0"
                 " else 'cpu')\n        self.net = net\n\n    def step(self, x):\n"
-                "        return self.net(x.to(self.device))\n",
+                "        return self.net(x.to(self.device))\n\n"
+                "    def rate(self, steps):\n        imps = steps / 2  # iterations per second\n"
+                "        return imps\n",
         "main.py": "import torch\nfrom m import Trainer\n\nif __name__ == '__main__':\n"
                    "    class A:\n        gpu_ids = [0]\n"
                    "    print(Trainer(A(), torch.nn.Linear(2, 2)).step(torch.ones(2)))\n",

@@ -876,7 +876,8 @@ def _chooses_mps(branch: ast.AST, parents: dict[int, ast.AST]) -> bool:
             isinstance(parent, ast.IfExp) or parent.orelse == [top]):
         top = parent
     return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("mps")
-               or isinstance(n, (ast.Name, ast.Attribute)) and "mps" in (n.id if isinstance(n, ast.Name) else n.attr)
+               or isinstance(n, (ast.Name, ast.Attribute)) and "mps" in (
+                   n.id if isinstance(n, ast.Name) else n.attr).lower().split("_")
                for n in ast.walk(top))
 
 

@@ -51,6 +51,7 @@ _V = TypeVar("_V")
 _COMPILED: dict[str, frozenset[str]] = {}  # build script's text -> the extensions it makes with C++ kernels
 _BUILDS = torch_facts.text("builds_cuda_extension")
 _MAIN_GUARD = torch_facts.text("main_guard")
+_MENTIONS_MPS = torch_facts.text("mentions_mps")  # as a word: BIT_CD's trainer names `imps`, no MPS
 _CPU_CUDA_LIBRARIES = frozenset(torch_facts.words("cpu_cuda_library"))
 _CUDA_ONLY_TEXT = torch_facts.text("cuda_only_text")
 # `deferred_cuda_imports`, by text and the project's CUDA extensions
@@ -1210,7 +1211,7 @@ def split_choice(result: FileResult, moved_elsewhere: bool = False) -> tuple[int
     ``load_state_dict`` moves nothing: the module copies it onto its device."""
     moves = set(result.facts.get("moves", ())) - set(result.facts.get("state_loads", ()))
     # (a module that names MPS chooses among several backends: its choice is no CUDA-or-CPU one for others)
-    if result.error is None and (moves or moved_elsewhere and "mps" not in (result.original or "")) \
+    if result.error is None and (moves or moved_elsewhere and not _MENTIONS_MPS.search(result.original or "")) \
             and result.facts.get("kept") and not result.facts.get("choices"):
         return result.facts["kept"][0], KEPT_CHOICE
     return None

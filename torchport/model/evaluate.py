@@ -882,12 +882,11 @@ class Evaluator:
         keywords = {k.arg: self.value(k.value, p) for k in node.keywords}
         if p.stop:
             return UNKNOWN
-        if self.target != "cuda" and (option := next((k for k, v in keywords.items()
-                                                      if torch_facts.cuda_library_option(k, v)), None)):
-            library = torch_facts.cuda_library_option(option, keywords[option])
-            given = next(k for k in node.keywords if k.arg == option)  # its line, where a call spans several
-            return self._needs_cuda(given, f"`{option}={keywords[option]!r}` loads through {library}, which needs "
-                                    "CUDA", p)
+        if self.target != "cuda" and (option := next(((k, v, library) for k, v in keywords.items()
+                                                      if (library := torch_facts.cuda_library_option(k, v))), None)):
+            keyword, value, library = option
+            given = next(k for k in node.keywords if k.arg == keyword)  # its line, where a call spans several
+            return self._needs_cuda(given, f"`{keyword}={value!r}` loads through {library}, which needs CUDA", p)
         if self.target != "cuda" and (gate := self._gate(node)) is not None:
             if self._testing:
                 self._touched = True

@@ -46,6 +46,7 @@ from torchport.pipeline.project import (
     fewer_collections,
     live_lack,
     live_requirement,
+    main_blocks,
     outline,
     own_lack,
     parse,
@@ -664,21 +665,16 @@ def _picks_on_import(result: FileResult) -> bool:
         return False
     inside = [(n.body[0].lineno if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) else n.lineno,
                n.end_lineno or n.lineno) for n in ast.walk(tree)
-              if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)] + _main_blocks(tree)
+              if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)] + main_blocks(tree)
     return any(not any(first <= line <= last for first, last in inside)
                for line in (*result.facts.get("moves", ()), *result.facts.get("choices", ())))
 
 
-def _main_blocks(tree: ast.Module) -> list[tuple[int, int]]:
-    """The first and last lines of each top-level ``if __name__ == "__main__":`` block."""
-    return [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
-
-
 def _script_blocks(tree: ast.Module, importers: Sequence[str] = ()) -> list[tuple[int, int]]:
-    """`_main_blocks`, and the module's functions that only they call (myria3d's demo ``main()``, which picks its
+    """`main_blocks`, and the module's functions that only they call (myria3d's demo ``main()``, which picks its
     device): what runs only where the module is the program. ``importers``: the text of the modules that import
     it; a function they name (``analyzer.run(...)``) is theirs too."""
-    blocks = _main_blocks(tree)
+    blocks = main_blocks(tree)
     inside = [n for s in tree.body if isinstance(s, ast.If) and is_main(s.test) for n in ast.walk(s)]
     called = {n.func.id for n in inside if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     functions = [s for s in tree.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name in called]
@@ -707,7 +703,7 @@ def _moves_outside_main(result: FileResult) -> bool:
     tree = parse(result.original)
     if tree is None:
         return True
-    blocks = _main_blocks(tree)
+    blocks = main_blocks(tree)
     return any(not any(first <= line <= last for first, last in blocks) for line in result.facts["moves"])
 
 

@@ -890,6 +890,11 @@ def _cpu_cuda_library(module: str) -> bool:
     return any(".".join(parts[:end]) in _CPU_CUDA_LIBRARIES for end in range(1, len(parts) + 1))
 
 
+def main_blocks(tree: ast.Module) -> list[tuple[int, int]]:
+    """The first and last lines of each top-level ``if __name__ == "__main__":`` block."""
+    return [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
+
+
 def reached_lack(project: Project, other: int, reach: Iterable[int]) -> tuple[int, str] | None:
     """The first line of module ``other`` using what MPS lacks that a program of modules ``reach`` runs: at its
     top level, or in a function or class the program names (`program_names`). piq's ``fid.py`` casts to float64
@@ -897,7 +902,7 @@ def reached_lack(project: Project, other: int, reach: Iterable[int]) -> tuple[in
     text = project.results[other].original or ""
     found = _lacks(project, other)
     if found and (tree := parse(text)) is not None:  # its `__main__` block runs where it is the program alone
-        blocks = [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
+        blocks = main_blocks(tree)
         found = tuple(hit for hit in found if not any(first <= hit[0] <= last for first, last in blocks))
     if not found:
         return None
@@ -1005,17 +1010,24 @@ def _loads(text: str) -> dict[str, tuple[int, ...]]:
     return remembered(_LOADS, text, read)
 
 
-def _off_cuda_branch(tree: ast.Module, branch: ast.If, line: int) -> bool:
-    """Whether ``line`` lies in the arm of ``branch`` that a CPU machine never takes, its test decided by a device
+def _off_cuda_arm(tree: ast.Module, line: int) -> bool:
+    """Whether ``line`` lies in the arm of an ``if`` that a CPU machine never takes, its test decided by a device
     query (`Evaluator.decided`)."""
     from torchport.model.evaluate import Evaluator
 
-    arm = branch.body if any(s.lineno <= line <= (s.end_lineno or 0) for s in branch.body) else branch.orelse \
-        if any(s.lineno <= line <= (s.end_lineno or 0) for s in branch.orelse) else None
-    if arm is None or "cuda" not in ast.unparse(branch.test):
-        return False
-    truth = Evaluator(tree, "cpu").decided(branch.test)
-    return truth is not None and truth != (arm is branch.body)
+    evaluator: Evaluator | None = None
+    for branch in ast.walk(tree):
+        if not isinstance(branch, ast.If):
+            continue
+        arm = branch.body if any(s.lineno <= line <= (s.end_lineno or 0) for s in branch.body) else branch.orelse \
+            if any(s.lineno <= line <= (s.end_lineno or 0) for s in branch.orelse) else None
+        if arm is None or "cuda" not in ast.unparse(branch.test):
+            continue
+        evaluator = evaluator or Evaluator(tree, "cpu")
+        truth = evaluator.decided(branch.test)
+        if truth is not None and truth != (arm is branch.body):
+            return True
+    return False
 
 
 def _named_on(project: Project, reach: Sequence[int], name: str) -> bool:
@@ -1041,7 +1053,7 @@ def _on_by_default(tree: ast.Module, line: int, project: Project, reach: Sequenc
     "flash":``, ``if use_flash:``), where no call in ``reach`` passes them: False only where such a test is false,
     or a device query makes it false off CUDA (Adan's ``if torch.cuda.is_available(): _fused_adan_multi_tensor(...)``,
     the function that imports its CUDA extension)."""
-    if any(_off_cuda_branch(tree, branch, line) for branch in ast.walk(tree) if isinstance(branch, ast.If)):
+    if _off_cuda_arm(tree, line):
         return False
     for function in ast.walk(tree):
         if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) or not (

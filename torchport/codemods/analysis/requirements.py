@@ -15,7 +15,6 @@ import ast
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import cast
 
 from torchport.codemods.analysis.names import ast_chain, environment_read, import_map, qualify
 from torchport.codemods.analysis.programs import (
@@ -140,12 +139,12 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
                                              env=_env_conditions(tree, node)))
             elif names & _NEEDS_GPU:  # Dual-Path-RNN's `data_parallel(model, x, device_ids=self.gpuid)`
                 uses.append((node.lineno, f"calls {dotted}, which raises without a GPU"))
-            elif (option := next((k for k in node.keywords if isinstance(k.value, ast.Constant)
-                                  and torch_facts.cuda_library_option(k.arg, k.value.value)), None)):
-                given = cast(ast.Constant, option.value).value
-                library = torch_facts.cuda_library_option(option.arg, given)  # alpaca-lora's loader
-                uses.append((option.value.lineno, f"loads through {library} (`{option.arg}={given!r}`), a CUDA-only "
-                                                  "library"))
+            elif (option := next(((k, given, library) for k in node.keywords
+                                  if isinstance(given := k.value, ast.Constant)
+                                  and (library := torch_facts.cuda_library_option(k.arg, given.value))), None)):
+                keyword, given, library = option  # alpaca-lora's loader
+                uses.append((given.lineno, f"loads through {library} (`{keyword.arg}={given.value!r}`), a CUDA-only "
+                                           "library"))
         elif isinstance(node, ast.Attribute):
             dotted = ast_chain(node)
             if dotted and qualify(dotted, imports) & _BLOCKING_APIS:

@@ -99,7 +99,9 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         _record(units, found, before, failing)
         skipped_here = {id(u.node) for u in units if u.skipped is not None}
         skipped = skipped_here if skipped is None else skipped & skipped_here
-        if module_stops is not None and units[0].paths and not any(p.clean for p in units[0].paths):
+        # a path the author's own `raise` or exit ends (DoLipReading's unknown `--dataset`) runs nothing after it either
+        if module_stops is not None and units[0].paths and all(p.stop is not None for p in units[0].paths) \
+                and not all(p.clean for p in units[0].paths):
             module_stops.extend(p.stop for p in units[0].paths if p.stop is not None)
         else:
             module_stops = None
@@ -318,7 +320,7 @@ def _never_named(tree: ast.Module) -> list[tuple[int, int, int, int]]:
     no cell calls)."""
     named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} | {
         n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    return [(f.lineno, 0, f.end_lineno or f.lineno, 10**6) for f in tree.body
+    return [(f.lineno, 0, f.end_lineno or f.lineno, _WHOLE) for f in tree.body
             if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name not in named
             and not any(isinstance(c, ast.Constant) and c.value == f.name for c in ast.walk(tree))]
 
@@ -454,7 +456,7 @@ def _unnamed_spans(defined: Mapping[str, ast.stmt], named: set[str],
     runs names) nor the definitions it names, in turn (``reads``: the names of ``defined`` a definition reads)
     ever name: they never run."""
     named = _reached(defined, named, reads)
-    return [(d.lineno, 0, d.end_lineno or d.lineno, 10**6) for name, d in defined.items() if name not in named]
+    return [(d.lineno, 0, d.end_lineno or d.lineno, _WHOLE) for name, d in defined.items() if name not in named]
 
 
 def _reached(defined: Mapping[str, ast.stmt], named: set[str], reads: Callable[[ast.AST], set[str]]) -> set[str]:
@@ -521,7 +523,12 @@ def _inside(spans: Sequence[tuple[int, int, int, int]], old: Sequence[str], new:
     """Whether every change from ``old`` to ``new`` (lines of one hunk, the new ones from line ``first``) lies
     inside one of ``spans`` (branches no evaluation took): a rewrite of ``x.cuda() if use_cuda else x`` off CUDA.
     Only hunks that change lines one for one, in ASCII (columns of `ast` are UTF-8 offsets), are read."""
-    if not spans or len(old) != len(new) or not all(line.isascii() for line in (*old, *new)):
+    if not spans or len(old) != len(new):
+        return False
+    if all(any(line <= number <= end and column == 0 and end_column >= _WHOLE for line, column, end, end_column
+               in spans) for number in range(first, first + len(new))):
+        return True  # whole lines (a function never run): no column to read
+    if not all(line.isascii() for line in (*old, *new)):
         return False
     for number, (a, b) in enumerate(zip(old, new, strict=True), first):
         for tag, _, _, c1, c2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
@@ -531,6 +538,7 @@ def _inside(spans: Sequence[tuple[int, int, int, int]], old: Sequence[str], new:
     return True
 
 
+_WHOLE = 10**6  # the end column of a span of whole lines
 _CALLED = " stops at line "  # `Evaluator`'s message for a stop inside a called function
 
 
@@ -688,9 +696,11 @@ def program_stop(original: str, migrated: str, target: str, kind: str,
             return None
     else:
         paths = units[0].paths
-        if not paths or any(p.clean for p in paths):
+        # a path the author's own `raise` ends (an unknown option) runs nothing: the others decide
+        if not paths or any(p.clean and (p.stop is None or p.stop.kind != "raise") for p in paths) \
+                or all(p.clean for p in paths):
             return None
-        stops = [p.stop for p in paths]
+        stops = [p.stop for p in paths if not p.clean]
     first = min((s for s in stops if s is not None), key=lambda s: s.line, default=None)
     if first is None or migrated == original:
         return first

@@ -76,6 +76,15 @@ def test_a_guarded_import_blocks_nothing() -> None:
         ("imports flash_attn, a CUDA-only library", 5)]
 
 
+@pytest.mark.parametrize("statement", [
+    "from pointnet2_ops import pointnet2_utils",  # Real3D-AD's M3DM/models.py: CUDAExtension alone
+    "from knn_cuda import KNN", "import tinycudann as tcnn", "from simple_knn._C import distCUDA2",
+    "from mamba_ssm import Mamba"])
+def test_an_extension_built_for_cuda_alone_blocks_its_importers(statement: str) -> None:
+    source = f"import torch\n{statement}\n"
+    assert [r.line for r in requirements(ast.parse(source), source)] == [2]
+
+
 def test_a_cuda_gate_counts_only_in_the_entry_point() -> None:
     source = "import sys\nimport torch\nif torch.cuda.device_count() < 2:\n    sys.exit(1)\n"
     tree = ast.parse(source)

@@ -602,6 +602,11 @@ CUDA_LIBRARIES = {
     "isaacgym": Library(False), "triton": Library(True),
     # spikingjelly's CUDA neurons: `cext` imports its compiled `_C_neuron`, built for CUDA alone
     "spikingjelly.cext": Library(False),
+    # extensions built with `CUDAExtension` alone, whose import loads the compiled kernels: Pointnet2_PyTorch's
+    # ops, KNN_CUDA, tiny-cuda-nn, the Gaussian-splatting rasterizer and its k-NN, Mamba's scans and convolutions
+    "pointnet2_ops": Library(False), "knn_cuda": Library(False), "tinycudann": Library(False),
+    "diff_gaussian_rasterization": Library(False), "simple_knn": Library(False), "mamba_ssm": Library(False),
+    "causal_conv1d": Library(False),
 }
 _CUDA = "torch.cuda."
 # Keyword options, with the value that picks a CUDA-only library: transformers' `from_pretrained` and

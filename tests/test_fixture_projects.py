@@ -624,3 +624,26 @@ def test_an_object_a_registry_passes_keeps_its_own_cuda(tmp_path: Path) -> None:
     assert "        self.mac.cuda()\n        self.target_mac.cuda()\n" in learner
     done = _run(folder, "main.py")
     assert done.returncode == 0 and "result True" in done.stdout, done.stderr
+
+
+def test_a_program_whose_library_picks_the_device_keeps_the_cpu_on_a_mac(tmp_path: Path) -> None:
+    # DuoRec's run_seq.py names no CUDA: recbole's config picks the device, its data loader makes float64 batches,
+    # its trainer moves them. Ported, the config picks MPS on a Mac: the entry point keeps the program on the CPU
+    folder = _ported("chosen_in_library", tmp_path)
+    assert 'tp.avoid_mps("float64, lib/data.py:5")' in (folder / "run.py").read_text()
+    done = _run(folder, "run.py")
+    assert done.returncode == 0 and "total 12.0" in done.stdout, done.stderr
+    on_a_mac = _run(folder, "-c", ON_A_MAC, "run.py")
+    assert on_a_mac.returncode == 0 and "total 12.0" in on_a_mac.stdout, on_a_mac.stderr
+
+
+def test_a_module_only_data_parallel_places_keeps_the_cpu_on_a_mac(tmp_path: Path) -> None:
+    # generative-inpainting's test_single.py: on CUDA `DataParallel(netG, device_ids=...)` moves netG to its first
+    # GPU; on MPS it calls netG where it is (the CPU) with the inputs the port moves to MPS
+    folder = _ported("wrapper_places", tmp_path)
+    assert 'tp.avoid_mps("DataParallel, which places its module only on CUDA, test_single.py:12")' in (
+        folder / "test_single.py").read_text()
+    assert "avoid_mps" not in (folder / "own.py").read_text()  # Mover places its own layer
+    for args in (("test_single.py",), ("-c", ON_A_MAC, "test_single.py")):
+        done = _run(folder, *args)
+        assert done.returncode == 0 and "out (2, 2)" in done.stdout, done.stderr

@@ -521,9 +521,11 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
         the call (a launcher: the call runs when it imports that script).
     """
     moving = {i for i, r in enumerate(results) if r.changed and r.facts.get("moves")}
-    if not moving or not any(LACKS_TEXT.search(r.original or "") or r.facts.get("kept") or _KEPT_PLACEMENT.search(
-            r.migrated or r.original or "") or any(name in (r.original or "") for name in _CPU_CUDA_LIBRARIES)
-                             or "'cuda' in " in (r.original or "") for r in results):
+    choosing = {i for i, r in enumerate(results) if r.changed and r.facts.get("choices")}
+    if not moving | choosing or not any(
+            LACKS_TEXT.search(r.original or "") or r.facts.get("kept") or _KEPT_PLACEMENT.search(
+                r.migrated or r.original or "") or any(name in (r.original or "") for name in _CPU_CUDA_LIBRARIES)
+            or "'cuda' in " in (r.original or "") for r in results):
         return {}, frozenset()
     trees, project = _model(results)
     scripts = _console_scripts(Path.cwd())
@@ -580,8 +582,12 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
         moved = moving_on_import | ({index} & moving) | (
             {index} if result.changed and result.facts.get("choices") else set())
         carried = (carrying & moving_on_import) | ({index} & carrying)
-        if not project.reach(index) & moved or not (
-                _PLACES_DATA.search(result.original or "") or _calls_into(index, trees[index], project, moved)
+        # a device choice ported where it always imports it, and data placed where it imports: the program's data
+        # goes to the runtime's pick (DuoRec's run_seq.py: recbole's config picks, its trainer moves the batches)
+        chosen = bool(reach & choosing) and any(_PLACES_DATA.search(results[i].original or "")
+                                                for i in reach - {index})
+        if not (project.reach(index) & moved or chosen) or not (
+                chosen or _PLACES_DATA.search(result.original or "") or _calls_into(index, trees[index], project, moved)
                 or (reach & carried and any(_KEPT_PLACEMENT.search(results[i].migrated or results[i].original or "")
                                              or results[i].facts.get("kept") or _placed_if_cuda_named(results[i])
                                              for i in reach))):

@@ -30,7 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
-from torchport.codemods.analysis.lacks import blockers
+from torchport.codemods.analysis.lacks import DATA_PARALLEL_PLACES, blockers
 from torchport.codemods.analysis.programs import absolute_module, always_run, is_main, is_script, is_test
 from torchport.codemods.analysis.source import parse as parse_quietly
 from torchport.model import torch_facts
@@ -857,7 +857,36 @@ def _lacks(project: Project, index: int) -> tuple[tuple[int, str], ...]:
     found = lacking_all(result.original or "")
     if any(what == CPU_EXTENSION for _, what in found):
         found = tuple(hit for hit in found if hit[1] != CPU_EXTENSION or not _generic_extension(result, hit[0]))
+    if any(what == DATA_PARALLEL_PLACES for _, what in found):
+        found = tuple(hit for hit in found if hit[1] != DATA_PARALLEL_PLACES or not _places_itself(project, index,
+                                                                                                  hit[0]))
     return tuple(sorted({*found, *compiled_uses(project, index)}))
+
+
+def _places_itself(project: Project, index: int, line: int) -> bool:
+    """Whether the module that the ``DataParallel`` wrapper at ``line`` of file ``index`` wraps is made by a class
+    of the project that moves its own parts (generative-inpainting's ``Trainer``: ``self.netG.to(...)`` in its
+    ``__init__``): the wrapper is then not what places it."""
+    tree = parse(project.results[index].original)
+    wrap = next((n for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.lineno == line
+                 and isinstance(n.value, ast.Call) and n.value.args), None) if tree is not None else None
+    if wrap is None or not isinstance(wrapped := wrap.value.args[0], ast.Name):  # type: ignore[attr-defined]
+        return False
+    made = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.lineno < line
+            and any(isinstance(t, ast.Name) and t.id == wrapped.id for t in n.targets)
+            and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)]
+    if not made:
+        return False
+    name = made[-1].func.id  # type: ignore[attr-defined]
+    for local, other, bound in project.bindings(index):
+        if local == name and bound is not None:
+            defined = parse(project.results[other].original)
+            cls = next((c for c in defined.body if isinstance(c, ast.ClassDef) and c.name == bound),
+                       None) if defined is not None else None
+            return cls is not None and any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
+                and ast.unparse(n.func.value).split(".")[0] == "self" for n in ast.walk(cls))
+    return False
 
 
 _RAW_KERNEL = torch_facts.text("raw_kernel")

@@ -24,6 +24,7 @@ from torchport.results import (
 )
 
 _DATA_PARALLEL = "DataParallel, which moves its inputs only on CUDA"
+DATA_PARALLEL_PLACES = "DataParallel, which places its module only on CUDA"
 # What MPS lacks that a module's text shows, as (pattern, description); float64 and complex128 are read from
 # the tree (`_wide_dtype_lines`). A module that mentions MPS handles it itself.
 _MPS_BLOCKERS = (
@@ -92,6 +93,8 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
         found = [hit for hit in found if hit[0] not in _data_branch_lines(tree)]
         if any(what == _DATA_PARALLEL for _, what in found) and _data_parallel_fed(tree):
             found = [hit for hit in found if hit[1] != _DATA_PARALLEL]
+    if "DataParallel" in text and tree is not None and not certain:  # the project pass reads the wrapped class
+        found.extend((line, DATA_PARALLEL_PLACES) for line in _data_parallel_places(tree))
     moves_arrays = _FROM_NUMPY_TO_DEVICE.search(text) and not (certain and (
         _COLLECTIVES.search(text) or not _arrays_moved(text, tree)))
     if moves_arrays and float64_named:
@@ -314,6 +317,27 @@ def _data_parallel_moved(tree: ast.Module) -> list[int]:
     found = [line for line, moved in moves if line > wrapped.get(moved, line)]  # the wrapper, not the module
     found.extend(line for line, module in wraps if any(at < line and moved == module for at, moved in moves))
     return sorted(set(found))
+
+
+def _data_parallel_places(tree: ast.Module) -> list[int]:
+    """Lines binding a ``DataParallel`` wrapper of a module nothing else places, called with inputs the code moves
+    (generative-inpainting's test_single.py: ``netG = nn.parallel.DataParallel(netG, device_ids=...)``, ``x =
+    x.cuda()``, ``netG(x, mask)``): on CUDA the wrapper moves the module to its first device; elsewhere the module
+    stays on the CPU while the port moves the inputs to the accelerator."""
+    receivers = {ast.unparse(n.func.value) for n in ast.walk(tree) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")}
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and call_name(node.value) == "DataParallel" and node.value.args):
+            continue
+        targets = {ast.unparse(t) for t in node.targets}
+        if ast.unparse(node.value.args[0]) in receivers or targets & receivers:
+            continue
+        if any(isinstance(call, ast.Call) and ast.unparse(call.func) in targets and any(
+                isinstance(a, ast.Name) and a.id in receivers for a in call.args) for call in ast.walk(tree)):
+            found.append(node.lineno)
+    return found
 
 
 def _data_parallel_fed(tree: ast.Module) -> bool:

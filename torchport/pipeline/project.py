@@ -868,8 +868,10 @@ def _places_itself(project: Project, index: int, line: int) -> bool:
     of the project that moves its own parts (generative-inpainting's ``Trainer``: ``self.netG.to(...)`` in its
     ``__init__``): the wrapper is then not what places it."""
     tree = parse(project.results[index].original)
+    if tree is None:
+        return False
     wrap = next((n for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.lineno == line
-                 and isinstance(n.value, ast.Call) and n.value.args), None) if tree is not None else None
+                 and isinstance(n.value, ast.Call) and n.value.args), None)
     if wrap is None or not isinstance(wrapped := wrap.value.args[0], ast.Name):  # type: ignore[attr-defined]
         return False
     made = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.lineno < line

@@ -145,6 +145,7 @@ def test_skip_marks_and_the_helpers_that_build_them_are_evaluated(mark: str, ski
     ("x.to(dist.get_rank() % torch.cuda.device_count())", True),  # a division by 0 off CUDA
     ("micro = batch[0] // torch.cuda.device_count()", True),  # ResShift's trainer: integer arithmetic
     ("scaled = loss / torch.cuda.device_count()", False),  # a tensor divided by 0 is inf: it does not raise
+    ("rows = int(batch_size / torch.cuda.device_count())", True),  # MolTrans: int() of inf or nan raises too
     ("torch.load(f, map_location='cuda:{}'.format(rank))", True),
     ("L.Fabric(accelerator='cuda', devices=1)", True),
     ("L.Trainer(accelerator='auto')", False),

@@ -295,6 +295,17 @@ class CudaMethod(Rule):
                 "b = Batch().cuda()\n",
                 "class Batch:\n    def cuda(self):\n        self.x = self.x.to(tp.device())\n        return self\n\n"
                 "b = Batch().cuda()\n"),
+        # ... and a batch of a loader in that module is torch's data, not an object of that class.
+        Example("import torch\n\n\nclass Learner:\n    def cuda(self):\n        return self\n\n"
+                "    def learn(self, loader):\n        for x, y in loader:\n            x = x.cuda()\n"
+                "            self.w = torch.ones(2)\n            self.w = self.w.cuda()\n",
+                "import torch\n\n\nclass Learner:\n    def cuda(self):\n        return self\n\n"
+                "    def learn(self, loader):\n        for x, y in loader:\n            x = x.to(tp.device())\n"
+                "            self.w = torch.ones(2)\n            self.w = self.w.to(tp.device())\n"),
+        # ... while what a loop or a caller hands over may be one of its objects.
+        Example("class Learner:\n    def cuda(self):\n        return self\n\n\n"
+                "def run(learners, model):\n    for learner in learners:\n        learner.cuda()\n"
+                "    model.cuda()\n"),
         # ... except an object of such a class it holds: its own `cuda()` moves what `.to()` would leave behind
         # (CloserLookFewShot's FullyContextualEmbedding and its tensor attribute `c_0`).
         Example("import torch.nn as nn\n\n\nclass Cell(nn.Module):\n    def cuda(self):\n"
@@ -346,7 +357,8 @@ class CudaMethod(Rule):
             m.report("TP106", original, f"`.cuda()` left unchanged: this is {made}, whose class may move itself its "
                      "own way (its own `cuda`, and no `to` or one that takes CUDA alone)")
             return None
-        if m.store(self).get("own_cuda") and not _inside_own_cuda(m, func.value):
+        if m.store(self).get("own_cuda") and not _inside_own_cuda(m, func.value) \
+                and not _holds_torch_data(m, func.value, m.start(original).line):
             m.mark_handled(original)
             m.report("TP106", original, "`.cuda()` left unchanged: a class in this module defines its own `cuda` "
                      "method, so this call may not be torch's")
@@ -563,6 +575,61 @@ def _own_parameter(m: Migrator, receiver: cst.BaseExpression) -> str | None:
         return None
     cls = next((c for c in ast.walk(m.syntax) if isinstance(c, ast.ClassDef) and c.name == owner.name.value), None)
     return own_parameter(cls, receiver.attr.value, m.gates) if cls is not None else None
+
+
+def _holds_torch_data(m: Migrator, receiver: cst.BaseExpression, line: int) -> bool:
+    """Whether ``receiver`` (at ``line``) only ever holds torch's data, so that its ``.cuda()`` is torch's in a
+    module whose own class defines ``cuda`` (data-free-continual-learning's learner): a name its function binds
+    only as a loop's batch (``for i, (x, y, task) in enumerate(train_loader)``) or from a torch call (``x =
+    x.cuda()`` too), or ``self.<name>`` that its class binds only so (``self.dw_k = torch.tensor(...)``)."""
+    tree = m.syntax
+    if tree is None:
+        return False
+    from torchport.codemods.analysis.names import ast_chain, import_map, qualify
+
+    imports = import_map(tree)
+    text = ast.unparse(ast.parse(cst.Module([]).code_for_node(receiver), mode="eval").body) if isinstance(
+        receiver, (cst.Name, cst.Attribute)) else None
+    if text is None or text == "self" or text.count(".") > 1 or (text.count(".") == 1 and not text.startswith("self.")):
+        return False
+    scopes = [n for n in ast.walk(tree) if isinstance(n, (ast.ClassDef if "." in text else ast.FunctionDef,
+                                                          ast.AsyncFunctionDef)) and n.lineno <= line <= (
+        n.end_lineno or n.lineno)]
+    if not scopes:
+        return False
+    scope = max(scopes, key=lambda n: n.lineno)
+
+    def torch_value(value: ast.expr) -> bool:
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and ast.unparse(
+                value.func.value) == text or isinstance(value, ast.Subscript) and ast.unparse(value.value) == text:
+            return True  # `x = x.cuda()`, `x = x.float()`, `x = x[mask]`: what it held
+        dotted = ast_chain(value.func) if isinstance(value, ast.Call) else None
+        return dotted is not None and any(n.split(".")[0] == "torch" for n in qualify(dotted, imports))
+
+    bound = False
+    for node in ast.walk(scope):
+        if isinstance(node, (ast.For, ast.comprehension)) and any(ast.unparse(t) == text for t in ast.walk(
+                node.target) if isinstance(t, (ast.Name, ast.Attribute))):
+            if not isinstance(node.target, ast.Tuple):
+                return False  # `for learner in learners`: may be anything
+            bound = True
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(ast.unparse(t) == text for t in targets):
+                if node.value is None or not torch_value(node.value):
+                    return False
+                bound = True
+            elif any(text in {ast.unparse(e) for e in ast.walk(t)} for t in targets):
+                pairs = [(t, v) for t in targets if isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple)
+                         and len(t.elts) == len(node.value.elts) for t, v in zip(t.elts, node.value.elts)]
+                if not any(ast.unparse(t) == text for t, _ in pairs) or not all(
+                        torch_value(v) for t, v in pairs if ast.unparse(t) == text):
+                    return False  # bound by unpacking: from anything
+                bound = True
+        elif isinstance(node, ast.arguments) and text in {a.arg for a in (*node.posonlyargs, *node.args,
+                                                                              *node.kwonlyargs)}:
+            return False  # a parameter: what a caller passes
+    return bound
 
 
 def _defines_own_cuda(module: cst.Module) -> bool:

@@ -106,6 +106,7 @@ class _TreeFacts:
     # the statement line of each call, by the id of its function, and the string constants (`_unreached_helpers`)
     calls: tuple[dict[int, int], set[str]] | None = None
     options: dict[str, object] | None = None  # `command_line_defaults`
+    integers: frozenset[int] | None = None  # `Evaluator._made_integers`
 
 
 # A module is evaluated for several targets, entry points and checks: its facts are read once per tree (trees are
@@ -408,6 +409,16 @@ class Evaluator:
                                             for p in ends):
                     self._fixtures[name] = ends[0].returned
         return self._fixtures[name]
+
+    def _made_integers(self) -> frozenset[int]:
+        """The ids of the divisions ``int()`` is given whole (MolTrans's ``int(self.batch_size/self.gpus)``): by 0
+        it raises, a number (ZeroDivisionError) or a tensor alike (``int`` of inf or nan)."""
+        facts = _tree_facts(self.tree)
+        if facts.integers is None:
+            facts.integers = frozenset(id(n.args[0]) for n in ast.walk(self.tree) if isinstance(n, ast.Call)
+                                       and isinstance(n.func, ast.Name) and n.func.id == "int" and len(n.args) == 1
+                                       and isinstance(n.args[0], ast.BinOp) and isinstance(n.args[0].op, ast.Div))
+        return facts.integers
 
     def _class_fact(self, key: str) -> object:
         """What ``self.<name>`` (``key``) holds in a method of the class being run, where every method of that
@@ -859,7 +870,7 @@ class Evaluator:
         if right == 0 and not isinstance(right, bool) and (
                 isinstance(node.op, (ast.Mod, ast.FloorDiv)) and (left is INDEX or left is UNKNOWN or isinstance(
                     left, int)) or isinstance(node.op, ast.Div) and (isinstance(left, int | float) or (
-                    left is UNKNOWN and _numeric(node.left)))):
+                    left is UNKNOWN and (_numeric(node.left) or id(node) in self._made_integers())))):
             # integer arithmetic on a device count (ResShift's `batch[0] // self.num_gpus`), or a number divided by
             # it (DoLipReading's `lr = args.batch_size / 32.0 / torch.cuda.device_count() * args.lr`):
             # ZeroDivisionError

@@ -65,6 +65,41 @@ def test_a_ddp_branch_ported_whole_keeps_its_port() -> None:
     assert not [d for d in result.diagnostics if "R19" in d.message]
 
 
+OPTION_SET_AGAIN = """\
+import argparse
+
+import click
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--device", default="cuda")
+args = parser.parse_args()
+if not torch.cuda.is_available():
+    args.device = "cpu"
+
+
+@click.command()
+@click.option("--device", type=str, default="cuda")
+def main(device):
+    if not torch.cuda.is_available():
+        device = "cpu"
+    return torch.nn.Linear(2, 2).to(device)
+"""
+
+
+def test_an_option_every_path_off_cuda_sets_again_keeps_its_default() -> None:
+    # Deep-SAD's main.py: on CUDA the default stays `cuda`; elsewhere `cpu` replaces it before anything reads it
+    result = _port(OPTION_SET_AGAIN)
+    assert result.migrated == OPTION_SET_AGAIN and result.rewrites == {}
+    notes = [(d.line, d.message) for d in result.diagnostics if "R10" in d.message]
+    assert notes == [(7, "[R10 dead-store] left as written: the default of `device` is set again off CUDA before "
+                         "anything reads it: its port changes nothing")]  # the whole file stays: said once
+    # read before it is set again (or set again on CUDA's paths alone), the default is the program's device
+    for old, new in (('args = parser.parse_args()\n', 'args = parser.parse_args()\nprint(args.device)\n'),
+                     ('    if not torch.cuda.is_available():\n        device = "cpu"\n', "")):
+        assert "default=tp.device_str()" in _port(OPTION_SET_AGAIN.replace(old, new)).migrated
+
+
 def test_a_rewrite_after_a_line_that_still_fails_is_held() -> None:
     source = """\
     import torch

@@ -89,8 +89,10 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     taken: dict[tuple[int, int, int, int], bool] = {}  # branches of conditional expressions, on any target
     module_stops: list[Stop] | None = []  # where every path of the module body stops, on every target
     skipped: set[int] | None = None  # the units a skip mark skips on every target
+    deciders: list[Evaluator] = []
     for target in OFF_CUDA:
         evaluator = Evaluator(tree, target, exempt, gates)
+        deciders.append(evaluator)
         try:
             units = evaluator.units()
         except RecursionError:
@@ -112,6 +114,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         for span, was in evaluator.taken.items():
             taken[span] = taken.get(span, False) or was
     dead = [span for span, was in taken.items() if not was] + _unread_defaults(tree)
+    overwritten = _overwritten_options(tree, deciders)
     passed = _passed_defaults(tree, unused)
     if closed:
         dead += _never_named(tree)
@@ -161,6 +164,11 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         if store is not None:
             decisions[index] = False
             held.append(Held(i1 + 1, max(i2, i1 + 1), None, f"`{store}` {UNREAD}"))
+            continue
+        option = next((name for first, last, name in overwritten if first <= min(lines) and max(lines) <= last), None)
+        if option is not None:
+            decisions[index] = False
+            held.append(Held(i1 + 1, max(i2, i1 + 1), None, f"the default of `{option}` {OVERWRITTEN}"))
             continue
         owner = next((name for first, last, name in never if first <= min(lines) and max(lines) <= last), None)
         if owner is not None:
@@ -377,6 +385,7 @@ _QUERY = text("availability_query")
 UNREAD = "is never read: the value changes nothing"  # the note of a device value nothing reads
 CPU_SAVED = "holds CPU tensors: it loads the same on every backend"  # the note of a repository's checkpoint
 PASSED = "is passed by every call in the project: its default changes nothing"  # a default no call reaches
+OVERWRITTEN = "is set again off CUDA before anything reads it: its port changes nothing"  # an option's default
 UNUSED = "nothing in the project runs"  # the note of a definition no program runs, said once per module
 SCALER = "a GradScaler moves with its autocast, which stays CUDA's here"  # the note of a scaler held with it
 _PASSES = "the test passes off CUDA as written: its CUDA devices are values it checks"
@@ -489,6 +498,56 @@ def _unread_defaults(tree: ast.Module) -> list[tuple[int, int, int, int]]:
             continue
         spans.extend((d.lineno, d.col_offset, d.end_lineno or d.lineno, d.end_col_offset or 0)
                      for a, d in pairs if not _reads_first(node.body, a.arg))
+    return spans
+
+
+def _overwritten_options(tree: ast.Module, deciders: Sequence[Evaluator]) -> list[tuple[int, int, str]]:
+    """The first and last lines, and the option, of each default of a command-line option that every path off
+    CUDA sets again before anything reads it (Deep-SAD's ``@click.option('--device', default='cuda')``, then ``if
+    not torch.cuda.is_available(): device = 'cpu'``; argparse's ``args.device`` alike): on CUDA the default stays,
+    elsewhere it is never read, so its port changes nothing. ``deciders``: one evaluator per target off CUDA
+    (`Evaluator.decided`)."""
+    def option(call: ast.Call) -> tuple[str, ast.expr] | None:
+        """The destination and the default of ``add_argument(...)`` or ``click.option(...)``, if it has one."""
+        default = next((k.value for k in call.keywords if k.arg == "default"), None)
+        dest = next((k.value.value for k in call.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)
+                     and isinstance(k.value.value, str)), None)
+        names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        name = dest or next((n.lstrip("-").replace("-", "_") for n in names if n.startswith("--")), None)
+        return (name, default) if default is not None and name else None
+
+    # argparse's options, read as `args.<name>`; click's, the parameters of the function they decorate
+    parsed: dict[str, list[ast.expr]] = {}
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr == "add_argument"):
+        if (found := option(call)) is not None:
+            parsed.setdefault(found[0], []).append(found[1])
+    spans: list[tuple[int, int, str]] = []
+    scopes: list[tuple[list[ast.stmt], dict[str, list[ast.expr]]]] = [(tree.body, {})]
+    for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        given: dict[str, list[ast.expr]] = {}
+        for decorator in function.decorator_list:
+            if isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute) \
+                    and decorator.func.attr == "option" and (found := option(decorator)) is not None:
+                given.setdefault(found[0], []).append(found[1])
+        scopes.append((function.body, given))
+    for body, given in scopes:
+        for index, statement in enumerate(body):
+            if not (isinstance(statement, ast.If) and not statement.orelse and all(
+                    d.decided(statement.test) is True for d in deciders)):
+                continue
+            for assign in statement.body:
+                if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1
+                        and isinstance(assign.value, ast.Constant)):
+                    continue
+                target = assign.targets[0]
+                name, table = (target.attr, parsed) if isinstance(target, ast.Attribute) else (
+                    target.id, given) if isinstance(target, ast.Name) else ("", {})
+                if name not in table or any(  # read before: the default mattered
+                        (isinstance(n, ast.Attribute) and n.attr == name or isinstance(n, ast.Name) and n.id == name)
+                        and isinstance(n.ctx, ast.Load) for s in body[:index] for n in ast.walk(s)):
+                    continue
+                spans.extend((d.lineno, d.end_lineno or d.lineno, name) for d in table[name])
     return spans
 
 

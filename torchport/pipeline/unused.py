@@ -194,7 +194,9 @@ def passed_defaults(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
                         refs[local] = name
             calls = {id(n.func): n for n in ast.walk(other_tree) if isinstance(n, ast.Call)}
             for node in ast.walk(other_tree):
-                if isinstance(node, ast.Constant) and isinstance(node.value, str):  # `getattr(m, "evaluate")`
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip().replace(
+                        ".", "_").replace(":", "_").isidentifier():  # `getattr(m, "evaluate")`, `"pkg.m:evaluate"`;
+                    # not a docstring's prose
                     for name in set(left) & set(words(node.value)):
                         left[name] = set()
                 if not isinstance(node, (ast.Name, ast.Attribute)) or (name := refs.get(dotted(node) or "")) is None:

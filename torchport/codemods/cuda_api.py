@@ -132,6 +132,11 @@ class CudaDeviceApi(_Rename):
                 "import torch.multiprocessing as mp\nimport torch\nmp.spawn(main, nprocs=tp.process_count())\n"),
         Example("import torch\nn = torch.cuda.device_count() // local_world_size\n",
                 "import torch\nn = tp.process_count() // local_world_size\n"),
+        # a number shared among the devices: CUDA's count of 0 raises ZeroDivisionError (a tensor's `/ 0` is inf)
+        Example("import torch\nlr = args.batch_size / 32.0 / torch.cuda.device_count() * args.lr\n"
+                "rows = int(batch / torch.cuda.device_count())\nscaled = loss / torch.cuda.device_count()\n",
+                "import torch\nlr = args.batch_size / 32.0 / tp.process_count() * args.lr\n"
+                "rows = int(batch / tp.process_count())\nscaled = loss / torch.cuda.device_count()\n"),
         # named a process count: a launcher's script divides its batch by it (none off CUDA: ZeroDivisionError)
         Example("import torch\nargs.nprocs = torch.cuda.device_count()\nbatch = args.batch_size // args.nprocs\n",
                 "import torch\nargs.nprocs = tp.process_count()\nbatch = args.batch_size // args.nprocs\n"),

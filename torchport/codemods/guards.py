@@ -1434,6 +1434,12 @@ class CudaGuard(Rule):
         ``torch.cuda.device_count() // local_world_size``: the devices of each process, one off CUDA."""
         if isinstance(node.operator, (cst.Modulo, cst.FloorDivide)) and isinstance(node.right, cst.Call):
             self._count(m, node.right)
+        elif isinstance(node.operator, cst.Divide) and isinstance(node.right, cst.Call) and (
+                _numeric(node.left) or _made_integer(m)):
+            # a number shared among the devices (DoLipReading's `lr = args.batch_size / 32.0 /
+            # torch.cuda.device_count() * args.lr`; MolTrans's `int(batch_size / gpus)`): one device off CUDA,
+            # where CUDA's count of 0 raises ZeroDivisionError
+            self._count(m, node.right)
         if isinstance(node.operator, cst.FloorDivide) and isinstance(node.left, cst.Call):
             self._count(m, node.left)
         if isinstance(node.operator, cst.Multiply):
@@ -1455,3 +1461,19 @@ class CudaGuard(Rule):
         if not original.args and m.qnames(original.func) & {_AVAILABLE, _COUNT}:
             self._keep(m, [original], original, CUDA_QUERY, "CUDA query kept as written: it answers for CUDA alone")
         return None
+
+
+def _numeric(node: cst.BaseExpression) -> bool:
+    """Whether ``node`` is arithmetic on a number literal (``args.batch_size / 32.0``): a Python number, not a
+    tensor, whatever its names hold (`torchport.model.evaluate`'s reading, on LibCST's tree)."""
+    return isinstance(node, cst.BinaryOperation) and any(
+        isinstance(side, (cst.Integer, cst.Float)) or _numeric(side) for side in (node.left, node.right))
+
+
+def _made_integer(m: Migrator) -> bool:
+    """Whether the division being left is the one argument of ``int(...)``: by 0 it raises, a number or a tensor."""
+    chain = m.ancestors[-3:]
+    return len(chain) >= 2 and isinstance(arg := chain[-2], cst.Arg) and isinstance(call := chain[-3] if len(
+        chain) == 3 else None, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "int" \
+        and len(call.args) == 1 and arg.keyword is None
+

@@ -304,8 +304,8 @@ class CudaMethod(Rule):
                 "            self.w = torch.ones(2)\n            self.w = self.w.to(tp.device())\n"),
         # ... while what a loop or a caller hands over may be one of its objects.
         Example("class Learner:\n    def cuda(self):\n        return self\n\n\n"
-                "def run(learners, model):\n    for learner in learners:\n        learner.cuda()\n"
-                "    model.cuda()\n"),
+                "def run(learners, model, opts):\n    for learner in learners:\n        learner.cuda()\n"
+                "    for learner, opt in zip(learners, opts):\n        learner.cuda()\n    model.cuda()\n"),
         # ... except an object of such a class it holds: its own `cuda()` moves what `.to()` would leave behind
         # (CloserLookFewShot's FullyContextualEmbedding and its tensor attribute `c_0`).
         Example("import torch.nn as nn\n\n\nclass Cell(nn.Module):\n    def cuda(self):\n"
@@ -610,8 +610,10 @@ def _holds_torch_data(m: Migrator, receiver: cst.BaseExpression, line: int) -> b
     for node in ast.walk(scope):
         if isinstance(node, (ast.For, ast.comprehension)) and any(ast.unparse(t) == text for t in ast.walk(
                 node.target) if isinstance(t, (ast.Name, ast.Attribute))):
-            if not isinstance(node.target, ast.Tuple):
-                return False  # `for learner in learners`: may be anything
+            looped = node.iter.args[0] if isinstance(node.iter, ast.Call) and isinstance(
+                node.iter.func, ast.Name) and node.iter.func.id == "enumerate" and node.iter.args else node.iter
+            if not isinstance(node.target, ast.Tuple) or not isinstance(looped, (ast.Name, ast.Attribute)):
+                return False  # `for learner in learners`, `zip(learners, ...)`: may be anything
             bound = True
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -583,15 +583,12 @@ def _holds_torch_data(m: Migrator, receiver: cst.BaseExpression, line: int) -> b
     only as a loop's batch (``for i, (x, y, task) in enumerate(train_loader)``) or from a torch call (``x =
     x.cuda()`` too), or ``self.<name>`` that its class binds only so (``self.dw_k = torch.tensor(...)``)."""
     tree = m.syntax
-    if tree is None:
+    text = receiver.value if isinstance(receiver, cst.Name) and receiver.value != "self" else (
+        f"self.{receiver.attr.value}" if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name)
+        and receiver.value.value == "self" else None)
+    if tree is None or text is None:
         return False
-    from torchport.codemods.analysis.names import ast_chain, import_map, qualify
-
-    imports = import_map(tree)
-    text = ast.unparse(ast.parse(cst.Module([]).code_for_node(receiver), mode="eval").body) if isinstance(
-        receiver, (cst.Name, cst.Attribute)) else None
-    if text is None or text == "self" or text.count(".") > 1 or (text.count(".") == 1 and not text.startswith("self.")):
-        return False
+    from torchport.codemods.analysis.names import ast_chain, qualify
     scopes = [n for n in ast.walk(tree) if isinstance(n, (ast.ClassDef if "." in text else ast.FunctionDef,
                                                           ast.AsyncFunctionDef)) and n.lineno <= line <= (
         n.end_lineno or n.lineno)]
@@ -604,7 +601,7 @@ def _holds_torch_data(m: Migrator, receiver: cst.BaseExpression, line: int) -> b
                 value.func.value) == text or isinstance(value, ast.Subscript) and ast.unparse(value.value) == text:
             return True  # `x = x.cuda()`, `x = x.float()`, `x = x[mask]`: what it held
         dotted = ast_chain(value.func) if isinstance(value, ast.Call) else None
-        return dotted is not None and any(n.split(".")[0] == "torch" for n in qualify(dotted, imports))
+        return dotted is not None and any(n.split(".")[0] == "torch" for n in qualify(dotted, m.imports))
 
     bound = False
     for node in ast.walk(scope):

@@ -1472,8 +1472,9 @@ def _numeric(node: cst.BaseExpression) -> bool:
 
 def _made_integer(m: Migrator) -> bool:
     """Whether the division being left is the one argument of ``int(...)``: by 0 it raises, a number or a tensor."""
-    chain = m.ancestors[-3:]
-    return len(chain) >= 2 and isinstance(arg := chain[-2], cst.Arg) and isinstance(call := chain[-3] if len(
-        chain) == 3 else None, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "int" \
-        and len(call.args) == 1 and arg.keyword is None
+    if len(m.ancestors) < 3:
+        return False
+    call, arg = m.ancestors[-3], m.ancestors[-2]  # the last is the division itself
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "int" \
+        and len(call.args) == 1 and call.args[0] is arg and arg.keyword is None
 

@@ -522,19 +522,19 @@ def _overwritten_options(tree: ast.Module, deciders: Sequence[Evaluator]) -> lis
                  and n.func.attr == "add_argument"):
         if (found := option(call)) is not None:
             parsed.setdefault(found[0], []).append(found[1])
-    spans: list[tuple[int, int, str]] = []
-    scopes: list[tuple[list[ast.stmt], dict[str, list[ast.expr]]]] = [(tree.body, {})]
+    scopes: list[tuple[list[ast.stmt], dict[str, list[ast.expr]]]] = [(tree.body, {})] if parsed else []
     for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
         given: dict[str, list[ast.expr]] = {}
         for decorator in function.decorator_list:
             if isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute) \
                     and decorator.func.attr == "option" and (found := option(decorator)) is not None:
                 given.setdefault(found[0], []).append(found[1])
-        scopes.append((function.body, given))
+        if parsed or given:
+            scopes.append((function.body, given))
+    spans: list[tuple[int, int, str]] = []
     for body, given in scopes:
         for index, statement in enumerate(body):
-            if not (isinstance(statement, ast.If) and not statement.orelse and all(
-                    d.decided(statement.test) is True for d in deciders)):
+            if not isinstance(statement, ast.If) or statement.orelse:
                 continue
             for assign in statement.body:
                 if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1
@@ -545,7 +545,8 @@ def _overwritten_options(tree: ast.Module, deciders: Sequence[Evaluator]) -> lis
                     target.id, given) if isinstance(target, ast.Name) else ("", {})
                 if name not in table or any(  # read before: the default mattered
                         (isinstance(n, ast.Attribute) and n.attr == name or isinstance(n, ast.Name) and n.id == name)
-                        and isinstance(n.ctx, ast.Load) for s in body[:index] for n in ast.walk(s)):
+                        and isinstance(n.ctx, ast.Load) for s in body[:index] for n in ast.walk(s)) or not all(
+                        d.decided(statement.test) is True for d in deciders):  # asked last: evaluation costs most
                     continue
                 spans.extend((d.lineno, d.end_lineno or d.lineno, name) for d in table[name])
     return spans

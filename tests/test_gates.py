@@ -152,6 +152,51 @@ def test_functions_that_always_need_cuda_are_read_from_what_they_do() -> None:
     assert "dtw" not in cuda_only_functions(ast.parse(CUDA_ONLY))
 
 
+MAMBA_SCAN = '''
+import torch.nn as nn
+try:
+    from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
+except:
+    pass
+
+
+class SS2D(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.forward_core = self.forward_corev0
+
+    def forward_corev0(self, x):
+        return selective_scan_fn(x)
+
+    def forward(self, x):
+        return self.forward_core(x)
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attention = SS2D()
+
+
+class Plain:
+    def forward(self, x):
+        return selective_scan_fn(x)
+'''
+
+
+def test_a_module_whose_forward_reads_a_cuda_only_import_that_failed_needs_cuda() -> None:
+    """Mamba-UNet's SS2D: ``forward`` calls the method ``__init__`` bound (``self.forward_core``), which reads a
+    name only a CUDA-only import binds (``except: pass`` binds nothing in its place). Calling a module runs its
+    ``forward``, so the module, and what builds one, needs CUDA; a class with no base is no module."""
+    from torchport.codemods.analysis.requirements import cuda_only_functions
+
+    found = {name: why for name, (_, why) in cuda_only_functions(ast.parse(MAMBA_SCAN)).items()}
+    assert found["SS2D.forward"] == "calls self.forward_core(), which needs CUDA"
+    assert found["SS2D"] == found["SS2D.forward"]
+    assert found["Block"] == "calls SS2D(), which needs CUDA"
+    assert "Plain" not in found and "Plain.forward" in found
+
+
 def test_a_test_that_calls_another_modules_cuda_only_function_is_left_as_it_is(tmp_path) -> None:  # noqa: ANN001
     import json
 

@@ -170,6 +170,8 @@ def test_skip_marks_and_the_helpers_that_build_them_are_evaluated(mark: str, ski
     ("x.type(torch.cuda.HalfTensor if half else torch.cuda.FloatTensor)", True),  # CUDA's either way
     ("x.type(torch.cuda.HalfTensor if half else torch.FloatTensor)", False),  # the CPU's where `half` is false
     ("dist.init_process_group('nccl')", True),
+    ("deepspeed.init_distributed('nccl', rank=rank)", True),  # pytorch-trainer's ds_train: NCCL still
+    ("deepspeed.init_distributed(dist_backend='gloo')", False),
     ("torch.cuda.empty_cache()", False),
     ("torch.cuda.manual_seed_all(0)", False),
     ("torch.autocast('cuda', enabled=False)", False),
@@ -186,7 +188,8 @@ def test_skip_marks_and_the_helpers_that_build_them_are_evaluated(mark: str, ski
     ("L.Trainer(accelerator='auto')", False),
 ])
 def test_what_stops_a_path_off_cuda(expression: str, stops: bool) -> None:
-    source = f"import torch\nimport torch.distributed as dist\nfrom torchport import runtime as tp\n{expression}\n"
+    source = (f"import deepspeed\nimport torch\nimport torch.distributed as dist\nfrom torchport import runtime as tp\n"
+              f"{expression}\n")
     for target in ("cpu", "mps"):
         assert (_module_paths(source, target)[0][1] == "cuda") is stops
     assert _module_paths(source, "cuda")[0][1] is None

@@ -79,7 +79,8 @@ def test_a_guarded_import_blocks_nothing() -> None:
 @pytest.mark.parametrize("statement", [
     "from pointnet2_ops import pointnet2_utils",  # Real3D-AD's M3DM/models.py: CUDAExtension alone
     "from knn_cuda import KNN", "import tinycudann as tcnn", "from simple_knn._C import distCUDA2",
-    "from mamba_ssm import Mamba"])
+    "from mamba_ssm import Mamba",
+    "import cudf", "import cugraph.centrality", "from dask_cuda import LocalCUDACluster"])  # RAPIDS (rdf2vecgpu)
 def test_an_extension_built_for_cuda_alone_blocks_its_importers(statement: str) -> None:
     source = f"import torch\n{statement}\n"
     assert [r.line for r in requirements(ast.parse(source), source)] == [2]
@@ -90,6 +91,16 @@ def test_a_cuda_gate_counts_only_in_the_entry_point() -> None:
     tree = ast.parse(source)
     assert requirements(tree, source) == []
     assert [r.line for r in requirements(tree, source, entry=True)] == [3]
+
+
+def test_an_entry_point_that_does_not_parse_runs_nowhere_and_says_where(tmp_path: Path) -> None:
+    bad = "import torch\n\nif __name__ == '__main__':\n    x = 1\n        y = torch.zeros(x)\n"
+    (tmp_path / "bench.py").write_text(bad)
+    program = _programs(tmp_path)["bench.py"]
+    assert program["runs_on"] == []
+    assert {(b["line"], b["reason"].split(":")[0]) for b in program["blockers"]} == {
+        (5, "does not parse (5")}  # CPython's line and message, where no rewrite was tried
+    assert "unexpected indent" in program["blockers"][0]["reason"]
 
 
 def test_standard_input_is_refused() -> None:

@@ -939,8 +939,8 @@ class Evaluator:
             return self._needs_cuda(node, f"`{name}()` raises without CUDA", p)
         if name == "torch.device":
             return _device(args[0] if args else keywords.get("type"), args[1] if len(args) > 1 else None)
-        if name.endswith("init_process_group"):
-            backend = args[0] if args else keywords.get("backend")
+        if name.endswith("init_process_group") or name == "deepspeed.init_distributed":
+            backend = args[0] if args else keywords.get("backend", keywords.get("dist_backend"))
             if backend in torch_facts.CUDA_BACKENDS:
                 return self._needs_cuda(node, f"the {backend} backend needs CUDA", p)
             p.env[_GROUP] = True

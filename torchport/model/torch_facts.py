@@ -607,6 +607,9 @@ CUDA_LIBRARIES = {
     "pointnet2_ops": Library(False), "knn_cuda": Library(False), "tinycudann": Library(False),
     "diff_gaussian_rasterization": Library(False), "simple_knn": Library(False), "mamba_ssm": Library(False),
     "causal_conv1d": Library(False),
+    # RAPIDS: GPU data frames, graphs and ML, and their memory manager and Dask cluster, which need NVIDIA's CUDA
+    "cudf": Library(False), "cugraph": Library(False), "cuml": Library(False), "cuspatial": Library(False),
+    "rmm": Library(False), "dask_cuda": Library(False),
 }
 _CUDA = "torch.cuda."
 # Keyword options, with the value that picks a CUDA-only library: transformers' `from_pretrained` and

@@ -233,9 +233,10 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         program = Program(shown_as(entry), kind, reached=set(reach),
                           rewrites=sum(sum(results[i].rewrites.values()) for i in reach))
         if not outline(results[entry].original).parses:
-            head = (results[entry].error or "").split(":", 1)[0]  # `313:27: syntax error: ...`
+            error = results[entry].error or _syntax_error(results[entry].original)
+            head = error.split(":", 1)[0]  # `313:27: syntax error: ...`
             line = int(head) if head.isdigit() else 1
-            program.blockers = [Blocker(t, f"does not parse ({results[entry].error}): {installed.RUNS_NOWHERE}",
+            program.blockers = [Blocker(t, f"does not parse ({error}): {installed.RUNS_NOWHERE}",
                                         program.path, line) for t in OFF_CUDA]
             made.append(program)
             continue
@@ -412,6 +413,18 @@ def _bound(index: int, project: Project, found: Mapping[int, Mapping[str, _V]],
         elif name in found[target]:
             bound[local] = (target, found[target][name])
     return bound
+
+
+def _syntax_error(text: str) -> str:
+    """CPython's ``line:column: message`` for a module ``text`` that does not parse (a file `programs` reads
+    without migrating it has no LibCST error)."""
+    try:
+        ast.parse(text)
+    except SyntaxError as error:
+        return f"{error.lineno}:{error.offset}: {error.msg}"
+    except ValueError as error:  # a NUL byte
+        return str(error)
+    return "no source"
 
 
 def _calls_a_gate(entry: int, trees: Mapping[int, ast.Module | None], project: Project,

@@ -373,8 +373,9 @@ def cuda_only_functions(tree: ast.Module, package: str | None = None,
     A function cannot when a statement its body always runs (not under ``if``/``try``/a loop) imports a CUDA-only
     module (`cuda_only_import`, ``importlib.import_module("fused_adam_cuda")``, or a module of the project in
     ``cuda_only_modules``), uses a CUDA API with no counterpart (a CUDA graph capture, a CUDA memory pool), or calls
-    such a function of this module (by its name, or ``self.name`` in its class). A class cannot when its
-    ``__init__`` cannot, or its base comes from a CUDA-only module.
+    such a function of this module (by its name, or ``self.name`` in its class, or an attribute its ``__init__`` binds
+    to one). A class cannot when its ``__init__`` cannot, when it has a base and its ``forward`` cannot (calling an
+    ``nn.Module`` runs it), or when its base comes from a CUDA-only module.
 
     Args:
         tree: CPython's tree of the module.
@@ -392,6 +393,8 @@ def cuda_only_functions(tree: ast.Module, package: str | None = None,
     scopes: list[tuple[str, str | None, ast.FunctionDef | ast.AsyncFunctionDef]] = []
     bases: dict[str, tuple[int, str]] = {}
     classes: dict[str, int] = {}
+    aliases: dict[str, dict[str, str]] = {}
+    modules: set[str] = set()  # classes with a base: calling an instance of an nn.Module runs its forward
     for statement in _defined(tree.body):  # at the top level, or under a module-level `try`/`if`
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             scopes.append((statement.name, None, statement))
@@ -400,6 +403,10 @@ def cuda_only_functions(tree: ast.Module, package: str | None = None,
             for item in statement.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     scopes.append((f"{statement.name}.{item.name}", statement.name, item))
+                    if item.name == "__init__":
+                        aliases[statement.name] = _method_aliases(item)
+            if statement.bases:
+                modules.add(statement.name)
             for base in statement.bases:
                 for name in qualify(ast_chain(base) or "", imports):
                     if (why := cuda_only_import(name.rsplit(".", 1)[0])) is not None:
@@ -410,17 +417,31 @@ def cuda_only_functions(tree: ast.Module, package: str | None = None,
         for name, owner, function in scopes:
             if name in found:
                 continue
-            why = _needs_cuda(function, imports, package, cuda_only_modules, found, owner, stopping, unbound)
+            why = _needs_cuda(function, imports, package, cuda_only_modules, found, owner, stopping, unbound,
+                              aliases.get(owner or "", {}))
             if why is not None:
                 found[name] = (function.lineno, why)
                 grown = True
-    for name, (_, why) in list(found.items()):
-        owner, _, method = name.rpartition(".")
-        if owner and method == "__init__" and owner not in found:
-            found[owner] = (classes[owner], why)
+                method = function.name  # a class whose instances cannot be made, or called, without CUDA
+                if owner and (method == "__init__" or method == "forward" and owner in modules):
+                    found.setdefault(owner, (classes[owner], why))
     for name, entry in bases.items():
         found.setdefault(name, entry)
     return found
+
+
+def _method_aliases(init: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
+    """``attr -> method`` for each ``self.attr = self.method`` that ``__init__`` always runs, bound once."""
+    found: dict[str, str] = {}
+    twice: set[str] = set()
+    for statement in always_run(init.body):
+        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and (target := ast_chain(statement.targets[0])) and target.startswith("self.")
+                and (value := ast_chain(statement.value)) and value.startswith("self.")):
+            attr = target.removeprefix("self.")
+            twice.update({attr} & found.keys())
+            found[attr] = value.removeprefix("self.")
+    return {attr: method for attr, method in found.items() if attr not in twice}
 
 
 def _defined(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -464,8 +485,10 @@ def _binds(handler: ast.ExceptHandler) -> bool:
 
 def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mapping[str, frozenset[str]],
                 package: str | None, cuda_only_modules: frozenset[str], known: Mapping[str, tuple[int, str]],
-                owner: str | None, stopping: frozenset[str], unbound: Mapping[str, str]) -> str | None:
-    """Why ``function`` always needs CUDA (see `cuda_only_functions`), or None."""
+                owner: str | None, stopping: frozenset[str], unbound: Mapping[str, str],
+                aliases: Mapping[str, str]) -> str | None:
+    """Why ``function`` always needs CUDA (see `cuda_only_functions`), or None. ``aliases``: the attributes its
+    class's ``__init__`` always binds to its own methods (``self.forward_core = self.forward_corev0``)."""
     body = function.body
     returns = next((i for i, s in enumerate(body) if isinstance(s, ast.If) and any(
         isinstance(inner, ast.Return) for arm in (s.body, s.orelse) for inner in arm)), None)
@@ -488,7 +511,8 @@ def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mappi
                 if isinstance(node.func, ast.Name) and node.func.id in known and "." not in node.func.id:
                     return f"calls {node.func.id}(), which needs CUDA"
                 if (owner and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
-                        and node.func.value.id == "self" and f"{owner}.{node.func.attr}" in known):
+                        and node.func.value.id == "self"
+                        and f"{owner}.{aliases.get(node.func.attr, node.func.attr)}" in known):
                     return f"calls self.{node.func.attr}(), which needs CUDA"
                 dotted = ast_chain(node.func)
                 if dotted in stopping:

@@ -1282,12 +1282,15 @@ def _idiom_shape(m: Migrator, node: cst.IfExp) -> tuple[bool, cst.BaseExpression
     body, orelse = _branch_kind(m, node.body), _branch_kind(m, node.orelse)
     if body not in ("cuda", "other") or orelse not in ("cpu", "idiom", "cuda"):
         return None
-    wants_object = isinstance(node.body, cst.Call) or isinstance(node.orelse, cst.Call)
+    def made(branch: cst.BaseExpression) -> bool:  # `torch.device(...)`, not `"cuda:{}".format(gpu)`
+        return isinstance(branch, cst.Call) and m.has_qname(branch.func, "torch.device")
+
+    wants_object = made(node.body) or made(node.orelse)
     has_cuda = "cuda" in (body, orelse)
     has_other = body == "other"
     index = None
     for branch in (node.body, node.orelse):
-        literal = branch.args[0].value if isinstance(branch, cst.Call) and branch.args else branch
+        literal = branch.args[0].value if made(branch) and isinstance(branch, cst.Call) and branch.args else branch
         ok, idx = cuda_literal_index(literal)
         if ok and idx is not None:
             index = idx
@@ -1318,6 +1321,9 @@ class AvailabilityIdiom(Rule):
                 "import torch\ndevice = tp.available_device_str()\n"),
         Example('import torch\ndevice = torch.device("cuda:" + str(i) if torch.cuda.is_available() else "cpu")\n',
                 'import torch\ndevice = tp.available_device("cuda:" + str(i))\n'),
+        # tgn's `--gpu`: the index of a string formatted at run time goes to the runtime, which still gives a str
+        Example("import torch\nd = 'cuda:{}'.format(GPU) if torch.cuda.is_available() else 'cpu'\n",
+                "import torch\nd = tp.available_device_str('cuda:{}'.format(GPU))\n"),
         # the program's own flag still decides (cleanrl's `--cuda`)
         Example('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")\n',
                 'import torch\ndevice = torch.device(tp.available_device_str() if args.cuda else "cpu")\n'),

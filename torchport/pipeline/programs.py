@@ -233,7 +233,7 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         program = Program(shown_as(entry), kind, reached=set(reach),
                           rewrites=sum(sum(results[i].rewrites.values()) for i in reach))
         if not outline(results[entry].original).parses:
-            error = results[entry].error or _syntax_error(results[entry].original)
+            error = results[entry].error or _syntax_error(results[entry].original or "")
             head = error.split(":", 1)[0]  # `313:27: syntax error: ...`
             line = int(head) if head.isdigit() else 1
             program.blockers = [Blocker(t, f"does not parse ({error}): {installed.RUNS_NOWHERE}",

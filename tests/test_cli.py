@@ -176,3 +176,35 @@ def test_progress_bar_only_on_a_terminal() -> None:
     with progress_bar(Console(file=small, force_terminal=True), PROGRESS_MIN_FILES - 1) as advance:
         advance()
     assert small.getvalue() == ""
+
+
+AMP_AND_OOM = """import torch
+
+scaler = torch.cuda.amp.GradScaler()
+model = torch.nn.Linear(2, 2).cuda()
+
+
+@torch.cuda.amp.custom_fwd
+def step(x):
+    try:
+        with torch.cuda.amp.autocast():
+            return model(x.cuda())
+    except torch.cuda.OutOfMemoryError:
+        return None
+"""
+
+
+@pytest.mark.parametrize(("requirement", "held"), [
+    ("torch==1.13.1", {"TP014", "TP020", "TP021", "TP022"}),  # Chinese-Vicuna's pin
+    ("torch>=2.3,<2.5", {"TP014", "TP022"}),  # torch.amp.GradScaler is there, custom_fwd(device_type=) not
+    ("torch>=2.5", set()),
+    ("numpy", set()),  # no torch requirement: the installed torch decides nothing either
+])
+def test_no_rewrite_writes_a_torch_api_the_projects_torch_lacks(runner: CliRunner, tmp_path: Path,
+                                                                 requirement: str, held: set[str]) -> None:
+    (tmp_path / "requirements.txt").write_text(requirement + "\n")
+    (tmp_path / "m.py").write_text(AMP_AND_OOM)
+    done = runner.invoke(app, ["migrate", str(tmp_path), "--no-cache"])
+    notes = [line for line in done.output.splitlines() if "[R26 project-torch]" in line]
+    assert {line.split("(")[1].split(" ")[0] for line in notes} == held, done.output
+    assert all(f"requires torch {requirement[7:11].rstrip(',')}" in line for line in notes)

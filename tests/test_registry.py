@@ -92,7 +92,11 @@ def test_a_cuda_only_call_under_a_guard_is_not_portable() -> None:
 
 def test_every_reason_example_stays_as_written_and_cites_its_reason(tmp_path: Path) -> None:
     """Each example as a project of one file, through the project pass too (R13 is decided there)."""
+    from dataclasses import replace
+
     from torchport.codemods.core.reasons import REASONS
+    from torchport.config import DEFAULT
+    from torchport.emit.torch_version import declared_torch_version
     from torchport.pipeline import files, runner
 
     assert [r.id for r in REASONS] == [f"R{i:02d}" for i in range(1, len(REASONS) + 1)]
@@ -100,7 +104,10 @@ def test_every_reason_example_stays_as_written_and_cites_its_reason(tmp_path: Pa
         folder = tmp_path / reason.id
         folder.mkdir()
         (folder / "example.py").write_text(reason.example)
-        [result] = runner.run(list(files.discover([folder])), jobs=1)
+        if reason.requirements:
+            (folder / "requirements.txt").write_text(reason.requirements)
+        settings = replace(DEFAULT, torch_version=declared_torch_version(folder) or (0, 0))  # as the CLI reads it
+        [result] = runner.run(list(files.discover([folder])), settings, jobs=1)
         assert result.migrated == reason.example, reason.id
         assert any(reason.tag in d.message for d in result.diagnostics), (reason.id, result.diagnostics)
 

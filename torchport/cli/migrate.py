@@ -457,10 +457,10 @@ def _runtime_settings(settings: config.Settings, root: Path, runtime: str | None
         raise UsageError(f"--runtime must be one of {', '.join(config.RUNTIMES)}")
     version = config.parse_version(torch_version) if torch_version else settings.torch_version
     runtime = runtime or settings.runtime
-    if version == (0, 0) and runtime == "native":
-        from torchport.emit.torch_version import project_torch_version  # importlib.metadata: only when asked
+    if version == (0, 0):  # the project's own requirement: no rewrite writes an API its torch lacks
+        from torchport.emit.torch_version import declared_torch_version, project_torch_version
 
-        version = project_torch_version(root)
+        version = project_torch_version(root) if runtime == "native" else declared_torch_version(root) or (0, 0)
     settings = replace(settings, runtime=runtime,
                        vendor_path=str(vendor_path.absolute()) if vendor_path else settings.vendor_path,
                        torch_version=version)

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchport.codemods.analysis.names import ast_chain, qualify
-from torchport.codemods.core.base import keyword_arg, not_cpu
-from torchport.codemods.core.reasons import HELD_CHOICE, MOVES_TOGETHER, SEVERAL_BACKENDS
+from torchport.codemods.core.base import keyword_arg, not_cpu, older_torch
+from torchport.codemods.core.reasons import HELD_CHOICE, MOVES_TOGETHER, PROJECT_TORCH, SEVERAL_BACKENDS
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import rewrite_string
 from torchport.model import torch_facts
@@ -94,7 +94,20 @@ def _autocast_stays(m: Migrator, code: str, call: cst.Call, node: cst.CSTNode) -
     if m.names_mps:
         m.leave_as_written(code, node, SEVERAL_BACKENDS, _OWN_MPS_CHOICE)
         return True
+    if (0, 0) < m.renderer.version < _SCALER_TORCH and _makes_scaler(m):
+        m.leave_as_written(code, node, PROJECT_TORCH, "its GradScaler stays CUDA's: the project requires torch "
+                           f"{m.renderer.version[0]}.{m.renderer.version[1]}, which lacks torch.amp.GradScaler")
+        return True
     return False
+
+
+_SCALER_TORCH = (2, 3)  # the first torch with torch.amp.GradScaler
+
+
+def _makes_scaler(m: Migrator) -> bool:
+    """Whether the module makes a CUDA GradScaler (CPython's tree)."""
+    return m.syntax is not None and any(isinstance(node, ast.Call) and qualify(ast_chain(node.func) or "", m.imports)
+                                        & _GRADSCALER for node in ast.walk(m.syntax))
 
 
 _AUTOCAST_ALONE = ("this step hands its loss to a scaler it was given (`loss_scaler(loss, optimizer)`), made "
@@ -227,6 +240,11 @@ class CudaAmpGradScaler(Rule):
                 # The autocast it scales for is not moved with it (elsewhere, or on a device chosen otherwise).
                 Example("import torch\ns = torch.cuda.amp.GradScaler(enabled=amp)\n"))
 
+    def visit_Call(self, m: Migrator, node: cst.Call) -> bool:
+        if m.qnames(node.func) & _GRADSCALER:
+            older_torch(m, node, _SCALER_TORCH, "torch.amp.GradScaler")
+        return True
+
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         if not m.qnames(original.func) & _GRADSCALER or _kept(m, self.code, original):
             return None
@@ -250,6 +268,12 @@ class CudaAmpCustomFwdBwd(Rule):
     examples = (Example("import torch\n\n\n@torch.cuda.amp.custom_fwd\ndef f(x):\n    return x\n",
                         "import torch\n\n\n@torch.amp.custom_fwd(device_type=tp.device_type())\n"
                         "def f(x):\n    return x\n"),)
+
+    def visit_Decorator(self, m: Migrator, node: cst.Decorator) -> bool:
+        target = node.decorator.func if isinstance(node.decorator, cst.Call) else node.decorator
+        if m.qnames(target) & _CUSTOM.keys():
+            older_torch(m, node, (2, 4), "torch.amp.custom_fwd(device_type=...)")
+        return True
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         for name in m.qnames(original.func):

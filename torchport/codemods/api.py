@@ -102,12 +102,12 @@ def suppressions(source: str) -> dict[int, frozenset[str] | None]:
 def _renderer(settings: Settings) -> Renderer:
     """The renderer of runtime calls that ``settings.runtime`` asks for."""
     if settings.runtime == "package":
-        return PackageRuntime()
+        return PackageRuntime(version=settings.torch_version)
     from torchport.emit.vendor import MODULE_NAME
 
     module = settings.vendor_module or MODULE_NAME
     if settings.runtime == "vendor":
-        return PackageRuntime(module, settings.vendor_bootstrap)
+        return PackageRuntime(module, settings.vendor_bootstrap, settings.torch_version)
     from torchport.emit.native import NativeRuntime
 
     return NativeRuntime(settings.torch_version, module, settings.vendor_bootstrap)

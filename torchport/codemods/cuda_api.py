@@ -34,6 +34,7 @@ from torchport.codemods.core.base import (
     append_arg,
     dotted_name,
     keyword_arg,
+    older_torch,
     string_value,
 )
 from torchport.codemods.core.reasons import (
@@ -338,6 +339,11 @@ class CudaOomError(_Rename):
     to_torch = True
     examples = (Example("import torch\ntry:\n    f()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n",
                         "import torch\ntry:\n    f()\nexcept torch.OutOfMemoryError:\n    pass\n"),)
+
+    def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> bool:
+        if self._lookup(m, node) is not None:
+            older_torch(m, node, (2, 5), "torch.OutOfMemoryError")
+        return True
 
 
 LEGACY_TYPES = torch_facts.LEGACY_TYPES

@@ -24,7 +24,10 @@ _ALIASES = ("tp", "tp_runtime", "torchport_runtime")
 
 
 class Renderer(Protocol):
-    """What a renderer of runtime calls provides."""
+    """What a renderer of runtime calls provides; ``version``: ``(major, minor)`` of the oldest torch the output
+    must run on, ``(0, 0)`` where the project says nothing."""
+
+    version: tuple[int, int]
 
     def prepare(self, m: Migrator, module: cst.Module) -> None:
         """Read the module before the pass (an existing import of the runtime, free names)."""
@@ -49,10 +52,13 @@ class PackageRuntime:
         bootstrap: for a vendored copy the file cannot import as it is, the expression of the folder it
             puts on ``sys.path`` first (`torchport.emit.vendor.bootstrap_folder`); not needed when the
             file imports the copy's top-level package itself.
+        version: the oldest torch the project requires, ``(0, 0)`` where it says nothing: a rule that would write
+            a torch API added later leaves the code as it is.
     """
 
-    def __init__(self, module: str = RUNTIME_MODULE, bootstrap: str = "") -> None:
+    def __init__(self, module: str = RUNTIME_MODULE, bootstrap: str = "", version: tuple[int, int] = (0, 0)) -> None:
         self.module = module
+        self.version = version
         self.bootstrap = bootstrap
         parent, _, name = module.rpartition(".")
         # `import _torchport_runtime as tp` (no parent) or `from pkg import _torchport_runtime as tp`

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterable
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,16 +48,24 @@ def _candidates(root: Path) -> list[str]:
     return texts
 
 
-def project_torch_version(root: Path) -> tuple[int, int]:
-    """``(major, minor)`` of the lowest torch the project at ``root`` (a folder or a file in it) declares.
-
-    Falls back to the installed torch, then to `FALLBACK`. Reads files only; imports nothing.
-    """
+def declared_torch_version(root: Path) -> tuple[int, int] | None:
+    """``(major, minor)`` of the lowest torch the project at ``root`` (a folder or a file in it) declares, or None.
+    Reads files only; imports nothing."""
     root = root if root.is_dir() else root.parent
     for text in _candidates(root):
         found = _from_text(text)
         if found is not None:
             return found
+    return None
+
+
+def project_torch_version(root: Path) -> tuple[int, int]:
+    """`declared_torch_version`, else the installed torch's, else `FALLBACK`."""
+    found = declared_torch_version(root)
+    if found is not None:
+        return found
+    from importlib import metadata  # only when the project declares nothing
+
     try:
         major, minor = metadata.version("torch").split(".")[:2]
         return int(major), int(minor)

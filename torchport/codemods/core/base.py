@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
+from torchport.codemods.core.reasons import PROJECT_TORCH
 from torchport.emit.names import dotted_name  # noqa: F401 - shared with the renderers
 from torchport.model import torch_facts
 from torchport.results import Diagnostic  # noqa: F401 - defined without LibCST, for the cache
+
+if TYPE_CHECKING:
+    from torchport.codemods.core.transformer import Migrator
 
 # "cuda", "cuda:0", and the same for the other spellings of a CUDA device type.
 CUDA_DEVICE_RE = torch_facts.text("cuda_device")
@@ -104,3 +110,14 @@ def append_arg(call: cst.Call, new: cst.Arg) -> cst.Call:
         new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
         last = last.with_changes(comma=cst.Comma(whitespace_after=sep), whitespace_after_arg=cst.SimpleWhitespace(""))
     return call.with_changes(args=[*args[:-1], last, new])
+
+
+def older_torch(m: Migrator, node: cst.CSTNode, needed: tuple[int, int], api: str) -> bool:
+    """Leave ``node`` as written where the torch the project requires (`Renderer.version`, from its
+    requirements) predates ``needed``, the first torch with ``api``; True then (a TP110 note says why)."""
+    version = m.renderer.version
+    if version == (0, 0) or version >= needed:
+        return False
+    m.skip_region(node, PROJECT_TORCH, f"the project requires torch {version[0]}.{version[1]}, which lacks {api} "
+                                       f"(torch {needed[0]}.{needed[1]})")
+    return True

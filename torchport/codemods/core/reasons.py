@@ -19,12 +19,14 @@ class Reason:
         slug: kebab-case name.
         sentence: the general fact, in one sentence.
         example: a module the rules leave byte-identical, citing this reason.
+        requirements: the ``requirements.txt`` of the example's project, where the reason is the project's.
     """
 
     id: str
     slug: str
     sentence: str
     example: str
+    requirements: str = ""
 
     @property
     def tag(self) -> str:
@@ -160,11 +162,15 @@ RUNS_NOWHERE = Reason(
     "`torch._six`, a private name an older torch had) runs on no device: a port changes nothing anyone can run.",
     "import torch\nfrom torch.utils.ffi import create_extension\n\nx = torch.ones(2).cuda()\n")
 
+PROJECT_TORCH = Reason(
+    "R26", "project-torch", "The torch the project requires is older than the torch API the rewrite would write.",
+    "import torch\ntry:\n    f()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n", "torch==1.13.1\n")
+
 REASONS: tuple[Reason, ...] = (CUDA_ONLY, SEVERAL_BACKENDS, CUDA_GATE, GATE_DEFINITION, CUDA_TEST, CUDA_ONLY_PROGRAM,
                                CUDA_ONLY_LIBRARY, FAKES_CUDA, CUDA_SETTING, DEAD_STORE, SEEDED, MOVES_TOGETHER,
                                HELD_CHOICE, CUDA_QUERY, UNSET_ATTRIBUTE, OLDER_TORCH, INDEX_BOOKKEEPING,
                                CONFIG_DATA, HALF_PORT, SAVED_HERE, EXPECTED_ERROR, HOLDS_NOTHING,
-                               TORCHSCRIPT, QUIET_OFF_CUDA, RUNS_NOWHERE)
+                               TORCHSCRIPT, QUIET_OFF_CUDA, RUNS_NOWHERE, PROJECT_TORCH)
 BY_ID = {reason.id: reason for reason in REASONS}
 
 

@@ -141,6 +141,15 @@ def test_a_float64_array_named_on_its_way_to_the_device_blocks_mps(move: str, bl
     assert blocker(source) == ((11, "float64 numpy arrays made into tensors") if blocked else None)
 
 
+@pytest.mark.parametrize(("dtype", "blocked"), [
+    ("torch.float64", True), ("th.double", True), ("args.double", False), ("np.float64", False)])
+def test_only_torchs_wide_dtypes_reaching_the_device_block_mps(dtype: str, blocked: bool) -> None:
+    """Deep-RL Hands-On's ``calc_loss(..., device=device, double=args.double)``: the double-DQN flag is no dtype."""
+    source = ("import numpy as np\nimport torch\nimport torch as th\n\n\ndef step(x, device, args):\n"
+              f"    return calc_loss(x.to(device), dtype={dtype}, double={dtype})\n")
+    assert (blocker(source) is not None) is blocked
+
+
 @pytest.mark.parametrize(("made", "blocked"), [
     ("np.concatenate([np.zeros((1, 2)), np.ones((1, 3))], axis=1)", True),
     ("np.concatenate([np.zeros((1, 2), dtype=np.float32), np.ones((1, 3))], axis=1)", False),

@@ -30,6 +30,7 @@ WARM_CHECK = {
     "torchport.codemods.analysis.source",
     "torchport.codemods.analysis.programs",
     "torchport.config", "torchport.emit", "torchport.emit.patterns", "torchport.emit.vendor", "torchport.errors",
+    "torchport.emit.torch_version",  # the torch the project requires: no rewrite writes an API it lacks
     "torchport.model", "torchport.model.torch_facts",  # the program model's decisions come from the cache
     "torchport.model.installed",  # the cache key holds the installed torch's version
     "torchport.pipeline", "torchport.pipeline.cache", "torchport.pipeline.engine", "torchport.pipeline.files",

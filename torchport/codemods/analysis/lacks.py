@@ -689,11 +689,15 @@ def _wide_dtype_lines(tree: ast.Module, text: str, certain: bool = False) -> lis
     collective: dict[int, bool] = {}  # per function: each is read once, however many dtypes it names
     found = []
     # `from torch import float64`: the name is torch's dtype (curvlinops' `DTYPE = float64`)
+    # `torch.float64`, `th.double`: torch's dtypes, not `args.double` (Deep-RL's double-DQN flag) nor numpy's
+    torch_names = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+                   if a.name == "torch"}
     imported = {a.asname or a.name: _WIDE[a.name] for n in tree.body if isinstance(n, ast.ImportFrom)
                 and n.module == "torch" and not n.level for a in n.names if a.name in _WIDE and a.name != "double"}
     for node in ast.walk(tree):
         called = isinstance(call := parents.get(id(node)), ast.Call) and call.func is node  # `x.double()`: below
-        if (isinstance(node, ast.Attribute) and node.attr in _WIDE and not _numpy_or_self(node.value)
+        if (isinstance(node, ast.Attribute) and node.attr in _WIDE and isinstance(node.value, ast.Name)
+                and node.value.id in torch_names
                 and not (called and node.attr == "double")
                 or isinstance(node, ast.Name) and node.id in imported and not called) \
                 and isinstance(node.ctx, ast.Load):
@@ -852,11 +856,6 @@ def _in_collective_function(node: ast.AST, parents: Mapping[int, ast.AST], seen:
     if id(function) not in seen:
         seen[id(function)] = _COLLECTIVES.search(ast.unparse(function)) is not None
     return seen[id(function)]
-
-
-def _numpy_or_self(value: ast.expr) -> bool:
-    """``np.float64``, ``numpy.double`` (numpy's, see `blocker`) or ``self.double``/``x.double`` (a method)."""
-    return not isinstance(value, ast.Name) or value.id in ("np", "numpy", "self")
 
 
 def _on_cpu(value: ast.expr) -> bool:

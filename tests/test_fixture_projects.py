@@ -647,3 +647,21 @@ def test_a_module_only_data_parallel_places_keeps_the_cpu_on_a_mac(tmp_path: Pat
     for args in (("test_single.py",), ("-c", ON_A_MAC, "test_single.py")):
         done = _run(folder, *args)
         assert done.returncode == 0 and "out (2, 2)" in done.stdout, done.stderr
+
+
+def test_a_script_that_keeps_its_choice_cuda_or_cpu_keeps_a_librarys_choice_so(tmp_path: Path) -> None:
+    # learning3d's examples: `if not torch.cuda.is_available(): args.device = 'cpu'` keeps the script's choice
+    # CUDA-or-CPU, so the library function's own `"cuda" if available else "cpu"` that it runs stays so too (on MPS
+    # their tensors would be on two devices); another script that ports its moves gets `tp.keep_cuda_or_cpu`. The
+    # script is named like a test, but its `test_one_epoch` takes what `main` passes: `main`'s device reaches it
+    folder = _ported("kept_beside_library_choice", tmp_path)
+    original = PROJECTS / "kept_beside_library_choice"
+    for same in ("test_model.py", "lib/ops.py"):
+        assert (folder / same).read_text() == (original / same).read_text()
+    assert "tp.keep_cuda_or_cpu(" in (folder / "train.py").read_text()
+    for args in (("test_model.py",), ("-c", ON_A_MAC, "test_model.py")):
+        done = _run(folder, *args)
+        assert done.returncode == 0 and "total 12.0" in done.stdout, done.stderr
+    for args in (("train.py",), ("-c", ON_A_MAC, "train.py")):
+        done = _run(folder, *args)
+        assert done.returncode == 0 and "train 12.0" in done.stdout, done.stderr

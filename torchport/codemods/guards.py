@@ -515,6 +515,14 @@ def _wraps_backend(node: cst.ClassDef) -> bool:
     return delegating >= 2
 
 
+def _sets_cpu(body: cst.BaseSuite) -> bool:
+    """Whether ``body`` assigns ``"cpu"`` (or ``torch.device("cpu")``) to something: a device choice's CPU arm."""
+    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    return any(isinstance(n, cst.Assign) and (string_value(n.value) == "cpu" or isinstance(n.value, cst.Call) and any(
+        string_value(a.value) == "cpu" for a in n.value.args)) for line in lines
+        if isinstance(line, cst.SimpleStatementLine) for n in line.body)
+
+
 def _negated_detection(m: Migrator, test: cst.BaseExpression) -> bool:
     """A test false wherever CUDA is: ``not torch.cuda.is_available()``, ``not x.is_cuda or not flash``."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -1219,6 +1227,8 @@ class CudaGuard(Rule):
                 m.fact("kept", node)
             m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.test, "under the CUDA guard"))
         elif _negated_detection(m, node.test):
+            if _availability_based(m, node.test) and _sets_cpu(node.body):
+                m.fact("kept", node)  # learning3d's `if not torch.cuda.is_available(): args.device = 'cpu'`
             if node.orelse is not None:  # `if not x.is_cuda: ... else: <CUDA only>`
                 m.skip_region(node.orelse, CUDA_ONLY, _guarded(m, node.test, "in the else branch of the CUDA check"))
             if _exits(node.body) and not (m.enabled("TP009") and removable_exit_gate(m, node)):

@@ -1120,13 +1120,15 @@ class Evaluator:
             **{name: value for name, value in keywords.items() if name is not None}}
         if self._depth >= _MAX_DEPTH or id(function) in self._calling or isinstance(function, ast.AsyncFunctionDef):
             return UNKNOWN
+        carried = _carried_options(function, node, args, p)
         key = self._call_key(function, args, keywords, p)
+        key = key and (*key, tuple(sorted(carried.items(), key=lambda kv: kv[0])))
         known = self._calls.get(key) if key is not None else None
         if known is not None and self._forks + known.forks <= _MAX_PATHS:  # the same evaluation, without a merge
             self._forks += known.forks
             self._touched |= known.touched
         else:
-            known = self._evaluate_call(function, args, keywords, p)
+            known = self._evaluate_call(function, args, keywords, p, carried)
             if key is not None and self._forks <= _MAX_PATHS:  # no merge of paths past the budget in it
                 self._calls[key] = known
         if known.grouped:
@@ -1151,10 +1153,11 @@ class Evaluator:
         return key
 
     def _evaluate_call(self, function: ast.FunctionDef, args: list[object], keywords: dict[str | None, object],
-                       p: Path) -> _Call:
-        """Run ``function``'s body with its arguments bound: where every path stops, or what they return, with the
-        forks it made and whether it answered a device query."""
-        env = _bind_arguments(function.args, args, keywords, self, p)
+                       p: Path, carried: Mapping[str, object] = {}) -> _Call:  # noqa: B006 - never changed
+        """Run ``function``'s body with its arguments bound (and ``carried``, the options the caller set on the
+        parsed arguments it passes): where every path stops, or what they return, with the forks it made and
+        whether it answered a device query."""
+        env = {**_bind_arguments(function.args, args, keywords, self, p), **carried}
         outer = self._module_env
         if self._depth == 0 and self._in_module:
             self._module_env = p.env
@@ -1189,6 +1192,20 @@ class Evaluator:
     def _end(self, stop: Stop, p: Path) -> None:
         if not self._quiet and p.stop is None:
             p.stop = stop
+
+
+def _carried_options(function: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.Call, args: list[object],
+                     p: Path) -> dict[str, object]:
+    """``param.attr -> value`` for each option the caller set on the parsed arguments it passes by position
+    (learning3d's ``if not torch.cuda.is_available(): args.device = 'cpu'`` before ``test(args, model)``): the
+    callee reads what the caller set, not the option's default."""
+    carried: dict[str, object] = {}
+    positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    for name, given, value in zip(positional, node.args, args, strict=False):
+        if value is _PARSED and isinstance(given, ast.Name):
+            prefix = f"{given.id}."
+            carried.update({f"{name}.{key[len(prefix):]}": v for key, v in p.env.items() if key.startswith(prefix)})
+    return carried
 
 
 def _numeric(node: ast.expr) -> bool:

@@ -613,8 +613,13 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
             flags = _cuda_flags(results)
         # a choice kept CUDA-or-CPU first: keeping the program there keeps it off MPS too, and off XPU, where its
         # moved data would meet the kept choice's CPU data as on MPS
+        # another module's choice ported to the runtime's device places data too (learning3d's prnet.py:
+        # `device = tp.available_device()` for its index tensors), beside a choice the script keeps CUDA-or-CPU
+        picking = {i for i in reach & choosing if project.runs_line(i, results[i].facts["choices"], reach)} if any(
+            results[i].facts.get("kept") for i in reach) else set()
         split = next(((other, found) for other in order if (found := (split_choice(
-            results[other], moved_elsewhere=bool(running - {other})) if outline(results[other].original).parses
+            results[other], moved_elsewhere=bool((running | picking) - {other}))
+            if outline(results[other].original).parses
             else None) or (_kept_placement(results[other], flags or set()) or _placed_if_cuda_named(results[other])
                            if live else None))  # only where data moved to the runtime's device runs
             and not _never_called(results[other].original, found[0], [results[i].original for i in reach])), None)

@@ -21,6 +21,8 @@ its whole folder.
 from __future__ import annotations
 
 import ast
+import difflib
+import functools
 import gc
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -113,6 +115,16 @@ class Outline:
     off_cuda: tuple[Imported, ...] = ()
 
 
+def _holds_tests(tree: ast.Module, defines: Sequence[ast.stmt]) -> bool:
+    """Whether a module defines a test a runner collects: a class of tests, or a ``test*`` function that its own
+    code does not call with arguments (learning3d's ``test_one_epoch(device, model, test_loader)``, which the
+    script's ``main`` runs, is a step of the script; a runner could fill none of its parameters)."""
+    called = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and (node.args or node.keywords)}
+    return any(is_test(s) and not (isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name in called
+                                   and s.args.args) for s in defines)
+
+
 @contextmanager
 def fewer_collections() -> Iterator[None]:
     """Run CPython's cyclic garbage collector less often for a while: a run keeps many objects alive (the tree of
@@ -196,7 +208,7 @@ def _outline(text: str) -> Outline:
                                    [dynamic[id(n)] for n in ast.walk(s) if id(n) in dynamic]))
 
     return Outline(True, (*imports.values(), *dynamic.values()), run(always_run(tree.body)),
-                   is_script(tree), works_at_top(tree), any(is_test(s) for s in defines), bool(defines),
+                   is_script(tree), works_at_top(tree), _holds_tests(tree, defines), bool(defines),
                    run(run_main),
                    tuple(arms for s in chains if (arms := _arms(s, imports))),
                    tuple((d.name, found) for d in defines if (found := inside(d))),
@@ -1247,12 +1259,23 @@ def _stops_on_the_cpu(text: str | None) -> bool:
     return any(p.stop is not None and p.stop.kind == "cuda" for unit in units for p in unit.paths)
 
 
+@functools.lru_cache(maxsize=256)
+def _changed_lines(original: str, migrated: str) -> frozenset[int]:
+    """The lines of ``original`` its port ``migrated`` changes (1-based)."""
+    if original == migrated:
+        return frozenset()
+    matcher = difflib.SequenceMatcher(None, original.splitlines(), migrated.splitlines(), autojunk=False)
+    return frozenset(line + 1 for tag, first, last, _, _ in matcher.get_opcodes() if tag != "equal"
+                     for line in range(first, last))
+
+
 def split_choice(result: FileResult, moved_elsewhere: bool = False) -> tuple[int, str] | None:
     """``(line, what)`` where a file keeps its own device choice CUDA-or-CPU while it (or, ``moved_elsewhere``,
     another module of the same program: AGCRN's trainer) moves other data to the runtime's device: on MPS its
     tensors would be on two devices, so its programs keep the CPU on a Mac. A checkpoint loaded straight into
     ``load_state_dict`` moves nothing: the module copies it onto its device."""
-    moves = set(result.facts.get("moves", ())) - set(result.facts.get("state_loads", ()))
+    moves = (set(result.facts.get("moves", ())) - set(result.facts.get("state_loads", ()))) & _changed_lines(
+        result.original or "", result.migrated or "")  # a move the check of the port took back moves nothing
     # (a module that names MPS chooses among several backends: its choice is no CUDA-or-CPU one for others)
     if result.error is None and (moves or moved_elsewhere and not _MENTIONS_MPS.search(result.original or "")) \
             and result.facts.get("kept") and not result.facts.get("choices"):

@@ -141,6 +141,19 @@ def test_a_float64_array_named_on_its_way_to_the_device_blocks_mps(move: str, bl
     assert blocker(source) == ((11, "float64 numpy arrays made into tensors") if blocked else None)
 
 
+def test_a_model_shared_with_other_processes_keeps_the_cpu_or_cuda(tmp_path: Path) -> None:
+    """Deep-RL Hands-On's A3C: the net is moved, `share_memory()`'d and handed to spawned processes, which
+    torch.multiprocessing does for CPU and CUDA storage alone: on a Mac or an Intel GPU the program keeps the CPU."""
+    (tmp_path / "a3c.py").write_text(
+        "import torch\nimport torch.multiprocessing as mp\n\n\ndef work(net):\n    print(net.weight.sum())\n\n\n"
+        "if __name__ == '__main__':\n    net = torch.nn.Linear(2, 2).cuda()\n    net.share_memory()\n"
+        "    mp.Process(target=work, args=(net,)).start()\n")
+    program = _programs(tmp_path)["a3c.py"]
+    assert program["runs_on"] == ["cuda", "cpu"]
+    assert {(b["target"], b["line"]) for b in program["blockers"]} == {("mps", 11), ("xpu", 11)}
+    assert "torch.multiprocessing does for the CPU and CUDA alone" in program["blockers"][0]["reason"]
+
+
 @pytest.mark.parametrize(("dtype", "blocked"), [
     ("torch.float64", True), ("th.double", True), ("args.double", False), ("np.float64", False)])
 def test_only_torchs_wide_dtypes_reaching_the_device_block_mps(dtype: str, blocked: bool) -> None:

@@ -21,6 +21,7 @@ from torchport.results import (
     CPU_OR_CUDA_CHECK,
     CPU_OR_CUDA_INPUTS,
     MOVED_IF_ON_CUDA,
+    SHARED_MEMORY,
 )
 
 _DATA_PARALLEL = "DataParallel, which moves its inputs only on CUDA"
@@ -107,6 +108,9 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
         found.extend((line, "float64 numpy arrays made into tensors") for line in _float64_names_moved(tree))
     if tree is not None and "is_cuda" in text:
         found.extend(_placed_if_on_cuda(tree))
+    if "share_memory" in text and (tree := tree or parse(text)) is not None:
+        found.extend((node.lineno, SHARED_MEMORY) for node in ast.walk(tree) if isinstance(node, ast.Call)
+                     and isinstance(node.func, ast.Attribute) and node.func.attr in ("share_memory", "share_memory_"))
     if "torchdiffeq" in text:
         tree = tree or parse(text)
         found.extend(_adaptive_solves(tree) if tree is not None else [])

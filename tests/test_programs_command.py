@@ -1178,7 +1178,8 @@ def test_a_demo_main_block_of_an_imported_module_gets_the_call_first_in_it(tmp_p
 def test_a_demo_main_function_only_the_main_block_calls_gets_the_call_in_the_block(tmp_path: Path) -> None:
     """myria3d's pyg_randla_net.py: the demo's device choice is in a `main()` only its `__main__` block calls, and
     its test calls torch_scatter (kernels for the CPU and CUDA alone). The choice becomes the runtime's, so the call
-    goes first in the block. A `main` another module calls is no demo's alone: there it goes nowhere in arch.py."""
+    goes first in the block, and there too where another module calls the same `main` (P-tuning-v2's
+    dense_retriever.py): the block runs only where the module is the program."""
     demo = ("import torch\nfrom torch_scatter import scatter\n\n\nclass Net(torch.nn.Module):\n"
             "    def forward(self, x):\n        return x * 2\n\n\ndef main():\n"
             "    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
@@ -1198,7 +1199,8 @@ def test_a_demo_main_function_only_the_main_block_calls_gets_the_call_in_the_blo
     shared = tmp_path / "shared"
     shared.mkdir()
     _applied(shared, {"arch.py": demo, "run.py": "from arch import main\n\nmain()\n"})
-    assert "keep_cuda_or_cpu" not in (shared / "arch.py").read_text()
+    assert f"if __name__ == '__main__':\n    {call}\n    main()\n" in (shared / "arch.py").read_text()
+    assert "tp.keep_cuda_or_cpu(" in (shared / "run.py").read_text()
 
 
 def test_the_call_goes_above_an_import_whose_availability_choice_picks_the_device(tmp_path: Path) -> None:
@@ -1648,6 +1650,21 @@ def test_a_scripts_own_call_goes_above_the_import_of_a_module_that_picks_the_dev
     lines = (tmp_path / "train.py").read_text().splitlines()
     call = next(i for i, line in enumerate(lines) if line.startswith("tp.avoid_mps("))
     assert call < lines.index("from utils import *")
+
+
+def test_the_call_goes_above_the_first_import_that_leads_to_a_module_picking_the_device(tmp_path: Path) -> None:
+    # P-tuning-v2's batch_dense_retrieval_colbert.py imports `colbert.parameters` (DEVICE picked at import) first
+    # through a module of its own, lines before its own `from colbert.parameters import DEVICE`
+    _applied(tmp_path, {
+        "params.py": "import torch\n\nDEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
+        "loaders.py": "import torch\nfrom params import DEVICE\n\n\ndef load(x):\n    return x.to(DEVICE)\n",
+        "run.py": ("import torch\nimport torch.nn as nn\n\nfrom loaders import load\nfrom params import DEVICE\n\n\n"
+                   "if __name__ == '__main__':\n    model = nn.DataParallel(nn.Linear(2, 2)).cuda()\n"
+                   "    print(model(load(torch.ones(1, 2))), DEVICE)\n"),
+    })
+    lines = (tmp_path / "run.py").read_text().splitlines()
+    call = next(i for i, line in enumerate(lines) if line.startswith("tp.avoid_mps("))
+    assert call < lines.index("from loaders import load")
 
 
 def test_a_flag_an_object_keeps_itself_is_no_tensors_place(tmp_path: Path) -> None:

@@ -582,11 +582,11 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
             continue  # a `__main__` block, a console script, or top-level work in a module nothing imports
         if not notebook and name not in scripts and (is_imported(index) or project.in_package(index) and (
                 not module.script or installable([result.path]))) and not _reads_command_line(trees[index]):
-            if not module.script or not _moves_in_main(result, [
-                    results[i].original or "" for i in range(len(results)) if index in project.imports(i)]):
+            if not module.script:
                 continue  # a library module: the call would run in every program importing it (a package no
                 # metadata installs is the repository's: reid-strong-baseline's tools/train.py is a script)
-            demos.add(index)  # its demo `__main__` block moves data: the call goes there
+            demos.add(index)  # its `__main__` block runs a program of its own (P-tuning-v2's dense_retriever.py,
+            # whose class others import): the call goes there, where it runs only when the module is the program
         if (tree := trees[index]) is not None and "mps" in (result.original or "").lower() and handles_mps(tree):
             continue  # it picks MPS itself (XMem's interactive demo): the call would move the runtime's picks alone
         reach = project.reach(index, always=True, off_cuda=True)  # certain: what it imports whenever it runs on a Mac
@@ -671,8 +671,8 @@ def picked_on_import(results: Sequence[FileResult], avoids: Collection[int]) -> 
     project = Project(results)
     found = {}
     for index in avoids:
-        lines = [chain[0][1] for other in sorted(project.reach(index, always=True) & picking - {index})
-                 if (chain := project.import_chain(index, other, script=True))]
+        lines = [line for other in sorted(project.reach(index, always=True) & picking - {index})
+                 if (line := project.first_import_of(index, other, script=True)) is not None]
         if lines:
             found[index] = min(lines)
     return found
@@ -691,33 +691,6 @@ def _picks_on_import(result: FileResult) -> bool:
                n.end_lineno or n.lineno) for n in ast.walk(tree)
               if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)] + main_blocks(tree)
     return any(not any(first <= line <= last for first, last in inside)
-               for line in (*result.facts.get("moves", ()), *result.facts.get("choices", ())))
-
-
-def _script_blocks(tree: ast.Module, importers: Sequence[str] = ()) -> list[tuple[int, int]]:
-    """`main_blocks`, and the module's functions that only they call (myria3d's demo ``main()``, which picks its
-    device): what runs only where the module is the program. ``importers``: the text of the modules that import
-    it; a function they name (``analyzer.run(...)``) is theirs too."""
-    blocks = main_blocks(tree)
-    inside = [n for s in tree.body if isinstance(s, ast.If) and is_main(s.test) for n in ast.walk(s)]
-    called = {n.func.id for n in inside if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    functions = [s for s in tree.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name in called]
-    if not functions:
-        return blocks
-    named = {id(n) for n in inside}  # a name read anywhere else (a call, a callback, `__all__`) is no demo's alone
-    elsewhere = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in named} | {
-        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-    return blocks + [(s.lineno, s.end_lineno or s.lineno) for s in functions if s.name not in elsewhere
-                     and not any(re.search(rf"\b{s.name}\b", text) for text in importers)]
-
-
-def _moves_in_main(result: FileResult, importers: Sequence[str] = ()) -> bool:
-    """Whether a rewrite of ``result`` that sends data to the runtime's device or picks it (``facts["moves"]``,
-    ``facts["choices"]``: original lines) lies in one of its ``if __name__ == "__main__":`` blocks or what only they
-    call (`_script_blocks`; ``importers``: the text of the modules that import it)."""
-    tree = parse(result.original)
-    blocks = _script_blocks(tree, importers) if tree is not None else []
-    return any(first <= line <= last for first, last in blocks
                for line in (*result.facts.get("moves", ()), *result.facts.get("choices", ())))
 
 

@@ -615,6 +615,26 @@ class Project:
         chain.append((entry, firsts[at]))
         return chain[::-1]
 
+    def first_import_of(self, entry: int, target: int, script: bool = False) -> int | None:
+        """The line of the first of ``entry``'s own imports (in source order) after which file ``target`` is
+        imported: P-tuning-v2's ``dense_retriever_colbert.py`` imports ``colbert.parameters`` first through
+        ``colbert.evaluation.loaders``, lines before its own ``from colbert.parameters import DEVICE``."""
+        module = outline(self.results[entry].original)
+        seen: set[int] = {entry}
+        for node in sorted((*module.always, *(module.main if script else ())), key=lambda n: n.line):
+            todo = [other for other in self.resolved(entry, [node]) if other not in seen]
+            seen.update(todo)
+            while todo:
+                step = todo.pop()
+                if step == target:
+                    return node.line
+                for inner in outline(self.results[step].original).always:
+                    for other in self.resolved(step, [inner]):
+                        if other not in seen:
+                            seen.add(other)
+                            todo.append(other)
+        return None
+
     def runs_line(self, index: int, lines: Iterable[int], reach: Iterable[int]) -> bool:
         """Whether a program of modules ``reach`` may run one of ``lines`` of file ``index``: one at its top level,
         or in a function or class the program names (`program_names`). Wav2Lip's ``perceptual_forward`` moves data

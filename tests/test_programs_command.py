@@ -1749,3 +1749,17 @@ def test_a_float64_tensor_made_of_a_numpy_value_keeps_the_program_off_mps(tmp_pa
                    "    args = parser.parse_args()\n    net = Net().to(args.device)\n",
     })
     assert 'tp.avoid_mps("float64, model.py:9")' in (tmp_path / "main.py").read_text()
+
+
+def test_a_query_flag_handed_from_function_to_function_guards_cuda_only_code(tmp_path: Path) -> None:
+    """SimCTG: ``cuda_available = torch.cuda.is_available()`` in the script, handed to ``model_training``, which
+    hands its parameter on to ``eval_model``: ``if cuda_available:`` in either runs only on CUDA, so its ``.cuda()``
+    stays (a rewrite would change nothing anywhere)."""
+    trainer = ("import torch\n\n\ndef eval_model(model, cuda_available, device):\n    x = torch.zeros(2)\n"
+               "    if cuda_available:\n        x = x.cuda(device)\n    return model(x)\n\n\n"
+               "def model_training(model, cuda_available, device):\n    x = torch.ones(2)\n    if cuda_available:\n"
+               "        x = x.cuda(device)\n    model(x)\n    return eval_model(model, cuda_available, device)\n")
+    _applied(tmp_path, {"trainer.py": trainer, "train.py": (
+        "import torch\n\nif __name__ == '__main__':\n    cuda_available = torch.cuda.is_available()\n"
+        "    from trainer import model_training\n    model_training(torch.nn.Linear(2, 2), cuda_available, 0)\n")})
+    assert (tmp_path / "trainer.py").read_text() == trainer

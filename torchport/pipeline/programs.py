@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from torchport.codemods.analysis.lacks import LACKS_TEXT, handles_mps
+from torchport.codemods.analysis.names import ast_chain, import_map, qualify
 from torchport.codemods.analysis.programs import (
     CUDA_ONLY_TEXT,
     always_run,
@@ -1065,20 +1066,22 @@ def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None
 def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None], project: Project,
                      flags: set[str], among: set[int]) -> dict[int, frozenset[str]]:
     """Per module of ``among``, ``"f(p)"`` for each of its top-level functions ``f`` whose parameter ``p`` every call
-    in the run fills with a flag of the project (`_cuda_flags`): SGC's ``load_citation(..., args.cuda)`` after
-    ``args.cuda = not args.no_cuda and torch.cuda.is_available()`` elsewhere. Off CUDA ``if cuda:`` there never
-    runs, as in the caller; the rules and the port check read it so (`Evaluator`'s gates)."""
-    if not flags:
-        return {}
+    in the run fills with a flag false without CUDA: an attribute flag of the project (`_cuda_flags`: SGC's
+    ``load_citation(..., args.cuda)`` after ``args.cuda = not args.no_cuda and torch.cuda.is_available()``
+    elsewhere), a name the caller's module binds once to a CUDA query (SimCTG's ``cuda_available =
+    torch.cuda.is_available()``), or such a parameter of the caller, handed on (SimCTG's ``model_training`` gives
+    its own to ``eval_model``). Off CUDA ``if cuda:`` there never runs, as in the caller; the rules and the port
+    check read it so (`Evaluator`'s gates)."""
     functions = {i: {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
                  for i in among if (tree := trees[i]) is not None}
     if not any(functions.values()):
         return {}
-    passed: dict[tuple[int, str, str], bool] = {}
+    callers = []
     for caller in range(len(results)):
-        tree = trees[caller] if any(f".{flag}" in (results[caller].original or "") for flag in flags) or \
-            caller in functions else None
-        if tree is None:
+        text = results[caller].original or ""
+        tree = trees[caller]
+        queried = _query_names(tree) if tree is not None and "is_available" in text else set()
+        if tree is None or not (any(f".{flag}" in text for flag in flags) or queried or caller in functions):
             continue
         named = {local: (target, name) for local, target, name in project.bindings(caller)
                  if name is not None and target in functions and name in functions[target]}
@@ -1088,28 +1091,61 @@ def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Modu
         named.update({name: (caller, name) for name in functions.get(caller, {})})
         modules = {local: target for local, target, name in project.bindings(caller)
                    if name is None and target in functions}
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call):
-                continue
+        calls = []
+        for scope, node in _calls_by_function(tree):
             func = node.func
             if isinstance(func, ast.Name) and func.id in named:
-                target, name = named[func.id]
-            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in modules \
-                    and func.attr in functions[modules[func.value.id]]:
-                target, name = modules[func.value.id], func.attr
-            else:
-                continue
-            function = functions[target][name]
-            given = arguments(function, node)
-            for param in parameters(function):
-                value = given.get(param) if given is not None else None
-                flag = isinstance(value, ast.Attribute) and value.attr in flags
-                passed[target, name, param] = passed.get((target, name, param), True) and flag
-    found: dict[int, set[str]] = {}
-    for (target, name, param), always in passed.items():
-        if always:
-            found.setdefault(target, set()).add(f"{name}({param})")
-    return {index: frozenset(names) for index, names in found.items()}
+                calls.append((scope, node, *named[func.id]))
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                    and func.value.id in modules and func.attr in functions[modules[func.value.id]]:
+                calls.append((scope, node, modules[func.value.id], func.attr))
+        callers.append((caller, queried, calls))
+    found: set[tuple[int, str, str]] = set()
+    for _ in range(3):  # a flag parameter handed on, a step a round
+        passed: dict[tuple[int, str, str], bool] = {}
+        for caller, queried, calls in callers:
+            for scope, node, target, name in calls:
+                function = functions[target][name]
+                given = arguments(function, node)
+                for param in parameters(function):
+                    value = given.get(param) if given is not None else None
+                    flag = isinstance(value, ast.Attribute) and value.attr in flags or isinstance(value, ast.Name) \
+                        and (value.id in queried or (caller, scope or "", value.id) in found)
+                    passed[target, name, param] = passed.get((target, name, param), True) and flag
+        now = {key for key, always in passed.items() if always}
+        if now == found:
+            break
+        found = now
+    grouped: dict[int, set[str]] = {}
+    for target, name, param in found:
+        grouped.setdefault(target, set()).add(f"{name}({param})")
+    return {index: frozenset(names) for index, names in grouped.items()}
+
+
+def _query_names(tree: ast.Module) -> set[str]:
+    """The names a module binds once, to a query false without CUDA (``cuda_available =
+    torch.cuda.is_available()``)."""
+    imports = import_map(tree)
+    stores: dict[str, int] = {}
+    queried: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Call) and not node.value.args and any(
+                torch_facts.query(name, "cpu") is False and torch_facts.query(name, "mps") is False
+                for name in qualify(ast_chain(node.value.func) or "", imports)):
+            queried.add(node.targets[0].id)
+    return {name for name in queried if stores.get(name) == 1}
+
+
+def _calls_by_function(tree: ast.Module) -> Iterator[tuple[str | None, ast.Call]]:
+    """Each call of ``tree``, with the name of the top-level function it is in (None: elsewhere)."""
+    for statement in tree.body:
+        scope = statement.name if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call):
+                yield scope, node
 
 
 def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None], project: Project,

@@ -1160,3 +1160,15 @@ def test_a_name_bound_only_where_cuda_is_stops_where_it_is_read(body: str, stops
         stop = _unit(source, "main", target).paths[0].stop
         assert (stop is not None and "NameError" in stop.message) is stops
     assert _unit(source, "main", "cuda").paths[0].stop is None
+
+
+@pytest.mark.parametrize("runner", ["from jsonargparse import CLI\n", "from fire import Fire as CLI\n",
+                                    "import typer\nCLI = typer.run\n"])
+def test_a_command_line_runner_runs_the_function_it_is_given(runner: str) -> None:
+    """lit-llama's finetune scripts: ``CLI(main)`` calls ``main`` with the command line's arguments; run with none,
+    ``main``'s defaults, so its ``L.Fabric(accelerator="cuda")`` stops the script off CUDA."""
+    source = (f"import lightning as L\n{runner}\n\ndef main(devices: int = 1):\n"
+              "    fabric = L.Fabric(accelerator='cuda', devices=devices)\n\n\nif __name__ == '__main__':\n"
+              "    CLI(main)\n")
+    assert _module_paths(source, "cpu")[0][1] == "cuda"
+    assert _module_paths(source, "cuda")[0][1] is None

@@ -951,6 +951,8 @@ class Evaluator:
             return self._needs_cuda(node, f"`{name}()` raises without a GPU", p)
         if name in _PROCESS_RUNNERS and self.target != "cuda" and (tool := _nvidia_tool(name, args, keywords)):
             return self._needs_cuda(node, f"running {tool} raises where NVIDIA's driver is not installed", p)
+        if name in _CLI_RUNNERS and args and isinstance(args[0], Function):  # `CLI(main)`: main, with its defaults
+            return self._call_function(args[0].node, node, [], {}, p)
         if name in torch_facts.EXITS:
             self._end(Stop("gate" if p.gated else "exit", node.lineno, "it exits"), p)
             return UNKNOWN
@@ -1382,6 +1384,7 @@ def _parameters(args: ast.arguments) -> Iterator[str]:
 
 
 _PROCESS_RUNNERS = torch_facts.named("process_runner")
+_CLI_RUNNERS = torch_facts.named("cli_runner")
 _NEEDS_GPU = torch_facts.named("needs_gpu")  # functional `data_parallel`: no device type on the CPU
 _SHELL_RUNNERS = torch_facts.named("shell_runner")
 _CHECKING_RUNNERS = torch_facts.named("checks_exit")

@@ -222,6 +222,8 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "subprocess.check_output": ("process_runner", "checks_exit"),
     "subprocess.Popen": ("process_runner",), "subprocess.getoutput": ("process_runner", "shell_runner"),
     "subprocess.getstatusoutput": ("process_runner", "shell_runner"),
+    "fire.Fire": ("cli_runner",), "jsonargparse.CLI": ("cli_runner",), "jsonargparse.cli.CLI": ("cli_runner",),
+    "jsonargparse.auto_cli": ("cli_runner",), "typer.run": ("cli_runner",), "defopt.run": ("cli_runner",),
     "torch.manual_seed": ("global_seed",), "torch.random.manual_seed": ("global_seed",),
     "os.environ.get": ("env_read",), "os.getenv": ("env_read",),
     **{f"torch.nn.{name}": ("holds_nothing",) for name in (
@@ -347,6 +349,8 @@ ROLES = {
     "checks_exit": "a process runner that raises when the program fails (CalledProcessError)",
     "shell_runner": "a process runner that always goes through a shell: a missing program is an exit status",
     "nvidia_tool": "a program only a machine with NVIDIA's driver has (`nvidia-smi`)",
+    "cli_runner": "calls the function it is given with the command line's arguments (lit-llama's `CLI(main)`): run "
+                  "with none, the function's defaults",
 }
 
 # Bare words (argument, keyword, attribute and call names, device types) -> their roles (`ROLES`).

@@ -1172,3 +1172,13 @@ def test_a_command_line_runner_runs_the_function_it_is_given(runner: str) -> Non
               "    CLI(main)\n")
     assert _module_paths(source, "cpu")[0][1] == "cuda"
     assert _module_paths(source, "cuda")[0][1] is None
+
+
+@pytest.mark.parametrize(("count", "stops"), [("1", True), ("torch.cuda.device_count()", False)])
+def test_a_spawned_worker_runs_as_each_process_does(count: str, stops: bool) -> None:
+    """``mp.spawn(main_worker, nprocs=n, args=(n, args))`` runs ``main_worker(i, n, args)`` in each of ``n``
+    processes: none where the count is CUDA's device count off CUDA."""
+    source = ("import torch\nimport torch.multiprocessing as mp\n\n\ndef main_worker(gpu, n, flag):\n"
+              "    x = torch.cuda.FloatTensor(2)\n\n\nif __name__ == '__main__':\n"
+              f"    mp.spawn(main_worker, nprocs={count}, args=({count}, True))\n")
+    assert (_module_paths(source, "cpu")[0][1] == "cuda") is stops

@@ -953,6 +953,12 @@ class Evaluator:
             return self._needs_cuda(node, f"running {tool} raises where NVIDIA's driver is not installed", p)
         if name in _CLI_RUNNERS and args and isinstance(args[0], Function):  # `CLI(main)`: main, with its defaults
             return self._call_function(args[0].node, node, [], {}, p)
+        if name in _SPAWNERS and args and isinstance(args[0], Function):  # each process runs `fn(i, *args)`
+            given = args[1] if len(args) > 1 else keywords.get("args", Items(()))
+            count = args[2] if len(args) > 2 else keywords.get("nprocs", 1)
+            if isinstance(given, Items) and count != 0:  # `nprocs=torch.cuda.device_count()`: none off CUDA
+                self._call_function(args[0].node, node, [0, *given.values], {}, p)
+            return UNKNOWN
         if name in torch_facts.EXITS:
             self._end(Stop("gate" if p.gated else "exit", node.lineno, "it exits"), p)
             return UNKNOWN
@@ -1385,6 +1391,7 @@ def _parameters(args: ast.arguments) -> Iterator[str]:
 
 _PROCESS_RUNNERS = torch_facts.named("process_runner")
 _CLI_RUNNERS = torch_facts.named("cli_runner")
+_SPAWNERS = torch_facts.named("spawn")
 _NEEDS_GPU = torch_facts.named("needs_gpu")  # functional `data_parallel`: no device type on the CPU
 _SHELL_RUNNERS = torch_facts.named("shell_runner")
 _CHECKING_RUNNERS = torch_facts.named("checks_exit")

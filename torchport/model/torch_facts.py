@@ -265,7 +265,7 @@ ROLES = {
     "test_framework": "a module importing it is a test: its asserts are what it checks",
     "accelerator_available": "asks whether another accelerator is there: with CUDA's, the availability idiom",
     "device_first": "a torch function whose first positional argument is a device",
-    "spawn": "starts processes: its process count sizes a process group",
+    "spawn": "starts processes, each running `fn(i, *args)`: its process count sizes a process group",
     "cuda_internals": "a prefix of torch's CUDA kernels, compiled or built here: CUDA-only under a guard",
     "rank": "answers a process's rank or a count of processes: an int, not negative",
     "name_lookup": "finds a definition by a name computed at run time (`importlib.import_module`, hydra's "

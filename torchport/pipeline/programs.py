@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from torchport.codemods.analysis.lacks import LACKS_TEXT, handles_mps
-from torchport.codemods.analysis.names import ast_chain, import_map, qualify
 from torchport.codemods.analysis.programs import (
     CUDA_ONLY_TEXT,
     always_run,
@@ -1125,6 +1124,8 @@ def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Modu
 def _query_names(tree: ast.Module) -> set[str]:
     """The names a module binds once, to a query false without CUDA (``cuda_available =
     torch.cuda.is_available()``)."""
+    from torchport.codemods.analysis.names import ast_chain, import_map, qualify  # LibCST: not in a warm run
+
     imports = import_map(tree)
     stores: dict[str, int] = {}
     queried: set[str] = set()

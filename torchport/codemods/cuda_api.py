@@ -555,6 +555,19 @@ class LoadMapLocation(Rule):
                 "# runs on CUDA\nimport torch\n\n\ndef load(path, map_location=None):\n"
                 "    return torch.load(path, map_location=tp.map_location(map_location))\n"),
         Example("import torch\ntorch.save(model.state_dict(), 'best.pkl')\nstate = torch.load('best.pkl')\n"),
+        # tgn: the best epoch's checkpoint, saved by this run (a later line of the loop ran in an earlier round)
+        Example("# runs on CUDA\nimport torch\n\n\ndef train(model, epochs, best):\n    for epoch in range(epochs):\n"
+                "        if epoch == 3:\n            path = path_of(best)\n"
+                "            model.load_state_dict(torch.load(path))\n"
+                "        torch.save(model.state_dict(), path_of(epoch))\n"),
+        # ... not a file another join of the same folder names
+        Example("# runs on CUDA\nimport os\nimport torch\n\n\ndef train(model, d):\n"
+                "    torch.save(model.state_dict(), os.path.join(d, 'last.pt'))\n"
+                "    model.load_state_dict(torch.load(os.path.join(d, 'pretrained.pt')))\n",
+                "# runs on CUDA\nimport os\nimport torch\n\n\ndef train(model, d):\n"
+                "    torch.save(model.state_dict(), os.path.join(d, 'last.pt'))\n"
+                "    model.load_state_dict(torch.load(os.path.join(d, 'pretrained.pt'), "
+                "map_location=tp.map_location()))\n"),
         # a cache the function writes itself where it places nothing on a device (radtts' attention priors)
         Example("import os\nimport torch\n\n\ndef prior(path, n):\n    if os.path.exists(path):\n"
                 "        return torch.load(path)\n    p = torch.ones(n)\n    torch.save(p, path)\n    return p\n"),
@@ -643,14 +656,39 @@ class LoadMapLocation(Rule):
         scopes = [scope for scope in store["saves"] if scope[0] <= line <= scope[1]]
         if not scopes:
             return False
-        _, _, saved, places = min(scopes, key=lambda s: s[1] - s[0])  # the innermost function around the load
+        first, last, saved, places = min(scopes, key=lambda s: s[1] - s[0])  # the innermost function around it
         try:
             target = ast.unparse(ast.parse(cst.Module([]).code_for_node(call.args[0].value).strip(), mode="eval"))
         except SyntaxError:
             return False
-        # saved earlier in this run; or a cache the function writes when the file is missing (radtts' `if
-        # os.path.exists(p): x = torch.load(p) else: x = f(); torch.save(x, p)`), where it places nothing on a device
-        return any(path == target and (at < line or not places) for at, path in saved)
+        targets = {target}
+        if isinstance(call.args[0].value, cst.Name) and m.syntax is not None:  # `best = path_of(epoch)`, then loaded
+            targets.update(ast.unparse(n.value) for n in ast.walk(m.syntax) if isinstance(n, ast.Assign)
+                           and first <= n.lineno < line and [ast.unparse(t) for t in n.targets] == [target])
+        makers = {maker for t in targets if (maker := _path_maker(t))}
+        loops = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(m.syntax) if isinstance(n, (ast.For, ast.While))
+                 and n.lineno <= line <= (n.end_lineno or n.lineno)] if m.syntax is not None else []
+
+        def earlier(at: int) -> bool:  # a save later in the loop around the load ran in an earlier round
+            return at < line or any(start <= at <= end for start, end in loops)
+
+        # saved earlier in this run, to the same path or one the same function of the path names (tgn's
+        # `get_checkpoint_path(epoch)`, then `get_checkpoint_path(best_epoch)`); or a cache the function writes when
+        # the file is missing (radtts' `if os.path.exists(p): x = torch.load(p) else: x = f(); torch.save(x, p)`),
+        # where it places nothing on a device
+        return any((path in targets or makers and _path_maker(path) in makers) and (earlier(at) or not places)
+                   for at, path in saved)
+
+
+def _path_maker(source: str) -> str | None:
+    """The function a path expression calls to make the path (``get_checkpoint_path`` of
+    ``get_checkpoint_path(epoch)``), or None."""
+    try:
+        node = ast.parse(source, mode="eval").body
+    except SyntaxError:
+        return None
+    return ast.unparse(node.func) if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)) \
+        and not (isinstance(node.func, ast.Attribute) and node.func.attr in ("join", "format")) else None
 
 
 def _runtime_map(value: ast.expr) -> bool:

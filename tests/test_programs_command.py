@@ -141,6 +141,22 @@ def test_a_float64_array_named_on_its_way_to_the_device_blocks_mps(move: str, bl
     assert blocker(source) == ((11, "float64 numpy arrays made into tensors") if blocked else None)
 
 
+def test_data_moved_where_a_flag_read_from_a_tensor_says_cuda_keeps_the_cpu_or_cuda() -> None:
+    """Deep-RL Hands-On's kfac: ``is_cuda = a.is_cuda``, a new tensor on the CPU, ``if is_cuda: a = a.cuda()``."""
+    source = ("import torch\n\n\ndef cov(a):\n    is_cuda = a.is_cuda\n    a = torch.ones(a.size(0), 1)\n"
+              "    if is_cuda:\n        a = a.cuda()\n    return a\n")
+    assert blocker(source) == (7, "data moved only where other data is on CUDA (`.is_cuda`)")
+
+
+def test_numpy_of_a_tensor_not_on_cuda_keeps_the_cpu_or_cuda() -> None:
+    """robomimic's to_numpy: ``if t.is_cuda: t.cpu().numpy() else: t.numpy()``: an MPS or XPU tensor takes the
+    CPU's arm, and `.numpy()` raises there; one that moves to the CPU first does not."""
+    source = ("def f(t):\n    if t.is_cuda:\n        return t.detach().cpu().numpy()\n    else:\n"
+              "        return t.detach().numpy()\n")
+    assert blocker(source) == (5, "`.numpy()` of a tensor where it is not on CUDA (a CPU tensor's alone)")
+    assert blocker(source.replace("t.detach().numpy()", "t.detach().cpu().numpy()")) is None
+
+
 def test_a_model_shared_with_other_processes_keeps_the_cpu_or_cuda(tmp_path: Path) -> None:
     """Deep-RL Hands-On's A3C: the net is moved, `share_memory()`'d and handed to spawned processes, which
     torch.multiprocessing does for CPU and CUDA storage alone: on a Mac or an Intel GPU the program keeps the CPU."""

@@ -21,6 +21,7 @@ from torchport.results import (
     CPU_OR_CUDA_CHECK,
     CPU_OR_CUDA_INPUTS,
     MOVED_IF_ON_CUDA,
+    NUMPY_OFF_CUDA,
     SHARED_MEMORY,
 )
 
@@ -108,6 +109,8 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
         found.extend((line, "float64 numpy arrays made into tensors") for line in _float64_names_moved(tree))
     if tree is not None and "is_cuda" in text:
         found.extend(_placed_if_on_cuda(tree))
+    if ".numpy()" in text and "is_cuda" in text and (tree := tree or parse(text)) is not None:
+        found.extend((line, NUMPY_OFF_CUDA) for line in _numpy_off_cuda(tree))
     if "share_memory" in text and (tree := tree or parse(text)) is not None:
         found.extend((node.lineno, SHARED_MEMORY) for node in ast.walk(tree) if isinstance(node, ast.Call)
                      and isinstance(node.func, ast.Attribute) and node.func.attr in ("share_memory", "share_memory_"))
@@ -233,6 +236,28 @@ def _device_tables(tree: ast.Module) -> list[tuple[int, str]]:
             if tables and isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
             and node.value.id in tables and isinstance(node.slice, ast.Attribute) and node.slice.attr == "type"
             and isinstance(node.slice.value, ast.Attribute) and node.slice.value.attr == "device"]
+
+
+def _numpy_off_cuda(tree: ast.Module) -> list[int]:
+    """Lines of a ``.numpy()`` of a tensor, reached where ``if t.is_cuda:`` is false, with no ``.cpu()`` on its way:
+    off CUDA the code assumes the CPU, and an MPS or XPU tensor raises there."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Attribute) and node.test.attr in ON_CUDA_FLAGS:
+            for inner in (n for statement in node.orelse for n in ast.walk(statement)):
+                if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) \
+                        and inner.func.attr == "numpy" and not _passes_cpu(inner.func.value):
+                    found.append(inner.lineno)
+    return found
+
+
+def _passes_cpu(node: ast.expr) -> bool:
+    """Whether a chain of calls (``t.detach().cpu()``) moves its tensor to the CPU on the way."""
+    while isinstance(node, (ast.Call, ast.Attribute)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("cpu", "to"):
+            return True
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return False
 
 
 def _cpu_only_fallbacks(tree: ast.Module, text: str) -> list[tuple[int, str]]:
@@ -595,9 +620,9 @@ def _float64_maker(node: ast.expr) -> bool:
 
 def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
     """``(line, what)`` where data moves only if other data is on CUDA (``x.cuda() if self.is_cuda() else x``,
-    ``if t.is_cuda: y = y.cuda()``), or a device is CUDA's only then (``torch.device('cuda') if x.is_cuda else
-    torch.device('cpu')``): on MPS that data is not on CUDA, so what the port moves to MPS meets data left on the
-    CPU."""
+    ``if t.is_cuda: y = y.cuda()``, the flag read into a name first), or a device is CUDA's only then
+    (``torch.device('cuda') if x.is_cuda else torch.device('cpu')``): on MPS that data is not on CUDA, so what the
+    port moves to MPS meets data left on the CPU."""
     found = []
     following = {id(a): b for block in ast.walk(tree) for field in ("body", "orelse", "finalbody")
                  if isinstance(stmts := getattr(block, field, None), list) for a, b in zip(stmts, stmts[1:])}
@@ -605,11 +630,15 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
     # `cuda()`): they say where its own port moved it, not where a tensor is
     stored = {t.attr for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets
               if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    # a flag read from a tensor first (Deep-RL Hands-On's kfac: `is_cuda = a.is_cuda`, then `if is_cuda:`)
+    read = {n.targets[0].id for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Attribute)
+            and n.value.attr in ON_CUDA_FLAGS}
     for node in ast.walk(tree):
         if not isinstance(node, (ast.If, ast.IfExp)) or not any(
                 isinstance(n, ast.Attribute) and n.attr in ON_CUDA_FLAGS and not (
                     n.attr in stored and isinstance(n.value, ast.Name) and n.value.id == "self")
-                for n in ast.walk(node.test)):
+                or isinstance(n, ast.Name) and n.id in read for n in ast.walk(node.test)):
             continue
         body = node.body if isinstance(node.body, list) else [node.body]
         if _follows(node, following.get(id(node))):

@@ -667,3 +667,18 @@ def test_a_script_that_keeps_its_choice_cuda_or_cpu_keeps_a_librarys_choice_so(t
     for args in (("train.py",), ("-c", ON_A_MAC, "train.py")):
         done = _run(folder, *args)
         assert done.returncode == 0 and "train 12.0" in done.stdout, done.stderr
+
+
+def test_a_device_option_the_script_chooses_among_types_itself_defaults_to_the_runtimes(tmp_path: Path) -> None:
+    # nnU-Net v2's run_training (U-Mamba): `-device` defaults to 'cuda' and the script maps 'cpu', 'cuda' and 'mps'
+    # to devices itself. Its default becomes the runtime's device type (the one choice the script then makes);
+    # the CUDA arm stays the script's own, and the original on the CPU failed with the default
+    original = PROJECTS / "device_option_among_types" / "train.py"
+    assert _run(original.parent, "train.py").returncode != 0
+    folder = _ported("device_option_among_types", tmp_path)
+    train = (folder / "train.py").read_text()
+    assert "default=tp.device_type()," in train and "device = torch.device('cuda')" in train
+    done = _run(folder, "train.py")
+    assert done.returncode == 0 and "sum 2.0 cpu" in done.stdout, done.stderr
+    chosen = _run(folder, "train.py", "-device", "cpu")
+    assert chosen.returncode == 0 and "sum 2.0 cpu" in chosen.stdout, chosen.stderr

@@ -151,6 +151,18 @@ def is_rank_index(m: Migrator, node: cst.BaseExpression) -> bool:
         m.has_qname(node.right.func, name) for name in torch_facts.named("count"))
 
 
+def _options_compared_with_mps(tree: ast.Module) -> set[str]:
+    """The attributes (``args.device``'s ``device``) a module compares with ``"mps"``, alone or in a list."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and any(
+                isinstance(c, ast.Constant) and c.value == "mps" for comparator in node.comparators
+                for c in ([comparator] if not isinstance(comparator, (ast.List, ast.Tuple, ast.Set))
+                          else comparator.elts)):
+            found.add(node.left.attr)
+    return found
+
+
 def runtime_string(node: cst.BaseExpression) -> bool:
     """A CUDA device string built at run time: ``f"cuda:{i}"``, ``"cuda:{}".format(i)``,
     ``"cuda:%d" % i``, ``"cuda:" + str(i)``."""
@@ -819,6 +831,34 @@ class DeviceString(_StringRule):
         Example('from typing import Literal\n\nDevice = Literal["cpu", "cuda"]\n'),
     )
 
+    def _chosen_among(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.Call | None:
+        """nnU-Net's ``parser.add_argument('-device', default='cuda')``, whose value the module itself turns into a
+        device among the types it names, MPS included (``assert args.device in ['cpu', 'cuda', 'mps']``, ``if
+        args.device == 'cpu': ... elif args.device == 'cuda': ... else: torch.device('mps')``): the default
+        becomes the runtime's device type, the one choice the module then makes (``"cuda"`` on CUDA, as before);
+        the module's other CUDA code stays its own. None where this is no such option."""
+        from torchport.codemods.guards import OWN_MPS_HOLD
+
+        if m.hold != OWN_MPS_HOLD or m.syntax is None or not (
+                isinstance(original.func, cst.Attribute) and original.func.attr.value == "add_argument"):
+            return None
+        default = next((a for a in updated.args if a.keyword is not None and a.keyword.value == "default"), None)
+        if default is None or string_value(default.value) != "cuda":
+            return None
+        names = [string_value(a.value) for a in original.args if a.keyword is None]
+        dests = {n.lstrip("-").replace("-", "_") for n in names if n and n.startswith("-")}
+        if not dests & _options_compared_with_mps(m.syntax):
+            return None
+        hold, m.hold = m.hold, None  # no second choice: the module's own takes the runtime's pick
+        try:
+            if not m.apply(self.code, next(a for a in original.args if a is not None and a.keyword is not None
+                                           and a.keyword.value == "default").value):
+                return None
+        finally:
+            m.hold = hold
+        return updated.with_changes(args=[a.with_changes(value=m.runtime_call("device_type", [])) if a is default
+                                          else a for a in updated.args])
+
     def _maps_where_used(self, m: Migrator, call: cst.Call) -> bool:
         """``parser.add_argument("--device", default="cuda")`` whose value the module turns into a device with
         ``torch.device(args.device)``: parsed arguments travel (a launcher pickles them to GPU nodes, a config
@@ -836,6 +876,8 @@ class DeviceString(_StringRule):
         return bool(found)
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        if (chosen := self._chosen_among(m, original, updated)) is not None:
+            return chosen
         store = m.store(self)
         if "ahead" not in store:  # `torch.device(args.device)` in a function above the parser's `add_argument`
             options = _cuda_device_options(m.syntax) if m.syntax and "add_argument" in m.source else set()

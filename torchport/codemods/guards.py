@@ -86,6 +86,8 @@ _PROCESS_COUNT = frozenset(torch_facts.words("process_count"))
 _EXPECTS_ERROR = frozenset(torch_facts.words("expects_error"))
 _COLLECTIVES = frozenset(torch_facts.words("collective"))
 _SPAWN = torch_facts.named("spawn")
+# Why a module that names MPS keeps its CUDA choices (`Migrator.hold`): it picks MPS itself
+OWN_MPS_HOLD = "this module already moves data to MPS itself; a runtime guard would add a second choice"
 _KERNEL_REGISTRATION = torch_facts.named("kernel_registration")
 _SPAWN_TAILS = frozenset(name.rsplit(".", 1)[-1] for name in _SPAWN)  # `mp.spawn(...)`, read from CPython's tree
 _QUERY_TAILS = frozenset(torch_facts.cuda_tail(name) for name in torch_facts.named("available", "count"))
@@ -1109,7 +1111,7 @@ class CudaGuard(Rule):
 
     def visit_Module(self, m: Migrator, node: cst.Module) -> None:
         if m.hold is None and "mps" in m.source and m.names_mps:
-            m.hold = "this module already moves data to MPS itself; a runtime guard would add a second choice"
+            m.hold = OWN_MPS_HOLD
         if (whole := _portable_or_cuda_only_module(m, node)) is not None:
             m.skip_region(node, *whole)
         elif _only_data(node):  # its tables stay data (a lone `device = "cuda"` is still a setting to port)

@@ -1779,3 +1779,25 @@ def test_a_query_flag_handed_from_function_to_function_guards_cuda_only_code(tmp
         "import torch\n\nif __name__ == '__main__':\n    cuda_available = torch.cuda.is_available()\n"
         "    from trainer import model_training\n    model_training(torch.nn.Linear(2, 2), cuda_available, 0)\n")})
     assert (tmp_path / "trainer.py").read_text() == trainer
+
+
+def test_a_cuda_only_layer_built_by_classes_in_other_modules_keeps_the_script_on_cuda(tmp_path: Path) -> None:
+    """Mamba-UNet: SS2D's forward reads `selective_scan_fn`, which only mamba_ssm's import binds (`except: pass`);
+    VSSM builds its layers in a loop over their count; MambaUnet, in another module, builds a VSSM; the script
+    builds a MambaUnet. Each step needs CUDA, so the script runs on CUDA alone."""
+    _write(tmp_path, {
+        "layers.py": ("import torch.nn as nn\ntry:\n    from mamba_ssm import selective_scan_fn\nexcept:\n"
+                      "    pass\n\n\nclass Scan(nn.Module):\n    def forward(self, x):\n"
+                      "        return selective_scan_fn(x)\n"),
+        "blocks.py": ("import torch.nn as nn\nfrom layers import Scan\n\n\nclass Block(nn.Module):\n"
+                      "    def __init__(self, depth=4):\n        super().__init__()\n"
+                      "        self.layers = nn.ModuleList()\n        for i in range(depth):\n"
+                      "            self.layers.append(Scan())\n"),
+        "net.py": ("import torch.nn as nn\nfrom blocks import Block\n\n\nclass Net(nn.Module):\n"
+                   "    def __init__(self):\n        super().__init__()\n        self.block = Block()\n"),
+        "train.py": ("import torch\nfrom net import Net\n\nif __name__ == '__main__':\n    model = Net().cuda()\n"
+                     "    print(model(torch.zeros(2).cuda()))\n"),
+    })
+    program = _programs(tmp_path)["train.py"]
+    assert program["runs_on"] == ["cuda"]
+    assert {(b["path"], b["line"]) for b in program["blockers"]} == {("train.py", 5)}

@@ -1058,6 +1058,25 @@ def gate_users(results: Sequence[FileResult], users: Sequence[int] | None = None
                 tree, project.package(index), cuda_only).items() if "." not in name})
         if gates:
             defined[index] = gates
+    # a class that builds another module's CUDA-only class needs CUDA too, and so on up the imports (Mamba-UNet:
+    # SS2D -> VSSM in mamba_sys.py -> MambaUnet in vision_mamba.py -> the script): a few steps, to a fixpoint
+    read: dict[int, frozenset[str]] = {}  # the names each module was last read with
+    for _ in range(3):
+        grown = False
+        for index in sorted({i for i in range(len(results))
+                             if any(t in defined and t != i for _, t, _ in project.bindings(i))}):
+            stopping = frozenset(name for name in _bound(index, project, defined) if "." not in name)
+            if (tree := trees[index]) is None or read.get(index) == stopping:
+                continue
+            read[index] = stopping
+            more = {name: line for name, (line, _) in cuda_only_functions(
+                tree, project.package(index), cuda_only, stopping).items()
+                if "." not in name and name not in defined.get(index, {})}
+            if more:
+                defined.setdefault(index, {}).update(more)
+                grown = True
+        if not grown:
+            break
     found = {index: frozenset(_bound(index, project, defined)) | readers.get(index, frozenset()) for index in changed}
     return {index: names for index, names in found.items() if names}
 

@@ -493,6 +493,10 @@ def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mappi
     returns = next((i for i, s in enumerate(body) if isinstance(s, ast.If) and any(
         isinstance(inner, ast.Return) for arm in (s.body, s.orelse) for inner in arm)), None)
     run = always_run(body if returns is None else body[:returns])  # past an early return, it may not run
+    if function.name == "__init__":  # a module builds its layers in a loop over their count (Mamba-UNet's VSSM)
+        run.extend(s for loop in body if isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call)
+                   and isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "range"
+                   for s in always_run(loop.body))
     for statement in function.body:  # a `with torch.cuda.graph(g):` item runs too
         if isinstance(statement, (ast.With, ast.AsyncWith)):
             run.extend(ast.Expr(item.context_expr) for item in statement.items)

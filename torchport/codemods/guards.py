@@ -874,9 +874,7 @@ def _portable_flags(module: ast.Module, flags: set[tuple[str, str]]) -> set[tupl
             continue  # a module flag read (or bound) in a function too: left as a flag
         stores = [n for n in nodes if isinstance(n, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == name for t in n.targets)]
-        others = [n for n in nodes if isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.arg,
-                                                      ast.Global, ast.Nonlocal, ast.NamedExpr))
-                  and name in {x.id for x in ast.walk(n) if isinstance(x, ast.Name)} | {getattr(n, "arg", None)}]
+        others = [n for n in nodes if name in _bound_by(n)]  # bound again (a loop's body may read it: SCAN's)
         if len(stores) != 1 or len(stores[0].targets) != 1 or others or not _one_availability(stores[0].value):
             continue
         allowed: set[int] = set()
@@ -900,6 +898,23 @@ def _portable_flags(module: ast.Module, flags: set[tuple[str, str]]) -> set[tupl
                               and isinstance(n.ctx, ast.Load)):
                 found.add((owner, name))
     return found
+
+
+def _bound_by(node: ast.AST) -> set[str]:
+    """The names a statement or node binds other than by ``=``: an augmented or annotated assignment's target, a
+    loop's target, a ``with ... as``, a parameter, ``global``/``nonlocal``, ``:=``."""
+    def names(target: ast.AST | None) -> set[str]:
+        return {x.id for x in ast.walk(target) if isinstance(x, ast.Name)} if target is not None else set()
+
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+        return names(node.target)
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return set().union(*(names(item.optional_vars) for item in node.items))
+    if isinstance(node, ast.arg):
+        return {node.arg}
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return set(node.names)
+    return set()
 
 
 def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:

@@ -1653,34 +1653,28 @@ def test_a_script_that_does_not_parse_runs_nowhere_and_its_modules_stay_as_writt
     assert "+++" not in done.output
 
 
-def test_a_scripts_own_call_goes_above_the_import_of_a_module_that_picks_the_device(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("files", "entry", "above"), [
     # Bag-of-Tricks-for-AT: train_cifar.py's own DataParallel gives it the call; `from utils import *` picks the
     # device when imported, so the call goes above that import (below it, utils' device is MPS already)
-    _applied(tmp_path, {
-        "utils.py": ("import torch\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\n"
-                     "def batches(xs):\n    return [x.to(device) for x in xs]\n"),
-        "train.py": ("import torch\nimport torch.nn as nn\n\nfrom utils import *\n\n\nif __name__ == '__main__':\n"
-                     "    model = nn.DataParallel(nn.Linear(2, 2)).cuda()\n"
-                     "    print([model(x) for x in batches([torch.ones(1, 2)])])\n"),
-    })
-    lines = (tmp_path / "train.py").read_text().splitlines()
-    call = next(i for i, line in enumerate(lines) if line.startswith("tp.avoid_mps("))
-    assert call < lines.index("from utils import *")
-
-
-def test_the_call_goes_above_the_first_import_that_leads_to_a_module_picking_the_device(tmp_path: Path) -> None:
+    ({"utils.py": ("import torch\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\n"
+                   "def batches(xs):\n    return [x.to(device) for x in xs]\n"),
+      "train.py": ("import torch\nimport torch.nn as nn\n\nfrom utils import *\n\n\nif __name__ == '__main__':\n"
+                   "    model = nn.DataParallel(nn.Linear(2, 2)).cuda()\n"
+                   "    print([model(x) for x in batches([torch.ones(1, 2)])])\n")}, "train.py", "from utils import *"),
     # P-tuning-v2's batch_dense_retrieval_colbert.py imports `colbert.parameters` (DEVICE picked at import) first
     # through a module of its own, lines before its own `from colbert.parameters import DEVICE`
-    _applied(tmp_path, {
-        "params.py": "import torch\n\nDEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
-        "loaders.py": "import torch\nfrom params import DEVICE\n\n\ndef load(x):\n    return x.to(DEVICE)\n",
-        "run.py": ("import torch\nimport torch.nn as nn\n\nfrom loaders import load\nfrom params import DEVICE\n\n\n"
-                   "if __name__ == '__main__':\n    model = nn.DataParallel(nn.Linear(2, 2)).cuda()\n"
-                   "    print(model(load(torch.ones(1, 2))), DEVICE)\n"),
-    })
-    lines = (tmp_path / "run.py").read_text().splitlines()
+    ({"params.py": "import torch\n\nDEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
+      "loaders.py": "import torch\nfrom params import DEVICE\n\n\ndef load(x):\n    return x.to(DEVICE)\n",
+      "run.py": ("import torch\nimport torch.nn as nn\n\nfrom loaders import load\nfrom params import DEVICE\n\n\n"
+                 "if __name__ == '__main__':\n    model = nn.DataParallel(nn.Linear(2, 2)).cuda()\n"
+                 "    print(model(load(torch.ones(1, 2))), DEVICE)\n")}, "run.py", "from loaders import load"),
+])
+def test_the_call_goes_above_the_first_import_that_loads_a_module_picking_the_device(
+        tmp_path: Path, files: dict[str, str], entry: str, above: str) -> None:
+    _applied(tmp_path, files)
+    lines = (tmp_path / entry).read_text().splitlines()
     call = next(i for i, line in enumerate(lines) if line.startswith("tp.avoid_mps("))
-    assert call < lines.index("from loaders import load")
+    assert call < lines.index(above)
 
 
 def test_a_flag_an_object_keeps_itself_is_no_tensors_place(tmp_path: Path) -> None:

@@ -1795,3 +1795,16 @@ def test_a_cuda_only_layer_built_by_classes_in_other_modules_keeps_the_script_on
     program = _programs(tmp_path)["train.py"]
     assert program["runs_on"] == ["cuda"]
     assert {(b["path"], b["line"]) for b in program["blockers"]} == {("train.py", 5)}
+
+
+def test_console_scripts_are_read_from_setup_py_and_setup_cfg_too(tmp_path: Path) -> None:
+    """tapqir declares its console scripts in setup.py's ``entry_points``: its ``main`` module is a program
+    wherever the command runs, so a call that keeps it off MPS goes at its top, not in its ``__main__`` block."""
+    from torchport.pipeline.programs import _console_scripts
+
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='t', entry_points={\n"
+                                       "    'console_scripts': ['tapqir=tapqir.main:app', 'gui = tapqir.gui:app'],\n"
+                                       "})\n")
+    (tmp_path / "setup.cfg").write_text("[options.entry_points]\nconsole_scripts =\n    tool = pkg.cli:main\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n[project.scripts]\nrun = "pkg.run:main"\n')
+    assert _console_scripts(tmp_path) == {"tapqir.main", "tapqir.gui", "pkg.cli", "pkg.run"}

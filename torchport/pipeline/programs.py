@@ -1699,14 +1699,38 @@ def _public_module(shown: str, module: Outline) -> bool:
 
 
 def _console_scripts(root: Path) -> set[str]:
-    """The modules ``[project.scripts]`` of ``root/pyproject.toml`` names (``pkg.cli:main`` gives ``pkg.cli``)."""
+    """The modules the project's console scripts run (``pkg.cli:main`` gives ``pkg.cli``): ``[project.scripts]`` of
+    ``pyproject.toml``, ``console_scripts`` of ``setup.cfg``'s ``[options.entry_points]`` and of ``setup.py``'s
+    ``entry_points=`` (tapqir's ``"tapqir=tapqir.main:app"``)."""
+    import configparser
+
     folder = root if root.is_dir() else root.parent
+    targets: list[str] = []
     try:
         data = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
+        scripts = data.get("project", {}).get("scripts", {})
+        targets += [str(t) for t in scripts.values()] if isinstance(scripts, dict) else []
     except (OSError, ValueError):
-        return set()
-    scripts = data.get("project", {}).get("scripts", {})
-    return {str(target).split(":", 1)[0].strip() for target in scripts.values()} if isinstance(scripts, dict) else set()
+        pass
+    config = configparser.ConfigParser()
+    try:
+        config.read(folder / "setup.cfg", encoding="utf-8")
+        targets += [line.split("=", 1)[1] for line in config.get("options.entry_points", "console_scripts",
+                                                                  fallback="").splitlines() if "=" in line]
+    except (configparser.Error, UnicodeDecodeError):
+        pass
+    try:
+        setup = ast.parse((folder / "setup.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        setup = None
+    for node in ast.walk(setup) if setup is not None else ():
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if isinstance(key, ast.Constant) and key.value == "console_scripts" \
+                        and isinstance(value, (ast.List, ast.Tuple)):
+                    targets += [e.value.split("=", 1)[1] for e in value.elts
+                                if isinstance(e, ast.Constant) and isinstance(e.value, str) and "=" in e.value]
+    return {target.split(":", 1)[0].strip() for target in targets}
 
 
 class _Trees(Mapping[int, "ast.Module | None"]):

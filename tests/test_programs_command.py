@@ -148,6 +148,21 @@ def test_data_moved_where_a_flag_read_from_a_tensor_says_cuda_keeps_the_cpu_or_c
     assert blocker(source) == (7, "data moved only where other data is on CUDA (`.is_cuda`)")
 
 
+def test_a_cpu_default_type_wherever_the_device_is_not_cuda_keeps_the_cpu_or_cuda() -> None:
+    """tapqir's ``Model.to``: CUDA's default types for "cuda", the CPU's in the last arm, which "mps" and "xpu" reach;
+    that reason wins over the float64 beside it (it keeps an Intel GPU off too)."""
+    from torchport.codemods.analysis.lacks import blockers
+
+    source = ("import torch\n\n\ndef to(device, dtype='double'):\n    x = torch.zeros(2, dtype=torch.float64).cuda()\n"
+              "    if device == 'cuda' and dtype == 'double':\n"
+              "        torch.set_default_tensor_type(torch.cuda.DoubleTensor)\n"
+              "    elif device == 'cpu' and dtype == 'double':\n"
+              "        torch.set_default_tensor_type(torch.DoubleTensor)\n"
+              "    else:\n        torch.set_default_tensor_type(torch.FloatTensor)\n")
+    assert (11, "a CPU default tensor type set wherever the device is not CUDA") in blockers(source)
+    assert blocker(source.replace("torch.FloatTensor)", "torch.cuda.FloatTensor)")) == (5, "float64")
+
+
 def test_numpy_of_a_tensor_not_on_cuda_keeps_the_cpu_or_cuda() -> None:
     """robomimic's to_numpy: ``if t.is_cuda: t.cpu().numpy() else: t.numpy()``: an MPS or XPU tensor takes the
     CPU's arm, and `.numpy()` raises there; one that moves to the CPU first does not."""

@@ -40,6 +40,9 @@ CPU_OR_CUDA_INPUTS = "which makes its inputs on CUDA or the CPU alone"  # torchs
 CPU_ONLY_FALLBACK = "a fallback for CPU tensors alone (other devices reach a name the module never binds)"
 # robomimic's to_numpy: `if t.is_cuda: t.cpu().numpy() else: t.numpy()`: an MPS or XPU tensor takes the CPU's arm
 NUMPY_OFF_CUDA = "`.numpy()` of a tensor where it is not on CUDA (a CPU tensor's alone)"
+# tapqir's Model.to: `if device == "cuda": set_default_tensor_type(torch.cuda.DoubleTensor) ... else:
+# set_default_tensor_type(torch.FloatTensor)`: MPS and XPU take the CPU's arm, beside data on the device
+CPU_DEFAULT_TYPE = "a CPU default tensor type set wherever the device is not CUDA"
 # Deep-RL Hands-On's A3C: `net.share_memory()`, then the net handed to spawned processes: torch.multiprocessing
 # shares the storage of CPU and CUDA tensors alone (`reduce_storage`).
 SHARED_MEMORY = "tensors shared with other processes, which torch.multiprocessing does for the CPU and CUDA alone"
@@ -48,7 +51,8 @@ SHARED_MEMORY = "tensors shared with other processes, which torch.multiprocessin
 def keeps_cuda_or_cpu(reason: str) -> bool:
     """Whether ``reason`` (``"<what>, <file>:<line>"``, given to TP019) keeps its program off XPU as well as MPS."""
     return reason.startswith((KEPT_CHOICE, COMPILED, MOVED_IF_ON_CUDA, CHOSEN_IF_ON_CUDA, CPU_OR_CUDA_CHECK,
-                              CPU_EXTENSION, CPU_ONLY_FALLBACK, SHARED_MEMORY, NUMPY_OFF_CUDA)) \
+                              CPU_EXTENSION, CPU_ONLY_FALLBACK, SHARED_MEMORY, NUMPY_OFF_CUDA,
+                              CPU_DEFAULT_TYPE)) \
         or CPU_OR_CUDA_INPUTS in reason
 
 

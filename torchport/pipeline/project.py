@@ -36,7 +36,7 @@ from torchport.codemods.analysis.lacks import DATA_PARALLEL_PLACES, blockers
 from torchport.codemods.analysis.programs import absolute_module, always_run, is_main, is_script, is_test
 from torchport.codemods.analysis.source import parse as parse_quietly
 from torchport.model import torch_facts
-from torchport.results import COMPILED, CPU_EXTENSION, KEPT_CHOICE, FileResult
+from torchport.results import COMPILED, CPU_EXTENSION, KEPT_CHOICE, FileResult, keeps_cuda_or_cpu
 
 _DYNAMIC_IMPORT = torch_facts.text("dynamic_import")
 # What the steps of a run read from each module's text, kept so that no step reads a module again (a run asks in
@@ -878,7 +878,13 @@ def own_lack(project: Project, index: int) -> tuple[int, str] | None:
     """The first line of entry point ``index`` using what MPS lacks, its own compiled libraries' kernels included
     (`compiled_uses`): an entry point runs all of its own code."""
     found = _lacks(project, index)
-    return found[0] if found else None
+    return _first(found)
+
+
+def _first(found: Sequence[tuple[int, str]]) -> tuple[int, str] | None:
+    """The first of ``found`` that keeps the CPU or CUDA (it keeps an Intel GPU off too: tapqir's CPU default type,
+    beside its float64), else the first; None for none."""
+    return next((hit for hit in found if keeps_cuda_or_cpu(hit[1])), found[0]) if found else None
 
 
 def _lacks(project: Project, index: int) -> tuple[tuple[int, str], ...]:
@@ -972,13 +978,13 @@ def reached_lack(project: Project, other: int, reach: Iterable[int]) -> tuple[in
     names = _names(text)
     where = {line: name for first, last, name in names.spans for line, _ in found if first <= line <= last}
     if not where:
-        return found[0]
+        return _first(found)
     run = program_names(project, reach)
     used = [(line, what) for line, what in found if where.get(line) is None or where[line] in run]
     if used and (tree := parse(text)) is not None:
         off = _off_by_default(tree, {line for line, _ in used}, project, reach)
         used = [(line, what) for line, what in used if line not in off]
-    return used[0] if used else None
+    return _first(used)
 
 
 def live_lack(project: Project, modules: Iterable[int], reach: Iterable[int]) -> tuple[int, tuple[int, str]] | None:

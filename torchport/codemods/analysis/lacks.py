@@ -16,6 +16,7 @@ from torchport.model import torch_facts
 from torchport.model.torch_facts import ON_CUDA_FLAGS
 from torchport.results import (
     CHOSEN_IF_ON_CUDA,
+    CPU_DEFAULT_TYPE,
     CPU_EXTENSION,
     CPU_ONLY_FALLBACK,
     CPU_OR_CUDA_CHECK,
@@ -111,6 +112,8 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
         found.extend(_placed_if_on_cuda(tree))
     if ".numpy()" in text and "is_cuda" in text and (tree := tree or parse(text)) is not None:
         found.extend((line, NUMPY_OFF_CUDA) for line in _numpy_off_cuda(tree))
+    if "set_default_tensor_type" in text and (tree := tree or parse(text)) is not None:
+        found.extend((line, CPU_DEFAULT_TYPE) for line in _cpu_default_off_cuda(tree))
     if "share_memory" in text and (tree := tree or parse(text)) is not None:
         found.extend((node.lineno, SHARED_MEMORY) for node in ast.walk(tree) if isinstance(node, ast.Call)
                      and isinstance(node.func, ast.Attribute) and node.func.attr in ("share_memory", "share_memory_"))
@@ -236,6 +239,36 @@ def _device_tables(tree: ast.Module) -> list[tuple[int, str]]:
             if tables and isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
             and node.value.id in tables and isinstance(node.slice, ast.Attribute) and node.slice.attr == "type"
             and isinstance(node.slice.value, ast.Attribute) and node.slice.value.attr == "device"]
+
+
+def _cpu_default_off_cuda(tree: ast.Module) -> list[int]:
+    """Lines of a ``torch.set_default_tensor_type(torch.FloatTensor)`` (a CPU type) in the last arm of an ``if`` chain
+    that asks for ``"cuda"``: every other device, MPS and XPU included, gets CPU default tensors there (tapqir's
+    ``Model.to``)."""
+    found = []
+    arms = {id(n.orelse[0]) for n in ast.walk(tree) if isinstance(n, ast.If) and len(n.orelse) == 1
+            and isinstance(n.orelse[0], ast.If)}  # an `elif`: its chain's head is read
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or id(node) in arms:
+            continue
+        chain, asks = node, False
+        while True:
+            asks = asks or any(isinstance(n, ast.Constant) and n.value == "cuda" for n in ast.walk(chain.test))
+            if len(chain.orelse) == 1 and isinstance(chain.orelse[0], ast.If):
+                chain = chain.orelse[0]
+                continue
+            break
+        for inner in (n for statement in chain.orelse for n in ast.walk(statement)) if asks else ():
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) \
+                    and inner.func.attr == "set_default_tensor_type" and inner.args \
+                    and isinstance(kind := inner.args[0], ast.Attribute) and not _is_cuda_type(kind):
+                found.append(inner.lineno)
+    return found
+
+
+def _is_cuda_type(node: ast.Attribute) -> bool:
+    """``torch.cuda.FloatTensor`` (a type under ``cuda``), not ``torch.FloatTensor``."""
+    return isinstance(node.value, ast.Attribute) and node.value.attr == "cuda"
 
 
 def _numpy_off_cuda(tree: ast.Module) -> list[int]:

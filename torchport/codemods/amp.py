@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchport.codemods.analysis.names import ast_chain, qualify
-from torchport.codemods.core.base import keyword_arg, not_cpu, older_torch
+from torchport.codemods.core.base import keyword_arg, not_cpu, older_torch, requires_older_torch
 from torchport.codemods.core.reasons import HELD_CHOICE, MOVES_TOGETHER, PROJECT_TORCH, SEVERAL_BACKENDS
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import rewrite_string
@@ -94,7 +94,7 @@ def _autocast_stays(m: Migrator, code: str, call: cst.Call, node: cst.CSTNode) -
     if m.names_mps:
         m.leave_as_written(code, node, SEVERAL_BACKENDS, _OWN_MPS_CHOICE)
         return True
-    if (0, 0) < m.renderer.version < _SCALER_TORCH and _makes_scaler(m):
+    if requires_older_torch(m, _SCALER_TORCH) and _makes_scaler(m):
         m.leave_as_written(code, node, PROJECT_TORCH, "its GradScaler stays CUDA's: the project requires torch "
                            f"{m.renderer.version[0]}.{m.renderer.version[1]}, which lacks torch.amp.GradScaler")
         return True

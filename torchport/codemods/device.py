@@ -842,22 +842,18 @@ class DeviceString(_StringRule):
         if m.hold != OWN_MPS_HOLD or m.syntax is None or not (
                 isinstance(original.func, cst.Attribute) and original.func.attr.value == "add_argument"):
             return None
-        default = next((a for a in updated.args if a.keyword is not None and a.keyword.value == "default"), None)
-        if default is None or string_value(default.value) != "cuda":
+        at = next((i for i, a in enumerate(original.args) if a.keyword is not None and a.keyword.value == "default"),
+                  None)
+        if at is None or string_value(original.args[at].value) != "cuda":
             return None
         names = [string_value(a.value) for a in original.args if a.keyword is None]
         dests = {n.lstrip("-").replace("-", "_") for n in names if n and n.startswith("-")}
-        if not dests & _options_compared_with_mps(m.syntax):
+        # no second choice: the module's own takes the runtime's pick
+        if not dests & _options_compared_with_mps(m.syntax) or not m.apply(self.code, original.args[at].value,
+                                                                             held_choice=True):
             return None
-        hold, m.hold = m.hold, None  # no second choice: the module's own takes the runtime's pick
-        try:
-            if not m.apply(self.code, next(a for a in original.args if a is not None and a.keyword is not None
-                                           and a.keyword.value == "default").value):
-                return None
-        finally:
-            m.hold = hold
-        return updated.with_changes(args=[a.with_changes(value=m.runtime_call("device_type", [])) if a is default
-                                          else a for a in updated.args])
+        return updated.with_changes(args=[a.with_changes(value=m.runtime_call("device_type", [])) if i == at else a
+                                          for i, a in enumerate(updated.args)])
 
     def _maps_where_used(self, m: Migrator, call: cst.Call) -> bool:
         """``parser.add_argument("--device", default="cuda")`` whose value the module turns into a device with

@@ -671,8 +671,8 @@ def picked_on_import(results: Sequence[FileResult], avoids: Collection[int]) -> 
     project = Project(results)
     found = {}
     for index in avoids:
-        lines = [line for other in sorted(project.reach(index, always=True) & picking - {index})
-                 if (line := project.first_import_of(index, other, script=True)) is not None]
+        firsts = project.first_imports(index, script=True)
+        lines = [firsts[other] for other in project.reach(index, always=True) & picking - {index} if other in firsts]
         if lines:
             found[index] = min(lines)
     return found
@@ -1143,18 +1143,18 @@ def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Modu
 def _query_names(tree: ast.Module) -> set[str]:
     """The names a module binds once, to a query false without CUDA (``cuda_available =
     torch.cuda.is_available()``)."""
-    from torchport.codemods.analysis.names import ast_chain, import_map, qualify  # LibCST: not in a warm run
+    from torchport.model.evaluate import imported, qualified
 
-    imports = import_map(tree)
+    imports = imported(tree)
     stores: dict[str, int] = {}
     queried: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             stores[node.id] = stores.get(node.id, 0) + 1
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and isinstance(node.value, ast.Call) and not node.value.args and any(
-                torch_facts.query(name, "cpu") is False and torch_facts.query(name, "mps") is False
-                for name in qualify(ast_chain(node.value.func) or "", imports)):
+                and isinstance(node.value, ast.Call) and not node.value.args \
+                and (name := qualified(node.value.func, imports)) is not None \
+                and torch_facts.query(name, "cpu") is False and torch_facts.query(name, "mps") is False:
             queried.add(node.targets[0].id)
     return {name for name in queried if stores.get(name) == 1}
 

@@ -615,25 +615,24 @@ class Project:
         chain.append((entry, firsts[at]))
         return chain[::-1]
 
-    def first_import_of(self, entry: int, target: int, script: bool = False) -> int | None:
-        """The line of the first of ``entry``'s own imports (in source order) after which file ``target`` is
-        imported: P-tuning-v2's ``dense_retriever_colbert.py`` imports ``colbert.parameters`` first through
-        ``colbert.evaluation.loaders``, lines before its own ``from colbert.parameters import DEVICE``."""
+    def first_imports(self, entry: int, script: bool = False) -> dict[int, int]:
+        """Each file ``entry`` always imports -> the line of the first of its own imports (in source order) after
+        which that file is imported: P-tuning-v2's ``dense_retriever_colbert.py`` imports ``colbert.parameters``
+        first through ``colbert.evaluation.loaders``, lines before its own ``from colbert.parameters import
+        DEVICE``. ``script``: its ``__main__`` block's imports too."""
         module = outline(self.results[entry].original)
-        seen: set[int] = {entry}
+        found: dict[int, int] = {}
         for node in sorted((*module.always, *(module.main if script else ())), key=lambda n: n.line):
-            todo = [other for other in self.resolved(entry, [node]) if other not in seen]
-            seen.update(todo)
+            todo = [other for other in self.resolved(entry, [node]) if other != entry and other not in found]
+            found.update(dict.fromkeys(todo, node.line))
             while todo:
                 step = todo.pop()
-                if step == target:
-                    return node.line
                 for inner in outline(self.results[step].original).always:
                     for other in self.resolved(step, [inner]):
-                        if other not in seen:
-                            seen.add(other)
+                        if other != entry and other not in found:
+                            found[other] = node.line
                             todo.append(other)
-        return None
+        return found
 
     def runs_line(self, index: int, lines: Iterable[int], reach: Iterable[int]) -> bool:
         """Whether a program of modules ``reach`` may run one of ``lines`` of file ``index``: one at its top level,

@@ -754,10 +754,10 @@ def _wide_dtype_lines(tree: ast.Module, text: str, certain: bool = False) -> lis
             parents[id(child)] = node
     collective: dict[int, bool] = {}  # per function: each is read once, however many dtypes it names
     found = []
-    # `from torch import float64`: the name is torch's dtype (curvlinops' `DTYPE = float64`)
     # `torch.float64`, `th.double`: torch's dtypes, not `args.double` (Deep-RL's double-DQN flag) nor numpy's
     torch_names = {"torch"} | {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import)
                                for a in n.names if a.name == "torch"}
+    # `from torch import float64`: the name is torch's dtype (curvlinops' `DTYPE = float64`)
     imported = {a.asname or a.name: _WIDE[a.name] for n in tree.body if isinstance(n, ast.ImportFrom)
                 and n.module == "torch" and not n.level for a in n.names if a.name in _WIDE and a.name != "double"}
     for node in ast.walk(tree):

@@ -112,12 +112,18 @@ def append_arg(call: cst.Call, new: cst.Arg) -> cst.Call:
     return call.with_changes(args=[*args[:-1], last, new])
 
 
+def requires_older_torch(m: Migrator, needed: tuple[int, int]) -> bool:
+    """Whether the torch the project requires (`Renderer.version`, from its requirements; ``(0, 0)``: it says
+    nothing) predates ``needed``."""
+    return (0, 0) < m.renderer.version < needed
+
+
 def older_torch(m: Migrator, node: cst.CSTNode, needed: tuple[int, int], api: str) -> bool:
-    """Leave ``node`` as written where the torch the project requires (`Renderer.version`, from its
-    requirements) predates ``needed``, the first torch with ``api``; True then (a TP110 note says why)."""
-    version = m.renderer.version
-    if version == (0, 0) or version >= needed:
+    """Leave ``node`` as written where the torch the project requires predates ``needed``, the first torch with
+    ``api`` (`requires_older_torch`); True then (a TP110 note says why)."""
+    if not requires_older_torch(m, needed):
         return False
+    version = m.renderer.version
     m.skip_region(node, PROJECT_TORCH, f"the project requires torch {version[0]}.{version[1]}, which lacks {api} "
                                        f"(torch {needed[0]}.{needed[1]})")
     return True

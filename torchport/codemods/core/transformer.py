@@ -335,20 +335,21 @@ class Migrator(cst.CSTTransformer):
         codes = self.suppressed[line]
         return codes is None or any(code.startswith(c) for c in codes)
 
-    def apply(self, code: str, node: cst.CSTNode, safe: bool = False) -> bool:
+    def apply(self, code: str, node: cst.CSTNode, safe: bool = False, held_choice: bool = False) -> bool:
         """Whether rewrite ``code`` may change ``node``; records it when it may.
 
         A rule that is deselected or suppressed on the node's line, or a node in a skipped region,
         is left alone. An unsafe rule without ``--unsafe-fixes`` reports the site instead, unless ``safe``
         says this site's fix is safe (a per-site safety, as ruff's fix applicability). Either way the node
-        counts as handled, so no fallback diagnostic repeats it.
+        counts as handled, so no fallback diagnostic repeats it. ``held_choice``: the rewrite feeds the module's own
+        device choice (the one `hold` keeps), so it adds no second one and the hold does not stop it.
         """
         self.mark_handled(node)
         start = self.start(node)
         if not self.enabled(code) or self._is_suppressed(code, start.line):
             return False
         rule = RULES_BY_CODE[code]
-        if self.hold is not None and code in DATA_MOVES and not self._skip_depth:
+        if self.hold is not None and code in DATA_MOVES and not self._skip_depth and not held_choice:
             # The project keeps this module's device choices CUDA-or-CPU: a move to the picked device would
             # put tensors on MPS beside the CPU ones there. Left for the author, with the reason.
             self.report("TP110", node, f"left as written ({code} would apply): {note(HELD_CHOICE, self.hold)}")

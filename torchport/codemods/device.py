@@ -829,6 +829,15 @@ class DeviceString(_StringRule):
         Example('KERNELS = {"cuda": 1, "cpu": 2}\n'),
         Example('CONFIG = {"cuda": {"backend": "nccl", "device": "cuda"}, "xpu": {"backend": "xccl"}}\n'),
         Example('from typing import Literal\n\nDevice = Literal["cpu", "cuda"]\n'),
+        # nnU-Net's -device: the module maps the types it names, MPS included, itself; only its default moves
+        Example("import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+                "parser.add_argument('-device', default='cuda')\nargs = parser.parse_args()\n"
+                "assert args.device in ['cpu', 'cuda', 'mps']\n"
+                "device = torch.device('mps') if args.device == 'mps' else torch.device(args.device)\n",
+                "import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+                "parser.add_argument('-device', default=tp.device_type())\nargs = parser.parse_args()\n"
+                "assert args.device in ['cpu', 'cuda', 'mps']\n"
+                "device = torch.device('mps') if args.device == 'mps' else torch.device(args.device)\n"),
     )
 
     def _chosen_among(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.Call | None:

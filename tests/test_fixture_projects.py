@@ -408,6 +408,27 @@ def test_device_values_nothing_reads_are_left_and_the_program_still_runs(tmp_pat
     assert ran.returncode == 0 and "torch.Size([2, 2])" in ran.stdout, ran.stderr[-2000:]
 
 
+def test_a_device_read_only_under_cuda_guards_is_left_as_written(tmp_path: Path) -> None:
+    """SimCTG: `device = torch.device("cuda")` is read only under `if cuda_available:`, in the script and in the
+    function it hands it to (which only the script calls): off CUDA nothing reads it, so its port changes nothing."""
+    folder = _ported("guarded_reads", tmp_path)
+    assert (folder / "train.py").read_text() == (PROJECTS / "guarded_reads" / "train.py").read_text()
+    done = CliRunner().invoke(app, ["migrate", str(folder), "--check", "--no-cache"])
+    assert "`device` is read only where CUDA runs" in done.stdout
+    ran = _run(folder, "train.py")
+    assert ran.returncode == 0 and "evaluated float" in ran.stdout, ran.stderr[-2000:]
+
+
+def test_a_device_a_script_hands_to_a_function_another_module_imports_is_ported(tmp_path: Path) -> None:
+    """The same script, its `evaluate` imported by another module: what that importer passes is unknown, so the
+    parameter's read under `if cuda_available:` may run off CUDA, and the device is ported."""
+    folder = tmp_path / "guarded_reads_imported"
+    shutil.copytree(PROJECTS / "guarded_reads", folder)
+    (folder / "bench.py").write_text("from train import evaluate\n")
+    _apply(folder)
+    assert 'device = tp.device()' in (folder / "train.py").read_text()
+
+
 def test_a_program_that_stops_off_cuda_in_the_original_too_is_left_whole(tmp_path: Path) -> None:
     """bayesian-torch's ImageNet scripts: `ngpus_per_node` is bound only under `if torch.cuda.is_available():` and
     read after it, a NameError off CUDA before and after any port: nothing is rewritten, the stop is reported

@@ -1208,13 +1208,13 @@ def test_a_demo_main_block_of_an_imported_module_gets_the_call_first_in_it(tmp_p
 
 def test_a_demo_main_function_only_the_main_block_calls_gets_the_call_in_the_block(tmp_path: Path) -> None:
     """myria3d's pyg_randla_net.py: the demo's device choice is in a `main()` only its `__main__` block calls, and
-    its test calls torch_scatter (kernels for the CPU and CUDA alone). The choice becomes the runtime's, so the call
-    goes first in the block, and there too where another module calls the same `main` (P-tuning-v2's
+    its test calls torch_scatter (kernels for the CPU and CUDA alone). Its model's `.cuda()` becomes the runtime's
+    device, so the call goes first in the block, and there too where another module calls the same `main` (P-tuning-v2's
     dense_retriever.py): the block runs only where the module is the program."""
     demo = ("import torch\nfrom torch_scatter import scatter\n\n\nclass Net(torch.nn.Module):\n"
             "    def forward(self, x):\n        return x * 2\n\n\ndef main():\n"
             "    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
-            "    model = Net().to(device)\n\n"
+            "    model = Net().cuda()\n\n"
             "    def test():\n        out = model(torch.rand(8, 3).to(device))\n"
             "        return scatter(out, torch.zeros(8, dtype=torch.long, device=device), dim=0, reduce='mean')\n\n"
             "    print(test())\n\n\nif __name__ == '__main__':\n    main()\n")
@@ -1223,7 +1223,9 @@ def test_a_demo_main_function_only_the_main_block_calls_gets_the_call_in_the_blo
     call = "tp.keep_cuda_or_cpu(\"a compiled extension's kernels (`torch_scatter.scatter`: the CPU's and CUDA's " \
            "alone), arch.py:16\")"
     arch = (tmp_path / "arch.py").read_text()
-    assert "    device = tp.available_device()\n" in arch
+    assert "    model = Net().to(tp.device())\n" in arch
+    # the choice already picks what the runtime's would where every program keeps CUDA-or-CPU: it stays
+    assert "    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n" in arch
     assert f"if __name__ == '__main__':\n    {call}\n    main()\n" in arch
     again = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache", "--check"])
     assert again.exit_code == 0, again.output  # a second run changes nothing

@@ -17,9 +17,13 @@ AVOID_BEFORE = "avoid_mps before line "
 # The gate the project pass gives a module with a demo `__main__` block whose program needs the call (a module others
 # import): TP019 writes it first in that block, where it runs only when the module is the program.
 AVOID_IN_MAIN = "avoid_mps in the __main__ block"
-# The gate the project pass gives a module whose autocasts and scalers only programs kept CUDA-or-CPU reach, with why
-# (`torchport.pipeline.programs.kept_amp`): they stay CUDA's (`torchport.codemods.amp`).
-KEPT_AMP = "amp kept CUDA's: "
+# The gate the project pass gives a module that only programs kept CUDA-or-CPU reach, with why
+# (`torchport.pipeline.programs.kept_cuda_or_cpu`): its autocasts, scalers and availability idioms stay CUDA's, which
+# already do there what moved ones would (`torchport.codemods.amp`, `torchport.codemods.device`).
+KEPT = "kept CUDA-or-CPU: "
+# The gate the project pass gives a script no module imports (`torchport.pipeline.unused.own_scripts`): only its own
+# code calls its functions, so the port check reads the values its calls give them (`torchport.model.check`).
+OWN = "own script"
 # The gate the project pass gives a module one of whose functions is handed the storage a `map_location` function of
 # another module gets (`torchport.model.checkpoints.storage_parameters`), as ``STORAGE + "f(param)"``: its `.cuda()`
 # becomes `.to(device=...)`, the keyword a storage's `to` takes.

@@ -27,7 +27,6 @@ from torchport.codemods.core.reasons import HELD_CHOICE, MOVES_TOGETHER, PROJECT
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.device import rewrite_string
 from torchport.model import torch_facts
-from torchport.results import KEPT_AMP
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -66,13 +65,13 @@ _OWN_MPS_CHOICE = "this module makes its own choice for MPS (its code names MPS)
 
 
 def _kept(m: Migrator, code: str, node: cst.CSTNode) -> bool:
-    """Whether only programs kept CUDA-or-CPU reach the module (the project pass's `KEPT_AMP` gate): its AMP call
-    at ``node`` stays CUDA's, with a TP110 note of rule ``code``. There data is on CUDA or the CPU, where CUDA's
-    autocast and scaler run as the moved ones would (enabled on CUDA, off on the CPU)."""
-    why = next((g[len(KEPT_AMP):] for g in m.gates if g.startswith(KEPT_AMP)), None)
-    if why is not None:
-        m.leave_as_written(code, node, HELD_CHOICE, why)
-    return why is not None
+    """Whether only programs kept CUDA-or-CPU reach the module (`Migrator.kept`): its AMP call at ``node`` stays
+    CUDA's, with a TP110 note of rule ``code``. There data is on CUDA or the CPU, where CUDA's autocast and scaler
+    run as the moved ones would (enabled on CUDA, off on the CPU)."""
+    if m.kept is not None:
+        m.leave_as_written(code, node, HELD_CHOICE, f"{m.kept}: there CUDA's autocast and scaler already run as "
+                           "moved ones would")
+    return m.kept is not None
 
 
 def _autocast_stays(m: Migrator, code: str, call: cst.Call, node: cst.CSTNode) -> bool:

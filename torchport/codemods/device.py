@@ -1388,7 +1388,9 @@ class AvailabilityIdiom(Rule):
                 m.mark_handled(branch)
             m.skip_region(node, SEVERAL_BACKENDS if shape[3] else CUDA_ONLY)
             return True
-        if m.hold is not None:  # the project needs CUDA-or-CPU here; TP110 keeps it, with the reason
+        # the project needs CUDA-or-CPU here, or only such programs run it (the idiom already picks what the
+        # runtime would): TP110 keeps it, with the reason
+        if m.hold is not None or m.kept is not None:
             m.shared.held_idioms.add(id(node))
             return True
         m.shared.idioms[id(node)] = (shape[0], shape[1])

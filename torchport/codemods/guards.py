@@ -1014,6 +1014,9 @@ def _is_flag(m: Migrator, dotted: str) -> bool:
     return ("", dotted) in flags and dotted not in params
 
 
+# why a choice stays where only programs kept CUDA-or-CPU run it (`Migrator.kept`)
+_KEPT = "{}: there it already picks what the runtime's pick would"
+
 class CudaGuard(Rule):
     code = "TP110"
     moves_data = False
@@ -1178,9 +1181,9 @@ class CudaGuard(Rule):
             return
         if id(node) not in m.shared.idioms and _cuda_detection(m, node.test):
             positive, other = _guard_calls(m, node.test)
-            held = m.hold is not None and id(node) in m.shared.held_idioms
+            held = id(node) in m.shared.held_idioms
             self._keep(m, positive + other, node.test, HELD_CHOICE if held else None,
-                       f"availability idiom kept as written: {m.hold}")
+                       f"availability idiom kept as written: {m.hold or _KEPT.format(m.kept)}")
             if _availability_based(m, node.test) and (_scan(m, node.body).chooses or _moves(node.body)):
                 m.fact("kept", node)  # reid-strong-baseline's `img.to(device) if device_count() >= 1 else img`
             m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.test, "in the CUDA branch of the conditional"))
@@ -1218,7 +1221,7 @@ class CudaGuard(Rule):
                     self._keep(m, positive + other, branch, None)
                 m.skip_region(node, SEVERAL_BACKENDS)  # already chooses among several backends
                 return
-        if m.hold is None and (asked := _asked_for(m, node)) is not None:
+        if m.hold is None and m.kept is None and (asked := _asked_for(m, node)) is not None:
             self._rewrite(m, asked, "is_available")
             return
         positive, other = _guard_calls(m, node.test)
@@ -1228,7 +1231,7 @@ class CudaGuard(Rule):
             scan = _scan(m, node.body)
             function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
             portable = scan.chooses and not scan.cuda_only and not self._mixed(m, function)
-            if portable and m.hold is None:
+            if portable and m.hold is None and m.kept is None:
                 for call in positive:
                     self._rewrite(m, call, "is_available" if m.has_qname(call.func, _AVAILABLE) else "device_count")
                 m.fact("choices", node)
@@ -1236,7 +1239,7 @@ class CudaGuard(Rule):
             if scan.chooses or _else_picks_cpu(node):
                 m.fact("kept", node)
             self._keep(m, positive, node.test, HELD_CHOICE if portable else CUDA_ONLY,
-                       f"CUDA guard kept as written: {m.hold}" if portable else
+                       f"CUDA guard kept as written: {m.hold or _KEPT.format(m.kept)}" if portable else
                        "CUDA guard kept: the code under it runs only on CUDA, as before")
             m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.test, "under the CUDA guard"))
         elif _cuda_detection(m, node.test):

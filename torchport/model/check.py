@@ -23,6 +23,7 @@ from torchport.model import torch_facts
 from torchport.model.checkpoints import loaded_file, saved_on
 from torchport.model.evaluate import Evaluator, Stop, Unit, defaults, dotted, imported, qualified
 from torchport.model.torch_facts import is_runtime, text
+from torchport.results import OWN
 
 OFF_CUDA = ("cpu", "mps")  # in this order; xpu answers as mps does for every query the model reads, bar its name
 
@@ -90,8 +91,9 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     module_stops: list[Stop] | None = []  # where every path of the module body stops, on every target
     skipped: set[int] | None = None  # the units a skip mark skips on every target
     deciders: list[Evaluator] = []
+    own = OWN in gates
     for target in OFF_CUDA:
-        evaluator = Evaluator(tree, target, exempt, gates)
+        evaluator = Evaluator(tree, target, exempt, gates, own=own)
         deciders.append(evaluator)
         try:
             units = evaluator.units()
@@ -125,6 +127,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     if tests:
         dead += _helpers_of_skipped_tests(tree, skipped or set())
     unread = _unread_stores(tree, runtime, closed or tests, unused)
+    on_cuda = _read_on_cuda(tree, runtime, closed or tests or own, runs, starts)
     on_cpu = _cpu_saved_loads(tree, folder, runtime) if folder is not None and ".map_location()" in migrated else []
     # lines changed one for one are read one by one: a rewrite never run (llm.c's DDP line, beside a memory query
     # that runs) stays out alone
@@ -164,6 +167,11 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         if store is not None:
             decisions[index] = False
             held.append(Held(i1 + 1, max(i2, i1 + 1), None, f"`{store}` {UNREAD}"))
+            continue
+        store = next((name for first, last, name in on_cuda if first <= min(lines) and max(lines) <= last), None)
+        if store is not None:
+            decisions[index] = False
+            held.append(Held(i1 + 1, max(i2, i1 + 1), None, f"`{store}` {CUDA_READ}"))
             continue
         option = next((name for first, last, name in overwritten if first <= min(lines) and max(lines) <= last), None)
         if option is not None:
@@ -271,6 +279,64 @@ def _unread_stores(tree: ast.Module, runtime: frozenset[str], module: bool,
         read = reads(scope)
         if read is not None:
             found.extend((s.lineno, s.end_lineno or s.lineno, name) for s, name in stores if name not in read)
+    return found
+
+
+def _read_on_cuda(tree: ast.Module, runtime: frozenset[str], module: bool, runs: Mapping[int, Stop | None],
+                  starts: Mapping[int, int]) -> list[tuple[int, int, str]]:
+    """``(first, last line, name)`` of each assignment of a device value (see `only_answers`) that no clean path
+    off CUDA reads: every read of the name is on a line that runs only on CUDA (under a kept
+    ``if cuda_available:``) or hands it to a parameter of the module's own function that is read only there
+    (SimCTG's ``device = torch.device('cuda')``, read by ``model.to(device)`` and
+    ``evaluate_dev_set_ppl(..., cuda_available, device)`` under such guards). Its port changes nothing. A function's
+    locals; with ``module`` (nothing imports the module), its globals too. ``runs``: `check_port`'s statements
+    run off CUDA; ``starts``: each line's statement."""
+    imports = imported(tree)
+    functions = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def live(node: ast.expr, parents: Mapping[int, ast.AST], depth: int) -> bool:
+        if runs.get(starts.get(node.lineno, node.lineno), _NEVER) is not None:
+            return False  # that line runs on no clean path off CUDA
+        parent = parents.get(id(node))
+        param: str | int | None
+        if isinstance(parent, ast.keyword):
+            param = parent.arg
+            parent = parents.get(id(parent))
+        elif isinstance(parent, ast.Call) and node in parent.args:
+            param = parent.args.index(node)
+        else:
+            return True
+        if not isinstance(parent, ast.Call) or not isinstance(parent.func, ast.Name) or param is None:
+            return True
+        called = functions.get(parent.func.id)
+        if called is None or depth > 2 or any(isinstance(a, ast.Starred) for a in parent.args):
+            return True
+        names = [a.arg for a in (*called.args.posonlyargs, *called.args.args, *called.args.kwonlyargs)]
+        if isinstance(param, int):
+            if param >= len(called.args.posonlyargs) + len(called.args.args):
+                return True
+            param = names[param]
+        return param not in names or read_live(called, param, depth + 1)
+
+    def read_live(scope: ast.AST, name: str, depth: int) -> bool:
+        loads = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name
+                 and not isinstance(n.ctx, ast.Store)]
+        if reads(scope) is None or any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names
+                                       for n in ast.walk(scope)):
+            return True
+        parents = {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
+        return any(live(n, parents, depth) for n in loads)
+
+    found: list[tuple[int, int, str]] = []
+    scopes: list[ast.AST] = [*([tree] if module else []), *functions.values()]
+    scopes += [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and n not in functions.values()]
+    for scope in scopes:
+        stores = [(s, target.id) for s in _own_statements(scope.body)  # type: ignore[attr-defined]
+                  if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(target := s.targets[0], ast.Name)
+                  and only_answers(s.value, runtime, imports)]
+        found.extend((s.lineno, s.end_lineno or s.lineno, name) for s, name in stores
+                     if not read_live(scope, name, 0))
     return found
 
 
@@ -383,6 +449,7 @@ def _passing_tests(original: ast.Module, exempt: frozenset[int]) -> list[tuple[i
 
 _QUERY = text("availability_query")
 UNREAD = "is never read: the value changes nothing"  # the note of a device value nothing reads
+CUDA_READ = "is read only where CUDA runs: its port changes nothing"  # a device value read under CUDA guards
 CPU_SAVED = "holds CPU tensors: it loads the same on every backend"  # the note of a repository's checkpoint
 PASSED = "is passed by every call in the project: its default changes nothing"  # a default no call reaches
 OVERWRITTEN = "is set again off CUDA before anything reads it: its port changes nothing"  # an option's default

@@ -188,11 +188,13 @@ class Evaluator:
             a flag: off CUDA it is false where ``f`` runs on its own.
         defaults: what the module's own ``parse_args()`` returns holds its options' defaults (the program run with
             no arguments, as `torchport programs` judges it); else it is unknown, so every option's paths run.
+        own: nothing imports the module (a script): its top-level functions run only where its own code calls them.
     """
 
     def __init__(self, tree: ast.Module, target: str, exempt: frozenset[int] = frozenset(),
-                 gates: frozenset[str] = frozenset(), defaults: bool = False) -> None:
+                 gates: frozenset[str] = frozenset(), defaults: bool = False, own: bool = False) -> None:
         self.tree = tree
+        self.own = own  # nothing imports the module: only its own code calls its top-level functions
         # the command line's defaults, where the program is run with none given (`command_line_defaults`)
         # when the program may be run with options given, only a default computed from device queries is read
         # (`default="cuda" if torch.cuda.is_available() else "cpu"`): a device given on the command line is the
@@ -309,11 +311,12 @@ class Evaluator:
         """The parameters of ``function`` (a test class's method, or a private function or method) that every call
         of it the evaluation of the module runs fills with False: torch-fidelity's
         ``self.estimate_implementation_exactness(cuda)`` after ``cuda = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-        != ""``. Named anywhere else (a callback), it is none."""
+        != ""``; any top-level function of a module nothing imports (``own``: SimCTG's
+        ``evaluate_dev_set_ppl(data, model, cuda_available, device)``). Named anywhere else (a callback), it is none."""
         filled = self._filled.get(id(function))
         cls = self._methods.get(id(function))
         if not filled or not (function.name.startswith("_") and not function.name.startswith("__") or (
-                cls is not None and cls.name.startswith("Test"))):
+                cls is not None and cls.name.startswith("Test")) or self.own and function in self.tree.body):
             return {}
         self._name_index()
         assert self._named is not None

@@ -226,7 +226,7 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
     program runs; ``folder``: the module's (see `check_port`)."""
     from torchport.codemods.api import suppressions
     from torchport.codemods.core.reasons import DEAD_STORE, HALF_PORT, MOVES_TOGETHER, SAVED_HERE, note
-    from torchport.model.check import CPU_SAVED, OVERWRITTEN, PASSED, SCALER, UNREAD, UNUSED, check_port
+    from torchport.model.check import CPU_SAVED, CUDA_READ, OVERWRITTEN, PASSED, SCALER, UNREAD, UNUSED, check_port
     from torchport.results import Diagnostic
 
     checked = check_port(original, migration.code, frozenset(suppressions(migration.code)), syntax, tree, gates,
@@ -238,6 +238,11 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
     kept = [s for s in migration.sites if not any(h.first <= s.line <= h.last for h in held)]
     if checked.code == original:
         kept = []
+    # what a held hunk moved or chose moves nothing now (the project passes read these original lines)
+    for fact in ("moves", "choices"):
+        if fact in migration.facts:
+            migration.facts[fact] = [line for line in migration.facts[fact] if checked.code != original
+                                     and not any(h.first <= line <= h.last for h in held)]
     migration.sites = kept
     migration.rewrites = {}
     for site in kept:
@@ -254,8 +259,8 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
         said.add(key)
         where = f"{UNUSED}{','.join(names)}" if key == UNUSED else h.why or (
             "no path off CUDA runs it" if h.stop is None else f"{STILL_STOPS} at line {h.stop.line}: {h.stop.message}")
-        reason = DEAD_STORE if h.why.endswith((UNREAD, PASSED, OVERWRITTEN)) else SAVED_HERE if h.why.endswith(
-            CPU_SAVED) else MOVES_TOGETHER if h.why == SCALER else HALF_PORT
+        reason = DEAD_STORE if h.why.endswith((UNREAD, CUDA_READ, PASSED, OVERWRITTEN)) else \
+            SAVED_HERE if h.why.endswith(CPU_SAVED) else MOVES_TOGETHER if h.why == SCALER else HALF_PORT
         migration.diagnostics.append(Diagnostic("TP110", h.first, 0, note(reason, f"left as written: {where}")))
     migration.diagnostics.sort(key=lambda d: (d.line, d.column))
 

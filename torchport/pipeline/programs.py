@@ -1507,23 +1507,26 @@ def cpu_only_amp(results: Sequence[FileResult]) -> dict[int, str]:
     return left
 
 
-def kept_amp(results: Sequence[FileResult], avoids: Mapping[int, str]) -> dict[int, str]:
-    """The changed modules with a CUDA autocast or GradScaler the port moves (`AMP_CODES`) that only programs kept
-    CUDA-or-CPU reach (``tp.keep_cuda_or_cpu``, given by the project pass in ``avoids`` or by their own text): their
-    data is on CUDA or the CPU, where CUDA's autocast and scaler already did what a moved one would (enabled on CUDA,
-    disabled on the CPU), so moving them changes nothing. Not a module packaging metadata installs (its users'
-    programs decide), nor one no program reaches.
+def kept_cuda_or_cpu(results: Sequence[FileResult], avoids: Mapping[int, str]) -> dict[int, str]:
+    """The changed modules with a CUDA autocast or GradScaler the port moves (`AMP_CODES`), or a device choice it
+    ports (``facts["choices"]``: an availability idiom, a CUDA guard that picks), that only programs kept CUDA-or-CPU
+    reach (``tp.keep_cuda_or_cpu``, given by the project pass in ``avoids`` or by their own text): their data is on
+    CUDA or the CPU, where CUDA's autocast and scaler already did what a moved one would (enabled on CUDA, disabled
+    on the CPU), and ``"cuda" if torch.cuda.is_available() else "cpu"`` (or ``if torch.cuda.is_available(): device =
+    "cuda"``) already picks what the runtime's pick would, so porting them changes nothing. Not a module packaging
+    metadata installs (its users' programs decide), nor one no program reaches.
 
     Args:
         results: the run's results, after the per-file and hold passes.
         avoids: index into ``results`` -> the reason the project pass gives that entry point (`avoid_mps`).
 
     Returns:
-        index into ``results`` -> why its autocasts and scalers stay CUDA's (the entry point that keeps it).
+        index into ``results`` -> why its autocasts, scalers and idioms stay CUDA's (the entry point that keeps it).
     """
     from torchport.pipeline.library import installable
 
-    amp = {i for i, r in enumerate(results) if r.changed and set(r.rewrites) & AMP_CODES - {"TP022"}}
+    amp = {i for i, r in enumerate(results) if r.changed and (set(r.rewrites) & AMP_CODES - {"TP022"}
+                                                               or r.facts.get("choices"))}
     packaged = installable(results[i].path for i in amp)
     amp = {i for i in amp if results[i].path not in packaged}
     if not amp:
@@ -1546,10 +1549,22 @@ def kept_amp(results: Sequence[FileResult], avoids: Mapping[int, str]) -> dict[i
     for index, reaching in _reaching(project, len(results), amp).items():
         entries = [i for i in reaching if program(i)]
         if entries and all(kept(i) for i in entries):
-            left[index] = (f"every program that reaches it keeps CUDA-or-CPU (`tp.keep_cuda_or_cpu`, "
-                           f"{results[entries[0]].display}): there CUDA's autocast and scaler already ran as a moved "
-                           "one would")
+            left[index] = f"every program that reaches it runs on CUDA or the CPU alone ({results[entries[0]].display})"
     return left
+
+
+def lone_keeps(results: Sequence[FileResult], avoids: Mapping[int, str]) -> set[int]:
+    """The entry points the project pass keeps CUDA-or-CPU (``avoids``: index -> reason) whose port now changes
+    nothing but that call (TP019 its only rewrite) and no module they reach: what the keep answered (a choice kept
+    beside data moved) is no longer there, and the program runs as written, on CUDA or the CPU.
+
+    Returns:
+        indices into ``results``.
+    """
+    project = Project(results)
+    return {index for index, why in avoids.items() if keeps_cuda_or_cpu(why)
+            and set(results[index].rewrites) <= {"TP019"}
+            and not any(results[other].changed for other in project.reach(index) - {index})}
 
 
 def _reaching(project: Project, count: int, targets: set[int]) -> dict[int, list[int]]:

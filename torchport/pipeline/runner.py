@@ -32,7 +32,7 @@ from torchport.pipeline.engine import (
 )
 from torchport.pipeline.files import Found
 from torchport.pipeline.notebooks import is_notebook, read_notebook
-from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, KEPT_AMP, FileResult
+from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, KEPT, OWN, FileResult
 from torchport.style import style_for
 
 # progress(total) -> a context manager giving advance(); see report.progress_bar.
@@ -194,6 +194,11 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
     for index, names in programs.storage_gates(results).items():  # `.cuda()` on a storage another module hands on
         gates[index] = gates.get(index, frozenset()) | names
     _again(results, {index: Directive(gates=names) for index, names in gates.items()}, settings, jobs, cache)
+    from torchport.pipeline.unused import own_scripts  # here: a warm run reads the directives
+
+    own = own_scripts(results)
+    for index in own:  # only its own code calls a script's functions: told with the next directive it gets
+        gates[index] = gates.get(index, frozenset()) | {OWN}
     holds = project.holds(results)
     _again(results, {index: Directive(reason, None, gates.get(index, frozenset())) for index, reason in holds.items()},
            settings, jobs, cache)
@@ -205,21 +210,32 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
         gates[index] = gates.get(index, frozenset()) | {f"{AVOID_BEFORE}{line}"}
     for index in demos:  # a module with a demo `__main__` block: the call goes first in that block
         gates[index] = gates.get(index, frozenset()) | {AVOID_IN_MAIN}
-    kept_amp = programs.kept_amp(results, avoids)
-    for index, why in kept_amp.items():  # only programs kept CUDA-or-CPU reach its autocasts: they stay CUDA's
-        gates[index] = gates.get(index, frozenset()) | {f"{KEPT_AMP}{why}"}
+    kept = programs.kept_cuda_or_cpu(results, avoids)
+    for index, why in kept.items():  # only programs kept CUDA-or-CPU reach it: its AMP and idioms stay CUDA's
+        gates[index] = gates.get(index, frozenset()) | {f"{KEPT}{why}"}
     _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()))
-                     for index in {*avoids, *kept_amp, *(picked.keys() & called)}}, settings, jobs, cache)
+                     for index in {*avoids, *kept, *(picked.keys() & called)}}, settings, jobs, cache)
+    retold = {*holds, *avoids, *kept, *(picked.keys() & called)}  # the modules told something again
+    if kept or own & avoids.keys():  # a keep whose program the port now changes nowhere else (a choice now kept
+        # too, a device read only where CUDA runs): the program runs as written, CUDA-or-CPU
+        dropped = programs.lone_keeps(results, avoids)
+        for index in dropped:
+            del avoids[index]
+        _again(results, {index: Directive(holds.get(index), None, gates.get(index, frozenset())) for index in dropped},
+               settings, jobs, cache)
     reached = programs.unnamed_reached(results)
+    retold |= reached
     _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()), True)
                      for index in reached}, settings, jobs, cache)
     # imported here: a warm run reads the directives
-    from torchport.pipeline.unused import passed_defaults, unread_globals, unused_definitions
+    from torchport.pipeline.unused import passed_defaults, unread_globals, unused_definitions  # noqa: I001
 
     unused = unused_definitions(results)
     for more in (unread_globals(results), passed_defaults(results)):
         for index, names in more.items():
             unused[index] = unused.get(index, frozenset()) | names
+    for index in own - retold:  # not yet told it is its own
+        unused.setdefault(index, frozenset())
     _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()),
                                       index in reached, names) for index, names in unused.items()},
            settings, jobs, cache)

@@ -22,6 +22,7 @@ from torchport.pipeline.library import installable
 from torchport.pipeline.project import Project, live_names, outline, parse, remembered, used, words
 from torchport.results import FileResult
 
+_QUERIES = torch_facts.text("availability_query")
 _MODULES_AT_MOST = 400  # a bigger project is no loose set of scripts: nothing is decided
 
 
@@ -89,6 +90,32 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
         if unused:
             found_unused[index] = frozenset(unused)
     return found_unused
+
+
+def own_scripts(results: Sequence[FileResult]) -> set[int]:
+    """The changed scripts (a ``__main__`` block) that ask a CUDA query and that no module of the project imports,
+    none of a package that packaging metadata installs: only their own code calls their functions (`results.OWN`),
+    so what a query answers off CUDA reaches them. None where some module looks names up at run time (see
+    `unused_definitions`).
+
+    Returns:
+        indices into ``results``.
+    """
+    tests = torch_facts.text("test_file")
+    changed = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and r.original
+               and r.path.name != "conftest.py" and not tests.match(r.path.name) and outline(r.original).script
+               and _QUERIES.search(r.original)]
+    if not changed or sum(r.original is not None for r in results) > _MODULES_AT_MOST:
+        return set()
+    for result in results:
+        found = _uses(result.original) if result.original and result.path.suffix == ".py" else None
+        if found is not None and found.dynamic:
+            return set()
+    project = Project(results)
+    packaged = installable(results[i].path for i in changed)
+    imported = {other for index in range(len(results)) for other in project.imports(index)}
+    return {i for i in changed if i not in imported
+            and not (results[i].path in packaged and results[i].path.parent in project.package_dirs)}
 
 
 def unread_globals(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:

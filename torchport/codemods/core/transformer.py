@@ -31,6 +31,7 @@ from torchport.codemods.entry import avoid_mps
 from torchport.emit.package import PackageRuntime, Renderer
 from torchport.emit.placement import imports_only
 from torchport.model import torch_facts
+from torchport.results import KEPT
 
 if TYPE_CHECKING:
     from libcst.codemod import CodemodContext
@@ -123,6 +124,8 @@ class Migrator(cst.CSTTransformer):
         self.hold = hold
         self.avoid_mps = avoid_mps
         self.gates = gates
+        # why only programs kept CUDA-or-CPU reach the module (the project pass's `KEPT` gate), or None
+        self.kept = next((g[len(KEPT):] for g in gates if g.startswith(KEPT)), None)
         self.facts: dict[str, list[int]] = {}
         self.sites: list[Diagnostic] = []
         self.rewrites: Counter[str] = Counter()

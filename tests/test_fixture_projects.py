@@ -429,6 +429,15 @@ def test_a_device_a_script_hands_to_a_function_another_module_imports_is_ported(
     assert 'device = tp.device()' in (folder / "train.py").read_text()
 
 
+def test_an_object_whose_class_moves_itself_keeps_its_own_cuda_in_a_function_it_is_passed_to(tmp_path: Path) -> None:
+    """mt-dnn's `extract_encoding(model, ...)`, handed an `MTDNNModel` (its own `cuda()`, no `to()`): `model.cuda()`
+    there is the wrapper's; `.to()` would raise AttributeError on CUDA."""
+    folder = _ported("own_cuda_function", tmp_path)
+    assert "    model.cuda()\n" in (folder / "lib" / "encode.py").read_text()
+    ran = _run(folder, "main.py")
+    assert ran.returncode == 0 and "built Wrapper" in ran.stdout, ran.stderr[-2000:]
+
+
 def test_a_program_that_stops_off_cuda_in_the_original_too_is_left_whole(tmp_path: Path) -> None:
     """bayesian-torch's ImageNet scripts: `ngpus_per_node` is bound only under `if torch.cuda.is_available():` and
     read after it, a NameError off CUDA before and after any port: nothing is rewritten, the stop is reported

@@ -579,7 +579,13 @@ def own_object(m: Migrator, receiver: cst.BaseExpression) -> str | None:
 
 def _own_parameter(m: Migrator, receiver: cst.BaseExpression) -> str | None:
     """The class of the object ``self.x`` holds inside a class whose ``__init__`` parameter another module passes an
-    object of a class that moves itself its own way (`torchport.model.objects.own_parameter`), else None."""
+    object of a class that moves itself its own way (`torchport.model.objects.own_parameter`), or of the parameter
+    ``x`` of a top-level function another module passes such an object (the gate ``f(x=Class).cuda``), else None."""
+    scopes = [a for a in m.ancestors if isinstance(a, (cst.FunctionDef, cst.ClassDef))]
+    if isinstance(receiver, cst.Name) and len(scopes) == 1 and isinstance(function := scopes[0], cst.FunctionDef):
+        head = f"{function.name.value}({receiver.value}="
+        return next((g[len(head):-len(").cuda")] for g in m.gates if g.startswith(head) and g.endswith(").cuda")),
+                    None)
     owner = next((a for a in reversed(m.ancestors) if isinstance(a, cst.ClassDef)), None)
     if owner is None or m.syntax is None or not (isinstance(receiver, cst.Attribute)
                                                  and isinstance(receiver.value, cst.Name)

@@ -121,13 +121,16 @@ class PackageRuntime:
         return placement.insert(module, placement.after_imports(module.body, lambda _: False, source=m.source), lines)
 
     def _import(self, m: Migrator, module: cst.Module) -> cst.Module:
-        """The runtime's import: with the leading imports, or after a ``sys.path`` change above the first
-        ``def`` (`torchport.emit.placement.path_change`), which may be what makes it importable."""
+        """The runtime's import: with the leading imports (after a leading ``try`` of imports too), or after a
+        ``sys.path`` change above the first ``def`` (`torchport.emit.placement.path_change`), which may be what makes
+        it importable."""
         change = placement.path_change(module.body, m.source)
         uses = re.compile(rf"\b{self.alias}\.")
         at = placement.after_imports(module.body, lambda _: False,
                                      lambda s: uses.search(cst.Module([]).code_for_node(s)) is not None, m.source)
-        if change is None or at <= change:
+        # LibCST adds it above the first statement that is no import line: above a leading `try` of imports, which
+        # a project may need first (e3_diffusion's rdkit before torch)
+        if (change is None or at <= change) and not any(isinstance(s, cst.Try) for s in module.body[:at]):
             m.add_needed_import(*self.import_from, asname=self.alias)
             return module
         parent, name = self.import_from

@@ -26,7 +26,16 @@ def _smalls(statement: cst.BaseStatement) -> Sequence[cst.BaseSmallStatement]:
 
 
 def imports_only(statement: cst.BaseStatement) -> bool:
-    """Whether ``statement`` is a line of imports alone."""
+    """Whether ``statement`` is a line of imports alone, or a ``try`` of them whose handlers only import, pass or
+    bind names (e3_diffusion's ``try: from rdkit import Chem`` / ``except ModuleNotFoundError: pass``, which its
+    authors keep first)."""
+    if isinstance(statement, cst.Try):
+        return not statement.finalbody and bool(statement.handlers) and all(
+            isinstance(s, cst.BaseStatement) and imports_only(s) for s in statement.body.body) and all(
+            isinstance(s, cst.SimpleStatementLine) and all(isinstance(small, (cst.Import, cst.ImportFrom, cst.Pass,
+                                                                              cst.Assign)) for small in s.body)
+            for block in (*statement.handlers, *((statement.orelse,) if statement.orelse else ()))
+            for s in block.body.body)
     small = _smalls(statement)
     return bool(small) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in small)
 

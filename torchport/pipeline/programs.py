@@ -1228,7 +1228,8 @@ def _own_object_params(trees: Mapping[int, ast.Module | None], project: Project,
     """Per changed module, ``"<Class>(<param>=<class passed>).cuda"`` where a module of the run passes that
     class's ``__init__`` parameter an object of a class that moves itself its own way: XLM's ``GLUE(embedder, ...)``
     with ``embedder = SentenceEmbedder.reload(...)``, whose ``self.embedder.cuda()`` (a copy of the parameter) is the
-    embedder's own, not torch's."""
+    embedder's own, not torch's. Likewise ``"<function>(<param>=<class passed>).cuda"`` for a top-level function
+    (mt-dnn's ``extract_encoding(model, ...)`` with an ``MTDNNModel``, which has a ``cuda`` and no ``to``)."""
     found: dict[int, set[str]] = {}
     for index in range(len(trees)):  # the bindings first: a tree is parsed only where an own class is bound
         own = set(_bound(index, project, defined, others=False)) | set(defined.get(index, {}))
@@ -1255,13 +1256,15 @@ def _own_object_params(trees: Mapping[int, ast.Module | None], project: Project,
             target, name = callees.get(head or tail, (None, None))
             name = tail if head else name
             module = trees.get(target) if target is not None else None
-            owner = next((c for c in module.body if isinstance(c, ast.ClassDef) and c.name == name), None) \
-                if module is not None else None
-            init = next((f for f in owner.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None) \
+            owner = next((c for c in module.body if isinstance(c, (ast.ClassDef, ast.FunctionDef)) and c.name == name),
+                         None) if module is not None else None
+            # a function handed one (mt-dnn's `extract_encoding(model, ...)`) as a class's `__init__` is
+            init = owner if isinstance(owner, ast.FunctionDef) else next(
+                (f for f in owner.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None) \
                 if owner is not None else None
             if init is None or target is None:
                 continue
-            params = [a.arg for a in (*init.args.posonlyargs, *init.args.args)][1:]
+            params = [a.arg for a in (*init.args.posonlyargs, *init.args.args)][0 if init is owner else 1:]
             for key, local in passed:
                 param = params[key] if isinstance(key, int) and key < len(params) else key
                 if isinstance(param, str) and param in params + [a.arg for a in init.args.kwonlyargs]:

@@ -421,27 +421,41 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             continue
-        moved: set[str] = set()
-        # a move under an `if` may not run (the ImageNet example's `if args.gpu is not None: input = input.cuda(...)`)
-        maybe = {id(n) for branch in ast.walk(function) if isinstance(branch, ast.If)
-                 for statement in (*branch.body, *branch.orelse) for n in ast.walk(statement)}
+        # a move under an `if` may not run (the ImageNet example's `if args.gpu is not None: input = input.cuda(...)`):
+        # it counts only for calls under the same branch (few-shot-meta-baseline's `if eval_fs: ... x_shot, x_query =
+        # fs.split_shot_query(data.cuda(), ...)`, then `fs_model(x_shot, x_query)`)
+        branches: dict[int, frozenset[tuple[int, str]]] = {}
+        for branch in ast.walk(function):
+            if isinstance(branch, ast.If):
+                for arm in ("body", "orelse"):
+                    for statement in getattr(branch, arm):
+                        for n in ast.walk(statement):
+                            branches[id(n)] = branches.get(id(n), frozenset()) | {(id(branch), arm)}
+        moved: dict[str, frozenset[tuple[int, str]]] = {}  # a moved name -> the branches its move is under
         for node in _in_order(function):
+            here = branches.get(id(node), frozenset())
             if isinstance(node, ast.Assign):
                 for target in node.targets:  # `points, target = points.float().cuda(), target.long().cuda()`
                     for name, value in _pairs(target, node.value):
                         names = [ast.unparse(n) for n in (name.elts if isinstance(name, ast.Tuple) else [name])]
-                        if not _moves(value, moved):
-                            moved.difference_update(names)
-                        elif id(node) not in maybe:  # under an `if`, a move keeps what was moved, adds nothing
-                            moved.update(names)
+                        if not _moves(value, _reaching_moves(moved, here)):
+                            for moved_name in names:
+                                moved.pop(moved_name, None)
+                        else:  # under an `if`, a move adds the name only for what runs under that `if` too
+                            moved.update((moved_name, moved.get(moved_name, here) & here) for moved_name in names)
             elif isinstance(node, ast.Call) and ast.unparse(node.func) in wrapped:
                 calls += 1
-                if not all(_moves(a, moved) or isinstance(a, ast.Constant) for a in node.args):
+                if not all(_moves(a, _reaching_moves(moved, here)) or isinstance(a, ast.Constant) for a in node.args):
                     return False
     if calls == 0 and any(isinstance(node, ast.Call) and any(ast.unparse(a) in wrapped for a in node.args)
                           for node in ast.walk(tree)):
         return False  # the wrapper is handed to code that calls it (ibot's `adv_bgs_eval_model(model, ...)`)
     return calls > 0 or is_script(tree)
+
+
+def _reaching_moves(moved: Mapping[str, frozenset[tuple[int, str]]], here: frozenset[tuple[int, str]]) -> set[str]:
+    """The moved names whose moves surely ran before code under the branches ``here``."""
+    return {name for name, under in moved.items() if under <= here}
 
 
 def _pairs(target: ast.expr, value: ast.expr) -> Iterable[tuple[ast.expr, ast.expr]]:
@@ -463,9 +477,19 @@ def _in_order(scope: ast.AST) -> list[ast.AST]:
 
 
 def _moves(value: ast.expr, moved: set[str]) -> bool:
-    """Whether ``value`` holds data moved to a device: a ``.cuda()``/``.to(...)`` call in it, or a name moved before."""
-    return any((isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to"))
-               or ast.unparse(n) in moved for n in ast.walk(value) if isinstance(n, (ast.Call, ast.Name)))
+    """Whether ``value`` holds data moved to a device: a ``.cuda()``/``.to(...)`` call in it, a call given the device
+    (batteries' ``bx, by = t2d((bx, by), device)``), or a name moved before."""
+    return any(_places(n) if isinstance(n, ast.Call) else ast.unparse(n) in moved
+               for n in ast.walk(value) if isinstance(n, (ast.Call, ast.Name)))
+
+
+def _places(call: ast.Call) -> bool:
+    """Whether ``call`` puts data on a device: ``.cuda()``, ``.to(...)``, or a call given the device (``device``,
+    ``args.device``, ``device=...``)."""
+    if isinstance(call.func, ast.Attribute) and call.func.attr in ("cuda", "to"):
+        return True
+    return any(isinstance(a, ast.Name) and a.id == "device" or isinstance(a, ast.Attribute) and a.attr == "device"
+               for a in call.args) or any(k.arg == "device" for k in call.keywords)
 
 
 def _numpy_float64_lines(tree: ast.Module) -> list[int]:

@@ -676,7 +676,8 @@ def test_a_module_only_data_parallel_places_keeps_the_cpu_on_a_mac(tmp_path: Pat
     assert 'tp.avoid_mps("DataParallel, which places its module only on CUDA, test_single.py:12")' in (
         folder / "test_single.py").read_text()
     assert "avoid_mps" not in (folder / "own.py").read_text()  # Mover places its own layer
-    for args in (("test_single.py",), ("-c", ON_A_MAC, "test_single.py")):
+    assert "avoid_mps" not in (folder / "made.py").read_text()  # models.make moves what it makes
+    for args in (("test_single.py",), ("-c", ON_A_MAC, "test_single.py"), ("made.py",)):
         done = _run(folder, *args)
         assert done.returncode == 0 and "out (2, 2)" in done.stdout, done.stderr
 

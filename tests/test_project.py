@@ -196,6 +196,15 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("model = torch.nn.DataParallel(model).cuda()\n\n\ndef run(model, loader):\n    for x, y in loader:\n"
      "        if gpu is not None:\n            x = x.cuda(gpu)\n        out = model(x)\n",
      (1, "DataParallel, which moves its inputs only on CUDA")),
+    # ... but a call under that same `if` sees it moved (few-shot-meta-baseline's `if eval_fs:` evaluation)
+    ("model = torch.nn.DataParallel(model).cuda()\n\n\ndef run(model, loader):\n    for x, y in loader:\n"
+     "        if gpu is not None:\n            x = x.cuda(gpu)\n            out = model(x)\n", None),
+    # a helper given the device moves what it returns (batteries' `bx, by = t2d((bx, by), device)`)
+    ("model = torch.nn.DataParallel(model).to(device)\n\n\ndef run(model, loader, device):\n"
+     "    for x, y in loader:\n        x, y = t2d((x, y), device)\n        out = model(x)\n", None),
+    ("model = torch.nn.DataParallel(model).to(device)\n\n\ndef run(model, loader, device):\n"
+     "    for x, y in loader:\n        x, y = t2d((x, y))\n        out = model(x)\n",
+     (1, "DataParallel, which moves its inputs only on CUDA")),
     # a script that never calls the wrapper (FastSpeech's eval.py: `model.module.forward`) scatters nothing
     ("def load():\n    return torch.nn.DataParallel(Net()).cuda()\n\n\nif __name__ == '__main__':\n"
      "    model = load()\n    model.module.forward(x)\n", None),

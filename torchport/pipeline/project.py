@@ -903,7 +903,8 @@ def _lacks(project: Project, index: int) -> tuple[tuple[int, str], ...]:
 def _places_itself(project: Project, index: int, line: int) -> bool:
     """Whether the module that the ``DataParallel`` wrapper at ``line`` of file ``index`` wraps is made by a class
     of the project that moves its own parts (generative-inpainting's ``Trainer``: ``self.netG.to(...)`` in its
-    ``__init__``): the wrapper is then not what places it."""
+    ``__init__``), or by a function of the project that moves what it gives back (few-shot-meta-baseline's
+    ``models.make``: ``model.cuda()``, ``return model``): the wrapper is then not what places it."""
     tree = parse(project.results[index].original)
     if tree is None:
         return False
@@ -913,18 +914,38 @@ def _places_itself(project: Project, index: int, line: int) -> bool:
         return False
     made = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.lineno < line
             and any(isinstance(t, ast.Name) and t.id == wrapped.id for t in n.targets)
-            and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)]
+            and isinstance(n.value, ast.Call) and (isinstance(n.value.func, ast.Name) or isinstance(
+                n.value.func, ast.Attribute) and isinstance(n.value.func.value, ast.Name))]
     if not made:
         return False
-    name = made[-1].func.id  # type: ignore[attr-defined]
+    func = made[-1].func
+    # `Net(...)` or `make(...)` bound from a module; `models.make(...)` of a module bound (few-shot-meta-baseline)
+    if isinstance(func, ast.Name):
+        name, attr = func.id, None
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        name, attr = func.value.id, func.attr
+    else:
+        return False
     for local, other, bound in project.bindings(index):
-        if local == name and bound is not None:
+        if local != name or (bound is None) != (attr is not None):
+            continue
+        wanted = attr or bound
+        for _ in range(3):  # through a package's re-export (`from .models import make`)
             defined = parse(project.results[other].original)
-            cls = next((c for c in defined.body if isinstance(c, ast.ClassDef) and c.name == bound),
-                       None) if defined is not None else None
-            return cls is not None and any(
-                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
-                and ast.unparse(n.func.value).split(".")[0] == "self" for n in ast.walk(cls))
+            made_by = next((c for c in defined.body if isinstance(c, (ast.ClassDef, ast.FunctionDef))
+                            and c.name == wanted), None) if defined is not None else None
+            again = next(((o, b) for lo, o, b in project.bindings(other) if lo == wanted and b is not None), None)
+            if made_by is not None or again is None:
+                break
+            other, wanted = again
+        if isinstance(made_by, ast.FunctionDef):  # a maker that moves what it gives back
+            given = {r.value.id for r in ast.walk(made_by)
+                     if isinstance(r, ast.Return) and isinstance(r.value, ast.Name)}
+            return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
+                       and ast.unparse(n.func.value) in given for n in ast.walk(made_by))
+        return made_by is not None and any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
+            and ast.unparse(n.func.value).split(".")[0] == "self" for n in ast.walk(made_by))
     return False
 
 

@@ -1825,3 +1825,26 @@ def test_console_scripts_are_read_from_setup_py_and_setup_cfg_too(tmp_path: Path
     (tmp_path / "setup.cfg").write_text("[options.entry_points]\nconsole_scripts =\n    tool = pkg.cli:main\n")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n[project.scripts]\nrun = "pkg.run:main"\n')
     assert _console_scripts(tmp_path) == {"tapqir.main", "tapqir.gui", "pkg.cli", "pkg.run"}
+
+
+def test_a_definition_whose_name_the_program_imports_from_elsewhere_does_not_run(tmp_path: Path) -> None:
+    """DeblurGANv2: util/metrics.py's `SSIM` moves data only where other data is on CUDA (`.is_cuda`), but the
+    trainer imports `PSNR` alone from it and its `SSIM` from skimage; a label names 'SSIM' as a string. No program
+    runs util/metrics.py's `SSIM`: nothing keeps the trainer off MPS. A program that imports it does."""
+    metrics = ("import torch\n\n\ndef SSIM(a, b):\n    window = torch.ones(1)\n    if a.is_cuda:\n"
+               "        window = window.cuda(a.get_device())\n    return (a * window - b).mean()\n\n\n"
+               "def PSNR(a, b):\n    return (a - b).pow(2).mean()\n")
+    _write(tmp_path, {
+        "util/__init__.py": "",
+        "util/metrics.py": metrics,
+        "models.py": "from skimage.metrics import structural_similarity as SSIM\nfrom util.metrics import PSNR\n\n\n"
+                     "def scores(a, b):\n    return PSNR(a, b), SSIM(a, b)\n",
+        "labels.py": "NAMES = ('PSNR', 'SSIM')\n",
+        "train.py": "import torch\n\nimport labels\nfrom models import scores\n\nif __name__ == '__main__':\n"
+                    "    x = torch.ones(2).cuda()\n    print(labels.NAMES, scores(x, x))\n",
+        "check.py": "import torch\n\nfrom util.metrics import SSIM\n\nif __name__ == '__main__':\n"
+                    "    x = torch.ones(2).cuda()\n    print(SSIM(x, x))\n",
+    })
+    found = _programs(tmp_path)
+    assert found["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    assert "mps" not in found["check.py"]["runs_on"]

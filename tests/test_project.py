@@ -179,6 +179,10 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("q = (d.double() * 2).sum()\n", (1, "float64")),
     ("model = torch.nn.DataParallel(model).cuda()\n", (1, "DataParallel, which moves its inputs only on CUDA")),
     ("def f(x, allowed=(torch.float32, torch.float64)):\n    assert x.dtype in allowed\n", None),
+    # torchvision's roi_heads: a tuple of dtypes bound to a name only checked against
+    ("def f(targets):\n    kinds = (torch.float, torch.double, torch.half)\n    for t in targets:\n"
+     "        assert t.dtype in kinds\n", None),
+    ("def f(x):\n    kinds = (torch.float, torch.double)\n    return x.to(kinds[1]).cuda()\n", (2, "float64")),
     ("def f(x, dtype=torch.float64):\n    return x.to(dtype)\n", (1, "float64")),
     ("model = DistributedDataParallel(model).cuda()\n", None),
     # every call of the wrapped model gets inputs the code moved itself (semseg's test.py): nothing left to scatter

@@ -1000,11 +1000,35 @@ def reached_lack(project: Project, other: int, reach: Iterable[int]) -> tuple[in
     if not where:
         return _first(found)
     run = program_names(project, reach)
-    used = [(line, what) for line, what in found if where.get(line) is None or where[line] in run]
+    used = [(line, what) for line, what in found if where.get(line) is None or where[line] in run
+            and not _bound_elsewhere(project, reach, other, where[line])]
     if used and (tree := parse(text)) is not None:
         off = _off_by_default(tree, {line for line, _ in used}, project, reach)
         used = [(line, what) for line, what in used if line not in off]
     return _first(used)
+
+
+def _bound_elsewhere(project: Project, reach: Iterable[int], other: int, name: str) -> bool:
+    """Whether the top-level definition ``name`` of module ``other`` is one no module of ``reach`` runs although
+    the name is run: ``other`` names it nowhere else, and every other module naming it imports that name from
+    somewhere else (DeblurGANv2's models.py: ``from skimage.metrics import structural_similarity as SSIM``, not
+    util/metrics.py's ``SSIM``); a module that does not import ``other`` names it only through one that does
+    (metric_counter.py's ``'SSIM'`` label). Names are matched as words (`program_names`); this tells them apart by
+    import."""
+    facts = _names(project.results[other].original or "")
+    if name in facts.top or any(name in names for own, names in facts.inside.items() if own != name):
+        return False
+    for index in reach:
+        text = project.results[index].original or ""
+        if index == other or name not in text or other not in project.imports(index) or name not in words(text):
+            continue  # a module that does not import `other` names it only through one that does
+        tree = parse(text)
+        imports = [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)] \
+            if tree is not None else []
+        binds = any((alias.asname or alias.name.split(".")[0]) == name for node in imports for alias in node.names)
+        if not binds or any(local == name and target == other for local, target, _ in project.bindings(index)):
+            return False
+    return True
 
 
 def live_lack(project: Project, modules: Iterable[int], reach: Iterable[int]) -> tuple[int, tuple[int, str]] | None:

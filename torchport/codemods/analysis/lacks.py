@@ -971,6 +971,8 @@ def _reaches_device(node: ast.expr, parents: Mapping[int, ast.AST], text: str) -
         return False  # compared, or a table of names (`{"float64": torch.float64}`) read elsewhere
     if collection and isinstance(parent, ast.arguments):
         return False  # `allowed_dtypes=(torch.float32, torch.float64)`: the dtypes a function accepts
+    if collection and isinstance(parent, ast.Assign) and _only_compared(parent, parents):
+        return False  # torchvision's `floating_point_types = (torch.float, torch.double, torch.half)`, then `in` it
     if isinstance(parent, ast.keyword):
         call = parents.get(id(parent))
         if not isinstance(call, ast.Call) or parent.arg != "dtype":
@@ -988,6 +990,22 @@ def _reaches_device(node: ast.expr, parents: Mapping[int, ast.AST], text: str) -
         return name in ("set_default_dtype", "set_default_tensor_type") or name in _FACTORIES \
             and _call_reaches_device(parent, parents, text)
     return True
+
+
+def _only_compared(assign: ast.Assign, parents: Mapping[int, ast.AST]) -> bool:
+    """Whether the one name ``assign`` binds is read, in the scope around it, only as the right side of a
+    comparison (``t.dtype in floating_point_types``): a list of dtypes to check against, not to make."""
+    if len(assign.targets) != 1 or not isinstance(target := assign.targets[0], ast.Name):
+        return False
+    scope: ast.AST | None = parents.get(id(assign))
+    while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        scope = parents.get(id(scope))
+    if scope is None:
+        return False
+    loads = [n for n in ast.walk(scope)
+             if isinstance(n, ast.Name) and n.id == target.id and isinstance(n.ctx, ast.Load)]
+    return bool(loads) and all(isinstance(compare := parents.get(id(n)), ast.Compare) and n in compare.comparators
+                               for n in loads)
 
 
 def _parametrized_onto_device(mark: ast.Call, parents: Mapping[int, ast.AST]) -> bool:

@@ -1018,6 +1018,7 @@ def _bound_elsewhere(project: Project, reach: Iterable[int], other: int, name: s
     facts = _names(project.results[other].original or "")
     if name in facts.top or any(name in names for own, names in facts.inside.items() if own != name):
         return False
+    elsewhere = False  # some module names it, by an import from elsewhere (else it runs by a lookup: mar's models)
     for index in reach:
         text = project.results[index].original or ""
         if index == other or name not in text or other not in project.imports(index) or name not in words(text):
@@ -1028,7 +1029,8 @@ def _bound_elsewhere(project: Project, reach: Iterable[int], other: int, name: s
         binds = any((alias.asname or alias.name.split(".")[0]) == name for node in imports for alias in node.names)
         if not binds or any(local == name and target == other for local, target, _ in project.bindings(index)):
             return False
-    return True
+        elsewhere = True
+    return elsewhere
 
 
 def live_lack(project: Project, modules: Iterable[int], reach: Iterable[int]) -> tuple[int, tuple[int, str]] | None:

@@ -1848,3 +1848,26 @@ def test_a_definition_whose_name_the_program_imports_from_elsewhere_does_not_run
     found = _programs(tmp_path)
     assert found["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     assert "mps" not in found["check.py"]["runs_on"]
+
+
+@pytest.mark.parametrize(("use", "kept"), [
+    ("    model.load_state_dict(state, strict=False)\n    return model\n", False),
+    ("    return state\n", True),  # the loaded tensors themselves are used where the load put them
+])
+def test_a_checkpoint_mapped_to_cuda_or_the_cpu_and_copied_into_a_model_places_nothing(
+        tmp_path: Path, use: str, kept: bool) -> None:
+    """SiamMask's load_pretrain: `map_location=lambda storage, loc: storage` without CUDA, `storage.cuda(device)`
+    with it; `load_state_dict` copies the tensors into the model's own, wherever they are: no choice is kept that
+    the model's data could meet."""
+    _write(tmp_path, {
+        "load_helper.py": "import torch\n\n\ndef load_pretrain(model, path):\n"
+                          "    if not torch.cuda.is_available():\n"
+                          "        state = torch.load(path, map_location=lambda storage, loc: storage)\n"
+                          "    else:\n        device = torch.cuda.current_device()\n"
+                          "        state = torch.load(path, map_location=lambda storage, loc: storage.cuda(device))\n"
+                          + use,
+        "train.py": "import torch\n\nfrom load_helper import load_pretrain\n\nif __name__ == '__main__':\n"
+                    "    model = load_pretrain(torch.nn.Linear(2, 2), 'w.pth')\n    model = model.cuda()\n"
+                    "    print(model(torch.ones(2).cuda()))\n",
+    })
+    assert ("mps" in _programs(tmp_path)["train.py"]["runs_on"]) is not kept

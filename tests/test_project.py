@@ -209,6 +209,11 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("model = torch.nn.DataParallel(model).to(device)\n\n\ndef run(model, loader, device):\n"
      "    for x, y in loader:\n        x, y = t2d((x, y))\n        out = model(x)\n",
      (1, "DataParallel, which moves its inputs only on CUDA")),
+    # handed to a function of the module, which calls it with inputs it moved (SiamMask's `train(loader, model)`)
+    ("model = torch.nn.DataParallel(model).cuda()\ntrain(loader, model)\n\n\ndef train(loader, net):\n"
+     "    for x in loader:\n        x = x.cuda()\n        out = net(x)\n", None),
+    ("model = torch.nn.DataParallel(model).cuda()\ntrain(loader, model)\n\n\ndef train(loader, net):\n"
+     "    for x in loader:\n        out = net(x)\n", (1, "DataParallel, which moves its inputs only on CUDA")),
     # a script that never calls the wrapper (FastSpeech's eval.py: `model.module.forward`) scatters nothing
     ("def load():\n    return torch.nn.DataParallel(Net()).cuda()\n\n\nif __name__ == '__main__':\n"
      "    model = load()\n    model.module.forward(x)\n", None),

@@ -752,7 +752,8 @@ def _read_kept_placement(text: str, flags: set[str]) -> tuple[int, str] | None:
         for inner in ast.iter_child_nodes(node):
             parents[id(inner)] = node
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not _KEPT_PLACEMENT.search(ast.unparse(node)):
+        if not isinstance(node, ast.Call) or not _KEPT_PLACEMENT.search(ast.unparse(node)) \
+                or _mapped_into_state(node, parents):
             continue
         child: ast.AST = node
         while (parent := parents.get(id(child))) is not None:
@@ -765,6 +766,34 @@ def _read_kept_placement(text: str, flags: set[str]) -> tuple[int, str] | None:
                 return node.lineno, KEPT_CHOICE
             child = parent
     return None
+
+
+def _mapped_into_state(node: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
+    """Whether ``node`` is in a ``map_location`` function of a ``torch.load`` whose result, bound to a name, its
+    function gives to ``load_state_dict`` (SiamMask's ``load_pretrain``: ``map_location=lambda storage, loc:
+    storage.cuda(device)``, later ``model.load_state_dict(pretrained_dict)``): the tensors are copied into the
+    model's own, wherever they are; where the checkpoint was loaded places nothing."""
+    mapping = next((k for k in node.keywords if k.arg == "map_location"), None)
+    if mapping is not None:  # the load itself: placed by its mapping alone
+        rest = ast.Call(node.func, node.args, [k for k in node.keywords if k is not mapping])
+        load: ast.AST | None = None if _KEPT_PLACEMENT.search(ast.unparse(rest)) else node
+    else:
+        child: ast.AST = node
+        while (parent := parents.get(id(child))) is not None and not isinstance(parent, ast.keyword):
+            if not isinstance(parent, ast.Lambda | ast.Call | ast.Attribute):
+                return False
+            child = parent
+        load = parents.get(id(parent)) if parent is not None and parent.arg == "map_location" else None
+    bound = parents.get(id(load)) if isinstance(load, ast.Call) else None
+    if not isinstance(bound, ast.Assign) or len(bound.targets) != 1 or not isinstance(bound.targets[0], ast.Name):
+        return False
+    scope: ast.AST | None = bound
+    while scope is not None and not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+        scope = parents.get(id(scope))
+    name = bound.targets[0].id
+    return scope is not None and any(
+        isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict"
+        and any(isinstance(a, ast.Name) and a.id == name for a in call.args) for call in ast.walk(scope))
 
 
 def _environment_set(tree: ast.Module | None) -> dict[str, str]:

@@ -417,6 +417,17 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
             for target in node.targets:
                 wrapped.update(ast.unparse(name) for name, value in _pairs(target, node.value)
                                if ast.unparse(value) in wrapped)
+    # handed to a function of the module, its parameter is the wrapper there (SiamMask's `train(train_loader,
+    # dist_model, ...)`, which calls `model(x)`): its calls are read too
+    functions = {f.name: f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    handed: set[str] = set()
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in functions):
+            continue
+        params = [a.arg for a in (*functions[call.func.id].args.posonlyargs, *functions[call.func.id].args.args)]
+        handed.update(params[k] for k, a in enumerate(call.args) if k < len(params) and ast.unparse(a) in wrapped)
+        handed.update(w.arg for w in call.keywords if w.arg in params and ast.unparse(w.value) in wrapped)
+    wrapped |= handed
     calls = 0
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
@@ -447,8 +458,9 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
                 calls += 1
                 if not all(_moves(a, _reaching_moves(moved, here)) or isinstance(a, ast.Constant) for a in node.args):
                     return False
-    if calls == 0 and any(isinstance(node, ast.Call) and any(ast.unparse(a) in wrapped for a in node.args)
-                          for node in ast.walk(tree)):
+    if calls == 0 and any(isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in
+                                                              functions)
+                          and any(ast.unparse(a) in wrapped for a in node.args) for node in ast.walk(tree)):
         return False  # the wrapper is handed to code that calls it (ibot's `adv_bgs_eval_model(model, ...)`)
     return calls > 0 or is_script(tree)
 

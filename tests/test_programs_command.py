@@ -1871,3 +1871,25 @@ def test_a_checkpoint_mapped_to_cuda_or_the_cpu_and_copied_into_a_model_places_n
                     "    print(model(torch.ones(2).cuda()))\n",
     })
     assert ("mps" in _programs(tmp_path)["train.py"]["runs_on"]) is not kept
+
+
+@pytest.mark.parametrize(("given", "ported"), [
+    ("args.use_cuda and torch.cuda.is_available()", False),  # false without CUDA, at every call
+    ("args.use_cuda", True),  # the user's flag alone: CUDA asked for on any machine
+])
+def test_a_cuda_flag_handed_through_a_package_to_a_class_keeps_its_branch(tmp_path: Path, given: str,
+                                                                          ported: bool) -> None:
+    """deep_sort: `use_cuda = args.use_cuda and torch.cuda.is_available()`, handed to `build_detector(cfg,
+    use_cuda)` in an unchanged package `__init__`, which makes `MMDet(..., use_cuda=use_cuda)` (re-exported from
+    another module): `"cuda" if use_cuda else "cpu"` there picks CUDA only where CUDA is, a port changes nothing."""
+    _write(tmp_path, {
+        "det/__init__.py": "from .model import Det\n\n\ndef build(use_cuda):\n    return Det(2, use_cuda=use_cuda)\n",
+        "det/model.py": "import torch\n\n\nclass Det:\n    def __init__(self, width, use_cuda=True):\n"
+                        "        self.device = 'cuda' if use_cuda else 'cpu'\n"
+                        "        self.net = torch.nn.Linear(width, width).to(self.device)\n",
+        "main.py": "import argparse\n\nimport torch\n\nfrom det import build\n\nif __name__ == '__main__':\n"
+                   "    parser = argparse.ArgumentParser()\n    parser.add_argument('--cpu', dest='use_cuda', "
+                   "action='store_false', default=True)\n    args = parser.parse_args()\n"
+                   f"    use_cuda = {given}\n    print(build(use_cuda).device)\n",
+    })
+    assert _migrated(tmp_path)["det/model.py"]["changed"] is ported

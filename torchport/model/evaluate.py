@@ -379,8 +379,8 @@ class Evaluator:
         self._classes.append(self._methods.get(id(node)))
         env: dict[str, object] = {name: UNKNOWN for name in _parameters(node.args)}
         env.update(fixed or {})
-        if self.target != "cuda" and self.gates and self._classes[-1] is None:
-            # a parameter every call fills with a CUDA flag
+        if self.target != "cuda" and self.gates and (self._classes[-1] is None or node.name == "__init__"):
+            # a parameter every call fills with a CUDA flag (a class's: every call that makes one)
             env.update({name: False for name in env if f"{node.name}({name})" in self.gates})
         for name in env:
             if env[name] is UNKNOWN and (value := self._fixture(name)) is not UNKNOWN:

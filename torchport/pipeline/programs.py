@@ -17,6 +17,7 @@ target without a blocker.
 from __future__ import annotations
 
 import ast
+import copy
 import os
 import re
 import tomllib
@@ -1119,19 +1120,37 @@ def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Modu
     torch.cuda.is_available()``), or such a parameter of the caller, handed on (SimCTG's ``model_training`` gives
     its own to ``eval_model``). Off CUDA ``if cuda:`` there never runs, as in the caller; the rules and the port
     check read it so (`Evaluator`'s gates)."""
+    # the modules a flag can reach: those of ``among``, and those naming a flag or a queried name, which may hand
+    # one on (deep_sort's unchanged detector/__init__.py: `build_detector(cfg, use_cuda)` makes `MMDet(use_cuda=...)`)
+    queries = {i: _query_names(tree) for i, tree in trees.items()
+               if tree is not None and "is_available" in (results[i].original or "")}
+    names = set(flags).union(*queries.values())
+    reach = set(among) | {i for i, r in enumerate(results) if names and any(n in (r.original or "") for n in names)}
     functions = {i: {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-                 for i in among if (tree := trees[i]) is not None}
+                 for i in reach if (tree := trees[i]) is not None}
+    classes: set[tuple[int, str]] = set()  # a class made with the flag: its `__init__`'s parameter (deep_sort's
+    for i in functions:  # `MMDet(..., use_cuda=use_cuda)`), read as the gate `__init__(p)` of its module
+        for cls in trees[i].body:  # type: ignore[union-attr]
+            if not isinstance(cls, ast.ClassDef):
+                continue
+            init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+            if init is not None and (init.args.posonlyargs or init.args.args) and cls.name not in functions[i]:
+                shim = copy.copy(init)  # its parameters as a call fills them: without `self`
+                shim.args = copy.copy(init.args)
+                shim.args.posonlyargs, shim.args.args = [], [*init.args.posonlyargs, *init.args.args][1:]
+                functions[i][cls.name] = shim
+                classes.add((i, cls.name))
     if not any(functions.values()):
         return {}
     callers = []
     for caller in range(len(results)):
         text = results[caller].original or ""
         tree = trees[caller]
-        queried = _query_names(tree) if tree is not None and "is_available" in text else set()
+        queried = queries.get(caller, set())
         if tree is None or not (any(f".{flag}" in text for flag in flags) or queried or caller in functions):
             continue
-        named = {local: (target, name) for local, target, name in project.bindings(caller)
-                 if name is not None and target in functions and name in functions[target]}
+        named = {local: at for local, target, name in project.bindings(caller)
+                 if name is not None and (at := _defined_at(project, functions, target, name)) is not None}
         for _, target, name in project.bindings(caller):  # `from utils import *`
             if name == "*" and target in functions:
                 named.update({f: (target, f) for f in functions[target] if not f.startswith("_")})
@@ -1164,13 +1183,28 @@ def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Modu
             break
         found = now
     grouped: dict[int, set[str]] = {}
-    for target, name, param in found:
-        grouped.setdefault(target, set()).add(f"{name}({param})")
+    for target, name, param in (key for key in found if key[0] in among):
+        grouped.setdefault(target, set()).add(f"{'__init__' if (target, name) in classes else name}({param})")
     return {index: frozenset(names) for index, names in grouped.items()}
+
+
+def _defined_at(project: Project, functions: Mapping[int, Mapping[str, object]], target: int | None,
+                name: str) -> tuple[int, str] | None:
+    """The module of ``functions`` that defines ``name`` bound from module ``target``, through a package's
+    re-exports (deep_sort's ``from .MMDet import MMDet``, its ``__init__`` importing it from ``detector.py``)."""
+    for _ in range(4):
+        if target is None:
+            return None
+        if name in functions.get(target, {}):
+            return target, name
+        target, name = next(((t, n) for local, t, n in project.bindings(target) if local == name and n is not None),
+                            (None, name))
+    return None
 
 
 def _query_names(tree: ast.Module) -> set[str]:
     """The names a module binds once, to a query false without CUDA (``cuda_available =
+    torch.cuda.is_available()``), or to a conjunction with one (deep_sort's ``use_cuda = args.use_cuda and
     torch.cuda.is_available()``)."""
     from torchport.model.evaluate import imported, qualified
 
@@ -1180,10 +1214,14 @@ def _query_names(tree: ast.Module) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             stores[node.id] = stores.get(node.id, 0) + 1
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and isinstance(node.value, ast.Call) and not node.value.args \
-                and (name := qualified(node.value.func, imports)) is not None \
-                and torch_facts.query(name, "cpu") is False and torch_facts.query(name, "mps") is False:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        operands = node.value.values if isinstance(node.value, ast.BoolOp) and isinstance(
+            node.value.op, ast.And) else [node.value]
+        if any(isinstance(value, ast.Call) and not value.args
+               and (name := qualified(value.func, imports)) is not None
+               and torch_facts.query(name, "cpu") is False and torch_facts.query(name, "mps") is False
+               for value in operands):
             queried.add(node.targets[0].id)
     return {name for name in queried if stores.get(name) == 1}
 

@@ -740,6 +740,22 @@ def test_a_device_check_that_takes_only_the_cpu_and_cuda_blocks_mps(check: str, 
     assert blocker(source) == ((7, "a device check that takes only the CPU and CUDA") if blocked else None)
 
 
+@pytest.mark.parametrize(("arms", "blocked"), [
+    ("elif 'cpu' == str(self.device):\n                pass\n            else:\n"
+     "                raise ValueError(device)", True),
+    ("else:\n                pass", False),  # every device passes
+])
+def test_a_device_check_in_one_arm_of_an_option_blocks_mps(arms: str, blocked: bool) -> None:
+    """simple-HRNet's `SimpleHRNet.__init__`: unless TensorRT is on, `if 'cuda' in str(self.device): ...` / `elif
+    'cpu' == str(self.device): ...` / `else: raise ValueError('Wrong device name.')`: MPS's device raises on the
+    path the default takes, where the CPU's and CUDA's never do."""
+    source = ("import torch\n\n\nclass Net:\n    def __init__(self, device, trt=False):\n        self.device = device\n"
+              "        if not trt:\n            if 'cuda' in str(self.device):\n                pass\n"
+              f"            {arms}\n"
+              "        else:\n            self.model = None\n")
+    assert (blocker(source) is not None) is blocked
+
+
 @pytest.mark.parametrize(("detector", "blocked"), [("'sfd'", True), ("'dlib'", False)])
 def test_what_a_function_the_program_runs_imports_when_it_runs_counts_for_mps(tmp_path: Path, detector: str,
                                                                              blocked: bool) -> None:

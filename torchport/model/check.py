@@ -318,14 +318,21 @@ def _read_on_cuda(tree: ast.Module, runtime: frozenset[str], module: bool, runs:
             param = names[param]
         return param not in names or read_live(called, param, depth + 1)
 
+    read: dict[int, tuple[dict[int, ast.AST], dict[str, list[ast.Name]], set[str]] | None] = {}
+
     def read_live(scope: ast.AST, name: str, depth: int) -> bool:
-        loads = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name
-                 and not isinstance(n.ctx, ast.Store)]
-        if reads(scope) is None or any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names
-                                       for n in ast.walk(scope)):
+        if id(scope) not in read:  # once a scope: its parents, its reads by name, its declared names
+            declared = {n for d in ast.walk(scope) if isinstance(d, (ast.Global, ast.Nonlocal)) for n in d.names}
+            loads: dict[str, list[ast.Name]] = {}
+            for n in ast.walk(scope):
+                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store):
+                    loads.setdefault(n.id, []).append(n)
+            read[id(scope)] = None if reads(scope) is None else (
+                {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}, loads, declared)
+        known = read[id(scope)]
+        if known is None or name in known[2]:
             return True
-        parents = {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
-        return any(live(n, parents, depth) for n in loads)
+        return any(live(n, known[0], depth) for n in known[1].get(name, ()))
 
     found: list[tuple[int, int, str]] = []
     scopes: list[ast.AST] = [*([tree] if module else []), *functions.values()]

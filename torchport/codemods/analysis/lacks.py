@@ -335,7 +335,7 @@ def _device_checks(tree: ast.Module) -> list[tuple[int, str]]:
     """``(line, what)`` where a function given its ``device`` parameter raises for MPS's device and not for CUDA's
     or the CPU's: face_alignment's ``FaceDetector`` (vendored by Wav2Lip): ``if 'cpu' not in device and 'cuda' not
     in device: raise ValueError``. Each function with such a parameter is evaluated with it bound to each
-    target's device string."""
+    target's device string; a raise on some path of MPS's that no path of the others reaches counts."""
     from torchport.model.evaluate import Evaluator
 
     found: list[tuple[int, str]] = []
@@ -351,10 +351,14 @@ def _device_checks(tree: ast.Module) -> list[tuple[int, str]]:
                     for target, evaluator in evaluators.items()}
         except RecursionError:
             continue
-        raised = [p.stop for p in ends["mps"] if p.stop is not None and p.stop.kind == "raise"]
-        if raised and len(raised) == len(ends["mps"]) and all(
-                any(p.stop is None or p.stop.kind != "raise" for p in ends[t]) for t in ("cpu", "cuda")):
-            found.append((raised[0].line, CPU_OR_CUDA_CHECK))
+        # a raise MPS's device reaches that the CPU's and CUDA's never do, on some path: simple-HRNet's
+        # `if 'cuda' in str(self.device): ... elif 'cpu' == str(self.device): ... else: raise ValueError(...)`,
+        # beside a TensorRT arm its other parameter picks
+        others = {p.stop.line for t in ("cpu", "cuda") for p in ends[t]
+                  if p.stop is not None and p.stop.kind == "raise"}
+        raised = sorted({p.stop.line for p in ends["mps"] if p.stop is not None and p.stop.kind == "raise"} - others)
+        if raised:
+            found.append((raised[0], CPU_OR_CUDA_CHECK))
     return found
 
 

@@ -1182,3 +1182,40 @@ def test_a_spawned_worker_runs_as_each_process_does(count: str, stops: bool) -> 
               "    x = torch.cuda.FloatTensor(2)\n\n\nif __name__ == '__main__':\n"
               f"    mp.spawn(main_worker, nprocs={count}, args=({count}, True))\n")
     assert (_module_paths(source, "cpu")[0][1] == "cuda") is stops
+
+
+GATE_THEN_COUNT = """\
+import torch
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+
+    def set_device(self, gpu=None):
+        if isinstance(gpu, int):
+            if not torch.cuda.is_available():
+                raise AssertionError("PyTorch cannot access your GPU. Please investigate!")
+            if gpu >= torch.cuda.device_count(){extra}:
+                raise ValueError("Invalid device index")
+            torch.cuda.set_device(gpu)
+            self.model = self.model.cuda()
+"""
+
+
+def test_a_gate_the_port_opens_stays_where_a_later_check_still_stops_the_path() -> None:
+    """Holocron's `Trainer.set_device`: `if not torch.cuda.is_available(): raise` ported to the runtime lets MPS
+    through to `gpu >= torch.cuda.device_count()`, kept as written, which raises `Invalid device index` there: a half
+    port that trades the author's message for a confusing one. The whole block stays."""
+    source = GATE_THEN_COUNT.format(extra="")
+    result = _port(source)
+    assert result.migrated == source
+    assert any("R19 half-port" in d.message for d in result.diagnostics)
+
+
+def test_a_gate_the_port_opens_goes_where_nothing_past_it_stops() -> None:
+    source = GATE_THEN_COUNT.replace("            if gpu >= torch.cuda.device_count(){extra}:\n"
+                                     "                raise ValueError(\"Invalid device index\")\n", "")
+    result = _port(source)
+    assert "if not tp.is_available():" in (result.migrated or "")
+    assert "tp.set_device(gpu)" in (result.migrated or "")

@@ -87,6 +87,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     runs: dict[int, Stop | None] = {}
     before: list[tuple[int, int, Stop]] = []  # (first, last line) of a unit -> a stop of its paths
     failing: list[tuple[set[int], Stop]] = []  # the lines of each path that stops needing CUDA, and that stop
+    gated: list[tuple[set[int], Stop]] = []  # ... and of each that a gate or a raise stops
     taken: dict[tuple[int, int, int, int], bool] = {}  # branches of conditional expressions, on any target
     module_stops: list[Stop] | None = []  # where every path of the module body stops, on every target
     skipped: set[int] | None = None  # the units a skip mark skips on every target
@@ -100,7 +101,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         except RecursionError:
             return Checked(migrated, [])
         found: dict[int, Stop | None] = {}
-        _record(units, found, before, failing)
+        _record(units, found, before, failing, gated)
         skipped_here = {id(u.node) for u in units if u.skipped is not None}
         skipped = skipped_here if skipped is None else skipped & skipped_here
         # a path the author's own `raise` or exit ends (DoLipReading's unknown `--dataset`) runs nothing after it either
@@ -151,9 +152,13 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
             decisions[index] = False
             held.append(Held(i1 + 1, max(i2, i1 + 1), None, _PASSES))
             continue
-        if _removes_gate(old[i1:i2], new[j1:j2]):  # a gate goes only where no path past it still fails
+        gate_end = _opens_gate(old[i1:i2], new[j1:j2], tree, j1 + 1, runtime)
+        if _removes_gate(old[i1:i2], new[j1:j2]) or gate_end:  # a gate goes only where no path past it still fails
             at = min(lines)
             later = next((stop for path, stop in failing if at in path and stop.line > at), None)
+            if later is None and gate_end:  # past an opened gate, another one the port kept stops the path too
+                # (Holocron's `if gpu >= torch.cuda.device_count(): raise ValueError(...)`)
+                later = next((stop for path, stop in gated if at in path and stop.line > gate_end), None)
             if later is not None:
                 decisions[index], kept_assert = False, True
                 held.append(Held(i1 + 1, max(i2, i1 + 1), _on_original(later, hunks)))
@@ -479,6 +484,21 @@ def _guard_for_nothing(lines: set[int], guards: Sequence[ast.If], runs: dict[int
     return False
 
 
+def _opens_gate(old: Sequence[str], new: Sequence[str], tree: ast.Module, first: int,
+                runtime: frozenset[str]) -> int:
+    """The last line of a gate whose CUDA query a one-line hunk gives to the runtime (``if not
+    torch.cuda.is_available(): raise ...`` -> ``if not tp.is_available(): raise ...``): on MPS it now lets the path
+    through. 0 for none."""
+    if len(old) != 1 or len(new) != 1 or not old[0].lstrip().startswith("if ") or not new[0].lstrip().startswith(
+            "if "):
+        return 0
+    gate = next((n for n in ast.walk(tree) if isinstance(n, ast.If) and n.lineno == first), None)
+    if gate is None or not any(isinstance(s, ast.Raise) for s in gate.body) or not any(
+            isinstance(n, ast.Name) and n.id in runtime for n in ast.walk(gate.test)):
+        return 0
+    return gate.end_lineno or gate.lineno
+
+
 def _removes_gate(old: Sequence[str], new: Sequence[str]) -> bool:
     """Whether a hunk takes out a gate (TP009's CUDA ``assert``, or its ``if not torch.cuda.is_available():`` that
     exits) and writes none in its place."""
@@ -707,10 +727,12 @@ _NEVER = _Never()  # no path off CUDA runs the statement
 
 
 def _record(units: list[Unit], runs: dict[int, Stop | None], before: list[tuple[int, int, Stop]],
-            failing: list[tuple[set[int], Stop]]) -> None:
+            failing: list[tuple[set[int], Stop]], gated: list[tuple[set[int], Stop]]) -> None:
     for unit in units:
         failing.extend((path.lines, path.stop) for path in unit.paths if path.stop is not None
                        and path.stop.kind == "cuda")
+        gated.extend((path.lines, path.stop) for path in unit.paths if path.stop is not None
+                     and path.stop.kind in ("gate", "raise"))
         span = (getattr(unit.node, "lineno", 1), getattr(unit.node, "end_lineno", None) or 10**9)
         if unit.skipped is not None:
             before.append((*span, unit.skipped))

@@ -228,7 +228,7 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
     _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()), True)
                      for index in reached}, settings, jobs, cache)
     # imported here: a warm run reads the directives
-    from torchport.pipeline.unused import passed_defaults, unread_globals, unused_definitions  # noqa: I001
+    from torchport.pipeline.unused import passed_defaults, unread_globals, unused_definitions
 
     unused = unused_definitions(results)
     for more in (unread_globals(results), passed_defaults(results)):

@@ -274,11 +274,8 @@ def _unread_stores(tree: ast.Module, runtime: frozenset[str], module: bool,
     scopes: list[ast.AST] = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     imports = imported(tree)
     for scope in ([tree] if module or globals_ else []) + scopes:
-        stores = [(s, target.id) for s in _own_statements(scope.body)  # type: ignore[union-attr]
-                  if isinstance(s, ast.Assign) and len(s.targets) == 1
-                  and isinstance(target := s.targets[0], ast.Name)
-                  and (module or scope is not tree or target.id in globals_)
-                  and only_answers(s.value, runtime, imports)]
+        stores = [(s, name) for s, name in _device_stores(scope, runtime, imports)
+                  if module or scope is not tree or name in globals_]
         if not stores:  # most scopes: no device value stored, nothing more to read
             continue
         read = reads(scope)
@@ -344,12 +341,17 @@ def _read_on_cuda(tree: ast.Module, runtime: frozenset[str], module: bool, runs:
     scopes += [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                and n not in functions.values()]
     for scope in scopes:
-        stores = [(s, target.id) for s in _own_statements(scope.body)  # type: ignore[attr-defined]
-                  if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(target := s.targets[0], ast.Name)
-                  and only_answers(s.value, runtime, imports)]
-        found.extend((s.lineno, s.end_lineno or s.lineno, name) for s, name in stores
+        found.extend((s.lineno, s.end_lineno or s.lineno, name) for s, name in _device_stores(scope, runtime, imports)
                      if not read_live(scope, name, 0))
     return found
+
+
+def _device_stores(scope: ast.AST, runtime: frozenset[str], imports: Mapping[str, str]) -> list[tuple[ast.Assign, str]]:
+    """Each ``name = <device value>`` of ``scope`` (a module or a function, not what it defines), with the name: a
+    value that does nothing but answer (`only_answers`)."""
+    return [(s, target.id) for s in _own_statements(scope.body)  # type: ignore[attr-defined]
+            if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(target := s.targets[0], ast.Name)
+            and only_answers(s.value, runtime, imports)]
 
 
 def reads(scope: ast.AST) -> set[str] | None:

@@ -1149,8 +1149,10 @@ def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Modu
         queried = queries.get(caller, set())
         if tree is None or not (any(f".{flag}" in text for flag in flags) or queried or caller in functions):
             continue
-        named = {local: at for local, target, name in project.bindings(caller)
-                 if name is not None and (at := _defined_at(project, functions, target, name)) is not None}
+        # through a package's re-exports (deep_sort's `from .MMDet import MMDet`, its `__init__` importing it from
+        # `detector.py`)
+        named = {local: at for local, target, name in project.bindings(caller) if name is not None and (
+            at := project.origin(target, name, lambda i, n: n in functions.get(i, {}), hops=4)) is not None}
         for _, target, name in project.bindings(caller):  # `from utils import *`
             if name == "*" and target in functions:
                 named.update({f: (target, f) for f in functions[target] if not f.startswith("_")})
@@ -1186,20 +1188,6 @@ def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Modu
     for target, name, param in (key for key in found if key[0] in among):
         grouped.setdefault(target, set()).add(f"{'__init__' if (target, name) in classes else name}({param})")
     return {index: frozenset(names) for index, names in grouped.items()}
-
-
-def _defined_at(project: Project, functions: Mapping[int, Mapping[str, object]], target: int | None,
-                name: str) -> tuple[int, str] | None:
-    """The module of ``functions`` that defines ``name`` bound from module ``target``, through a package's
-    re-exports (deep_sort's ``from .MMDet import MMDet``, its ``__init__`` importing it from ``detector.py``)."""
-    for _ in range(4):
-        if target is None:
-            return None
-        if name in functions.get(target, {}):
-            return target, name
-        target, name = next(((t, n) for local, t, n in project.bindings(target) if local == name and n is not None),
-                            (None, name))
-    return None
 
 
 def _query_names(tree: ast.Module) -> set[str]:

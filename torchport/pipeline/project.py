@@ -711,6 +711,20 @@ class Project:
                                        for name in remembered(_COMPILED, r.original, partial(built, r.original)))
         return self._compiled
 
+    def origin(self, index: int | None, name: str, defines: Callable[[int, str], bool],
+               hops: int) -> tuple[int, str] | None:
+        """The module, and the name there, that defines ``name`` as module ``index`` binds it (``defines(module,
+        name)`` says whether a module does), through its packages' re-exports (an ``__init__``'s ``from .models
+        import make``), looking at ``hops`` modules at most; None where none of them does."""
+        for _ in range(hops):
+            if index is None:
+                return None
+            if defines(index, name):
+                return index, name
+            index, name = next(((target, bound) for local, target, bound in self.bindings(index)
+                                 if local == name and bound is not None), (None, name))
+        return None
+
     def bindings(self, index: int) -> list[tuple[str, int, str | None]]:
         """What file ``index`` binds from the files of the run: ``(local name, file, name in it)``, e.g.
         ``("RunIf", 3, "RunIf")`` for ``from helpers import RunIf`` or ``("h", 3, None)`` for ``import helpers as h``
@@ -926,18 +940,18 @@ def _places_itself(project: Project, index: int, line: int) -> bool:
         name, attr = func.value.id, func.attr
     else:
         return False
+    def definition(module: int, wanted: str) -> ast.ClassDef | ast.FunctionDef | None:
+        defined = parse(project.results[module].original)
+        return next((c for c in defined.body if isinstance(c, (ast.ClassDef, ast.FunctionDef)) and c.name == wanted),
+                    None) if defined is not None else None
+
     for local, other, bound in project.bindings(index):
         if local != name or (bound is None) != (attr is not None):
             continue
-        wanted = attr or bound
-        for _ in range(3):  # through a package's re-export (`from .models import make`)
-            defined = parse(project.results[other].original)
-            made_by = next((c for c in defined.body if isinstance(c, (ast.ClassDef, ast.FunctionDef))
-                            and c.name == wanted), None) if defined is not None else None
-            again = next(((o, b) for lo, o, b in project.bindings(other) if lo == wanted and b is not None), None)
-            if made_by is not None or again is None:
-                break
-            other, wanted = again
+        # through a package's re-export (`from .models import make`)
+        found = project.origin(other, attr or bound or "",
+                               lambda module, wanted: definition(module, wanted) is not None, hops=3)
+        made_by = definition(*found) if found is not None else None
         if isinstance(made_by, ast.FunctionDef):  # a maker that moves what it gives back
             given = {r.value.id for r in ast.walk(made_by)
                      if isinstance(r, ast.Return) and isinstance(r.value, ast.Name)}

@@ -152,6 +152,27 @@ def test_functions_that_always_need_cuda_are_read_from_what_they_do() -> None:
     assert "dtw" not in cuda_only_functions(ast.parse(CUDA_ONLY))
 
 
+FALLBACK_BASE = '''
+try:
+    from apex.normalization import FusedLayerNorm
+except ImportError:
+    from torch.nn import LayerNorm as FusedLayerNorm
+
+
+class LayerNorm(FusedLayerNorm):
+    pass
+'''
+
+
+def test_a_base_with_a_fallback_import_needs_no_cuda() -> None:
+    """jukebox's ``LayerNorm(FusedLayerNorm)``: apex's class where apex imports, torch's where it does not."""
+    from torchport.codemods.analysis.requirements import cuda_only_functions
+
+    assert cuda_only_functions(ast.parse(FALLBACK_BASE)) == {}
+    alone = FALLBACK_BASE.replace("from torch.nn import LayerNorm as FusedLayerNorm", "raise")
+    assert set(cuda_only_functions(ast.parse(alone))) == {"LayerNorm"}
+
+
 MAMBA_SCAN = '''
 import torch.nn as nn
 try:
@@ -195,6 +216,53 @@ def test_a_module_whose_forward_reads_a_cuda_only_import_that_failed_needs_cuda(
     assert found["SS2D"] == found["SS2D.forward"]
     assert found["Block"] == "calls SS2D(), which needs CUDA"
     assert "Plain" not in found and "Plain.forward" in found
+
+
+PRIOR = '''
+import torch as t
+import torch.nn as nn
+
+
+class Autoregressive(nn.Module):
+    def forward(self, x):
+        x = self.preprocess(x)
+        assert isinstance(x, t.cuda.LongTensor)
+        return x
+
+
+class Prior(nn.Module):
+    def __init__(self, single):
+        super().__init__()
+        if single:
+            self.prior = Autoregressive()
+        else:
+            self.prior = Autoregressive()
+
+
+class Either(nn.Module):
+    def __init__(self, single):
+        super().__init__()
+        if single:
+            self.prior = Autoregressive()
+
+
+class Checked(nn.Module):
+    def forward(self, x):
+        assert isinstance(x, t.LongTensor)
+        return x
+'''
+
+
+def test_an_assert_false_without_cuda_and_an_if_whose_every_arm_needs_cuda_need_cuda() -> None:
+    """jukebox's prior: ``forward`` asserts ``isinstance(x, t.cuda.LongTensor)``, which evaluates false on the
+    CPU whatever ``x`` is, so the module cannot be called there; ``SimplePrior.__init__`` builds one on each arm of
+    an ``if``. A CPU tensor type, or one arm alone, decides nothing."""
+    from torchport.codemods.analysis.requirements import cuda_only_functions
+
+    found = {name: why for name, (_, why) in cuda_only_functions(ast.parse(PRIOR)).items()}
+    assert found["Autoregressive.forward"] == "asserts what is false without CUDA (line 9)"
+    assert found["Prior"] == "calls Autoregressive(), which needs CUDA"
+    assert "Either" not in found and "Checked" not in found and "Checked.forward" not in found
 
 
 def test_a_test_that_calls_another_modules_cuda_only_function_is_left_as_it_is(tmp_path) -> None:  # noqa: ANN001

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import weakref
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from torchport.model import torch_facts
@@ -1629,6 +1629,25 @@ def places_data(tree: ast.Module) -> bool:
                 "Tensor"):
             return True
     return False
+
+
+def false_off_cuda(tree: ast.Module) -> Callable[[ast.expr], bool]:
+    """A test of the conditions of ``tree`` (an ``assert``'s): whether one, evaluated on the CPU with nothing known
+    of the names it reads, is false because a device query answered so (jukebox's ``assert isinstance(x,
+    torch.cuda.LongTensor)``: no tensor is of a CUDA tensor type there). One evaluator serves every call."""
+    evaluator: Evaluator | None = None
+
+    def false(test: ast.expr) -> bool:
+        nonlocal evaluator
+        if evaluator is None:
+            evaluator = Evaluator(tree, "cpu")
+        try:
+            value, asked = evaluator._asking(test, Path({}), test=True)
+        except RecursionError:
+            return False
+        return asked and truth(value) is False
+
+    return false
 
 
 def evaluate(tree: ast.Module, target: str, exempt: frozenset[int] = frozenset(),

@@ -536,10 +536,10 @@ TEXT = {
                        r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
                        r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
                        r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+|"
-                       r"data_parallel|load_in_[48]bit)\b",
+                       r"data_parallel|load_in_[48]bit|cuda\.[A-Z]\w*Tensor)\b",
                        "text every CUDA-only requirement's module holds (`requirements.cuda_only_import`, its blocking "
-                       "APIs; a test checks it against the tables): a run whose files hold none of it has no program "
-                       "that only CUDA can run"),
+                       "APIs, a CUDA tensor type an assert may test; a test checks it against the tables): a run "
+                       "whose files hold none of it has no program that only CUDA can run"),
     "gate_asks": (r"\b(?:is_available|device_count)\b", "text of a module that may define a CUDA gate: it asks CUDA"),
     "gate_stops": (r"\b(?:sys\.exit|exit\(|raise\b)", "text of a module that may define a CUDA gate: it stops"),
     "gate_asks_loose": (r"is_available|device_count", "`gate_asks`, faster"),

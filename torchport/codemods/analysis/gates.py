@@ -93,21 +93,21 @@ def _gates(node: ast.AST, known: dict[str, int],
 
     flags: set[str] = set()  # locals assigned from a CUDA query: `c = torch.cuda.device_count() < n`
     for inner in (n for part in body for n in ast.walk(part)):
-        if isinstance(inner, ast.Assign) and _asks(inner.value, flags):
+        if isinstance(inner, ast.Assign) and asks_cuda(inner.value, flags):
             flags.update(t.id for t in inner.targets if isinstance(t, ast.Name))
         elif (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)  # `conditions.append(<query>)`
               and isinstance(inner.func.value, ast.Name) and inner.func.attr in ("append", "extend", "add")
-              and any(_asks(a, flags) for a in inner.args)):
+              and any(asks_cuda(a, flags) for a in inner.args)):
             flags.add(inner.func.value.id)
         if isinstance(inner, ast.Call):
             if isinstance(inner.func, ast.Name) and inner.func.id in known:
                 return True
             if call_name(inner) == "skipUnless" and any(
-                    _asks(a, flags, device=True) for a in (*inner.args, *(k.value for k in inner.keywords))) or (
-                    call_name(inner) in _SKIPS and any(_asks(a, flags) for a in (*inner.args,
+                    asks_cuda(a, flags, device=True) for a in (*inner.args, *(k.value for k in inner.keywords))) or (
+                    call_name(inner) in _SKIPS and any(asks_cuda(a, flags) for a in (*inner.args,
                                                                                  *(k.value for k in inner.keywords)))):
                 return True
-        elif isinstance(inner, ast.If) and _asks(inner.test, flags) and not removable_exit(inner) and any(
+        elif isinstance(inner, ast.If) and asks_cuda(inner.test, flags) and not removable_exit(inner) and any(
                 isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and call_name(n) in _SKIPS)
                 for branch in (inner.body, inner.orelse) for statement in branch for n in ast.walk(statement)) and (
                 reached is None or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or nested(inner)
@@ -116,7 +116,7 @@ def _gates(node: ast.AST, known: dict[str, int],
     return False
 
 
-def _asks(test: ast.AST, flags: set[str], device: bool = False) -> bool:
+def asks_cuda(test: ast.AST, flags: set[str], device: bool = False) -> bool:
     """Whether an expression asks CUDA: ``torch.cuda.is_available()``, ``torch.cuda.device_count()``, a local in
     ``flags`` that holds the answer; with ``device``, also whether the device in use is CUDA's (only the condition
     of a ``skipUnless``, diffusers' ``skipUnless(torch_device == "cuda")``: an ``if x.device.type == "cuda": raise``

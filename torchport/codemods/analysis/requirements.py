@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from torchport.codemods.analysis.gates import asks_cuda
 from torchport.codemods.analysis.names import ast_chain, environment_read, import_map, qualify
 from torchport.codemods.analysis.programs import (
     absolute_module,
@@ -26,6 +27,7 @@ from torchport.codemods.analysis.programs import (
     raises_again,
 )
 from torchport.model import installed, torch_facts
+from torchport.model.evaluate import false_off_cuda
 
 OFF_CUDA = torch_facts.OFF_CUDA
 
@@ -407,10 +409,11 @@ def cuda_only_functions(tree: ast.Module, package: str | None = None,
                         aliases[statement.name] = _method_aliases(item)
             if statement.bases:
                 modules.add(statement.name)
-            for base in statement.bases:
-                for name in qualify(ast_chain(base) or "", imports):
-                    if (why := cuda_only_import(name.rsplit(".", 1)[0])) is not None:
-                        bases[statement.name] = (statement.lineno, f"is built on {ast_chain(base)} ({why})")
+            for base in statement.bases:  # every import that may bind it is CUDA-only (none a fallback)
+                whys = [cuda_only_import(name.rsplit(".", 1)[0]) for name in qualify(ast_chain(base) or "", imports)]
+                if whys and all(whys):
+                    bases[statement.name] = (statement.lineno, f"is built on {ast_chain(base)} ({whys[0]})")
+    false = false_off_cuda(tree)
     grown = True
     while grown:
         grown = False
@@ -418,7 +421,7 @@ def cuda_only_functions(tree: ast.Module, package: str | None = None,
             if name in found:
                 continue
             why = _needs_cuda(function, imports, package, cuda_only_modules, found, owner, stopping, unbound,
-                              aliases.get(owner or "", {}))
+                              aliases.get(owner or "", {}), false)
             if why is not None:
                 found[name] = (function.lineno, why)
                 grown = True
@@ -486,9 +489,10 @@ def _binds(handler: ast.ExceptHandler) -> bool:
 def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mapping[str, frozenset[str]],
                 package: str | None, cuda_only_modules: frozenset[str], known: Mapping[str, tuple[int, str]],
                 owner: str | None, stopping: frozenset[str], unbound: Mapping[str, str],
-                aliases: Mapping[str, str]) -> str | None:
+                aliases: Mapping[str, str], false: Callable[[ast.expr], bool]) -> str | None:
     """Why ``function`` always needs CUDA (see `cuda_only_functions`), or None. ``aliases``: the attributes its
-    class's ``__init__`` always binds to its own methods (``self.forward_core = self.forward_corev0``)."""
+    class's ``__init__`` always binds to its own methods (``self.forward_core = self.forward_corev0``); ``false``:
+    whether an assert's condition is false without CUDA (`false_off_cuda`)."""
     body = function.body
     returns = next((i for i, s in enumerate(body) if isinstance(s, ast.If) and any(
         isinstance(inner, ast.Return) for arm in (s.body, s.orelse) for inner in arm)), None)
@@ -500,14 +504,18 @@ def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mappi
     for statement in function.body:  # a `with torch.cuda.graph(g):` item runs too
         if isinstance(statement, (ast.With, ast.AsyncWith)):
             run.extend(ast.Expr(item.context_expr) for item in statement.items)
-    for statement in run:
+
+    def needs(statement: ast.stmt) -> str | None:
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             for name in _absolute_imports(statement, package):
                 if (why := cuda_only_import(name)) is not None:
                     return why
                 if name in cuda_only_modules:
                     return f"imports {name}, which needs CUDA"
-            continue
+            return None
+        # an assert that asks CUDA is a gate, which the port decides per program; one on a CUDA tensor type stays
+        if isinstance(statement, ast.Assert) and not asks_cuda(statement.test, set()) and false(statement.test):
+            return f"asserts what is false without CUDA (line {statement.lineno})"
         for node in ast.walk(statement):
             if isinstance(node, ast.Name) and node.id in unbound and isinstance(node.ctx, ast.Load):
                 return f"reads {node.id}, which only a failing import binds off CUDA ({unbound[node.id]})"
@@ -532,7 +540,18 @@ def _needs_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: Mappi
                 dotted = ast_chain(node)
                 if dotted and qualify(dotted, imports) & _BLOCKING_APIS:
                     return f"uses {dotted}, which only CUDA has"
-    return None
+        return None
+
+    def first(statements: list[ast.stmt]) -> str | None:
+        """Why what ``statements`` always run needs CUDA; an ``if`` whose every arm needs it does too."""
+        return next((why for s in always_run(statements) if (why := needs(s))), None) or arms(statements)
+
+    def arms(statements: list[ast.stmt]) -> str | None:
+        return next((why for s in statements if isinstance(s, ast.If) and s.orelse
+                     and (why := first(s.body)) and first(s.orelse)), None)
+
+    return next((why for statement in run if (why := needs(statement))), None) or arms(
+        body if returns is None else body[:returns])
 
 
 def _absolute_imports(node: ast.Import | ast.ImportFrom, package: str | None) -> list[str]:

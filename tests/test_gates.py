@@ -282,3 +282,35 @@ def test_a_test_that_calls_another_modules_cuda_only_function_is_left_as_it_is(t
     assert [r["line"] for r in test["rewrites"]] == [11]  # test_plain only
     assert "[R03 cuda-gate] `test_fused` calls fused(), which stops or fails without CUDA" in \
         test["diagnostics"][0]["message"]
+
+
+RUN_IF_CUDA = '''
+import torch
+
+
+def run_if_cuda(func):
+    def wrapped_func(*args, **kwargs):
+        if torch.cuda.is_available():
+            return func(*args, **kwargs)
+        else:
+            return
+
+    return wrapped_func
+
+
+def timed(func):
+    def wrapped_func(*args, **kwargs):
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        return func(*args, **kwargs)
+
+    return wrapped_func
+'''
+
+
+def test_a_decorator_that_calls_what_it_wraps_only_on_cuda_is_a_gate() -> None:
+    """torch-points-kernels' ``run_if_cuda``: off CUDA the wrapper returns without calling the test, so what it
+    decorates runs only on CUDA; a wrapper that calls it on every path (``timed``) gates nothing."""
+    from torchport.codemods.analysis.gates import cuda_gates
+
+    assert cuda_gates(ast.parse(RUN_IF_CUDA)) == {"run_if_cuda": 5}

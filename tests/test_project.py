@@ -254,6 +254,11 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      (3, "DataParallel, which moves its inputs only on CUDA")),
     ("def f(model, x):\n    model = torch.nn.DataParallel(model)\n    model.to(device)\n"
      "    x = x.to(device)\n    return model(x)\n", None),
+    # kaggle-hpa's train: wrapped only where CUDA counts two devices, which a Mac never does
+    ("import torch\n\n\ndef f(model, x):\n    if torch.cuda.device_count() > 1:\n"
+     "        model = torch.nn.DataParallel(model)\n    model = model.cuda()\n    return model(x)\n", None),
+    ("import torch\n\n\ndef f(model, x, many):\n    if many:\n        model = torch.nn.DataParallel(model)\n"
+     "    model = model.cuda()\n    return model(x)\n", (7, "DataParallel, which moves its inputs only on CUDA")),
     # the module moved before it is wrapped: on MPS the wrapper calls it with its inputs where they are (CPU)...
     ("def f(net, x):\n    net = net.cuda()\n    net = torch.nn.DataParallel(net)\n    return net(x)\n",
      (3, "DataParallel, which moves its inputs only on CUDA")),

@@ -45,12 +45,39 @@ def cuda_gates(tree: ast.Module) -> dict[str, int]:
         last = branch.end_lineno or branch.lineno
         return lines is None or any(branch.lineno <= line <= last for line in lines)
 
+    false: Callable[[ast.expr], bool] | None = None
+
+    def calls_only_on_cuda(decorator: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """A decorator whose wrapper calls what it wraps only under a condition false without CUDA
+        (torch-points-kernels' ``run_if_cuda``: ``if torch.cuda.is_available(): return func(...)`` / ``else:
+        return``): off CUDA the decorated test passes without running."""
+        nonlocal false
+        if len(decorator.args.args) != 1 or "cuda" not in ast.unparse(decorator):
+            return False
+        wrapped = decorator.args.args[0].arg
+        returned = {s.value.id for s in decorator.body if isinstance(s, ast.Return) and isinstance(s.value, ast.Name)}
+        wrappers = [s for s in decorator.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and s.name in returned]
+        calls = {id(n) for w in wrappers for n in ast.walk(w) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Name) and n.func.id == wrapped}
+        if not calls:
+            return False
+        if false is None:
+            from torchport.model.evaluate import false_off_cuda
+
+            false = false_off_cuda(tree)
+        gated = {id(n) for w in wrappers for branch in ast.walk(w) if isinstance(branch, ast.If) and any(
+            id(n) in calls for n in ast.walk(branch)) and false(branch.test)
+            for statement in branch.body for n in ast.walk(statement)}
+        return calls <= gated
+
     grown = True
     while grown:  # a function that calls a gate is one too (a decorator whose wrapper calls `skip_without_gpus()`)
         grown = False
         for statement in tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):  # (a test class's setUp: the guards)
-                if statement.name not in gates and _gates(statement, gates, stops_off_cuda):
+                if statement.name not in gates and (_gates(statement, gates, stops_off_cuda)
+                                                    or calls_only_on_cuda(statement)):
                     gates[statement.name] = statement.lineno
                     grown = True
             elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None \

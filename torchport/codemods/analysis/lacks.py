@@ -371,9 +371,15 @@ def _data_parallel_moved(tree: ast.Module) -> list[int]:
     wraps: list[tuple[int, str]] = []  # (line, the module wrapped) of each `x = DataParallel(x, ...)` that always runs
     branched = {id(n) for branch in ast.walk(tree) if isinstance(branch, ast.If)
                 for statement in (*branch.body, *branch.orelse) for n in ast.walk(statement)}
+    from torchport.model.evaluate import false_off_cuda  # imported here: a warm run loads no evaluator
+
+    false = false_off_cuda(tree)  # kaggle-hpa's `if torch.cuda.device_count() > 1:` wraps nothing on a Mac
+    unwrapped = {id(n) for branch in ast.walk(tree) if isinstance(branch, ast.If) and any(
+        isinstance(n, ast.Call) and call_name(n) == "DataParallel" for n in ast.walk(branch)) and false(branch.test)
+        for statement in branch.body for n in ast.walk(statement)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
-                and call_name(node.value) == "DataParallel":
+                and call_name(node.value) == "DataParallel" and id(node) not in unwrapped:
             for target in node.targets:
                 wrapped[ast.unparse(target)] = min(node.lineno, wrapped.get(ast.unparse(target), node.lineno))
             if node.value.args and id(node) not in branched:  # not `if torch.cuda.device_count() > 1:`

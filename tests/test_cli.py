@@ -76,7 +76,7 @@ def test_undecodable_file_is_reported_and_untouched(runner: CliRunner, repo: Pat
 
 def test_gitignore_virtualenvs_and_exclude_are_honoured(runner: CliRunner, repo: Path) -> None:
     (repo / ".gitignore").write_text("generated/\n")
-    for folder in ("generated", "venv", "build", "keep", "vendored"):
+    for folder in ("generated", "venv", "build", "keep", "vendored", "env"):
         (repo / folder).mkdir()
         (repo / folder / "m.py").write_text(CUDA_CODE)
     (repo / "custom_env").mkdir()
@@ -85,6 +85,7 @@ def test_gitignore_virtualenvs_and_exclude_are_honoured(runner: CliRunner, repo:
     result = runner.invoke(app, ["migrate", str(repo), "--apply", "--exclude", "vendored/"])
     assert result.exit_code == 0
     assert "tp." in (repo / "keep" / "m.py").read_text()
+    assert "tp." in (repo / "env" / "m.py").read_text()  # haq's lib/env: code, not a virtualenv
     for folder in ("generated", "venv", "build", "vendored", "custom_env"):
         assert (repo / folder / "m.py").read_text() == CUDA_CODE, folder
 

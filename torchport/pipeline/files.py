@@ -14,11 +14,12 @@ import pathspec
 from torchport.emit.vendor import GENERATED, MODULE_NAME
 from torchport.errors import TorchportError
 
-# Folders that never hold the user's own code.
+# Folders that never hold the user's own code (`env/` may: haq's and many RL projects' environments; an `env`
+# virtualenv has `pyvenv.cfg`, `_is_virtualenv`).
 GENERATED_NAME = f"{MODULE_NAME}.py"
 GENERATED_MARK = GENERATED.encode()
 SKIP_DIRS = frozenset({
-    "__pycache__", "build", "dist", "site-packages", "node_modules", "venv", "env",
+    "__pycache__", "build", "dist", "site-packages", "node_modules", "venv",
     "__pypackages__", "_build", "buck-out",
 })
 

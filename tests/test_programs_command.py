@@ -1909,3 +1909,22 @@ def test_a_cuda_flag_handed_through_a_package_to_a_class_keeps_its_branch(tmp_pa
                    f"    use_cuda = {given}\n    print(build(use_cuda).device)\n",
     })
     assert _migrated(tmp_path)["det/model.py"]["changed"] is ported
+
+
+def test_test_modules_fed_to_a_cpu_only_extension_keep_the_cpu_only_where_every_one_is(tmp_path: Path) -> None:
+    """QPyTorch's tests feed a C++ extension built for the CPU alone: one pytest process runs them all, so the call
+    that keeps a Mac (and an Intel GPU) on the CPU goes into each, and only where every test module that moves
+    data to the runtime's device needs it."""
+    ops = "import torch\nfrom torch.utils.cpp_extension import load\n\nops = load('ops', ['ops.cpp'])\n\n\n" \
+          "def quantize(x):\n    return ops.quantize(x)\n"
+    test = "import torch\nfrom quant import quantize\n\n\ndef test_{0}():\n" \
+           "    assert quantize(torch.ones(2, device='cuda')).shape == (2,)\n"
+    call = 'tp.keep_cuda_or_cpu("a C++ extension built for the CPU alone, ../quant.py:4")'  # from tests/
+    _applied(tmp_path / "all", {"quant.py": ops, "tests/test_a.py": test.format("a"),
+                                "tests/test_b.py": test.format("b")})
+    for name in ("test_a.py", "test_b.py"):
+        assert call in (tmp_path / "all" / "tests" / name).read_text()
+    plain = "import torch\n\n\ndef test_c():\n    assert torch.ones(2, device='cuda').sum() == 2\n"
+    _applied(tmp_path / "mixed", {"quant.py": ops, "tests/test_a.py": test.format("a"), "tests/test_c.py": plain})
+    assert "keep_cuda_or_cpu" not in (tmp_path / "mixed" / "tests" / "test_a.py").read_text()
+    assert "tp.device()" in (tmp_path / "mixed" / "tests" / "test_c.py").read_text()

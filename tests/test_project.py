@@ -393,6 +393,19 @@ def test_a_name_without_a_package_is_the_importers_sibling(tmp_path: Path) -> No
     }, "hogwild/main.py") == {"hogwild/main.py", "hogwild/train.py"}
 
 
+def test_a_namespace_folder_beside_the_script_comes_before_a_module_above(tmp_path: Path) -> None:
+    """EasyOCR's CRAFT trainer runs from trainer/craft/, whose utils/ has no ``__init__.py``: ``from utils import
+    craft_utils`` there names that folder's module, not trainer/utils.py (whose device choice is not its own)."""
+    assert _reached(tmp_path, {
+        "trainer/craft/train.py": "from utils.util import save\n",
+        "trainer/craft/utils/util.py": "from utils import craft_utils\n\n\ndef save():\n    pass\n",
+        "trainer/craft/utils/craft_utils.py": "def boxes():\n    pass\n",
+        "trainer/utils.py": "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
+        "trainer/train.py": "import utils\n",
+    }, "trainer/craft/train.py") == {"trainer/craft/train.py", "trainer/craft/utils/util.py",
+                                     "trainer/craft/utils/craft_utils.py"}
+
+
 def test_cuda_autocast_stays_where_no_program_places_data(tmp_path: Path) -> None:
     """On every machine that autocast wraps CPU tensors (a no-op); a CPU autocast would change the numbers there."""
     script = ("import torch\n\nmodel = torch.nn.Linear(4, 4)\nwith torch.cuda.amp.autocast():\n"

@@ -567,6 +567,7 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
 
     reasons: dict[int, str] = {}
     demos: set[int] = set()
+    tests: set[int] = set()  # the changed test modules
     flags: set[str] | None = None
     for index, result in enumerate(results):
         notebook = result.path.suffix == SUFFIX  # one kernel runs its cells: a program, as a script is
@@ -575,14 +576,16 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
                 result.avoid_mps is not None or "keep_cuda_or_cpu(" in (result.migrated or "")):
             continue  # (a call its own text gave, for what MPS alone lacks, gives way to a split found below)
         module, name = outline(result.original), project.names[index]
-        if _TEST_FILE.match(result.path.name) and module.tests and not _calls_own_tests(trees[index]):
-            continue  # a test module runs in a process with many others (fairscale's test_gossip has a `__main__`;
-            # Person_reID's test_MSMT.py, with no test of its own, is a script)
-        if not module.parses or not notebook and not (module.script or _kind(
+        # a test module runs in a process with many others (fairscale's test_gossip has a `__main__`; Person_reID's
+        # test_MSMT.py, with no test of its own, is a script): it gets the call only beside every other (below)
+        testing = bool(_TEST_FILE.match(result.path.name) and module.tests and not _calls_own_tests(trees[index]))
+        if testing:
+            tests.add(index)
+        elif not module.parses or not notebook and not (module.script or _kind(
                 result, module, name, scripts, is_imported(index)) in ("script", "console-script")):
             continue  # a `__main__` block, a console script, or top-level work in a module nothing imports
-        if not notebook and name not in scripts and (is_imported(index) or project.in_package(index) and (
-                not module.script or installable([result.path]))) and not _reads_command_line(trees[index]):
+        if not testing and not notebook and name not in scripts and (is_imported(index) or project.in_package(
+                index) and (not module.script or installable([result.path]))) and not _reads_command_line(trees[index]):
             if not module.script:
                 continue  # a library module: the call would run in every program importing it (a package no
                 # metadata installs is the repository's: reid-strong-baseline's tools/train.py is a script)
@@ -628,7 +631,8 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
             reasons[index] = f"{split[1][1]}, {shown(split[0], index)}:{split[1][0]}"
             continue
         everything = project.reach(index)  # what it may import: a move there counts where the program may run it
-        if not any(project.runs_line(i, results[i].facts["moves"], everything) for i in everything & carrying) \
+        if not (testing and index in carrying) and not any(  # pytest runs a test module's own moves
+                project.runs_line(i, results[i].facts["moves"], everything) for i in everything & carrying) \
                 and not any(results[i].facts.get("choices") for i in everything):
             continue  # none of its data goes to the runtime's device (deep_gcns' ogbg_mol imports only save_ckpt
             # from a module whose loaders move data): it runs where it ran, and a call would change nothing
@@ -654,6 +658,13 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
         if index not in reasons and (lived := live_lack(project, reach, project.reach(index))):
             other, (line, what) = lived  # what the functions it runs import when they run, as `programs` reads it
             reasons[index] = f"{what}, {shown(other, index)}:{line}"
+    # one pytest process runs every test module: the call, which holds for the whole process, goes into them only
+    # where each one that moves data to the runtime's pick has a reason (QPyTorch's tests, all fed to a CPU-only
+    # extension), and the same one: a Mac's CPU, or the CPU wherever CUDA is missing
+    runtime = tests & (moving | choosing)
+    if not runtime or not runtime <= reasons.keys() or len({keeps_cuda_or_cpu(reasons[i]) for i in runtime}) > 1:
+        for index in tests:
+            reasons.pop(index, None)
     # a call at the top of a module runs in the programs that import it (not one in a demo's `__main__` block)
     has_call = ({*reasons} | {i for i, r in enumerate(results) if r.rewrites.get("TP019")}) - demos
     kept = {i: why for i, why in reasons.items() if not (project.reach(i) - {i}) & has_call}

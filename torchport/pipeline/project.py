@@ -513,6 +513,7 @@ class Project:
         self._bases: dict[Path, list[Path]] = {}  # a folder and the folders above it
         self._module_at: dict[tuple[Path, str], int | None] = {}  # (folder, dotted name) -> the module there
         self._added: dict[Path, list[Path]] | None = None  # `_path_roots`
+        self._run_folders: set[Path] | None = None  # every folder above a file of the run (`_namespace_first`)
         self._compiled: frozenset[str] | None = None
         self.compiled_uses: dict[int, list[tuple[int, str]]] = {}  # `compiled_uses`, per module
         self.named_on: dict[tuple[str, frozenset[int]], bool] = {}  # `_named_on`, per name and program
@@ -763,9 +764,27 @@ class Project:
             sibling = self._module_in(self._folder(importer), dotted)
             if sibling is not None:
                 return [sibling]
+        if found and self._namespace_first(self._folder(importer), dotted):
+            return []
         if len(found) > 1:  # RWKV-LM's `from src.model import GPT` in each RWKV-v*/: the one Python finds from there
             return self._beside(importer, dotted, 0) or found
         return found
+
+    def _namespace_first(self, folder: Path, dotted: str) -> bool:
+        """Whether, looking up from ``folder``, a folder of the run named ``dotted`` with no ``__init__.py`` (a
+        namespace package) comes before any module of that name: EasyOCR's ``trainer/craft/utils/util.py`` runs
+        from ``trainer/craft/`` and its ``from utils import craft_utils`` names the folder beside it, not
+        ``trainer/utils.py`` above."""
+        if self._run_folders is None:
+            self._run_folders = {parent for path in self.paths for parent in path.parents}
+        for base in (folder, *folder.parents):
+            if base not in self._run_folders:
+                return False
+            if self._module_in(base, dotted) is not None:
+                return False
+            if base.joinpath(*dotted.split(".")) in self._run_folders:
+                return True
+        return False
 
     def _beside(self, importer: Path, dotted: str, level: int) -> list[int]:
         """A module the package names do not give, found as Python would from where it runs: ``dotted`` as a path
@@ -799,6 +818,8 @@ class Project:
             found = self._module_at[key]
             if found is not None:
                 return [found]
+            if not level and self._namespace_first(base, dotted):  # a namespace package there: no file
+                return []
         return []
 
     def _path_roots(self) -> dict[Path, list[Path]]:

@@ -370,6 +370,7 @@ class CudaMethod(Rule):
                      "own way (its own `cuda`, and no `to` or one that takes CUDA alone)")
             return None
         if m.store(self).get("own_cuda") and not _inside_own_cuda(m, func.value) \
+                and not _moved_by_own_cuda(m, func.value) \
                 and not _holds_torch_data(m, func.value, m.start(original).line):
             m.mark_handled(original)
             m.report("TP106", original, "`.cuda()` left unchanged: a class in this module defines its own `cuda` "
@@ -545,6 +546,22 @@ def _inside_own_cuda(m: Migrator, receiver: cst.BaseExpression) -> bool:
             return inner.name.value == "cuda" and in_class and owner is not None \
                 and not (isinstance(receiver, cst.Name) and receiver.value == "self")
     return False
+
+
+def _moved_by_own_cuda(m: Migrator, receiver: cst.BaseExpression) -> bool:
+    """``self.x.cuda()`` in a method of a class whose own ``def cuda(self)`` moves ``self.x`` with ``.cuda()``:
+    the same member, which the port moves there as torch data (CODA-Prompt's learner: ``cuda()`` moves
+    ``self.model``, and so does ``load_model``); one port for both, or the program is ported by half."""
+    if not (matchers.matches(receiver, matchers.Attribute(value=matchers.Name("self")))):
+        return False
+    owner = next((a for a in reversed(m.ancestors) if isinstance(a, cst.ClassDef)), None)
+    if owner is None or not isinstance(owner.body, cst.IndentedBlock):
+        return False
+    name = cst.ensure_type(receiver, cst.Attribute).attr.value
+    moved = matchers.Call(func=matchers.Attribute(
+        value=matchers.Attribute(value=matchers.Name("self"), attr=matchers.Name(name)), attr=matchers.Name("cuda")))
+    return any(isinstance(s, cst.FunctionDef) and s.name.value == "cuda" and matchers.findall(s, moved)
+               for s in owner.body.body)
 
 
 def own_object(m: Migrator, receiver: cst.BaseExpression) -> str | None:

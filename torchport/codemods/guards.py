@@ -741,7 +741,7 @@ def _cuda_detection(m: Migrator, test: cst.BaseExpression) -> bool:
         return id(test.func) not in m.shared.guard_renames
     if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Call)
             and m.has_qname(test.left.func, _COUNT)):
-        return True
+        return id(test.left.func) not in m.shared.guard_renames  # DBNet's ported `device_count() > 0 and ...`
     unsafe = m.unsafe_fixes
     if (isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith"
             and test.args and (string_value(test.args[0].value) or "").startswith("cuda")):

@@ -72,6 +72,7 @@ NOT_DECIDING: dict[tuple[str, str], str] = {
     ("emit/native.py", "_NAMES"): "names native mode may give its device constant",
     ("emit/vendor.py", "_PARTS"): "the runtime's files",
     ("emit/torch_version.py", "_LOWER"): "a requirement specifier's syntax",
+    ("emit/torch_version.py", "_CONDA"): "a conda requirement specifier's syntax",
     ("model/evaluate.py", "_BUILTINS"): "the builtins the evaluator implements: its code, not a fact",
     ("model/evaluate.py", "_STOPS"): "the evaluator's own labels for how a path ends",
     ("pipeline/cache.py", "data"): "a cache record",

@@ -128,6 +128,15 @@ def test_torch_version_from_the_project(tmp_path: Path) -> None:
     assert project_torch_version(tmp_path) == (2, 9)
 
 
+def test_torch_version_from_a_conda_environment(tmp_path: Path) -> None:
+    """tabular-dl-tabr pins `pytorch::pytorch=1.13.1` in environment.yaml (beside `pytorch-cuda=11.7`)."""
+    (tmp_path / "environment.yaml").write_text("dependencies:\n  - pytorch::pytorch=1.13.1\n"
+                                              "  - pytorch::pytorch-cuda=11.7\n  - pytorch-mutex=1.0\n")
+    assert project_torch_version(tmp_path) == (1, 13)
+    (tmp_path / "environment.yaml").write_text("dependencies:\n  - pytorch-cuda=11.7\n  - pip:\n    - torch==2.1.0\n")
+    assert project_torch_version(tmp_path) == (2, 1)
+
+
 DDP_SCRIPT = textwrap.dedent('''\
     import os
     import sys

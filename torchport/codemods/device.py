@@ -362,6 +362,11 @@ class CudaMethod(Rule):
             m.mark_handled(original)
             m.report("TP106", original, "`.cuda(*args)` with unpacked arguments; left unchanged")
             return None
+        if isinstance(func.value, cst.Name) and func.value.value in _modules(m):
+            m.mark_handled(original)  # gan-compression's `tvm.cuda()`: TVM's device, not a move
+            m.report("TP106", original, f"`{func.value.value}.cuda()` left unchanged: `{func.value.value}` is a "
+                     "module, whose `cuda` is its own")
+            return None
         made = own_object(m, func.value) or _own_parameter(m, func.value)
         if made is not None:
             m.mark_handled(original)
@@ -546,6 +551,27 @@ def _inside_own_cuda(m: Migrator, receiver: cst.BaseExpression) -> bool:
             return inner.name.value == "cuda" and in_class and owner is not None \
                 and not (isinstance(receiver, cst.Name) and receiver.value == "self")
     return False
+
+
+def _modules(m: Migrator) -> frozenset[str]:
+    """The names the module binds only by ``import x`` (``import tvm``, ``import cupy as cp``): modules, whose
+    ``.cuda()`` is the library's own (TVM's device, CuPy's submodule), never a tensor's move."""
+    if m.shared.module_names is None:
+        imported: set[str] = set()
+        other: set[str] = set()
+        for node in ast.walk(m.syntax) if m.syntax is not None and ".cuda(" in m.source else ():
+            if isinstance(node, ast.Import):
+                imported.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                other.update(alias.asname or alias.name for alias in node.names)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                other.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                other.add(node.name)
+            elif isinstance(node, ast.arg):
+                other.add(node.arg)
+        m.shared.module_names = frozenset(imported - other)
+    return m.shared.module_names
 
 
 def _moved_by_own_cuda(m: Migrator, receiver: cst.BaseExpression) -> bool:

@@ -1,8 +1,8 @@
 """The oldest torch a project supports: the default of ``--torch-version`` for ``--runtime native``.
 
 The lower bound of the project's own torch requirement (``pyproject.toml`` dependencies,
-``requirements*.txt``, ``setup.py``), else the installed torch's version, else 2.6 (the first with
-``torch.accelerator``).
+``requirements*.txt``, ``setup.py``, a conda ``environment.yml``), else the installed torch's version, else 2.6
+(the first with ``torch.accelerator``).
 """
 
 from __future__ import annotations
@@ -21,8 +21,12 @@ FALLBACK = (2, 6)
 _LOWER = re.compile(r"""(?<![\w.-])torch\s*(?:\[[^\]]*\])?\s*(?:>=|==|~=|>)\s*(\d+)\.(\d+)""", re.IGNORECASE)
 
 
+# conda's `- pytorch=1.13.1`, `- pytorch::pytorch=1.13.1`, `- pytorch>=2.1` (not `pytorch-cuda=11.7`)
+_CONDA = re.compile(r"""^\s*-\s*(?:[\w-]+::)?pytorch\s*(?:>=|==|=|~=|>)\s*(\d+)\.(\d+)""", re.IGNORECASE | re.MULTILINE)
+
+
 def _from_text(text: str) -> tuple[int, int] | None:
-    bounds = [(int(a), int(b)) for a, b in _LOWER.findall(text)]
+    bounds = [(int(a), int(b)) for a, b in (*_LOWER.findall(text), *_CONDA.findall(text))]
     return max(bounds) if bounds else None
 
 
@@ -39,7 +43,8 @@ def _candidates(root: Path) -> list[str]:
             texts.append("\n".join(deps))
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
             pass
-    for path in sorted(root.glob("requirements*.txt")) + [root / "setup.py"]:
+    for path in [*sorted(root.glob("requirements*.txt")), root / "setup.py", root / "environment.yml",
+                 root / "environment.yaml"]:
         if path.is_file():
             try:
                 texts.append(path.read_text(encoding="utf-8", errors="replace"))

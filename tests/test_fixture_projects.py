@@ -274,6 +274,16 @@ def test_a_module_a_test_fakes_cuda_for_is_ported_only_with_that_test(tmp_path: 
     assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-2000:]
 
 
+def test_a_module_a_test_monkeypatches_torch_cuda_for_is_ported_only_with_that_test(tmp_path: Path) -> None:
+    """Liger-Kernel's test_utils: ``monkeypatch.setattr(torch.cuda, "get_device_capability", ...)`` passes on any
+    machine while the module asks torch.cuda; ported to the runtime, it would fail off CUDA."""
+    folder = _ported("faked_monkeypatch", tmp_path)
+    assert (folder / "pkg" / "arch.py").read_text() == (PROJECTS / "faked_monkeypatch" / "pkg" / "arch.py").read_text()
+    done = forkrun.run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=folder,
+                       env={**ENV, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, timeout=120)
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-2000:]
+
+
 def test_ddp_ids_in_a_module_that_never_names_cuda_move_with_the_program(tmp_path: Path) -> None:
     folder = _ported("unnamed_ddp", tmp_path)
     assert "device_ids=tp.ddp_device_ids([device])" in (folder / "pkg" / "wrap.py").read_text()

@@ -477,9 +477,10 @@ TEXT = {
     "availability_query": (r"\bcuda\.(?:is_available|device_count)\(", "a CUDA availability query"),
     "kept_placement": (r"\.cuda\(|(?:\btorch\.|(?<![\w.]))device\(\s*f?[\"']cuda|\bdevice\s*=\s*f?[\"']cuda",
                        "data placed on CUDA as written: left in a port, a choice kept CUDA-or-CPU"),
-    "fakes_cuda": (r"""patch(?:\.object)?\(\s*(?:torch\.cuda\s*,|["']torch\.cuda\.)""",
-                   "a test that fakes `torch.cuda` (patches it): what it calls sees CUDA where there is none, and the "
-                   "CUDA devices it names are descriptors that need no GPU"),
+    "fakes_cuda": (r"""(?:patch(?:\.object)?|monkeypatch\.setattr)\(\s*(?:torch\.cuda\s*,|["']torch\.cuda\.)""",
+                   "a test that fakes `torch.cuda` (patches it, `monkeypatch.setattr(torch.cuda, ...)` too): what it "
+                   "calls sees CUDA where there is none, and the CUDA devices it names are descriptors that need no "
+                   "GPU"),
     "native_device_line": (r"(?m)^(\w+) = \w+\.accelerator\.current_accelerator\(\)",
                            "the device line native mode writes: its name is the ported device"),
     "mps_lacks_sparse": (r"\bsparse_(?:coo|csr|csc|bsr|bsc)_tensor\b|\.to_sparse(?:_\w+)?\(|\bsparse\.\w*Tensor\(",

@@ -1928,3 +1928,24 @@ def test_test_modules_fed_to_a_cpu_only_extension_keep_the_cpu_only_where_every_
     _applied(tmp_path / "mixed", {"quant.py": ops, "tests/test_a.py": test.format("a"), "tests/test_c.py": plain})
     assert "keep_cuda_or_cpu" not in (tmp_path / "mixed" / "tests" / "test_a.py").read_text()
     assert "tp.device()" in (tmp_path / "mixed" / "tests" / "test_c.py").read_text()
+
+
+def test_a_call_whose_program_changes_nothing_else_is_dropped_after_the_last_step(tmp_path: Path) -> None:
+    """DDSP-SVC: the steps after the MPS pass left every move of the scripts' programs as written, so the
+    `tp.keep_cuda_or_cpu`/`tp.avoid_mps` calls were all the port still made: they ask a runtime nothing else asks."""
+    from torchport.pipeline.programs import lone_keeps
+    from torchport.results import FileResult
+
+    def result(name: str, text: str, migrated: str, rewrites: dict[str, int]) -> FileResult:
+        (tmp_path / name).write_text(text)
+        return FileResult(tmp_path / name, name, text, migrated, rewrites=rewrites)
+
+    script = "import torch\nimport model\n\nif __name__ == '__main__':\n    print(model.f())\n"
+    results = [result("main.py", script, script + "#", {"TP019": 1}),
+               result("model.py", "import torch\n\n\ndef f():\n    return 1\n", "import torch\n\n\ndef f():\n"
+                      "    return 1\n", {})]
+    avoids = {0: "float64, model.py:5"}
+    assert lone_keeps(results, avoids) == set()  # an avoid_mps answers what MPS lacks: kept while the run goes on
+    assert lone_keeps(results, avoids, every=True) == {0}
+    results[1].migrated = results[1].original + "x = tp.device()\n"  # a module it reaches asks the runtime
+    assert lone_keeps(results, avoids, every=True) == set()

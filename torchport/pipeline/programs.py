@@ -1622,16 +1622,18 @@ def kept_cuda_or_cpu(results: Sequence[FileResult], avoids: Mapping[int, str]) -
     return left
 
 
-def lone_keeps(results: Sequence[FileResult], avoids: Mapping[int, str]) -> set[int]:
+def lone_keeps(results: Sequence[FileResult], avoids: Mapping[int, str], every: bool = False) -> set[int]:
     """The entry points the project pass keeps CUDA-or-CPU (``avoids``: index -> reason) whose port now changes
     nothing but that call (TP019 its only rewrite) and no module they reach: what the keep answered (a choice kept
-    beside data moved) is no longer there, and the program runs as written, on CUDA or the CPU.
+    beside data moved) is no longer there, and the program runs as written, on CUDA or the CPU. ``every``: those
+    that get `tp.avoid_mps` too (after the last step, nothing of such a program asks the runtime: DDSP-SVC's
+    scripts, whose moves later steps left as written).
 
     Returns:
         indices into ``results``.
     """
     project = Project(results)
-    return {index for index, why in avoids.items() if keeps_cuda_or_cpu(why)
+    return {index for index, why in avoids.items() if (every or keeps_cuda_or_cpu(why))
             and set(results[index].rewrites) <= {"TP019"}
             and not any(results[other].changed for other in project.reach(index) - {index})}
 

@@ -239,6 +239,11 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
     _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()),
                                       index in reached, names) for index, names in unused.items()},
            settings, jobs, cache)
+    idle = programs.lone_keeps(results, avoids, every=True)  # the steps since left all else of its program
+    for index in idle:
+        del avoids[index]
+    _again(results, {index: Directive(holds.get(index), None, gates.get(index, frozenset()), index in reached,
+                                      unused.get(index, frozenset())) for index in idle}, settings, jobs, cache)
     if cache is not None and project_key is not None:
         final = {i: Directive(holds.get(i), avoids.get(i), gates.get(i, frozenset()), i in reached,
                               unused.get(i, frozenset()))

@@ -1219,3 +1219,27 @@ def test_a_gate_the_port_opens_goes_where_nothing_past_it_stops() -> None:
     result = _port(source)
     assert "if not tp.is_available():" in (result.migrated or "")
     assert "tp.set_device(gpu)" in (result.migrated or "")
+
+
+def test_a_guard_whose_branch_still_asserts_cuda_off_it_stays() -> None:
+    """tabular-dl-tabr's get_device: ported, ``if tp.is_available():`` would let a Mac into a branch whose assert on
+    CUDA_VISIBLE_DEVICES still fails there (and whose ``cuda:0`` the check holds): the guard stays with it."""
+    source = """\
+    import os
+
+    import torch
+
+
+    def get_device():
+        if torch.cuda.is_available():
+            assert os.environ.get('CUDA_VISIBLE_DEVICES') is not None, 'Set CUDA_VISIBLE_DEVICES'
+            return torch.device('cuda:0')
+        else:
+            return torch.device('cpu')
+    """
+    result = _port(source)
+    assert result.migrated == textwrap.dedent(source)
+    assert any("R19" in d.message and "an assert fails" in d.message for d in result.diagnostics)
+    check = "            assert os.environ.get('CUDA_VISIBLE_DEVICES') is not None, 'Set CUDA_VISIBLE_DEVICES'\n"
+    plain = source.replace(check, "")
+    assert "tp.is_available()" in _port(plain).migrated

@@ -1949,3 +1949,17 @@ def test_a_call_whose_program_changes_nothing_else_is_dropped_after_the_last_ste
     assert lone_keeps(results, avoids, every=True) == {0}
     results[1].migrated = results[1].original + "x = tp.device()\n"  # a module it reaches asks the runtime
     assert lone_keeps(results, avoids, every=True) == set()
+
+
+def test_a_device_setting_made_on_import_is_the_programs_choice(tmp_path: Path) -> None:
+    """FCOS's `_C.MODEL.DEVICE = "cuda"` in its config defaults, read by a demo's predictor that moves its data
+    there: ported to the runtime's pick, the demo's program lacks MPS's float64 and keeps the CPU on a Mac."""
+    _applied(tmp_path, {
+        "config.py": 'class Node:\n    pass\n\n\ncfg = Node()\ncfg.DEVICE = "cuda"\n',
+        "predictor.py": "import torch\nfrom config import cfg\n\n\ndef run():\n"
+                        "    x = torch.ones(2, dtype=torch.float64)\n    return x.to(cfg.DEVICE)\n",
+        "demo.py": "from config import cfg\nfrom predictor import run\n\nif __name__ == '__main__':\n"
+                   "    print(run())\n",
+    })
+    assert 'cfg.DEVICE = tp.device_str()' in (tmp_path / "config.py").read_text()
+    assert 'tp.avoid_mps("float64, predictor.py:6")' in (tmp_path / "demo.py").read_text()

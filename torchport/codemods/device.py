@@ -831,14 +831,6 @@ class DeviceString(_StringRule):
                "device's str.")
     before, after = 'device = "cuda"', "device = tp.device_str()"
     triggers = (r"cuda", r"\bdevice\(\s*\w+\.\w+\s*\)")  # the second: `torch.device(args.device)`
-
-    def leave_SimpleString(self, m: Migrator, original: cst.SimpleString,
-                           updated: cst.SimpleString) -> cst.BaseExpression | None:
-        done = super().leave_SimpleString(m, original, updated)
-        if done is not None and len(m.ancestors) > 2 and isinstance(m.ancestors[1], cst.SimpleStatementLine) \
-                and isinstance(m.ancestors[2], cst.Assign):
-            m.fact("choices", original)  # FCOS's `_C.MODEL.DEVICE = "cuda"`: set on import, read where data goes
-        return done
     examples = (
         Example('device = "cuda"\n', "device = tp.device_str()\n"),
         Example('def build(device="cuda:0"):\n    pass\n', "def build(device=tp.device_str(0)):\n    pass\n"),
@@ -896,6 +888,14 @@ class DeviceString(_StringRule):
                 "assert args.device in ['cpu', 'cuda', 'mps']\n"
                 "device = torch.device('mps') if args.device == 'mps' else torch.device(args.device)\n"),
     )
+
+    def leave_SimpleString(self, m: Migrator, original: cst.SimpleString,
+                           updated: cst.SimpleString) -> cst.BaseExpression | None:
+        done = super().leave_SimpleString(m, original, updated)
+        if done is not None and len(m.ancestors) > 2 and isinstance(m.ancestors[1], cst.SimpleStatementLine) \
+                and isinstance(m.ancestors[2], cst.Assign):
+            m.fact("choices", original)  # FCOS's `_C.MODEL.DEVICE = "cuda"`: set on import, read where data goes
+        return done
 
     def _chosen_among(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.Call | None:
         """nnU-Net's ``parser.add_argument('-device', default='cuda')``, whose value the module itself turns into a

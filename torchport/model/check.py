@@ -152,16 +152,17 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
             decisions[index] = False
             held.append(Held(i1 + 1, max(i2, i1 + 1), None, _PASSES))
             continue
-        gate_end = _opens_gate(old[i1:i2], new[j1:j2], tree, j1 + 1, runtime)
-        if _removes_gate(old[i1:i2], new[j1:j2]) or gate_end:  # a gate goes only where no path past it still fails
+        gate = _opened_gate(old[i1:i2], new[j1:j2], tree, j1 + 1, runtime)
+        if _removes_gate(old[i1:i2], new[j1:j2]) or gate:  # a gate goes only where no path past it still fails
             at = min(lines)
             later = next((stop for path, stop in failing if at in path and stop.line > at), None)
-            if later is None and gate_end:  # past an opened gate, another one the port kept stops the path too
-                # (Holocron's `if gpu >= torch.cuda.device_count(): raise ValueError(...)`); inside a branch the
-                # port opens where the runtime's device is there, its own check (tabular-dl-tabr's assert)
-                checks = _asserts_inside(tree, at)
+            if later is None and gate:  # past an opened gate, another one the port kept stops the path too
+                # (Holocron's `if gpu >= torch.cuda.device_count(): raise ValueError(...)`); inside it, an assert of
+                # its own (tabular-dl-tabr's), unlike a `raise` there, which is the gate
+                end = gate.end_lineno or gate.lineno
+                checks = {s.lineno for s in gate.body if isinstance(s, ast.Assert)}
                 later = next((stop for path, stop in gated if at in path and (
-                    stop.line > gate_end or stop.line in checks)), None)
+                    stop.line > end or stop.line in checks)), None)
             if later is not None:
                 decisions[index], kept_assert = False, True
                 held.append(Held(i1 + 1, max(i2, i1 + 1), _on_original(later, hunks)))
@@ -489,28 +490,19 @@ def _guard_for_nothing(lines: set[int], guards: Sequence[ast.If], runs: dict[int
     return False
 
 
-def _opens_gate(old: Sequence[str], new: Sequence[str], tree: ast.Module, first: int,
-                runtime: frozenset[str]) -> int:
-    """The last line of a gate whose CUDA query a one-line hunk gives to the runtime (``if not
-    torch.cuda.is_available(): raise ...`` -> ``if not tp.is_available(): raise ...``; tabular-dl-tabr's ``if
-    tp.is_available(): assert os.environ.get('CUDA_VISIBLE_DEVICES') ...``): on MPS it now lets the path through.
-    0 for none."""
+def _opened_gate(old: Sequence[str], new: Sequence[str], tree: ast.Module, first: int,
+                 runtime: frozenset[str]) -> ast.If | None:
+    """The gate whose CUDA query a one-line hunk gives to the runtime (``if not torch.cuda.is_available(): raise
+    ...`` -> ``if not tp.is_available(): raise ...``; tabular-dl-tabr's ``if tp.is_available(): assert
+    os.environ.get('CUDA_VISIBLE_DEVICES') ...``): on MPS it now lets the path through. None for none."""
     if len(old) != 1 or len(new) != 1 or not old[0].lstrip().startswith("if ") or not new[0].lstrip().startswith(
             "if "):
-        return 0
+        return None
     gate = next((n for n in ast.walk(tree) if isinstance(n, ast.If) and n.lineno == first), None)
     if gate is None or not any(isinstance(s, (ast.Raise, ast.Assert)) for s in gate.body) or not any(
             isinstance(n, ast.Name) and n.id in runtime for n in ast.walk(gate.test)):
-        return 0
-    return gate.end_lineno or gate.lineno
-
-
-def _asserts_inside(tree: ast.Module, line: int) -> set[int]:
-    """The lines of the asserts the body of the ``if`` at ``line`` makes (tabular-dl-tabr's ``if tp.is_available():
-    assert os.environ.get('CUDA_VISIBLE_DEVICES') ...``): checks of their own, unlike a ``raise`` there, which is
-    the gate."""
-    gate = next((n for n in ast.walk(tree) if isinstance(n, ast.If) and n.lineno == line), None)
-    return {s.lineno for s in gate.body if isinstance(s, ast.Assert)} if gate is not None else set()
+        return None
+    return gate
 
 
 def _removes_gate(old: Sequence[str], new: Sequence[str]) -> bool:

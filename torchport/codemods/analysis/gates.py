@@ -71,13 +71,15 @@ def cuda_gates(tree: ast.Module) -> dict[str, int]:
             for statement in branch.body for n in ast.walk(statement)}
         return calls <= gated
 
+    # what these decorators do depends on no other gate: read once, before the fixpoint below
+    gates.update({s.name: s.lineno for s in tree.body
+                  if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and calls_only_on_cuda(s)})
     grown = True
     while grown:  # a function that calls a gate is one too (a decorator whose wrapper calls `skip_without_gpus()`)
         grown = False
         for statement in tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):  # (a test class's setUp: the guards)
-                if statement.name not in gates and (_gates(statement, gates, stops_off_cuda)
-                                                    or calls_only_on_cuda(statement)):
+                if statement.name not in gates and _gates(statement, gates, stops_off_cuda):
                     gates[statement.name] = statement.lineno
                     grown = True
             elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None \

@@ -209,3 +209,15 @@ def test_no_rewrite_writes_a_torch_api_the_projects_torch_lacks(runner: CliRunne
     notes = [line for line in done.output.splitlines() if "[R26 project-torch]" in line]
     assert {line.split("(")[1].split(" ")[0] for line in notes} == held, done.output
     assert all(f"requires torch {requirement[7:11].rstrip(',')}" in line for line in notes)
+
+
+@pytest.mark.parametrize(("requirement", "held"), [("torch>=1.7", True), ("torch>=1.10", False)])
+def test_an_autocast_stays_where_the_projects_torch_has_no_torch_amp(runner: CliRunner, tmp_path: Path,
+                                                                     requirement: str, held: bool) -> None:
+    """ByteTrack (torch>=1.7, its Dockerfile pins 1.9.1): `torch.amp.autocast` came with torch 1.10."""
+    (tmp_path / "requirements.txt").write_text(requirement + "\n")
+    (tmp_path / "m.py").write_text("import torch\n\n\ndef iou(a, b):\n"
+                                   "    with torch.cuda.amp.autocast(enabled=False):\n        return (a * b).sum()\n")
+    done = runner.invoke(app, ["migrate", str(tmp_path), "--no-cache"])
+    assert ("TP020 would apply): [R26 project-torch]" in done.output) is held, done.output
+    assert ("torch.amp.autocast(tp.device_type(), enabled=False)" in done.output) is not held, done.output

@@ -723,3 +723,18 @@ def test_a_device_option_the_script_chooses_among_types_itself_defaults_to_the_r
     assert done.returncode == 0 and "sum 2.0 cpu" in done.stdout, done.stderr
     chosen = _run(folder, "train.py", "-device", "cpu")
     assert chosen.returncode == 0 and "sum 2.0 cpu" in chosen.stdout, chosen.stderr
+
+
+def test_a_device_only_compared_and_written_into_text_is_a_label_and_stays(tmp_path: Path) -> None:
+    """torchsparse's setup.py: `device = "cuda"` picks the extension's sources and type by comparisons and file
+    names; ported, a build forced for CUDA on a machine without one would build for the CPU. It stays, said once
+    (R10), and so does the one train.py's `describe` only prints; the device `main` places data with is ported and
+    the program runs."""
+    folder = _ported("label_device", tmp_path)
+    assert (folder / "setup.py").read_text() == (PROJECTS / "label_device" / "setup.py").read_text()
+    train = (folder / "train.py").read_text()
+    assert '    device = "cuda"  # a label' in train and "    device = tp.device_str()\n" in train
+    done = CliRunner().invoke(app, ["migrate", str(folder), "--check", "--no-cache"])
+    assert "`device` is only compared and written into text" in done.stdout
+    ran = _run(folder, "train.py")
+    assert ran.returncode == 0 and "torch.Size([1, 2])" in ran.stdout, ran.stderr[-2000:]

@@ -189,6 +189,28 @@ def test_rewrite_that_does_not_parse_is_an_internal_error_and_the_file_is_untouc
     assert MIGRATED_MARK in (tmp_path / "good.py").read_text()
 
 
+@pytest.mark.parametrize(("appended", "refused"), [
+    ("\nprint(sep='', sep=' ')\n", True),  # parses; the compiler refuses a keyword given twice
+    ("\nawait print()\n", False),  # a notebook cell's top-level await: allowed
+])
+def test_rewrite_the_compiler_refuses_is_an_internal_error_unless_the_input_is_refused_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, appended: str, refused: bool
+) -> None:
+    real = engine.migrate_code
+
+    def broken(source: str, settings: Settings, **kwargs: object) -> object:
+        migration = real(source, settings, **kwargs)
+        migration.code += appended
+        return migration
+
+    monkeypatch.setattr(engine, "migrate_code", broken)
+    (tmp_path / "m.py").write_text(CUDA_CODE)
+    (tmp_path / "already.py").write_text(CUDA_CODE + "\nreturn\n")  # the input fails to compile already
+    error = migrate_file(tmp_path / "m.py").error or ""
+    assert ("keyword argument repeated" in error) is refused and (not error) is not refused
+    assert migrate_file(tmp_path / "already.py").error is None
+
+
 def test_nesting_that_would_crash_libcst_is_refused_before_parsing(cli: CliRunner, tmp_path: Path) -> None:
     # LibCST's native parser overflows the C stack on this (a segfault); CPython rejects it cleanly.
     deep = "x = " + "(" * 100_000 + "torch.cuda.synchronize()" + ")" * 100_000 + "\n"

@@ -101,6 +101,7 @@ def _autocast_stays(m: Migrator, code: str, call: cst.Call, node: cst.CSTNode) -
 
 
 _SCALER_TORCH = (2, 3)  # the first torch with torch.amp.GradScaler
+_AUTOCAST_TORCH = (1, 10)  # the first torch with torch.amp.autocast (and torch.autocast)
 
 
 def _makes_scaler(m: Migrator) -> bool:
@@ -207,6 +208,11 @@ class CudaAmpAutocast(Rule):
                 Example("import torch\n\n\ndef step(model, x, optimizer, loss_scaler):\n"
                         "    with torch.cuda.amp.autocast():\n        loss = model(x)\n"
                         "    loss_scaler(loss, optimizer)\n"))
+
+    def visit_Call(self, m: Migrator, node: cst.Call) -> bool:
+        if m.qnames(node.func) & _AUTOCAST:
+            older_torch(m, node, _AUTOCAST_TORCH, "torch.amp.autocast")
+        return True
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         if not m.qnames(original.func) & _AUTOCAST:

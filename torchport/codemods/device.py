@@ -362,10 +362,15 @@ class CudaMethod(Rule):
             m.mark_handled(original)
             m.report("TP106", original, "`.cuda(*args)` with unpacked arguments; left unchanged")
             return None
-        if isinstance(func.value, cst.Name) and func.value.value in _modules(m):
+        if isinstance(func.value, cst.Name) and (kind := _namespaces(m).get(func.value.value)) is not None:
             m.mark_handled(original)  # gan-compression's `tvm.cuda()`: TVM's device, not a move
             m.report("TP106", original, f"`{func.value.value}.cuda()` left unchanged: `{func.value.value}` is a "
-                     "module, whose `cuda` is its own")
+                     f"{kind}, whose `cuda` is its own")
+            return None
+        if sum(arg.keyword is None for arg in updated.args) > 2:  # `Tensor.cuda(device, non_blocking)`: no more
+            m.mark_handled(original)
+            m.report("TP106", original, "`.cuda()` with more than two positional arguments left unchanged: torch's "
+                     "takes a device and `non_blocking` alone, so this one is its object's own")
             return None
         made = own_object(m, func.value) or _own_parameter(m, func.value)
         if made is not None:
@@ -553,24 +558,30 @@ def _inside_own_cuda(m: Migrator, receiver: cst.BaseExpression) -> bool:
     return False
 
 
-def _modules(m: Migrator) -> frozenset[str]:
-    """The names the module binds only by ``import x`` (``import tvm``, ``import cupy as cp``): modules, whose
-    ``.cuda()`` is the library's own (TVM's device, CuPy's submodule), never a tensor's move."""
+def _namespaces(m: Migrator) -> dict[str, str]:
+    """The names the module binds only by ``import x`` (``import tvm``, ``import cupy as cp``) or only by ``class
+    X``, each with what it is (``"module"``, ``"class"``): their ``.cuda()`` is the library's or the class's own
+    (TVM's device, CuPy's submodule, hqq's ``Quantizer.cuda(W_q, meta, device)`` classmethod), never a tensor's
+    move."""
     if m.shared.module_names is None:
-        imported: set[str] = set()
-        other: set[str] = set()
+        bound: dict[str, set[str]] = {}
         for node in ast.walk(m.syntax) if m.syntax is not None and ".cuda(" in m.source else ():
             if isinstance(node, ast.Import):
-                imported.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+                for alias in node.names:
+                    bound.setdefault(alias.asname or alias.name.split(".")[0], set()).add("module")
             elif isinstance(node, ast.ImportFrom):
-                other.update(alias.asname or alias.name for alias in node.names)
+                for alias in node.names:
+                    bound.setdefault(alias.asname or alias.name, set()).add("other")
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                other.add(node.id)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                other.add(node.name)
+                bound.setdefault(node.id, set()).add("other")
+            elif isinstance(node, ast.ClassDef):
+                bound.setdefault(node.name, set()).add("class")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                bound.setdefault(node.name, set()).add("other")
             elif isinstance(node, ast.arg):
-                other.add(node.arg)
-        m.shared.module_names = frozenset(imported - other)
+                bound.setdefault(node.arg, set()).add("other")
+        m.shared.module_names = {name: next(iter(kinds)) for name, kinds in bound.items()
+                                 if len(kinds) == 1 and "other" not in kinds}
     return m.shared.module_names
 
 

@@ -128,6 +128,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     if tests:
         dead += _helpers_of_skipped_tests(tree, skipped or set())
     unread = _unread_stores(tree, runtime, closed or tests, unused)
+    labels = _label_stores(tree, runtime, closed or tests, unused)
     on_cuda = _read_on_cuda(tree, runtime, closed or tests or own, runs, starts)
     on_cpu = _cpu_saved_loads(tree, folder, runtime) if folder is not None and ".map_location()" in migrated else []
     # lines changed one for one are read one by one: a rewrite never run (llm.c's DDP line, beside a memory query
@@ -176,6 +177,11 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         if store is not None:
             decisions[index] = False
             held.append(Held(i1 + 1, max(i2, i1 + 1), None, f"`{store}` {UNREAD}"))
+            continue
+        store = next((name for first, last, name in labels if first <= min(lines) and max(lines) <= last), None)
+        if store is not None:
+            decisions[index] = False
+            held.append(Held(i1 + 1, max(i2, i1 + 1), None, f"`{store}` {LABEL}"))
             continue
         store = next((name for first, last, name in on_cuda if first <= min(lines) and max(lines) <= last), None)
         if store is not None:
@@ -288,6 +294,60 @@ def _unread_stores(tree: ast.Module, runtime: frozenset[str], module: bool,
     return found
 
 
+def _label_stores(tree: ast.Module, runtime: frozenset[str], module: bool,
+                  globals_: frozenset[str] = frozenset()) -> list[tuple[int, int, str]]:
+    """``(first, last line, name)`` of each assignment of a device value (see `only_answers`) whose every read in
+    its scope is a label: compared (``device == "cuda"``) or written into text (``f"pybind_{device}.cu"``,
+    ``print(device)``), never handed to a placement (torchsparse's ``setup.py`` picks its extension's sources and
+    type by it). Its port changes only which text and branches the comparisons kept as written pick. A function's
+    locals; with ``module`` (nothing imports the module), its globals too; ``globals_`` as `_unread_stores`."""
+    found: list[tuple[int, int, str]] = []
+    scopes: list[ast.AST] = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    imports = imported(tree)
+    for scope in ([tree] if module or globals_ else []) + scopes:
+        stores = [(s, name) for s, name in _device_stores(scope, runtime, imports)
+                  if module or scope is not tree or name in globals_]
+        if not stores or reads(scope) is None:
+            continue
+        parents = {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
+        for statement, name in stores:
+            loads = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name
+                     and isinstance(n.ctx, ast.Load)]
+            if loads and all(_labels(load, parents) for load in loads):
+                found.append((statement.lineno, statement.end_lineno or statement.lineno, name))
+    return found
+
+
+def _text(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def labelled(tree: ast.Module) -> set[str] | None:
+    """The names read anywhere in ``tree`` only as labels (`_labels`): compared with text, formatted into it,
+    printed; None where the module looks names up at run time."""
+    if reads(tree) is None:
+        return None
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    loads: dict[str, bool] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            loads[n.id] = loads.get(n.id, True) and _labels(n, parents)
+    return {name for name, label in loads.items() if label}
+
+
+def _labels(load: ast.Name, parents: Mapping[int, ast.AST]) -> bool:
+    """Whether this read of a name only labels: an operand of a comparison with text, a value formatted into an
+    f-string, or an argument of ``print``."""
+    parent = parents.get(id(load))
+    if isinstance(parent, ast.Compare):
+        return all(_text(n) or isinstance(n, (ast.List, ast.Tuple, ast.Set)) and all(_text(e) for e in n.elts)
+                   for n in (parent.left, *parent.comparators) if n is not load)
+    if isinstance(parent, ast.FormattedValue):
+        return True
+    return isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "print" \
+        and load in parent.args
+
+
 def _read_on_cuda(tree: ast.Module, runtime: frozenset[str], module: bool, runs: Mapping[int, Stop | None],
                   starts: Mapping[int, int]) -> list[tuple[int, int, str]]:
     """``(first, last line, name)`` of each assignment of a device value (see `only_answers`) that no clean path
@@ -353,7 +413,7 @@ def _read_on_cuda(tree: ast.Module, runtime: frozenset[str], module: bool, runs:
 def _device_stores(scope: ast.AST, runtime: frozenset[str], imports: Mapping[str, str]) -> list[tuple[ast.Assign, str]]:
     """Each ``name = <device value>`` of ``scope`` (a module or a function, not what it defines), with the name: a
     value that does nothing but answer (`only_answers`)."""
-    return [(s, target.id) for s in _own_statements(scope.body)  # type: ignore[attr-defined]
+    return [(s, target.id) for s in own_statements(scope.body)  # type: ignore[attr-defined]
             if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(target := s.targets[0], ast.Name)
             and only_answers(s.value, runtime, imports)]
 
@@ -376,15 +436,15 @@ def reads(scope: ast.AST) -> set[str] | None:
 _DYNAMIC_READS = frozenset(torch_facts.words("name_lookup_builtin"))
 
 
-def _own_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+def own_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """The statements of one scope, in its blocks too, not those of the functions and classes it defines."""
     for statement in body:
         yield statement
         if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for block in ("body", "orelse", "finalbody"):
-                yield from _own_statements(getattr(statement, block, None) or [])
+                yield from own_statements(getattr(statement, block, None) or [])
             for handler in getattr(statement, "handlers", None) or []:
-                yield from _own_statements(handler.body)
+                yield from own_statements(handler.body)
 
 
 def only_answers(value: ast.expr, runtime: frozenset[str], imports: Mapping[str, str]) -> bool:
@@ -468,6 +528,7 @@ def _passing_tests(original: ast.Module, exempt: frozenset[int]) -> list[tuple[i
 _QUERY = text("availability_query")
 UNREAD = "is never read: the value changes nothing"  # the note of a device value nothing reads
 CUDA_READ = "is read only where CUDA runs: its port changes nothing"  # a device value read under CUDA guards
+LABEL = "is only compared and written into text, never placed: its port changes nothing it moves"  # a label
 CPU_SAVED = "holds CPU tensors: it loads the same on every backend"  # the note of a repository's checkpoint
 PASSED = "is passed by every call in the project: its default changes nothing"  # a default no call reaches
 OVERWRITTEN = "is set again off CUDA before anything reads it: its port changes nothing"  # an option's default

@@ -851,7 +851,8 @@ class Evaluator:
         return result
 
     def _binop(self, node: ast.BinOp, p: Path) -> object:
-        left, right = self.value(node.left, p), self.value(node.right, p)
+        left = self.value(node.left, p)
+        right, counted = self._asking(node.right, p)  # counted: a device query gave the divisor
         if isinstance(node.op, ast.Add) and isinstance(left, str):
             return left + right if isinstance(right, str) else Prefix(left)
         if isinstance(node.op, ast.Add) and isinstance(left, Prefix):
@@ -870,7 +871,7 @@ class Evaluator:
             operation = ops.get(type(node.op))
             if operation is not None:
                 return operation(left, right)
-        if right == 0 and not isinstance(right, bool) and (
+        if right == 0 and counted and not isinstance(right, bool) and (
                 isinstance(node.op, (ast.Mod, ast.FloorDiv)) and (left is INDEX or left is UNKNOWN or isinstance(
                     left, int)) or isinstance(node.op, ast.Div) and (isinstance(left, int | float) or (
                     left is UNKNOWN and (_numeric(node.left) or id(node) in self._made_integers())))):

@@ -91,6 +91,20 @@ def _compile(code: str, path: Path) -> ast.Module:
     return tree
 
 
+def _bytecode(tree: ast.Module, path: Path) -> SyntaxError | None:
+    """What CPython's compiler (past its parser) refuses in ``tree``, or None. A notebook's top-level ``await``
+    is allowed, as IPython runs it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(tree, str(path), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    except SyntaxError as exc:
+        return exc
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    return None
+
+
 def _precheck(text: str, path: Path) -> tuple[ast.Module | None, str | None]:
     """Parse ``text`` with CPython first: ``(tree, error)``; ``tree`` is None where CPython cannot parse it.
 
@@ -110,12 +124,17 @@ def _precheck(text: str, path: Path) -> tuple[ast.Module | None, str | None]:
         return None, f"1:0: syntax error: {exc}"
 
 
-def _parses(code: str, path: Path, cpython: bool) -> tuple[str | None, ast.Module | None]:
+def _parses(code: str, path: Path, original: ast.Module | None) -> tuple[str | None, ast.Module | None]:
     """Why ``code`` does not parse (None when it does), with the parser the input was checked with, and CPython's
-    tree of it (None when the input was checked with LibCST)."""
-    if cpython:
+    tree of it (None when the input, ``original``, was checked with LibCST). Where the input compiles, the rewrite
+    must compile too: a keyword given twice (``f(a=1, a=2)``) parses, and fails only there."""
+    if original is not None:
         try:
-            return None, _compile(code, path)
+            tree = _compile(code, path)
+            refused = _bytecode(tree, path)
+            if refused is not None and _bytecode(original, path) is None:
+                raise refused
+            return None, tree
         except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             line = getattr(exc, "lineno", None)
             return f"{getattr(exc, 'msg', None) or exc}" + (f" at line {line}" if line else ""), None
@@ -185,7 +204,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
                             "lines it does not touch; left unchanged (please report this file)")
             return result
         migration.code = restyle(text, migration.code, result.path)
-        broken, tree = _parses(migration.code, result.path, syntax is not None)
+        broken, tree = _parses(migration.code, result.path, syntax)
         if broken is not None:
             result.migrated = None
             result.error = f"internal error: the rewrite does not parse ({broken}); file left unchanged"
@@ -226,7 +245,17 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
     program runs; ``folder``: the module's (see `check_port`)."""
     from torchport.codemods.api import suppressions
     from torchport.codemods.core.reasons import DEAD_STORE, HALF_PORT, MOVES_TOGETHER, SAVED_HERE, note
-    from torchport.model.check import CPU_SAVED, CUDA_READ, OVERWRITTEN, PASSED, SCALER, UNREAD, UNUSED, check_port
+    from torchport.model.check import (
+        CPU_SAVED,
+        CUDA_READ,
+        LABEL,
+        OVERWRITTEN,
+        PASSED,
+        SCALER,
+        UNREAD,
+        UNUSED,
+        check_port,
+    )
     from torchport.results import Diagnostic
 
     checked = check_port(original, migration.code, frozenset(suppressions(migration.code)), syntax, tree, gates,
@@ -259,7 +288,7 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
         said.add(key)
         where = f"{UNUSED}{','.join(names)}" if key == UNUSED else h.why or (
             "no path off CUDA runs it" if h.stop is None else f"{STILL_STOPS} at line {h.stop.line}: {h.stop.message}")
-        reason = DEAD_STORE if h.why.endswith((UNREAD, CUDA_READ, PASSED, OVERWRITTEN)) else \
+        reason = DEAD_STORE if h.why.endswith((UNREAD, CUDA_READ, LABEL, PASSED, OVERWRITTEN)) else \
             SAVED_HERE if h.why.endswith(CPU_SAVED) else MOVES_TOGETHER if h.why == SCALER else HALF_PORT
         migration.diagnostics.append(Diagnostic("TP110", h.first, 0, note(reason, f"left as written: {where}")))
     migration.diagnostics.sort(key=lambda d: (d.line, d.column))

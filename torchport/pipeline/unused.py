@@ -120,15 +120,16 @@ def own_scripts(results: Sequence[FileResult]) -> set[int]:
 
 def unread_globals(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     """The module-level names of each changed module that hold a device value nothing reads: the module never
-    names them again, and no module of the project imports them (``from model import device``, ``M.device``, or
-    through ``import *`` and a read). FastSpeech's ``model.py`` picks ``device`` and never uses it; so do the
-    examples of neuraloperator. A module of an installed package (packaging metadata, in a package folder) is left
+    names them again, or only as a label (`check.labelled`), and no module of the project imports them (``from
+    model import device``, ``M.device``, or through ``import *`` and a read). FastSpeech's ``model.py`` picks
+    ``device`` and never uses it; so do the examples of neuraloperator; torchsparse's ``setup.py`` only compares
+    its ``device`` and names files by it. Assignments nested in blocks count (``if ...: device = "cuda"``). A module of an installed package (packaging metadata, in a package folder) is left
     to its users, who may import the name. The value must only answer (see `check.only_answers`).
 
     Returns:
         index into ``results`` -> those names (only modules with some).
     """
-    from torchport.model.check import only_answers, reads
+    from torchport.model.check import labelled, only_answers, own_statements, reads
     from torchport.model.evaluate import imported
 
     changed = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and r.original
@@ -148,9 +149,9 @@ def unread_globals(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
         read = reads(tree)
         if read is None:
             continue
-        imports = imported(tree)
-        names = {t.id for s in tree.body if isinstance(s, ast.Assign) and len(s.targets) == 1
-                 and isinstance(t := s.targets[0], ast.Name) and t.id not in read
+        imports, labels = imported(tree), labelled(tree) or set()
+        names = {t.id for s in own_statements(tree.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
+                 and isinstance(t := s.targets[0], ast.Name) and (t.id not in read or t.id in labels)
                  and only_answers(s.value, frozenset(), imports)}
         names -= {name for name in names for other in range(len(results)) if other != index
                   and _reads_from(project, other, index, name)}

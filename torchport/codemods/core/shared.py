@@ -41,8 +41,8 @@ class Shared:
         ifs: the module's ``if`` statements in CPython's tree, by line (TP009's exits without CUDA); None until
             asked.
         type_names: names bound to a legacy CUDA tensor type read only by ``.type(...)``, with its dtype.
-        module_names: names bound only by ``import x``: modules, whose ``.cuda()`` is their own (TP001); None
-            until asked.
+        module_names: names bound only by ``import x`` or ``class X``, with what they are: modules and classes, whose
+            ``.cuda()`` is their own (TP001); None until asked.
     """
 
     idioms: dict[int, tuple[bool, cst.BaseExpression | None]] = field(default_factory=dict)
@@ -57,4 +57,4 @@ class Shared:
     scripted: frozenset[str] | None = None
     type_names: dict[str, str] | None = None
     ifs: dict[int, ast.If] | None = None
-    module_names: frozenset[str] | None = None
+    module_names: dict[str, str] | None = None

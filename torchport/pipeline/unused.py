@@ -123,8 +123,9 @@ def unread_globals(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     names them again, or only as a label (`check.labelled`), and no module of the project imports them (``from
     model import device``, ``M.device``, or through ``import *`` and a read). FastSpeech's ``model.py`` picks
     ``device`` and never uses it; so do the examples of neuraloperator; torchsparse's ``setup.py`` only compares
-    its ``device`` and names files by it. Assignments nested in blocks count (``if ...: device = "cuda"``). A module of an installed package (packaging metadata, in a package folder) is left
-    to its users, who may import the name. The value must only answer (see `check.only_answers`).
+    its ``device`` and names files by it. Assignments nested in blocks count (``if ...: device = "cuda"``). A
+    module of an installed package (packaging metadata, in a package folder) is left to its users, who may import
+    the name. The value must only answer (see `check.only_answers`).
 
     Returns:
         index into ``results`` -> those names (only modules with some).

@@ -196,6 +196,27 @@ def test_what_stops_a_path_off_cuda(expression: str, stops: bool) -> None:
 
 
 @pytest.mark.parametrize(("test", "stops"), [
+    ("dist.get_world_size() != torch.cuda.device_count()", True),  # OpenGait's main: a group has 1 process or more
+    ("torch.cuda.device_count() != dist.get_world_size()", True),
+    ("dist.get_world_size() > torch.cuda.device_count()", True),
+    ("dist.get_world_size() < 1", False),
+    ("dist.get_world_size() != 2", None),  # not known: both ways, the raise no device query decided
+    ("dist.get_rank() != torch.cuda.device_count()", None),  # a rank may be 0
+])
+def test_a_world_size_is_at_least_one_process(test: str, stops: bool | None) -> None:
+    source = f"import torch\nimport torch.distributed as dist\nif {test}:\n    raise ValueError('GPUs')\nx = 1\n"
+    kinds = {kind for _, kind in _module_paths(source, "cpu")}
+    assert kinds == ({"gate"} if stops else {None} if stops is False else {"raise", None}), kinds
+
+
+def test_a_counter_at_zero_is_no_device_count() -> None:
+    """ALBEF's grounding_eval divides by per-split counters a loop increments: no device query gave them, so no
+    division by a device count stops its path."""
+    source = "n = 0\nfor item in items:\n    if item:\n        n += 1\nrate = 0 / n\nx = 1\n"
+    assert _module_paths(source, "cpu") == [(6, None), (6, None)]
+
+
+@pytest.mark.parametrize(("test", "stops"), [
     ("gpus_per_machine <= torch.cuda.device_count()", True),  # YOLOX's launch, after its process group
     ("torch.cuda.device_count() > local_rank", True),
     ("gpus_per_machine >= torch.cuda.device_count()", False),  # asks for no device

@@ -22,6 +22,7 @@ from torchport.model import torch_facts
 from torchport.model.objects import own_device_classes, own_parameter
 from torchport.model.torch_facts import STAR_BINDS
 from torchport.model.values import (
+    COUNT,
     INDEX,
     NOT_CUDA,
     UNKNOWN,
@@ -1006,6 +1007,8 @@ class Evaluator:
                 return UNKNOWN
         if name == "int" or name in torch_facts.RANKS:
             return INDEX
+        if name in torch_facts.WORLD_SIZES:
+            return COUNT
         if name in ("torch.autocast", "torch.amp.autocast") or "GradScaler" in name:
             return UNKNOWN  # device= there labels, it does not place
         self._placement(node, keywords, p)
@@ -1503,6 +1506,9 @@ def _device(spec: object, index: object) -> object:
     return Device(kind, index)
 
 
+_MIRRORED: dict[type, type] = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+
+
 def _compare(op: ast.cmpop, left: object, right: object) -> object:
     if NOT_CUDA in (left, right):  # data's device type off CUDA: only "is it CUDA's" is decided
         other = right if left is NOT_CUDA else left
@@ -1517,6 +1523,16 @@ def _compare(op: ast.cmpop, left: object, right: object) -> object:
             found = left in right.values
             return found if isinstance(op, ast.In) else not found
         return UNKNOWN
+    if left is COUNT or right is COUNT:  # an int not known, at least 1: decided against 1 or less alone
+        bound = right if left is COUNT else left
+        kind = type(op) if left is COUNT else _MIRRORED.get(type(op), type(op))  # as `count <op> bound`
+        if not isinstance(bound, int) or isinstance(bound, bool) or bound > 1:
+            return UNKNOWN
+        if bound == 1:  # `world_size >= 1`
+            return {ast.GtE: True, ast.Lt: False}.get(kind, UNKNOWN)
+        # `world_size != torch.cuda.device_count()`, none counted
+        return {ast.Gt: True, ast.GtE: True, ast.NotEq: True, ast.Lt: False, ast.LtE: False,
+                ast.Eq: False}.get(kind, UNKNOWN)
     if left is INDEX or right is INDEX:  # an int not known, not negative: only a comparison with 0 may be decided
         bound, index_left = (right, True) if left is INDEX else (left, False)
         if isinstance(bound, int) and not isinstance(bound, bool) and bound <= 0 and (

@@ -199,7 +199,7 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "torch.multiprocessing.start_processes": ("spawn",), "torch.multiprocessing.spawn.spawn": ("spawn",),
     "torch.multiprocessing.spawn.start_processes": ("spawn",), "torch._C.": ("cuda_internals",),
     "torch.utils.cpp_extension.": ("cuda_internals",), "torch.distributed.get_rank": ("rank",),
-    "torch.distributed.get_world_size": ("rank",), "torch.distributed.get_local_rank": ("rank",),
+    "torch.distributed.get_world_size": ("world_size",), "torch.distributed.get_local_rank": ("rank",),
     "torch.nn.SyncBatchNorm": ("group_cuda_layer",),
     "torch.nn.SyncBatchNorm.convert_sync_batchnorm": ("group_cuda_layer",),
     "torch.nn.modules.batchnorm.SyncBatchNorm": ("group_cuda_layer",), "sys.exit": ("exit",), "exit": ("exit",),
@@ -269,6 +269,7 @@ ROLES = {
     "spawn": "starts processes, each running `fn(i, *args)`: its process count sizes a process group",
     "cuda_internals": "a prefix of torch's CUDA kernels, compiled or built here: CUDA-only under a guard",
     "rank": "answers a process's rank or a count of processes: an int, not negative",
+    "world_size": "answers how many processes the group has, which exists once it answers: an int, at least 1",
     "name_lookup": "finds a definition by a name computed at run time (`importlib.import_module`, hydra's "
                    "`instantiate`): a definition no code names may still run",
     "name_lookup_builtin": "a builtin that finds names at run time (`eval`, `globals()`), called by its bare name",
@@ -616,6 +617,8 @@ CUDA_LIBRARIES = {
     # RAPIDS: GPU data frames, graphs and ML, and their memory manager and Dask cluster, which need NVIDIA's CUDA
     "cudf": Library(False), "cugraph": Library(False), "cuml": Library(False), "cuspatial": Library(False),
     "rmm": Library(False), "dask_cuda": Library(False),
+    # NVIDIA DALI's data pipelines: its wheels are built for CUDA alone (`nvidia-dali-cuda120`), none for macOS
+    "nvidia.dali": Library(False),
 }
 _CUDA = "torch.cuda."
 # Keyword options, with the value that picks a CUDA-only library: transformers' `from_pretrained` and
@@ -689,6 +692,7 @@ UNPORTABLE_RNG = frozenset(name for name, a in CUDA_APIS.items() if not a.portab
 # Views of the tables above, by role, under the names the program model reads.
 ON_CUDA_FLAGS = frozenset(words("on_cuda_flag"))
 RANKS = named("rank")
+WORLD_SIZES = named("world_size")
 PLACEMENT_KEYWORDS = frozenset(words("placement_keyword"))
 LIBRARY_PLACEMENT_KEYWORDS = frozenset(words("library_placement_keyword"))
 ACCELERATOR_KEYWORDS = frozenset(words("accelerator_keyword"))

@@ -29,6 +29,14 @@ class _Index:
 INDEX = _Index()  # an int not known, not negative: a rank, a count, a device index
 
 
+class _Count:
+    def __repr__(self) -> str:
+        return "COUNT"
+
+
+COUNT = _Count()  # an int not known, at least 1: the processes of a group that exists (its world size)
+
+
 class _NotCuda:
     def __repr__(self) -> str:
         return "NOT_CUDA"

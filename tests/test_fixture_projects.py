@@ -738,3 +738,36 @@ def test_a_device_only_compared_and_written_into_text_is_a_label_and_stays(tmp_p
     assert "`device` is only compared and written into text" in done.stdout
     ran = _run(folder, "train.py")
     assert ran.returncode == 0 and "torch.Size([1, 2])" in ran.stdout, ran.stderr[-2000:]
+
+
+def test_flags_an_object_keeps_from_its_maker_gate_its_moves_and_nothing_changes(tmp_path: Path) -> None:
+    """Bayesian-Neural-Networks: `Net(cuda=use_cuda)` after `use_cuda = torch.cuda.is_available()`; the object keeps
+    it (`self.cuda = cuda`) and hands it to `to_variable`, reached through two star imports, whose `if not
+    v.is_cuda and cuda:` moves data that is not on CUDA (no split on a Mac). Off CUDA none of it runs: the port
+    changes no file, adds no `tp.keep_cuda_or_cpu`, and both programs run on the CPU and on a Mac. So does a
+    notebook's own copy of the class, made in the module that defines it."""
+    folder = _ported("flag_kept_by_object", tmp_path)
+    for path in (PROJECTS / "flag_kept_by_object").rglob("*.py"):
+        assert (folder / path.relative_to(PROJECTS / "flag_kept_by_object")).read_text() == path.read_text(), path
+    (folder / "mac.py").write_text(ON_A_MAC)
+    for script, said in (("train.py", "fit torch.Size([1, 2]) 6"), ("notebook_like.py", "own torch.Size([1, 2])")):
+        for args in ((script,), ("mac.py", script)):
+            ran = _run(folder, *args)
+            assert ran.returncode == 0 and said in ran.stdout, ran.stderr[-2000:]
+
+
+def test_a_flag_a_base_class_sets_from_a_cuda_query_gates_its_subclasses_in_other_modules(tmp_path: Path) -> None:
+    """deep-person-reid's `Engine`: `self.use_gpu = torch.cuda.is_available() and use_gpu`, read by subclasses in
+    other modules under `if self.use_gpu:`. Every assignment of `.use_gpu` in the project is false off CUDA, so
+    those moves never run there and stay as written."""
+    (tmp_path / "engine.py").write_text("import torch\n\n\nclass Engine:\n    def __init__(self, use_gpu=True):\n"
+                                        "        self.use_gpu = torch.cuda.is_available() and use_gpu\n")
+    softmax = ("from engine import Engine\n\n\nclass Softmax(Engine):\n    def run(self, x):\n"
+               "        if self.use_gpu:\n            x = x.cuda()\n        return x * 2\n")
+    (tmp_path / "softmax.py").write_text(softmax)
+    (tmp_path / "main.py").write_text("import torch\n\nfrom softmax import Softmax\n\nif __name__ == \"__main__\":\n"
+                                      "    print('ran', Softmax().run(torch.ones(2)).sum().item())\n")
+    _apply(tmp_path)
+    assert (tmp_path / "softmax.py").read_text() == softmax
+    ran = _run(tmp_path, "main.py")
+    assert ran.returncode == 0 and "ran 4.0" in ran.stdout, ran.stderr[-2000:]

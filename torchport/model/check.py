@@ -92,7 +92,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
     module_stops: list[Stop] | None = []  # where every path of the module body stops, on every target
     skipped: set[int] | None = None  # the units a skip mark skips on every target
     deciders: list[Evaluator] = []
-    own = OWN in gates
+    own = OWN in gates or closed  # a notebook: nothing imports it either
     for target in OFF_CUDA:
         evaluator = Evaluator(tree, target, exempt, gates, own=own)
         deciders.append(evaluator)

@@ -224,6 +224,9 @@ class Evaluator:
         self._calls: dict[tuple[object, ...], _Call] = {}  # calls of the module's own functions, evaluated once
         # each function's calls (by the call's id) -> the values given to its parameters (`_always_false`)
         self._filled: dict[int, dict[int, dict[str, object]]] = {}
+        # each own class's `__init__` (by id) -> the calls making it (by id) -> whether each parameter was given
+        # False from a device query (`_construct`)
+        self._made: dict[int, dict[int, dict[str, bool]]] = {}
         self._named: dict[str, list[ast.expr]] | None = None  # `_always_false`'s index of the module's names
         self._called: set[int] = set()
         self._methods = facts.methods  # a method's id -> its class
@@ -374,19 +377,21 @@ class Evaluator:
         return Unit(node, self.run_alone(node))
 
     def run_alone(self, node: ast.FunctionDef | ast.AsyncFunctionDef,
-                  fixed: dict[str, object] | None = None) -> list[Path]:
-        """The paths of a function run on its own: its parameters unknown (bar those ``fixed``), in its class (a
-        method)."""
+                  fixed: dict[str, object] | None = None, asked: Iterable[str] = ()) -> list[Path]:
+        """The paths of a function run on its own: its parameters unknown (bar those ``fixed``; ``asked``: those of
+        them a device query gave), in its class (a method)."""
         self._classes.append(self._methods.get(id(node)))
         env: dict[str, object] = {name: UNKNOWN for name in _parameters(node.args)}
         env.update(fixed or {})
+        flagged: set[str] = set(asked)  # parameters a device query fills: what they hold was asked of the device
         if self.target != "cuda" and self.gates and (self._classes[-1] is None or node.name == "__init__"):
             # a parameter every call fills with a CUDA flag (a class's: every call that makes one)
-            env.update({name: False for name in env if f"{node.name}({name})" in self.gates})
+            flagged |= {name for name in env if f"{node.name}({name})" in self.gates}
+            env.update(dict.fromkeys(flagged, False))
         for name in env:
             if env[name] is UNKNOWN and (value := self._fixture(name)) is not UNKNOWN:
                 env[name] = value
-        starts = [Path({**env, **values}) for values in _parametrized(node, env)]
+        starts = [Path({**env, **values}, queried=set(flagged)) for values in _parametrized(node, env)]
         try:
             return self.run(node.body, starts)
         finally:
@@ -446,7 +451,9 @@ class Evaluator:
                 if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not _sets_self(method):
                     continue
                 self._forks = 0
-                for path in self.run_alone(method):
+                made = self._made_false(method) if isinstance(method, ast.FunctionDef) and method.name == "__init__" \
+                    and self.target != "cuda" else {}
+                for path in self.run_alone(method, made, made):
                     for key, value in path.env.items():
                         if key.startswith("self.") and key.count(".") == 1:
                             values.setdefault(key, []).append(value)
@@ -910,6 +917,8 @@ class Evaluator:
             return self._needs_cuda(node, f"`{gate}()` needs CUDA", p)
         if (method := self._own_method(node.func)) is not None:
             return self._call_function(method, node, [UNKNOWN, *args], keywords, p)
+        if function is UNKNOWN and isinstance(node.func, ast.Name) and (init := self._constructor(node.func.id)):
+            self._construct(init, node, args, keywords, p)
         if isinstance(function, Name):
             return self._call_name(function.qualified, node, args, keywords, p)
         if isinstance(function, Function):
@@ -921,6 +930,52 @@ class Evaluator:
             return self._method(node.func.attr, node, receiver, args, keywords, p)
         self._placement(node, keywords, p)
         return UNKNOWN
+
+    def _constructor(self, name: str) -> ast.FunctionDef | None:
+        """The ``__init__`` of the module's own top-level class ``name``, in a module nothing imports (``own``: a
+        notebook, a script), where the module binds ``name`` by that class alone."""
+        if not self.own:
+            return None
+        classes = [s for s in self.tree.body if isinstance(s, ast.ClassDef) and s.name == name]
+        if len(classes) != 1 or name in self._stored_globals:
+            return None
+        return next((f for f in classes[0].body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+
+    @property
+    def _stored_globals(self) -> set[str]:
+        """The names the module's body assigns (a class name bound again is no longer the class)."""
+        return {n.id for s in self.tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                     ast.ClassDef))
+                for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+    def _construct(self, init: ast.FunctionDef, node: ast.Call, args: list[object],
+                   keywords: dict[str | None, object], p: Path) -> None:
+        """Record what a call making the module's own class gives its ``__init__``: the parameters it fills with
+        False from a device query (``MC_drop_net(..., cuda=use_cuda)`` after ``use_cuda =
+        torch.cuda.is_available()``), read by `_attributes`."""
+        positional = [a.arg for a in (*init.args.posonlyargs, *init.args.args)][1:]
+        given = [*zip(positional, node.args), *((k.arg, k.value) for k in node.keywords if k.arg)]
+        values = {**dict(zip(positional, args)), **{k: v for k, v in keywords.items() if k is not None}}
+        asked = {name for name, expr in given if isinstance(expr, ast.Name)
+                 and (expr.id in p.queried or expr.id in self.globals_queried)}
+        self._made.setdefault(id(init), {})[id(node)] = {
+            name: value is False and name in asked for name, value in values.items()}
+
+    def _made_false(self, init: ast.FunctionDef) -> dict[str, object]:
+        """The parameters of a class's ``__init__`` that every call making it, anywhere the module runs, fills with
+        False from a device query; none where the class is named other than to be called (outside its own body)."""
+        made = self._made.get(id(init))
+        cls = self._methods.get(id(init))
+        if not made or cls is None:
+            return {}
+        self._name_index()
+        assert self._named is not None
+        inside = range(cls.lineno, (cls.end_lineno or cls.lineno) + 1)  # `super(Net, self)` names it
+        if any(id(n) not in self._called and n.lineno not in inside for n in self._named.get(cls.name, ())
+               if isinstance(n, ast.Name)):
+            return {}
+        names = set.intersection(*(set(values) for values in made.values()))
+        return {name: False for name in names if all(values[name] for values in made.values())}
 
     def _own_method(self, func: ast.expr) -> ast.FunctionDef | None:
         """The method ``self.<name>`` calls, where the class being run defines it, undecorated."""
@@ -1506,7 +1561,7 @@ def _device(spec: object, index: object) -> object:
     return Device(kind, index)
 
 
-_MIRRORED: dict[type, type] = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+_MIRRORED: dict[type[ast.cmpop], type[ast.cmpop]] = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
 
 
 def _compare(op: ast.cmpop, left: object, right: object) -> object:
@@ -1525,7 +1580,7 @@ def _compare(op: ast.cmpop, left: object, right: object) -> object:
         return UNKNOWN
     if left is COUNT or right is COUNT:  # an int not known, at least 1: decided against 1 or less alone
         bound = right if left is COUNT else left
-        kind = type(op) if left is COUNT else _MIRRORED.get(type(op), type(op))  # as `count <op> bound`
+        kind: type[ast.cmpop] = type(op) if left is COUNT else _MIRRORED.get(type(op), type(op))  # `count <op> b`
         if not isinstance(bound, int) or isinstance(bound, bool) or bound > 1:
             return UNKNOWN
         if bound == 1:  # `world_size >= 1`

@@ -1164,9 +1164,11 @@ def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Modu
         # `detector.py`)
         named = {local: at for local, target, name in project.bindings(caller) if name is not None and (
             at := project.origin(target, name, lambda i, n: n in functions.get(i, {}), hops=4)) is not None}
-        for _, target, name in project.bindings(caller):  # `from utils import *`
-            if name == "*" and target in functions:
-                named.update({f: (target, f) for f in functions[target] if not f.startswith("_")})
+        for _, target, name in project.bindings(caller):  # `from utils import *`, through another's too
+            if name == "*":
+                for origin in _star_chain(project, target):
+                    named.update({f: (origin, f) for f in functions.get(origin, {}) if not f.startswith("_")
+                                  and f not in named})
         named.update({name: (caller, name) for name in functions.get(caller, {})})
         modules = {local: target for local, target, name in project.bindings(caller)
                    if name is None and target in functions}
@@ -1178,18 +1180,22 @@ def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Modu
             elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
                     and func.value.id in modules and func.attr in functions[modules[func.value.id]]:
                 calls.append((scope, node, modules[func.value.id], func.attr))
-        callers.append((caller, queried, calls))
+        callers.append((caller, queried, calls, _kept_parameters(tree)))
     found: set[tuple[int, str, str]] = set()
     for _ in range(3):  # a flag parameter handed on, a step a round
         passed: dict[tuple[int, str, str], bool] = {}
-        for caller, queried, calls in callers:
+        for caller, queried, calls, kept in callers:
             for scope, node, target, name in calls:
                 function = functions[target][name]
                 given = arguments(function, node)
                 for param in parameters(function):
                     value = given.get(param) if given is not None else None
                     flag = isinstance(value, ast.Attribute) and value.attr in flags or isinstance(value, ast.Name) \
-                        and (value.id in queried or (caller, scope or "", value.id) in found)
+                        and (value.id in queried or (caller, scope or "", value.id) in found) or (
+                            # `self.cuda`, which the caller's class keeps from its own flag parameter
+                            isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
+                            and value.value.id == "self" and (held := kept.get((id(node), value.attr))) is not None
+                            and (caller, *held) in found)
                     passed[target, name, param] = passed.get((target, name, param), True) and flag
         now = {key for key, always in passed.items() if always}
         if now == found:
@@ -1199,6 +1205,47 @@ def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Modu
     for target, name, param in (key for key in found if key[0] in among):
         grouped.setdefault(target, set()).add(f"{'__init__' if (target, name) in classes else name}({param})")
     return {index: frozenset(names) for index, names in grouped.items()}
+
+
+def _star_chain(project: Project, first: int, hops: int = 4) -> list[int]:
+    """Module ``first`` and those it star-imports, in turn, up to ``hops`` steps (Bayesian-Neural-Networks' models
+    ``from src.base_net import *``, which has ``from src.utils import *``): what ``from first import *`` binds
+    comes from them, the nearest first."""
+    chain, frontier = [first], [first]
+    for _ in range(hops):
+        frontier = [t for m in frontier for _, t, name in project.bindings(m) if name == "*" and t not in chain]
+        chain.extend(dict.fromkeys(frontier))
+    return chain
+
+
+def _kept_parameters(tree: ast.Module) -> dict[tuple[int, str], tuple[str, str]]:
+    """``(id of a call in a method, attribute) -> (class, parameter)`` for each attribute a top-level class sets
+    once, in its ``__init__``, to a parameter of it (Bayesian-Neural-Networks' ``self.cuda = cuda``): what a call
+    in its methods is given as ``self.cuda`` is what made the object."""
+    kept: dict[tuple[int, str], tuple[str, str]] = {}
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+        if init is None:
+            continue
+        params = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)}
+        sets: dict[str, list[ast.expr | None]] = {}
+        for node in ast.walk(cls):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, (ast.AnnAssign, ast.AugAssign)) else []
+            for target in targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id == "self":
+                    sets.setdefault(target.attr, []).append(getattr(node, "value", None) if not isinstance(
+                        node, ast.AugAssign) else None)
+        attributes = {attr: value.id for attr, values in sets.items() if len(values) == 1
+                      and isinstance(value := values[0], ast.Name) and value.id in params
+                      and any(s.value is value for s in ast.walk(init) if isinstance(s, ast.Assign))}
+        if attributes:
+            kept.update(((id(call), attr), (cls.name, param)) for call in ast.walk(cls)
+                        if isinstance(call, ast.Call) for attr, param in attributes.items())
+    return kept
 
 
 def _query_names(tree: ast.Module) -> set[str]:
@@ -1395,9 +1442,10 @@ _STUCK_TEXT = re.compile(r"\.cuda\(|\bcuda\.(?:" + "|".join(sorted(n for n in RA
 def _cuda_flags(results: Sequence[FileResult]) -> set[str]:
     """The attribute names that every assignment in the project sets to what is false without CUDA, evaluated on
     the CPU and on MPS: ``args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False`` in
-    PatchTST's entry point, read as ``self.args.use_gpu`` in another module. An attribute some assignment sets to
-    anything else (``self.<name>`` included: the evaluator reads a class's own facts itself) is no flag. Read from
-    the original texts alone, so the run's steps (the gates, the MPS blockers, the report) share one answer."""
+    PatchTST's entry point, read as ``self.args.use_gpu`` in another module; ``self.use_gpu =
+    (torch.cuda.is_available() and use_gpu)`` in deep-person-reid's ``Engine``, read by its subclasses in other
+    modules. An attribute some assignment sets to anything else (``self.cuda = cuda``) is no flag. Read from the
+    original texts alone, so the run's steps (the gates, the MPS blockers, the report) share one answer."""
     texts = tuple(r.original for r in results)
     if _FLAGS and _FLAGS[0][0] == texts:
         return _FLAGS[0][1]
@@ -1426,9 +1474,7 @@ def _read_cuda_flags(texts: Sequence[str | None]) -> set[str]:
                 node, (ast.AnnAssign, ast.AugAssign)) else []
             for target in targets:
                 if isinstance(target, ast.Attribute) and target.attr in names:
-                    value = None if isinstance(node, ast.AugAssign) or (isinstance(target.value, ast.Name) and
-                                                                        target.value.id == "self") else \
-                        node.value  # type: ignore[attr-defined]
+                    value = None if isinstance(node, ast.AugAssign) else node.value  # type: ignore[attr-defined]
                     assigned.setdefault(target.attr, []).append((tree, value))
     evaluators: dict[tuple[int, str], Evaluator] = {}
 

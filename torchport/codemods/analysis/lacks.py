@@ -714,10 +714,14 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
             and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Attribute)
             and n.value.attr in ON_CUDA_FLAGS}
     for node in ast.walk(tree):
+        # a flag read negated moves data that is not on CUDA (Bayesian-Neural-Networks' `if not v.is_cuda and
+        # cuda: v = v.cuda()`): off CUDA all of it goes, to one device
+        negated = {id(n.operand) for n in ast.walk(node.test) if isinstance(n, ast.UnaryOp)
+                   and isinstance(n.op, ast.Not)} if isinstance(node, (ast.If, ast.IfExp)) else set()
         if not isinstance(node, (ast.If, ast.IfExp)) or not any(
-                isinstance(n, ast.Attribute) and n.attr in ON_CUDA_FLAGS and not (
+                (isinstance(n, ast.Attribute) and n.attr in ON_CUDA_FLAGS and not (
                     n.attr in stored and isinstance(n.value, ast.Name) and n.value.id == "self")
-                or isinstance(n, ast.Name) and n.id in read for n in ast.walk(node.test)):
+                 or isinstance(n, ast.Name) and n.id in read) and id(n) not in negated for n in ast.walk(node.test)):
             continue
         body = node.body if isinstance(node.body, list) else [node.body]
         if _follows(node, following.get(id(node))):

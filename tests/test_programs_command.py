@@ -148,6 +148,26 @@ def test_data_moved_where_a_flag_read_from_a_tensor_says_cuda_keeps_the_cpu_or_c
     assert blocker(source) == (7, "data moved only where other data is on CUDA (`.is_cuda`)")
 
 
+@pytest.mark.parametrize(("test", "found"), [
+    ("tensor.is_cuda", (7, "a device chosen CUDA only where other data is on CUDA (`.is_cuda`)")),
+    ("not tensor.is_cuda", None),  # negated: chosen where data is not on CUDA, to no split
+])
+def test_a_device_taken_from_data_only_where_it_is_on_cuda_keeps_the_cpu_or_cuda(test: str, found: object) -> None:
+    """latent_ode's ``get_device``: the CPU, unless ``tensor.is_cuda``: then ``tensor.get_device()``. On an Intel
+    GPU or a Mac new tensors go to the CPU beside data on the accelerator."""
+    source = ("import torch\n\n\ndef noise(tensor):\n    device = torch.device('cpu')\n\n"
+              f"    if {test}:\n        device = tensor.get_device()\n"
+              "    return torch.randn(2, device=device) * tensor\n")
+    assert blocker(source) == found
+
+
+def test_a_flag_read_negated_moves_data_not_on_cuda_and_splits_nothing() -> None:
+    """Bayesian-Neural-Networks' ``to_variable``: ``if not v.is_cuda and cuda: v = v.cuda()``."""
+    source = ("import torch\n\n\ndef to_variable(var=(), cuda=True):\n    out = []\n    for v in var:\n"
+              "        if not v.is_cuda and cuda:\n            v = v.cuda()\n        out.append(v)\n    return out\n")
+    assert blocker(source) is None
+
+
 def test_a_cpu_default_type_wherever_the_device_is_not_cuda_keeps_the_cpu_or_cuda() -> None:
     """tapqir's ``Model.to``: CUDA's default types for "cuda", the CPU's in the last arm, which "mps" and "xpu" reach;
     that reason wins over the float64 beside it (it keeps an Intel GPU off too)."""

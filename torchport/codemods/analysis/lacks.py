@@ -730,8 +730,11 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
                for part in body for n in ast.walk(part)):
             found.append((node.lineno, MOVED_IF_ON_CUDA))
         elif any(isinstance(n, ast.Constant) and isinstance(n.value, str) and (
-                n.value == "cuda" or n.value.startswith("cuda:")) for part in body for n in ast.walk(part)):
-            # SupContrast's loss: `device = torch.device('cuda') if features.is_cuda else torch.device('cpu')`
+                n.value == "cuda" or n.value.startswith("cuda:")) or isinstance(n, ast.Call) and isinstance(
+                n.func, ast.Attribute) and n.func.attr == "get_device" and not n.args
+                for part in body for n in ast.walk(part)):
+            # SupContrast's loss: `device = torch.device('cuda') if features.is_cuda else torch.device('cpu')`;
+            # latent_ode's `device = torch.device('cpu')` / `if tensor.is_cuda: device = tensor.get_device()`
             found.append((node.lineno, CHOSEN_IF_ON_CUDA))
     return found
 

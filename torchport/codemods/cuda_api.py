@@ -393,6 +393,11 @@ class CudaLegacyTensorType(Rule):
                 "y = x.type(dtype)\n",
                 "import torch\nif big:\n    dtype = torch.cuda.FloatTensor\nelse:\n    dtype = torch.cuda.FloatTensor\n"
                 "y = x.to(tp.device(), torch.float32)\n"),
+        # ... or to one of two types: the name's `.dtype` says which (YOLOX's evaluators)
+        Example("import torch\ntensor_type = torch.cuda.HalfTensor if half else torch.cuda.FloatTensor\n"
+                "imgs = imgs.type(tensor_type)\n",
+                "import torch\ntensor_type = torch.cuda.HalfTensor if half else torch.cuda.FloatTensor\n"
+                "imgs = imgs.to(tp.device(), tensor_type.dtype)\n"),
         # ... also made with it, or bound to another type, or the name of a parameter or loop variable: left
         Example("import torch\ndtype = torch.cuda.FloatTensor\nnet = net.type(dtype)\nx = dtype(3)\n"),
         Example("import torch\ndtype = torch.cuda.FloatTensor\ndtype = torch.cuda.HalfTensor\ny = x.type(dtype)\n"),
@@ -415,10 +420,12 @@ class CudaLegacyTensorType(Rule):
                     and isinstance(target := moved.args[0].value, cst.Call) \
                     and m.runtime_call_name(target) == "device" and not target.args:
                 func = func.with_changes(value=moved.func.value)  # one cast and move: a float64 batch never meets MPS
+            cast = cst.Attribute(updated.args[0].value, cst.Name("dtype")) if dtype == CHOSEN_TYPE else \
+                m.torch_attr(dtype)
             return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[
-                cst.Arg(m.runtime_call("device", [])), cst.Arg(m.torch_attr(dtype))])
+                cst.Arg(m.runtime_call("device", [])), cst.Arg(cast)])
         dtype = legacy_dtype(m, original.func)
-        if dtype is None or any(a.keyword or a.star for a in updated.args):
+        if dtype is None or dtype == CHOSEN_TYPE or any(a.keyword or a.star for a in updated.args):
             return None
         values = [a.value for a in updated.args]
         if len(values) == 1 and isinstance(values[0], (cst.List, cst.Tuple)):
@@ -438,8 +445,9 @@ class CudaLegacyTensorType(Rule):
 
 def _type_names(m: Migrator) -> dict[str, str]:
     """Names bound only to one legacy CUDA tensor type and read only as the argument of ``.type(...)``
-    (deep-image-prior's ``dtype = torch.cuda.FloatTensor``, then ``net.type(dtype)``), by name -> its dtype:
-    each such ``.type(name)`` is a move, as ``.type(torch.cuda.FloatTensor)`` is."""
+    (deep-image-prior's ``dtype = torch.cuda.FloatTensor``, then ``net.type(dtype)``), by name -> its dtype
+    (`CHOSEN_TYPE` for one of two: ``torch.cuda.HalfTensor if half else torch.cuda.FloatTensor``): each such
+    ``.type(name)`` is a move, as ``.type(torch.cuda.FloatTensor)`` is."""
     store = m.shared.type_names
     if store is None:
         store = m.shared.type_names = {}
@@ -447,10 +455,11 @@ def _type_names(m: Migrator) -> dict[str, str]:
             typed: dict[int, str | None] = {}  # `dtype = torch.cuda.FloatTensor`: its target -> the dtype
             for node in ast.walk(m.syntax):
                 if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                    dotted = ast_chain(node.value)
-                    kinds = [q[len("torch.cuda."):] for q in (qualify(dotted, m.imports) if dotted else ())
-                             if q.startswith("torch.cuda.")]
-                    typed[id(node.targets[0])] = next((LEGACY_TYPES.get(k) for k in kinds), None)
+                    chosen = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else []
+                    found = [_legacy_name(m, value) for value in chosen or [node.value]]
+                    # one of two types (YOLOX's `torch.cuda.HalfTensor if half else torch.cuda.FloatTensor`): the
+                    # name's own `.dtype` says which
+                    typed[id(node.targets[0])] = (CHOSEN_TYPE if all(found) else None) if chosen else found[0]
             bound: dict[str, list[str | None]] = {}  # every binding of a name, anywhere: a parameter named `dtype`
             for node in ast.walk(m.syntax):         # of one function is another value
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
@@ -469,6 +478,17 @@ def _type_names(m: Migrator) -> dict[str, str]:
                         candidates.pop(node.id)
                 store.update(candidates)
     return store
+
+
+CHOSEN_TYPE = "*"  # `_type_names`: a name bound to one of two legacy CUDA types, whose `.dtype` says which
+
+
+def _legacy_name(m: Migrator, value: ast.expr) -> str | None:
+    """The dtype of ``value`` (CPython's tree) where it names a legacy CUDA tensor type, else None."""
+    dotted = ast_chain(value)
+    kinds = [q[len("torch.cuda."):] for q in (qualify(dotted, m.imports) if dotted else ())
+             if q.startswith("torch.cuda.")]
+    return next((LEGACY_TYPES.get(k) for k in kinds), None)
 
 
 def _out_buffer(m: Migrator, node: cst.Call) -> bool:

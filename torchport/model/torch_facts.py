@@ -602,6 +602,8 @@ CUDA_LIBRARIES = {
     "apex": Library(False), "flash_attn": Library(False), "xformers": Library(False),
     "bitsandbytes": Library(False), "transformer_engine": Library(False),
     "pynvml": Library(False, loads=False),
+    # NVML through gpustat: setGPU picks a free GPU when imported; waitGPU's and gpustat's calls query the driver
+    "setGPU": Library(False), "waitGPU": Library(False, loads=False), "gpustat": Library(False, loads=False),
     "cupy": Library(False, "cupy.cuda."), "numba.cuda": Library(False, "numba.cuda."),
     "pycuda": Library(False, "pycuda."), "tensorrt": Library(False), "torch2trt": Library(False),
     "polygraphy": Library(False),

@@ -209,6 +209,30 @@ def test_a_world_size_is_at_least_one_process(test: str, stops: bool | None) -> 
     assert kinds == ({"gate"} if stops else {None} if stops is False else {"raise", None}), kinds
 
 
+def test_an_import_the_port_removed_comes_back_where_a_use_of_it_is_put_back() -> None:
+    """CCT's make_cam: `from torch import multiprocessing, cuda`; `_work`'s `cuda.device(i)` is held (its path
+    stops first), so `cuda` stays imported, beside the runtime's import the kept `map_location` needs."""
+    done = _port("""\
+        import torch
+        from torch import multiprocessing, cuda
+
+
+        def _work(i, n):
+            mask = torch.cuda.ByteTensor(n)
+            with torch.no_grad(), cuda.device(i):
+                return mask
+
+
+        def load(path):
+            return torch.load(path)
+        """)
+    assert done.migrated is not None and done.migrated.startswith(
+        "import torch\nfrom torch import multiprocessing, cuda\nfrom torchport import runtime as tp\n")
+    assert "with torch.no_grad(), cuda.device(i):" in done.migrated
+    assert "torch.load(path, map_location=tp.map_location())" in done.migrated
+    compile(done.migrated, "m.py", "exec")
+
+
 def test_a_counter_at_zero_is_no_device_count() -> None:
     """ALBEF's grounding_eval divides by per-split counters a loop increments: no device query gave them, so no
     division by a device count stops its path."""
@@ -1195,14 +1219,20 @@ def test_a_command_line_runner_runs_the_function_it_is_given(runner: str) -> Non
     assert _module_paths(source, "cuda")[0][1] is None
 
 
-@pytest.mark.parametrize(("count", "stops"), [("1", True), ("torch.cuda.device_count()", False)])
-def test_a_spawned_worker_runs_as_each_process_does(count: str, stops: bool) -> None:
+@pytest.mark.parametrize(("count", "worker", "stops"), [
+    ("1", "x = torch.cuda.FloatTensor(2)", True),
+    ("1", "x = torch.ones(2)", False),
+    # none starts off CUDA: their work is not done (CCT's make_cam writes no CAMs; its next step fails later)
+    ("torch.cuda.device_count()", "x = torch.ones(2)", True),
+])
+def test_a_spawned_worker_runs_as_each_process_does(count: str, worker: str, stops: bool) -> None:
     """``mp.spawn(main_worker, nprocs=n, args=(n, args))`` runs ``main_worker(i, n, args)`` in each of ``n``
-    processes: none where the count is CUDA's device count off CUDA."""
+    processes: none where the count is CUDA's device count off CUDA, which stops the program's work there."""
     source = ("import torch\nimport torch.multiprocessing as mp\n\n\ndef main_worker(gpu, n, flag):\n"
-              "    x = torch.cuda.FloatTensor(2)\n\n\nif __name__ == '__main__':\n"
+              f"    {worker}\n\n\nif __name__ == '__main__':\n"
               f"    mp.spawn(main_worker, nprocs={count}, args=({count}, True))\n")
     assert (_module_paths(source, "cpu")[0][1] == "cuda") is stops
+    assert _module_paths(source, "cuda")[0][1] is None
 
 
 GATE_THEN_COUNT = """\

@@ -201,6 +201,21 @@ def test_an_added_runtime_import_moves_to_torchs_import_from_any_cell() -> None:
     assert after[4][1] == "import torch\nfrom torchport import runtime as tp\n"
 
 
+def test_the_runtime_import_goes_above_a_use_that_precedes_torchs_import_in_its_cell() -> None:
+    """Handwriting-Transformers' demo: `tp.avoid_mps(...)` goes above an import that picks the device when
+    imported, which comes before the cell's `import torch`; moved after `import torch`, the runtime's import would
+    follow its first use (NameError, CUDA included): it goes just above that use."""
+    from torchport.pipeline.notebooks import _move_runtime_import
+
+    before = {0: (1, "!pip install x\n"), 1: (2, "import os\nfrom data import loader\nimport torch\n")}
+    after = {0: (1, "from torchport import runtime as tp\n!pip install x\n"),
+             1: (3, "import os\ntp.avoid_mps('float64, data.py:3')\nfrom data import loader\nimport torch\n")}
+    _move_runtime_import(before, after)
+    assert after[0][1] == "!pip install x\n"
+    assert after[1][1] == ("import os\nfrom torchport import runtime as tp\ntp.avoid_mps('float64, data.py:3')\n"
+                           "from data import loader\nimport torch\n")
+
+
 def test_the_runtime_import_goes_to_the_first_cell_that_uses_it_where_that_comes_before_torch(tmp_path: Path) -> None:
     """A cell that builds a model through the project's code uses the runtime before any `import torch`: the import
     goes there, or the notebook raises NameError in that cell, CUDA included."""

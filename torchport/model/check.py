@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -234,22 +235,43 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         kept_code = any(decisions.values())
     if not held:
         return Checked(migrated, [])
-    out: list[str] = []
-    last = 0
-    for index, (_, i1, i2, j1, j2) in enumerate(hunks):
-        out.extend(old[last:i1])
-        out.extend(new[j1:j2] if decisions.get(index, kept_code) else old[i1:i2])
-        last = i2
-    out.extend(old[last:])
-    code = "".join(out)
-    try:
-        ast.parse(code)
-    except SyntaxError:
-        return Checked(original, [Held(1, len(old), None)])
+    merged: dict[int, list[str]] = {}  # a hunk put back with the imports it adds (the runtime's)
+    for _ in range(4):  # an import the port removed goes back where a use of its name was put back (CCT's `cuda`)
+        out: list[str] = []
+        last = 0
+        for index, (_, i1, i2, j1, j2) in enumerate(hunks):
+            out.extend(old[last:i1])
+            out.extend(merged[index] if index in merged else new[j1:j2] if decisions.get(index, kept_code)
+                       else old[i1:i2])
+            last = i2
+        out.extend(old[last:])
+        code = "".join(out)
+        try:
+            lost = unbound(parsed, ast.parse(code))
+        except SyntaxError:
+            return Checked(original, [Held(1, len(old), None)])
+        binding = next((index for index, (_, i1, i2, _, _) in enumerate(hunks) if lost is not None
+                        and index not in merged and decisions.get(index, kept_code)
+                        and re.search(rf"\b{re.escape(lost)}\b", "".join(old[i1:i2]))), None)
+        if lost is None or binding is None:
+            break
+        _, i1, i2, j1, j2 = hunks[binding]
+        modules = {_imported_module(line) for line in old[i1:i2]} - {None}
+        merged[binding] = old[i1:i2] + [line for line in new[j1:j2] if line not in old[i1:i2] and (
+            module := _imported_module(line)) is not None and module not in modules]
+    if lost is not None:
+        return Checked(original, [Held(1, len(old), Stop("raise", 1, f"the port unbinds `{lost}`, which the code "
+                                                                     "still reads"))])
     if kept_assert and code != original:  # the assert or query kept stops what runs after it: checked again with it
         again = check_port(original, code, exempt, parsed, None, gates, closed, tests, unused, folder)
         return Checked(again.code, held + [h for h in again.held if h not in held])
     return Checked(code, held)
+
+
+def _imported_module(line: str) -> str | None:
+    """The module a one-line import statement imports from (``from torch import cuda``: ``torch``), else None."""
+    words = line.split()
+    return words[1] if len(words) > 1 and words[0] in ("import", "from") else None
 
 
 def _cpu_saved_loads(tree: ast.Module, folder: Path, runtime: frozenset[str]) -> list[tuple[int, int, str]]:

@@ -1016,7 +1016,13 @@ class Evaluator:
         if name in _SPAWNERS and args and isinstance(args[0], Function):  # each process runs `fn(i, *args)`
             given = args[1] if len(args) > 1 else keywords.get("args", Items(()))
             count = args[2] if len(args) > 2 else keywords.get("nprocs", 1)
-            if isinstance(given, Items) and count != 0:  # `nprocs=torch.cuda.device_count()`: none off CUDA
+            counted = node.args[2] if len(node.args) > 2 else next(
+                (k.value for k in node.keywords if k.arg == "nprocs"), None)
+            if count == 0 and counted is not None and self._asking(counted, p)[1]:
+                # `nprocs=torch.cuda.device_count()`: none starts off CUDA, and the work they do is not done
+                # (CCT's make_cam writes no CAMs, and the next step fails on their absence)
+                return self._needs_cuda(node, "it starts no process: the count of CUDA devices it is given is 0", p)
+            if isinstance(given, Items) and count != 0:
                 self._call_function(args[0].node, node, [0, *given.values], {}, p)
             return UNKNOWN
         if name in torch_facts.EXITS:

@@ -215,6 +215,10 @@ def _move_runtime_import(before: dict[int, tuple[int, str]], after: dict[int, tu
             if index == added_in and torch_import.start() < added.start():
                 return  # already after the notebook's first `import torch`
             at = torch_import.end() + 1
+            if (first := used.search(text[:at])) is not None:
+                # a use above that `import torch` (a `tp.avoid_mps(...)` put above an import that picks the device
+                # when imported, Handwriting-Transformers' demo): the import goes just above that use
+                at = text.rfind("\n", 0, first.start()) + 1
         elif used.search(text) and index != added_in:
             at = 0
         else:

@@ -227,7 +227,7 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                                             lacks[0])] if lacks else [])]
 
     gates = _project_gates(results, trees)
-    unchanged_gates = gate_users(results, [i for i in kinds if not results[i].changed and not results[i].gates])
+    unchanged_gates = gate_users(results, [i for i in kinds if not results[i].gates])  # changed late too (avoid_mps)
     made = []
     for entry, kind in kinds.items():
         reach = sorted(project.reach(entry), key=lambda i: (i != entry, str(results[i].path)))

@@ -341,8 +341,9 @@ def lacking_all(text: str, certain: bool = False) -> tuple[tuple[int, str], ...]
 
 @dataclass(frozen=True)
 class _Names:
-    """What a module names: ``spans`` (first line, last line, name) of its top-level functions and classes,
-    ``inside`` the identifiers each of them uses, ``top`` those its other statements use (imports use none)."""
+    """What a module names: ``spans`` (first line, last line, name) of its top-level functions and classes, and of
+    its aliases (``X = torch.DoubleTensor``), ``inside`` the identifiers each of them uses, ``top`` those its other
+    statements use (imports use none)."""
 
     spans: tuple[tuple[int, int, str], ...]
     inside: dict[str, frozenset[str]]
@@ -362,6 +363,11 @@ def _names(text: str) -> _Names:
                 inside[statement.name] = names
                 for registry in _registries(statement):  # looked up by name: runs wherever its registry is used
                     inside[registry] = inside.get(registry, frozenset()) | {statement.name}
+            elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(
+                    bound := statement.targets[0], ast.Name) and isinstance(statement.value, (ast.Attribute, ast.Name)):
+                # `DoubleTensor = torch.DoubleTensor` (AgentFormer's utils/torch.py): an alias is what reads it
+                spans.append((statement.lineno, statement.end_lineno or statement.lineno, bound.id))
+                inside[bound.id] = inside.get(bound.id, frozenset()) | names
             elif isinstance(statement, ast.ImportFrom):  # `import get_pose_net as get_dla_dcn`: the alias runs it
                 for alias in statement.names:
                     if alias.asname and alias.asname != alias.name:

@@ -1983,3 +1983,22 @@ def test_a_device_setting_made_on_import_is_the_programs_choice(tmp_path: Path) 
     })
     assert 'cfg.DEVICE = tp.device_str()' in (tmp_path / "config.py").read_text()
     assert 'tp.avoid_mps("float64, predictor.py:6")' in (tmp_path / "demo.py").read_text()
+
+
+@pytest.mark.parametrize(("base", "call", "runs_on_mps"), [
+    ("nn.Module", "", True),  # MedicalZooPytorch's DenseVoxelNet.test(): nothing calls it
+    ("nn.Module", "\n    net.test()", False),
+    ("pl.LightningModule", "", False),  # a framework's base calls hooks no code names: they count
+])
+def test_what_mps_lacks_in_a_method_counts_where_a_program_names_the_method(
+        tmp_path: Path, base: str, call: str, runs_on_mps: bool) -> None:
+    _write(tmp_path, {
+        "net.py": ("import torch\nimport torch.nn as nn\nimport pytorch_lightning as pl\n"
+                   "from torchsummary import summary\n\n\n"
+                   f"class Net({base}):\n    def __init__(self):\n        super().__init__()\n"
+                   "        self.fc = nn.Linear(2, 2)\n\n    def forward(self, x):\n        return self.fc(x)\n\n"
+                   "    def test(self):\n        summary(self, (2,))\n"),
+        "main.py": ("import torch\nfrom net import Net\n\nif __name__ == '__main__':\n    net = Net().cuda()\n"
+                    f"    print(net(torch.ones(1, 2).cuda())){call}\n"),
+    })
+    assert ("mps" in _programs(tmp_path)["main.py"]["runs_on"]) is runs_on_mps

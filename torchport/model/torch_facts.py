@@ -200,7 +200,8 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "torch.multiprocessing.spawn.start_processes": ("spawn",), "torch._C.": ("cuda_internals",),
     "torch.utils.cpp_extension.": ("cuda_internals",), "torch.distributed.get_rank": ("rank",),
     "torch.distributed.get_world_size": ("world_size",), "torch.distributed.get_local_rank": ("rank",),
-    "torch.nn.SyncBatchNorm": ("group_cuda_layer",),
+    "torch.nn.SyncBatchNorm": ("group_cuda_layer",), "torch.nn.Module": ("module_base",),
+    "torch.nn.modules.module.Module": ("module_base",),
     "torch.nn.SyncBatchNorm.convert_sync_batchnorm": ("group_cuda_layer",),
     "torch.nn.modules.batchnorm.SyncBatchNorm": ("group_cuda_layer",), "sys.exit": ("exit",), "exit": ("exit",),
     "quit": ("exit",), "os._exit": ("exit",), "pytest.skip": ("skip",), "unittest.SkipTest": ("skip",),
@@ -270,6 +271,7 @@ ROLES = {
     "cuda_internals": "a prefix of torch's CUDA kernels, compiled or built here: CUDA-only under a guard",
     "rank": "answers a process's rank or a count of processes: an int, not negative",
     "world_size": "answers how many processes the group has, which exists once it answers: an int, at least 1",
+    "module_base": "torch's base of modules: it calls `forward` alone of a subclass's own methods",
     "name_lookup": "finds a definition by a name computed at run time (`importlib.import_module`, hydra's "
                    "`instantiate`): a definition no code names may still run",
     "name_lookup_builtin": "a builtin that finds names at run time (`eval`, `globals()`), called by its bare name",

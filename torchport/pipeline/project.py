@@ -1041,12 +1041,43 @@ def reached_lack(project: Project, other: int, reach: Iterable[int]) -> tuple[in
     if not where:
         return _first(found)
     run = program_names(project, reach)
+    methods = _methods_at(parse(text), {line for line, _ in found},
+                          {local for local, _, _ in project.bindings(other)})
     used = [(line, what) for line, what in found if where.get(line) is None or where[line] in run
-            and not _bound_elsewhere(project, reach, other, where[line])]
+            and not _bound_elsewhere(project, reach, other, where[line])
+            and (line not in methods or methods[line] in run)]
     if used and (tree := parse(text)) is not None:
         off = _off_by_default(tree, {line for line, _ in used}, project, reach)
         used = [(line, what) for line, what in used if line not in off]
     return _first(used)
+
+
+def _methods_at(tree: ast.Module | None, lines: set[int], from_project: set[str]) -> dict[int, str]:
+    """For each of ``lines`` inside a method of a top-level class whose bases are the project's, torch's
+    ``nn.Module`` or ``object`` (a framework's base calls hooks no code names: Lightning's ``training_step``), the
+    method's name: MedicalZooPytorch's ``DenseVoxelNet.test()`` calls torchsummary's ``summary()``, but nothing
+    calls ``test``, so a program that makes the class does not run it. Not ``forward`` (a module's call runs it),
+    a dunder method (Python calls those), nor a decorated one. ``from_project``: the names the module imports from
+    the project."""
+    found: dict[int, str] = {}
+    from torchport.model.evaluate import imported, qualified
+
+    defined = {s.name for s in tree.body if isinstance(s, ast.ClassDef)} if tree is not None else set()
+    imports = imported(tree) if tree is not None else {}
+    for cls in tree.body if tree is not None else ():
+        if not isinstance(cls, ast.ClassDef) or cls.keywords or not all(
+                isinstance(b, ast.Name) and (b.id in defined or b.id in from_project or b.id == "object")
+                or qualified(b, imports) in _MODULE_BASES for b in cls.bases):
+            continue
+        for method in cls.body:
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.name != "forward" and not (
+                    method.name.startswith("__") and method.name.endswith("__")) and not method.decorator_list:
+                found.update((line, method.name) for line in lines
+                             if method.lineno <= line <= (method.end_lineno or method.lineno))
+    return found
+
+
+_MODULE_BASES = torch_facts.named("module_base")
 
 
 def _bound_elsewhere(project: Project, reach: Iterable[int], other: int, name: str) -> bool:

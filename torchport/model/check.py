@@ -302,7 +302,14 @@ def _unread_stores(tree: ast.Module, runtime: frozenset[str], module: bool,
     value must do nothing but answer (device queries, the runtime's calls, ``torch.device``): ``m = model.cuda()``
     moves the model. A scope that reads names dynamically (``locals()``, ``eval``) reads them all. ``globals_``: the
     module-level names the project never reads (`torchport.pipeline.unused.unread_globals`)."""
-    found: list[tuple[int, int, str]] = []
+    return [(s.lineno, s.end_lineno or s.lineno, name) for _, stores, read in _scoped_stores(
+        tree, runtime, module, globals_) for s, name in stores if name not in read]
+
+
+def _scoped_stores(tree: ast.Module, runtime: frozenset[str], module: bool, globals_: frozenset[str]
+                   ) -> Iterator[tuple[ast.AST, list[tuple[ast.Assign, str]], set[str]]]:
+    """Each scope of ``tree`` with device stores (`_device_stores`), those stores and the names the scope reads
+    (`reads`); not a scope that reads names dynamically. Arguments as `_unread_stores` takes them."""
     scopes: list[ast.AST] = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     imports = imported(tree)
     for scope in ([tree] if module or globals_ else []) + scopes:
@@ -312,8 +319,7 @@ def _unread_stores(tree: ast.Module, runtime: frozenset[str], module: bool,
             continue
         read = reads(scope)
         if read is not None:
-            found.extend((s.lineno, s.end_lineno or s.lineno, name) for s, name in stores if name not in read)
-    return found
+            yield scope, stores, read
 
 
 def _label_stores(tree: ast.Module, runtime: frozenset[str], module: bool,
@@ -324,13 +330,7 @@ def _label_stores(tree: ast.Module, runtime: frozenset[str], module: bool,
     type by it). Its port changes only which text and branches the comparisons kept as written pick. A function's
     locals; with ``module`` (nothing imports the module), its globals too; ``globals_`` as `_unread_stores`."""
     found: list[tuple[int, int, str]] = []
-    scopes: list[ast.AST] = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    imports = imported(tree)
-    for scope in ([tree] if module or globals_ else []) + scopes:
-        stores = [(s, name) for s, name in _device_stores(scope, runtime, imports)
-                  if module or scope is not tree or name in globals_]
-        if not stores or reads(scope) is None:
-            continue
+    for scope, stores, _ in _scoped_stores(tree, runtime, module, globals_):
         parents = {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
         for statement, name in stores:
             loads = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name

@@ -1180,22 +1180,25 @@ def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Modu
             elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
                     and func.value.id in modules and func.attr in functions[modules[func.value.id]]:
                 calls.append((scope, node, modules[func.value.id], func.attr))
-        callers.append((caller, queried, calls, _kept_parameters(tree)))
+        callers.append((caller, queried, calls))
     found: set[tuple[int, str, str]] = set()
+    kept: dict[int, tuple[dict[int, str], dict[str, dict[str, str]]]] = {}  # read where a call passes `self.x`
     for _ in range(3):  # a flag parameter handed on, a step a round
         passed: dict[tuple[int, str, str], bool] = {}
-        for caller, queried, calls, kept in callers:
+        for caller, queried, calls in callers:
             for scope, node, target, name in calls:
                 function = functions[target][name]
                 given = arguments(function, node)
                 for param in parameters(function):
                     value = given.get(param) if given is not None else None
                     flag = isinstance(value, ast.Attribute) and value.attr in flags or isinstance(value, ast.Name) \
-                        and (value.id in queried or (caller, scope or "", value.id) in found) or (
-                            # `self.cuda`, which the caller's class keeps from its own flag parameter
-                            isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
-                            and value.value.id == "self" and (held := kept.get((id(node), value.attr))) is not None
-                            and (caller, *held) in found)
+                        and (value.id in queried or (caller, scope or "", value.id) in found)
+                    if not flag and isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
+                            and value.value.id == "self":  # `self.cuda`, kept from its class's own flag parameter
+                        owners, attributes = kept.setdefault(caller, _kept_parameters(trees[caller]))
+                        owner = owners.get(id(node))
+                        held = attributes.get(owner, {}).get(value.attr) if owner is not None else None
+                        flag = held is not None and (caller, owner, held) in found
                     passed[target, name, param] = passed.get((target, name, param), True) and flag
         now = {key for key, always in passed.items() if always}
         if now == found:
@@ -1218,20 +1221,25 @@ def _star_chain(project: Project, first: int, hops: int = 4) -> list[int]:
     return chain
 
 
-def _kept_parameters(tree: ast.Module) -> dict[tuple[int, str], tuple[str, str]]:
-    """``(id of a call in a method, attribute) -> (class, parameter)`` for each attribute a top-level class sets
-    once, in its ``__init__``, to a parameter of it (Bayesian-Neural-Networks' ``self.cuda = cuda``): what a call
-    in its methods is given as ``self.cuda`` is what made the object."""
-    kept: dict[tuple[int, str], tuple[str, str]] = {}
-    for cls in tree.body:
+def _kept_parameters(tree: ast.Module | None) -> tuple[dict[int, str], dict[str, dict[str, str]]]:
+    """What the top-level classes of ``tree`` keep from their makers: the class of each call in their methods (by
+    the call's id), and per class each attribute it sets once, in its ``__init__``, to a parameter of it, with that
+    parameter (Bayesian-Neural-Networks' ``self.cuda = cuda``): what a call in its methods is given as
+    ``self.cuda`` is what made the object."""
+    owners: dict[int, str] = {}
+    attributes: dict[str, dict[str, str]] = {}
+    for cls in tree.body if tree is not None else ():
         if not isinstance(cls, ast.ClassDef):
             continue
         init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
         if init is None:
             continue
         params = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)}
+        in_init = {id(s.value) for s in ast.walk(init) if isinstance(s, ast.Assign)}
         sets: dict[str, list[ast.expr | None]] = {}
         for node in ast.walk(cls):
+            if isinstance(node, ast.Call):
+                owners[id(node)] = cls.name
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
                 node, (ast.AnnAssign, ast.AugAssign)) else []
             for target in targets:
@@ -1239,13 +1247,10 @@ def _kept_parameters(tree: ast.Module) -> dict[tuple[int, str], tuple[str, str]]
                         and target.value.id == "self":
                     sets.setdefault(target.attr, []).append(getattr(node, "value", None) if not isinstance(
                         node, ast.AugAssign) else None)
-        attributes = {attr: value.id for attr, values in sets.items() if len(values) == 1
-                      and isinstance(value := values[0], ast.Name) and value.id in params
-                      and any(s.value is value for s in ast.walk(init) if isinstance(s, ast.Assign))}
-        if attributes:
-            kept.update(((id(call), attr), (cls.name, param)) for call in ast.walk(cls)
-                        if isinstance(call, ast.Call) for attr, param in attributes.items())
-    return kept
+        attributes[cls.name] = {attr: value.id for attr, values in sets.items() if len(values) == 1
+                                and isinstance(value := values[0], ast.Name) and value.id in params
+                                and id(value) in in_init}
+    return owners, attributes
 
 
 def _query_names(tree: ast.Module) -> set[str]:

@@ -150,10 +150,12 @@ def unread_globals(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
         read = reads(tree)
         if read is None:
             continue
-        imports, labels = imported(tree), labelled(tree) or set()
+        imports = imported(tree)
         names = {t.id for s in own_statements(tree.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
-                 and isinstance(t := s.targets[0], ast.Name) and (t.id not in read or t.id in labels)
-                 and only_answers(s.value, frozenset(), imports)}
+                 and isinstance(t := s.targets[0], ast.Name) and only_answers(s.value, frozenset(), imports)}
+        if names & read:  # read somewhere: only as a label, or it stays
+            labels = labelled(tree) or set()
+            names = {name for name in names if name not in read or name in labels}
         names -= {name for name in names for other in range(len(results)) if other != index
                   and _reads_from(project, other, index, name)}
         if names:

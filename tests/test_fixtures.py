@@ -9,6 +9,7 @@ lists the diagnostics as `line:col CODE message`; a fixture without one must rai
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 from pathlib import Path
 
@@ -40,6 +41,11 @@ def test_there_are_fixtures_for_every_family() -> None:
         assert any(not n.startswith("noop_") for n in names), family
 
 
+def _diff(expected: str, got: str) -> str:
+    """What a fixture's output got wrong, as a unified diff (a failure in a parallel run says where)."""
+    return "".join(difflib.unified_diff(expected.splitlines(True), got.splitlines(True), "expected", "got"))
+
+
 def _settings(case: Path) -> Settings:
     family = case.parent.name
     if family == "native":
@@ -64,13 +70,13 @@ def test_fixture(case: Path, request: pytest.FixtureRequest) -> None:
 
     if case.name.startswith("noop_"):
         assert not expected_path.exists(), "a noop fixture has no expected file"
-        assert migration.code == source
+        assert migration.code == source, _diff(source, migration.code)
         assert migration.rewrites == {}
     else:
         assert expected_path.exists(), f"missing {expected_path.name}: a rewrite fixture needs its expected output"
         expected = expected_path.read_text()
         assert expected != source, "a rewrite fixture must change something; name it noop_* otherwise"
-        assert migration.code == expected
+        assert migration.code == expected, _diff(expected, migration.code)
         compile(expected, str(expected_path), "exec")
 
     expected_diagnostics = diagnostics_path.read_text() if diagnostics_path.exists() else ""

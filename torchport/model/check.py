@@ -308,12 +308,12 @@ def _unread_stores(tree: ast.Module, runtime: frozenset[str], module: bool,
 
 def _scoped_stores(tree: ast.Module, runtime: frozenset[str], module: bool, globals_: frozenset[str]
                    ) -> Iterator[tuple[ast.AST, list[tuple[ast.Assign, str]], set[str]]]:
-    """Each scope of ``tree`` with device stores (`_device_stores`), those stores and the names the scope reads
+    """Each scope of ``tree`` with device stores (`device_stores`), those stores and the names the scope reads
     (`reads`); not a scope that reads names dynamically. Arguments as `_unread_stores` takes them."""
     scopes: list[ast.AST] = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     imports = imported(tree)
     for scope in ([tree] if module or globals_ else []) + scopes:
-        stores = [(s, name) for s, name in _device_stores(scope, runtime, imports)
+        stores = [(s, name) for s, name in device_stores(scope, runtime, imports)
                   if module or scope is not tree or name in globals_]
         if not stores:  # most scopes: no device value stored, nothing more to read
             continue
@@ -331,12 +331,8 @@ def _label_stores(tree: ast.Module, runtime: frozenset[str], module: bool,
     locals; with ``module`` (nothing imports the module), its globals too; ``globals_`` as `_unread_stores`."""
     found: list[tuple[int, int, str]] = []
     for scope, stores, _ in _scoped_stores(tree, runtime, module, globals_):
-        parents = {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
-        for statement, name in stores:
-            loads = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name
-                     and isinstance(n.ctx, ast.Load)]
-            if loads and all(_labels(load, parents) for load in loads):
-                found.append((statement.lineno, statement.end_lineno or statement.lineno, name))
+        labels = _label_names(scope)
+        found.extend((s.lineno, s.end_lineno or s.lineno, name) for s, name in stores if name in labels)
     return found
 
 
@@ -347,11 +343,14 @@ def _text(node: ast.expr) -> bool:
 def labelled(tree: ast.Module) -> set[str] | None:
     """The names read anywhere in ``tree`` only as labels (`_labels`): compared with text, formatted into it,
     printed; None where the module looks names up at run time."""
-    if reads(tree) is None:
-        return None
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    return None if reads(tree) is None else _label_names(tree)
+
+
+def _label_names(scope: ast.AST) -> set[str]:
+    """The names ``scope`` (with what it nests) reads, and only as labels (`_labels`)."""
+    parents = {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
     loads: dict[str, bool] = {}
-    for n in ast.walk(tree):
+    for n in ast.walk(scope):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             loads[n.id] = loads.get(n.id, True) and _labels(n, parents)
     return {name for name, label in loads.items() if label}
@@ -427,12 +426,12 @@ def _read_on_cuda(tree: ast.Module, runtime: frozenset[str], module: bool, runs:
     scopes += [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                and n not in functions.values()]
     for scope in scopes:
-        found.extend((s.lineno, s.end_lineno or s.lineno, name) for s, name in _device_stores(scope, runtime, imports)
+        found.extend((s.lineno, s.end_lineno or s.lineno, name) for s, name in device_stores(scope, runtime, imports)
                      if not read_live(scope, name, 0))
     return found
 
 
-def _device_stores(scope: ast.AST, runtime: frozenset[str], imports: Mapping[str, str]) -> list[tuple[ast.Assign, str]]:
+def device_stores(scope: ast.AST, runtime: frozenset[str], imports: Mapping[str, str]) -> list[tuple[ast.Assign, str]]:
     """Each ``name = <device value>`` of ``scope`` (a module or a function, not what it defines), with the name: a
     value that does nothing but answer (`only_answers`)."""
     return [(s, target.id) for s in own_statements(scope.body)  # type: ignore[attr-defined]

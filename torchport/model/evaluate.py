@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import weakref
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -227,6 +228,7 @@ class Evaluator:
         # each own class's `__init__` (by id) -> the calls making it (by id) -> whether each parameter was given
         # False from a device query (`_construct`)
         self._made: dict[int, dict[int, dict[str, bool]]] = {}
+        self._inits: dict[str, ast.FunctionDef] | None = None  # own classes' `__init__` by name (`_constructor`)
         self._named: dict[str, list[ast.expr]] | None = None  # `_always_false`'s index of the module's names
         self._called: set[int] = set()
         self._methods = facts.methods  # a method's id -> its class
@@ -933,20 +935,19 @@ class Evaluator:
 
     def _constructor(self, name: str) -> ast.FunctionDef | None:
         """The ``__init__`` of the module's own top-level class ``name``, in a module nothing imports (``own``: a
-        notebook, a script), where the module binds ``name`` by that class alone."""
+        notebook, a script), where the module binds ``name`` by that class alone (no assignment rebinds it)."""
         if not self.own:
             return None
-        classes = [s for s in self.tree.body if isinstance(s, ast.ClassDef) and s.name == name]
-        if len(classes) != 1 or name in self._stored_globals:
-            return None
-        return next((f for f in classes[0].body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
-
-    @property
-    def _stored_globals(self) -> set[str]:
-        """The names the module's body assigns (a class name bound again is no longer the class)."""
-        return {n.id for s in self.tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                     ast.ClassDef))
-                for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if self._inits is None:
+            stored = {n.id for s in self.tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                         ast.ClassDef))
+                      for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            classes = [s for s in self.tree.body if isinstance(s, ast.ClassDef)]
+            names = Counter(c.name for c in classes)
+            self._inits = {c.name: init for c in classes if names[c.name] == 1 and c.name not in stored
+                           and (init := next((f for f in c.body if isinstance(f, ast.FunctionDef)
+                                              and f.name == "__init__"), None)) is not None}
+        return self._inits.get(name)
 
     def _construct(self, init: ast.FunctionDef, node: ast.Call, args: list[object],
                    keywords: dict[str | None, object], p: Path) -> None:

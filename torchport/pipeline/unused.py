@@ -130,7 +130,7 @@ def unread_globals(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     Returns:
         index into ``results`` -> those names (only modules with some).
     """
-    from torchport.model.check import labelled, only_answers, own_statements, reads
+    from torchport.model.check import device_stores, labelled, reads
     from torchport.model.evaluate import imported
 
     changed = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and r.original
@@ -151,8 +151,7 @@ def unread_globals(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
         if read is None:
             continue
         imports = imported(tree)
-        names = {t.id for s in own_statements(tree.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
-                 and isinstance(t := s.targets[0], ast.Name) and only_answers(s.value, frozenset(), imports)}
+        names = {name for _, name in device_stores(tree, frozenset(), imports)}
         if names & read:  # read somewhere: only as a label, or it stays
             labels = labelled(tree) or set()
             names = {name for name in names if name not in read or name in labels}

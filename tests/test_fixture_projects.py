@@ -658,6 +658,23 @@ def test_float64_arrays_a_helper_returns_in_a_tuple_keep_the_choice_of_the_devic
     assert "check.py:16 uses float64 numpy arrays made into tensors" in output
 
 
+def test_a_dataset_giving_float64_keeps_its_programs_choice(tmp_path: Path) -> None:
+    """Transfer-Learning-Library's ImageRegression parses float64 targets that its DataLoader batches as float64
+    tensors; the training script moves them to the device before its cast. MPS lacks float64, so the script's
+    CUDA-or-CPU choice stays as written; a script whose dataset gives float32 and integers is ported."""
+    folder = tmp_path / "dataset_float64"
+    shutil.copytree(PROJECTS / "dataset_float64", folder)
+    output = _apply(folder)
+    assert (folder / "train.py").read_text() == (PROJECTS / "dataset_float64" / "train.py").read_text()
+    assert "data/regression.py:15 uses float64 numpy arrays a dataset gives" in output
+    assert "device = tp.available_device()" in (folder / "classify.py").read_text()
+    for script, printed in (("train.py", "total 9.0"), ("classify.py", "seen 4")):
+        done = _run(folder, script)
+        assert done.returncode == 0 and printed in done.stdout, done.stderr
+    on_a_mac = _run(folder, "-c", ON_A_MAC, "train.py")  # the CPU, as written
+    assert on_a_mac.returncode == 0 and "total 9.0" in on_a_mac.stdout, on_a_mac.stderr
+
+
 def test_an_object_a_registry_passes_keeps_its_own_cuda(tmp_path: Path) -> None:
     # pymarl2: `le_REGISTRY[args.learner](mac, ...)` hands QLearner a BasicMAC, whose own `cuda()` has no `.to()`;
     # `self.mac.to(tp.device())` in QLearner.cuda would raise AttributeError on CUDA

@@ -36,7 +36,7 @@ from torchport.codemods.analysis.lacks import DATA_PARALLEL_PLACES, blockers
 from torchport.codemods.analysis.programs import absolute_module, always_run, is_main, is_script, is_test
 from torchport.codemods.analysis.source import parse as parse_quietly
 from torchport.model import torch_facts
-from torchport.results import COMPILED, CPU_EXTENSION, KEPT_CHOICE, FileResult, keeps_cuda_or_cpu
+from torchport.results import COMPILED, CPU_EXTENSION, DATASET_FLOAT64, KEPT_CHOICE, FileResult, keeps_cuda_or_cpu
 
 _DYNAMIC_IMPORT = torch_facts.text("dynamic_import")
 # What the steps of a run read from each module's text, kept so that no step reads a module again (a run asks in
@@ -1045,7 +1045,7 @@ def reached_lack(project: Project, other: int, reach: Iterable[int]) -> tuple[in
                           {local for local, _, _ in project.bindings(other)})
     used = [(line, what) for line, what in found if where.get(line) is None or where[line] in run
             and not _bound_elsewhere(project, reach, other, where[line])
-            and (line not in methods or methods[line] in run)]
+            and (line not in methods or methods[line] in run or what == DATASET_FLOAT64)]
     if used and (tree := parse(text)) is not None:
         off = _off_by_default(tree, {line for line, _ in used}, project, reach)
         used = [(line, what) for line, what in used if line not in off]

@@ -21,6 +21,7 @@ from torchport.results import (
     CPU_ONLY_FALLBACK,
     CPU_OR_CUDA_CHECK,
     CPU_OR_CUDA_INPUTS,
+    DATASET_FLOAT64,
     MOVED_IF_ON_CUDA,
     NUMPY_OFF_CUDA,
     SHARED_MEMORY,
@@ -108,6 +109,8 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
         found.extend((line, "float64 numpy arrays made into tensors") for line in _numpy_defaults_moved(tree))
     if makers and ("from_numpy(" in text or "tensor(" in text) and (tree := tree or parse(text)) is not None:
         found.extend((line, "float64 numpy arrays made into tensors") for line in _float64_names_moved(tree))
+    if not certain and "__getitem__" in text and (tree := tree or parse(text)) is not None:
+        found.extend((line, DATASET_FLOAT64) for line in _dataset_float64(tree))
     if tree is not None and "is_cuda" in text:
         found.extend(_placed_if_on_cuda(tree))
     if ".numpy()" in text and "is_cuda" in text and (tree := tree or parse(text)) is not None:
@@ -647,6 +650,94 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
                             for a in node.args):  # `.to(torch.float32)`: a cast
                     found.append(node.lineno)
     return found
+
+
+def _dataset_float64(tree: ast.Module) -> list[int]:
+    """Lines making a float64 numpy array that a dataset class (one defining ``__getitem__``) gives: returned by
+    ``__getitem__`` (EfficientAT's ESC50: ``target = np.zeros(n)``, ``target[i] = 1``, ``return ..., target``), or
+    stored, appended or returned by another of its methods (Transfer-Learning-Library's ImageRegression:
+    ``target = np.array(..., dtype=np.float)``, ``data_list.append((path, target))``). A DataLoader batches them as
+    float64 tensors. Statement by statement in each method: a cast (``.astype(np.float32)``, ``.float()``,
+    ``torch.tensor(x, dtype=...)``) ends a name's float64; arithmetic, indexing and dtype-keeping methods keep it.
+    Not certain enough for ``tp.avoid_mps``: a program may cast its batches before moving them."""
+    found: list[int] = []
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        if not any(m.name == "__getitem__" for m in methods):
+            continue
+        for method in methods:
+            arrays: dict[str, int] = {}  # name -> the line making its float64 array
+            for node in _in_order(method):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    target = node.targets[0]
+                    if isinstance(target, ast.Name):
+                        line = _float64_origin(node.value, arrays)
+                        if line is None:
+                            arrays.pop(target.id, None)
+                        else:
+                            arrays[target.id] = line
+                    elif method.name != "__getitem__" and isinstance(target, ast.Attribute) and isinstance(
+                            target.value, ast.Name) and target.value.id == "self":
+                        found.extend(_float64_given(node.value, arrays))
+                elif isinstance(node, ast.Return) and (method.name == "__getitem__" or node.value is not None):
+                    found.extend(_float64_given(node.value, arrays))
+                elif method.name != "__getitem__" and isinstance(node, ast.Call) and isinstance(
+                        node.func, ast.Attribute) and node.func.attr == "append" and len(node.args) == 1:
+                    found.extend(_float64_given(node.args[0], arrays))
+    return sorted(set(found))
+
+
+def _float64_origin(node: ast.expr, arrays: Mapping[str, int]) -> int | None:
+    """The line making the float64 array that ``node`` is, or None; ``arrays``: name -> the line making its array."""
+    if isinstance(node, ast.Name):
+        return arrays.get(node.id)
+    if _explicit_float64(node):
+        return node.lineno
+    if isinstance(node, ast.BinOp):
+        return _float64_origin(node.left, arrays) or _float64_origin(node.right, arrays)
+    if isinstance(node, ast.Subscript):
+        return _float64_origin(node.value, arrays)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _KEEPING:
+        return _float64_origin(node.func.value, arrays)
+    if isinstance(node, ast.Call) and _tensor_of_array(node):
+        return _float64_origin(node.args[0], arrays)
+    return None
+
+
+def _float64_given(node: ast.expr | None, arrays: Mapping[str, int]) -> list[int]:
+    """The lines making the float64 arrays that ``node`` holds (itself, or a tuple, list or dict of them)."""
+    if node is None:
+        return []
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [line for e in node.elts for line in _float64_given(e, arrays)]
+    if isinstance(node, ast.Dict):
+        return [line for v in node.values for line in _float64_given(v, arrays)]
+    line = _float64_origin(node, arrays)
+    return [line] if line is not None else []
+
+
+def _explicit_float64(node: ast.expr) -> bool:
+    """A numpy call making a float64 array: `_float64_maker`'s, ``np.zeros(n)``/``np.ones(n)``/``np.empty(n)``
+    without a dtype, or one given ``dtype=float``/``np.float``/``np.float64`` (``np.array(x, dtype=np.float)``),
+    ``x.astype(np.float64)``."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return False
+    numpy = isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "numpy")
+    if node.func.attr == "astype":
+        return bool(node.args) and _names_float64(node.args[0])
+    dtype = next((k.value for k in node.keywords if k.arg == "dtype"), None)
+    if dtype is not None:
+        return numpy and _names_float64(dtype)
+    return _float64_maker(node) or numpy and node.func.attr in ("zeros", "ones", "empty")
+
+
+def _names_float64(node: ast.expr) -> bool:
+    """``float``, ``np.float``, ``np.float64``, ``np.double``, ``"float64"``: a numpy dtype of float64."""
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else \
+        node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+    return name == "float" or _WIDE.get(name or "") == "float64"
 
 
 def _rewards(tree: ast.Module) -> set[str]:

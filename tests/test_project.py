@@ -193,6 +193,9 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     # an input straight from the loader (CutMix's validate) relies on CUDA's scatter
     ("model = torch.nn.DataParallel(model).cuda()\n\n\ndef run(model, loader):\n    for x, y in loader:\n"
      "        y = y.cuda()\n        out = model(x)\n", (1, "DataParallel, which moves its inputs only on CUDA")),
+    # ... as do keyword inputs (pan_pp's train: `model(**data)`, the batch straight from the loader)
+    ("model = torch.nn.DataParallel(model).cuda()\n\n\ndef run(model, loader):\n    for data in loader:\n"
+     "        out = model(**data)\n", (1, "DataParallel, which moves its inputs only on CUDA")),
     # ... a moved input re-made under an `if` from itself stays moved (semseg's flip) ...
     ("model = torch.nn.DataParallel(model).cuda()\n\n\ndef run(model, x, flip):\n    x = x.unsqueeze(0).cuda()\n"
      "    if flip:\n        x = torch.cat([x, x.flip(3)], 0)\n    return model(x)\n", None),

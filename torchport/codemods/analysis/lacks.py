@@ -469,7 +469,9 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
                             moved.update((moved_name, moved.get(moved_name, here) & here) for moved_name in names)
             elif isinstance(node, ast.Call) and ast.unparse(node.func) in wrapped:
                 calls += 1
-                if not all(_moves(a, _reaching_moves(moved, here)) or isinstance(a, ast.Constant) for a in node.args):
+                # `model(**data)` straight from the loader (pan_pp's train) is an input not moved, as `model(x)` is
+                if not all(_moves(a, _reaching_moves(moved, here)) or isinstance(a, ast.Constant)
+                           for a in (*node.args, *(k.value for k in node.keywords))):
                     return False
     if calls == 0 and any(isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in
                                                               functions)

@@ -1424,6 +1424,17 @@ def test_pytorch3d_rasterizers_keep_the_cpu_of_a_mac_and_its_transforms_do_not(t
     assert found["rotate.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
 
 
+def test_warp_ctc_keeps_the_cpu_of_a_mac(tmp_path: Path) -> None:
+    """ocr.pytorch's train_warp_ctc.py: warpctc_pytorch's CTCLoss runs `cpu_ctc` on any tensor not on CUDA."""
+    _write(tmp_path, {
+        "train.py": "import torch\nfrom warpctc_pytorch import CTCLoss\n\nif __name__ == '__main__':\n"
+                    "    print(CTCLoss()(torch.ones(2).cuda()))\n",
+    })
+    program = _programs(tmp_path)["train.py"]
+    assert program["runs_on"] == ["cuda", "cpu"], program
+    assert ("mps", "train.py", 5) in {(b["target"], b["path"], b["line"]) for b in program["blockers"]}
+
+
 ALPACA = """import fire
 import torch
 from transformers import LlamaForCausalLM

@@ -417,6 +417,7 @@ WORDS: dict[str, tuple[str, ...]] = {
     "torchsummary": ("cpu_or_cuda_inputs",),
     "dcn_v2": ("cpu_cuda_library",), "torch_scatter": ("cpu_cuda_library",), "torch_sparse": ("cpu_cuda_library",),
     "torch_spline_conv": ("cpu_cuda_library",), "torch_cluster": ("cpu_cuda_library",),
+    "warpctc_pytorch": ("cpu_cuda_library",),  # Baidu warp-ctc: `cpu_ctc` for any tensor not on CUDA
     "dgl": ("cpu_cuda_library",),  # DGL's graphs live on the CPU or CUDA alone (`to_dgl_context`)
     "pytorch3d.renderer": ("cpu_cuda_library",),  # its rasterizers' kernels (`pytorch3d._C`); transforms are torch
     "odeint": ("float64_solver",), "odeint_adjoint": ("float64_solver",), "odeint_event": ("float64_solver",),

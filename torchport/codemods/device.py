@@ -434,8 +434,10 @@ def _cast_after_move(original: cst.Call, updated: cst.Call) -> cst.Call | None:
             and isinstance(moved := func.value, cst.Call) and isinstance(moved.func, cst.Attribute)
             and moved.func.attr.value == "to"):
         return None
-    return moved.with_changes(func=moved.func.with_changes(
-        value=cst.Call(cst.Attribute(moved.func.value, func.attr.with_changes()), [])))
+    # each dot keeps its place, and the chain its parentheses: a chain written one call per line stays so
+    cast = cst.Call(cst.Attribute(moved.func.value, func.attr.with_changes(), dot=moved.func.dot), [])
+    return moved.with_changes(func=moved.func.with_changes(value=cast, dot=func.dot),
+                              lpar=updated.lpar, rpar=updated.rpar)
 
 
 def _without_cuda_call(text: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -1424,6 +1424,26 @@ def test_pytorch3d_rasterizers_keep_the_cpu_of_a_mac_and_its_transforms_do_not(t
     assert found["rotate.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
 
 
+def test_a_program_importing_a_module_that_does_not_parse_is_left_whole(tmp_path: Path) -> None:
+    """CCT: models/model.py imports utils/losses.py, whose tabs and spaces Python 3 refuses (TabError), so every
+    program importing it stops before any device is used: its files are left as written, and said so once; a
+    program that does not import it is ported."""
+    _write(tmp_path, {
+        "utils/losses.py": "def f(x):\n\tif x:\n\t\treturn 1\n        return 2\n",
+        "model.py": "import torch\nfrom utils import losses\n\n\ndef go(x):\n    return x.cuda()\n",
+        "train.py": "import torch\nfrom model import go\n\nif __name__ == '__main__':\n"
+                    "    print(go(torch.ones(2).cuda()))\n",
+        "other.py": "import torch\n\nif __name__ == '__main__':\n    print(torch.ones(2).cuda())\n",
+    })
+    found = _programs(tmp_path)
+    assert found["train.py"]["runs_on"] == []
+    assert ("cpu", "utils/losses.py", 4) in {(b["target"], b["path"], b["line"]) for b in found["train.py"]["blockers"]}
+    assert found["other.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    report = _migrated(tmp_path)
+    assert {path for path, f in report.items() if f["changed"]} == {"other.py"}, report
+    assert "R25 runs-nowhere" in report["model.py"]["diagnostics"][0]["message"]
+
+
 def test_warp_ctc_keeps_the_cpu_of_a_mac(tmp_path: Path) -> None:
     """ocr.pytorch's train_warp_ctc.py: warpctc_pytorch's CTCLoss runs `cpu_ctc` on any tensor not on CUDA."""
     _write(tmp_path, {

@@ -255,6 +255,17 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                 continue
             shown, seen = shown_as(index), set[str]()
             hops: tuple[str, ...] | None = None
+            if index != entry and results[index].path.suffix == ".py" and not outline(results[index].original).parses:
+                # CCT's models/model.py imports utils/losses.py, a TabError: the program stops on every device
+                error = _syntax_error(results[index].original or "")
+                head = error.split(":", 1)[0]
+                chain = tuple(f"{shown_as(i)}:{line}" for i, line in project.import_chain(
+                    entry, index, script=kind in ("script", "console-script")))
+                program.blockers.extend(Blocker(
+                    target, f"imports {shown}, which does not parse ({error}): {installed.RUNS_NOWHERE}", shown,
+                    int(head) if head.isdigit() else 1, chain=chain)
+                    for target in OFF_CUDA if target not in {b.target for b in program.blockers})
+                continue
             for need in needs(index, index == entry, program.reached):  # the first of each module, per target
                 if any(environment.get(variable, None if by_get else value) != value
                        for variable, value, by_get in need.env):
@@ -461,7 +472,8 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
     suspects = may_leave(results)
     stopped = any(STILL_STOPS in d.message for r in results for d in r.diagnostics if d.code == "TP110") or any(
         _port_stops(r) for r in results) or any(deferred_cuda_imports(r.original or "") for r in suspects) or any(
-        r.error is not None and r.path.suffix == ".py" and outline(r.original).script for r in results)  # no parse
+        r.error is not None and r.path.suffix == ".py" and outline(r.original).script for r in results) or any(
+        r.path.suffix == ".py" and not outline(r.original).parses for r in results)  # an import that does not parse
     if not suspects and not stopped:
         return {}
     # Only a module that itself needs CUDA, or defines a CUDA gate, makes a program CUDA-only (an entry point's

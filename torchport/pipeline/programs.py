@@ -259,11 +259,11 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                 # CCT's models/model.py imports utils/losses.py, a TabError: the program stops on every device
                 error = _syntax_error(results[index].original or "")
                 head = error.split(":", 1)[0]
-                chain = tuple(f"{shown_as(i)}:{line}" for i, line in project.import_chain(
+                path_to = tuple(f"{shown_as(i)}:{at}" for i, at in project.import_chain(
                     entry, index, script=kind in ("script", "console-script")))
                 program.blockers.extend(Blocker(
                     target, f"imports {shown}, which does not parse ({error}): {installed.RUNS_NOWHERE}", shown,
-                    int(head) if head.isdigit() else 1, chain=chain)
+                    int(head) if head.isdigit() else 1, chain=path_to)
                     for target in OFF_CUDA if target not in {b.target for b in program.blockers})
                 continue
             for need in needs(index, index == entry, program.reached):  # the first of each module, per target

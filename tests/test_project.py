@@ -252,6 +252,9 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      "def load(a):\n    return torch.from_numpy(a).to(device)\n", None),
     ("def load(a):\n    b = a.astype(np.float64)\n    return torch.from_numpy(b).to(device)\n",
      (2, "float64 numpy arrays made into tensors")),
+    # ProPainter's flow_comp_raft: the wrapper only loads a checkpoint, then the name is the module again
+    ("def f(model, x):\n    model = torch.nn.DataParallel(model)\n    model = model.module\n    model.to(device)\n"
+     "    return model(x)\n", None),
     # HRNet's demo: the wrapper moved by a statement of its own, called with inputs it never moved
     ("def f(model, x):\n    model = torch.nn.DataParallel(model)\n    model.to(device)\n    return model(x)\n",
      (3, "DataParallel, which moves its inputs only on CUDA")),

@@ -389,7 +389,16 @@ def _data_parallel_moved(tree: ast.Module) -> list[int]:
                 wraps.append((node.lineno, ast.unparse(node.value.args[0])))
     moves = [(node.lineno, ast.unparse(node.func.value)) for node in ast.walk(tree) if wrapped and isinstance(
         node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda")]
-    found = [line for line, moved in moves if line > wrapped.get(moved, line)]  # the wrapper, not the module
+    # a name bound again to something else after its wrapper (ProPainter's `model = model.module`) is no wrapper
+    unwraps: dict[str, list[int]] = {}
+    for node in ast.walk(tree) if wrapped else ():
+        if isinstance(node, ast.Assign) and not (isinstance(node.value, ast.Call)
+                                                 and call_name(node.value) == "DataParallel"):
+            for target in node.targets:
+                if ast.unparse(target) in wrapped:
+                    unwraps.setdefault(ast.unparse(target), []).append(node.lineno)
+    found = [line for line, moved in moves if line > wrapped.get(moved, line)  # the wrapper, not the module
+             and not any(wrapped[moved] < at < line for at in unwraps.get(moved, ()))]
     found.extend(line for line, module in wraps if any(at < line and moved == module for at, moved in moves))
     return sorted(set(found))
 

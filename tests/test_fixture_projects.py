@@ -675,6 +675,19 @@ def test_a_dataset_giving_float64_keeps_its_programs_choice(tmp_path: Path) -> N
     assert on_a_mac.returncode == 0 and "total 9.0" in on_a_mac.stdout, on_a_mac.stderr
 
 
+def test_a_module_linked_to_a_held_choice_that_stops_on_the_cpu_is_ported(tmp_path: Path) -> None:
+    """frankmocap: the demo's choice stays CUDA-or-CPU (its renderer needs what MPS lacks); body_mocap_api keeps a
+    choice of its own and a `.cuda()` that runs wherever it runs. Held with the demo, that `.cuda()` stopped the
+    program on the CPU; its moves are ported, and the entry point keeps CUDA-or-CPU."""
+    folder = _ported("held_link_stops", tmp_path)
+    assert "        return out.to(tp.device())\n" in (folder / "api.py").read_text()
+    assert "tp.keep_cuda_or_cpu(" in (folder / "demo.py").read_text()
+    done = _run(folder, "demo.py")
+    assert done.returncode == 0 and "rendered 0.0" in done.stdout, done.stderr
+    on_a_mac = _run(folder, "-c", ON_A_MAC, "demo.py")
+    assert on_a_mac.returncode == 0 and "rendered 0.0" in on_a_mac.stdout, on_a_mac.stderr
+
+
 def test_an_object_a_registry_passes_keeps_its_own_cuda(tmp_path: Path) -> None:
     # pymarl2: `le_REGISTRY[args.learner](mac, ...)` hands QLearner a BasicMAC, whose own `cuda()` has no `.to()`;
     # `self.mac.to(tp.device())` in QLearner.cuda would raise AttributeError on CUDA

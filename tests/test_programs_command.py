@@ -1444,6 +1444,34 @@ def test_a_program_importing_a_module_that_does_not_parse_is_left_whole(tmp_path
     assert "R25 runs-nowhere" in report["model.py"]["diagnostics"][0]["message"]
 
 
+PYKEEN_UTILS = """import torch
+
+
+def resolve_device(device=None):
+    if device is None or device == "gpu":
+        device = "cuda"
+    if isinstance(device, str):
+        device = torch.device(device)
+    if not torch.cuda.is_available() and device.type == "cuda":
+        device = torch.device("cpu")
+    return device
+"""
+
+
+def test_a_fallback_for_a_device_that_is_cuda_already_keeps_no_choice(tmp_path: Path) -> None:
+    """pykeen's resolve_device: `if not torch.cuda.is_available() and device.type == "cuda": device = cpu` changes
+    only a device that is CUDA's; once `"cuda"` is the runtime's pick, a Mac's MPS never meets it. No program keeps
+    CUDA-or-CPU for it (57 `tp.keep_cuda_or_cpu` calls in pykeen's scripts)."""
+    root = _applied(tmp_path, {
+        "utils.py": PYKEEN_UTILS,
+        "train.py": "import torch\nfrom utils import resolve_device\n\nif __name__ == '__main__':\n"
+                    "    print(torch.ones(2).to(resolve_device()))\n",
+    })
+    assert '        device = tp.device_str()\n' in (root / "utils.py").read_text()
+    assert "tp.keep_cuda_or_cpu" not in (root / "train.py").read_text()
+    assert "torch.cuda.is_available() and device.type == \"cuda\"" in (root / "utils.py").read_text()
+
+
 def test_warp_ctc_keeps_the_cpu_of_a_mac(tmp_path: Path) -> None:
     """ocr.pytorch's train_warp_ctc.py: warpctc_pytorch's CTCLoss runs `cpu_ctc` on any tensor not on CUDA."""
     _write(tmp_path, {

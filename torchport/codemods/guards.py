@@ -774,6 +774,27 @@ def _cuda_device_call(m: Migrator, node: cst.BaseExpression) -> bool:
             and m.has_qname(node.func, "torch.device"))
 
 
+def _asks_for_cuda(test: cst.BaseExpression) -> bool:
+    """``not torch.cuda.is_available() and device.type == "cuda"`` (pykeen's ``resolve_device``): the fallback
+    changes only a device that is CUDA's already; a device the port picks never meets it, so it keeps no choice
+    CUDA-or-CPU."""
+    if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)):
+        return False
+    for side in (test.left, test.right):
+        if _asks_for_cuda(side):
+            return True
+        if isinstance(side, cst.Comparison) and len(side.comparisons) == 1 and isinstance(
+                side.comparisons[0].operator, (cst.Equal, cst.In)) and any(
+                isinstance(part, cst.SimpleString) and part.evaluated_value == "cuda"
+                for part in (side.left, side.comparisons[0].comparator)):
+            return True
+        if isinstance(side, cst.Call) and isinstance(side.func, cst.Attribute) and side.func.attr.value == \
+                "startswith" and side.args and isinstance(arg := side.args[0].value, cst.SimpleString) \
+                and arg.evaluated_value == "cuda":
+            return True
+    return False
+
+
 def _cuda_type_string(test: cst.Comparison) -> bool:
     """``x.type() == "torch.cuda.HalfTensor"`` (either side, ``==`` or ``!=``): true only for a CUDA tensor, as
     ``x.is_cuda`` is (off CUDA a half tensor's type is ``torch.HalfTensor`` or ``torch.mps.HalfTensor``)."""
@@ -1243,11 +1264,12 @@ class CudaGuard(Rule):
                        "CUDA guard kept: the code under it runs only on CUDA, as before")
             m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.test, "under the CUDA guard"))
         elif _cuda_detection(m, node.test):
-            if _availability_based(m, node.test) and _scan(m, node.body).chooses:
+            if _availability_based(m, node.test) and _scan(m, node.body).chooses and not (
+                    _asks_for_cuda(node.test) and _sets_cpu(node.body)):
                 m.fact("kept", node)
             m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.test, "under the CUDA guard"))
         elif _negated_detection(m, node.test):
-            if _availability_based(m, node.test) and _sets_cpu(node.body):
+            if _availability_based(m, node.test) and _sets_cpu(node.body) and not _asks_for_cuda(node.test):
                 m.fact("kept", node)  # learning3d's `if not torch.cuda.is_available(): args.device = 'cpu'`
             if node.orelse is not None:  # `if not x.is_cuda: ... else: <CUDA only>`
                 m.skip_region(node.orelse, CUDA_ONLY, _guarded(m, node.test, "in the else branch of the CUDA check"))

@@ -782,7 +782,7 @@ def _read_kept_placement(text: str, flags: set[str]) -> tuple[int, str] | None:
         child: ast.AST = node
         while (parent := parents.get(id(child))) is not None:
             test = parent.test if isinstance(parent, (ast.If, ast.IfExp)) and child is not parent.test else None
-            if test is not None and (_QUERY.search(ast.unparse(test)) or any(
+            if test is not None and not _asks_for_cuda(test) and (_QUERY.search(ast.unparse(test)) or any(
                     isinstance(n, (ast.Name, ast.Attribute)) and (n.id if isinstance(n, ast.Name) else n.attr) in flags
                     for n in ast.walk(test))):
                 if _chooses_mps(parent, parents):
@@ -790,6 +790,17 @@ def _read_kept_placement(text: str, flags: set[str]) -> tuple[int, str] | None:
                 return node.lineno, KEPT_CHOICE
             child = parent
     return None
+
+
+def _asks_for_cuda(test: ast.expr) -> bool:
+    """``not torch.cuda.is_available() and device.type == "cuda"`` (pykeen's ``resolve_device``): a fallback for a
+    device that is CUDA's already, which a device the port picks never meets: no choice kept CUDA-or-CPU."""
+    return isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(
+        isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Eq, ast.In)) and any(
+            isinstance(part, ast.Constant) and part.value == "cuda" for part in (n.left, *n.comparators))
+        or isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "startswith"
+        and bool(n.args) and isinstance(n.args[0], ast.Constant) and n.args[0].value == "cuda"
+        for value in test.values for n in (value,))
 
 
 def _mapped_into_state(node: ast.Call, parents: Mapping[int, ast.AST]) -> bool:

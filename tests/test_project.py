@@ -541,6 +541,26 @@ def test_an_object_whose_class_moves_itself_to_cuda_alone_keeps_its_guard(tmp_pa
 
 
 
+def test_an_object_whose_own_to_lacks_a_parameter_of_its_cuda_keeps_its_cuda_call(tmp_path: Path) -> None:
+    """kaolin's PBRMaterial: `cuda(device, non_blocking, memory_format)` beside `to(device)`. The test's
+    `mat.cuda(device=device, non_blocking=non_blocking)` made `.to(..., non_blocking=...)` raised a TypeError on
+    CUDA too: the call stays, reported."""
+    _tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/materials.py": "class Material:\n    def __init__(self, x):\n        self.x = x\n\n"
+                            "    def to(self, device):\n        return Material(self.x.to(device))\n\n"
+                            "    def cuda(self, device=None, non_blocking=False):\n"
+                            "        return Material(self.x.cuda(device, non_blocking=non_blocking))\n",
+        "tests/test_materials.py": "import torch\nfrom pkg.materials import Material\n\n\n"
+                                   "def test_cuda():\n    mat = Material(torch.ones(2))\n"
+                                   "    moved = mat.cuda(non_blocking=True)\n"
+                                   "    assert float(moved.x.sum()) == 2.0\n",
+    })
+    test = _run(tmp_path)["tests/test_materials.py"]
+    assert "mat.cuda(non_blocking=True)" in (test.migrated or test.original)
+    assert any(d.code == "TP106" and "`Material`" in d.message for d in test.diagnostics)
+
+
 def test_an_object_a_fluent_chain_makes_keeps_its_own_cuda_call(tmp_path: Path) -> None:
     """inferno: `trainer = Trainer(model=net).build_optimizer('Adam')` (each method returns the trainer), then
     `trainer.cuda().fit()`. Trainer's `to()` takes 'cuda' alone and returns nothing for a torch.device: a

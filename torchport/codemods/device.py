@@ -377,7 +377,7 @@ class CudaMethod(Rule):
             m.mark_handled(original)
             made = made if made == UNSEEN else f"a `{made}`"
             m.report("TP106", original, f"`.cuda()` left unchanged: this is {made}, whose class may move itself its "
-                     "own way (its own `cuda`, and no `to` or one that takes CUDA alone)")
+                     "own way (its own `cuda`, and no `to`, or one that takes CUDA alone or fewer arguments)")
             return None
         if m.store(self).get("own_cuda") and not _inside_own_cuda(m, func.value) \
                 and not _moved_by_own_cuda(m, func.value) \

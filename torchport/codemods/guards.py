@@ -1399,7 +1399,7 @@ class CudaGuard(Rule):
             for method in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
                 if isinstance(method, cst.FunctionDef) and method.name.value in ("cuda", "cpu", "to"):
                     m.skip_region(method, SEVERAL_BACKENDS, "its class moves itself its own way (its own `cuda`, "
-                                  "and a `to` that takes CUDA alone): its objects stay CUDA-or-CPU")
+                                  "and a `to` that takes CUDA alone or fewer arguments): its objects stay CUDA-or-CPU")
         bases = [dotted_name(b.value) or "" for b in node.bases]
         skipping = m.store(self).setdefault("skipping", set())  # test classes that skip without CUDA
         if self._skipped_in_setup(m, node) or any(b in skipping for b in bases):

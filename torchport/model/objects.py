@@ -50,11 +50,22 @@ def own_parameter(cls: ast.ClassDef, field: str, gates: Collection[str]) -> str 
     return next((c for v in sources.get(field, ()) if (c := held(v, frozenset({field})))), None)
 
 
+def _takes_less(to: ast.FunctionDef | ast.AsyncFunctionDef, cuda: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a class's own ``to`` lacks a parameter its own ``cuda`` takes (kaolin's PBRMaterial: ``cuda(device,
+    non_blocking, memory_format)`` beside ``to(device)``): ``.cuda(non_blocking=...)`` made ``.to(...)`` would raise
+    a TypeError, on CUDA too."""
+    def names(f: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+        return {a.arg for a in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs)} - {"self"}
+
+    return to.args.kwarg is None and bool(names(cuda) - names(to) - {"device"})
+
+
 def own_device_classes(tree: ast.Module, strict: bool = False) -> dict[str, int]:
     """The top-level classes of a module that move themselves their own way, with their lines: a ``cuda`` method
     of their own and no ``to``, or a ``to`` that compares its device with ``"cuda"`` (manydepth's encoder:
     ``elif str(device) == 'cuda': self.cuda()``, else it raises). ``.cuda()`` on one of their objects is theirs,
-    and ``.to(<another device>)`` fails there. ``strict``: only those with such a ``to`` (a ``cuda`` alone is a
+    and ``.to(<another device>)`` fails there; so is a ``to`` that lacks a parameter of its ``cuda``
+    (`_takes_less`). ``strict``: only those with such a ``to`` (a ``cuda`` alone is a
     container moving its tensors, which a port of its body moves to the runtime's device). A class of the module
     that derives from one of them and defines neither ``cuda`` nor ``to`` inherits both (pytorch-seq2seq's
     ``Perplexity(NLLLoss)``, whose base ``Loss`` moves its criterion in its own ``cuda()``)."""
@@ -64,9 +75,10 @@ def own_device_classes(tree: ast.Module, strict: bool = False) -> dict[str, int]
             continue
         methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
         to = methods.get("to")
-        if "cuda" in methods and ((to is None and not strict) or to is not None and any(
+        if "cuda" in methods and ((to is None and not strict) or to is not None and (any(
                 isinstance(n, ast.Compare) and any(isinstance(c, ast.Constant) and c.value == "cuda"
-                                                    for c in (n.left, *n.comparators)) for n in ast.walk(to))):
+                                                    for c in (n.left, *n.comparators)) for n in ast.walk(to))
+                or _takes_less(to, methods["cuda"]))):
             found[cls.name] = cls.lineno
         elif "cuda" not in methods and to is None and any(
                 isinstance(base, ast.Name) and base.id in found for base in cls.bases):

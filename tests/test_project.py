@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -559,6 +560,17 @@ def test_an_object_whose_own_to_lacks_a_parameter_of_its_cuda_keeps_its_cuda_cal
     test = _run(tmp_path)["tests/test_materials.py"]
     assert "mat.cuda(non_blocking=True)" in (test.migrated or test.original)
     assert any(d.code == "TP106" and "`Material`" in d.message for d in test.diagnostics)
+
+
+def test_a_device_type_given_to_a_function_of_the_module_that_dispatches_on_it_stays(tmp_path: Path) -> None:
+    """torch-interpol: `custom_fwd` is torch.amp's, or, where torch lacks it, a fallback of its own whose branches
+    know 'cuda' and 'cpu' alone. `@custom_fwd(device_type='cuda')` made the runtime's type took none of them on a
+    Mac with such a torch: `import interpol` failed there. The string stays, reported."""
+    shutil.copytree(Path(__file__).parent / "fixtures" / "projects" / "own_device_type_dispatch", tmp_path,
+                    dirs_exist_ok=True)
+    module = _run(tmp_path)["interpol/autograd.py"]
+    assert module.migrated is None or module.migrated == module.original
+    assert any(d.code == "TP102" and d.line == 45 for d in module.diagnostics), module.diagnostics
 
 
 def test_an_object_a_fluent_chain_makes_keeps_its_own_cuda_call(tmp_path: Path) -> None:

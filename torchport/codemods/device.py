@@ -1346,8 +1346,23 @@ class DeviceTypeString(_StringRule):
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value == "device_type" and id(arg.value) not in m.contexts:
+            if arg.keyword is not None and arg.keyword.value == "device_type" and id(arg.value) not in m.contexts \
+                    and not _dispatches_on_type(m, node.func):
                 m.set_context(arg.value, "type", self.code)
+
+
+def _dispatches_on_type(m: Migrator, func: cst.BaseExpression) -> bool:
+    """Whether the module defines a function of the name called (torch-interpol's fallback ``custom_fwd``, defined
+    where ``torch.amp`` lacks one) that compares its ``device_type`` with a device type: it knows the types it
+    names alone (``'cuda'``, ``'cpu'``), and the runtime's ``'mps'`` would take none of its branches."""
+    name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+    if name is None or m.syntax is None or f"def {name}" not in m.source:
+        return False
+    return any(isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == name and any(
+        isinstance(c, ast.Compare) and any(isinstance(n, ast.Name) and n.id == "device_type" for n in (
+            c.left, *c.comparators)) and any(isinstance(n, ast.Constant) and n.value == "cuda"
+                                             for n in (c.left, *c.comparators)) for c in ast.walk(f))
+        for f in ast.walk(m.syntax))
 
 
 def _is_device_call(m: Migrator, node: cst.CSTNode, kinds: frozenset[str]) -> bool:

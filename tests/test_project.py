@@ -253,6 +253,10 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      "def load(a):\n    return torch.from_numpy(a).to(device)\n", None),
     ("def load(a):\n    b = a.astype(np.float64)\n    return torch.from_numpy(b).to(device)\n",
      (2, "float64 numpy arrays made into tensors")),
+    # DistilledCTR's models: a CPU type made of a tensor that is not on CUDA raises on MPS and on an XPU
+    ("def forward(self, x):\n    if not x.is_cuda:\n        x = torch.LongTensor(x).to(device)\n    return x\n",
+     (3, "a CPU tensor type made of a tensor wherever it is not on CUDA (`torch.LongTensor(x)`)")),
+    ("def forward(self, x):\n    if not x.is_cuda:\n        y = torch.LongTensor([1, 2])\n    return x\n", None),
     # ProPainter's flow_comp_raft: the wrapper only loads a checkpoint, then the name is the module again
     ("def f(model, x):\n    model = torch.nn.DataParallel(model)\n    model = model.module\n    model.to(device)\n"
      "    return model(x)\n", None),

@@ -52,6 +52,8 @@ CPU_DEFAULT_TYPE = "a CPU default tensor type set wherever the device is not CUD
 # Transfer-Learning-Library's ImageRegression: `np.array(..., dtype=np.float)` targets, which a DataLoader batches
 # as float64 tensors that the program then moves to its device
 DATASET_FLOAT64 = "float64 numpy arrays a dataset gives (its DataLoader batches them as float64 tensors)"
+# DistilledCTR's models: `if not x.is_cuda: x = torch.LongTensor(x).to(device)`: a CPU type of a tensor on MPS raises
+CPU_TYPE_OFF_CUDA = "a CPU tensor type made of a tensor wherever it is not on CUDA (`torch.LongTensor(x)`)"
 SHARED_MEMORY = "tensors shared with other processes, which torch.multiprocessing does for the CPU and CUDA alone"
 
 
@@ -59,7 +61,7 @@ def keeps_cuda_or_cpu(reason: str) -> bool:
     """Whether ``reason`` (``"<what>, <file>:<line>"``, given to TP019) keeps its program off XPU as well as MPS."""
     return reason.startswith((KEPT_CHOICE, COMPILED, MOVED_IF_ON_CUDA, CHOSEN_IF_ON_CUDA, CPU_OR_CUDA_CHECK,
                               CPU_EXTENSION, CPU_ONLY_FALLBACK, SHARED_MEMORY, NUMPY_OFF_CUDA,
-                              CPU_DEFAULT_TYPE)) \
+                              CPU_DEFAULT_TYPE, CPU_TYPE_OFF_CUDA)) \
         or CPU_OR_CUDA_INPUTS in reason
 
 

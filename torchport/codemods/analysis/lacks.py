@@ -21,6 +21,7 @@ from torchport.results import (
     CPU_ONLY_FALLBACK,
     CPU_OR_CUDA_CHECK,
     CPU_OR_CUDA_INPUTS,
+    CPU_TYPE_OFF_CUDA,
     DATASET_FLOAT64,
     MOVED_IF_ON_CUDA,
     NUMPY_OFF_CUDA,
@@ -113,6 +114,8 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
         found.extend((line, DATASET_FLOAT64) for line in _dataset_float64(tree))
     if tree is not None and "is_cuda" in text:
         found.extend(_placed_if_on_cuda(tree))
+    if "is_cuda" in text and "Tensor(" in text and (tree := tree or parse(text)) is not None:
+        found.extend((line, CPU_TYPE_OFF_CUDA) for line in _cpu_types_off_cuda(tree))
     if ".numpy()" in text and "is_cuda" in text and (tree := tree or parse(text)) is not None:
         found.extend((line, NUMPY_OFF_CUDA) for line in _numpy_off_cuda(tree))
     if "set_default_tensor_type" in text and (tree := tree or parse(text)) is not None:
@@ -272,6 +275,22 @@ def _cpu_default_off_cuda(tree: ast.Module) -> list[int]:
 def _is_cuda_type(node: ast.Attribute) -> bool:
     """``torch.cuda.FloatTensor`` (a type under ``cuda``), not ``torch.FloatTensor``."""
     return isinstance(node.value, ast.Attribute) and node.value.attr == "cuda"
+
+
+def _cpu_types_off_cuda(tree: ast.Module) -> list[int]:
+    """Lines under ``if not x.is_cuda:`` that make a legacy CPU tensor type of ``x`` (DistilledCTR's models:
+    ``x = torch.LongTensor(x).to(device)``): off CUDA a tensor on MPS or an XPU meets a CPU type, which raises."""
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
+                and isinstance(flag := node.test.operand, ast.Attribute) and flag.attr == "is_cuda"):
+            continue
+        tested = ast.unparse(flag.value)
+        found.extend(call.lineno for statement in node.body for call in ast.walk(statement)
+                     if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                     and call.func.attr in torch_facts.LEGACY_TYPES and isinstance(call.func.value, ast.Name)
+                     and call.func.value.id == "torch" and any(ast.unparse(a) == tested for a in call.args))
+    return found
 
 
 def _numpy_off_cuda(tree: ast.Module) -> list[int]:

@@ -280,7 +280,7 @@ def _is_cuda_type(node: ast.Attribute) -> bool:
 def _cpu_types_off_cuda(tree: ast.Module) -> list[int]:
     """Lines under ``if not x.is_cuda:`` that make a legacy CPU tensor type of ``x`` (DistilledCTR's models:
     ``x = torch.LongTensor(x).to(device)``): off CUDA a tensor on MPS or an XPU meets a CPU type, which raises."""
-    found = []
+    found: list[int] = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.If) and isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
                 and isinstance(flag := node.test.operand, ast.Attribute) and flag.attr == "is_cuda"):

@@ -1472,6 +1472,44 @@ def test_a_fallback_for_a_device_that_is_cuda_already_keeps_no_choice(tmp_path: 
     assert "torch.cuda.is_available() and device.type == \"cuda\"" in (root / "utils.py").read_text()
 
 
+LIGHTNING = """import argparse
+
+import pytorch_lightning as pl
+import torch
+
+
+def main():
+    args = argparse.ArgumentParser().parse_args()
+{branches}    model = torch.nn.Linear(2, 2).cuda()
+    if args.model_name == "IterE":
+        trainer = pl.Trainer(gpus={gpus}, reload_dataloaders_every_n_epochs=1)
+    else:
+        trainer = pl.Trainer(gpus={gpus})
+    trainer.fit(model)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize("branches", [0, 8])
+def test_a_lightning_trainer_given_gpus_needs_cuda(tmp_path: Path, branches: int) -> None:
+    """NeuralKG's main.py: `pl.Trainer.from_argparse_args(args, gpus="0,")` in both arms of an `if`, after enough
+    undecided branches that the evaluation merges paths: Lightning asks CUDA for the GPUs, so the program runs on
+    CUDA alone and is left whole. `gpus=0` asks for none."""
+    ifs = "".join(f"    if args.flag{i}:\n        print({i})\n" for i in range(branches))
+    _write(tmp_path, {"main.py": LIGHTNING.format(branches=ifs, gpus='"0,"'),
+                      "cpu.py": LIGHTNING.format(branches=ifs, gpus="0")})
+    found = _programs(tmp_path)
+    assert found["main.py"]["runs_on"] == ["cuda"], found["main.py"]
+    assert ("cpu", "main.py", 11 + 2 * branches) in {(b["target"], b["path"], b["line"])
+                                                     for b in found["main.py"]["blockers"]}
+    assert found["cpu.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"], found["cpu.py"]
+    report = _migrated(tmp_path)
+    assert {path for path, f in report.items() if f["changed"]} == {"cpu.py"}, report
+
+
 def test_warp_ctc_keeps_the_cpu_of_a_mac(tmp_path: Path) -> None:
     """ocr.pytorch's train_warp_ctc.py: warpctc_pytorch's CTCLoss runs `cpu_ctc` on any tensor not on CUDA."""
     _write(tmp_path, {

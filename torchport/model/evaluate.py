@@ -623,12 +623,12 @@ class Evaluator:
         return value, asked and value is not UNKNOWN
 
     def _merge(self, body: list[ast.stmt], orelse: list[ast.stmt], p: Path) -> list[Path]:
-        # too many paths: both branches run quietly, and what they bind is joined
-        self._quiet += 1
-        try:
-            ends = self.run(body, [p.fork()]) + self.run(orelse, [p.fork()])
-        finally:
-            self._quiet -= 1
+        # too many paths: both branches run, and what they bind is joined; where every end of both stops off CUDA
+        # (NeuralKG's `if args.model_name == "IterE": Trainer(gpus="0,") else: Trainer(gpus="0,")`), so does the path
+        ends = self.run(body, [p.fork()]) + self.run(orelse, [p.fork()])
+        stops = [q.stop for q in ends if q.stop is not None and q.stop.kind == "cuda"]
+        if ends and len(stops) == len(ends) and not self._quiet:
+            self._end(min(stops, key=lambda stop: stop.line), p)
         merged = _merged(ends)
         p.env = {**p.env, **merged}
         for q in ends:
@@ -1010,6 +1010,8 @@ class Evaluator:
             return self._needs_cuda(node, "SyncBatchNorm in a process group trains on CUDA input only", p)
         if name in _NEEDS_GPU and self.target in ("cpu", "mps"):
             return self._needs_cuda(node, f"`{name}()` raises without a GPU", p)
+        if name in _GPUS_TRAINERS and (asked := gpus_asked(node)) is not None:
+            return self._needs_cuda(node, f"Lightning asks CUDA for `gpus={ast.unparse(asked)}`", p)
         if name in _PROCESS_RUNNERS and self.target != "cuda" and (tool := _nvidia_tool(name, args, keywords)):
             return self._needs_cuda(node, f"running {tool} raises where NVIDIA's driver is not installed", p)
         if name in _CLI_RUNNERS and args and isinstance(args[0], Function):  # `CLI(main)`: main, with its defaults
@@ -1462,6 +1464,19 @@ _PROCESS_RUNNERS = torch_facts.named("process_runner")
 _CLI_RUNNERS = torch_facts.named("cli_runner")
 _SPAWNERS = torch_facts.named("spawn")
 _NEEDS_GPU = torch_facts.named("needs_gpu")  # functional `data_parallel`: no device type on the CPU
+_GPUS_TRAINERS = torch_facts.named("gpus_trainer")
+
+
+def gpus_asked(call: ast.Call) -> ast.expr | None:
+    """The ``gpus=`` of a Lightning trainer's call where it is a constant asking for GPUs (``1``, ``-1``, ``"0,"``,
+    ``[0]``), else None: ``0``, ``None`` and ``"0"`` ask for none, and a value read at run time may."""
+    given = next((k.value for k in call.keywords if k.arg == "gpus"), None)
+    if isinstance(given, ast.Constant) and (type(given.value) is int and given.value != 0 or isinstance(
+            given.value, str) and given.value.strip() not in ("", "0")):
+        return given
+    if isinstance(given, ast.List) and given.elts:
+        return given
+    return None
 _SHELL_RUNNERS = torch_facts.named("shell_runner")
 _CHECKING_RUNNERS = torch_facts.named("checks_exit")
 _NVIDIA_TOOLS = frozenset(torch_facts.words("nvidia_tool"))

@@ -192,6 +192,10 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "torch.jit.interface": ("scripting",),
     "torch.utils.cpp_extension.load_inline": ("extension_loader",),
     "torch.nn.parallel.data_parallel": ("needs_gpu",), "torch.nn.parallel.data_parallel.data_parallel": ("needs_gpu",),
+    # NeuralKG's `pl.Trainer.from_argparse_args(args, gpus="0,")`: Lightning before 2.0 asks CUDA for those GPUs
+    "pytorch_lightning.Trainer": ("gpus_trainer",), "pytorch_lightning.Trainer.from_argparse_args": ("gpus_trainer",),
+    "pytorch_lightning.trainer.Trainer": ("gpus_trainer",), "lightning.Trainer": ("gpus_trainer",),
+    "lightning.pytorch.Trainer": ("gpus_trainer",),
     "torch.backends.mps.is_available": ("accelerator_available",), "torch.mps.is_available": ("accelerator_available",),
     "torch.xpu.is_available": ("accelerator_available",), "torch.accelerator.is_available": ("accelerator_available",),
     "torch.device": ("device_first",), "torch.set_default_device": ("device_first",),
@@ -263,6 +267,8 @@ ROLES = {
     "extension_loader": "builds an extension from sources, CUDA ones where it is given them",
     "needs_gpu": "raises without a GPU (functional `data_parallel`: \"device type could not be determined\" on the "
                  "CPU, no scatter to MPS): a port has nothing to give it",
+    "gpus_trainer": "a Lightning trainer, whose `gpus=` asks CUDA for GPUs (it raises without them; Lightning 2 has no "
+                    "`gpus`)",
     "scripting": "TorchScript compiles what it decorates: that code cannot call torchport.runtime",
     "test_framework": "a module importing it is a test: its asserts are what it checks",
     "accelerator_available": "asks whether another accelerator is there: with CUDA's, the availability idiom",

@@ -27,7 +27,7 @@ from torchport.codemods.analysis.programs import (
     raises_again,
 )
 from torchport.model import installed, torch_facts
-from torchport.model.evaluate import false_off_cuda
+from torchport.model.evaluate import false_off_cuda, gpus_asked
 
 OFF_CUDA = torch_facts.OFF_CUDA
 
@@ -62,9 +62,10 @@ CUDA_ONLY_APIS = {code: torch_facts.names_of(code) for code in ("TP201", "TP202"
 _BLOCKING_APIS = frozenset(f"torch.cuda.{name}" for code in ("TP201", "TP202") for name in CUDA_ONLY_APIS[code])
 _EXTENSION_LOADERS = torch_facts.named("extension_loader")
 _NEEDS_GPU = torch_facts.named("needs_gpu")
+_GPUS_TRAINERS = torch_facts.named("gpus_trainer")
 # Text those calls need (a bare ``graph`` is too common a word: ``cuda.graph``); a module without it is not walked.
 _API_TEXT = re.compile("|".join(sorted(({name.rsplit(".", 1)[-1] for name in (
-    *_BLOCKING_APIS, *_EXTENSION_LOADERS, *_NEEDS_GPU)} - {"graph", "graphs", "load"})
+    *_BLOCKING_APIS, *_EXTENSION_LOADERS, *_NEEDS_GPU, *_GPUS_TRAINERS)} - {"graph", "graphs", "load"})
                                        | {k if v is True else str(v) for k, v in torch_facts.CUDA_LIBRARY_OPTIONS}))
                        + r"|cuda\.graphs?\b|cpp_extension")
 
@@ -141,6 +142,8 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
                                              env=_env_conditions(tree, node)))
             elif names & _NEEDS_GPU:  # Dual-Path-RNN's `data_parallel(model, x, device_ids=self.gpuid)`
                 uses.append((node.lineno, f"calls {dotted}, which raises without a GPU"))
+            elif names & _GPUS_TRAINERS and (asked := gpus_asked(node)) is not None:
+                uses.append((node.lineno, f"gives {dotted} `gpus={ast.unparse(asked)}`, which Lightning asks CUDA for"))
             elif (option := next(((k, given, library) for k in node.keywords
                                   if isinstance(given := k.value, ast.Constant)
                                   and (library := torch_facts.cuda_library_option(k.arg, given.value))), None)):

@@ -651,12 +651,33 @@ def _own_parameter(m: Migrator, receiver: cst.BaseExpression) -> str | None:
     return own_parameter(cls, receiver.attr.value, m.gates) if cls is not None else None
 
 
+def _tested_tensor(tree: ast.Module, code: str, line: int) -> bool:
+    """Whether ``line`` is under ``if type(<code>) == torch.Tensor:`` or ``if isinstance(<code>, torch.Tensor):``
+    (InSPyReNet's ``to_cuda``: ``sample[key].cuda()`` for each tensor of a batch): what it moves is a tensor."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.If) and node.body[0].lineno <= line <= (node.body[-1].end_lineno or line)):
+            continue
+        test = node.test
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.Is)) \
+                and isinstance(call := test.left, ast.Call) and isinstance(call.func, ast.Name) \
+                and call.func.id == "type" and len(call.args) == 1 and ast.unparse(call.args[0]) == code \
+                and ast.unparse(test.comparators[0]) in ("torch.Tensor", "Tensor"):
+            return True
+        if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" \
+                and len(test.args) == 2 and ast.unparse(test.args[0]) == code \
+                and ast.unparse(test.args[1]) in ("torch.Tensor", "Tensor"):
+            return True
+    return False
+
+
 def _holds_torch_data(m: Migrator, receiver: cst.BaseExpression, line: int) -> bool:
     """Whether ``receiver`` (at ``line``) only ever holds torch's data, so that its ``.cuda()`` is torch's in a
     module whose own class defines ``cuda`` (data-free-continual-learning's learner): a name its function binds
     only as a loop's batch (``for i, (x, y, task) in enumerate(train_loader)``) or from a torch call (``x =
     x.cuda()`` too), or ``self.<name>`` that its class binds only so (``self.dw_k = torch.tensor(...)``)."""
     tree = m.syntax
+    if tree is not None and _tested_tensor(tree, cst.Module([]).code_for_node(receiver), line):
+        return True
     text = receiver.value if isinstance(receiver, cst.Name) and receiver.value != "self" else (
         f"self.{receiver.attr.value}" if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name)
         and receiver.value.value == "self" else None)

@@ -685,6 +685,8 @@ class LoadMapLocation(Rule):
         if isinstance(call.args[0].value, cst.Name) and m.syntax is not None:  # `best = path_of(epoch)`, then loaded
             targets.update(ast.unparse(n.value) for n in ast.walk(m.syntax) if isinstance(n, ast.Assign)
                            and first <= n.lineno < line and [ast.unparse(t) for t in n.targets] == [target])
+        if _written_by_trainer(m.syntax, m.imports, target, first, line):
+            return True
         makers = {maker for t in targets if (maker := _path_maker(t))}
         loops = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(m.syntax) if isinstance(n, (ast.For, ast.While))
                  and n.lineno <= line <= (n.end_lineno or n.lineno)] if m.syntax is not None else []
@@ -698,6 +700,20 @@ class LoadMapLocation(Rule):
         # where it places nothing on a device
         return any((path in targets or makers and _path_maker(path) in makers) and (earlier(at) or not places)
                    for at, path in saved)
+
+
+def _written_by_trainer(tree: ast.Module | None, imports: Imports, target: str, first: int, line: int) -> bool:
+    """Whether ``target`` (a loaded path's source) is ``<name>.best_model_path`` (or ``last_model_path``) of a
+    Lightning ``ModelCheckpoint`` bound to ``<name>`` between lines ``first`` and ``line`` (asteroid's recipes:
+    ``checkpoint = ModelCheckpoint(...)``, ``trainer.fit(...)``, ``torch.load(checkpoint.best_model_path)``): the
+    run's own trainer wrote it, with its tensors where this run keeps them."""
+    owner, _, attr = target.rpartition(".")
+    if tree is None or attr not in ("best_model_path", "last_model_path") or not owner.isidentifier():
+        return False
+    return any(isinstance(n, ast.Assign) and first <= n.lineno < line and [ast.unparse(t) for t in n.targets] == [owner]
+               and isinstance(n.value, ast.Call) and any(name.endswith(".ModelCheckpoint") and "lightning" in name
+                                                          for name in qualify(ast_chain(n.value.func) or "", imports))
+               for n in ast.walk(tree))
 
 
 def _path_maker(source: str) -> str | None:

@@ -2068,6 +2068,24 @@ def test_a_call_whose_program_changes_nothing_else_is_dropped_after_the_last_ste
     assert lone_keeps(results, avoids, every=True) == set()
 
 
+def test_a_call_whose_program_runs_no_change_of_the_modules_it_reaches_is_dropped(tmp_path: Path) -> None:
+    """dgl-ke's kvclient: it imports a module whose trainer is ported, but runs none of that: its keep answers
+    nothing. A program that names the ported function keeps the call."""
+    from torchport.pipeline.programs import lone_keeps
+    from torchport.results import FileResult
+
+    model = "import torch\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return torch.ones(1).cuda()\n"
+    ported = model.replace(".cuda()", ".to(tp.device())").replace("import torch\n", "import torch\n"
+                                                                    "from torchport import runtime as tp\n")
+    for called, kept in (("f", True), ("g", False)):
+        script = f"import torch\nimport model\n\nif __name__ == '__main__':\n    print(model.{called}())\n"
+        results = [FileResult(tmp_path / "main.py", "main.py", script, script + "#", rewrites={"TP019": 1}),
+                   FileResult(tmp_path / "model.py", "model.py", model, ported, rewrites={"TP001": 1})]
+        for r in results:
+            r.path.write_text(r.original or "")
+        assert lone_keeps(results, {0: "float64, model.py:9"}, every=True) == ({0} if kept else set()), called
+
+
 def test_a_device_setting_made_on_import_is_the_programs_choice(tmp_path: Path) -> None:
     """FCOS's `_C.MODEL.DEVICE = "cuda"` in its config defaults, read by a demo's predictor that moves its data
     there: ported to the runtime's pick, the demo's program lacks MPS's float64 and keeps the CPU on a Mac."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import difflib
 import os
 import re
 import tomllib
@@ -1709,7 +1710,28 @@ def lone_keeps(results: Sequence[FileResult], avoids: Mapping[int, str], every: 
     project = Project(results)
     return {index for index, why in avoids.items() if (every or keeps_cuda_or_cpu(why))
             and set(results[index].rewrites) <= {"TP019"}
-            and not any(results[other].changed for other in project.reach(index) - {index})}
+            and not any(_runs_a_change(project, other, project.reach(index))
+                        for other in project.reach(index) - {index})}
+
+
+def _runs_a_change(project: Project, index: int, reach: set[int]) -> bool:
+    """Whether a program of modules ``reach`` runs a line the port changed in module ``index``: one at its top level,
+    or in a top-level function or class the program names (`program_names`). dgl-ke's kvclient imports the package
+    whose trainer is ported, but runs none of it: its keep answers nothing."""
+    result = project.results[index]
+    if not result.changed or not result.original or not result.migrated:
+        return False
+    from torchport.pipeline.project import _names
+
+    before, after = result.original.splitlines(), result.migrated.splitlines()
+    lines: set[int] = set()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if tag != "equal" and not all("torchport" in line and line.lstrip().startswith(("import ", "from "))
+                                      or not line.strip() for line in after[j1:j2]):  # not the runtime's import
+            lines.update(range(i1 + 1, i2 + 1) if i2 > i1 else {max(i1, 1)})
+    spans = _names(result.original).spans
+    owners = {next((name for first, last, name in spans if first <= line <= last), None) for line in lines}
+    return None in owners or bool(owners & program_names(project, reach))
 
 
 def _reaching(project: Project, count: int, targets: set[int]) -> dict[int, list[int]]:

@@ -1510,6 +1510,21 @@ def test_a_lightning_trainer_given_gpus_needs_cuda(tmp_path: Path, branches: int
     assert {path for path, f in report.items() if f["changed"]} == {"cpu.py"}, report
 
 
+def test_a_cuda_call_on_an_object_of_a_class_that_moves_itself_is_its_own(tmp_path: Path) -> None:
+    """DeepRule's test_chart.py: `nnet = NetworkFactory(db)`, then `nnet.cuda()`: the project class's own `cuda()`,
+    whose body the port moves to the runtime's device. The call is no CUDA need of the program."""
+    _write(tmp_path, {
+        "nnet/__init__.py": "",
+        "nnet/factory.py": "import torch\n\n\nclass NetworkFactory:\n    def __init__(self):\n"
+                           "        self.model = torch.nn.Linear(2, 2)\n\n    def cuda(self):\n"
+                           "        self.model.cuda()\n",
+        "test_chart.py": "import torch\nfrom nnet.factory import NetworkFactory\n\n\ndef test():\n"
+                         "    nnet = NetworkFactory()\n    nnet.cuda()\n    return nnet\n\n\n"
+                         "if __name__ == '__main__':\n    test()\n",
+    })
+    assert _programs(tmp_path)["test_chart.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
 def test_warp_ctc_keeps_the_cpu_of_a_mac(tmp_path: Path) -> None:
     """ocr.pytorch's train_warp_ctc.py: warpctc_pytorch's CTCLoss runs `cpu_ctc` on any tensor not on CUDA."""
     _write(tmp_path, {

@@ -1138,14 +1138,21 @@ class Evaluator:
 
     def _own_object(self, receiver: ast.expr) -> bool:
         """Whether ``receiver`` is ``self.x`` holding an object of a class that moves itself its own way, which a
-        caller passed (`torchport.model.objects.own_parameter`): its ``.cuda()`` is that class's own."""
+        caller passed (`torchport.model.objects.own_parameter`), or a name the module binds to one: its ``.cuda()``
+        is that class's own."""
         cls = self._classes[-1]
-        if cls is None or not (isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name)
-                               and receiver.value.id == "self"):
-            return False
         if self._own_classes is None:
             self._own_classes = frozenset(own_device_classes(self.tree)) | {
                 g[: -len(".cuda")] for g in self.gates if g.endswith(".cuda") and "(" not in g}
+        if isinstance(receiver, ast.Name) and self._own_classes:
+            # DeepRule's test_chart.py: `nnet = NetworkFactory(db)`, then `nnet.cuda()`, the project class's own
+            return any(isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                       and ast.unparse(node.value.func) in self._own_classes
+                       and any(isinstance(t, ast.Name) and t.id == receiver.id for t in node.targets)
+                       for node in ast.walk(self.tree))
+        if cls is None or not (isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name)
+                               and receiver.value.id == "self"):
+            return False
         return own_parameter(cls, receiver.attr, self.gates) is not None or any(
             isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
             and ast.unparse(node.value.func) in self._own_classes

@@ -439,6 +439,16 @@ def test_distributed_backend_keeps_non_str_and_backend_objects():
     assert tp.distributed_backend(marker) is marker
 
 
+def test_a_str_of_digits_is_a_cuda_index():
+    """ProteinMPNN's `f"cuda:{args.device}"`, `--device` a str ("1"): a port that gives the field alone gives a
+    digit string, which names CUDA device 1 as the f-string did (the picked device elsewhere)."""
+    if tp.device_type() == "cuda":
+        assert tp.device("1") == torch.device("cuda", 1) and tp.device_str("1") == "cuda:1"
+    else:
+        assert tp.device("1") == tp.device() and tp.device_str("1") == tp.device_str()
+    assert tp.device("cpu") == "cpu" and tp.device_str("-1") == "-1"  # not digits alone: unchanged
+
+
 @cpu_only
 @pytest.mark.parametrize("device_id", [None, 0, 3, "cuda:1", torch.device("cuda", 1)])
 def test_process_group_device_id_is_none_on_cpu(device_id):

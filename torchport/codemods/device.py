@@ -1445,9 +1445,11 @@ def _idiom_shape(m: Migrator, node: cst.IfExp) -> tuple[bool, cst.BaseExpression
     for branch in (node.body, node.orelse):
         literal = branch.args[0].value if made(branch) and isinstance(branch, cst.Call) and branch.args else branch
         ok, idx = cuda_literal_index(literal)
-        if ok and idx is not None:
+        if ok and idx is not None and not isinstance(literal, cst.FormattedString):
             index = idx
-        elif runtime_string(literal):  # `"cuda:" + str(i)`: the runtime is given the string the original built
+        elif runtime_string(literal) or ok and idx is not None:
+            # `"cuda:" + str(i)`, `f"cuda:{args.device}"`: the runtime is given the string the original built, which
+            # holds whatever the field is (se3_diffusion's `--device` is a str: `"1"` alone would name no device)
             index = literal
     if orelse == "idiom":
         assert isinstance(node.orelse, cst.IfExp)

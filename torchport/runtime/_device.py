@@ -54,7 +54,8 @@ def device(spec: Any = None) -> Any:
             ``TORCHPORT_DEVICE`` gave one). An ``int`` ``i``, a ``str`` such as
             ``"cuda"``/``"cuda:i"`` (also built at run time, e.g.
             ``f"cuda:{os.environ['LOCAL_RANK']}"``) or ``torch.device("cuda", i)``
-            names a CUDA device. Anything else (``"cpu"``, ``"meta"``,
+            names a CUDA device, and so does a str of digits (``"1"``: the field of an
+            ``f"cuda:{args.gpu}"`` a port gives alone). Anything else (``"cpu"``, ``"meta"``,
             ``torch.device("mps")``, a ``map_location`` dict or callable) is
             returned unchanged, as the same object. Types are matched exactly:
             ``True`` or a ``str`` subclass pass through.
@@ -83,9 +84,12 @@ def device(spec: Any = None) -> Any:
         mapped = _b._SPECS.get(spec)  # "cuda", "cuda:0".."cuda:63": no parsing (hot path)
         if mapped is not None:
             return mapped
-        if not spec.startswith("cuda:"):
+        if spec.isdigit():  # a port's `f"cuda:{args.gpu}"` given as its field, a str option ("1")
+            index = int(spec)
+        elif not spec.startswith("cuda:"):
             return spec
-        index = torch.device(spec).index  # raises torch's error if malformed
+        else:
+            index = torch.device(spec).index  # raises torch's error if malformed
     elif kind is int:
         index = spec
     elif kind is torch.device:
@@ -117,7 +121,7 @@ def device_str(spec: str | int | torch.device | None = None) -> str:
         _b._in_a_group()
     if spec is None:
         return _b._DEVICE_STR
-    if isinstance(spec, str) and not _is_cuda_str(spec):
+    if isinstance(spec, str) and not _is_cuda_str(spec) and not spec.isdigit():
         return spec
     if not isinstance(spec, (str, int, torch.device)):
         raise TypeError(f"device_str() expects str, int, torch.device or None, got {spec!r}")

@@ -253,6 +253,9 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      "def load(a):\n    return torch.from_numpy(a).to(device)\n", None),
     ("def load(a):\n    b = a.astype(np.float64)\n    return torch.from_numpy(b).to(device)\n",
      (2, "float64 numpy arrays made into tensors")),
+    # deep_avsr: MPS has no CTC loss kernel
+    ("loss_function = nn.CTCLoss(blank=0)\n", (1, "CTC loss (`aten::_ctc_loss`)")),
+    ("loss = F.ctc_loss(log_probs, targets, lengths, target_lengths)\n", (1, "CTC loss (`aten::_ctc_loss`)")),
     # DistilledCTR's models: a CPU type made of a tensor that is not on CUDA raises on MPS and on an XPU
     ("def forward(self, x):\n    if not x.is_cuda:\n        x = torch.LongTensor(x).to(device)\n    return x\n",
      (3, "a CPU tensor type made of a tensor wherever it is not on CUDA (`torch.LongTensor(x)`)")),

@@ -497,6 +497,8 @@ TEXT = {
                          "sparse tensors (and the legacy constructors, `torch.sparse.LongTensor(i, v, size)`): MPS "
                          "lacks them"),
     "mps_lacks_forced_align": (r"\bforced_align\b", "torchaudio's forced_align: MPS lacks it"),
+    "mps_lacks_ctc": (r"\b(?:CTCLoss|ctc_loss)\(", "CTC loss: MPS has no `aten::_ctc_loss` kernel (pytorch#153976, "
+                      "open; deep_avsr's training scripts)"),
     "mps_lacks_area": (r"""\bmode\s*=\s*["']area["']""",
                        "area interpolation: it runs MPS's adaptive_avg_pool2d, which takes only sizes that divide "
                        "(pytorch#96056, open in torch 2.13); facenet-pytorch's MTCNN resizes so"),
@@ -508,7 +510,8 @@ TEXT = {
                               "a tensor's type string given back to `.type()` (YOLOX's `x.type(y.type())`): on MPS it "
                               "is 'torch.mps.FloatTensor', which `.type()` rejects (pytorch/pytorch#118517)"),
     "lacks_text": (r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
-                   r"forced_align|DataParallel|is_cuda|cpp_extension|from_numpy)\b|\.type\(\s*[\w.\[\]]+\.type\("
+                   r"forced_align|DataParallel|is_cuda|cpp_extension|from_numpy|CTCLoss|ctc_loss)\b"
+                   r"|\.type\(\s*[\w.\[\]]+\.type\("
                    r"|\b(?:tensor|as_tensor)\(\s*(?:np|numpy)\."
                    r"""|\bmode\s*=\s*["']area["']|["'](?:cpu|cuda)["']\s+not\s+in\b|\bnot\s+in\s*[(\[{]\s*["'](?:cpu|cuda)["']"""
                    r"""|\.device\.type\s*[!=]=\s*["']cpu["']""",

@@ -35,6 +35,7 @@ DATA_PARALLEL_PLACES = "DataParallel, which places its module only on CUDA"
 _MPS_BLOCKERS = (
     (torch_facts.text("mps_lacks_sparse"), "sparse tensors"),
     (torch_facts.text("mps_lacks_forced_align"), "torchaudio's forced_align"),
+    (torch_facts.text("mps_lacks_ctc"), "CTC loss (`aten::_ctc_loss`)"),
     (torch_facts.text("mps_lacks_area"), "area interpolation to sizes that need not divide (`mode=\"area\"`)"),
     (torch_facts.text("mps_lacks_data_parallel"), _DATA_PARALLEL),
     (torch_facts.text("mps_lacks_type_string"), "tensor type strings given back to `.type()` (`x.type(y.type())`)"),

@@ -1484,7 +1484,9 @@ class CudaGuard(Rule):
     def visit_BinaryOperation(self, m: Migrator, node: cst.BinaryOperation) -> None:
         """``rank % torch.cuda.device_count()``: a local rank from the number of devices, one process each;
         ``torch.cuda.device_count() // local_world_size``: the devices of each process, one off CUDA."""
-        if isinstance(node.operator, (cst.Modulo, cst.FloorDivide)) and isinstance(node.right, cst.Call):
+        if isinstance(node.operator, (cst.Modulo, cst.FloorDivide)) and isinstance(node.right, cst.Call) and not (
+                isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))):
+            # (not `'# available GPUs: %d' % torch.cuda.device_count()`, hsnet's log: a string formatted with it)
             self._count(m, node.right)
         elif isinstance(node.operator, cst.Divide) and isinstance(node.right, cst.Call) and (
                 _numeric(node.left) or _made_integer(m)):

@@ -580,6 +580,28 @@ def test_a_device_type_given_to_a_function_of_the_module_that_dispatches_on_it_s
     assert any(d.code == "TP102" and d.line == 45 for d in module.diagnostics), module.diagnostics
 
 
+@pytest.mark.parametrize("packaged", [True, False])
+def test_a_library_with_a_module_class_of_its_own_cuda_keeps_the_cuda_of_models_it_is_given(
+        tmp_path: Path, packaged: bool) -> None:
+    """selene: `MultiModelWrapper(nn.Module)` moves its sub-models (a plain list) in its own `cuda()`;
+    `AnalyzeSequences(model)` takes whatever model a user passes, and `self.model.cuda()` made `.to()` left the
+    wrapper's sub-models on the CPU, on CUDA too. In an installable library the call stays; in a set of scripts,
+    where every caller is seen, it is ported."""
+    _tree(tmp_path, {
+        **({"pyproject.toml": "[project]\nname = 'lib'\nversion = '1'\n"} if packaged else {}),
+        "lib/__init__.py": "",
+        "lib/wrapper.py": "import torch.nn as nn\n\n\nclass MultiModelWrapper(nn.Module):\n"
+                          "    def __init__(self, sub_models):\n        super().__init__()\n"
+                          "        self.sub_models = sub_models\n\n    def cuda(self):\n"
+                          "        for m in self.sub_models:\n            m.cuda()\n        return self\n",
+        "lib/predict.py": "import torch\n\n\nclass AnalyzeSequences:\n    def __init__(self, model):\n"
+                          "        self.model = model\n        if torch.cuda.is_available():\n"
+                          "            self.model.cuda()\n",
+    })
+    predict = _run(tmp_path)["lib/predict.py"]
+    assert ("self.model.cuda()" in (predict.migrated or predict.original or "")) is packaged
+
+
 def test_an_object_a_fluent_chain_makes_keeps_its_own_cuda_call(tmp_path: Path) -> None:
     """inferno: `trainer = Trainer(model=net).build_optimizer('Adam')` (each method returns the trainer), then
     `trainer.cuda().fit()`. Trainer's `to()` takes 'cuda' alone and returns nothing for a torch.device: a

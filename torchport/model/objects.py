@@ -9,6 +9,9 @@ from collections.abc import Collection
 # (through a registry, say) may be one of them.
 PASSED = "<passed>.cuda"
 UNSEEN = "an object its caller passed"  # what `own_parameter` names where it cannot see the caller
+# A gate the installable modules of a run get where a torch module class of the run moves itself its own way: a
+# user may pass one of its objects wherever the library takes a model (selene's `MultiModelWrapper`).
+MODULE_PASSED = "<module passed>.cuda"
 
 
 def own_parameter(cls: ast.ClassDef, field: str, gates: Collection[str]) -> str | None:
@@ -19,13 +22,15 @@ def own_parameter(cls: ast.ClassDef, field: str, gates: Collection[str]) -> str 
     ``.cuda()`` is that class's own. In a class with its own ``cuda`` method, where the run has such classes (the
     gate `PASSED`), a parameter whose caller is not seen counts too: pymarl2's learners get their ``mac`` from a
     registry (``le_REGISTRY[args.learner](mac, ...)``), and ``self.mac.cuda()`` is ``BasicMAC.cuda``, which has no
-    ``to``."""
+    ``to``. In an installable library with a torch module class of its own ``cuda`` (the gate `MODULE_PASSED`), any
+    class's parameter counts: selene's ``AnalyzeSequences(model)`` takes a user's ``MultiModelWrapper``, whose
+    ``cuda()`` moves the sub-models ``.to()`` leaves behind."""
     head = f"{cls.name}("
     params = dict(g[len(head): -len(").cuda")].split("=", 1) for g in gates
                   if g.startswith(head) and g.endswith(").cuda") and "=" in g)
     init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
-    if PASSED in gates and init is not None and any(
-            isinstance(f, ast.FunctionDef) and f.name == "cuda" for f in cls.body):
+    if init is not None and (MODULE_PASSED in gates or PASSED in gates and any(
+            isinstance(f, ast.FunctionDef) and f.name == "cuda" for f in cls.body)):
         params = {a.arg: UNSEEN for a in (*init.args.args[1:], *init.args.kwonlyargs)} | params
     if not params:
         return None

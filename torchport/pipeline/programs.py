@@ -1315,7 +1315,8 @@ def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.M
     """Per changed module, ``"<local name>.cuda"`` for each class of another module of the run that moves itself its
     own way (`own_device_classes`), as the module binds it (``networks.ResnetEncoderMatching.cuda`` for ``from
     manydepth import networks``, also through a package that imports it)."""
-    from torchport.model.objects import PASSED, own_device_classes
+    from torchport.model.objects import MODULE_PASSED, PASSED, own_device_classes
+    from torchport.pipeline.library import installable
 
     defined = {i: found for i in range(len(results)) if "def cuda" in (results[i].original or "")
                and (tree := trees[i]) is not None and (found := own_device_classes(tree))}
@@ -1342,6 +1343,14 @@ def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.M
                                   for index in changed if (bound := _bound(index, project, defined))}
     for index in changed:  # an object passed through a registry may be one of them
         gates.setdefault(index, set()).add(PASSED)
+    modules = [i for i in defined if (tree := trees[i]) is not None and any(
+        isinstance(c, ast.ClassDef) and c.name in defined[i] and any(
+            ast.unparse(b).rsplit(".", 1)[-1] == "Module" for b in c.bases) for c in tree.body)]
+    if modules and installable([results[modules[0]].path]):  # a user may pass one wherever the library takes a model
+        packaged = installable(results[i].path for i in changed)
+        for index in changed:
+            if results[index].path in packaged:
+                gates[index].add(MODULE_PASSED)
     for index, params in _own_object_params(trees, project, defined, set(changed)).items():
         gates.setdefault(index, set()).update(params)
     return {index: frozenset(names) for index, names in gates.items()}

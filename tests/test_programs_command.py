@@ -1096,22 +1096,6 @@ def test_a_script_in_a_package_no_metadata_installs_gets_avoid_mps(tmp_path: Pat
     assert (" if __name__ == '__main__':\n+    tp.avoid_mps(" in done.output) is not first, done.output
 
 
-def test_a_program_that_replicates_its_model_over_gpus_runs_only_on_cuda(tmp_path: Path) -> None:
-    """SEAM's infer_SEAM.py: `torch.nn.parallel.replicate(model, list(range(n_gpus)))` broadcasts with CUDA's
-    `_broadcast_coalesced`; off CUDA `n_gpus` is 0 and the threads divide by it. Left whole, with its blocker."""
-    _write(tmp_path, {
-        "infer.py": "import torch\n\nif __name__ == '__main__':\n    model = torch.nn.Linear(2, 2)\n"
-                    "    model.load_state_dict(torch.load('w.pth'))\n    model.cuda()\n"
-                    "    n_gpus = torch.cuda.device_count()\n"
-                    "    replicas = torch.nn.parallel.replicate(model, list(range(n_gpus)))\n"
-                    "    print(len(replicas))\n",
-    })
-    run = _programs(tmp_path)["infer.py"]
-    assert run["runs_on"] == ["cuda"], run
-    assert ("cpu", "infer.py", 8) in {(b["target"], b["path"], b["line"]) for b in run["blockers"]}
-    assert not _migrated(tmp_path)["infer.py"]["changed"]
-
-
 def test_a_program_that_calls_functional_data_parallel_runs_only_on_cuda_and_is_left_whole(tmp_path: Path) -> None:
     """Dual-Path-RNN's trainer: `torch.nn.parallel.data_parallel(model, x, device_ids=self.gpuid)` raises on the CPU
     ("device type could not be determined") and has no scatter to MPS: ported around it, the trainer would set up

@@ -192,8 +192,6 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "torch.jit.interface": ("scripting",),
     "torch.utils.cpp_extension.load_inline": ("extension_loader",),
     "torch.nn.parallel.data_parallel": ("needs_gpu",), "torch.nn.parallel.data_parallel.data_parallel": ("needs_gpu",),
-    # SEAM's infer_SEAM.py: `replicate(model, range(n_gpus))` broadcasts with `torch._C._broadcast_coalesced`
-    "torch.nn.parallel.replicate": ("needs_gpu",), "torch.nn.parallel.replicate.replicate": ("needs_gpu",),
     # NeuralKG's `pl.Trainer.from_argparse_args(args, gpus="0,")`: Lightning before 2.0 asks CUDA for those GPUs
     "pytorch_lightning.Trainer": ("gpus_trainer",), "pytorch_lightning.Trainer.from_argparse_args": ("gpus_trainer",),
     "pytorch_lightning.trainer.Trainer": ("gpus_trainer",), "lightning.Trainer": ("gpus_trainer",),

@@ -253,6 +253,12 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      "def load(a):\n    return torch.from_numpy(a).to(device)\n", None),
     ("def load(a):\n    b = a.astype(np.float64)\n    return torch.from_numpy(b).to(device)\n",
      (2, "float64 numpy arrays made into tensors")),
+    # a dataset's float64: stored and given back by __getitem__ (a regression target), or only used to pick (PDVC)
+    ("class D:\n    def __init__(self, n):\n        self.targets = np.zeros(n)\n\n    def __getitem__(self, i):\n"
+     "        return i, self.targets[i]\n", (3, "float64 numpy arrays a dataset gives (its DataLoader batches them as "
+                                           "float64 tensors)")),
+    ("class D:\n    def __init__(self, n):\n        self.uniform = np.linspace(0, 1, n)\n\n"
+     "    def __getitem__(self, i):\n        t = self.uniform[i] * 10\n        return load(t)\n", None),
     # deep_avsr: MPS has no CTC loss kernel
     ("loss_function = nn.CTCLoss(blank=0)\n", (1, "CTC loss (`aten::_ctc_loss`)")),
     ("loss = F.ctc_loss(log_probs, targets, lengths, target_lengths)\n", (1, "CTC loss (`aten::_ctc_loss`)")),

@@ -696,8 +696,10 @@ def _dataset_float64(tree: ast.Module) -> list[int]:
         if not isinstance(cls, ast.ClassDef):
             continue
         methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        if not any(m.name == "__getitem__" for m in methods):
+        getitem = next((m for m in methods if m.name == "__getitem__"), None)
+        if getitem is None:
             continue
+        given = _attributes_given(getitem)
         for method in methods:
             arrays: dict[str, int] = {}  # name -> the line making its float64 array
             for node in _in_order(method):
@@ -710,7 +712,7 @@ def _dataset_float64(tree: ast.Module) -> list[int]:
                         else:
                             arrays[target.id] = line
                     elif method.name != "__getitem__" and isinstance(target, ast.Attribute) and isinstance(
-                            target.value, ast.Name) and target.value.id == "self":
+                            target.value, ast.Name) and target.value.id == "self" and target.attr in given:
                         found.extend(_float64_given(node.value, arrays))
                 elif isinstance(node, ast.Return) and (method.name == "__getitem__" or node.value is not None):
                     found.extend(_float64_given(node.value, arrays))
@@ -718,6 +720,34 @@ def _dataset_float64(tree: ast.Module) -> list[int]:
                         node.func, ast.Attribute) and node.func.attr == "append" and len(node.args) == 1:
                     found.extend(_float64_given(node.args[0], arrays))
     return sorted(set(found))
+
+
+def _attributes_given(getitem: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The attributes ``self.<name>`` whose items ``__getitem__`` gives back: returned as they are (``return
+    self.targets[i]``) or through names bound from them (``path, target = self.samples[index]``, then ``return img,
+    target``). PDVC's ``self.uniform_sampling``, only used to pick clip times, is none."""
+    def attribute(value: ast.expr) -> str | None:
+        while isinstance(value, ast.Subscript):
+            value = value.value
+        return value.attr if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
+            and value.value.id == "self" else None
+
+    bound: dict[str, str] = {}
+    for node in ast.walk(getitem):
+        if isinstance(node, ast.Assign) and (name := attribute(node.value)) is not None:
+            for target in node.targets:
+                for element in (target.elts if isinstance(target, ast.Tuple) else [target]):
+                    if isinstance(element, ast.Name):
+                        bound[element.id] = name
+    given: set[str] = set()
+    for node in ast.walk(getitem):
+        if isinstance(node, ast.Return) and node.value is not None:
+            for part in ast.walk(node.value):
+                if isinstance(part, ast.Name) and part.id in bound:
+                    given.add(bound[part.id])
+                elif isinstance(part, ast.expr) and (name := attribute(part)) is not None:
+                    given.add(name)
+    return given
 
 
 def _float64_origin(node: ast.expr, arrays: Mapping[str, int]) -> int | None:

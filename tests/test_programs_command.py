@@ -1458,6 +1458,21 @@ def resolve_device(device=None):
 """
 
 
+def test_only_a_fallback_for_a_cuda_device_asks_for_cuda() -> None:
+    """`_asks_for_cuda` reads the negated query with the CUDA test; a choice asked of a CUDA device that is there
+    (`is_available() and args.device == "cuda"`) is still a choice."""
+    import ast
+
+    from torchport.pipeline.programs import _asks_for_cuda
+
+    def test(code: str) -> ast.expr:
+        return ast.parse(code, mode="eval").body
+
+    assert _asks_for_cuda(test('not torch.cuda.is_available() and device.type == "cuda"'))
+    assert not _asks_for_cuda(test('torch.cuda.is_available() and args.device == "cuda"'))
+    assert not _asks_for_cuda(test("not torch.cuda.is_available()"))
+
+
 def test_a_fallback_for_a_device_that_is_cuda_already_keeps_no_choice(tmp_path: Path) -> None:
     """pykeen's resolve_device: `if not torch.cuda.is_available() and device.type == "cuda": device = cpu` changes
     only a device that is CUDA's; once `"cuda"` is the runtime's pick, a Mac's MPS never meets it. No program keeps

@@ -259,6 +259,11 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
                                            "float64 tensors)")),
     ("class D:\n    def __init__(self, n):\n        self.uniform = np.linspace(0, 1, n)\n\n"
      "    def __getitem__(self, i):\n        t = self.uniform[i] * 10\n        return load(t)\n", None),
+    # a wrapper put in eval mode is still the wrapper; a dtype given by position is the array's
+    ("def f(model, x):\n    model = torch.nn.DataParallel(model)\n    model = model.eval()\n    model.to(device)\n"
+     "    return model(x)\n", (4, "DataParallel, which moves its inputs only on CUDA")),
+    ("class D:\n    def __getitem__(self, i):\n        x = np.zeros(3, np.float32)\n        return x\n", None),
+    ("def ctc_loss(x):\n    return x\n", None),  # a project's own function of that name
     # deep_avsr: MPS has no CTC loss kernel
     ("loss_function = nn.CTCLoss(blank=0)\n", (1, "CTC loss (`aten::_ctc_loss`)")),
     ("loss = F.ctc_loss(log_probs, targets, lengths, target_lengths)\n", (1, "CTC loss (`aten::_ctc_loss`)")),
@@ -601,8 +606,8 @@ def test_a_library_with_a_module_class_of_its_own_cuda_keeps_the_cuda_of_models_
                           "        self.sub_models = sub_models\n\n    def cuda(self):\n"
                           "        for m in self.sub_models:\n            m.cuda()\n        return self\n",
         "lib/predict.py": "import torch\n\n\nclass AnalyzeSequences:\n    def __init__(self, model):\n"
-                          "        self.model = model\n        if torch.cuda.is_available():\n"
-                          "            self.model.cuda()\n",
+                          "        self.model = model\n        self.model.eval()\n"
+                          "        if torch.cuda.is_available():\n            self.model.cuda()\n",
     })
     predict = _run(tmp_path)["lib/predict.py"]
     assert ("self.model.cuda()" in (predict.migrated or predict.original or "")) is packaged

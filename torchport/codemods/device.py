@@ -676,8 +676,13 @@ def _holds_torch_data(m: Migrator, receiver: cst.BaseExpression, line: int) -> b
     only as a loop's batch (``for i, (x, y, task) in enumerate(train_loader)``) or from a torch call (``x =
     x.cuda()`` too), or ``self.<name>`` that its class binds only so (``self.dw_k = torch.tensor(...)``)."""
     tree = m.syntax
-    if tree is not None and _tested_tensor(tree, cst.Module([]).code_for_node(receiver), line):
-        return True
+    if tree is not None and "Tensor" in m.source:
+        try:
+            code = ast.unparse(ast.parse(cst.Module([]).code_for_node(receiver).strip(), mode="eval"))
+        except SyntaxError:
+            code = None
+        if code is not None and _tested_tensor(tree, code, line):
+            return True
     text = receiver.value if isinstance(receiver, cst.Name) and receiver.value != "self" else (
         f"self.{receiver.attr.value}" if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name)
         and receiver.value.value == "self" else None)

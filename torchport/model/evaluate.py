@@ -629,6 +629,8 @@ class Evaluator:
         stops = [q.stop for q in ends if q.stop is not None and q.stop.kind == "cuda"]
         if ends and len(stops) == len(ends) and not self._quiet:
             self._end(min(stops, key=lambda stop: stop.line), p)
+        for q in ends:  # the join reads every end, as when both branches ran quietly
+            q.stop = None
         merged = _merged(ends)
         p.env = {**p.env, **merged}
         for q in ends:

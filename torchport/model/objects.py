@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Collection
 
+from torchport.model import torch_facts
+
 # A gate every module of a run gets where a class of the run moves itself its own way: an object a caller passes
 # (through a registry, say) may be one of them.
 PASSED = "<passed>.cuda"
@@ -12,6 +14,26 @@ UNSEEN = "an object its caller passed"  # what `own_parameter` names where it ca
 # A gate the installable modules of a run get where a torch module class of the run moves itself its own way: a
 # user may pass one of its objects wherever the library takes a model (selene's `MultiModelWrapper`).
 MODULE_PASSED = "<module passed>.cuda"
+
+
+_MODEL_METHODS = frozenset(torch_facts.words("module_method"))
+
+
+def _used_as_a_model(cls: ast.ClassDef, field: str) -> bool:
+    """Whether ``cls`` uses ``self.<field>`` as a torch module: calls it, or a module's method of it
+    (``self.model.eval()``, ``self.model.parameters()``); a tensor it is given is none."""
+    for node in ast.walk(cls):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _MODEL_METHODS:
+            func = func.value
+        elif not (isinstance(func, ast.Attribute) and func.attr == field):
+            continue
+        if isinstance(func, ast.Attribute) and func.attr == field and isinstance(func.value, ast.Name) \
+                and func.value.id == "self":
+            return True
+    return False
 
 
 def own_parameter(cls: ast.ClassDef, field: str, gates: Collection[str]) -> str | None:
@@ -29,8 +51,8 @@ def own_parameter(cls: ast.ClassDef, field: str, gates: Collection[str]) -> str 
     params = dict(g[len(head): -len(").cuda")].split("=", 1) for g in gates
                   if g.startswith(head) and g.endswith(").cuda") and "=" in g)
     init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
-    if init is not None and (MODULE_PASSED in gates or PASSED in gates and any(
-            isinstance(f, ast.FunctionDef) and f.name == "cuda" for f in cls.body)):
+    own_cuda = any(isinstance(f, ast.FunctionDef) and f.name == "cuda" for f in cls.body)
+    if init is not None and (PASSED in gates and own_cuda or MODULE_PASSED in gates and _used_as_a_model(cls, field)):
         params = {a.arg: UNSEEN for a in (*init.args.args[1:], *init.args.kwonlyargs)} | params
     if not params:
         return None

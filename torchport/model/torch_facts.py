@@ -320,6 +320,7 @@ ROLES = {
     "missing_api": "what an older torch raises for an API it lacks",
     "cpu_factory": "makes a tensor on the CPU unless given a device (a float64 tensor made there is not on MPS)",
     "numpy_maker": "a numpy call whose arrays are float64 unless given a dtype (`np.random.randn`, `np.linspace`)",
+    "module_method": "a method of a torch module (`model.eval()`, `model.parameters()`): what it is called on is one",
     "dtype_keeping": "a method of an array or tensor whose result keeps its dtype (`x.abs()`, `x.reshape(...)`)",
     "numpy_math": "a numpy function whose result of Python numbers is a float64 scalar (`np.log(0.5)`): a tensor "
                   "made of it without a dtype is float64",
@@ -412,6 +413,9 @@ WORDS: dict[str, tuple[str, ...]] = {
     "full_like": ("cpu_factory",), "empty_like": ("cpu_factory",), "rand_like": ("cpu_factory",),
     "randn_like": ("cpu_factory",), "normal": ("numpy_maker",), "uniform": ("numpy_maker",),
     "standard_normal": ("numpy_maker",), "gym": ("float64_env",), "gymnasium": ("float64_env",),
+    "train": ("module_method",), "parameters": ("module_method",), "named_parameters": ("module_method",),
+    "state_dict": ("module_method",), "load_state_dict": ("module_method",), "modules": ("module_method",),
+    "children": ("module_method",), "forward": ("module_method",), "zero_grad": ("module_method",),
     "abs": ("dtype_keeping",), "neg": ("dtype_keeping",), "clone": ("dtype_keeping",),
     "detach": ("dtype_keeping",), "contiguous": ("dtype_keeping",), "squeeze": ("dtype_keeping",),
     "unsqueeze": ("dtype_keeping",), "reshape": ("dtype_keeping",), "view": ("dtype_keeping",),
@@ -444,7 +448,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "nth_device_str": ("runtime_device",), "distributed_backend": ("runtime_group_call",),
     "ddp_device_ids": ("runtime_group_call",), "process_group_device_id": ("runtime_group_call",),
     "fsdp_device_id": ("runtime_group_call",), "nvidia-smi": ("nvidia_tool",),
-    "eval": ("name_lookup_builtin",), "exec": ("name_lookup_builtin",), "globals": ("name_lookup_builtin",),
+    "eval": ("name_lookup_builtin", "module_method"), "exec": ("name_lookup_builtin",),
+    "globals": ("name_lookup_builtin",),
     "vars": ("name_lookup_builtin",), "locals": ("name_lookup_builtin",), "CUDA_VISIBLE_DEVICES": ("cuda_env",),
     "__import__": ("name_lookup_builtin",), "import_module": ("name_lookup",),
     "instantiate": ("name_lookup",), "locate": ("name_lookup",), "get_class": ("name_lookup",),
@@ -497,8 +502,9 @@ TEXT = {
                          "sparse tensors (and the legacy constructors, `torch.sparse.LongTensor(i, v, size)`): MPS "
                          "lacks them"),
     "mps_lacks_forced_align": (r"\bforced_align\b", "torchaudio's forced_align: MPS lacks it"),
-    "mps_lacks_ctc": (r"\b(?:CTCLoss|ctc_loss)\(", "CTC loss: MPS has no `aten::_ctc_loss` kernel (pytorch#153976, "
-                      "open; deep_avsr's training scripts)"),
+    "mps_lacks_ctc": (r"(?<!def )(?<!class )\b(?:CTCLoss|ctc_loss)\(",
+                      "CTC loss: MPS has no `aten::_ctc_loss` kernel (pytorch#153976, open; deep_avsr's training "
+                      "scripts)"),
     "mps_lacks_area": (r"""\bmode\s*=\s*["']area["']""",
                        "area interpolation: it runs MPS's adaptive_avg_pool2d, which takes only sizes that divide "
                        "(pytorch#96056, open in torch 2.13); facenet-pytorch's MTCNN resizes so"),

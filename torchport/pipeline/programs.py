@@ -797,11 +797,14 @@ def _asks_for_cuda(test: ast.expr) -> bool:
     """``not torch.cuda.is_available() and device.type == "cuda"`` (pykeen's ``resolve_device``): a fallback for a
     device that is CUDA's already, which a device the port picks never meets: no choice kept CUDA-or-CPU."""
     return isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(
+        isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not) and isinstance(n.operand, ast.Call)
+        and isinstance(n.operand.func, ast.Attribute) and n.operand.func.attr == "is_available"
+        for n in test.values) and any(
         isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Eq, ast.In)) and any(
             isinstance(part, ast.Constant) and part.value == "cuda" for part in (n.left, *n.comparators))
         or isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "startswith"
         and bool(n.args) and isinstance(n.args[0], ast.Constant) and n.args[0].value == "cuda"
-        for value in test.values for n in (value,))
+        for n in test.values)
 
 
 def _mapped_into_state(node: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
@@ -1708,8 +1711,9 @@ def kept_cuda_or_cpu(results: Sequence[FileResult], avoids: Mapping[int, str]) -
 
 def lone_keeps(results: Sequence[FileResult], avoids: Mapping[int, str], every: bool = False) -> set[int]:
     """The entry points the project pass keeps CUDA-or-CPU (``avoids``: index -> reason) whose port now changes
-    nothing but that call (TP019 its only rewrite) and no module they reach: what the keep answered (a choice kept
-    beside data moved) is no longer there, and the program runs as written, on CUDA or the CPU. ``every``: those
+    nothing but that call (TP019 its only rewrite) and no line of a module they reach that the program runs
+    (`_runs_a_change`): what the keep answered (a choice kept beside data moved) is no longer there, and the program
+    runs as written, on CUDA or the CPU. ``every``: those
     that get `tp.avoid_mps` too (after the last step, nothing of such a program asks the runtime: DDSP-SVC's
     scripts, whose moves later steps left as written).
 

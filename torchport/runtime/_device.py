@@ -84,7 +84,7 @@ def device(spec: Any = None) -> Any:
         mapped = _b._SPECS.get(spec)  # "cuda", "cuda:0".."cuda:63": no parsing (hot path)
         if mapped is not None:
             return mapped
-        if spec.isdigit():  # a port's `f"cuda:{args.gpu}"` given as its field, a str option ("1")
+        if spec.isascii() and spec.isdigit():  # a port's `f"cuda:{args.gpu}"` given as its field, a str option ("1")
             index = int(spec)
         elif not spec.startswith("cuda:"):
             return spec
@@ -104,7 +104,7 @@ def device(spec: Any = None) -> Any:
 
 
 def device_str(spec: str | int | torch.device | None = None) -> str:
-    """Return ``str(device(spec))``; a non-CUDA string is returned unchanged.
+    """Return ``str(device(spec))``; a non-CUDA string other than a str of digits is returned unchanged.
 
     The ``str`` form of :func:`device` (no ``torch.cuda`` counterpart). On CUDA
     it equals ``str(torch.device(spec))`` for CUDA specs.
@@ -121,7 +121,7 @@ def device_str(spec: str | int | torch.device | None = None) -> str:
         _b._in_a_group()
     if spec is None:
         return _b._DEVICE_STR
-    if isinstance(spec, str) and not _is_cuda_str(spec) and not spec.isdigit():
+    if isinstance(spec, str) and not _is_cuda_str(spec) and not (spec.isascii() and spec.isdigit()):
         return spec
     if not isinstance(spec, (str, int, torch.device)):
         raise TypeError(f"device_str() expects str, int, torch.device or None, got {spec!r}")

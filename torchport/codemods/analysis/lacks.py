@@ -412,8 +412,7 @@ def _data_parallel_moved(tree: ast.Module) -> list[int]:
     # a name bound again to something else after its wrapper (ProPainter's `model = model.module`) is no wrapper
     unwraps: dict[str, list[int]] = {}
     for node in ast.walk(tree) if wrapped else ():
-        if isinstance(node, ast.Assign) and not (isinstance(node.value, ast.Call)
-                                                 and call_name(node.value) == "DataParallel"):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute) and node.value.attr == "module":
             for target in node.targets:
                 if ast.unparse(target) in wrapped:
                     unwraps.setdefault(ast.unparse(target), []).append(node.lineno)
@@ -700,6 +699,11 @@ def _dataset_float64(tree: ast.Module) -> list[int]:
         if getitem is None:
             continue
         given = _attributes_given(getitem)
+        # methods whose result a given attribute holds (ImageRegression's `self.samples = self.parse_data_file(f)`)
+        feeding = {n.value.func.attr for n in ast.walk(cls) if isinstance(n, ast.Assign)
+                   and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
+                   and isinstance(n.value.func.value, ast.Name) and n.value.func.value.id == "self"
+                   and any(isinstance(t, ast.Attribute) and t.attr in given for t in n.targets)}
         for method in methods:
             arrays: dict[str, int] = {}  # name -> the line making its float64 array
             for node in _in_order(method):
@@ -714,9 +718,9 @@ def _dataset_float64(tree: ast.Module) -> list[int]:
                     elif method.name != "__getitem__" and isinstance(target, ast.Attribute) and isinstance(
                             target.value, ast.Name) and target.value.id == "self" and target.attr in given:
                         found.extend(_float64_given(node.value, arrays))
-                elif isinstance(node, ast.Return) and (method.name == "__getitem__" or node.value is not None):
+                elif isinstance(node, ast.Return) and (method.name == "__getitem__" or method.name in feeding):
                     found.extend(_float64_given(node.value, arrays))
-                elif method.name != "__getitem__" and isinstance(node, ast.Call) and isinstance(
+                elif method.name in feeding and isinstance(node, ast.Call) and isinstance(
                         node.func, ast.Attribute) and node.func.attr == "append" and len(node.args) == 1:
                     found.extend(_float64_given(node.args[0], arrays))
     return sorted(set(found))
@@ -789,6 +793,9 @@ def _explicit_float64(node: ast.expr) -> bool:
     if node.func.attr == "astype":
         return bool(node.args) and _names_float64(node.args[0])
     dtype = next((k.value for k in node.keywords if k.arg == "dtype"), None)
+    if dtype is None and numpy and node.func.attr in ("zeros", "ones", "empty", "array", "asarray") \
+            and len(node.args) >= 2:
+        dtype = node.args[1]  # `np.zeros(n, np.float32)`
     if dtype is not None:
         return numpy and _names_float64(dtype)
     return _float64_maker(node) or numpy and node.func.attr in ("zeros", "ones", "empty")

@@ -65,9 +65,9 @@ _NEEDS_GPU = torch_facts.named("needs_gpu")
 _GPUS_TRAINERS = torch_facts.named("gpus_trainer")
 # Text those calls need (a bare ``graph`` is too common a word: ``cuda.graph``); a module without it is not walked.
 _API_TEXT = re.compile("|".join(sorted(({name.rsplit(".", 1)[-1] for name in (
-    *_BLOCKING_APIS, *_EXTENSION_LOADERS, *_NEEDS_GPU, *_GPUS_TRAINERS)} - {"graph", "graphs", "load"})
+    *_BLOCKING_APIS, *_EXTENSION_LOADERS, *_NEEDS_GPU)} - {"graph", "graphs", "load"})
                                        | {k if v is True else str(v) for k, v in torch_facts.CUDA_LIBRARY_OPTIONS}))
-                       + r"|cuda\.graphs?\b|cpp_extension")
+                       + r"|cuda\.graphs?\b|cpp_extension|\bgpus\s*=")  # a Lightning trainer's `gpus=`
 
 @dataclass(frozen=True)
 class Requirement:

@@ -264,6 +264,10 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      "    return model(x)\n", (4, "DataParallel, which moves its inputs only on CUDA")),
     ("class D:\n    def __getitem__(self, i):\n        x = np.zeros(3, np.float32)\n        return x\n", None),
     ("def ctc_loss(x):\n    return x\n", None),  # a project's own function of that name
+    # a class like T2M-GPT's WordVectorizer: `__getitem__` gives back what a method of it makes
+    ("class V:\n    def _ohot(self, n):\n        v = np.zeros(n)\n        return v\n\n    def __getitem__(self, i):\n"
+     "        pos = self._ohot(i)\n        return i, pos\n", (3, "float64 numpy arrays a dataset gives (its "
+                                                            "DataLoader batches them as float64 tensors)")),
     # deep_avsr: MPS has no CTC loss kernel
     ("loss_function = nn.CTCLoss(blank=0)\n", (1, "CTC loss (`aten::_ctc_loss`)")),
     ("loss = F.ctc_loss(log_probs, targets, lengths, target_lengths)\n", (1, "CTC loss (`aten::_ctc_loss`)")),

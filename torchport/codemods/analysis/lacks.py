@@ -412,7 +412,10 @@ def _data_parallel_moved(tree: ast.Module) -> list[int]:
     # a name bound again to something else after its wrapper (ProPainter's `model = model.module`) is no wrapper
     unwraps: dict[str, list[int]] = {}
     for node in ast.walk(tree) if wrapped else ():
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute) and node.value.attr == "module":
+        if isinstance(node, ast.Assign) and not (isinstance(node.value, ast.Call) and (
+                call_name(node.value) == "DataParallel" or isinstance(node.value.func, ast.Attribute)
+                and ast.unparse(node.value.func.value) in {ast.unparse(t) for t in node.targets})):
+            # (not `model = model.eval()`, `model = model.to(...)`: the wrapper still)
             for target in node.targets:
                 if ast.unparse(target) in wrapped:
                     unwraps.setdefault(ast.unparse(target), []).append(node.lineno)
@@ -700,10 +703,14 @@ def _dataset_float64(tree: ast.Module) -> list[int]:
             continue
         given = _attributes_given(getitem)
         # methods whose result a given attribute holds (ImageRegression's `self.samples = self.parse_data_file(f)`)
+        # or a name `__getitem__` gives back (T2M-GPT's WordVectorizer: `pos_vec = self._get_pos_ohot(pos)`)
+        returned = {n.id for r in ast.walk(getitem) if isinstance(r, ast.Return) and r.value is not None
+                    for n in ast.walk(r.value) if isinstance(n, ast.Name)}
         feeding = {n.value.func.attr for n in ast.walk(cls) if isinstance(n, ast.Assign)
                    and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
                    and isinstance(n.value.func.value, ast.Name) and n.value.func.value.id == "self"
-                   and any(isinstance(t, ast.Attribute) and t.attr in given for t in n.targets)}
+                   and any(isinstance(t, ast.Attribute) and t.attr in given
+                           or isinstance(t, ast.Name) and t.id in returned for t in n.targets)}
         for method in methods:
             arrays: dict[str, int] = {}  # name -> the line making its float64 array
             for node in _in_order(method):

@@ -1459,11 +1459,11 @@ def resolve_device(device=None):
 
 
 def test_only_a_fallback_for_a_cuda_device_asks_for_cuda() -> None:
-    """`_asks_for_cuda` reads the negated query with the CUDA test; a choice asked of a CUDA device that is there
+    """`asks_for_cuda` reads the negated query with the CUDA test; a choice asked of a CUDA device that is there
     (`is_available() and args.device == "cuda"`) is still a choice."""
     import ast
 
-    from torchport.pipeline.programs import _asks_for_cuda
+    from torchport.model.evaluate import asks_for_cuda as _asks_for_cuda
 
     def test(code: str) -> ast.expr:
         return ast.parse(code, mode="eval").body

@@ -47,13 +47,13 @@ NUMPY_OFF_CUDA = "`.numpy()` of a tensor where it is not on CUDA (a CPU tensor's
 # tapqir's Model.to: `if device == "cuda": set_default_tensor_type(torch.cuda.DoubleTensor) ... else:
 # set_default_tensor_type(torch.FloatTensor)`: MPS and XPU take the CPU's arm, beside data on the device
 CPU_DEFAULT_TYPE = "a CPU default tensor type set wherever the device is not CUDA"
-# Deep-RL Hands-On's A3C: `net.share_memory()`, then the net handed to spawned processes: torch.multiprocessing
-# shares the storage of CPU and CUDA tensors alone (`reduce_storage`).
 # Transfer-Learning-Library's ImageRegression: `np.array(..., dtype=np.float)` targets, which a DataLoader batches
 # as float64 tensors that the program then moves to its device
 DATASET_FLOAT64 = "float64 numpy arrays a dataset gives (its DataLoader batches them as float64 tensors)"
 # DistilledCTR's models: `if not x.is_cuda: x = torch.LongTensor(x).to(device)`: a CPU type of a tensor on MPS raises
 CPU_TYPE_OFF_CUDA = "a CPU tensor type made of a tensor wherever it is not on CUDA (`torch.LongTensor(x)`)"
+# Deep-RL Hands-On's A3C: `net.share_memory()`, then the net handed to spawned processes: torch.multiprocessing
+# shares the storage of CPU and CUDA tensors alone (`reduce_storage`).
 SHARED_MEMORY = "tensors shared with other processes, which torch.multiprocessing does for the CPU and CUDA alone"
 
 

@@ -70,7 +70,7 @@ from torchport.codemods.device import own_object, tensor_type_check
 from torchport.codemods.unported import exit_gate_at, removable_assert, removable_exit_gate
 from torchport.emit.unparse import unparse
 from torchport.model import torch_facts
-from torchport.model.evaluate import fixture_decorator
+from torchport.model.evaluate import asks_for_cuda, fixture_decorator
 from torchport.model.objects import own_device_classes
 from torchport.model.torch_facts import FAKES_CUDA as FAKES_CUDA_TEXT
 from torchport.model.torch_facts import LIBRARY_PLACEMENT_KEYWORDS
@@ -775,24 +775,12 @@ def _cuda_device_call(m: Migrator, node: cst.BaseExpression) -> bool:
 
 
 def _asks_for_cuda(test: cst.BaseExpression) -> bool:
-    """``not torch.cuda.is_available() and device.type == "cuda"`` (pykeen's ``resolve_device``): the fallback
-    changes only a device that is CUDA's already; a device the port picks never meets it, so it keeps no choice
-    CUDA-or-CPU."""
-    if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)):
+    """`torchport.model.evaluate.asks_for_cuda` of the test ``test``."""
+    try:
+        tree = ast.parse(f"({cst.Module([]).code_for_node(test)})", mode="eval")
+    except SyntaxError:
         return False
-    for side in (test.left, test.right):
-        if _asks_for_cuda(side):
-            return True
-        if isinstance(side, cst.Comparison) and len(side.comparisons) == 1 and isinstance(
-                side.comparisons[0].operator, (cst.Equal, cst.In)) and any(
-                isinstance(part, cst.SimpleString) and part.evaluated_value == "cuda"
-                for part in (side.left, side.comparisons[0].comparator)):
-            return True
-        if isinstance(side, cst.Call) and isinstance(side.func, cst.Attribute) and side.func.attr.value == \
-                "startswith" and side.args and isinstance(arg := side.args[0].value, cst.SimpleString) \
-                and arg.evaluated_value == "cuda":
-            return True
-    return False
+    return asks_for_cuda(tree.body)
 
 
 def _cuda_type_string(test: cst.Comparison) -> bool:

@@ -237,6 +237,7 @@ class Evaluator:
         self._fixtures: dict[str, object] = {}  # the module's pytest fixtures' values by name (`_fixture`)
         self._classes: list[ast.ClassDef | None] = [None]  # the class of the method being run
         self._own_classes: frozenset[str] | None = None  # classes that move themselves their own way (`_own_object`)
+        self._own_names: frozenset[str] | None = None  # names the module binds to objects of those classes
         # the span of each branch of a conditional expression evaluated -> whether some evaluation took it
         self.taken: dict[tuple[int, int, int, int], bool] = {}
 
@@ -1148,10 +1149,12 @@ class Evaluator:
                 g[: -len(".cuda")] for g in self.gates if g.endswith(".cuda") and "(" not in g}
         if isinstance(receiver, ast.Name) and self._own_classes:
             # DeepRule's test_chart.py: `nnet = NetworkFactory(db)`, then `nnet.cuda()`, the project class's own
-            return any(isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                       and ast.unparse(node.value.func) in self._own_classes
-                       and any(isinstance(t, ast.Name) and t.id == receiver.id for t in node.targets)
-                       for node in ast.walk(self.tree))
+            if self._own_names is None:
+                self._own_names = frozenset(t.id for node in ast.walk(self.tree) if isinstance(node, ast.Assign)
+                                            and isinstance(node.value, ast.Call)
+                                            and ast.unparse(node.value.func) in self._own_classes
+                                            for t in node.targets if isinstance(t, ast.Name))
+            return receiver.id in self._own_names
         if cls is None or not (isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name)
                                and receiver.value.id == "self"):
             return False
@@ -1474,6 +1477,21 @@ _CLI_RUNNERS = torch_facts.named("cli_runner")
 _SPAWNERS = torch_facts.named("spawn")
 _NEEDS_GPU = torch_facts.named("needs_gpu")  # functional `data_parallel`: no device type on the CPU
 _GPUS_TRAINERS = torch_facts.named("gpus_trainer")
+
+
+def asks_for_cuda(test: ast.expr) -> bool:
+    """``not torch.cuda.is_available() and device.type == "cuda"`` (pykeen's ``resolve_device``; also ``"cuda" in
+    x``, ``x.startswith("cuda")``): true only for a device that is CUDA's already, which a device the port picks
+    never is: the CPU it then sets keeps no choice CUDA-or-CPU."""
+    return isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(
+        isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not) and isinstance(n.operand, ast.Call)
+        and isinstance(n.operand.func, ast.Attribute) and n.operand.func.attr == "is_available"
+        for n in test.values) and any(
+        isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Eq, ast.In)) and any(
+            isinstance(part, ast.Constant) and part.value == "cuda" for part in (n.left, *n.comparators))
+        or isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "startswith"
+        and bool(n.args) and isinstance(n.args[0], ast.Constant) and n.args[0].value == "cuda"
+        for n in test.values)
 
 
 def gpus_asked(call: ast.Call) -> ast.expr | None:

@@ -23,16 +23,12 @@ def _used_as_a_model(cls: ast.ClassDef, field: str) -> bool:
     """Whether ``cls`` uses ``self.<field>`` as a torch module: calls it, or a module's method of it
     (``self.model.eval()``, ``self.model.parameters()``); a tensor it is given is none."""
     for node in ast.walk(cls):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in _MODEL_METHODS:
-            func = func.value
-        elif not (isinstance(func, ast.Attribute) and func.attr == field):
-            continue
-        if isinstance(func, ast.Attribute) and func.attr == field and isinstance(func.value, ast.Name) \
-                and func.value.id == "self":
-            return True
+        if isinstance(node, ast.Call):
+            used = node.func.value if isinstance(node.func, ast.Attribute) and node.func.attr in _MODEL_METHODS \
+                else node.func  # `self.model.eval()`, or `self.model(x)`
+            if isinstance(used, ast.Attribute) and used.attr == field and isinstance(used.value, ast.Name) \
+                    and used.value.id == "self":
+                return True
     return False
 
 

@@ -770,6 +770,8 @@ _KEPT_PLACEMENTS: dict[tuple[str, frozenset[str]], tuple[int, str] | None] = {} 
 
 
 def _read_kept_placement(text: str, flags: set[str]) -> tuple[int, str] | None:
+    from torchport.model.evaluate import asks_for_cuda  # here: a warm run loads no evaluator
+
     if (tree := parse(text)) is None:
         return None
     parents: dict[int, ast.AST] = {}
@@ -783,7 +785,7 @@ def _read_kept_placement(text: str, flags: set[str]) -> tuple[int, str] | None:
         child: ast.AST = node
         while (parent := parents.get(id(child))) is not None:
             test = parent.test if isinstance(parent, (ast.If, ast.IfExp)) and child is not parent.test else None
-            if test is not None and not _asks_for_cuda(test) and (_QUERY.search(ast.unparse(test)) or any(
+            if test is not None and not asks_for_cuda(test) and (_QUERY.search(ast.unparse(test)) or any(
                     isinstance(n, (ast.Name, ast.Attribute)) and (n.id if isinstance(n, ast.Name) else n.attr) in flags
                     for n in ast.walk(test))):
                 if _chooses_mps(parent, parents):
@@ -791,20 +793,6 @@ def _read_kept_placement(text: str, flags: set[str]) -> tuple[int, str] | None:
                 return node.lineno, KEPT_CHOICE
             child = parent
     return None
-
-
-def _asks_for_cuda(test: ast.expr) -> bool:
-    """``not torch.cuda.is_available() and device.type == "cuda"`` (pykeen's ``resolve_device``): a fallback for a
-    device that is CUDA's already, which a device the port picks never meets: no choice kept CUDA-or-CPU."""
-    return isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(
-        isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not) and isinstance(n.operand, ast.Call)
-        and isinstance(n.operand.func, ast.Attribute) and n.operand.func.attr == "is_available"
-        for n in test.values) and any(
-        isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Eq, ast.In)) and any(
-            isinstance(part, ast.Constant) and part.value == "cuda" for part in (n.left, *n.comparators))
-        or isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "startswith"
-        and bool(n.args) and isinstance(n.args[0], ast.Constant) and n.args[0].value == "cuda"
-        for n in test.values)
 
 
 def _mapped_into_state(node: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
@@ -1349,8 +1337,8 @@ def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.M
     modules = [i for i in defined if (tree := trees[i]) is not None and any(
         isinstance(c, ast.ClassDef) and c.name in defined[i] and any(
             ast.unparse(b).rsplit(".", 1)[-1] == "Module" for b in c.bases) for c in tree.body)]
-    if modules and installable([results[modules[0]].path]):  # a user may pass one wherever the library takes a model
-        packaged = installable(results[i].path for i in changed)
+    packaged = installable(results[i].path for i in {*changed, *modules}) if modules else set()
+    if any(results[i].path in packaged for i in modules):  # a user may pass one wherever the library takes a model
         for index in changed:
             if results[index].path in packaged:
                 gates[index].add(MODULE_PASSED)

@@ -1370,20 +1370,22 @@ def holds(results: Sequence[FileResult]) -> dict[int, str]:
                 break
     kept = {i: r.facts["kept"][0] for i, r in enumerate(results) if r.error is None and r.facts.get("kept")}
     # held, a module whose code stops on the CPU as written (frankmocap's body_mocap_api: `pred_aa = ....cuda()`
-    # beside its `"cuda" if ... else "cpu"`) would keep stopping there: ported whole, its programs keep CUDA-or-CPU
-    stops = {index for index in candidates if _stops_on_the_cpu(results[index].original)} if kept or reasons \
-        else set()
+    # beside its `"cuda" if ... else "cpu"`) would keep stopping there: ported whole, its programs keep CUDA-or-CPU.
+    # Evaluated only for a module about to be linked, once each.
+    stops: dict[int, bool] = {}
     changed = True
     while changed:
         changed = False
         sources = {**kept, **{i: results[i].facts["choices"][0] for i in reasons}}
         reached = {k: project.reach(k) for k in sources}
         for index in candidates:
-            if index in reasons or index in stops:
+            if index in reasons:
                 continue
             mine = project.reach(index)
             linked = next((k for k in sorted(sources) if k in mine or index in reached[k]), None)
-            if linked is not None:
+            if linked is not None and index not in stops:
+                stops[index] = _stops_on_the_cpu(results[index].original)
+            if linked is not None and not stops[index]:
                 where = "this file" if linked == index else results[linked].display
                 reasons[index] = (f"{where}:{sources[linked]} keeps its device choice CUDA-or-CPU, so this one does "
                                   "too (on MPS their tensors would be on different devices)")

@@ -1294,3 +1294,24 @@ def test_a_guard_whose_branch_still_asserts_cuda_off_it_stays() -> None:
     check = "            assert os.environ.get('CUDA_VISIBLE_DEVICES') is not None, 'Set CUDA_VISIBLE_DEVICES'\n"
     plain = source.replace(check, "")
     assert "tp.is_available()" in _port(plain).migrated
+
+
+def test_a_test_that_asserts_data_is_on_cuda_keeps_the_move_it_checks() -> None:
+    """tgm's `test_to_gpu`: `.to('cuda')` then `assert g.device == torch.device('cuda')`. Ported alone, the move
+    goes to the picked device and the assert fails off CUDA; the data's device is not CUDA's there."""
+    source = """\
+    import torch
+
+
+    def test_to_gpu():
+        g = torch.ones(2).to("cuda")
+        assert g.device == torch.device("cuda")
+    """
+    result = _port(source)
+    assert result.migrated == textwrap.dedent(source)
+    assert [d.message for d in result.diagnostics if "R19" in d.message] == [
+        "[R19 half-port] left as written: off CUDA the path still stops at line 6: an assert fails"]
+    compared_by_type = source.replace('g.device == torch.device("cuda")', 'g.device.type == "cuda"')
+    assert _port(compared_by_type).migrated == textwrap.dedent(compared_by_type)
+    moved_only = source.replace('    assert g.device == torch.device("cuda")\n', "    assert g.sum() == 2\n")
+    assert "g = torch.ones(2).to(tp.device())" in _port(moved_only).migrated

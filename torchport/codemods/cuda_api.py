@@ -250,6 +250,48 @@ def _unportable_rng_state(m: Migrator, rule: Rule) -> str | None:
     return blocker
 
 
+_EVERY_DEVICE_STATE = torch_facts.named("every_device_state")
+
+
+def _restored_in_place(m: Migrator, rule: Rule) -> frozenset[int]:
+    """The lines of ``states = torch.cuda.get_rng_state_all()`` and ``torch.cuda.set_rng_state_all(states)`` that
+    pair in one function (a fork and restore of every generator: ported, the draws repeat on any device). Others
+    store the states (a checkpoint), where a port would feed one backend's state to another's generator."""
+    store = m.store(rule)
+    if "restored" not in store:
+        lines: set[int] = set()
+        scopes: list[ast.AST] = [m.syntax] if m.syntax is not None else []
+        scopes += [node for scope in scopes for node in ast.walk(scope)
+                   if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for scope in scopes:
+            got: dict[str, int] = {}
+            restored: dict[str, int] = {}
+            for node in ast.walk(scope):
+                # the read takes no argument, the set one: the states
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    if isinstance(node.value, ast.Call) and not node.value.args and _called(m, node.value):
+                        got[node.targets[0].id] = node.value.func.lineno
+                elif isinstance(node, ast.Call) and len(node.args) == 1 and _called(m, node):
+                    if isinstance(node.args[0], ast.Name):
+                        restored[node.args[0].id] = node.func.lineno
+            lines.update(line for name in got.keys() & restored.keys() for line in (got[name], restored[name]))
+        store["restored"] = frozenset(lines)
+    found: frozenset[int] = store["restored"]
+    return found
+
+
+def _every_device_state(m: Migrator, node: cst.CSTNode) -> bool:
+    """Whether ``node`` names ``torch.cuda[.random].get_rng_state_all`` or ``set_rng_state_all``."""
+    return any(f"torch.cuda.{cuda_tail(name)}" in _EVERY_DEVICE_STATE for name in m.qnames(node))
+
+
+def _called(m: Migrator, call: ast.Call) -> bool:
+    """Whether ``call`` calls ``torch.cuda[.random].get_rng_state_all`` or ``set_rng_state_all``."""
+    dotted = ast_chain(call.func) if isinstance(call.func, (ast.Attribute, ast.Name)) else None
+    names = qualify(dotted, m.imports) if dotted else set()
+    return any(f"torch.cuda.{cuda_tail(name)}" in _EVERY_DEVICE_STATE for name in names)
+
+
 _SEEDS = frozenset(torch_facts.cuda_tail(name) for name in torch_facts.named("seed"))
 _GLOBAL_SEEDS = torch_facts.named("global_seed")
 
@@ -264,9 +306,12 @@ class CudaRngApi(_Rename):
     names = frozenset(f"torch.cuda.{n}" for n in renames)
     examples = (
         Example("import torch\ntorch.cuda.manual_seed_all(0)\n", "import torch\ntp.manual_seed_all(0)\n"),
-        # The state of every device moves with the tensors: on the CPU a list of one, the CPU generator's.
+        # A fork and restore of every device's state moves with the tensors: on the CPU a list of one, the CPU's.
         Example("import torch\nstates = torch.cuda.get_rng_state_all()\ntorch.cuda.random.set_rng_state_all(states)\n",
                 "import torch\nstates = tp.get_rng_state_all()\ntp.set_rng_state_all(states)\n"),
+        # ... while states a checkpoint stores stay: quiet off CUDA, and no backend's state reaches another's.
+        Example("import torch\ndef save(path):\n    torch.save({'cuda': torch.cuda.get_rng_state_all()}, path)\n"
+                "def load(path):\n    torch.cuda.set_rng_state_all(torch.load(path)['cuda'])\n"),
         # `torch.manual_seed(seed)` already seeds every device, the picked one included.
         Example("import torch\ntorch.manual_seed(seed)\ntorch.cuda.manual_seed_all(seed)\n"),
         Example("import torch\ntorch.manual_seed(seed + 1)\ntorch.cuda.manual_seed_all(seed)\n"),
@@ -288,6 +333,11 @@ class CudaRngApi(_Rename):
         blocker = _unportable_rng_state(m, self)
         if blocker is not None and self._lookup(m, original) is not None:
             m.leave_as_written(self.code, original, MOVES_TOGETHER, blocker)  # portable by itself: not a TP101 either
+            return None
+        if _every_device_state(m, original) and m.start(original).line not in _restored_in_place(m, self):
+            m.leave_as_written(self.code, original, QUIET_OFF_CUDA, "every device's RNG state is a list of none off "
+                               "CUDA; kept where it is not restored in the same function (a checkpoint would carry "
+                               "one backend's state to another's generator)")
             return None
         return super()._rename(m, original)
 

@@ -851,10 +851,10 @@ class Evaluator:
             and node.id in _parameters(f.args) for f in ast.walk(self.tree))
 
     def _compare(self, node: ast.Compare, p: Path) -> object:
-        left = self.value(node.left, p)
+        left = self._data_device(node.left, self.value(node.left, p))
         result: object = True
         for op, right_node in zip(node.ops, node.comparators, strict=True):
-            right = self.value(right_node, p)
+            right = self._data_device(right_node, self.value(right_node, p))
             outcome = _compare(op, left, right)
             if outcome is False:
                 return False
@@ -862,6 +862,15 @@ class Evaluator:
                 result = UNKNOWN
             left = right
         return result
+
+    def _data_device(self, node: ast.expr, value: object) -> object:
+        """``x.device`` of data, compared, off CUDA: not CUDA's (tgm's ``assert dg.device == torch.device('cuda')``
+        after ``dg.to('cuda')`` fails where the move went to another device)."""
+        if value is UNKNOWN and isinstance(node, ast.Attribute) and node.attr == "device" and \
+                self.target != "cuda" and "device" not in self._stored:
+            self._touched = True
+            return NOT_CUDA
+        return value
 
     def _binop(self, node: ast.BinOp, p: Path) -> object:
         left = self.value(node.left, p)
@@ -1617,7 +1626,8 @@ def _compare(op: ast.cmpop, left: object, right: object) -> object:
     if NOT_CUDA in (left, right):  # data's device type off CUDA: only "is it CUDA's" is decided
         other = right if left is NOT_CUDA else left
         texts = other.values if isinstance(other, Items) and isinstance(op, (ast.In, ast.NotIn)) else (other,)
-        if isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) and all(t == "cuda" for t in texts):
+        if isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) and all(
+                t == "cuda" or (isinstance(t, Device) and t.type == "cuda") for t in texts):
             return isinstance(op, (ast.NotEq, ast.NotIn))
         return UNKNOWN
     if left is UNKNOWN or right is UNKNOWN or isinstance(left, (Prefix, Items, Name)) or isinstance(

@@ -111,8 +111,8 @@ CUDA_APIS: dict[str, Api] = {
     "torch.cuda.initial_seed": Api("TP013", "initial_seed", R, _RNG),
     "torch.cuda.get_rng_state": Api("TP013", "get_rng_state", R, _RNG),
     "torch.cuda.set_rng_state": Api("TP013", "set_rng_state", Q, _RNG),
-    "torch.cuda.get_rng_state_all": Api("TP013", "get_rng_state_all", Q, _RNG),
-    "torch.cuda.set_rng_state_all": Api("TP013", "set_rng_state_all", Q, _RNG),
+    "torch.cuda.get_rng_state_all": Api("TP013", "get_rng_state_all", Q, _RNG, roles=("every_device_state",)),
+    "torch.cuda.set_rng_state_all": Api("TP013", "set_rng_state_all", Q, _RNG, roles=("every_device_state",)),
     "torch.cuda.seed_all": Api("TP013", "seed", Q, _RNG),
     "torch.cuda.default_generators": Api("TP013", None, Q, _RNG, portable=False),
     "torch.cuda.random.default_generators": Api("TP013", None, Q, _RNG, portable=False),
@@ -246,6 +246,8 @@ ROLES = {
     "count": "counts CUDA devices: a guard or an assert tests it",
     "index": "returns a device index: off CUDA a tensor's `.device.index` is None, never that 0",
     "seed": "seeds what `torch.manual_seed` already seeds on every device",
+    "every_device_state": "every device's RNG state, a list of none off CUDA: ported only as a fork and restore in "
+                          "one function (a checkpoint would carry one backend's state to another's generator)",
     "global_seed": "seeds every device's generator (`torch.random.manual_seed` is `torch.manual_seed`)",
     "env_read": "reads an environment variable, with a default for one that is not set",
     "cuda_env": "an environment variable machines set for CUDA alone: unset where there is none (torch-fidelity's "

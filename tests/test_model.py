@@ -1315,3 +1315,32 @@ def test_a_test_that_asserts_data_is_on_cuda_keeps_the_move_it_checks() -> None:
     assert _port(compared_by_type).migrated == textwrap.dedent(compared_by_type)
     moved_only = source.replace('    assert g.device == torch.device("cuda")\n', "    assert g.sum() == 2\n")
     assert "g = torch.ones(2).to(tp.device())" in _port(moved_only).migrated
+
+
+def test_a_flag_stored_on_args_gates_where_the_args_are_kept_on_self() -> None:
+    """CoANet's trainer (pytorch-deeplab-xception's): `args.cuda = not args.no_cuda and torch.cuda.is_available()`,
+    then `self.args = args` and `if self.args.cuda: x = x.cuda()`. The flag stays CUDA's, so the move under it runs
+    only on CUDA: porting it alone changes nothing and would keep the program off a Mac's GPU for nothing."""
+    source = """\
+    import torch
+
+
+    class Trainer:
+        def __init__(self, args):
+            self.args = args
+
+        def step(self, x):
+            if self.args.cuda:
+                x = x.cuda()
+            return x
+
+
+    def main(args):
+        args.cuda = not args.no_cuda and torch.cuda.is_available()
+        Trainer(args).step(torch.ones(2))
+    """
+    result = _port(source)
+    assert result.migrated == textwrap.dedent(source)
+    assert [d.message for d in result.diagnostics if "R01" in d.message] == [
+        "left as written (TP001 would apply): [R01 cuda-only] this code runs only on CUDA (under the CUDA guard at "
+        "line 9): a rewrite would change nothing anywhere"]

@@ -1013,6 +1013,8 @@ def _is_flag(m: Migrator, dotted: str) -> bool:
     flags = m.shared.cuda_flags
     if ("*", dotted) in flags:
         return True
+    if "." in dotted and any(owner == "*" and dotted.endswith(f".{name}") for owner, name in flags):
+        return True  # `self.args.cuda` after `self.args = args` and `args.cuda = ... torch.cuda.is_available()`
     function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
     if function is None:
         return ("", dotted) in flags

@@ -1344,3 +1344,13 @@ def test_a_flag_stored_on_args_gates_where_the_args_are_kept_on_self() -> None:
     assert [d.message for d in result.diagnostics if "R01" in d.message] == [
         "left as written (TP001 would apply): [R01 cuda-only] this code runs only on CUDA (under the CUDA guard at "
         "line 9): a rewrite would change nothing anywhere"]
+
+
+def test_a_module_ending_in_blank_lines_and_a_line_of_spaces_is_ported_byte_for_byte() -> None:
+    """LibCST regenerates ``x\\n\\n\\n    \\n`` as ``x\\n    \\n``: the blank tail is kept aside, not refused."""
+    from torchport.codemods.api import migrate_code
+
+    migration = migrate_code("import torch\nx = torch.ones(2).cuda()\n\n\n    \n")
+    assert migration.exact
+    assert migration.code == ("import torch\nfrom torchport import runtime as tp\n\n"
+                              "x = torch.ones(2).to(tp.device())\n\n\n    \n")

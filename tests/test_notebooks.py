@@ -281,3 +281,21 @@ def test_an_import_added_at_the_end_of_a_cell_leaves_no_blank_line(tmp_path: Pat
     cells = json.loads(path.read_text())["cells"]
     assert "".join(cells[0]["source"]) == ("import torch\nfrom denoiser import Denoiser\n"
                                            "from torchport import runtime as tp")
+
+
+def test_a_cell_ending_in_blank_lines_and_an_empty_last_cell_are_ported(tmp_path: Path) -> None:
+    """POMO's Inference notebook: a cell that ends in blank lines and a line of spaces, then an empty cell. LibCST
+    drops blank lines above a last line of blanks (and above a comment after one), so the joined module did not
+    come back byte for byte and the whole notebook was refused."""
+    nb = v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [v4.new_code_cell("import torch\nx = torch.ones(2).cuda()\n\n\n    "), v4.new_code_cell("")]
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i}"
+    path = tmp_path / "infer.ipynb"
+    path.write_text(nbformat.writes(nb))
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--apply", "--no-cache"])
+    assert done.exit_code == 0 and "does not reproduce" not in done.output, done.output
+    cells = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    assert cells == ["import torch\nfrom torchport import runtime as tp\n\nx = torch.ones(2).to(tp.device())\n\n\n    ",
+                     ""]

@@ -176,7 +176,10 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
         CodemodContext,  # here: it imports libcst.matchers (0.3 s)
     )
 
-    module = cst.parse_module(source)
+    # LibCST drops the blank lines above a last line of blanks (a notebook cell's "\n\n    "): kept aside
+    end = source.find("\n", len(source.rstrip(" \t\f\r\n")))
+    tail = source[end + 1:] if end >= 0 else ""
+    module = cst.parse_module(source[:len(source) - len(tail)])
     resolver = None
     if syntax is not None:
         from torchport.codemods.analysis.scope import Resolver
@@ -192,11 +195,11 @@ def migrate_code(source: str, settings: Settings = DEFAULT, syntax: ast.Module |
     if not codemod.rewrites:  # any difference would be LibCST's regeneration, not a rewrite
         return Migration(source, {}, codemod.diagnostics, codemod.sites, facts={**(done.facts if done else {}),
                                                                                **codemod.facts})
-    code = tree.code
+    code = tree.code + tail
     if code.startswith(("\n", "\r\n")) and not source.startswith(("\n", "\r\n")):
         code = code.lstrip("\r\n")  # a removed first import leaves its blank line behind
-    return Migration(code, dict(codemod.rewrites), codemod.diagnostics, codemod.sites, exact=module.code == source,
-                     facts=codemod.facts)
+    return Migration(code, dict(codemod.rewrites), codemod.diagnostics, codemod.sites,
+                     exact=module.code + tail == source, facts=codemod.facts)
 
 
 __all__ = ["FAMILIES", "PREFILTER", "RULES", "Diagnostic", "Example", "Migration", "Rule", "migrate_code",

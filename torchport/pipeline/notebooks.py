@@ -163,8 +163,8 @@ def read_notebook(path: Path, display: str | None = None, data: bytes | None = N
                 reason = f"cell not migrated: it does not parse ({masked.msg})"
                 unparsed.append((index, masked.lineno or 1, masked.offset or 1, reason))
                 continue
-            if masked is None:
-                continue
+            if masked is None or not masked.strip():
+                continue  # a blank cell has nothing to port (and a marker last after blank lines trips LibCST)
             parts.append(_MARKER.format(index) + "\n" + masked + ("" if masked.endswith("\n") or not masked else "\n"))
     result.magics = tuple(magics)
     result.unparsed = tuple(unparsed)

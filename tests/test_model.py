@@ -1354,3 +1354,53 @@ def test_a_module_ending_in_blank_lines_and_a_line_of_spaces_is_ported_byte_for_
     assert migration.exact
     assert migration.code == ("import torch\nfrom torchport import runtime as tp\n\n"
                               "x = torch.ones(2).to(tp.device())\n\n\n    \n")
+
+
+def test_a_key_of_a_dict_set_from_the_cuda_check_gates_where_it_is_read_as_an_attribute() -> None:
+    """alpha-zero-general's `args = dotdict({'cuda': torch.cuda.is_available()})`, then `if args.cuda: x.cuda()`:
+    the flag stays CUDA's, so what it gates runs only on CUDA."""
+    source = """\
+    import torch
+
+    args = dotdict({
+        'lr': 0.001,
+        'cuda': torch.cuda.is_available(),
+    })
+
+
+    class Wrapper:
+        def __init__(self, net):
+            self.net = net
+            if args.cuda:
+                self.net.cuda()
+    """
+    result = _port(source)
+    assert result.migrated == textwrap.dedent(source)
+    assert [d.message for d in result.diagnostics if "R01" in d.message] == [
+        "left as written (TP001 would apply): [R01 cuda-only] this code runs only on CUDA (under the CUDA guard at "
+        "line 12): a rewrite would change nothing anywhere"]
+    read_otherwise = source.replace("if args.cuda:", "if args.lr:")
+    assert "self.net.to(tp.device())" in _port(read_otherwise).migrated
+
+
+def test_a_module_that_sets_torch_cuda_attributes_implements_cuda_and_is_left() -> None:
+    """sd-scripts' IPEX hijacks: `torch.cuda.synchronize = torch_cuda_synchronize` redirects CUDA calls to XPU. A
+    rename of the targets (`tp.synchronize = ...`) would patch the runtime instead, and XPU would lose the shim."""
+    source = """\
+    from functools import wraps
+
+    import torch
+
+
+    @wraps(torch.cuda.synchronize)
+    def torch_cuda_synchronize(device=None):
+        return torch.xpu.synchronize(device)
+
+
+    def ipex_hijacks():
+        torch.cuda.synchronize = torch_cuda_synchronize
+    """
+    result = _port(source)
+    assert result.migrated == textwrap.dedent(source)
+    assert any("[R02 several-backends] this module sets `torch.cuda.synchronize` (line 12)" in d.message
+               for d in result.diagnostics)

@@ -29,6 +29,7 @@ import libcst as cst
 
 from torchport.codemods import cuda_api
 from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
+from torchport.codemods.analysis.names import ast_chain, qualify
 from torchport.codemods.analysis.programs import (
     CUDA_ONLY_TEXT,
     arguments,
@@ -368,6 +369,7 @@ class _OtherBackends(cst.CSTVisitor):
 
 
 _OTHER_TEXT = torch_facts.text("other_backend_text")
+_CUDA_ATTRIBUTE_SET = torch_facts.text("cuda_attribute_set")
 _PORTABLE_IMPORT = torch_facts.text("portable_import")
 
 
@@ -391,6 +393,12 @@ def _portable_or_cuda_only_module(m: Migrator, module: cst.Module) -> tuple[Reas
             if isinstance(n, ast.Name) and n.id == "get_accelerator":
                 return SEVERAL_BACKENDS, ("this module asks an accelerator layer (`get_accelerator`) for its device: "
                                           "it supports several backends already")
+    if m.syntax is not None and _CUDA_ATTRIBUTE_SET.search(m.source):
+        for n in ast.walk(m.syntax):
+            if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and (dotted := ast_chain(n)) and any(
+                    name.startswith("torch.cuda.") for name in qualify(dotted, m.imports)):
+                return SEVERAL_BACKENDS, (f"this module sets `{dotted}` (line {n.lineno}): it implements torch.cuda "
+                                          "for another backend")
     for statement in module.body:
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
@@ -822,6 +830,9 @@ def _flags(m: Migrator) -> set[tuple[str, str]]:
             scopes.append((node, owner))
             if not isinstance(node, ast.Assign):
                 continue
+            for target in node.targets:  # `args = dotdict({'cuda': torch.cuda.is_available()})`: `args.cuda`
+                if isinstance(target, (ast.Name, ast.Attribute)):
+                    flags.update(("*", f"{ast.unparse(target)}.{key}") for key in _keys_from_query(node.value))
             for inner in ast.walk(node.value):
                 if isinstance(inner, ast.Attribute) and inner.attr == "is_available" and _is_cuda_module(inner.value):
                     for target in node.targets:
@@ -831,6 +842,18 @@ def _flags(m: Migrator) -> set[tuple[str, str]]:
                             flags.add(("*", ast.unparse(target)))
                     break
     return flags | _flag_parameters(m.syntax, flags) if flags else flags
+
+
+def _keys_from_query(value: ast.expr) -> list[str]:
+    """The keys of a dict literal (alone, or the one argument of a call) set from ``torch.cuda.is_available()``."""
+    if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+        value = value.args[0]
+    if not isinstance(value, ast.Dict):
+        return []
+    return [key.value for key, item in zip(value.keys, value.values, strict=True)
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.isidentifier() and any(
+                isinstance(n, ast.Attribute) and n.attr == "is_available" and _is_cuda_module(n.value)
+                for n in ast.walk(item))]
 
 
 def _flag_parameters(module: ast.Module, flags: set[tuple[str, str]]) -> set[tuple[str, str]]:

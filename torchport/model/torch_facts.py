@@ -482,6 +482,9 @@ TEXT = {
     "portable_import": (r"^(?:torch_npu|habana_frameworks|intel_extension_for_pytorch|torch_mlu)(?:\.|$)|"
                         r"(?:^|\.)accelerator(?:\.|$)",
                         "an import that adds a backend torch then uses on its own: no CUDA-only code"),
+    "cuda_attribute_set": (r"\bcuda\.\w+\s*=[^=]",
+                           "an assignment to a `torch.cuda` attribute (`torch.cuda.synchronize = xpu_sync`): the "
+                           "module implements torch.cuda for another backend"),
     "device_word": (r"(?i)(?:^|_)(?:device|dev|map_location)(?:$|_)|device$",
                     "assignment targets, parameters and keywords whose CUDA string is a device kept as text"),
     "rank_text": (r"(?i)\brank\b", "an int() of text naming a rank is a device index"),

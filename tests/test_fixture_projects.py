@@ -309,9 +309,10 @@ def test_moves_decided_by_data_on_cuda_stay_and_the_program_keeps_the_cpu_on_a_m
         assert original[line - 1] in models, original[line - 1]
     assert "        lengths = torch.ones(batch.shape[0], 1).to(tp.device())" in models
     train = (folder / "train.py").read_text()
-    # the first of the two choices kept CUDA-or-CPU that would meet the moved data on MPS or XPU
+    # the first of the placements kept CUDA-or-CPU that would meet the moved data on MPS or XPU (its port held:
+    # no path off CUDA takes the arm that moves)
     assert 'tp.keep_cuda_or_cpu("a device choice kept CUDA-or-CPU beside data moved to the picked device, ' \
-           'models.py:28")' in train
+           'models.py:15")' in train
     for args in (("train.py",), ("-c", ON_A_MAC, "train.py")):
         done = _run(folder, *args)
         assert done.returncode == 0 and "encoded (2, 3) cpu" in done.stdout, done.stderr[-2000:]

@@ -231,6 +231,7 @@ def migrate_source(result: FileResult, settings: Settings = DEFAULT, hold: str |
 
 
 _TEST_FILE = text("test_file")
+_KEPT_PLACEMENT = text("kept_placement")
 # How the note of a held port that still stops off CUDA begins (`torchport.pipeline.programs.left_whole` reads it).
 STILL_STOPS = "off CUDA the path still stops"
 
@@ -267,7 +268,15 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
     kept = [s for s in migration.sites if not any(h.first <= s.line <= h.last for h in held)]
     if checked.code == original:
         kept = []
-    # what a held hunk moved or chose moves nothing now (the project passes read these original lines)
+    # what a held hunk moved or chose moves nothing now (the project passes read these original lines); a CUDA
+    # device no path off CUDA reaches is a choice kept CUDA-or-CPU (focal_calibration's `torch.device("cuda" if
+    # cuda else "cpu")`, with `cuda` set under a CUDA check): beside data moved to the picked device, it splits
+    lines = original.splitlines()
+    cuda_only = {line for h in held if h.stop is None and not h.why for line in range(h.first, h.last + 1)
+                 if line <= len(lines) and _KEPT_PLACEMENT.search(lines[line - 1])}
+    cuda_only &= {*migration.facts.get("moves", ()), *migration.facts.get("choices", ())}
+    if cuda_only and (cuda_only := _read_where_bound(syntax, cuda_only)):
+        migration.facts["kept"] = sorted({*migration.facts.get("kept", ()), *cuda_only})
     for fact in ("moves", "choices"):
         if fact in migration.facts:
             migration.facts[fact] = [line for line in migration.facts[fact] if checked.code != original
@@ -292,6 +301,17 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
             SAVED_HERE if h.why.endswith(CPU_SAVED) else MOVES_TOGETHER if h.why == SCALER else HALF_PORT
         migration.diagnostics.append(Diagnostic("TP110", h.first, 0, note(reason, f"left as written: {where}")))
     migration.diagnostics.sort(key=lambda d: (d.line, d.column))
+
+
+def _read_where_bound(syntax: ast.Module, lines: set[int]) -> set[int]:
+    """The ``lines`` whose statement is no assignment (a placement), or binds a name or attribute the module reads
+    (a choice nothing reads keeps nothing: focal_calibration's evaluate.py never uses its ``device``)."""
+    read = {(type(n), n.id if isinstance(n, ast.Name) else n.attr) for n in ast.walk(syntax)
+            if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load)}
+    bound = {s.lineno: s.targets for s in ast.walk(syntax) if isinstance(s, ast.Assign)}
+    return {line for line in lines if line not in bound or any(
+        (type(t), t.id if isinstance(t, ast.Name) else t.attr) in read for t in bound[line]
+        if isinstance(t, (ast.Name, ast.Attribute)))}
 
 
 def migrate_file(path: Path, display: str | None = None, settings: Settings = DEFAULT) -> FileResult:

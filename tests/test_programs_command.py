@@ -2170,3 +2170,20 @@ def test_a_choice_held_because_no_path_off_cuda_takes_its_cuda_arm_keeps_the_pro
     unread = unread.replace("device)\n    return", "'cpu')\n    return")
     _applied(tmp_path, {"train.py": unread})
     assert "keep_cuda_or_cpu" not in (tmp_path / "train.py").read_text()  # a choice nothing reads keeps nothing
+
+
+def test_a_module_that_constructs_a_picker_when_imported_gets_the_keep_above_its_import(tmp_path: Path) -> None:
+    """Text2Video-Zero's app.py: `from model import Model` imports utils.py, whose `apply_midas = MidasDetector()`
+    runs `__init__`, which moves its network to the runtime's device: the pick happens on import, so the
+    `tp.keep_cuda_or_cpu` call (a choice kept CUDA-or-CPU elsewhere in the program) goes above that import."""
+    _applied(tmp_path, {
+        "detector.py": ("import torch\n\n\nclass Detector:\n    def __init__(self):\n"
+                        "        self.net = torch.nn.Linear(2, 2).cuda()\n"),
+        "utils.py": "from detector import Detector\n\napply_detector = Detector()\n",
+        "app.py": ("import torch\n\nfrom utils import apply_detector\n\n\nif __name__ == '__main__':\n"
+                   "    device = 'cuda' if torch.cuda.is_available() and torch.cuda.device_count() > 1 else 'cpu'\n"
+                   "    x = torch.ones(1, 2).to(device)\n    print(apply_detector.net(x.cuda()))\n"),
+    })
+    app = (tmp_path / "app.py").read_text()
+    assert "keep_cuda_or_cpu" in app
+    assert app.index("tp.keep_cuda_or_cpu(") < app.index("from utils import apply_detector"), app

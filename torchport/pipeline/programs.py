@@ -689,11 +689,16 @@ def picked_on_import(results: Sequence[FileResult], avoids: Collection[int]) -> 
     the runtime's device when imported (reid-strong-baseline's config default ``_C.MODEL.DEVICE =
     tp.device_str()``, FEDformer's module-level device): the line of the entry point's own import that leads there,
     above which the call goes (after it, the pick would already be MPS's)."""
+    if not avoids:
+        return {}
     picking = {i for i, r in enumerate(results) if r.changed and (r.facts.get("moves") or r.facts.get("choices"))
                and _picks_on_import(r)}
-    if not picking or not avoids:
-        return {}
     project = Project(results)
+    # a module whose import-time code calls what picks (Text2Video-Zero's `apply_midas = MidasDetector()`, whose
+    # `__init__` moves the model to the runtime's device) picks when imported too
+    picking |= {i for i, r in enumerate(results) if i not in picking and r.original and _calls_a_picker(project, i)}
+    if not picking:
+        return {}
     found = {}
     for index in avoids:
         firsts = project.first_imports(index, script=True)
@@ -701,6 +706,36 @@ def picked_on_import(results: Sequence[FileResult], avoids: Collection[int]) -> 
         if lines:
             found[index] = min(lines)
     return found
+
+
+def _calls_a_picker(project: Project, index: int) -> bool:
+    """Whether module ``index``, when imported, calls a function or class of another module of the run whose body
+    moves data to the runtime's device or makes its choice (`_picks_on_import`'s facts, inside that definition)."""
+    tree = parse(project.results[index].original)
+    if tree is None:
+        return False
+    mains = main_blocks(tree)
+    called = {n.func.id for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+              and not any(first <= s.lineno <= last for first, last in mains)
+              for n in ast.walk(s) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    if not called:
+        return False
+
+    def definition(module: int, wanted: str) -> ast.stmt | None:
+        defined = parse(project.results[module].original) if project.results[module].changed else None
+        return next((d for d in defined.body if isinstance(d, (ast.ClassDef, ast.FunctionDef)) and d.name == wanted),
+                    None) if defined is not None else None
+
+    for local, other, bound in project.bindings(index):
+        if local not in called or bound is None:
+            continue
+        found = project.origin(other, bound, lambda module, wanted: definition(module, wanted) is not None, hops=3)
+        made_by = definition(*found) if found is not None else None
+        facts = project.results[found[0]].facts if found is not None else {}
+        if made_by is not None and any(made_by.lineno <= line <= (made_by.end_lineno or made_by.lineno)
+                                       for line in (*facts.get("moves", ()), *facts.get("choices", ()))):
+            return True
+    return False
 
 
 def _picks_on_import(result: FileResult) -> bool:

@@ -221,6 +221,20 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     # a script that never calls the wrapper (FastSpeech's eval.py: `model.module.forward`) scatters nothing
     ("def load():\n    return torch.nn.DataParallel(Net()).cuda()\n\n\nif __name__ == '__main__':\n"
      "    model = load()\n    model.module.forward(x)\n", None),
+    # ... nor one that hands only its `.module` to functions whose parameter bears the wrapper's name (RAFT's
+    # evaluate.py: `validate_chairs(model.module)`, which calls `model(image1, image2, iters=iters)`)
+    ("model = torch.nn.DataParallel(Net())\nmodel.cuda()\n\n\ndef validate(model, iters=24):\n"
+     "    return model(x, iters=iters)\n\n\nif __name__ == '__main__':\n    validate(model.module)\n", None),
+    ("model = torch.nn.DataParallel(Net())\nmodel.cuda()\n\n\ndef validate(model, iters=24):\n"
+     "    return model(x, iters=iters)\n\n\nif __name__ == '__main__':\n    validate(model)\n",
+     (2, "DataParallel, which moves its inputs only on CUDA")),
+    # ... and a call whose other inputs are numbers the function defaults (`iters=24`) or a name that holds None
+    # until a moved value replaces it (RAFT's `flow_init=flow_prev`) gives it nothing to scatter
+    ("model = torch.nn.DataParallel(Net()).cuda()\n\n\ndef submit(model, x, iters=32):\n    prev = None\n"
+     "    for _ in range(2):\n        low = model(x.cuda(), iters=iters, flow_init=prev)\n        prev = low.cuda()\n",
+     None),
+    ("model = torch.nn.DataParallel(Net()).cuda()\n\n\ndef submit(model, x, iters=None):\n"
+     "    return model(x.cuda(), iters=iters)\n", (1, "DataParallel, which moves its inputs only on CUDA")),
     ("y = y.type(x.type())\n", (1, "tensor type strings given back to `.type()` (`x.type(y.type())`)")),
     ("y = y.type(x.dtype)\n", None),
     # data moved only where other data is on CUDA: on MPS the port's moves meet it on the CPU

@@ -465,17 +465,27 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
     # dist_model, ...)`, which calls `model(x)`): its calls are read too
     functions = {f.name: f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
     handed: set[str] = set()
+    given: dict[tuple[str, str], bool] = {}  # (function, parameter) -> every call gives it the wrapper
     for call in ast.walk(tree):
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in functions):
             continue
         params = [a.arg for a in (*functions[call.func.id].args.posonlyargs, *functions[call.func.id].args.args)]
-        handed.update(params[k] for k, a in enumerate(call.args) if k < len(params) and ast.unparse(a) in wrapped)
-        handed.update(w.arg for w in call.keywords if w.arg in params and ast.unparse(w.value) in wrapped)
+        passed = {params[k]: a for k, a in enumerate(call.args) if k < len(params)}
+        passed.update((w.arg, w.value) for w in call.keywords if w.arg in params)
+        for param, value in passed.items():
+            gets = ast.unparse(value) in wrapped
+            handed.update([param] if gets else [])
+            given[call.func.id, param] = given.get((call.func.id, param), False) or gets
     wrapped |= handed
     calls = 0
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             continue
+        # a parameter named as the wrapper that every call of the module gives something else is another object
+        # there (RAFT's `validate_chairs(model)`, given `model.module`)
+        shadowed = {param for (name, param), gets in given.items()
+                    if not gets and not isinstance(function, ast.Module) and name == function.name}
+        numbers = set() if isinstance(function, ast.Module) else _number_parameters(function)
         # a move under an `if` may not run (the ImageNet example's `if args.gpu is not None: input = input.cuda(...)`):
         # it counts only for calls under the same branch (few-shot-meta-baseline's `if eval_fs: ... x_shot, x_query =
         # fs.split_shot_query(data.cuda(), ...)`, then `fs_model(x_shot, x_query)`)
@@ -493,15 +503,18 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
                 for target in node.targets:  # `points, target = points.float().cuda(), target.long().cuda()`
                     for name, value in _pairs(target, node.value):
                         names = [ast.unparse(n) for n in (name.elts if isinstance(name, ast.Tuple) else [name])]
-                        if not _moves(value, _reaching_moves(moved, here)):
+                        # None needs no move (RAFT's `flow_prev = None`, a moved flow once it has one)
+                        if not _moves(value, _reaching_moves(moved, here)) and not (
+                                isinstance(value, ast.Constant) and value.value is None):
                             for moved_name in names:
                                 moved.pop(moved_name, None)
                         else:  # under an `if`, a move adds the name only for what runs under that `if` too
                             moved.update((moved_name, moved.get(moved_name, here) & here) for moved_name in names)
-            elif isinstance(node, ast.Call) and ast.unparse(node.func) in wrapped:
+            elif isinstance(node, ast.Call) and ast.unparse(node.func) in wrapped - shadowed:
                 calls += 1
                 # `model(**data)` straight from the loader (pan_pp's train) is an input not moved, as `model(x)` is
                 if not all(_moves(a, _reaching_moves(moved, here)) or isinstance(a, ast.Constant)
+                           or isinstance(a, ast.Name) and a.id in numbers
                            for a in (*node.args, *(k.value for k in node.keywords))):
                     return False
     if calls == 0 and any(isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in
@@ -509,6 +522,16 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
                           and any(ast.unparse(a) in wrapped for a in node.args) for node in ast.walk(tree)):
         return False  # the wrapper is handed to code that calls it (ibot's `adv_bgs_eval_model(model, ...)`)
     return calls > 0 or is_script(tree)
+
+
+def _number_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The parameters of ``function`` whose default is a number, a string or a bool (RAFT's ``iters=24``): not
+    tensors, whatever a caller gives (a ``None`` default may stand for one)."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = [*zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults, strict=True),
+             *((a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d is not None)]
+    return {a.arg for a, d in pairs if isinstance(d, ast.Constant) and isinstance(d.value, (int, float, str))}
 
 
 def _reaching_moves(moved: Mapping[str, frozenset[tuple[int, str]]], here: frozenset[tuple[int, str]]) -> set[str]:

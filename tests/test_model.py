@@ -1404,3 +1404,27 @@ def test_a_module_that_sets_torch_cuda_attributes_implements_cuda_and_is_left() 
     assert result.migrated == textwrap.dedent(source)
     assert any("[R02 several-backends] this module sets `torch.cuda.synchronize` (line 12)" in d.message
                for d in result.diagnostics)
+
+
+def test_a_flag_set_true_under_the_cuda_check_for_a_device_choice_moves_with_it() -> None:
+    """focal_calibration's train.py: `cuda = False`, `if torch.cuda.is_available() and args.gpu: cuda = True`,
+    `device = torch.device("cuda" if cuda else "cpu")`, and the model moved by `.cuda()`: the guard is the
+    choice's, so it becomes the accelerator's with the device string; a flag a CUDA tensor type also reads stays."""
+    source = """\
+    import torch
+
+
+    def main(args, net):
+        cuda = False
+        if torch.cuda.is_available() and args.gpu:
+            cuda = True
+        device = torch.device("cuda" if cuda else "cpu")
+        net.cuda()
+        return net(torch.ones(1, 2).to(device))
+    """
+    ported = _port(source).migrated
+    assert "if tp.is_available() and args.gpu:" in ported
+    assert 'device = torch.device(tp.device() if cuda else "cpu")' in ported
+    typed = source.replace("        net.cuda()\n",
+                           "        kind = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n")
+    assert "if torch.cuda.is_available() and args.gpu:" in _port(typed).migrated

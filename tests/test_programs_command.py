@@ -2152,7 +2152,8 @@ def test_what_mps_lacks_in_a_method_counts_where_a_program_names_the_method(
 def test_a_choice_held_because_no_path_off_cuda_takes_its_cuda_arm_keeps_the_program_cuda_or_cpu(
         tmp_path: Path) -> None:
     """focal_calibration's train.py: `cuda = False`, `if torch.cuda.is_available() and args.gpu: cuda = True`,
-    `device = torch.device("cuda" if cuda else "cpu")` (its port is held: off CUDA the arm never runs), while
+    `device = torch.device("cuda" if cuda else "cpu")` (here the flag also picks a CUDA tensor type, so the guard
+    stays CUDA's and the choice's port is held: off CUDA the arm never runs), while
     `net.cuda()` under the user's `--gpu` option is ported. The batches go to `device`, the CPU off CUDA: on a Mac
     the model would be on MPS and its inputs on the CPU, so the program keeps the CPU there."""
     script = ("import argparse\n\nimport torch\n\n\ndef train(net, device):\n    x = torch.ones(1, 2).to(device)\n"
@@ -2160,16 +2161,25 @@ def test_a_choice_held_because_no_path_off_cuda_takes_its_cuda_arm_keeps_the_pro
               "    parser.add_argument('--gpu', default=True)\n    args = parser.parse_args()\n    cuda = False\n"
               "    if torch.cuda.is_available() and args.gpu:\n        cuda = True\n"
               "    device = torch.device('cuda' if cuda else 'cpu')\n    net = torch.nn.Linear(2, 2)\n"
+              "    kind = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"
               "    if args.gpu is True:\n        net.cuda()\n    train(net, device)\n")
     _applied(tmp_path, {"train.py": script})
     ported = (tmp_path / "train.py").read_text()
     assert "tp.keep_cuda_or_cpu(\"a device choice kept CUDA-or-CPU beside data moved to the picked device, " \
-           "train.py:18\")" in ported and "net.to(tp.device())" in ported
+           "train.py:16\")" in ported and "net.to(tp.device())" in ported
     assert "device = torch.device('cuda' if cuda else 'cpu')" in ported
-    unread = script.replace("    train(net, device)\n", "    print(net)\n")
-    unread = unread.replace("device)\n    return", "'cpu')\n    return")
-    _applied(tmp_path, {"train.py": unread})
-    assert "keep_cuda_or_cpu" not in (tmp_path / "train.py").read_text()  # a choice nothing reads keeps nothing
+
+
+def test_a_held_choice_nothing_reads_keeps_nothing() -> None:
+    """focal_calibration's evaluate.py binds `device = torch.device("cuda" if cuda else "cpu")` and never reads it
+    (`torch.device` itself is no read of it): held, it keeps no program CUDA-or-CPU; a placement always does."""
+    import ast
+
+    from torchport.pipeline.engine import _read_where_bound
+
+    tree = ast.parse("import torch\ndevice = torch.device('cuda')\nnet = torch.nn.Linear(2, 2)\nnet.cuda()\n"
+                     "other = torch.device('cuda')\nprint(other)\n")
+    assert _read_where_bound(tree, {2, 4, 5}) == {4, 5}
 
 
 def test_a_module_that_constructs_a_picker_when_imported_gets_the_keep_above_its_import(tmp_path: Path) -> None:

@@ -187,11 +187,32 @@ class _Scan(cst.CSTVisitor):
         if value is not None and (value.lower() == "nccl" or value.endswith((".cu", ".cuh"))):
             self.cuda_only = True
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # `cuda = True` for a later `torch.device("cuda" if cuda else "cpu")` (focal_calibration's train.py)
+        if isinstance(node.value, cst.Name) and node.value.value == "True" and len(node.targets) == 1 and \
+                isinstance(node.targets[0].target, cst.Name) and self.m.syntax is not None:
+            picked = _picks_a_device(self.m.syntax, node.targets[0].target.value)
+            self.chooses |= picked is not None
+            self.cuda_only |= picked is False
+
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         # `f"cuda:{args.gpu_ids[0]}"`: BIT_CD's trainer picks its device so
         if node.parts and isinstance(head := node.parts[0], cst.FormattedStringText) and head.value.startswith(
                 "cuda:"):
             self.chooses = True
+
+
+def _picks_a_device(tree: ast.Module, name: str) -> bool | None:
+    """How the module reads a flag ``name`` set True under a CUDA guard: None where no conditional expression picks
+    a CUDA device string by it (``"cuda" if name else "cpu"``); False where one does but some ``if`` or conditional
+    of it also names a CUDA API (``torch.cuda.FloatTensor if name else ...``: CUDA's alone); True otherwise."""
+    tests = [n for n in ast.walk(tree) if isinstance(n, (ast.If, ast.IfExp)) and isinstance(n.test, ast.Name)
+             and n.test.id == name]
+    if not any(isinstance(n, ast.IfExp) and isinstance(n.body, ast.Constant) and isinstance(n.body.value, str)
+               and torch_facts.CUDA_SPEC.fullmatch(n.body.value) for n in tests):
+        return None
+    return not any(_names_cuda_api(branch) for n in tests
+                   for branch in ([n.body, n.orelse] if isinstance(n, ast.IfExp) else [*n.body, *n.orelse]))
 
 
 def _module_function(m: Migrator, name: str) -> ast.FunctionDef | None:

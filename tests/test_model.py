@@ -1428,3 +1428,17 @@ def test_a_flag_set_true_under_the_cuda_check_for_a_device_choice_moves_with_it(
     typed = source.replace("        net.cuda()\n",
                            "        kind = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n")
     assert "if torch.cuda.is_available() and args.gpu:" in _port(typed).migrated
+
+
+def test_a_checkpoint_bound_only_for_load_state_dict_moves_nothing() -> None:
+    """openpose's Body: `model_dict = util.transfer(self.model, torch.load(path))`, then
+    `self.model.load_state_dict(model_dict)`: the tensors are copied into the module's own, so its port is no move
+    a kept choice could split from; a name also read otherwise is one."""
+    from torchport.codemods.api import migrate_code
+
+    source = ("import torch\n\n\nclass Body:\n    def __init__(self, model, path):\n        model.cuda()\n"
+              "        model_dict = transfer(model, torch.load(path))\n        model.load_state_dict(model_dict)\n")
+    assert migrate_code(source).facts["state_loads"] == [7]
+    read = source.replace("        model.load_state_dict(model_dict)\n",
+                          "        model.load_state_dict(model_dict)\n        print(model_dict['x'].sum())\n")
+    assert "state_loads" not in migrate_code(read).facts

@@ -712,7 +712,7 @@ class LoadMapLocation(Rule):
             return None
         if not m.apply(self.code, original):
             return None
-        if _into_state_dict(m):
+        if _into_state_dict(m) or _bound_for_state_dict(m, m.start(original).line):
             m.fact("state_loads", original)  # copied into the module's own tensors: wherever they are
         return append_arg(updated, keyword_arg("map_location", m.runtime_call("map_location", [])))
 
@@ -832,6 +832,23 @@ def _into_state_dict(m: Migrator) -> bool:
         if not isinstance(node, (cst.Arg, cst.Subscript, cst.SubscriptElement, cst.Index)):
             return False
     return False
+
+
+def _bound_for_state_dict(m: Migrator, line: int) -> bool:
+    """Whether the statement at ``line`` binds one name (``model_dict = util.transfer(self.model,
+    torch.load(path))``, openpose's ``Body``) that its function reads only as what it gives ``load_state_dict``: the
+    loaded tensors are copied into the module's own, wherever they are."""
+    if m.syntax is None:
+        return False
+    scope = next((f for f in ast.walk(m.syntax) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and f.lineno < line <= (f.end_lineno or f.lineno)), m.syntax)
+    bound = next((s for s in ast.walk(scope) if isinstance(s, ast.Assign) and s.lineno == line), None)
+    if bound is None or len(bound.targets) != 1 or not isinstance(name := bound.targets[0], ast.Name):
+        return False
+    given = {id(a) for c in ast.walk(scope) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+             and c.func.attr == "load_state_dict" for a in c.args}
+    reads = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Load)]
+    return bool(reads) and all(id(n) in given for n in reads)
 
 
 class _Strings(cst.CSTVisitor):

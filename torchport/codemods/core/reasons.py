@@ -153,8 +153,10 @@ TORCHSCRIPT = Reason(
     "import torch\n\n\n@torch.jit.script\ndef pin(x: torch.Tensor) -> torch.Tensor:\n    return x.cuda()\n")
 
 QUIET_OFF_CUDA = Reason(
-    "R24", "quiet-off-cuda", "A torch.cuda memory call that returns quietly without CUDA (`empty_cache()` does "
-    "nothing, the counters answer 0) changes nothing that matters off CUDA, and on CUDA a rewrite is the same call.",
+    "R24", "quiet-off-cuda", "A torch.cuda call that returns quietly without CUDA (`empty_cache()` does nothing, the "
+    "counters answer 0, every device's RNG state is a list of none) changes nothing that matters off CUDA, and on "
+    "CUDA a rewrite is the same call; RNG states a checkpoint stores stay, so none reaches another backend's "
+    "generator.",
     "import torch\ntorch.cuda.empty_cache()\nprint(torch.cuda.max_memory_allocated() / 2**20)\n")
 
 RUNS_NOWHERE = Reason(

@@ -1442,3 +1442,42 @@ def test_a_checkpoint_bound_only_for_load_state_dict_moves_nothing() -> None:
     read = source.replace("        model.load_state_dict(model_dict)\n",
                           "        model.load_state_dict(model_dict)\n        print(model_dict['x'].sum())\n")
     assert "state_loads" not in migrate_code(read).facts
+
+
+def test_a_cuda_index_stored_as_a_device_attribute_stays_where_it_fails() -> None:
+    """Info-HCVAE's vae/main.py: `args.device = torch.cuda.current_device()`, then `batch_to_device(batch,
+    args.device)` in another module. `tp.current_device()` gives 0 off CUDA, and `.to(0)` names no device there:
+    renamed, the script would fail later and less clearly; a local used only as a device still becomes one."""
+    from torchport.codemods.api import migrate_code
+
+    source = "import torch\n\n\ndef main(args):\n    args.device = torch.cuda.current_device()\n    run(args)\n"
+    migration = migrate_code(source)
+    assert migration.code == source
+    assert [d.message for d in migration.diagnostics] == [
+        "left as written (TP010 would apply): [R19 half-port] `args.device` holds a CUDA index that other code uses "
+        "as a device: off CUDA an index names no device"]
+    counted = source.replace("args.device = ", "args.gpu_count = ")
+    assert "args.gpu_count = tp.current_device()" in migrate_code(counted).code
+
+
+def test_a_stub_that_switches_cuda_off_is_no_backend_of_its_own() -> None:
+    """`torch.cuda.is_available = lambda: False` (a force-CPU hack) sets a torch.cuda attribute but implements no
+    backend: the module's moves are still ported (sd-scripts' hijacks assign functions of their own)."""
+    from torchport.codemods.api import migrate_code
+
+    source = "import torch\n\ntorch.cuda.is_available = lambda: False\nx = torch.ones(2).cuda()\n"
+    assert "x = torch.ones(2).to(tp.device())" in migrate_code(source).code
+
+
+def test_a_setting_compared_with_the_cuda_string_is_no_datas_device() -> None:
+    """Off CUDA, a data's device compared with `torch.device("cuda")` is known not to be CUDA's; a setting compared
+    with the string (`cfg.device == "cuda"`, a config value) is not known."""
+    from torchport.model.evaluate import Evaluator, Path
+    from torchport.model.values import UNKNOWN
+
+    evaluator = Evaluator(ast.parse("import torch\n"), "cpu")
+    evaluator.top_functions(())
+    values = {text: evaluator.value(ast.parse(text, mode="eval").body, Path({})) for text in (
+        'cfg.device == "cuda"', 'x.device == torch.device("cuda")', 'x.device != torch.device("cuda:0")')}
+    assert values == {'cfg.device == "cuda"': UNKNOWN, 'x.device == torch.device("cuda")': False,
+                      'x.device != torch.device("cuda:0")': True}

@@ -235,6 +235,9 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      None),
     ("model = torch.nn.DataParallel(Net()).cuda()\n\n\ndef submit(model, x, iters=None):\n"
      "    return model(x.cuda(), iters=iters)\n", (1, "DataParallel, which moves its inputs only on CUDA")),
+    # ... while one handed on through two functions (`outer(net)` calls `inner(net)`) is the wrapper there too
+    ("model = torch.nn.DataParallel(Net()).cuda()\n\n\ndef outer(net):\n    inner(net)\n\n\ndef inner(model):\n"
+     "    return model(x)\n\n\nouter(model)\n", (1, "DataParallel, which moves its inputs only on CUDA")),
     ("y = y.type(x.type())\n", (1, "tensor type strings given back to `.type()` (`x.type(y.type())`)")),
     ("y = y.type(x.dtype)\n", None),
     # data moved only where other data is on CUDA: on MPS the port's moves meet it on the CPU

@@ -266,7 +266,7 @@ def _restored_in_place(m: Migrator, rule: Rule) -> frozenset[int]:
         for scope in scopes:
             got: dict[str, int] = {}
             restored: dict[str, int] = {}
-            for node in ast.walk(scope):
+            for node in _own_nodes(scope):  # a save in one function and a load in another do not pair
                 # the read takes no argument, the set one: the states
                 if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                     if isinstance(node.value, ast.Call) and not node.value.args and _called(m, node.value):
@@ -278,6 +278,14 @@ def _restored_in_place(m: Migrator, rule: Rule) -> frozenset[int]:
         store["restored"] = frozenset(lines)
     found: frozenset[int] = store["restored"]
     return found
+
+
+def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``scope``, not those of the functions and classes it defines."""
+    for child in ast.iter_child_nodes(scope):
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            yield child
+            yield from _own_nodes(child)
 
 
 def _every_device_state(m: Migrator, node: cst.CSTNode) -> bool:
@@ -312,6 +320,8 @@ class CudaRngApi(_Rename):
         # ... while states a checkpoint stores stay: quiet off CUDA, and no backend's state reaches another's.
         Example("import torch\ndef save(path):\n    torch.save({'cuda': torch.cuda.get_rng_state_all()}, path)\n"
                 "def load(path):\n    torch.cuda.set_rng_state_all(torch.load(path)['cuda'])\n"),
+        Example("import torch\ndef save(path):\n    states = torch.cuda.get_rng_state_all()\n"
+                "    torch.save(states, path)\ndef load(states):\n    torch.cuda.set_rng_state_all(states)\n"),
         # `torch.manual_seed(seed)` already seeds every device, the picked one included.
         Example("import torch\ntorch.manual_seed(seed)\ntorch.cuda.manual_seed_all(seed)\n"),
         Example("import torch\ntorch.manual_seed(seed + 1)\ntorch.cuda.manual_seed_all(seed)\n"),

@@ -53,6 +53,7 @@ from torchport.codemods.core.reasons import (
     CUDA_QUERY,
     CUDA_SETTING,
     DEAD_STORE,
+    HALF_PORT,
     HOLDS_NOTHING,
     SEVERAL_BACKENDS,
 )
@@ -1599,7 +1600,15 @@ class IntegerDeviceId(Rule):
 
     def visit_Assign(self, m: Migrator, node: cst.Assign) -> None:
         """``device = device or torch.cuda.current_device()`` in a function that uses ``device`` only as a
-        device (``.to(device)``, ``device=device``): the stored index may become the device itself."""
+        device (``.to(device)``, ``device=device``): the stored index may become the device itself. Stored as an
+        attribute named a device (Info-HCVAE's ``args.device = torch.cuda.current_device()``, read where this module
+        cannot see), the index stays CUDA's: off CUDA ``tp.current_device()`` gives 0, which names no device there
+        (``.to(0)`` fails later), so the call is left failing where it did."""
+        if len(node.targets) == 1 and isinstance(target := node.targets[0].target, cst.Attribute) and \
+                DEVICE_WORD.search(target.attr.value) and is_current_device_call(m, node.value):
+            m.skip_region(node.value, HALF_PORT, f"`{_EMPTY.code_for_node(target)}` holds a CUDA index that other "
+                          "code uses as a device: off CUDA an index names no device")
+            return
         if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
             return
         value = node.value  # the call itself, or `device or torch.cuda.current_device()`, or `rank % device_count()`

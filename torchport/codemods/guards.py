@@ -417,7 +417,8 @@ def _portable_or_cuda_only_module(m: Migrator, module: cst.Module) -> tuple[Reas
     if m.syntax is not None and _CUDA_ATTRIBUTE_SET.search(m.source):
         for n in ast.walk(m.syntax):
             if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and (dotted := ast_chain(n)) and any(
-                    name.startswith("torch.cuda.") for name in qualify(dotted, m.imports)):
+                    name.startswith("torch.cuda.") for name in qualify(dotted, m.imports)) and \
+                    _implemented(m.syntax, n):
                 return SEVERAL_BACKENDS, (f"this module sets `{dotted}` (line {n.lineno}): it implements torch.cuda "
                                           "for another backend")
     for statement in module.body:
@@ -436,6 +437,13 @@ def _portable_or_cuda_only_module(m: Migrator, module: cst.Module) -> tuple[Reas
                     return SEVERAL_BACKENDS, (f"this module imports {name}, a backend layer: it supports several "
                                               "backends already")
     return None
+
+
+def _implemented(tree: ast.Module, target: ast.Attribute) -> bool:
+    """Whether the assignment to ``target`` gives a function of its own (sd-scripts' ``torch.cuda.synchronize =
+    torch_cuda_synchronize``), not a stub that switches CUDA off (``torch.cuda.is_available = lambda: False``)."""
+    assigned = next((a for a in ast.walk(tree) if isinstance(a, ast.Assign) and target in a.targets), None)
+    return assigned is not None and isinstance(assigned.value, (ast.Name, ast.Attribute))
 
 
 def _sizing(m: Migrator) -> frozenset[str]:

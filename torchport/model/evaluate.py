@@ -851,10 +851,13 @@ class Evaluator:
             and node.id in _parameters(f.args) for f in ast.walk(self.tree))
 
     def _compare(self, node: ast.Compare, p: Path) -> object:
-        left = self._data_device(node.left, self.value(node.left, p))
+        left = self.value(node.left, p)
+        left_node = node.left
         result: object = True
         for op, right_node in zip(node.ops, node.comparators, strict=True):
-            right = self._data_device(right_node, self.value(right_node, p))
+            right = self.value(right_node, p)
+            left, right = self._data_device(left_node, left, right), self._data_device(right_node, right, left)
+            left_node = right_node
             outcome = _compare(op, left, right)
             if outcome is False:
                 return False
@@ -863,10 +866,12 @@ class Evaluator:
             left = right
         return result
 
-    def _data_device(self, node: ast.expr, value: object) -> object:
-        """``x.device`` of data, compared, off CUDA: not CUDA's (tgm's ``assert dg.device == torch.device('cuda')``
-        after ``dg.to('cuda')`` fails where the move went to another device)."""
+    def _data_device(self, node: ast.expr, value: object, other: object) -> object:
+        """``x.device`` of data compared with a CUDA ``torch.device`` (``other``), off CUDA: not CUDA's (tgm's
+        ``assert dg.device == torch.device('cuda')`` after ``dg.to('cuda')`` fails where the move went to another
+        device). A setting compared with a string (``cfg.device == "cuda"``) is no data's device."""
         if value is UNKNOWN and isinstance(node, ast.Attribute) and node.attr == "device" and \
+                isinstance(other, Device) and other.type == "cuda" and \
                 self.target != "cuda" and "device" not in self._stored:
             self._touched = True
             return NOT_CUDA

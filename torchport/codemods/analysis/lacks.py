@@ -465,17 +465,22 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
     # dist_model, ...)`, which calls `model(x)`): its calls are read too
     functions = {f.name: f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
     handed: set[str] = set()
-    given: dict[tuple[str, str], bool] = {}  # (function, parameter) -> every call gives it the wrapper
-    for call in ast.walk(tree):
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in functions):
-            continue
-        params = [a.arg for a in (*functions[call.func.id].args.posonlyargs, *functions[call.func.id].args.args)]
-        passed = {params[k]: a for k, a in enumerate(call.args) if k < len(params)}
-        passed.update((w.arg, w.value) for w in call.keywords if w.arg in params)
-        for param, value in passed.items():
-            gets = ast.unparse(value) in wrapped
-            handed.update([param] if gets else [])
-            given[call.func.id, param] = given.get((call.func.id, param), False) or gets
+    given: dict[tuple[str, str], bool] = {}  # (function, parameter) -> some call gives it the wrapper
+    calls_made = [(call, call.func.id, [a.arg for a in (*functions[call.func.id].args.posonlyargs,
+                                                         *functions[call.func.id].args.args)])
+                  for call in ast.walk(tree) if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                  and call.func.id in functions]
+    while True:  # handed on again (`outer(net)` calls `inner(net)`): to a fixed point
+        size = len(handed)
+        for call, callee, params in calls_made:
+            passed = {params[k]: a for k, a in enumerate(call.args) if k < len(params)}
+            passed.update((w.arg, w.value) for w in call.keywords if w.arg in params)
+            for param, value in passed.items():
+                gets = ast.unparse(value) in wrapped | handed
+                handed.update([param] if gets else [])
+                given[callee, param] = given.get((callee, param), False) or gets
+        if len(handed) == size:
+            break
     wrapped |= handed
     calls = 0
     for function in ast.walk(tree):
@@ -483,8 +488,8 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
             continue
         # a parameter named as the wrapper that every call of the module gives something else is another object
         # there (RAFT's `validate_chairs(model)`, given `model.module`)
-        shadowed = {param for (name, param), gets in given.items()
-                    if not gets and not isinstance(function, ast.Module) and name == function.name}
+        shadowed = {param for (name, param), gets in given.items() if not gets and not isinstance(
+            function, ast.Module) and functions.get(name) is function}
         numbers = set() if isinstance(function, ast.Module) else _number_parameters(function)
         # a move under an `if` may not run (the ImageNet example's `if args.gpu is not None: input = input.cuda(...)`):
         # it counts only for calls under the same branch (few-shot-meta-baseline's `if eval_fs: ... x_shot, x_query =

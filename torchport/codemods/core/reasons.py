@@ -155,8 +155,7 @@ TORCHSCRIPT = Reason(
 QUIET_OFF_CUDA = Reason(
     "R24", "quiet-off-cuda", "A torch.cuda call that returns quietly without CUDA (`empty_cache()` does nothing, the "
     "counters answer 0, every device's RNG state is a list of none) changes nothing that matters off CUDA, and on "
-    "CUDA a rewrite is the same call; RNG states a checkpoint stores stay, so none reaches another backend's "
-    "generator.",
+    "CUDA a rewrite is the same call.",
     "import torch\ntorch.cuda.empty_cache()\nprint(torch.cuda.max_memory_allocated() / 2**20)\n")
 
 RUNS_NOWHERE = Reason(

@@ -1130,9 +1130,10 @@ def _only_device_uses(function: cst.FunctionDef, name: str, store: cst.Assign | 
     return reads > 0 and reads == device_reads
 
 
-def _device_uses(function: cst.FunctionDef, name: str, store: cst.Assign | None,
+def _device_uses(function: cst.FunctionDef | cst.Module, name: str, store: cst.Assign | None,
                  module: Mapping[str, cst.FunctionDef] | None = None) -> tuple[int, int]:
-    """``(reads of name, those that are device arguments)`` in ``function``, as `_only_device_uses` counts."""
+    """``(reads of name, those that are device arguments)`` in ``function`` (or a whole module), as
+    `_only_device_uses` counts."""
     allowed = set()
     inside = {id(n) for n in matchers.findall(store, matchers.Name(name))} if store is not None else set()
     for call in matchers.findall(function, matchers.Call()):
@@ -1148,7 +1149,8 @@ def _device_uses(function: cst.FunctionDef, name: str, store: cst.Assign | None,
                     index == 0 and arg.keyword is None and isinstance(call.func, cst.Attribute)
                     and call.func.attr.value in ("to", "set_device")):
                 allowed.add(id(arg.value))
-    reads = [n for n in _name_reads(function.body, name) if id(n) not in inside]
+    reads = [n for n in _name_reads(function.body if isinstance(function, cst.FunctionDef) else function, name)
+             if id(n) not in inside]
     return len(reads), sum(id(n) in allowed for n in reads)
 
 
@@ -1593,6 +1595,13 @@ class IntegerDeviceId(Rule):
                 "    torch.cuda.set_device(device)\n    return model.to(device)\n",
                 "import torch\n\n\ndef main(rank, model):\n    device = tp.device(rank % torch.cuda.device_count())\n"
                 "    torch.cuda.set_device(device)\n    return model.to(device)\n"),
+        # ... at the top of a script too, where every read in the module is a device (deq-lm's train.py).
+        Example("import torch\nimport torch.distributed as dist\n\nrank = dist.get_rank()\n"
+                "device = rank % torch.cuda.device_count()\ntorch.cuda.set_device(device)\n"
+                "model = model.to(device)\n",
+                "import torch\nimport torch.distributed as dist\n\nrank = dist.get_rank()\n"
+                "device = tp.device(rank % torch.cuda.device_count())\ntorch.cuda.set_device(device)\n"
+                "model = model.to(device)\n"),
         # A parameter with an int default that is also read otherwise is reported: a caller may pass `None`.
         Example("import torch\n\n\ndef run(model, x, ctx=0):\n    torch.cuda.synchronize()\n    print(ctx + 1)\n"
                 "    return model(x).to(ctx)\n"),
@@ -1617,9 +1626,13 @@ class IntegerDeviceId(Rule):
             return
         function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
         name = node.targets[0].target.value
-        if function is None:
+        # at the top of a script, a process's index (deq-lm's `device = rank % torch.cuda.device_count()`) read
+        # anywhere in the module only as a device
+        scope: cst.FunctionDef | cst.Module | None = function if function is not None else m.ancestors[0] \
+            if is_rank_index(m, value) and isinstance(m.ancestors[0], cst.Module) else None
+        if scope is None:
             return
-        reads, device_reads = _device_uses(function, name, node, _module_functions(m))
+        reads, device_reads = _device_uses(scope, name, node, _module_functions(m))
         if reads and reads == device_reads:
             m.store(self).setdefault("stored", set()).add(id(node))
         elif device_reads and not m.in_skipped_region:

@@ -2172,14 +2172,16 @@ def test_a_choice_held_because_no_path_off_cuda_takes_its_cuda_arm_keeps_the_pro
 
 def test_a_held_choice_nothing_reads_keeps_nothing() -> None:
     """focal_calibration's evaluate.py binds `device = torch.device("cuda" if cuda else "cpu")` and never reads it
-    (`torch.device` itself is no read of it): held, it keeps no program CUDA-or-CPU; a placement always does."""
+    (`torch.device` itself is no read of it): held, it keeps no program CUDA-or-CPU; a placement that picks its
+    other arm off CUDA does; a statement that never runs off CUDA (T2M-GPT's `except:` fallback) places nothing."""
     import ast
 
     from torchport.pipeline.engine import _read_where_bound
 
-    tree = ast.parse("import torch\ndevice = torch.device('cuda')\nnet = torch.nn.Linear(2, 2)\nnet.cuda()\n"
-                     "other = torch.device('cuda')\nprint(other)\n")
-    assert _read_where_bound(tree, {2, 4, 5}) == {4, 5}
+    tree = ast.parse("import torch\ndevice = torch.device('cuda' if cuda else 'cpu')\nnet = torch.nn.Linear(2, 2)\n"
+                     "net.cuda() if cuda else net\nother = torch.device('cuda' if cuda else 'cpu')\nprint(other)\n"
+                     "try:\n    x = f()\nexcept Exception:\n    x = torch.ones(1).cuda()\n")
+    assert _read_where_bound(tree, {2, 4, 5, 10}) == {4, 5}
 
 
 def test_a_module_that_constructs_a_picker_when_imported_gets_the_keep_above_its_import(tmp_path: Path) -> None:

@@ -304,10 +304,17 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
 
 
 def _read_where_bound(syntax: ast.Module, lines: set[int]) -> set[int]:
-    """The ``lines`` whose statement is no assignment (a placement), or binds a name or attribute the module reads
-    (a choice nothing reads keeps nothing: focal_calibration's evaluate.py never uses its ``device``)."""
+    """The ``lines`` whose statement runs off CUDA and picks its other arm there (a conditional expression:
+    ``torch.device("cuda" if cuda else "cpu")``; a statement that never runs off CUDA places nothing there, as
+    T2M-GPT's ``except: index_motion = torch.ones(1, 1).cuda().long()``), and is no assignment (a placement) or
+    binds a name or attribute the module reads (a choice nothing reads keeps nothing: focal_calibration's
+    evaluate.py never uses its ``device``)."""
     read = {(type(n), n.id if isinstance(n, ast.Name) else n.attr) for n in ast.walk(syntax)
             if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load)}
+    chosen = {s.lineno for s in ast.walk(syntax) if isinstance(s, ast.stmt) and not isinstance(
+        s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.While, ast.With, ast.Try))
+              and any(isinstance(n, ast.IfExp) for n in ast.walk(s))}
+    lines = lines & chosen
     bound = {s.lineno: s.targets for s in ast.walk(syntax) if isinstance(s, ast.Assign)}
     return {line for line in lines if line not in bound or any(
         (type(t), t.id if isinstance(t, ast.Name) else t.attr) in read for t in bound[line]

@@ -2182,6 +2182,10 @@ def test_a_held_choice_nothing_reads_keeps_nothing() -> None:
                      "net.cuda() if cuda else net\nother = torch.device('cuda' if cuda else 'cpu')\nprint(other)\n"
                      "try:\n    x = f()\nexcept Exception:\n    x = torch.ones(1).cuda()\n")
     assert _read_where_bound(tree, {2, 4, 5, 10}) == {4, 5}
+    # a choice bound with others (a tuple) is read by any of them; an annotated one unread keeps nothing
+    tree = ast.parse("dev, amp = ('cuda', True) if cuda else ('cpu', False)\nprint(amp)\n"
+                     "device: str = 'cuda' if cuda else 'cpu'\n")
+    assert _read_where_bound(tree, {1, 3}) == {1}
 
 
 def test_a_module_that_constructs_a_picker_when_imported_gets_the_keep_above_its_import(tmp_path: Path) -> None:
@@ -2199,3 +2203,26 @@ def test_a_module_that_constructs_a_picker_when_imported_gets_the_keep_above_its
     app = (tmp_path / "app.py").read_text()
     assert "keep_cuda_or_cpu" in app
     assert app.index("tp.keep_cuda_or_cpu(") < app.index("from utils import apply_detector"), app
+
+
+def test_a_class_whose_construction_moves_nothing_does_not_pick_on_import(tmp_path: Path) -> None:
+    """`apply_detector = Detector()` where only `Detector.run` moves data (not `__init__`), or a detector made in a
+    module-level lambda: importing it picks nothing, and the call stays after the imports."""
+    from torchport.pipeline.programs import _calls_a_picker
+    from torchport.pipeline.project import Project
+    from torchport.results import FileResult
+
+    detector = ("import torch\n\n\nclass Detector:\n    def __init__(self):\n        self.net = None\n\n"
+                "    def run(self, x):\n        return x.to('cuda')\n")
+    results = [FileResult(path=tmp_path / name, display=name, original=text, migrated=text + "#", facts=facts)
+               for name, text, facts in (
+                   ("detector.py", detector, {"moves": [9]}),
+                   ("utils.py", "from detector import Detector\n\napply_detector = Detector()\n", {}),
+                   ("lazy.py", "from detector import Detector\n\nmake = lambda: Detector()\n", {}))]
+    project = Project(results)
+    assert not _calls_a_picker(project, 1) and not _calls_a_picker(project, 2)
+    moved_in_init = detector.replace("self.net = None", "self.net = torch.nn.Linear(2, 2).to('cuda')")
+    results[0] = FileResult(path=tmp_path / "detector.py", display="detector.py", original=moved_in_init,
+                            migrated=moved_in_init + "#", facts={"moves": [6]})
+    project = Project(results)
+    assert _calls_a_picker(project, 1) and not _calls_a_picker(project, 2)

@@ -315,7 +315,9 @@ def _read_where_bound(syntax: ast.Module, lines: set[int]) -> set[int]:
         s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.While, ast.With, ast.Try))
               and any(isinstance(n, ast.IfExp) for n in ast.walk(s))}
     lines = lines & chosen
-    bound = {s.lineno: s.targets for s in ast.walk(syntax) if isinstance(s, ast.Assign)}
+    bound = {s.lineno: [e for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+                        for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
+             for s in ast.walk(syntax) if isinstance(s, (ast.Assign, ast.AnnAssign))}
     return {line for line in lines if line not in bound or any(
         (type(t), t.id if isinstance(t, ast.Name) else t.attr) in read for t in bound[line]
         if isinstance(t, (ast.Name, ast.Attribute)))}

@@ -715,16 +715,21 @@ def _calls_a_picker(project: Project, index: int) -> bool:
     if tree is None:
         return False
     mains = main_blocks(tree)
+    lambdas = {id(n) for s in tree.body for lam in ast.walk(s) if isinstance(lam, ast.Lambda) for n in ast.walk(lam)}
     called = {n.func.id for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
               and not any(first <= s.lineno <= last for first, last in mains)
-              for n in ast.walk(s) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+              for n in ast.walk(s) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and id(n) not in lambdas}
     if not called:
         return False
 
     def definition(module: int, wanted: str) -> ast.stmt | None:
+        """The function, or the ``__init__`` of the class (what constructing it runs), ``wanted`` of ``module``."""
         defined = parse(project.results[module].original) if project.results[module].changed else None
-        return next((d for d in defined.body if isinstance(d, (ast.ClassDef, ast.FunctionDef)) and d.name == wanted),
-                    None) if defined is not None else None
+        found = next((d for d in defined.body if isinstance(d, (ast.ClassDef, ast.FunctionDef)) and d.name == wanted),
+                     None) if defined is not None else None
+        if isinstance(found, ast.ClassDef):
+            return next((d for d in found.body if isinstance(d, ast.FunctionDef) and d.name == "__init__"), found)
+        return found
 
     for local, other, bound in project.bindings(index):
         if local not in called or bound is None:

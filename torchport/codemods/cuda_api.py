@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 import libcst.matchers as matchers
 
-from torchport.codemods.analysis.names import Imports, ast_chain, qualify
+from torchport.codemods.analysis.names import Imports, ast_chain, own_nodes, qualify
 from torchport.codemods.core.base import (
     append_arg,
     dotted_name,
@@ -260,13 +260,13 @@ def _restored_in_place(m: Migrator, rule: Rule) -> frozenset[int]:
     store = m.store(rule)
     if "restored" not in store:
         lines: set[int] = set()
-        scopes: list[ast.AST] = [m.syntax] if m.syntax is not None else []
-        scopes += [node for scope in scopes for node in ast.walk(scope)
-                   if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        for scope in scopes:
+        tree = m.syntax
+        functions = [] if tree is None else [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef,
+                                                                                        ast.AsyncFunctionDef))]
+        for scope in [] if tree is None else [tree, *functions]:
             got: dict[str, int] = {}
             restored: dict[str, int] = {}
-            for node in _own_nodes(scope):  # a save in one function and a load in another do not pair
+            for node in own_nodes(scope):  # a save in one function and a load in another do not pair
                 # the read takes no argument, the set one: the states
                 if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                     if isinstance(node.value, ast.Call) and not node.value.args and _called(m, node.value):
@@ -278,14 +278,6 @@ def _restored_in_place(m: Migrator, rule: Rule) -> frozenset[int]:
         store["restored"] = frozenset(lines)
     found: frozenset[int] = store["restored"]
     return found
-
-
-def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of ``scope``, not those of the functions and classes it defines."""
-    for child in ast.iter_child_nodes(scope):
-        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            yield child
-            yield from _own_nodes(child)
 
 
 def _every_device_state(m: Migrator, node: cst.CSTNode) -> bool:

@@ -22,14 +22,13 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from torchport.codemods import cuda_api
 from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
-from torchport.codemods.analysis.names import ast_chain, qualify
+from torchport.codemods.analysis.names import ast_chain, own_nodes, qualify
 from torchport.codemods.analysis.programs import (
     CUDA_ONLY_TEXT,
     arguments,
@@ -928,7 +927,7 @@ def _portable_flags(module: ast.Module, flags: set[tuple[str, str]]) -> set[tupl
         scope = scopes.get(owner)
         if scope is None:  # `("*", "args.cuda")`, or a function name defined twice
             continue
-        nodes = list(_own_nodes(scope))
+        nodes = list(own_nodes(scope))
         if owner == "" and any(isinstance(n, ast.Name) and n.id == name for f in ast.walk(module)
                                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
                                for n in ast.walk(f)):
@@ -976,14 +975,6 @@ def _bound_by(node: ast.AST) -> set[str]:
     if isinstance(node, (ast.Global, ast.Nonlocal)):
         return set(node.names)
     return set()
-
-
-def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of ``scope``, not those of the functions, classes and lambdas defined in it."""
-    for child in ast.iter_child_nodes(scope):
-        yield child
-        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            yield from _own_nodes(child)
 
 
 def _one_availability(value: ast.expr) -> bool:

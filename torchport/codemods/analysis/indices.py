@@ -24,6 +24,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from torchport.codemods.analysis.programs import parameter_defaults
 from torchport.model import torch_facts
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -105,9 +106,8 @@ def function_int_names(function: ast.FunctionDef | ast.AsyncFunctionDef,
     ``wanted``, the names the module reads in a device position, when given)."""
     args = function.args
     positional = [*args.posonlyargs, *args.args]
-    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-    defaults.update((a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
-    int_params = {a.arg: d for a, d in defaults.items() if _is_int(d) and (wanted is None or a.arg in wanted)}
+    int_params = {a.arg: d for a, d in parameter_defaults(function).items()
+                  if _is_int(d) and (wanted is None or a.arg in wanted)}
     every_param = {a.arg for a in (*positional, *args.kwonlyargs, args.vararg, args.kwarg) if a is not None}
     if wanted is not None and not int_params and not _assigns_int(function, wanted):
         return None

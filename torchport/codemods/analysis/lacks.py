@@ -10,7 +10,7 @@ import ast
 import re
 from collections.abc import Iterable, Iterator, Mapping
 
-from torchport.codemods.analysis.programs import call_name, is_script
+from torchport.codemods.analysis.programs import call_name, is_script, parameter_defaults
 from torchport.codemods.analysis.source import parse
 from torchport.model import torch_facts
 from torchport.model.torch_facts import ON_CUDA_FLAGS
@@ -532,11 +532,8 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
 def _number_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """The parameters of ``function`` whose default is a number, a string or a bool (RAFT's ``iters=24``): not
     tensors, whatever a caller gives (a ``None`` default may stand for one)."""
-    arguments = function.args
-    positional = [*arguments.posonlyargs, *arguments.args]
-    pairs = [*zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults, strict=True),
-             *((a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d is not None)]
-    return {a.arg for a, d in pairs if isinstance(d, ast.Constant) and isinstance(d.value, (int, float, str))}
+    return {a.arg for a, d in parameter_defaults(function).items()
+            if isinstance(d, ast.Constant) and isinstance(d.value, (int, float, str))}
 
 
 def _reaching_moves(moved: Mapping[str, frozenset[tuple[int, str]]], here: frozenset[tuple[int, str]]) -> set[str]:

@@ -153,6 +153,15 @@ def ast_chain(node: ast.expr) -> str | None:
     return ".".join(reversed(parts))
 
 
+def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``scope``, not those of the functions, classes and lambdas defined in it (their definitions are
+    yielded, not what they hold)."""
+    for child in ast.iter_child_nodes(scope):
+        yield child
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            yield from own_nodes(child)
+
+
 def environment_read(node: ast.expr) -> str | None:
     """The variable ``node`` reads: ``os.environ.get("V")`` (with a default too), ``os.getenv("V")``,
     ``os.environ["V"]``; None for anything else."""

@@ -339,6 +339,15 @@ def is_test(node: ast.stmt) -> bool:
         and any("test" in name.lower() for name in (node.name, *map(ast.unparse, node.bases))))
 
 
+def parameter_defaults(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[ast.arg, ast.expr]:
+    """Each parameter of ``function`` that has a default, with it (positional and keyword-only)."""
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults, strict=True))
+    defaults.update((a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None)
+    return defaults
+
+
 def parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     """The names of ``function``'s parameters a call can fill by name: positional ones first, in order, then
     keyword-only ones (not ``*args`` and ``**kwargs``)."""

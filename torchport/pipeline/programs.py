@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import copy
 import difflib
+import functools
 import os
 import re
 import tomllib
@@ -1764,15 +1765,23 @@ def _runs_a_change(project: Project, index: int, reach: set[int]) -> bool:
         return False
     from torchport.pipeline.project import _names
 
-    before, after = result.original.splitlines(), result.migrated.splitlines()
+    spans = _names(result.original).spans
+    owners = {next((name for first, last, name in spans if first <= line <= last), None)
+              for line in _ported_lines(result.original, result.migrated)}
+    return None in owners or bool(owners & program_names(project, reach))
+
+
+@functools.lru_cache(maxsize=256)
+def _ported_lines(original: str, migrated: str) -> frozenset[int]:
+    """The lines of ``original`` (1-based) its port ``migrated`` changes or adds a line at, the runtime's import
+    aside: read once per module, however many programs reach it."""
+    before, after = original.splitlines(), migrated.splitlines()
     lines: set[int] = set()
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
         if tag != "equal" and not all("torchport" in line and line.lstrip().startswith(("import ", "from "))
                                       or not line.strip() for line in after[j1:j2]):  # not the runtime's import
             lines.update(range(i1 + 1, i2 + 1) if i2 > i1 else {max(i1, 1)})
-    spans = _names(result.original).spans
-    owners = {next((name for first, last, name in spans if first <= line <= last), None) for line in lines}
-    return None in owners or bool(owners & program_names(project, reach))
+    return frozenset(lines)
 
 
 def _reaching(project: Project, count: int, targets: set[int]) -> dict[int, list[int]]:

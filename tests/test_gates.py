@@ -76,6 +76,14 @@ def test_a_function_that_stops_whenever_cuda_is_missing(source: str, stops: bool
     # a device pick answers nothing; neither does a function that returns something else on another path
     ("import torch\ndef pick():\n    return 'cuda' if torch.cuda.is_available() else 'cpu'\n", set()),
     ("import torch\ndef f(x):\n    if x:\n        return x\n    return torch.cuda.is_available()\n", set()),
+    # falkon's `decide_cuda`: constants returned, false on every path without CUDA (evaluated, not read)
+    ("import torch, warnings\ndef decide(opt=None):\n    if opt is None:\n        opt = Options()\n"
+     "    if opt.use_cpu:\n        return False\n    if not torch.cuda.is_available():\n"
+     "        warnings.warn('no CUDA')\n        return False\n    return True\n", {"decide"}),
+    # false everywhere, or true off CUDA on some path: no answer
+    ("import torch\ndef never():\n    if torch.cuda.is_available():\n        return False\n    return False\n", set()),
+    ("import torch\ndef f(opt):\n    if opt.force:\n        return True\n"
+     "    if not torch.cuda.is_available():\n        return False\n    return True\n", set()),
 ])
 def test_cuda_predicates(source: str, expected: set[str]) -> None:
     from torchport.codemods.analysis.programs import cuda_predicates

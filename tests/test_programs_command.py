@@ -2226,3 +2226,24 @@ def test_a_class_whose_construction_moves_nothing_does_not_pick_on_import(tmp_pa
                             migrated=moved_in_init + "#", facts={"moves": [6]})
     project = Project(results)
     assert _calls_a_picker(project, 1) and not _calls_a_picker(project, 2)
+
+
+def test_a_predicate_evaluated_false_off_cuda_gates_through_a_package_that_hands_it_on(tmp_path: Path) -> None:
+    """falkon: ``decide_cuda()`` returns constants (``if not torch.cuda.is_available(): return False``), false on
+    every path without CUDA; its package's ``__init__.py`` hands it on, a test's ``skipif(not decide_cuda())`` and a
+    class's ``if self.use_cuda:`` read it. What only CUDA runs stays as written; the rest is ported."""
+    switches = ("import warnings\nimport torch\n\n\ndef decide_cuda(opt=None):\n"
+                "    if opt is not None and opt.use_cpu:\n        return False\n"
+                "    if not torch.cuda.is_available():\n        warnings.warn('no CUDA')\n"
+                "        return False\n    return True\n")
+    model = ("import torch\nfrom lib.utils import decide_cuda\n\n\nclass Model:\n    def __init__(self, opt=None):\n"
+             "        self.use_cuda = decide_cuda(opt)\n        if self.use_cuda:\n            torch.cuda.init()\n")
+    test = ("import pytest\nimport torch\nfrom lib.model import Model\nfrom lib.utils import decide_cuda\n\n\n"
+            "@pytest.mark.skipif(not decide_cuda(), reason='No GPU found.')\ndef test_large():\n"
+            "    assert torch.ones(2).cuda().sum() == 2\n\n\ndef test_small():\n    Model()\n"
+            "    assert torch.ones(2, device='cuda').sum() == 2\n")
+    _applied(tmp_path, {"lib/__init__.py": "", "lib/utils/__init__.py": "from .switches import decide_cuda\n",
+                        "lib/utils/switches.py": switches, "lib/model.py": model, "tests/test_ops.py": test})
+    assert (tmp_path / "lib/model.py").read_text() == model
+    ported = (tmp_path / "tests/test_ops.py").read_text()
+    assert "torch.ones(2).cuda().sum()" in ported and "device='cuda'" not in ported, ported

@@ -920,7 +920,12 @@ class Evaluator:
         if isinstance(node.func, ast.Attribute):
             receiver = self.value(node.func.value, p)
             function = self._name(node.func, p) if isinstance(receiver, Name) else UNKNOWN
-        args = [self.value(a.value if isinstance(a, ast.Starred) else a, p) for a in node.args]
+        condition = isinstance(function, Name) and function.qualified in torch_facts.SKIP_IF
+        self._testing += condition  # `skipif(not decide_cuda())`: a skip's condition, where a gate is a predicate
+        try:
+            args = [self.value(a.value if isinstance(a, ast.Starred) else a, p) for a in node.args]
+        finally:
+            self._testing -= condition
         keywords = {k.arg: self.value(k.value, p) for k in node.keywords}
         if p.stop:
             return UNKNOWN

@@ -261,7 +261,7 @@ def cuda_predicates(module: ast.Module) -> frozenset[str]:
     """The module's functions that answer whether CUDA is there, read from what they return: each ``return`` gives a
     CUDA query, a flag assigned from one, or a test of them (``return has_cuda and gpu_count >= min_gpus``); never a
     device (``return "cuda" if ... else "cpu"`` is a choice, not an answer)."""
-    found = set()
+    found, asking = set(), []
     for function in module.body:
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -269,7 +269,30 @@ def cuda_predicates(module: ast.Module) -> frozenset[str]:
         returns = [n for n in ast.walk(function) if isinstance(n, ast.Return)]
         if returns and all(r.value is not None and _answers(r.value, flags) for r in returns):
             found.add(function.name)
-    return frozenset(found)
+        elif returns and any(isinstance(n, ast.Attribute) and n.attr in _QUERY_TAILS for n in ast.walk(function)):
+            asking.append(function.name)
+    return frozenset(found | _false_off_cuda(module, asking)) if asking else frozenset(found)
+
+
+_QUERY_TAILS = frozenset(str(torch_facts.cuda_tail(name)) for name in torch_facts.named("available", "count"))
+
+
+def _false_off_cuda(module: ast.Module, names: list[str]) -> set[str]:
+    """Those of the functions ``names`` (top-level, each asking a CUDA query) that, evaluated with their parameters
+    unknown, return a false value on every path without CUDA and may return a true one with it: falkon's
+    ``decide_cuda(opt=None)``, ``if opt.use_cpu: return False`` / ``if not torch.cuda.is_available(): return
+    False`` / ``return True``. Evaluated, not read from how the returns are spelled."""
+    from torchport.model.evaluate import Evaluator
+    from torchport.model.values import truth
+
+    try:
+        off, on = (Evaluator(module, target).top_functions(names) for target in ("cpu", "cuda"))
+    except RecursionError:
+        return set()
+    return {getattr(cpu.node, "name", "") for cpu, cuda in zip(off, on, strict=True)
+            if cpu.paths and all(p.stop is None and p.flow == "return" and truth(p.returned) is False
+                                 for p in cpu.paths)
+            and any(p.stop is None and truth(p.returned) is not False for p in cuda.paths)}
 
 
 def _answers(value: ast.expr, flags: _Flags) -> bool:

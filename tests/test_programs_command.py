@@ -2247,3 +2247,35 @@ def test_a_predicate_evaluated_false_off_cuda_gates_through_a_package_that_hands
     assert (tmp_path / "lib/model.py").read_text() == model
     ported = (tmp_path / "tests/test_ops.py").read_text()
     assert "torch.ones(2).cuda().sum()" in ported and "device='cuda'" not in ported, ported
+
+
+_ORPHAN = "import torch\n\n\ndef load(path):\n    return torch.load(path).cuda()\n"
+_SCRIPT = "import torch\n\nif __name__ == '__main__':\n    print(torch.ones(2).cuda())\n"
+
+
+@pytest.mark.parametrize(("others", "left"), [
+    ({}, True),  # a backup nothing imports or names
+    ({"configs/run.yaml": "target: models.backup.load\n"}, False),  # looked up by name from a config
+    ({"run.sh": "python -m models.backup\n"}, False),
+    ({"train.py": "import torch\nfrom models.backup import load\n\nif __name__ == '__main__':\n"
+                  "    print(load('x'), torch.ones(2).cuda())\n"}, False),  # a program imports it
+    ({"pyproject.toml": "[project]\nname = 'models'\nversion = '1'\n", "models/__init__.py": ""}, False),  # installed
+])
+def test_a_module_no_program_reaches_and_no_file_names_is_left(tmp_path: Path, others: dict[str, str],
+                                                                 left: bool) -> None:
+    _applied(tmp_path, {"models/backup.py": _ORPHAN, "train.py": _SCRIPT, **others})
+    assert ((tmp_path / "models/backup.py").read_text() == _ORPHAN) is left
+    assert "tp.device()" in (tmp_path / "train.py").read_text()
+
+
+def test_a_module_the_user_names_is_ported_whether_a_program_reaches_it_or_not(tmp_path: Path) -> None:
+    _write(tmp_path, {"backup.py": _ORPHAN, "train.py": _SCRIPT})
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path / "backup.py"), str(tmp_path / "train.py"), "--no-cache",
+                                    "--apply"])
+    assert done.exit_code == 0, done.output
+    assert "tp.device()" in (tmp_path / "backup.py").read_text()
+    folder = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache"])
+    assert "[R27 unreached]" not in folder.stdout + folder.stderr  # ported already
+    (tmp_path / "backup.py").write_text(_ORPHAN)
+    folder = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache"])
+    assert "backup.py:5:1: TP110 2 rewrite(s) not made: [R27 unreached]" in folder.stdout + folder.stderr

@@ -130,7 +130,8 @@ def test_kept_and_rewritten_choices_in_one_file(tmp_path: Path) -> None:
 
 
 def test_unrelated_files_are_not_held(tmp_path: Path) -> None:
-    _tree(tmp_path, {"a.py": GUARD, "b.py": "import torch\nuse_cuda = torch.cuda.is_available()\n"
+    _tree(tmp_path, {"a.py": GUARD + "\n\nif __name__ == '__main__':\n    print(build(torch.ones(1)))\n",
+                     "b.py": "import torch\nuse_cuda = torch.cuda.is_available()\n"
                                             "x = torch.ones(1)\nx = x.cuda() if use_cuda else x\n"})
     a = _run(tmp_path)["a.py"]
     assert a.hold is None and "tp.is_available()" in a.migrated

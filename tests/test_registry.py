@@ -106,8 +106,11 @@ def test_every_reason_example_stays_as_written_and_cites_its_reason(tmp_path: Pa
         (folder / "example.py").write_text(reason.example)
         if reason.requirements:
             (folder / "requirements.txt").write_text(reason.requirements)
+        for name, text in reason.beside:
+            (folder / name).write_text(text)
         settings = replace(DEFAULT, torch_version=declared_torch_version(folder) or (0, 0))  # as the CLI reads it
-        [result] = runner.run(list(files.discover([folder])), settings, jobs=1)
+        [result] = [r for r in runner.run(list(files.discover([folder])), settings, jobs=1)
+                    if r.path.name == "example.py"]
         assert result.migrated == reason.example, reason.id
         assert any(reason.tag in d.message for d in result.diagnostics), (reason.id, result.diagnostics)
 
@@ -120,8 +123,9 @@ def test_the_reasons_page_lists_the_catalogue() -> None:
 
 
 def test_the_program_models_tag_is_the_catalogues() -> None:
-    from torchport.codemods.core.reasons import CUDA_ONLY, CUDA_ONLY_LIBRARY, FAKES_CUDA
+    from torchport.codemods.core.reasons import CUDA_ONLY, CUDA_ONLY_LIBRARY, FAKES_CUDA, UNREACHED
     from torchport.pipeline import programs
 
     assert programs.CUDA_ONLY_LIBRARY_TAG == CUDA_ONLY_LIBRARY.tag
     assert (programs.FAKES_CUDA_TAG, programs.CUDA_ONLY_TAG) == (FAKES_CUDA.tag, CUDA_ONLY.tag)
+    assert programs.UNREACHED_TAG == UNREACHED.tag

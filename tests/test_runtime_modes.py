@@ -298,9 +298,11 @@ def test_runtime_import_goes_after_the_sys_path_change_that_makes_it_importable(
 
 
 _TREE = {
-    "train.py": "import torch\n\n\ndef main(model, x):\n    model.cuda()\n    torch.cuda.manual_seed_all(0)\n"
+    "train.py": "import torch\nfrom pkg.model import make\n\n\ndef main(model, x):\n    model.cuda()\n"
+                "    torch.cuda.manual_seed_all(0)\n"
                 "    start = torch.cuda.Event(enable_timing=True)\n    torch.cuda.synchronize()\n"
-                "    return model(x.cuda()), start, torch.cuda.memory_allocated()\n",
+                "    return model(x.cuda()), start, torch.cuda.memory_allocated()\n\n\n"
+                "if __name__ == '__main__':\n    print(main(make()[0], torch.ones(2)))\n",
     "tools/probe.py": "import torch\n\nprint(torch.zeros(2).cuda().device.type, torch.cuda.get_device_name(0) != '',"
                       " type(torch.cuda.current_stream()).__name__ != '')\n",
     "pkg/__init__.py": "",

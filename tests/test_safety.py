@@ -450,8 +450,8 @@ def test_cache_folder_env_var_and_no_cache(cli: CliRunner, tmp_path: Path) -> No
     elsewhere = tmp_path / "cache-here"
     assert cli.invoke(app, ["migrate", str(root)], env={cache_module.ENV_VAR: str(elsewhere)}).exit_code == 0
     assert not (root / cache_module.FOLDER_NAME).exists()
-    # the file; the run's decisions (directives, programs, fakes, amp, follow); the programs summary
-    assert len(list((elsewhere / cache_module.__version__).iterdir())) == 7
+    # the file; the run's decisions (directives, programs, fakes, amp, follow, unreached); the programs summary
+    assert len(list((elsewhere / cache_module.__version__).iterdir())) == 8
     assert (elsewhere / ".gitignore").read_text().splitlines()[-1] == "*"
     cold = cli.invoke(app, ["migrate", str(root)])
     warm = cli.invoke(app, ["migrate", str(root)])

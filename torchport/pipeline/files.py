@@ -56,11 +56,13 @@ class Found:
         path: the file.
         display: the path relative to the directory the user named (or as given).
         problem: why the file is reported and not read (e.g. a symlink out of the tree), else None.
+        named: the user named the file itself, not a folder holding it.
     """
 
     path: Path
     display: str
     problem: str | None = None
+    named: bool = False
 
 
 def _spec(lines: Iterable[str]) -> pathspec.GitIgnoreSpec:
@@ -117,7 +119,7 @@ def discover(paths: Iterable[Path], exclude: Iterable[str] = (), rooted: tuple[s
         if given.is_dir():
             yield from _walk(given, excluded, config, suffixes)
         else:
-            yield Found(given, str(given), _not_regular(given))
+            yield Found(given, str(given), _not_regular(given), named=True)
 
 
 def _not_regular(path: Path) -> str | None:

@@ -83,6 +83,7 @@ CUDA_ONLY_LIBRARY_TAG = "[R07 cuda-only-library]"  # CUDA_ONLY_LIBRARY
 RUNS_NOWHERE_TAG = "[R25 runs-nowhere]"  # reasons.RUNS_NOWHERE
 FAKES_CUDA_TAG = "[R08 fakes-cuda]"  # FAKES_CUDA
 CUDA_ONLY_TAG = "[R01 cuda-only]"  # CUDA_ONLY
+UNREACHED_TAG = "[R27 unreached]"  # UNREACHED
 # Text of a module that places data on a device itself.
 _PLACES_DATA = torch_facts.text("places_data")
 KINDS = ("script", "console-script", "test", "notebook", "library")

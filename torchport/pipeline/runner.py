@@ -155,6 +155,14 @@ def _run(found: Sequence[Found], settings: Settings, jobs: int, cache: cache_mod
     _leave(results, cache, entries, "fakes", programs.faked_by_tests, programs.FAKES_CUDA_TAG)
     _leave(results, cache, entries, "amp", programs.cpu_only_amp, programs.CUDA_ONLY_TAG)
     _leave(results, cache, entries, "follow", programs.kept_off_accelerators, programs.CUDA_ONLY_TAG)
+    named = {i for i, item in enumerate(found) if item.named}  # a file the user names is ported, reached or not
+
+    def unreached(results: list[FileResult]) -> dict[int, str]:
+        from torchport.pipeline.unused import unreached_modules  # here: a warm run reads the decisions
+
+        return unreached_modules(results, named)
+
+    _leave(results, cache, entries, f"unreached{sorted(named)}", unreached, programs.UNREACHED_TAG)
     return results
 
 

@@ -14,8 +14,10 @@ call it), for test modules (pytest collects by name) or for decorated definition
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+import os
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from torchport.model import torch_facts
 from torchport.pipeline.library import installable
@@ -332,3 +334,96 @@ def _looks_up(node: ast.AST) -> bool | str:
         if node.value.attr == "__dict__":
             return node.value.value.id if isinstance(node.value.value, ast.Name) else True
     return False
+
+
+_FILES_AT_MOST = 20_000  # a bigger tree is no loose set of scripts: nothing is decided
+_BYTES_AT_MOST = 2_000_000  # per file: bigger ones are data
+
+
+def unreached_modules(results: Sequence[FileResult], named: Collection[int] = ()) -> dict[int, str]:
+    """The changed modules no program of the project reaches and no file of it names: research code's backups and
+    abandoned variants (textual_inversion's ``modules_bak.py``, keyphrase-generation-rl's ``pykp/dataloader.py``).
+
+    A program is a script (a ``__main__`` block, work at its top level, or a top-level statement the port
+    changes), a test module, a notebook or a ``conftest.py``; it reaches what it imports, transitively. A module
+    is named when one of the project's other files (its code, configs, shell scripts, docs, code the run skipped)
+    holds its name as a word: a config's ``target: ldm.models.diffusion.ddim.DDIMSampler``, cog's ``predict:
+    predict.py:Predictor``, a README's ``python -m``. Nothing is decided for a project without programs (a library
+    run on its own), for a module packaging metadata installs (its users import it), for a package's
+    ``__init__.py``, for a file the user named (not a folder holding it) or for a tree past `_FILES_AT_MOST`.
+
+    Args:
+        results: one per file of the run (``original`` is the source).
+        named: indices into ``results`` of the files the user named.
+
+    Returns:
+        index into ``results`` -> why its rewrites are not made (`reasons.UNREACHED`'s detail).
+    """
+    tests, by_name = torch_facts.text("test_file"), torch_facts.text("run_by_name")
+    changed = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and r.original
+               and i not in named and not by_name.match(r.path.name) and not tests.match(r.path.name)]
+    if not changed or sum(r.original is not None for r in results) > _MODULES_AT_MOST:
+        return {}
+    entries = [i for i, r in enumerate(results) if r.original is not None and (
+        r.path.suffix == ".ipynb" or r.path.name == "conftest.py" or tests.match(r.path.name)
+        or (shape := outline(r.original)).script or shape.works_at_top or shape.tests or not shape.parses
+        or _ported_at_top(r))]
+    if not entries:
+        return {}
+    project = Project(results)
+    reached = set().union(*(project.reach(i) for i in entries))
+    candidates = [i for i in changed if i not in reached]
+    packaged = installable(results[i].path for i in candidates) if candidates else set()
+    candidates = [i for i in candidates if results[i].path not in packaged]
+    if not candidates:
+        return {}
+    unreached = {i for i in range(len(results)) if i not in reached}
+    mentioned = set().union(*(words(r.original) for i, r in enumerate(results) if i not in unreached and r.original))
+    for i in unreached - set(candidates):  # an unreached module that is not ported still names what it imports
+        mentioned.update(words(results[i].original or ""))
+    on_disk = _other_texts(results)
+    if on_disk is None:
+        return {}
+    mentioned |= on_disk
+    return {i: "no program of the project reaches it (no script, test or notebook imports it) and no file of the "
+               "project names it" for i in candidates if results[i].path.stem not in mentioned}
+
+
+def _ported_at_top(result: FileResult) -> bool:
+    """Whether the port changes a statement of the module's own top level (``y = torch.ones(1, device="cuda")``):
+    running the file runs it, so the file may be run on its own."""
+    tree = parse(result.original or "") if result.sites else None
+    if tree is None:
+        return False
+    spans = [(s.lineno, s.end_lineno or s.lineno) for s in tree.body
+             if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    return any(not any(first <= site.line <= last for first, last in spans) for site in result.sites)
+
+
+def _other_texts(results: Sequence[FileResult]) -> set[str] | None:
+    """The words of the files under the run's common folder that are not in the run and may name a module
+    (``naming_file``); None past `_FILES_AT_MOST` files."""
+    paths = [r.path.resolve() for r in results]
+    run = set(paths)
+    root = Path(os.path.commonpath([p.parent for p in paths])) if paths else None
+    if root is None:
+        return set()
+    found: set[str] = set()
+    seen = 0
+    naming, skipped = torch_facts.text("naming_file"), torch_facts.text("skipped_folder")
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not skipped.match(d)
+                   and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))]  # a virtual environment
+        for name in files:
+            path = Path(folder, name)
+            if not naming.search(name) or path in run:
+                continue
+            seen += 1
+            if seen > _FILES_AT_MOST:
+                return None
+            try:
+                if path.stat().st_size <= _BYTES_AT_MOST:
+                    found.update(words(path.read_text(encoding="utf-8", errors="replace")))
+            except OSError:
+                continue
+    return found

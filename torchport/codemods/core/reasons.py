@@ -20,6 +20,7 @@ class Reason:
         sentence: the general fact, in one sentence.
         example: a module the rules leave byte-identical, citing this reason.
         requirements: the ``requirements.txt`` of the example's project, where the reason is the project's.
+        beside: the other files of the example's project, ``(path, text)``, where the reason is the project's.
     """
 
     id: str
@@ -27,6 +28,7 @@ class Reason:
     sentence: str
     example: str
     requirements: str = ""
+    beside: tuple[tuple[str, str], ...] = ()
 
     @property
     def tag(self) -> str:
@@ -167,11 +169,17 @@ PROJECT_TORCH = Reason(
     "R26", "project-torch", "The torch the project requires is older than the torch API the rewrite would write.",
     "import torch\ntry:\n    f()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n", "torch==1.13.1\n")
 
+UNREACHED = Reason(
+    "R27", "unreached", "A module no program of the project reaches (no script, test or notebook imports it) and no "
+    "file of the project names (a config, a shell script, a README) runs nowhere: a port changes nothing anyone runs.",
+    "import torch\n\n\ndef load(path):\n    return torch.load(path).cuda()\n",
+    beside=(("train.py", "import torch\n\nif __name__ == '__main__':\n    print(torch.ones(2).cuda())\n"),))
+
 REASONS: tuple[Reason, ...] = (CUDA_ONLY, SEVERAL_BACKENDS, CUDA_GATE, GATE_DEFINITION, CUDA_TEST, CUDA_ONLY_PROGRAM,
                                CUDA_ONLY_LIBRARY, FAKES_CUDA, CUDA_SETTING, DEAD_STORE, SEEDED, MOVES_TOGETHER,
                                HELD_CHOICE, CUDA_QUERY, UNSET_ATTRIBUTE, OLDER_TORCH, INDEX_BOOKKEEPING,
                                CONFIG_DATA, HALF_PORT, SAVED_HERE, EXPECTED_ERROR, HOLDS_NOTHING,
-                               TORCHSCRIPT, QUIET_OFF_CUDA, RUNS_NOWHERE, PROJECT_TORCH)
+                               TORCHSCRIPT, QUIET_OFF_CUDA, RUNS_NOWHERE, PROJECT_TORCH, UNREACHED)
 BY_ID = {reason.id: reason for reason in REASONS}
 
 

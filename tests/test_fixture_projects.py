@@ -356,25 +356,30 @@ def test_what_a_test_module_calls_runs(tmp_path: Path) -> None:
     assert "torch.ones(2).to(tp.device())" in (tmp_path / "mod.py").read_text()
 
 
-@pytest.mark.parametrize("variant", ["script repo", "installable", "looked up by name"])
+@pytest.mark.parametrize("variant", ["script repo", "installable", "looked up by name", "looked up, named nowhere",
+                                     "looked up by a built name"])
 def test_definitions_nothing_in_a_script_repo_runs_are_left_and_said_once(tmp_path: Path, variant: str) -> None:
     """A research repo's old model and its helper, named only in a comment, are left as written with one note; the
-    script still runs on the CPU. A package users install, or a project that looks definitions up by a computed
-    name, gets every definition ported."""
+    script still runs on the CPU. A package users install gets every definition ported; so does a project that looks
+    definitions up by a name it is given (the command line's), where a text of the project names them (a comment
+    here), or where the name is built from parts."""
     folder = tmp_path / "unused_defs"
     shutil.copytree(PROJECTS / "unused_defs", folder)
     if variant == "installable":
         (folder / "pyproject.toml").write_text('[project]\nname = "models"\nversion = "0.1"\n')
-    elif variant == "looked up by name":
+    elif variant.startswith("looked up"):
+        given = "sys.argv[1] + 'Net'" if variant == "looked up by a built name" else "sys.argv[1]"
         train = folder / "train.py"
+        looked = f"    other = getattr(model_module, {given}) if sys.argv[1:] else 0\n"
         train.write_text(train.read_text().replace("    x = sample(8)\n", "    x = sample(8)\n"
-                                                   "    builder = getattr(model_module, 'Net')\n"
-                                                   "    other = getattr(model_module, sys.argv[0])\n")
+                                                   "    builder = getattr(model_module, 'Net')\n" + looked)
                          .replace("import torch\n", "import sys\n\nimport torch\n\nimport model as model_module\n"))
+        if variant == "looked up, named nowhere":
+            train.write_text(train.read_text().replace("    # model = OldNet(); train_old(model)\n", ""))
     output = _apply(folder)
     model = (folder / "model.py").read_text()
     assert "return torch.randn(n, 4).to(tp.device())\n" in model  # `sample` runs
-    left = variant == "script repo"
+    left = variant in ("script repo", "looked up, named nowhere")
     assert ("nn.Linear(4, 2).cuda()" in model) is left and ("return torch.randn(n, 4).cuda()" in model) is left
     assert (output.count("nothing in the project runs `OldNet`, `old_sample`") == 1) is left
     ported = {p.name: p.read_text() for p in folder.glob("*.py")}

@@ -34,13 +34,16 @@ class _Uses:
     is called or made), ``roots`` those the rest of the module uses (its body, the decorators, defaults and bases
     of its definitions, the names of the decorated ones), ``candidates`` its undecorated top-level definitions,
     ``dynamic`` whether it looks names up at run time (`_looks_up`), ``lookups`` the names it looks names up in
-    (``models`` of ``getattr(models, config["arch"])``): a module of the project bound there is read dynamically."""
+    (``models`` of ``getattr(models, config["arch"])``): a module of the project bound there is read dynamically;
+    ``built`` whether a name it looks up is built from parts (``getattr(m, name + "Model")``, ``eval``): one no text
+    of the project holds whole."""
 
     inside: dict[str, frozenset[str]]
     roots: frozenset[str]
     candidates: frozenset[str]
     dynamic: bool
     lookups: frozenset[str] = frozenset()
+    built: bool = False
 
 
 _USES: dict[str, _Uses | None] = {}
@@ -77,11 +80,18 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
             found = replace(found, roots=found.roots | found.candidates)
         uses.append(found)
     project = Project(results)
-    for index, found in enumerate(uses):
-        if found.dynamic or (found.lookups and any(local in found.lookups for local, _, _ in project.bindings(index))):
+    roots = set().union(*(u.roots for u in uses))
+    if any(found.dynamic or (found.lookups and any(local in found.lookups for local, _, _ in project.bindings(index)))
+           for index, found in enumerate(uses)):
+        # a name looked up whole comes from data that holds it: a config, a shell script, a README, a comment
+        # (ldm's `instantiate_from_config` reads `target: ldm.modules.encoders.modules.FrozenCLIPEmbedder`)
+        on_disk = None if any(u.built for u in uses) else _other_texts(results)
+        if on_disk is None:
             return {}
+        roots |= on_disk.union(*(set(words(text)) - u.candidates for text, u in zip(texts, uses, strict=True)
+                                 if text))
     imported = {other for index in range(len(results)) for other in project.imports(index)}
-    live = live_names(set().union(*(u.roots for u in uses)), (u.inside for u in uses))
+    live = live_names(roots, (u.inside for u in uses))
     found_unused: dict[int, frozenset[str]] = {}
     for index in changed:
         mine, shape = _uses(texts[index] or ""), outline(texts[index])
@@ -305,11 +315,27 @@ def _uses(text: str) -> _Uses | None:
                     candidates.add(statement.name)
             else:
                 roots.update(used(statement, strings=True))
-        lookups = {found for node in ast.walk(tree) if (found := _looks_up(node))}
+        lookups, built = set(), False
+        for node in ast.walk(tree):
+            if found := _looks_up(node):
+                lookups.add(found)
+                built = built or _builds_name(node)
         return _Uses(inside, frozenset(roots), frozenset(candidates), True in lookups,
-                     frozenset(n for n in lookups if isinstance(n, str)))
+                     frozenset(n for n in lookups if isinstance(n, str)), built)
 
     return remembered(_USES, text, read)
+
+
+def _builds_name(lookup: ast.AST) -> bool:
+    """Whether the name ``lookup`` (one `_looks_up` finds) looks up is built from parts, or is code: a builtin's
+    (``eval``, ``globals()[...]``), or an f-string, a ``+``/``%`` or a ``format``/``join`` call in what it is given."""
+    if isinstance(lookup, ast.Call) and isinstance(lookup.func, ast.Name) and \
+            lookup.func.id in torch_facts.words("name_lookup_builtin"):
+        return True
+    given = [*lookup.args, *(k.value for k in lookup.keywords)] if isinstance(lookup, ast.Call) else [
+        lookup.slice] if isinstance(lookup, ast.Subscript) else []
+    return any(isinstance(n, (ast.JoinedStr, ast.BinOp)) or (isinstance(n, ast.Call) and isinstance(
+        n.func, ast.Attribute) and n.func.attr in ("format", "join")) for g in given for n in ast.walk(g))
 
 
 def _looks_up(node: ast.AST) -> bool | str:

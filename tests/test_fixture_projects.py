@@ -357,7 +357,7 @@ def test_what_a_test_module_calls_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("variant", ["script repo", "installable", "looked up by name", "looked up, named nowhere",
-                                     "looked up by a built name"])
+                                     "looked up by a built name", "looked up in globals() by a built name"])
 def test_definitions_nothing_in_a_script_repo_runs_are_left_and_said_once(tmp_path: Path, variant: str) -> None:
     """A research repo's old model and its helper, named only in a comment, are left as written with one note; the
     script still runs on the CPU. A package users install gets every definition ported; so does a project that looks
@@ -368,9 +368,10 @@ def test_definitions_nothing_in_a_script_repo_runs_are_left_and_said_once(tmp_pa
     if variant == "installable":
         (folder / "pyproject.toml").write_text('[project]\nname = "models"\nversion = "0.1"\n')
     elif variant.startswith("looked up"):
-        given = "sys.argv[1] + 'Net'" if variant == "looked up by a built name" else "sys.argv[1]"
+        given = "sys.argv[1]" if variant in ("looked up by name", "looked up, named nowhere") else "sys.argv[1] + 'Net'"
         train = folder / "train.py"
-        looked = f"    other = getattr(model_module, {given}) if sys.argv[1:] else 0\n"
+        looked = f"    other = getattr(model_module, {given}) if sys.argv[1:] else 0\n" if "globals" not in variant \
+            else f"    other = globals()[{given}] if sys.argv[1:] else 0\n"
         train.write_text(train.read_text().replace("    x = sample(8)\n", "    x = sample(8)\n"
                                                    "    builder = getattr(model_module, 'Net')\n" + looked)
                          .replace("import torch\n", "import sys\n\nimport torch\n\nimport model as model_module\n"))

@@ -283,6 +283,7 @@ ROLES = {
     "name_lookup": "finds a definition by a name computed at run time (`importlib.import_module`, hydra's "
                    "`instantiate`): a definition no code names may still run",
     "name_lookup_builtin": "a builtin that finds names at run time (`eval`, `globals()`), called by its bare name",
+    "code_builtin": "a builtin that runs code it is given as text (`eval`, `exec`): any name may be built there",
     "group_cuda_layer": "in a process group, takes only CUDA (or XPU) input in training: SyncBatchNorm raises on "
                         "CPU and MPS",
     "exit": "ends a program on purpose",
@@ -450,7 +451,7 @@ WORDS: dict[str, tuple[str, ...]] = {
     "nth_device_str": ("runtime_device",), "distributed_backend": ("runtime_group_call",),
     "ddp_device_ids": ("runtime_group_call",), "process_group_device_id": ("runtime_group_call",),
     "fsdp_device_id": ("runtime_group_call",), "nvidia-smi": ("nvidia_tool",),
-    "eval": ("name_lookup_builtin", "module_method"), "exec": ("name_lookup_builtin",),
+    "eval": ("name_lookup_builtin", "module_method", "code_builtin"), "exec": ("name_lookup_builtin", "code_builtin"),
     "globals": ("name_lookup_builtin",),
     "vars": ("name_lookup_builtin",), "locals": ("name_lookup_builtin",), "CUDA_VISIBLE_DEVICES": ("cuda_env",),
     "__import__": ("name_lookup_builtin",), "import_module": ("name_lookup",),

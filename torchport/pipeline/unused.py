@@ -319,21 +319,28 @@ def _uses(text: str) -> _Uses | None:
         for node in ast.walk(tree):
             if found := _looks_up(node):
                 lookups.add(found)
-                built = built or _builds_name(node)
+            built = built or _builds_name(node)
         return _Uses(inside, frozenset(roots), frozenset(candidates), True in lookups,
                      frozenset(n for n in lookups if isinstance(n, str)), built)
 
     return remembered(_USES, text, read)
 
 
-def _builds_name(lookup: ast.AST) -> bool:
-    """Whether the name ``lookup`` (one `_looks_up` finds) looks up is built from parts, or is code: a builtin's
-    (``eval``, ``globals()[...]``), or an f-string, a ``+``/``%`` or a ``format``/``join`` call in what it is given."""
-    if isinstance(lookup, ast.Call) and isinstance(lookup.func, ast.Name) and \
-            lookup.func.id in torch_facts.words("name_lookup_builtin"):
+def _builds_name(node: ast.AST) -> bool:
+    """Whether a name ``node`` looks up is built from parts, or is code: ``eval``/``exec``, or an f-string, a
+    ``+``/``%`` or a ``format``/``join`` call in what a lookup (`_looks_up`) or a subscript of ``globals()``,
+    ``vars(m)`` or ``locals()`` is given (``globals()["train_" + mode]``)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) \
+            and node.value.func.id in torch_facts.words("name_lookup_builtin"):
+        given: list[ast.expr] = [node.slice]
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in torch_facts.words(
+            "code_builtin"):
         return True
-    given = [*lookup.args, *(k.value for k in lookup.keywords)] if isinstance(lookup, ast.Call) else [
-        lookup.slice] if isinstance(lookup, ast.Subscript) else []
+    elif _looks_up(node):
+        given = [*node.args, *(k.value for k in node.keywords)] if isinstance(node, ast.Call) else [
+            node.slice] if isinstance(node, ast.Subscript) else []
+    else:
+        return False
     return any(isinstance(n, (ast.JoinedStr, ast.BinOp)) or (isinstance(n, ast.Call) and isinstance(
         n.func, ast.Attribute) and n.func.attr in ("format", "join")) for g in given for n in ast.walk(g))
 

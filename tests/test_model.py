@@ -1481,3 +1481,31 @@ def test_a_setting_compared_with_the_cuda_string_is_no_datas_device() -> None:
         'cfg.device == "cuda"', 'x.device == torch.device("cuda")', 'x.device != torch.device("cuda:0")')}
     assert values == {'cfg.device == "cuda"': UNKNOWN, 'x.device == torch.device("cuda")': False,
                       'x.device != torch.device("cuda:0")': True}
+
+
+def test_a_parametrized_value_whose_mark_skips_off_cuda_does_not_run_there() -> None:
+    """falkon: ``pytest.param("incore", marks=[pytest.mark.skipif(not decide_cuda(), ...)])``: off CUDA pytest
+    runs the test with "cpu_only" alone, so the move under ``if cuda_usage == "incore":`` never runs there."""
+    source = textwrap.dedent("""
+    import pytest, torch
+    from helpers import decide_cuda
+
+    @pytest.mark.parametrize("cuda_usage", [
+        pytest.param("incore", marks=[pytest.mark.skipif(not decide_cuda(), reason="No GPU found.")]),
+        "cpu_only",
+    ])
+    def test_classif(x, cuda_usage):
+        if cuda_usage == "incore":
+            x = x.cuda()
+        return x
+
+    @pytest.mark.parametrize("device", [pytest.param("cuda", marks=pytest.mark.skipif(
+        not torch.cuda.is_available(), reason="gpu"))])
+    def test_only_cuda(device):
+        return torch.ones(2, device=device)
+    """)
+    gates = frozenset({"decide_cuda"})
+    for target, lines in (("cpu", [[10, 12]]), ("cuda", [[10, 11, 12], [10, 12]])):
+        units = {getattr(u.node, "name", ""): u for u in Evaluator(ast.parse(source), target, gates=gates).units()}
+        assert sorted(sorted(p.lines) for p in units["test_classif"].paths) == sorted(lines), target
+        assert bool(units["test_only_cuda"].paths) is (target == "cuda")

@@ -394,11 +394,16 @@ class Evaluator:
         for name in env:
             if env[name] is UNKNOWN and (value := self._fixture(name)) is not UNKNOWN:
                 env[name] = value
-        starts = [Path({**env, **values}, queried=set(flagged)) for values in _parametrized(node, env)]
+        starts = [Path({**env, **values}, queried=set(flagged)) for values in _parametrized(node, env, self._skips)]
         try:
             return self.run(node.body, starts)
         finally:
             self._classes.pop()
+
+    def _skips(self, mark: ast.expr) -> bool:
+        """Whether the mark ``mark`` (a ``pytest.param``'s) skips on this target: ``skipif(not decide_cuda())``."""
+        value = self.value(mark, Path({}))
+        return isinstance(value, Mark) and value.skip is True
 
     def _fixture(self, name: str) -> object:
         """What pytest gives a parameter ``name``: the value every path of the module's own ``@pytest.fixture``
@@ -1556,11 +1561,13 @@ def _fixture_mark(decorator: ast.expr) -> bool:
         isinstance(decorator, ast.Call) and any(k.arg == "params" for k in decorator.keywords))
 
 
-def _parametrized(node: ast.FunctionDef | ast.AsyncFunctionDef, parameters: Iterable[str]) -> list[dict[str, object]]:
+def _parametrized(node: ast.FunctionDef | ast.AsyncFunctionDef, parameters: Iterable[str],
+                  skips: Callable[[ast.expr], bool] = lambda mark: False) -> list[dict[str, object]]:
     """The bindings pytest runs a test with, from its ``@pytest.mark.parametrize("name", [...])`` marks whose values
-    are all constants (``["cpu", "cuda"]``): one dict per combination (at most `_MAX_PARAMETRIZED`), ``[{}]`` where
-    none applies. A mark with other values (``pytest.param(...)``, a variable), or one that would pass that count,
-    leaves its names unknown."""
+    are all constants (``["cpu", "cuda"]``, ``pytest.param("cuda:0", marks=...)``): one dict per combination (at
+    most `_MAX_PARAMETRIZED`), ``[{}]`` where none applies; a ``pytest.param`` one of whose marks ``skips`` on the
+    target is not run (falkon's ``pytest.param("incore", marks=[pytest.mark.skipif(not decide_cuda(), ...)])``).
+    A mark with other values (a variable), or one that would pass that count, leaves its names unknown."""
     combinations: list[dict[str, object]] = [{}]
     for decorator in node.decorator_list:
         if not (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)
@@ -1571,12 +1578,25 @@ def _parametrized(node: ast.FunctionDef | ast.AsyncFunctionDef, parameters: Iter
                 and isinstance(values, (ast.List, ast.Tuple)) and values.elts):
             continue
         keys = [n.strip() for n in names.value.split(",") if n.strip()]
-        rows = [element.elts if len(keys) > 1 and isinstance(element, (ast.Tuple, ast.List)) else [element]
-                for element in values.elts]
+        rows, skipped = [], 0
+        for element in values.elts:
+            if isinstance(element, ast.Call) and isinstance(element.func, ast.Attribute) \
+                    and element.func.attr == "param":
+                marks = next((k.value for k in element.keywords if k.arg == "marks"), None)
+                if marks is not None and any(skips(m) for m in (
+                        marks.elts if isinstance(marks, (ast.List, ast.Tuple)) else [marks])):
+                    skipped += 1
+                    continue
+                rows.append(list(element.args))
+            else:
+                rows.append(element.elts if len(keys) > 1 and isinstance(element, (ast.Tuple, ast.List))
+                            else [element])
         if not set(keys) <= set(parameters) or any(len(row) != len(keys) or not all(
                 isinstance(v, ast.Constant) for v in row) for row in rows):
             continue
         bound = [dict(zip(keys, (v.value for v in row if isinstance(v, ast.Constant)))) for row in rows]
+        if skipped and not bound:
+            return []  # every value is skipped here: the test does not run
         if len(combinations) * len(bound) > _MAX_PARAMETRIZED:
             continue
         combinations = [{**done, **more} for done in combinations for more in bound]

@@ -807,3 +807,21 @@ def test_a_constructor_default_every_call_of_the_class_passes_is_left(tmp_path: 
     assert "    def __init__(self, name, device='cuda'):\n" in text
     assert "class Loose:\n    def __init__(self, device=tp.device_str()):\n" in text
     assert "class Made:\n    def __init__(self, device=tp.device_str()):\n" in text
+
+
+@pytest.mark.parametrize(("line", "folder"), [
+    ("import os, sys\nhere = os.path.dirname(__file__)\nsys.path.append(os.path.join(here, 'lib'))\n", ("lib",)),
+    # slayerPytorch's tests: a folder read from the file, joined with `+`
+    ("import os, sys\nCURRENT_TEST_DIR = os.path.dirname(os.path.realpath(__file__))\n"
+     "sys.path.append(CURRENT_TEST_DIR + '/../src')\n", ("..", "src")),
+    ("import os, sys\nsys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\n", ("..",)),
+    ("import sys\nfrom pathlib import Path\nsys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'src'))\n",
+     ("..", "src")),
+    ("import sys\nsys.path.append('../..')\n", ("..", "..")),  # a script runs from its own folder
+    ("import os, sys\nroot = os.path.abspath(os.path.join(os.getcwd(), '..'))\nsys.path.insert(0, root)\n", ("..",)),
+    ("import sys\nsys.path.append('/opt/lib')\n", None),  # an absolute folder is no folder of the project
+])
+def test_the_folders_a_module_puts_on_sys_path(line: str, folder: tuple[str, ...] | None) -> None:
+    from torchport.pipeline.project import _joined_here
+
+    assert _joined_here(line) == ([folder] if folder is not None else [])

@@ -1721,6 +1721,13 @@ class IntegerDeviceId(Rule):
             return None
         if not (kind == "local" or is_index(original) or is_current_device_call(m, original)):
             return None
+        if isinstance(original, cst.Name) and _may_be_none(m, original.value):
+            m.mark_handled(original)
+            if not m.in_skipped_region:
+                m.report(self.code, original, f"`{original.value}` may be None here, where `.to(None)` moves "
+                         f"nothing and `tp.device(None)` is the picked device; pass `tp.device({original.value})` "
+                         "where it is an index")
+            return None
         if m.runtime_call_name(updated) in ("device", "nth_device") or not m.apply(self.code, original):
             return None
         return device_call(m, "device", [updated])
@@ -1742,6 +1749,47 @@ class IntegerDeviceId(Rule):
                     arg, changed = arg.with_changes(value=wrapped), True
             args.append(arg)
         return updated.with_changes(args=args) if changed else None
+
+
+def _may_be_none(m: Migrator, name: str) -> bool:
+    """Whether ``name``, read where the rules are, may hold None there: a parameter of the enclosing function that
+    defaults to None, or a name it assigns None, outside the body of an ``if name is not None:`` (or ``if name:``)
+    and the ``else`` of an ``if name is None:`` (handwriting_line_generation's ``main(..., gpu=None)``, whose
+    ``image.to(gpu)`` moves nothing in its CPU runs)."""
+    function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
+    if function is None:
+        return False
+    params = (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)
+    if not any(p.name.value == name and isinstance(p.default, cst.Name) and p.default.value == "None"
+               for p in params) and not matchers.findall(function, matchers.Assign(
+                   targets=[matchers.AssignTarget(target=matchers.Name(name))], value=matchers.Name("None"))):
+        return False
+    chain = m.ancestors[m.ancestors.index(function):]
+    for node, inner in zip(chain, chain[1:]):
+        if isinstance(node, cst.If) and ((inner is node.body and _not_none(node.test, name)) or (
+                inner is node.orelse and _is_none(node.test, name))):
+            return False
+    return True
+
+
+def _not_none(test: cst.BaseExpression, name: str) -> bool:
+    """``name is not None``, ``name``, or an ``and`` holding one."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _not_none(test.left, name) or _not_none(test.right, name)
+    if isinstance(test, cst.Name):
+        return test.value == name
+    return isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == name and len(
+        test.comparisons) == 1 and isinstance(test.comparisons[0].operator, (cst.IsNot, cst.NotEqual)) and isinstance(
+        test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
+
+
+def _is_none(test: cst.BaseExpression, name: str) -> bool:
+    """``name is None``, or ``not name``."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return isinstance(test.expression, cst.Name) and test.expression.value == name
+    return isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == name and len(
+        test.comparisons) == 1 and isinstance(test.comparisons[0].operator, (cst.Is, cst.Equal)) and isinstance(
+        test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
 
 
 class IsCuda(Rule):

@@ -390,21 +390,96 @@ def _registries(definition: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDe
 
 
 def _joined_here(text: str) -> list[tuple[str, ...]]:
-    """The folders below its own that a module's ``text`` joins paths to: ``('lib',)`` for ``osp.join(this_dir,
-    'lib')`` where ``this_dir = osp.dirname(__file__)``, or ``osp.join(osp.dirname(__file__), 'lib')``."""
+    """The folders relative to its own that a module's ``text`` joins paths to or puts on ``sys.path``: ``('lib',)``
+    for ``osp.join(this_dir, 'lib')`` where ``this_dir = osp.dirname(__file__)``, ``('..', 'src')`` for slayer's
+    ``sys.path.append(CURRENT_TEST_DIR + "/../src")``, ``('..',)`` for ``sys.path.append("..")`` (a script runs from
+    its folder) or ``os.path.dirname(os.path.dirname(__file__))``."""
     tree = parse(text)
     if tree is None:
         return []
     here = _file_names(tree)
+    assigned = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+                if isinstance(t, ast.Name)}
     found: list[tuple[str, ...]] = []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "join" and len(node.args) > 1):
+        if not isinstance(node, ast.Call):
             continue
-        base, parts = node.args[0], [a.value for a in node.args[1:]
-                                     if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        if len(parts) == len(node.args) - 1 and (base.id in here if isinstance(base, ast.Name) else _names_file(base)):
-            found.append(tuple(parts))
+        if getattr(node.func, "attr", None) == "join" and len(node.args) > 1:
+            base, parts = node.args[0], [a.value for a in node.args[1:]
+                                         if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if len(parts) == len(node.args) - 1 and (
+                    base.id in here if isinstance(base, ast.Name) else _names_file(base)):
+                found.append(tuple(parts))
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "insert") and \
+                _is_sys_path(node.func.value) and len(node.args) == (2 if node.func.attr == "insert" else 1):
+            given = node.args[-1]
+            if isinstance(given, ast.Name) and given.id in assigned and given.id not in here:
+                given = assigned[given.id]
+            if (folder := _folder_parts(given, here)) is not None:
+                found.append(folder)
     return found
+
+
+def _is_sys_path(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name) \
+        and node.value.id == "sys"
+
+
+def _folder_parts(node: ast.expr, here: set[str]) -> tuple[str, ...] | None:
+    """The folder path expression ``node`` names, relative to its module's folder (``..`` steps up), or None: the
+    module's folder is a name of ``here``, ``os.path.dirname(__file__)``, ``Path(__file__).parent`` or the current
+    folder (``os.getcwd()``, a relative string: a script runs from its folder); ``os.path.join``, ``+ "/x"``,
+    ``/ "x"``, ``dirname``, ``.parent``, ``abspath``/``realpath``/``normpath``/``str``/``resolve`` compose it."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and not node.value.startswith(("/", "~")):
+        return _split(node.value)
+    if isinstance(node, ast.Name):
+        return () if node.id in here else None
+    if isinstance(node, ast.Attribute) and node.attr == "parent":
+        inner = _folder_parts(node.value, here) if not _is_file(node.value) else ("..",)
+        return None if inner is None else () if _is_file(node.value) else (*inner, "..")
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Div)) and isinstance(
+            node.right, ast.Constant) and isinstance(node.right.value, str):
+        left = _folder_parts(node.left, here)
+        return None if left is None else (*left, *_split(node.right.value))
+    if not isinstance(node, ast.Call):
+        return None
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id if isinstance(
+        node.func, ast.Name) else ""
+    if name == "getcwd" and not node.args:
+        return ()
+    if name == "resolve" and isinstance(node.func, ast.Attribute) and not node.args:
+        return _folder_parts(node.func.value, here)
+    if not node.args:
+        return None
+    first = node.args[0]
+    if name == "dirname":
+        if _is_file(first):
+            return ()
+        inner = _folder_parts(first, here)
+        return None if inner is None else (*inner, "..")
+    if name in ("abspath", "realpath", "normpath", "str", "Path") and len(node.args) == 1:
+        return _folder_parts(first, here)
+    if name == "join":
+        base = _folder_parts(first, here)
+        rest = [a.value for a in node.args[1:] if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        return None if base is None or len(rest) != len(node.args) - 1 else (
+            *base, *(part for r in rest for part in _split(r)))
+    return None
+
+
+def _is_file(node: ast.expr) -> bool:
+    """``__file__``, or its absolute or real path, or ``Path(__file__)``: the module's file, not a folder."""
+    while isinstance(node, ast.Call) and len(node.args) == 1 and (
+            node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")) in (
+            "abspath", "realpath", "Path", "resolve"):
+        node = node.args[0]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "resolve":
+        return _is_file(node.func.value)
+    return isinstance(node, ast.Name) and node.id == "__file__"
+
+
+def _split(path: str) -> tuple[str, ...]:
+    return tuple(part for part in path.split("/") if part and part != ".")
 
 
 def _names_file(node: ast.expr) -> bool:

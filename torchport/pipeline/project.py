@@ -417,7 +417,7 @@ def _joined_here(text: str) -> list[tuple[str, ...]]:
                 given = assigned[given.id]
             if (folder := _folder_parts(given, here)) is not None:
                 found.append(folder)
-    return found
+    return list(dict.fromkeys(found))
 
 
 def _is_sys_path(node: ast.expr) -> bool:

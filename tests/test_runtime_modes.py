@@ -137,6 +137,18 @@ def test_torch_version_from_a_conda_environment(tmp_path: Path) -> None:
     assert project_torch_version(tmp_path) == (2, 1)
 
 
+def test_torch_version_from_the_conda_install_a_setup_or_shell_script_runs(tmp_path: Path) -> None:
+    """PyTorch-SVGRender's setup.py runs `conda install pytorch==1.12.1 ...`; `pytorch_lightning==2.1.0` is another
+    package, and `pytorch-cuda=11.7` no torch."""
+    (tmp_path / "setup.py").write_text("cmd = ['conda', 'install', '-y', 'pytorch==1.12.1', 'pytorch-cuda=11.7']\n"
+                                       "install_requires = ['pytorch_lightning==2.1.0']\n")
+    assert project_torch_version(tmp_path) == (1, 12)
+    (tmp_path / "setup.py").unlink()
+    (tmp_path / "script").mkdir()
+    (tmp_path / "script" / "install.sh").write_text("conda install pytorch=1.13 torchvision -c pytorch\n")
+    assert project_torch_version(tmp_path) == (1, 13)
+
+
 DDP_SCRIPT = textwrap.dedent('''\
     import os
     import sys

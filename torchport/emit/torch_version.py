@@ -1,7 +1,7 @@
 """The oldest torch a project supports: the default of ``--torch-version`` for ``--runtime native``.
 
 The lower bound of the project's own torch requirement (``pyproject.toml`` dependencies,
-``requirements*.txt``, ``setup.py``, a conda ``environment.yml``), else the installed torch's version, else 2.6
+``requirements*.txt``, ``setup.py``, a conda ``environment.yml``, the ``conda install`` of an install script), else the installed torch's version, else 2.6
 (the first with ``torch.accelerator``).
 """
 
@@ -21,8 +21,10 @@ FALLBACK = (2, 6)
 _LOWER = re.compile(r"""(?<![\w.-])torch\s*(?:\[[^\]]*\])?\s*(?:>=|==|~=|>)\s*(\d+)\.(\d+)""", re.IGNORECASE)
 
 
-# conda's `- pytorch=1.13.1`, `- pytorch::pytorch=1.13.1`, `- pytorch>=2.1` (not `pytorch-cuda=11.7`)
-_CONDA = re.compile(r"""^\s*-\s*(?:[\w-]+::)?pytorch\s*(?:>=|==|=|~=|>)\s*(\d+)\.(\d+)""", re.IGNORECASE | re.MULTILINE)
+# conda's `- pytorch=1.13.1`, `- pytorch::pytorch=1.13.1`, `- pytorch>=2.1` (not `pytorch-cuda=11.7`), and a
+# `conda install pytorch==1.12.1` a setup script or shell script runs (PyTorch-SVGRender's setup.py)
+_CONDA = re.compile(r"""(?:^\s*-\s*(?:[\w-]+::)?|(?<![\w.:-]))pytorch\s*(?:>=|==|=|~=|>)\s*(\d+)\.(\d+)""",
+                    re.IGNORECASE | re.MULTILINE)
 
 
 def _from_text(text: str) -> tuple[int, int] | None:
@@ -44,7 +46,7 @@ def _candidates(root: Path) -> list[str]:
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
             pass
     for path in [*sorted(root.glob("requirements*.txt")), root / "setup.py", root / "environment.yml",
-                 root / "environment.yaml"]:
+                 root / "environment.yaml", *sorted(root.glob("*.sh")), *sorted(root.glob("script*/*.sh"))]:
         if path.is_file():
             try:
                 texts.append(path.read_text(encoding="utf-8", errors="replace"))

@@ -22,9 +22,11 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
+import libcst.matchers as matchers
 
 from torchport.codemods import cuda_api
 from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
@@ -1071,6 +1073,26 @@ def _is_flag(m: Migrator, dotted: str) -> bool:
 # why a choice stays where only programs kept CUDA-or-CPU run it (`Migrator.kept`)
 _KEPT = "{}: there it already picks what the runtime's pick would"
 
+def _probe(node: cst.Try) -> bool:
+    """Whether a ``try`` only tries something and answers with a flag: its body imports, calls and assigns (no
+    block), its handlers only assign constants, pass or say something, and a name is bound to a bool constant in
+    the body or a handler."""
+    def simple(statements: Sequence[cst.CSTNode], work: bool) -> bool:
+        return all(isinstance(s, cst.SimpleStatementLine) and all(
+            isinstance(small, cst.Pass) or (isinstance(small, cst.Assign) and (work or isinstance(
+                small.value, (cst.Name, cst.Integer, cst.SimpleString)))) or isinstance(small, cst.Expr) and isinstance(
+                small.value, cst.Call) or (work and isinstance(small, (cst.Import, cst.ImportFrom)))
+            for small in s.body) for s in statements)
+
+    if not node.handlers or node.orelse is not None or node.finalbody is not None:
+        return False
+    if not simple(node.body.body, True) or not all(simple(h.body.body, False) for h in node.handlers):
+        return False
+    flags = matchers.Assign(targets=[matchers.AssignTarget(target=matchers.Name())],
+                            value=matchers.Name("True") | matchers.Name("False"))
+    return bool(matchers.findall(node.body, flags)) or any(matchers.findall(h, flags) for h in node.handlers)
+
+
 class CudaGuard(Rule):
     code = "TP110"
     moves_data = False
@@ -1309,6 +1331,13 @@ class CudaGuard(Rule):
             if _exits(node.body) and not (m.enabled("TP009") and removable_exit_gate(m, node)):
                 self._skip_rest_of_block(m, node)  # `if not torch.cuda.is_available(): return`: the rest is CUDA's
                 # (not after an exit TP009 removes: the program's own `sys.exit` without CUDA)
+
+    def visit_Try(self, m: Migrator, node: cst.Try) -> None:
+        """A probe of the device: ``try: torch.tensor(1, device='cuda')`` / ``CAN_GPU = True`` / ``except: CAN_GPU =
+        False`` (ssqueezepy's tests). Off CUDA the try fails and the handler gives the answer; ported, it would
+        succeed everywhere and what the flag gates (CuPy kernels, ``device='cuda'``) would run off CUDA."""
+        if _probe(node):
+            m.skip_region(node.body, CUDA_QUERY, "a probe of CUDA: where it fails, the handler gives the answer")
 
     def visit_With(self, m: Migrator, node: cst.With) -> None:
         """``with pytest.raises(TypeError): model.cuda()``: the test checks that error (torchgpipe's

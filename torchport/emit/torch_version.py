@@ -1,7 +1,8 @@
 """The oldest torch a project supports: the default of ``--torch-version`` for ``--runtime native``.
 
 The lower bound of the project's own torch requirement (``pyproject.toml`` dependencies,
-``requirements*.txt``, ``setup.py``, a conda ``environment.yml``, the ``conda install`` of an install script), else the installed torch's version, else 2.6
+``requirements*.txt``, ``setup.py``, a conda ``environment.yml``, the ``conda install`` of an install script),
+else the installed torch's version, else 2.6
 (the first with ``torch.accelerator``).
 """
 

@@ -2279,3 +2279,21 @@ def test_a_module_the_user_names_is_ported_whether_a_program_reaches_it_or_not(t
     (tmp_path / "backup.py").write_text(_ORPHAN)
     folder = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache"])
     assert "backup.py:5:1: TP110 2 rewrite(s) not made: [R27 unreached]" in folder.stdout + folder.stderr
+
+
+def test_an_extension_built_in_place_beside_its_build_script_is_the_projects_compiled_one(tmp_path: Path) -> None:
+    """graph-rcnn: ``lib/rcnn/setup.py`` builds ``_C`` (C++ kernels, CUDA ones where CUDA is) in place, and
+    ``from lib.rcnn import _C`` calls it; ``lib`` is no package. Its kernels are the CPU's and CUDA's alone."""
+    _write(tmp_path, {
+        "lib/rcnn/__init__.py": "",
+        "lib/rcnn/setup.py": "import torch\nfrom setuptools import setup\nfrom torch.utils.cpp_extension import "
+                             "CppExtension, CUDAExtension\n\nextension = CUDAExtension if torch.cuda.is_available() "
+                             "else CppExtension\nsetup(name='rcnn', ext_modules=[extension('_C', ['vision.cpp'])])\n",
+        "lib/rcnn/roi_align.py": "from lib.rcnn import _C\n\n\ndef roi_align(x, boxes):\n"
+                                 "    return _C.roi_align_forward(x, boxes)\n",
+        "main.py": "import torch\nfrom lib.rcnn.roi_align import roi_align\n\nif __name__ == '__main__':\n"
+                   "    x = torch.ones(1, 3, 8, 8).cuda()\n    print(roi_align(x, torch.zeros(1, 5).cuda()))\n",
+    })
+    main = _programs(tmp_path)["main.py"]
+    assert main["runs_on"] == ["cuda", "cpu"], main
+    assert any("compiled extension's kernels (`lib.rcnn._C`" in b["reason"] for b in main["blockers"]), main

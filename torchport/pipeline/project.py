@@ -781,7 +781,8 @@ class Project:
 
     def compiled(self) -> frozenset[str]:
         """The full names of the compiled extensions the run's build scripts make with C++ kernels
-        (`analysis.requirements.compiled_extensions`; ``pkg.*`` where a name is computed), read once per text."""
+        (`analysis.requirements.compiled_extensions`; ``pkg.*`` where a name is computed), read once per text; a
+        plain name also in the package of its build script, where ``build_ext --inplace`` puts it."""
         if self._compiled is None:
             from torchport.codemods.analysis.requirements import compiled_extensions
 
@@ -789,8 +790,14 @@ class Project:
                 tree = parse(text)
                 return compiled_extensions(tree) if tree is not None else frozenset()
 
-            self._compiled = frozenset(name for r in self.results if r.original and _BUILDS.search(r.original)
-                                       for name in remembered(_COMPILED, r.original, partial(built, r.original)))
+            names: set[str] = set()
+            for index, r in enumerate(self.results):
+                if r.original and _BUILDS.search(r.original):
+                    package = (self.names[index] or "").rpartition(".")[0]
+                    for name in remembered(_COMPILED, r.original, partial(built, r.original)):
+                        names.add(name)  # built in place beside its script too (graph-rcnn's rcnn/setup.py `_C`)
+                        names.update([f"{package}.{name}"] if package and "." not in name else [])
+            self._compiled = frozenset(names)
         return self._compiled
 
     def origin(self, index: int | None, name: str, defines: Callable[[int, str], bool],
@@ -974,11 +981,11 @@ def compiled_uses(project: Project, index: int) -> list[tuple[int, str]]:
                 and isinstance(space.value, ast.Attribute) and space.value.attr == "ops" \
                 and isinstance(space.value.value, ast.Name) and space.value.value.id == "torch":
             names = [f"{space.attr}.*"]  # a kernel called on data, not `torch.ops.ns.cuda_version()`
-        hit = next((n for n in names if n in built or _cpu_cuda_library(n)), None)
+        hit = next((n for n in names if _built(n, built) or _cpu_cuda_library(n)), None)
         if hit is None or not isinstance(node, ast.stmt | ast.expr):
             continue
         why = f"{COMPILED} (`{hit.rstrip('.*')}`: the CPU's and CUDA's alone)"
-        if hit in built or not isinstance(node, ast.Import | ast.ImportFrom) or tree is None:
+        if _built(hit, built) or not isinstance(node, ast.Import | ast.ImportFrom) or tree is None:
             found.append((node.lineno, why))
         else:  # an installed library counts where the module uses what it imported (deep_gcns' dense
             # torch_edge.py imports torch_cluster's `knn_graph` and computes its own k nearest neighbours)
@@ -1086,6 +1093,12 @@ def _generic_extension(result: FileResult, line: int) -> bool:
         except OSError:
             return False
     return bool(texts) and not any(_RAW_KERNEL.search(text) for text in texts)
+
+
+def _built(module: str, built: frozenset[str]) -> bool:
+    """Whether ``module`` is one of the extensions ``built``: by its full name, or ending in a qualified one (graph-rcnn
+    imports ``lib.scene_parser.rcnn._C``; ``lib`` is no package, so the run names the module ``scene_parser.rcnn``)."""
+    return module in built or any(module.endswith(f".{name}") for name in built if "." in name)
 
 
 def _cpu_cuda_library(module: str) -> bool:

@@ -213,7 +213,10 @@ def _built_extensions(tree: ast.Module) -> dict[str, set[str]]:
 
     aliases: dict[str, set[str]] = {}  # `extension = CppExtension`, `extension = CUDAExtension`
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and (made := kind(node.value)):
+        if not isinstance(node, ast.Assign):
+            continue
+        arms = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
+        for made in {made for arm in arms if (made := kind(arm))}:  # `CUDAExtension if cuda else CppExtension`
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     aliases.setdefault(target.id, set()).add(made)

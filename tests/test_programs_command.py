@@ -2297,3 +2297,15 @@ def test_an_extension_built_in_place_beside_its_build_script_is_the_projects_com
     main = _programs(tmp_path)["main.py"]
     assert main["runs_on"] == ["cuda", "cpu"], main
     assert any("compiled extension's kernels (`lib.rcnn._C`" in b["reason"] for b in main["blockers"]), main
+
+
+def test_a_build_script_that_makes_an_extension_for_cuda_alone_is_left(tmp_path: Path) -> None:
+    """DCVC's inference kernels: the script reads the GPU's capability for nvcc's ``-arch``; off CUDA it stops with
+    CUDA's error, ported it would go on to fail in nvcc."""
+    setup = ("import torch\nfrom setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, "
+             "CUDAExtension\n\nmajor, minor = torch.cuda.get_device_capability(0)\nsetup(name='kernels', ext_modules="
+             "[CUDAExtension('kernels_cuda', ['k.cu'], extra_compile_args={'nvcc': [f'-arch=sm_{major}{minor}']})],"
+             " cmdclass={'build_ext': BuildExtension})\n")
+    _applied(tmp_path, {"ext/setup.py": setup, "train.py": _SCRIPT})
+    assert (tmp_path / "ext/setup.py").read_text() == setup
+    assert "tp.device()" in (tmp_path / "train.py").read_text()

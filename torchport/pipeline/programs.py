@@ -482,8 +482,9 @@ def _calls_a_gate(entry: int, trees: Mapping[int, ast.Module | None], project: P
 
 def left_whole(results: list[FileResult]) -> dict[int, str]:
     """Which files only programs that run only on CUDA reach (one with a triton kernel, a CUDA-only library, a
-    CUDA graph): porting a part of such a program gains nothing and changes what a maintainer must read. Files
-    another program reaches are ported. `leave` applies the answer.
+    CUDA graph), and the build scripts that make an extension for CUDA alone (`_cuda_builds`): porting a part of
+    such a program gains nothing and changes what a maintainer must read. Files another program reaches are
+    ported. `leave` applies the answer.
 
     Args:
         results: the run's results, after the per-file and project passes.
@@ -491,6 +492,30 @@ def left_whole(results: list[FileResult]) -> dict[int, str]:
     Returns:
         index into ``results`` -> why its rewrites are not made (the program and its blocker).
     """
+    return {**_reached_only_by_cuda(results), **_cuda_builds(results)}
+
+
+def _cuda_builds(results: Sequence[FileResult]) -> dict[int, str]:
+    """The changed build scripts nothing imports that make a compiled extension for CUDA alone (DCVC's inference
+    kernels: ``torch.cuda.get_device_capability(0)`` picks nvcc's ``-arch``): they run only where CUDA is, and a
+    port trades CUDA's clear error for nvcc's."""
+    from torchport.codemods.analysis.requirements import cuda_extensions
+
+    found: dict[int, str] = {}
+    candidates = [i for i, r in enumerate(results) if r.changed and r.original and _BUILDS.search(r.original)]
+    if not candidates:
+        return found
+    project = Project(results)
+    imported = {other for index in range(len(results)) for other in project.imports(index)}
+    for index in candidates:
+        if index not in imported and (tree := _parse(results[index].original)) is not None \
+                and (names := cuda_extensions(tree)):
+            found[index] = (f"it builds {', '.join(f'`{n}`' for n in sorted(names))} for CUDA alone (nvcc), which "
+                            "runs only where CUDA is; it is left as written")
+    return found
+
+
+def _reached_only_by_cuda(results: list[FileResult]) -> dict[int, str]:
     suspects = may_leave(results)
     stopped = any(STILL_STOPS in d.message for r in results for d in r.diagnostics if d.code == "TP110") or any(
         _port_stops(r) for r in results) or any(deferred_cuda_imports(r.original or "") for r in suspects) or any(

@@ -361,8 +361,8 @@ def test_what_a_test_module_calls_runs(tmp_path: Path) -> None:
 def test_definitions_nothing_in_a_script_repo_runs_are_left_and_said_once(tmp_path: Path, variant: str) -> None:
     """A research repo's old model and its helper, named only in a comment, are left as written with one note; the
     script still runs on the CPU. A package users install gets every definition ported; so does a project that looks
-    definitions up by a name it is given (the command line's), where a text of the project names them (a comment
-    here), or where the name is built from parts."""
+    definitions up by a name it is given (the command line's) in a module of its own, or imports a module by name
+    where a text of the project names the definition (a comment here), or builds the name from parts."""
     folder = tmp_path / "unused_defs"
     shutil.copytree(PROJECTS / "unused_defs", folder)
     if variant == "installable":
@@ -375,8 +375,10 @@ def test_definitions_nothing_in_a_script_repo_runs_are_left_and_said_once(tmp_pa
         train.write_text(train.read_text().replace("    x = sample(8)\n", "    x = sample(8)\n"
                                                    "    builder = getattr(model_module, 'Net')\n" + looked)
                          .replace("import torch\n", "import sys\n\nimport torch\n\nimport model as model_module\n"))
-        if variant == "looked up, named nowhere":
-            train.write_text(train.read_text().replace("    # model = OldNet(); train_old(model)\n", ""))
+        if variant == "looked up, named nowhere":  # a module imported by its name: no project module looked in
+            train.write_text(train.read_text().replace("    # model = OldNet(); train_old(model)\n", "").replace(
+                "getattr(model_module, sys.argv[1])", "getattr(importlib.import_module('model'), sys.argv[1])")
+                .replace("import sys\n", "import importlib\nimport sys\n"))
     output = _apply(folder)
     model = (folder / "model.py").read_text()
     assert "return torch.randn(n, 4).to(tp.device())\n" in model  # `sample` runs

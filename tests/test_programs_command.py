@@ -2260,6 +2260,9 @@ _SCRIPT = "import torch\n\nif __name__ == '__main__':\n    print(torch.ones(2).c
     ({"train.py": "import torch\nfrom models.backup import load\n\nif __name__ == '__main__':\n"
                   "    print(load('x'), torch.ones(2).cuda())\n"}, False),  # a program imports it
     ({"pyproject.toml": "[project]\nname = 'models'\nversion = '1'\n", "models/__init__.py": ""}, False),  # installed
+    # CycleGAN's `importlib.import_module("models." + name + "_model")`: any module may run
+    ({"train.py": "import importlib\nimport sys\nimport torch\n\nif __name__ == '__main__':\n"
+                  "    importlib.import_module('models.' + sys.argv[1])\n    print(torch.ones(2).cuda())\n"}, False),
 ])
 def test_a_module_no_program_reaches_and_no_file_names_is_left(tmp_path: Path, others: dict[str, str],
                                                                  left: bool) -> None:
@@ -2309,3 +2312,14 @@ def test_a_build_script_that_makes_an_extension_for_cuda_alone_is_left(tmp_path:
     _applied(tmp_path, {"ext/setup.py": setup, "train.py": _SCRIPT})
     assert (tmp_path / "ext/setup.py").read_text() == setup
     assert "tp.device()" in (tmp_path / "train.py").read_text()
+
+
+def test_a_config_added_after_a_cached_run_names_the_module_it_left(tmp_path: Path, monkeypatch) -> None:
+    """The decision reads files outside the run (configs, scripts, docs): its cache key holds them."""
+    monkeypatch.setenv("TORCHPORT_CACHE_DIR", str(tmp_path / "cache"))
+    _write(tmp_path, {"models/backup.py": _ORPHAN, "train.py": _SCRIPT})
+    first = CliRunner().invoke(app, ["migrate", str(tmp_path)])
+    assert "[R27 unreached]" in first.stdout + first.stderr
+    (tmp_path / "run.yaml").write_text("target: models.backup.load\n")
+    again = CliRunner().invoke(app, ["migrate", str(tmp_path)])
+    assert "[R27 unreached]" not in again.stdout + again.stderr, again.stdout

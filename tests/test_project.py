@@ -820,6 +820,10 @@ def test_a_constructor_default_every_call_of_the_class_passes_is_left(tmp_path: 
     ("import sys\nsys.path.append('../..')\n", ("..", "..")),  # a script runs from its own folder
     ("import os, sys\nroot = os.path.abspath(os.path.join(os.getcwd(), '..'))\nsys.path.insert(0, root)\n", ("..",)),
     ("import sys\nsys.path.append('/opt/lib')\n", None),  # an absolute folder is no folder of the project
+    ("import os, sys\nCURRENT_TEST_DIR = os.getcwd()\nsys.path.append(CURRENT_TEST_DIR + '/../src')\n", ("..", "src")),
+    # a name bound to the file itself, not its folder
+    ("import os, sys\nFILE = os.path.abspath(__file__)\nsys.path.append(os.path.join(os.path.dirname(FILE), '..', "
+     "'src'))\n", ("..", "src")),
 ])
 def test_the_folders_a_module_puts_on_sys_path(line: str, folder: tuple[str, ...] | None) -> None:
     from torchport.pipeline.project import _joined_here

@@ -147,6 +147,8 @@ def test_torch_version_from_the_conda_install_a_setup_or_shell_script_runs(tmp_p
     (tmp_path / "script").mkdir()
     (tmp_path / "script" / "install.sh").write_text("conda install pytorch=1.13 torchvision -c pytorch\n")
     assert project_torch_version(tmp_path) == (1, 13)
+    (tmp_path / "script" / "install.sh").write_text("export PYTORCH=9.9\nconda install pytorch::pytorch=1.11\n")
+    assert project_torch_version(tmp_path) == (1, 11)
 
 
 DDP_SCRIPT = textwrap.dedent('''\

@@ -34,6 +34,7 @@ from torchport.codemods.core.base import (
     append_arg,
     dotted_name,
     keyword_arg,
+    none_parameter,
     older_torch,
     string_value,
 )
@@ -697,7 +698,7 @@ class LoadMapLocation(Rule):
         for index, (old, arg) in enumerate(zip(original.args, updated.args)):
             keyword = arg.keyword.value if arg.keyword else None
             if keyword == "map_location" or (keyword is None and index == 1):
-                if not (_names_cuda_mapping(old.value) or _none_parameter(m, old.value)) \
+                if not (_names_cuda_mapping(old.value) or none_parameter(m, old.value)) \
                         or not m.apply(self.code, old.value):
                     return None
                 args = list(updated.args)
@@ -810,19 +811,6 @@ def _saves(tree: ast.Module, imports: Imports) -> list[tuple[int, int, list[tupl
         first, last = (1, 10**9) if isinstance(scope, ast.Module) else (scope.lineno, scope.end_lineno or scope.lineno)
         scopes.append((first, last, saved, places))
     return scopes
-
-
-def _none_parameter(m: Migrator, value: cst.BaseExpression) -> bool:
-    """Whether ``value`` is a parameter of the function around it whose default is ``None`` (XMem's ``def
-    init_hyperparameters(self, config, model_path=None, map_location=None)``, called without it): a caller's
-    ``None`` restores CUDA storages on CUDA alone; `tp.map_location` keeps any other value as it is."""
-    if not isinstance(value, cst.Name):
-        return False
-    function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
-    params = function.params if function is not None else None
-    return params is not None and any(
-        p.name.value == value.value and isinstance(p.default, cst.Name) and p.default.value == "None"
-        for p in (*params.posonly_params, *params.params, *params.kwonly_params))
 
 
 def _into_state_dict(m: Migrator) -> bool:

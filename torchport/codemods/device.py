@@ -45,6 +45,7 @@ from torchport.codemods.core.base import (
     cuda_literal_index,
     is_cuda_literal,
     keyword_arg,
+    none_parameter,
     not_cpu,
     string_value,
 )
@@ -1721,7 +1722,7 @@ class IntegerDeviceId(Rule):
             return None
         if not (kind == "local" or is_index(original) or is_current_device_call(m, original)):
             return None
-        if isinstance(original, cst.Name) and _may_be_none(m, original.value):
+        if isinstance(original, cst.Name) and _may_be_none(m, original):
             m.mark_handled(original)
             if not m.in_skipped_region:
                 m.report(self.code, original, f"`{original.value}` may be None here, where `.to(None)` moves "
@@ -1751,23 +1752,27 @@ class IntegerDeviceId(Rule):
         return updated.with_changes(args=args) if changed else None
 
 
-def _may_be_none(m: Migrator, name: str) -> bool:
+def _may_be_none(m: Migrator, name: cst.Name) -> bool:
     """Whether ``name``, read where the rules are, may hold None there: a parameter of the enclosing function that
-    defaults to None, or a name it assigns None, outside the body of an ``if name is not None:`` (or ``if name:``)
-    and the ``else`` of an ``if name is None:`` (handwriting_line_generation's ``main(..., gpu=None)``, whose
-    ``image.to(gpu)`` moves nothing in its CPU runs)."""
+    defaults to None (`base.none_parameter`), or a name it assigns None, that the function never binds to anything
+    else (``if gpu is None: gpu = 0``, ``gpu = gpu or 0``), outside the body of an ``if name is not None:`` (or
+    ``if name:``, or the first arm of such a conditional expression) and the ``else`` of an ``if name is None:``
+    (handwriting_line_generation's ``main(..., gpu=None)``, whose ``image.to(gpu)`` moves nothing in its CPU runs)."""
     function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
     if function is None:
         return False
-    params = (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)
-    if not any(p.name.value == name and isinstance(p.default, cst.Name) and p.default.value == "None"
-               for p in params) and not matchers.findall(function, matchers.Assign(
-                   targets=[matchers.AssignTarget(target=matchers.Name(name))], value=matchers.Name("None"))):
+    bound = matchers.findall(function, matchers.AssignTarget(target=matchers.Name(name.value))
+                             | matchers.AugAssign(target=matchers.Name(name.value)))
+    nones = matchers.findall(function, matchers.Assign(
+        targets=[matchers.AssignTarget(target=matchers.Name(name.value))], value=matchers.Name("None")))
+    if len(bound) > len(nones) or not (none_parameter(m, name) or nones):
         return False
-    chain = m.ancestors[m.ancestors.index(function):]
-    for node, inner in zip(chain, chain[1:]):
-        if isinstance(node, cst.If) and ((inner is node.body and _not_none(node.test, name)) or (
-                inner is node.orelse and _is_none(node.test, name))):
+    def holds(part: cst.CSTNode | None) -> bool:
+        return part is not None and any(n is name for n in matchers.findall(part, matchers.Name(name.value)))
+
+    for node in m.ancestors[m.ancestors.index(function):]:
+        if isinstance(node, (cst.If, cst.IfExp)) and ((_not_none(node.test, name.value) and holds(node.body)) or (
+                _is_none(node.test, name.value) and holds(node.orelse))):
             return False
     return True
 

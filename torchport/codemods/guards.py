@@ -1073,10 +1073,24 @@ def _is_flag(m: Migrator, dotted: str) -> bool:
 # why a choice stays where only programs kept CUDA-or-CPU run it (`Migrator.kept`)
 _KEPT = "{}: there it already picks what the runtime's pick would"
 
+_PROBE_ERRORS = frozenset(torch_facts.words("catches_cuda_error"))
+
+
+def _error_names(node: cst.BaseExpression) -> set[str]:
+    """The exception names an ``except`` clause catches (``(RuntimeError, AssertionError)``); ``{""}`` for
+    another expression."""
+    if isinstance(node, cst.Tuple):
+        return {name for element in node.elements for name in _error_names(element.value)}
+    if isinstance(node, cst.Name):
+        return {node.value}
+    return {node.attr.value} if isinstance(node, cst.Attribute) else {""}
+
+
 def _probe(node: cst.Try) -> bool:
-    """Whether a ``try`` only tries something and answers with a flag: its body imports, calls and assigns (no
-    block), its handlers only assign constants, pass or say something, and a name is bound to a bool constant in
-    the body or a handler."""
+    """Whether a ``try`` only tries something of CUDA and answers with a flag: its body imports, calls and assigns
+    (no block) and asks CUDA (``cuda_probe``), its handlers catch what a failed device call raises (bare,
+    ``Exception``, ``RuntimeError``...) and only assign constants, pass or say something, and a name is bound to a
+    bool constant in the body or a handler."""
     def simple(statements: Sequence[cst.CSTNode], work: bool) -> bool:
         return all(isinstance(s, cst.SimpleStatementLine) and all(
             isinstance(small, cst.Pass) or (isinstance(small, cst.Assign) and (work or isinstance(
@@ -1087,6 +1101,10 @@ def _probe(node: cst.Try) -> bool:
     if not node.handlers or node.orelse is not None or node.finalbody is not None:
         return False
     if not simple(node.body.body, True) or not all(simple(h.body.body, False) for h in node.handlers):
+        return False
+    if not all(h.type is None or _error_names(h.type) <= _PROBE_ERRORS for h in node.handlers):
+        return False  # `except FileNotFoundError:` answers whether a file is there, not CUDA
+    if not torch_facts.text("cuda_probe").search(cst.Module([]).code_for_node(node.body)):
         return False
     flags = matchers.Assign(targets=[matchers.AssignTarget(target=matchers.Name())],
                             value=matchers.Name("True") | matchers.Name("False"))

@@ -24,8 +24,8 @@ _LOWER = re.compile(r"""(?<![\w.-])torch\s*(?:\[[^\]]*\])?\s*(?:>=|==|~=|>)\s*(\
 
 # conda's `- pytorch=1.13.1`, `- pytorch::pytorch=1.13.1`, `- pytorch>=2.1` (not `pytorch-cuda=11.7`), and a
 # `conda install pytorch==1.12.1` a setup script or shell script runs (PyTorch-SVGRender's setup.py)
-_CONDA = re.compile(r"""(?:^\s*-\s*(?:[\w-]+::)?|(?<![\w.:-]))pytorch\s*(?:>=|==|=|~=|>)\s*(\d+)\.(\d+)""",
-                    re.IGNORECASE | re.MULTILINE)
+_CONDA = re.compile(r"""(?:^\s*-\s*|(?<![\w.:-]))(?:[\w-]+::)?pytorch\s*(?:>=|==|=|~=|>)\s*(\d+)\.(\d+)""",
+                    re.MULTILINE)  # conda's names are lower case: `export PYTORCH=2.3` is none
 
 
 def _from_text(text: str) -> tuple[int, int] | None:

@@ -284,6 +284,7 @@ ROLES = {
                    "`instantiate`): a definition no code names may still run",
     "name_lookup_builtin": "a builtin that finds names at run time (`eval`, `globals()`), called by its bare name",
     "code_builtin": "a builtin that runs code it is given as text (`eval`, `exec`): any name may be built there",
+    "file_loader": "loads a module from a file's path (`spec_from_file_location`, `runpy.run_path`): any file may run",
     "group_cuda_layer": "in a process group, takes only CUDA (or XPU) input in training: SyncBatchNorm raises on "
                         "CPU and MPS",
     "exit": "ends a program on purpose",
@@ -457,6 +458,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "__import__": ("name_lookup_builtin",), "import_module": ("name_lookup",),
     "instantiate": ("name_lookup",), "locate": ("name_lookup",), "get_class": ("name_lookup",),
     "import_string": ("name_lookup",), "get_obj_from_str": ("name_lookup",),
+    "spec_from_file_location": ("name_lookup", "file_loader"), "run_path": ("name_lookup", "file_loader"),
+    "load_source": ("name_lookup", "file_loader"),
 }
 
 
@@ -572,6 +575,8 @@ TEXT = {
     "gate_stops_loose": (r"sys\.exit|exit\(|raise", "`gate_stops`, faster"),
     "places_data": (r"\.to\(|\.cuda\(|\bdevice\b|\bdev\(\)", "text of a module that places data on a device itself"),
     "test_file": (r"^(?:test_.*|.*_test)\.py$", "pytest's names of test files"),
+    "cuda_probe": (r"""\.cuda\(|["']cuda(?::\d+)?["']|\bcuda\.\w+\(""",
+                   "code that asks CUDA for something: a try of it whose handler answers is a probe"),
     "run_by_name": (r"^(?:__init__|setup|conftest|__main__|hubconf)\.py$",
                     "modules Python, pytest, packaging or torch.hub run by their file's name"),
     "naming_file": (r"\.(?:py|ipynb|ya?ml|json|sh|bash|md|rst|txt|cfg|toml|ini)$",

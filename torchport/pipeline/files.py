@@ -197,3 +197,50 @@ def _walk(root: Path, excluded: pathspec.PathSpec, config: tuple[str, pathspec.P
             yield Found(path, display, _not_regular(path))
     for exc in unreadable:  # the last folder listed may have failed too
         yield Found(Path(exc.filename), str(exc.filename), f"cannot read this folder: {exc.strerror or exc}")
+
+
+_NAMING_FILES_AT_MOST = 20_000  # a bigger tree is no loose set of scripts: nothing is decided from its texts
+
+
+def naming_files(paths: Sequence[Path]) -> list[Path] | None:
+    """The files under the common folder of the run's ``paths`` that are not in the run and whose words may name a
+    module of it (code the run skipped, configs, shell scripts, docs: ``torch_facts`` ``naming_file``), hidden
+    folders, caches (``CACHEDIR.TAG``: torchport's own) and virtual environments aside; None past
+    `_NAMING_FILES_AT_MOST`. Sorted."""
+    from torchport.model import torch_facts
+
+    resolved = [p.resolve() for p in paths]
+    if not resolved:
+        return []
+    run = set(resolved)
+    naming, skipped = torch_facts.text("naming_file"), torch_facts.text("skipped_folder")
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(os.path.commonpath([p.parent for p in resolved])):
+        dirs[:] = sorted(d for d in dirs if not skipped.match(d) and not any(  # a virtual environment, a cache
+            os.path.exists(os.path.join(folder, d, marker)) for marker in ("pyvenv.cfg", "CACHEDIR.TAG")))
+        for name in sorted(files):
+            path = Path(folder, name)
+            if naming.search(name) and path not in run:
+                found.append(path)
+                if len(found) > _NAMING_FILES_AT_MOST:
+                    return None
+    return found
+
+
+def naming_files_key(paths: Sequence[Path]) -> str:
+    """What decides whether `naming_files` changed: their paths, sizes and modification times, for the key of a
+    decision that reads them (a config naming a module the run left unreached)."""
+    found = naming_files(paths)
+    if found is None:
+        return "many"
+    parts = []
+    for path in found:
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        parts.append(f"{path}:{info.st_size}:{info.st_mtime_ns}")
+    import hashlib
+
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+

@@ -412,23 +412,6 @@ def _project_predicates(results: Sequence[FileResult],
 _V = TypeVar("_V")
 
 
-def _defined_at(project: Project, target: int, name: str, found: Mapping[int, object],
-                depth: int = 3) -> tuple[int, str]:
-    """Where ``name`` of module ``target`` comes from, through up to ``depth`` modules that import it and hand it on
-    (a package's ``__init__.py``: ``from .switches import decide_cuda``): the module among ``found`` that defines it,
-    and its name there; ``(target, name)`` when none does."""
-    at, named = target, name
-    for _ in range(depth):
-        origin = next(((t, n) for local, t, n in project.bindings(at) if local == named and n not in (None, "*")
-                       and t != at), None)
-        if origin is None:
-            break
-        at, named = origin
-        if at in found:
-            return at, named
-    return target, name
-
-
 def _bound(index: int, project: Project, found: Mapping[int, Mapping[str, _V]],
            others: bool = True) -> dict[str, tuple[int, _V]]:
     """What module ``index`` binds, by local name, of what the modules of ``found`` define: ``verify_min_gpu_count``
@@ -437,7 +420,8 @@ def _bound(index: int, project: Project, found: Mapping[int, Mapping[str, _V]],
     bound: dict[str, tuple[int, _V]] = {}
     for local, target, name in project.bindings(index):
         if name not in (None, "*") and target not in found:  # re-exported: falkon's `from .switches import decide_cuda`
-            target, name = _defined_at(project, target, name, found)
+            target, name = project.origin(target, name, lambda module, defined: defined in found.get(module, {}),
+                                          4) or (target, name)
         if target not in found or (others and target == index):
             continue
         if name is None:

@@ -397,9 +397,11 @@ def _joined_here(text: str) -> list[tuple[str, ...]]:
     tree = parse(text)
     if tree is None:
         return []
-    here = _file_names(tree)
     assigned = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
                 if isinstance(t, ast.Name)}
+    files = {name for name, value in assigned.items() if _is_file(value)}  # `FILE = Path(__file__).resolve()`
+    here = _file_names(tree) - files
+    here |= {name for name, value in assigned.items() if _folder_parts(value, here, files) == ()}  # `os.getcwd()`
     found: list[tuple[str, ...]] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -415,7 +417,7 @@ def _joined_here(text: str) -> list[tuple[str, ...]]:
             given = node.args[-1]
             if isinstance(given, ast.Name) and given.id in assigned and given.id not in here:
                 given = assigned[given.id]
-            if (folder := _folder_parts(given, here)) is not None:
+            if (folder := _folder_parts(given, here, files)) is not None:
                 found.append(folder)
     return list(dict.fromkeys(found))
 
@@ -425,21 +427,25 @@ def _is_sys_path(node: ast.expr) -> bool:
         and node.value.id == "sys"
 
 
-def _folder_parts(node: ast.expr, here: set[str]) -> tuple[str, ...] | None:
+def _folder_parts(node: ast.expr, here: set[str],
+                  files: frozenset[str] | set[str] = frozenset()) -> tuple[str, ...] | None:
     """The folder path expression ``node`` names, relative to its module's folder (``..`` steps up), or None: the
-    module's folder is a name of ``here``, ``os.path.dirname(__file__)``, ``Path(__file__).parent`` or the current
-    folder (``os.getcwd()``, a relative string: a script runs from its folder); ``os.path.join``, ``+ "/x"``,
-    ``/ "x"``, ``dirname``, ``.parent``, ``abspath``/``realpath``/``normpath``/``str``/``resolve`` compose it."""
+    module's folder is a name of ``here``, ``os.path.dirname(__file__)`` (or of a name of ``files``, bound to the
+    file), ``Path(__file__).parent`` or the current folder (``os.getcwd()``, a relative string: a script runs from
+    its folder); ``os.path.join``, ``+ "/x"``, ``/ "x"``, ``dirname``, ``.parent``, ``abspath``/``realpath``/
+    ``normpath``/``str``/``resolve`` compose it."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str) and not node.value.startswith(("/", "~")):
         return _split(node.value)
     if isinstance(node, ast.Name):
         return () if node.id in here else None
     if isinstance(node, ast.Attribute) and node.attr == "parent":
-        inner = _folder_parts(node.value, here) if not _is_file(node.value) else ("..",)
-        return None if inner is None else () if _is_file(node.value) else (*inner, "..")
+        if _is_file(node.value, files):
+            return ()
+        inner = _folder_parts(node.value, here, files)
+        return None if inner is None else (*inner, "..")
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Div)) and isinstance(
             node.right, ast.Constant) and isinstance(node.right.value, str):
-        left = _folder_parts(node.left, here)
+        left = _folder_parts(node.left, here, files)
         return None if left is None else (*left, *_split(node.right.value))
     if not isinstance(node, ast.Call):
         return None
@@ -448,34 +454,35 @@ def _folder_parts(node: ast.expr, here: set[str]) -> tuple[str, ...] | None:
     if name == "getcwd" and not node.args:
         return ()
     if name == "resolve" and isinstance(node.func, ast.Attribute) and not node.args:
-        return _folder_parts(node.func.value, here)
+        return _folder_parts(node.func.value, here, files)
     if not node.args:
         return None
     first = node.args[0]
     if name == "dirname":
-        if _is_file(first):
+        if _is_file(first, files):
             return ()
-        inner = _folder_parts(first, here)
+        inner = _folder_parts(first, here, files)
         return None if inner is None else (*inner, "..")
     if name in ("abspath", "realpath", "normpath", "str", "Path") and len(node.args) == 1:
-        return _folder_parts(first, here)
+        return _folder_parts(first, here, files)
     if name == "join":
-        base = _folder_parts(first, here)
+        base = _folder_parts(first, here, files)
         rest = [a.value for a in node.args[1:] if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         return None if base is None or len(rest) != len(node.args) - 1 else (
             *base, *(part for r in rest for part in _split(r)))
     return None
 
 
-def _is_file(node: ast.expr) -> bool:
-    """``__file__``, or its absolute or real path, or ``Path(__file__)``: the module's file, not a folder."""
+def _is_file(node: ast.expr, files: frozenset[str] | set[str] = frozenset()) -> bool:
+    """``__file__``, or its absolute or real path, or ``Path(__file__)``, or a name of ``files``: the module's file,
+    not a folder."""
     while isinstance(node, ast.Call) and len(node.args) == 1 and (
             node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")) in (
             "abspath", "realpath", "Path", "resolve"):
         node = node.args[0]
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "resolve":
-        return _is_file(node.func.value)
-    return isinstance(node, ast.Name) and node.id == "__file__"
+        return _is_file(node.func.value, files)
+    return isinstance(node, ast.Name) and (node.id == "__file__" or node.id in files)
 
 
 def _split(path: str) -> tuple[str, ...]:
@@ -920,7 +927,7 @@ class Project:
             folders = {folder for path in self.paths for folder in path.parents}
             for index, path in self._resolved:
                 text = self.results[index].original or ""
-                if "sys.path" not in text or "__file__" not in text:
+                if "sys.path" not in text:
                     continue
                 for parts in remembered(_JOINED, text, partial(_joined_here, text)):
                     root = path.parent.joinpath(*parts).resolve()

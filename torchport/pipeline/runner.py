@@ -30,7 +30,7 @@ from torchport.pipeline.engine import (
     read_file,
     read_source,
 )
-from torchport.pipeline.files import Found
+from torchport.pipeline.files import Found, naming_files_key
 from torchport.pipeline.notebooks import is_notebook, read_notebook
 from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, KEPT, OWN, FileResult
 from torchport.style import style_for
@@ -162,7 +162,8 @@ def _run(found: Sequence[Found], settings: Settings, jobs: int, cache: cache_mod
 
         return unreached_modules(results, named)
 
-    _leave(results, cache, entries, f"unreached{sorted(named)}", unreached, programs.UNREACHED_TAG)
+    texts = naming_files_key([r.path for r in results]) if cache is not None else ""  # what the decision reads
+    _leave(results, cache, entries, f"unreached{sorted(named)}{texts}", unreached, programs.UNREACHED_TAG)
     return results
 
 
@@ -190,7 +191,8 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
     (`torchport.pipeline.project`) and the entry points of programs that MPS cannot run
     (`torchport.pipeline.programs`); each step reads what the one before made. A file's result depends only on its
     final directive, so a warm run of an unchanged project reads the directives and every result from the cache."""
-    project_key = _project_key(results, entries, "directives")
+    texts = naming_files_key([r.path for r in results]) if cache is not None else ""  # read for dynamic lookups
+    project_key = _project_key(results, entries, f"directives{texts}")
     if cache is not None and project_key is not None:
         cached = cache.get_decisions(project_key)
         if cached is not None:

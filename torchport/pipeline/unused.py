@@ -14,10 +14,8 @@ call it), for test modules (pytest collects by name) or for decorated definition
 from __future__ import annotations
 
 import ast
-import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from torchport.model import torch_facts
 from torchport.pipeline.library import installable
@@ -81,8 +79,10 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
         uses.append(found)
     project = Project(results)
     roots = set().union(*(u.roots for u in uses))
-    if any(found.dynamic or (found.lookups and any(local in found.lookups for local, _, _ in project.bindings(index)))
+    if any(found.lookups and any(local in found.lookups for local, _, _ in project.bindings(index))
            for index, found in enumerate(uses)):
+        return {}  # `models.__dict__[args.arch]`: any definition of a module of the project may run
+    if any(found.dynamic for found in uses):
         # a name looked up whole comes from data that holds it: a config, a shell script, a README, a comment
         # (ldm's `instantiate_from_config` reads `target: ldm.modules.encoders.modules.FrozenCLIPEmbedder`)
         on_disk = None if any(u.built for u in uses) else _other_texts(results)
@@ -316,33 +316,47 @@ def _uses(text: str) -> _Uses | None:
             else:
                 roots.update(used(statement, strings=True))
         lookups, built = set(), False
+        made = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and _built_value(n.value)
+                for t in n.targets if isinstance(t, ast.Name)}  # `name = f"train_{mode}"`, then `globals()[name]`
         for node in ast.walk(tree):
             if found := _looks_up(node):
                 lookups.add(found)
-            built = built or _builds_name(node)
+            built = built or _builds_name(node, made)
         return _Uses(inside, frozenset(roots), frozenset(candidates), True in lookups,
                      frozenset(n for n in lookups if isinstance(n, str)), built)
 
     return remembered(_USES, text, read)
 
 
-def _builds_name(node: ast.AST) -> bool:
-    """Whether a name ``node`` looks up is built from parts, or is code: ``eval``/``exec``, or an f-string, a
-    ``+``/``%`` or a ``format``/``join`` call in what a lookup (`_looks_up`) or a subscript of ``globals()``,
-    ``vars(m)`` or ``locals()`` is given (``globals()["train_" + mode]``)."""
+def _builds_name(node: ast.AST, made: frozenset[str] | set[str] = frozenset()) -> bool:
+    """Whether a name ``node`` looks up is built from parts, or is code: ``eval``/``exec``, a loader of files
+    (``spec_from_file_location``), or what a lookup (`_looks_up`) or a subscript of ``globals()``, ``vars(m)`` or
+    ``locals()`` is given: an f-string, a ``+``/``%``, a call (``format``, ``join``, ``upper``), or a name of
+    ``made`` (assigned one of those: ``name = f"train_{mode}"``, then ``globals()[name]``)."""
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) \
             and node.value.func.id in torch_facts.words("name_lookup_builtin"):
         given: list[ast.expr] = [node.slice]
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in torch_facts.words(
-            "code_builtin"):
+    elif isinstance(node, ast.Call) and (isinstance(node.func, ast.Name) and node.func.id in torch_facts.words(
+            "code_builtin") or _called(node) in torch_facts.words("file_loader")):
         return True
     elif _looks_up(node):
         given = [*node.args, *(k.value for k in node.keywords)] if isinstance(node, ast.Call) else [
             node.slice] if isinstance(node, ast.Subscript) else []
+        if isinstance(node, ast.Call) and _called(node) == "getattr":
+            given = given[1:2]  # the name; the object looked in is no name
     else:
         return False
-    return any(isinstance(n, (ast.JoinedStr, ast.BinOp)) or (isinstance(n, ast.Call) and isinstance(
-        n.func, ast.Attribute) and n.func.attr in ("format", "join")) for g in given for n in ast.walk(g))
+    return any(_built_value(g) or any(isinstance(n, ast.Name) and n.id in made for n in ast.walk(g)) for g in given)
+
+
+def _built_value(value: ast.expr) -> bool:
+    """An f-string, a ``+``/``%`` or a call anywhere in ``value``: a string put together at run time."""
+    return any(isinstance(n, (ast.JoinedStr, ast.BinOp, ast.Call)) for n in ast.walk(value))
+
+
+def _called(call: ast.Call) -> str:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
 def _looks_up(node: ast.AST) -> bool | str:
@@ -369,7 +383,6 @@ def _looks_up(node: ast.AST) -> bool | str:
     return False
 
 
-_FILES_AT_MOST = 20_000  # a bigger tree is no loose set of scripts: nothing is decided
 _BYTES_AT_MOST = 2_000_000  # per file: bigger ones are data
 
 
@@ -383,7 +396,8 @@ def unreached_modules(results: Sequence[FileResult], named: Collection[int] = ()
     holds its name as a word: a config's ``target: ldm.models.diffusion.ddim.DDIMSampler``, cog's ``predict:
     predict.py:Predictor``, a README's ``python -m``. Nothing is decided for a project without programs (a library
     run on its own), for a module packaging metadata installs (its users import it), for a package's
-    ``__init__.py``, for a file the user named (not a folder holding it) or for a tree past `_FILES_AT_MOST`.
+    ``__init__.py``, for a file the user named (not a folder holding it) or for a tree of many files
+    (`files.naming_files`).
 
     Args:
         results: one per file of the run (``original`` is the source).
@@ -403,6 +417,9 @@ def unreached_modules(results: Sequence[FileResult], named: Collection[int] = ()
         or _ported_at_top(r))]
     if not entries:
         return {}
+    if any((found := _uses(r.original)) is not None and found.built for r in results
+           if r.original and r.path.suffix == ".py"):
+        return {}  # CycleGAN's `importlib.import_module("models." + name + "_model")`: any module may run
     project = Project(results)
     reached = set().union(*(project.reach(i) for i in entries))
     candidates = [i for i in changed if i not in reached]
@@ -434,29 +451,18 @@ def _ported_at_top(result: FileResult) -> bool:
 
 
 def _other_texts(results: Sequence[FileResult]) -> set[str] | None:
-    """The words of the files under the run's common folder that are not in the run and may name a module
-    (``naming_file``); None past `_FILES_AT_MOST` files."""
-    paths = [r.path.resolve() for r in results]
-    run = set(paths)
-    root = Path(os.path.commonpath([p.parent for p in paths])) if paths else None
-    if root is None:
-        return set()
+    """The words of the files that may name a module of the run and are not in it (`files.naming_files`); None
+    past its limit."""
+    from torchport.pipeline.files import naming_files
+
+    paths = naming_files([r.path for r in results])
+    if paths is None:
+        return None
     found: set[str] = set()
-    seen = 0
-    naming, skipped = torch_facts.text("naming_file"), torch_facts.text("skipped_folder")
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not skipped.match(d)
-                   and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))]  # a virtual environment
-        for name in files:
-            path = Path(folder, name)
-            if not naming.search(name) or path in run:
-                continue
-            seen += 1
-            if seen > _FILES_AT_MOST:
-                return None
-            try:
-                if path.stat().st_size <= _BYTES_AT_MOST:
-                    found.update(words(path.read_text(encoding="utf-8", errors="replace")))
-            except OSError:
-                continue
+    for path in paths:
+        try:
+            if path.stat().st_size <= _BYTES_AT_MOST:
+                found.update(words(path.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            continue
     return found

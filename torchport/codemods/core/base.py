@@ -127,3 +127,16 @@ def older_torch(m: Migrator, node: cst.CSTNode, needed: tuple[int, int], api: st
     m.skip_region(node, PROJECT_TORCH, f"the project requires torch {version[0]}.{version[1]}, which lacks {api} "
                                        f"(torch {needed[0]}.{needed[1]})")
     return True
+
+
+def none_parameter(m: Migrator, value: cst.BaseExpression) -> bool:
+    """Whether ``value`` is a parameter of the function around it whose default is ``None`` (XMem's ``def
+    init_hyperparameters(self, config, model_path=None, map_location=None)``, called without it): a caller's
+    ``None`` restores CUDA storages on CUDA alone; `tp.map_location` keeps any other value as it is."""
+    if not isinstance(value, cst.Name):
+        return False
+    function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
+    params = function.params if function is not None else None
+    return params is not None and any(
+        p.name.value == value.value and isinstance(p.default, cst.Name) and p.default.value == "None"
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params))

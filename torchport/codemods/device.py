@@ -1765,7 +1765,8 @@ def _may_be_none(m: Migrator, name: cst.Name) -> bool:
                              | matchers.AugAssign(target=matchers.Name(name.value)))
     nones = matchers.findall(function, matchers.Assign(
         targets=[matchers.AssignTarget(target=matchers.Name(name.value))], value=matchers.Name("None")))
-    if len(bound) > len(nones) or not (none_parameter(m, name) or nones):
+    if len(bound) > len(nones) or not (none_parameter(m, name) or nones or (
+            m.syntax is not None and _given_none(m.syntax, function.name.value, name.value))):
         return False
     def holds(part: cst.CSTNode | None) -> bool:
         return part is not None and any(n is name for n in matchers.findall(part, matchers.Name(name.value)))
@@ -1775,6 +1776,57 @@ def _may_be_none(m: Migrator, name: cst.Name) -> bool:
                 _is_none(node.test, name.value) and holds(node.orelse))):
             return False
     return True
+
+
+def _given_none(tree: ast.Module, function: str, parameter: str) -> bool:
+    """Whether a call of the module's function ``function`` gives its ``parameter`` a name that may be None where
+    the call is: a parameter of the caller that defaults to None and that the caller never binds again, outside an
+    ``if name is not None:`` (handwriting_line_generation's ``main(..., gpu=None)`` calls ``generate(...,
+    gpu)``)."""
+    for caller in ast.walk(tree):
+        if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for call in ast.walk(caller):
+            if not (isinstance(call, ast.Call) and (getattr(call.func, "id", None) or getattr(
+                    call.func, "attr", None)) == function):
+                continue
+            callee = next((f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                           and f.name == function), None)
+            names = [a.arg for a in (*callee.args.posonlyargs, *callee.args.args)] if callee else []
+            if isinstance(call.func, ast.Attribute) and names[:1] == ["self"]:
+                names = names[1:]
+            given = dict(zip(names, call.args)) | {k.arg: k.value for k in call.keywords if k.arg}
+            value = given.get(parameter)
+            if isinstance(value, ast.Name) and _none_default(caller, value.id) and not _narrowed(caller, call,
+                                                                                               value.id):
+                return True
+    return False
+
+
+def _none_default(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """A parameter of ``function`` defaulting to None that it never binds again."""
+    spec = function.args
+    positional = [*spec.posonlyargs, *spec.args]
+    pairs = [*zip(positional[len(positional) - len(spec.defaults):], spec.defaults),
+             *((a, d) for a, d in zip(spec.kwonlyargs, spec.kw_defaults) if d is not None)]
+    return any(a.arg == name and isinstance(d, ast.Constant) and d.value is None for a, d in pairs) and not any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(function))
+
+
+def _narrowed(function: ast.AST, node: ast.AST, name: str) -> bool:
+    """Whether ``node`` is in the body of an ``if name is not None:`` (or ``if name:``) of ``function``, or in the
+    ``else`` of an ``if name is None:``."""
+    def holds(body: list[ast.stmt] | ast.expr) -> bool:
+        return any(n is node for part in (body if isinstance(body, list) else [body]) for n in ast.walk(part))
+
+    for branch in ast.walk(function):
+        if isinstance(branch, (ast.If, ast.IfExp)):
+            test = ast.unparse(branch.test).replace(" ", "")
+            if test in (f"{name}isnotNone", name, f"{name}!=None") and holds(branch.body):
+                return True
+            if test in (f"{name}isNone", f"not{name}", f"{name}==None") and holds(branch.orelse):
+                return True
+    return False
 
 
 def _not_none(test: cst.BaseExpression, name: str) -> bool:

@@ -2323,3 +2323,23 @@ def test_a_config_added_after_a_cached_run_names_the_module_it_left(tmp_path: Pa
     (tmp_path / "run.yaml").write_text("target: models.backup.load\n")
     again = CliRunner().invoke(app, ["migrate", str(tmp_path)])
     assert "[R27 unreached]" not in again.stdout + again.stderr, again.stdout
+
+
+def test_a_wrapper_made_under_an_option_of_another_modules_command_line_needs_cuda_to_scatter(tmp_path: Path) -> None:
+    """Real-time-GesRec: ``if not opt.no_cuda: model = model.cuda(); model = nn.DataParallel(model)`` in model.py,
+    whose options opts.py defines; the loop never moves its inputs (the scatter did). On MPS the wrapper is the
+    module on the device, called with CPU inputs: a Mac keeps the CPU. A branch on a tensor's attribute
+    (``if x.is_sparse:``) stays a branch on data."""
+    _write(tmp_path, {
+        "opts.py": "import argparse\n\n\ndef parse_opts():\n    p = argparse.ArgumentParser()\n"
+                   "    p.add_argument('--no_cuda', action='store_true')\n    return p.parse_args()\n",
+        "model.py": "import torch\nfrom torch import nn\n\n\ndef generate_model(opt):\n    model = nn.Linear(2, 2)\n"
+                    "    if not opt.no_cuda:\n        model = model.cuda()\n"
+                    "        model = nn.DataParallel(model, device_ids=None)\n    return model\n",
+        "main.py": "import torch\nfrom model import generate_model\nfrom opts import parse_opts\n\n"
+                   "if __name__ == '__main__':\n    opt = parse_opts()\n    model = generate_model(opt)\n"
+                   "    print(model(torch.ones(3, 2)))\n",
+    })
+    main = _programs(tmp_path)["main.py"]
+    assert "mps" not in main["runs_on"] and "cpu" in main["runs_on"], main
+    assert any("DataParallel" in b["reason"] and b["path"] == "model.py" for b in main["blockers"]), main

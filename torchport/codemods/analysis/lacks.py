@@ -191,13 +191,17 @@ def _library_calls(tree: ast.Module, libraries: frozenset[str], names: frozenset
 
 def _data_branch_lines(tree: ast.Module) -> set[int]:
     """Lines a function runs only for some values of its parameters: the body of an ``if`` whose test reads one
-    (``if sparse.issparse(X):``). What runs there comes with the caller's data, not with every run of a program.
-    An option of the module's own command line read from a parameter (MagFace's ``if not args.cpu_mode:``) is no
-    data: the program's run with its defaults takes that branch or not, every time."""
+    (``if sparse.issparse(X):``, ``if x.is_sparse:``, ``if x.size(0) > 1:``). What runs there comes with the caller's
+    data, not with every run of a program. An option read from a parameter (MagFace's ``if not args.cpu_mode:``,
+    Real-time-GesRec's ``if not opt.no_cuda:``: an attribute no tensor has) is no data: the program's run with its
+    defaults takes that branch or not, every time."""
     from torchport.model.evaluate import command_line_defaults  # not for a warm check's imports
 
     found: set[int] = set()
     options = set(command_line_defaults(tree))
+    # an option of another module's command line, read from a parameter (Real-time-GesRec's `if not opt.no_cuda:`
+    # in model.py, whose options opts.py defines), is no data either: what a tensor has (`x.is_sparse`) is
+    tensor_attributes = frozenset(torch_facts.words("tensor_attribute"))
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -206,8 +210,10 @@ def _data_branch_lines(tree: ast.Module) -> set[int]:
         for node in ast.walk(function):
             if not isinstance(node, ast.If):
                 continue
+            called = {id(n.func) for n in ast.walk(node.test) if isinstance(n, ast.Call)}
             read_options = {id(n.value) for n in ast.walk(node.test) if isinstance(n, ast.Attribute)
-                            and isinstance(n.value, ast.Name) and n.value.id in parameters and n.attr in options}
+                            and isinstance(n.value, ast.Name) and n.value.id in parameters and (
+                                n.attr in options or (n.attr not in tensor_attributes and id(n) not in called))}
             if any(isinstance(n, ast.Name) and n.id in parameters and id(n) not in read_options
                    for n in ast.walk(node.test)):
                 found.update(range(node.body[0].lineno, (node.body[-1].end_lineno or node.body[-1].lineno) + 1))
@@ -391,10 +397,19 @@ def _data_parallel_moved(tree: ast.Module) -> list[int]:
     code moved before (ibot's challenge_eval: ``model.cuda()``, then ``model = nn.DataParallel(model,
     device_ids=[0])``): on MPS the wrapper is the module on the device, and calls it with its inputs where they are."""
     wrapped: dict[str, int] = {}  # name -> the first line that binds it to a wrapper
-    wraps: list[tuple[int, str]] = []  # (line, the module wrapped) of each `x = DataParallel(x, ...)` that always runs
-    branched = {id(n) for branch in ast.walk(tree) if isinstance(branch, ast.If)
-                for statement in (*branch.body, *branch.orelse) for n in ast.walk(statement)}
-    from torchport.model.evaluate import false_off_cuda  # imported here: a warm run loads no evaluator
+    # (line, the module wrapped, the `if` arm it is in: None where it always runs) of each `x = DataParallel(x, ...)`
+    wraps: list[tuple[int, str, tuple[int, str] | None]] = []
+    arms: dict[int, tuple[int, str]] = {}  # a node -> the innermost `if` arm holding it, of an `if` asking no device
+    branched: set[int] = set()
+    from torchport.model.evaluate import asks_for_cuda, false_off_cuda  # here: a warm run loads no evaluator
+
+    for branch in sorted((n for n in ast.walk(tree) if isinstance(n, ast.If)), key=lambda n: n.lineno):
+        for arm in ("body", "orelse"):
+            for statement in getattr(branch, arm):
+                for n in ast.walk(statement):
+                    branched.add(id(n))
+                    if not asks_for_cuda(branch.test):  # Real-time-GesRec's `if not opt.no_cuda:` moves and wraps
+                        arms[id(n)] = (id(branch), arm)
 
     false = false_off_cuda(tree)  # kaggle-hpa's `if torch.cuda.device_count() > 1:` wraps nothing on a Mac
     unwrapped = {id(n) for branch in ast.walk(tree) if isinstance(branch, ast.If) and any(
@@ -405,10 +420,12 @@ def _data_parallel_moved(tree: ast.Module) -> list[int]:
                 and call_name(node.value) == "DataParallel" and id(node) not in unwrapped:
             for target in node.targets:
                 wrapped[ast.unparse(target)] = min(node.lineno, wrapped.get(ast.unparse(target), node.lineno))
-            if node.value.args and id(node) not in branched:  # not `if torch.cuda.device_count() > 1:`
-                wraps.append((node.lineno, ast.unparse(node.value.args[0])))
-    moves = [(node.lineno, ast.unparse(node.func.value)) for node in ast.walk(tree) if wrapped and isinstance(
-        node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda")]
+            if node.value.args and (id(node) not in branched or id(node) in arms):  # not under `if
+                # torch.cuda.device_count() > 1:`; under an option's `if`, where that arm moved the module before
+                wraps.append((node.lineno, ast.unparse(node.value.args[0]), arms.get(id(node))))
+    moves = [(node.lineno, ast.unparse(node.func.value), arms.get(id(node))) for node in ast.walk(tree)
+             if wrapped and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+             and node.func.attr in ("to", "cuda")]
     # a name bound again to something else after its wrapper (ProPainter's `model = model.module`) is no wrapper
     unwraps: dict[str, list[int]] = {}
     for node in ast.walk(tree) if wrapped else ():
@@ -419,9 +436,10 @@ def _data_parallel_moved(tree: ast.Module) -> list[int]:
             for target in node.targets:
                 if ast.unparse(target) in wrapped:
                     unwraps.setdefault(ast.unparse(target), []).append(node.lineno)
-    found = [line for line, moved in moves if line > wrapped.get(moved, line)  # the wrapper, not the module
+    found = [line for line, moved, _ in moves if line > wrapped.get(moved, line)  # the wrapper, not the module
              and not any(wrapped[moved] < at < line for at in unwraps.get(moved, ()))]
-    found.extend(line for line, module in wraps if any(at < line and moved == module for at, moved in moves))
+    found.extend(line for line, module, arm in wraps if any(at < line and moved == module and (
+        arm is None or moved_in == arm) for at, moved, moved_in in moves))
     return sorted(set(found))
 
 

@@ -291,6 +291,9 @@ class NativeRuntime:
         lines = [cst.parse_statement(_device_line(torch_name, self.device_name))]
         if grouped:
             lines.append(cst.parse_statement(_OFF_MPS.format(D=self.device_name, t=torch_name)))
+        guard = placement.torch_try(module.body)
+        if guard is not None:
+            return placement.into_else(module, guard, lines)
         return placement.insert(module, at, lines)
 
 

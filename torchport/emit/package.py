@@ -124,6 +124,11 @@ class PackageRuntime:
         """The runtime's import: with the leading imports (after a leading ``try`` of imports too), or after a
         ``sys.path`` change above the first ``def`` (`torchport.emit.placement.path_change`), which may be what makes
         it importable."""
+        parent, name = self.import_from
+        imported = f"from {parent} import {name}" if name else f"import {parent}"
+        guard = placement.torch_try(module.body)
+        if guard is not None:
+            return placement.into_else(module, guard, [cst.parse_statement(f"{imported} as {self.alias}\n")])
         change = placement.path_change(module.body, m.source)
         uses = re.compile(rf"\b{self.alias}\.")
         at = placement.after_imports(module.body, lambda _: False,
@@ -133,8 +138,6 @@ class PackageRuntime:
         if (change is None or at <= change) and not any(isinstance(s, cst.Try) for s in module.body[:at]):
             m.add_needed_import(*self.import_from, asname=self.alias)
             return module
-        parent, name = self.import_from
-        imported = f"from {parent} import {name}" if name else f"import {parent}"
         above = cst.Module([]).code_for_node(module.body[at - 1]).rstrip().splitlines()[-1]
         noqa = "  # noqa: E402" if "noqa" in above.partition("#")[2] else ""  # as the project's own imports there
         return placement.insert(module, at, [cst.parse_statement(f"{imported} as {self.alias}{noqa}\n")])

@@ -81,6 +81,46 @@ def after_imports(body: Sequence[cst.BaseStatement], also_after: Callable[[cst.B
     return at
 
 
+def _binds_torch(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(s, cst.Import) and any((_dotted(a.name) or "").split(".")[0] == "torch" for a in s.names)
+        for s in statement.body)
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        left = _dotted(node.value)
+        return f"{left}.{node.attr.value}" if left else None
+    return None
+
+
+def torch_try(body: Sequence[cst.BaseStatement]) -> cst.Try | None:
+    """The top-level ``try`` that imports torch in a module that imports it nowhere else at its top level
+    (ssqueezepy's ``try: import torch`` / ``except ImportError: torch = None``), else None. What the port adds
+    that loads torch goes in its ``else`` (`into_else`): at the top it would raise where the module allows torch
+    to be missing."""
+    if any(_binds_torch(s) for s in body):
+        return None
+    return next((s for s in body if isinstance(s, cst.Try) and s.handlers
+                 and any(_binds_torch(x) for x in s.body.body)), None)
+
+
+def into_else(module: cst.Module, guard: cst.Try, statements: Sequence[cst.BaseStatement]) -> cst.Module:
+    """``statements`` put first in the ``else`` of ``guard`` (a ``try`` of ``module.body`` that `torch_try`
+    gave), made if missing: they run once torch has imported, and an error of theirs is not read as torch
+    missing, as it would be inside the ``try``."""
+    added = [s.with_changes(leading_lines=()) for s in statements]
+    if guard.orelse is None:
+        orelse = cst.Else(body=cst.IndentedBlock(body=added))
+    else:
+        orelse = guard.orelse.with_changes(body=guard.orelse.body.with_changes(
+            body=[*added, *guard.orelse.body.body]))
+    placed = guard.with_changes(orelse=orelse)
+    return module.with_changes(body=[placed if s is guard else s for s in module.body])
+
+
 def _blank(count: int) -> list[cst.EmptyLine]:
     return [cst.EmptyLine() for _ in range(count)]
 

@@ -29,7 +29,7 @@ from torchport.codemods.core.shared import Shared
 from torchport.codemods.core.triggers import Anchors, map_statements
 from torchport.codemods.entry import avoid_mps
 from torchport.emit.package import PackageRuntime, Renderer
-from torchport.emit.placement import imports_only
+from torchport.emit.placement import imports_only, torch_try
 from torchport.model import torch_facts
 from torchport.results import KEPT
 
@@ -452,7 +452,8 @@ class Migrator(cst.CSTTransformer):
                 self.cuda_imports.append((module, name, alias.evaluated_alias))
 
     def visit_Module(self, node: cst.Module) -> None:
-        for statement in node.body:
+        guard = torch_try(node.body)  # torch imported only in a top-level try: its name there
+        for statement in (*node.body, *(guard.body.body if guard else ())):
             if isinstance(statement, cst.SimpleStatementLine):
                 for small in statement.body:
                     if isinstance(small, cst.Import):

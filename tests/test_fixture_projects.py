@@ -726,7 +726,8 @@ def test_a_module_only_data_parallel_places_keeps_the_cpu_on_a_mac(tmp_path: Pat
         folder / "test_single.py").read_text()
     assert "avoid_mps" not in (folder / "own.py").read_text()  # Mover places its own layer
     assert "avoid_mps" not in (folder / "made.py").read_text()  # models.make moves what it makes
-    for args in (("test_single.py",), ("-c", ON_A_MAC, "test_single.py"), ("made.py",)):
+    assert "avoid_mps" not in (folder / "moved_inside.py").read_text()  # the module it wraps is moved
+    for args in (("test_single.py",), ("-c", ON_A_MAC, "test_single.py"), ("made.py",), ("moved_inside.py",)):
         done = _run(folder, *args)
         assert done.returncode == 0 and "out (2, 2)" in done.stdout, done.stderr
 

@@ -456,7 +456,9 @@ def _data_parallel_places(tree: ast.Module) -> list[int]:
                 and call_name(node.value) == "DataParallel" and node.value.args):
             continue
         targets = {ast.unparse(t) for t in node.targets}
-        if ast.unparse(node.value.args[0]) in receivers or targets & receivers:
+        wrapped = node.value.args[0]  # lava-dl's `DataParallel(Network(...).to(device), ...)` wraps a moved module
+        if ast.unparse(wrapped) in receivers or targets & receivers or isinstance(wrapped, ast.Call) and isinstance(
+                wrapped.func, ast.Attribute) and wrapped.func.attr in ("to", "cuda"):
             continue
         if any(isinstance(call, ast.Call) and ast.unparse(call.func) in targets and any(
                 isinstance(a, ast.Name) and a.id in receivers for a in call.args) for call in ast.walk(tree)):

@@ -57,7 +57,8 @@ def test_where_each_program_runs_and_why_not() -> None:
 
 def test_rewrites_are_counted_over_what_a_program_reaches() -> None:
     found = _programs()
-    assert found["train.py"]["rewrites"] == 2 and found["train.py"]["modules"] == 2  # train.py, lib/model.py
+    # train.py, lib/model.py and lib/__init__.py, which `from lib.model import Net` runs first
+    assert found["train.py"]["rewrites"] == 2 and found["train.py"]["modules"] == 3
     assert found["sample.py"]["rewrites"] == 0  # its device choice is kept CUDA-or-CPU (the float64 schedule)
 
 
@@ -2343,3 +2344,46 @@ def test_a_wrapper_made_under_an_option_of_another_modules_command_line_needs_cu
     main = _programs(tmp_path)["main.py"]
     assert "mps" not in main["runs_on"] and "cpu" in main["runs_on"], main
     assert any("DataParallel" in b["reason"] and b["path"] == "model.py" for b in main["blockers"]), main
+
+
+def test_importing_a_module_of_a_package_runs_the_packages_init(tmp_path: Path) -> None:
+    """visualDet3D: `from pkg.sub.registry import X` runs `pkg/__init__.py` and `pkg/sub/__init__.py` first; the
+    latter imports a module whose import-time test orders `torch.version.cuda` (None without CUDA) against a string,
+    a TypeError off CUDA. A sibling script importing a module of a plain folder (no `__init__.py`) runs nothing more."""
+    _write(tmp_path, {
+        "pkg/__init__.py": "", "pkg/sub/__init__.py": "from .ops import Op\n",
+        "pkg/sub/ops.py": "import torch\n\nif (torch.version.cuda < '10.0') or torch.__version__ < '1.3':\n"
+                          "    Op = None\nelse:\n    Op = object\n",
+        "pkg/sub/registry.py": "X = 1\n",
+        "plain/registry.py": "X = 1\n",
+        "train.py": "import torch\nfrom pkg.sub.registry import X\n\nif __name__ == '__main__':\n"
+                    "    print(X, torch.ones(1).cuda())\n",
+        "other.py": "import torch\nfrom plain.registry import X\n\nif __name__ == '__main__':\n"
+                    "    print(X, torch.ones(1).cuda())\n",
+    })
+    found = _programs(tmp_path)
+    assert found["train.py"]["runs_on"] == ["cuda"]
+    assert {(b["path"], b["line"], tuple(b["chain"])) for b in found["train.py"]["blockers"]} == {
+        ("pkg/sub/ops.py", 3, ("train.py:2", "pkg/sub/__init__.py:1"))}
+    assert found["other.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
+@pytest.mark.parametrize(("source", "blocked"), [
+    ("if torch.version.cuda < '10.0':\n    pass\n", True),
+    ("if not torch.version.cuda >= '11':\n    pass\n", True),
+    ("if torch.version.cuda and torch.version.cuda < '10.0':\n    pass\n", False),
+    ("if torch.version.cuda is None or torch.version.cuda < '10.0':\n    pass\n", False),
+    ("if torch.version.cuda is not None and torch.version.cuda < '10.0':\n    pass\n", False),
+    ("if torch.version.cuda == '10.0':\n    pass\n", False),
+    ("def f():\n    if torch.version.cuda < '10.0':\n        pass\n", False),
+    ("from numba import cuda\n\n\n@cuda.jit('(float32[:], int32)', device=True)\ndef f(a, n):\n    pass\n", True),
+    ("from numba import cuda\n\n\n@cuda.jit\ndef f(a, n):\n    pass\n", False),
+    ("from numba import cuda\n\n\n@cuda.jit(device=True)\ndef f(a, n):\n    pass\n", False),
+])
+def test_what_a_module_does_when_imported_is_evaluated_off_cuda(source: str, blocked: bool) -> None:
+    """visualDet3D's deform_conv orders `torch.version.cuda` against a string at import (a TypeError without CUDA)
+    and its rotate_iou compiles numba kernels with signatures at import (eagerly, for CUDA); a lazy `@cuda.jit` or
+    a test that short-circuits on `torch.version.cuda` first needs nothing."""
+    text = "import torch\n" + source
+    found = [r for r in requirements(ast.parse(text), text) if r.targets == OFF_CUDA]
+    assert bool(found) is blocked, found

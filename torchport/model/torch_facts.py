@@ -657,6 +657,8 @@ CUDA_LIBRARIES = {
     "pointnet2_ops": Library(False), "knn_cuda": Library(False), "tinycudann": Library(False),
     "diff_gaussian_rasterization": Library(False), "simple_knn": Library(False), "mamba_ssm": Library(False),
     "causal_conv1d": Library(False),
+    # torch-batch-svd: batched SVD through cuSOLVER, a `CUDAExtension` with no CPU kernels
+    "torch_batch_svd": Library(False),
     # RAPIDS: GPU data frames, graphs and ML, and their memory manager and Dask cluster, which need NVIDIA's CUDA
     "cudf": Library(False), "cugraph": Library(False), "cuml": Library(False), "cuspatial": Library(False),
     "rmm": Library(False), "dask_cuda": Library(False),

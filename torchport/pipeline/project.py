@@ -663,16 +663,33 @@ class Project:
         for node in nodes:
             if not node.is_from:
                 for name, _ in node.names:
-                    found.update(self._resolve(name, path) or self._beside(path, name, 0))
+                    found.update(self._packages(self._resolve(name, path) or self._beside(path, name, 0), name))
             else:
                 relative = node.module or ""
                 base = absolute_module(cast(ast.ImportFrom, node), package)  # it reads .module and .level
-                found.update(self._resolve(base, path)
+                found.update(self._packages(self._resolve(base, path), base)
                              or (self._beside(path, relative, node.level) if relative else ()))
                 for name, _ in node.names:
                     dotted = f"{relative}.{name}" if relative else name
                     found.update(self._resolve(f"{base}.{name}" if base else name, path)
                                  or self._beside(path, dotted, node.level))
+        return found
+
+    def _packages(self, files: list[int], dotted: str) -> list[int]:
+        """``files``, found for the absolute module name ``dotted``, and the ``__init__.py`` of each package that
+        Python imports first (``from visualDet3D.networks.utils.registry import ...`` runs
+        ``visualDet3D/__init__.py`` and ``visualDet3D/networks/__init__.py``, which imports every detector)."""
+        found = list(files)
+        for index in files:
+            folder = self.results[index].path.resolve().parent
+            if self.results[index].path.name == "__init__.py":
+                folder = folder.parent
+            for _ in range(dotted.count(".") - (self.results[index].path.name == "__init__.py")):
+                init = self.paths.get(folder / "__init__.py")
+                if init is None:
+                    break
+                found.append(init)
+                folder = folder.parent
         return found
 
     def import_chain(self, entry: int, target: int, script: bool = False) -> list[tuple[int, int]]:

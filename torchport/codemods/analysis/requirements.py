@@ -154,12 +154,66 @@ def requirements(tree: ast.Module, text: str, entry: bool = False,
             dotted = ast_chain(node)
             if dotted and qualify(dotted, imports) & _BLOCKING_APIS:
                 uses.append((node.lineno, f"uses {dotted}, which only CUDA has"))
+    if "version" in text or "cuda" in text:
+        found += _at_import(tree, imports)
     if uses:
         reached = _reached_off_cuda(tree, {line for line, _ in uses})
         found += [Requirement(OFF_CUDA, why, line) for line, why in uses if line in reached]
     if entry and (line := cuda_only_program(tree, predicates)) is not None:
         found.append(Requirement(OFF_CUDA, "stops unless CUDA GPUs are there", line))
     return sorted(set(found), key=lambda r: (r.line, -len(r.targets), r.reason))
+
+
+def _at_import(tree: ast.Module, imports: Mapping[str, frozenset[str]]) -> list[Requirement]:
+    """What the module's own statements do at import that fails off CUDA, evaluated there: an ``if`` test that
+    orders ``torch.version.cuda``, None without CUDA, against a string (visualDet3D's ``if (torch.version.cuda <
+    '10.0') or ...``: a TypeError), and a CUDA-only library's API called with a signature to decorate a function
+    (numba's ``@cuda.jit('(float32[:], int32)', device=True)`` compiles for CUDA when the module runs)."""
+    found = []
+    for statement in tree.body:
+        if isinstance(statement, ast.If) and _raises_off_cuda(statement.test, imports):
+            found.append(Requirement(OFF_CUDA, "compares torch.version.cuda, None without CUDA, with a string",
+                                     statement.lineno))
+        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for decorator in statement.decorator_list:
+                dotted = ast_chain(decorator.func) if isinstance(decorator, ast.Call) and decorator.args else None
+                if dotted and any(name.startswith(_LIBRARY_USES) for name in qualify(dotted, imports)):
+                    found.append(Requirement(OFF_CUDA, f"compiles a kernel with {dotted} when imported",
+                                             decorator.lineno))
+    return found
+
+
+_LIBRARY_USES = tuple(library.uses for library in torch_facts.CUDA_LIBRARIES.values() if library.uses)
+
+
+def _is_cuda_version(node: ast.expr, imports: Mapping[str, frozenset[str]]) -> bool:
+    dotted = ast_chain(node)
+    return dotted is not None and "torch.version.cuda" in qualify(dotted, imports)
+
+
+def _raises_off_cuda(test: ast.expr, imports: Mapping[str, frozenset[str]]) -> bool:
+    """Whether evaluating ``test`` with ``torch.version.cuda`` None raises: an order comparison reached before
+    anything that short-circuits on it (``torch.version.cuda and ...``, ``torch.version.cuda is None or ...``)."""
+    if isinstance(test, ast.UnaryOp):
+        return _raises_off_cuda(test.operand, imports)
+    if isinstance(test, ast.Compare):
+        sides = [test.left, *test.comparators]
+        return any(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) and (
+            _is_cuda_version(sides[k], imports) or _is_cuda_version(sides[k + 1], imports))
+            for k, op in enumerate(test.ops))
+    if isinstance(test, ast.BoolOp):
+        for operand in test.values:
+            if _raises_off_cuda(operand, imports):
+                return True
+            test_none = operand.ops[0] if isinstance(operand, ast.Compare) and len(operand.ops) == 1 and (
+                _is_cuda_version(operand.left, imports) and isinstance(operand.comparators[0], ast.Constant)
+                and operand.comparators[0].value is None) else None  # `torch.version.cuda is (not) None`
+            falsy = _is_cuda_version(operand, imports) or isinstance(test_none, ast.IsNot)
+            truthy = isinstance(test_none, ast.Is) or isinstance(operand, ast.UnaryOp) and isinstance(
+                operand.op, ast.Not) and _is_cuda_version(operand.operand, imports)
+            if falsy if isinstance(test.op, ast.And) else truthy:
+                return False  # it stops there off CUDA
+    return False
 
 
 def project_cuda_extension(name: str, extensions: frozenset[str]) -> str | None:

@@ -1253,7 +1253,7 @@ def test_a_demo_main_function_only_the_main_block_calls_gets_the_call_in_the_blo
             "    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
             "    model = Net().cuda()\n\n"
             "    def test():\n        out = model(torch.rand(8, 3).to(device))\n"
-            "        return scatter(out, torch.zeros(8, dtype=torch.long, device=device), dim=0, reduce='mean')\n\n"
+            "        return scatter(out, torch.zeros(8, dtype=torch.long, device=device), dim=0, reduce='max')\n\n"
             "    print(test())\n\n\nif __name__ == '__main__':\n    main()\n")
     _applied(tmp_path, {"arch.py": demo, "train.py": "import torch\nfrom arch import Net\n\nmodel = Net().cuda()\n"
                                                      "print(model(torch.rand(8, 3).cuda()))\n"})
@@ -1350,7 +1350,7 @@ def test_a_program_whose_data_never_reaches_the_runtimes_device_gets_no_call(tmp
     would change nothing. Where it calls the loader, the call goes in."""
     sources = {
         "layers.py": "import torch\nimport torch_scatter\n\n\nclass Agg(torch.nn.Module):\n"
-                     "    def forward(self, x, index):\n        return torch_scatter.scatter(x, index)\n",
+                     "    def forward(self, x, index):\n        return torch_scatter.scatter(x, index, reduce='min')\n",
         "ckpt.py": "import torch\n\n\ndef save_ckpt(model, path):\n    torch.save(model.state_dict(), path)\n\n\n"
                    "def load_state(path):\n    return {k: v.cuda() for k, v in torch.load(path).items()}\n",
         "evaluate.py": "from ckpt import load_state\n\nif __name__ == '__main__':\n    print(load_state('m.pt'))\n",
@@ -2387,3 +2387,22 @@ def test_what_a_module_does_when_imported_is_evaluated_off_cuda(source: str, blo
     text = "import torch\n" + source
     found = [r for r in requirements(ast.parse(text), text) if r.targets == OFF_CUDA]
     assert bool(found) is blocked, found
+
+
+@pytest.mark.parametrize(("call", "compiled"), [
+    ("scatter_add(x, index)", False), ("scatter_mean(x, index)", False), ("scatter(x, index)", False),
+    ("scatter(x, index, reduce='mean')", False), ("scatter(x, index, reduce='max')", True),
+    ("scatter(x, index, reduce=how)", True), ("scatter_max(x, index)", True),
+    ("torch_scatter.scatter_sum(x, index)", False), ("torch_scatter.scatter_min(x, index)", True),
+])
+def test_a_function_of_a_compiled_library_written_in_torch_runs_anywhere(tmp_path: Path, call: str,
+                                                                         compiled: bool) -> None:
+    """3D-EMGP's EGNN calls torch_scatter's `scatter_add` and `scatter_mean`, which torch_scatter writes with
+    `scatter_add_`: they run on MPS. Its `scatter_min`/`scatter_max` and a `scatter` reducing by min, max or
+    an unknown reduction call the library's CPU and CUDA kernels."""
+    _write(tmp_path, {"train.py": "import torch\nimport torch_scatter\nfrom torch_scatter import scatter, scatter_add, "
+                                  "scatter_mean, scatter_max\n\nhow = 'sum'\n\nif __name__ == '__main__':\n"
+                                  "    x = torch.ones(4).cuda()\n    index = torch.zeros(4, dtype=torch.long).cuda()\n"
+                                  f"    print({call})\n"})
+    runs_on = _programs(tmp_path)["train.py"]["runs_on"]
+    assert runs_on == (["cuda", "cpu"] if compiled else ["cuda", "mps", "xpu", "cpu"])

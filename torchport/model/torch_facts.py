@@ -341,6 +341,9 @@ ROLES = {
                           "(torchsummary: `torch.cuda.FloatTensor` where CUDA is there, else the CPU's)",
     "cpu_cuda_library": "a compiled library (installed on its own) whose kernels are the CPU's and CUDA's alone: a "
                         "tensor on MPS or an XPU meets none (DCNv2's `dcn_v2`; PyG's torch_scatter and torch_sparse)",
+    "plain_torch_function": "a function of such a library written in torch alone, which runs on any device "
+                            "(torch_scatter's `scatter_add`, `scatter_mean`: `scatter_add_` and a division; its "
+                            "`scatter` with the default `reduce='sum'`)",
     "float64_env": "a reinforcement-learning environment library whose `step()` gives rewards as float64 numpy arrays "
                    "(gymnasium's vector environments)",
     "cast": "a tensor method that changes a dtype on the way to the device",
@@ -435,6 +438,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "exp": ("numpy_math",), "expm1": ("numpy_math",), "sqrt": ("numpy_math",), "sin": ("numpy_math",),
     "cos": ("numpy_math",), "tan": ("numpy_math",), "arctan": ("numpy_math",), "tanh": ("numpy_math",),
     "torchsummary": ("cpu_or_cuda_inputs",),
+    "torch_scatter.scatter_add": ("plain_torch_function",), "torch_scatter.scatter_sum": ("plain_torch_function",),
+    "torch_scatter.scatter_mean": ("plain_torch_function",), "torch_scatter.scatter": ("plain_torch_function",),
     "dcn_v2": ("cpu_cuda_library",), "torch_scatter": ("cpu_cuda_library",), "torch_sparse": ("cpu_cuda_library",),
     "torch_spline_conv": ("cpu_cuda_library",), "torch_cluster": ("cpu_cuda_library",),
     "warpctc_pytorch": ("cpu_cuda_library",),  # Baidu warp-ctc: `cpu_ctc` for any tensor not on CUDA

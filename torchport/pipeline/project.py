@@ -1012,10 +1012,12 @@ def compiled_uses(project: Project, index: int) -> list[tuple[int, str]]:
         if _built(hit, built) or not isinstance(node, ast.Import | ast.ImportFrom) or tree is None:
             found.append((node.lineno, why))
         else:  # an installed library counts where the module uses what it imported (deep_gcns' dense
-            # torch_edge.py imports torch_cluster's `knn_graph` and computes its own k nearest neighbours)
-            bound = {(a.asname or a.name).split(".", 1)[0] for a in node.names}
-            found.extend((use.lineno, why) for use in ast.walk(tree)
-                         if isinstance(use, ast.Name) and isinstance(use.ctx, ast.Load) and use.id in bound)
+            # torch_edge.py imports torch_cluster's `knn_graph` and computes its own k nearest neighbours), bar
+            # its functions written in torch alone (3D-EMGP's `from torch_scatter import scatter_add`)
+            base = absolute_module(node, package) if isinstance(node, ast.ImportFrom) else ""
+            bound = {(a.asname or a.name).split(".", 1)[0]: f"{base}.{a.name}" if base else a.name
+                     for a in node.names}
+            found.extend((use.lineno, why) for use in _library_uses(tree, bound))
     project.compiled_uses[index] = sorted(set(found))
     return project.compiled_uses[index]
 
@@ -1123,6 +1125,31 @@ def _built(module: str, built: frozenset[str]) -> bool:
     """Whether ``module`` is one of the extensions ``built``: by its full name, or ending in a qualified one (graph-rcnn
     imports ``lib.scene_parser.rcnn._C``; ``lib`` is no package, so the run names the module ``scene_parser.rcnn``)."""
     return module in built or any(module.endswith(f".{name}") for name in built if "." in name)
+
+
+_PLAIN_FUNCTIONS = frozenset(torch_facts.words("plain_torch_function"))
+_PLAIN_REDUCTIONS = frozenset({"sum", "add", "mean"})
+
+
+def _library_uses(tree: ast.Module, bound: Mapping[str, str]) -> Iterator[ast.expr]:
+    """The reads of the names ``bound`` (name -> what it names) in ``tree`` that run a library's kernels: not a
+    function of `_PLAIN_FUNCTIONS` (``scatter_add(...)``, ``torch_scatter.scatter_mean(...)``), nor its
+    ``scatter`` called with a plain ``reduce``."""
+    plain: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = bound.get(func.id) if isinstance(func, ast.Name) else (
+                f"{bound[func.value.id]}.{func.attr}" if isinstance(func, ast.Attribute) and isinstance(
+                    func.value, ast.Name) and func.value.id in bound else None)
+            reduce = next((k.value for k in node.keywords if k.arg == "reduce"), node.args[5] if len(
+                node.args) > 5 else None)
+            if name in _PLAIN_FUNCTIONS and (reduce is None or isinstance(reduce, ast.Constant)
+                                            and reduce.value in _PLAIN_REDUCTIONS):
+                plain.add(id(func.value if isinstance(func, ast.Attribute) else func))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in bound and id(node) not in plain:
+            yield node
 
 
 def _cpu_cuda_library(module: str) -> bool:

@@ -191,6 +191,11 @@ def test_numpy_of_a_tensor_not_on_cuda_keeps_the_cpu_or_cuda() -> None:
               "        return t.detach().numpy()\n")
     assert blocker(source) == (5, "`.numpy()` of a tensor where it is not on CUDA (a CPU tensor's alone)")
     assert blocker(source.replace("t.detach().numpy()", "t.detach().cpu().numpy()")) is None
+    # cellseg_models' _to_ndarray: copied to the CPU only where it is on CUDA, then made an array
+    copied = "def f(t):\n    if t.is_cuda:\n        t = t.cpu()\n\n    return t.numpy().astype('uint8')\n"
+    assert blocker(copied) == (5, "`.numpy()` of a tensor where it is not on CUDA (a CPU tensor's alone)")
+    assert blocker(copied.replace("    if t.is_cuda:\n", "    if t.device.type != 'cpu':\n")) is None
+    assert blocker(copied.replace("\n\n    return", "\n    t = t.cpu()\n    return")) is None
 
 
 def test_a_model_shared_with_other_processes_keeps_the_cpu_or_cuda(tmp_path: Path) -> None:

@@ -310,7 +310,43 @@ def _numpy_off_cuda(tree: ast.Module) -> list[int]:
                 if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) \
                         and inner.func.attr == "numpy" and not _passes_cpu(inner.func.value):
                     found.append(inner.lineno)
+        for block in _blocks(node):
+            found.extend(_numpy_after_cuda_copy(block))
     return found
+
+
+def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
+    return [block for field in ("body", "orelse", "finalbody") if isinstance(block := getattr(node, field, None), list)
+            and block and isinstance(block[0], ast.stmt)]
+
+
+def _numpy_after_cuda_copy(block: list[ast.stmt]) -> list[int]:
+    """Lines of ``block`` that call ``.numpy()`` of a name copied to the CPU only under ``if t.is_cuda:`` above
+    (cellseg_models' ``_to_ndarray``: ``if tensor.is_cuda: tensor = tensor.cpu()``, then ``tensor.numpy()``): an MPS
+    or XPU tensor is not copied, and raises there."""
+    found: list[int] = []
+    copied: set[str] = set()
+    for statement in block:
+        if isinstance(statement, ast.If) and not statement.orelse and isinstance(statement.test, ast.Attribute) \
+                and statement.test.attr in ON_CUDA_FLAGS:
+            copied.update(t.id for s in statement.body if isinstance(s, ast.Assign) and _passes_cpu(s.value)
+                          for t in s.targets if isinstance(t, ast.Name))
+            continue
+        if not copied:
+            continue
+        found.extend(n.lineno for n in ast.walk(statement) if isinstance(n, ast.Call) and isinstance(
+            n.func, ast.Attribute) and n.func.attr == "numpy" and not _passes_cpu(n.func.value)
+            and isinstance(base := _chain_base(n.func.value), ast.Name) and base.id in copied)
+        if isinstance(statement, ast.Assign):  # bound again: no longer the copy
+            copied -= {t.id for t in statement.targets if isinstance(t, ast.Name)}
+    return found
+
+
+def _chain_base(node: ast.expr) -> ast.expr:
+    """The object at the start of a chain of calls and attributes (``t`` of ``t.detach().numpy``)."""
+    while isinstance(node, (ast.Call, ast.Attribute)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node
 
 
 def _passes_cpu(node: ast.expr) -> bool:

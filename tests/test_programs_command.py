@@ -2411,3 +2411,13 @@ def test_a_function_of_a_compiled_library_written_in_torch_runs_anywhere(tmp_pat
                                   f"    print({call})\n"})
     runs_on = _programs(tmp_path)["train.py"]["runs_on"]
     assert runs_on == (["cuda", "cpu"] if compiled else ["cuda", "mps", "xpu", "cpu"])
+
+
+def test_a_legacy_constructor_under_a_cuda_default_tensor_type_keeps_the_cpu_or_cuda() -> None:
+    """nerf-pytorch: `torch.set_default_tensor_type('torch.cuda.FloatTensor')`, then `torch.Tensor(imgs[i])`: off CUDA
+    the runtime sets the default device, which legacy constructors ignore: their tensors stay on the CPU."""
+    source = ("import torch\n\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')\n\n\ndef batch(imgs, i):\n"
+              "    return torch.Tensor(imgs[i]), torch.zeros(3)\n")
+    assert blocker(source) == (7, "a legacy constructor (`torch.Tensor(x)`) under a CUDA default tensor type")
+    assert blocker(source.replace("torch.Tensor(imgs[i])", "torch.tensor(imgs[i])")) is None
+    assert blocker(source.replace("'torch.cuda.FloatTensor'", "'torch.FloatTensor'")) is None

@@ -47,6 +47,9 @@ NUMPY_OFF_CUDA = "`.numpy()` of a tensor where it is not on CUDA (a CPU tensor's
 # tapqir's Model.to: `if device == "cuda": set_default_tensor_type(torch.cuda.DoubleTensor) ... else:
 # set_default_tensor_type(torch.FloatTensor)`: MPS and XPU take the CPU's arm, beside data on the device
 CPU_DEFAULT_TYPE = "a CPU default tensor type set wherever the device is not CUDA"
+# nerf-pytorch's scripts: `torch.set_default_tensor_type('torch.cuda.FloatTensor')`, then `torch.Tensor(imgs[i])`:
+# off CUDA the runtime sets the default device, which legacy constructors ignore (they make CPU tensors)
+LEGACY_UNDER_CUDA_TYPE = "a legacy constructor (`torch.Tensor(x)`) under a CUDA default tensor type"
 # Transfer-Learning-Library's ImageRegression: `np.array(..., dtype=np.float)` targets, which a DataLoader batches
 # as float64 tensors that the program then moves to its device
 DATASET_FLOAT64 = "float64 numpy arrays a dataset gives (its DataLoader batches them as float64 tensors)"
@@ -61,7 +64,7 @@ def keeps_cuda_or_cpu(reason: str) -> bool:
     """Whether ``reason`` (``"<what>, <file>:<line>"``, given to TP019) keeps its program off XPU as well as MPS."""
     return reason.startswith((KEPT_CHOICE, COMPILED, MOVED_IF_ON_CUDA, CHOSEN_IF_ON_CUDA, CPU_OR_CUDA_CHECK,
                               CPU_EXTENSION, CPU_ONLY_FALLBACK, SHARED_MEMORY, NUMPY_OFF_CUDA,
-                              CPU_DEFAULT_TYPE, CPU_TYPE_OFF_CUDA)) \
+                              CPU_DEFAULT_TYPE, CPU_TYPE_OFF_CUDA, LEGACY_UNDER_CUDA_TYPE)) \
         or CPU_OR_CUDA_INPUTS in reason
 
 

@@ -344,6 +344,7 @@ ROLES = {
     "plain_torch_function": "a function of such a library written in torch alone, which runs on any device "
                             "(torch_scatter's `scatter_add`, `scatter_mean`: `scatter_add_` and a division; its "
                             "`scatter` with the default `reduce='sum'`)",
+    "plain_reduction": "a `reduce` of torch_scatter's `scatter` that it computes in torch alone",
     "float64_env": "a reinforcement-learning environment library whose `step()` gives rewards as float64 numpy arrays "
                    "(gymnasium's vector environments)",
     "cast": "a tensor method that changes a dtype on the way to the device",
@@ -410,7 +411,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "startswith": ("text_call",), "endswith": ("text_call",), "replace": ("text_call",), "split": ("text_call",),
     "append": ("text_call",), "get": ("text_call",), "setdefault": ("text_call",), "pop": ("text_call",),
     "index": ("text_call",), "count": ("text_call",), "add_argument": ("text_call",), "set_defaults": ("text_call",),
-    "add": ("text_call",), "extend": ("text_call",), "insert": ("text_call",), "remove": ("text_call",),
+    "add": ("text_call", "plain_reduction"), "sum": ("plain_reduction",), "mean": ("plain_reduction",),
+    "extend": ("text_call",), "insert": ("text_call",), "remove": ("text_call",),
     "str": ("text_call",), "isinstance": ("text_call",), "getattr": ("text_call",), "hasattr": ("text_call",),
     "setattr": ("text_call",), "Exception": ("catches_cuda_error",), "BaseException": ("catches_cuda_error",),
     "RuntimeError": ("catches_cuda_error",), "AssertionError": ("catches_cuda_error",), "float64": ("float64",),
@@ -650,6 +652,8 @@ CUDA_LIBRARIES = {
     "pynvml": Library(False, loads=False),
     # NVML through gpustat: setGPU picks a free GPU when imported; waitGPU's and gpustat's calls query the driver
     "setGPU": Library(False), "waitGPU": Library(False, loads=False), "gpustat": Library(False, loads=False),
+    # GPUtil reads nvidia-smi: without it `getGPUs()` is empty (dgNN's benchmarks index it: an IndexError)
+    "GPUtil": Library(False, loads=False),
     "cupy": Library(False, "cupy.cuda."), "numba.cuda": Library(False, "numba.cuda."),
     "pycuda": Library(False, "pycuda."), "tensorrt": Library(False), "torch2trt": Library(False),
     "polygraphy": Library(False),

@@ -1128,7 +1128,7 @@ def _built(module: str, built: frozenset[str]) -> bool:
 
 
 _PLAIN_FUNCTIONS = frozenset(torch_facts.words("plain_torch_function"))
-_PLAIN_REDUCTIONS = frozenset({"sum", "add", "mean"})
+_PLAIN_REDUCTIONS = torch_facts.words("plain_reduction")
 
 
 def _library_uses(tree: ast.Module, bound: Mapping[str, str]) -> Iterator[ast.expr]:

@@ -23,6 +23,7 @@ from torchport.results import (
     CPU_OR_CUDA_INPUTS,
     CPU_TYPE_OFF_CUDA,
     DATASET_FLOAT64,
+    LEGACY_UNDER_CUDA_TYPE,
     MOVED_IF_ON_CUDA,
     NUMPY_OFF_CUDA,
     SHARED_MEMORY,
@@ -121,6 +122,7 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
         found.extend((line, NUMPY_OFF_CUDA) for line in _numpy_off_cuda(tree))
     if "set_default_tensor_type" in text and (tree := tree or parse(text)) is not None:
         found.extend((line, CPU_DEFAULT_TYPE) for line in _cpu_default_off_cuda(tree))
+        found.extend((line, LEGACY_UNDER_CUDA_TYPE) for line in _legacy_under_cuda_type(tree))
     if "share_memory" in text and (tree := tree or parse(text)) is not None:
         found.extend((node.lineno, SHARED_MEMORY) for node in ast.walk(tree) if isinstance(node, ast.Call)
                      and isinstance(node.func, ast.Attribute) and node.func.attr in ("share_memory", "share_memory_"))
@@ -277,6 +279,20 @@ def _cpu_default_off_cuda(tree: ast.Module) -> list[int]:
                     and isinstance(kind := inner.args[0], ast.Attribute) and not _is_cuda_type(kind):
                 found.append(inner.lineno)
     return found
+
+
+def _legacy_under_cuda_type(tree: ast.Module) -> list[int]:
+    """Lines of a legacy constructor given data (``torch.Tensor(imgs[i])``, ``torch.FloatTensor([1.0])``) in a module
+    that sets a CUDA default tensor type at its top level (nerf-pytorch's ``torch.set_default_tensor_type(
+    'torch.cuda.FloatTensor')``): on CUDA it makes CUDA tensors; elsewhere the runtime sets the default device, which
+    such constructors ignore, so they stay on the CPU beside data on MPS or an XPU."""
+    sets_cuda = any(isinstance(node, ast.Expr) and isinstance(call := node.value, ast.Call)
+                    and isinstance(call.func, ast.Attribute) and call.func.attr == "set_default_tensor_type"
+                    and call.args and "cuda" in ast.unparse(call.args[0]) for node in tree.body)
+    return [node.lineno for node in ast.walk(tree) if sets_cuda and isinstance(node, ast.Call) and node.args
+            and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "torch" and (node.func.attr == "Tensor" or f"torch.cuda.{node.func.attr}"
+                                                    in torch_facts.of_rule("TP015"))] if sets_cuda else []
 
 
 def _is_cuda_type(node: ast.Attribute) -> bool:

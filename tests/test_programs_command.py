@@ -2421,3 +2421,15 @@ def test_a_legacy_constructor_under_a_cuda_default_tensor_type_keeps_the_cpu_or_
     assert blocker(source) == (7, "a legacy constructor (`torch.Tensor(x)`) under a CUDA default tensor type")
     assert blocker(source.replace("torch.Tensor(imgs[i])", "torch.tensor(imgs[i])")) is None
     assert blocker(source.replace("'torch.cuda.FloatTensor'", "'torch.FloatTensor'")) is None
+
+
+@pytest.mark.parametrize(("made", "blocked"), [
+    ("np.exp(-k * np.arange(n))", True), ("np.exp(-0.01 * np.arange(n))", True),
+    ("np.exp(-k * np.arange(n, dtype=np.float32))", False), ("np.exp(-j * np.arange(n))", False),
+])
+def test_a_float_times_integers_is_float64(made: str, blocked: bool) -> None:
+    """act's temporal aggregation: `k = 0.01`, `w = np.exp(-k * np.arange(n))` (a Python float times integers is
+    float64), `w = w / w.sum()`, then `torch.from_numpy(w).cuda()`; an integer scale or a float32 arange is not."""
+    source = (f"import numpy as np\nimport torch\n\n\ndef weights(n):\n    k = 0.01\n    j = 2\n    w = {made}\n"
+              "    w = w / w.sum()\n    return torch.from_numpy(w).cuda().unsqueeze(dim=1)\n")
+    assert (blocker(source) is not None) is blocked, blocker(source)

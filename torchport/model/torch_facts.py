@@ -411,7 +411,7 @@ WORDS: dict[str, tuple[str, ...]] = {
     "startswith": ("text_call",), "endswith": ("text_call",), "replace": ("text_call",), "split": ("text_call",),
     "append": ("text_call",), "get": ("text_call",), "setdefault": ("text_call",), "pop": ("text_call",),
     "index": ("text_call",), "count": ("text_call",), "add_argument": ("text_call",), "set_defaults": ("text_call",),
-    "add": ("text_call", "plain_reduction"), "sum": ("plain_reduction",), "mean": ("plain_reduction",),
+    "add": ("text_call", "plain_reduction"), "sum": ("plain_reduction", "dtype_keeping"), "mean": ("plain_reduction",),
     "extend": ("text_call",), "insert": ("text_call",), "remove": ("text_call",),
     "str": ("text_call",), "isinstance": ("text_call",), "getattr": ("text_call",), "hasattr": ("text_call",),
     "setattr": ("text_call",), "Exception": ("catches_cuda_error",), "BaseException": ("catches_cuda_error",),
@@ -563,10 +563,11 @@ TEXT = {
     "from_numpy_to_device": (r"(?:\bfrom_numpy\(|\b(?:torch|th)\.(?:as_)?tensor\().*(?:\.to\(|\.cuda\(|device=)",
                              "numpy float64 arrays reach a device where the module moves an array made into a tensor "
                              "there, in one line (``th.from_numpy(arr).to(device=t.device)``)"),
-    "numpy_makers": (r"\b(?:randn|rand|normal|uniform|standard_normal|linspace|logspace|zeros|ones)\("
+    "numpy_makers": (r"\b(?:randn|rand|normal|uniform|standard_normal|linspace|logspace|zeros|ones|arange)\("
                      r"|\.astype\(float\)",
                      "numpy calls whose arrays are float64 unless given a dtype (`np.random.randn`, "
-                     "`RandomState(s).randn`, `np.linspace`, `.astype(float)`)"),
+                     "`RandomState(s).randn`, `np.linspace`, `.astype(float)`), or once a float scales them "
+                     "(`np.arange`)"),
     "backend_setting": (r"(?i)^(?:dist_|distributed_|ddp_|torch_|process_group_|pg_)?backend$",
                         "a setting that holds a torch.distributed backend (not, e.g., DeepSpeed's "
                         "`comm_backend_name`)"),

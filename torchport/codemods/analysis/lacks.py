@@ -721,8 +721,31 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
             return bool(node.elts) and all(floaty(e, arrays) for e in node.elts)
         if isinstance(node, (ast.ListComp, ast.GeneratorExp)):  # stylegan2's `[rng(seed).randn(z) for seed in s]`
             return floaty(node.elt, arrays)
+        if isinstance(node, ast.UnaryOp):
+            return floaty(node.operand, arrays)
+        if isinstance(node, ast.BinOp):  # act's `np.exp(-k * np.arange(n))`, `k = 0.01`: a float times integers
+            return floaty(node.left, arrays) or floaty(node.right, arrays) or any(
+                scalar(a) and integers(b) for a, b in ((node.left, node.right), (node.right, node.left)))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _KEEPING \
+                and floaty(node.func.value, arrays):
+            return True  # `weights.sum()`, `sig.copy()`
         return _float64_maker(node) or isinstance(node, ast.Call) and numeric(node) and not any(
             k.arg == "dtype" for k in node.keywords) and bool(node.args) and floaty(node.args[0], arrays)
+
+    def scalar(node: ast.expr) -> bool:
+        """A Python float: a literal, or a name the scope binds to one."""
+        if isinstance(node, ast.UnaryOp):
+            return scalar(node.operand)
+        return isinstance(node, ast.Constant) and isinstance(node.value, float) or isinstance(
+            node, ast.Name) and node.id in floats
+
+    def integers(node: ast.expr) -> bool:
+        """An array of integers: numpy's ``arange`` of integers, with no dtype."""
+        if isinstance(node, ast.UnaryOp):
+            return integers(node.operand)
+        return isinstance(node, ast.Call) and numeric(node) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "arange" and not node.keywords and not any(
+                isinstance(a, ast.Constant) and isinstance(a.value, float) for a in node.args)
 
     def placed(receiver: ast.expr, arrays: set[str], tensors: set[str]) -> bool:
         """A float64 tensor: a name bound to one, or made of a float64 array, through methods keeping its dtype
@@ -743,6 +766,8 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
         for scope in scopes:
             arrays: set[str] = set()  # names of float64 arrays, or of lists of them
             tensors: set[str] = set()
+            floats = {t.id for n in _in_order(scope) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+                      and isinstance(n.value.value, float) for t in n.targets if isinstance(t, ast.Name)}
             # an assignment binds once its value ran: `sig = sig.cuda()` moves the float64 tensor first
             own = [n for n in _in_order(scope) if isinstance(n, (ast.Assign, ast.Call, ast.Return))]
             for node in sorted(own, key=lambda n: (n.end_lineno or n.lineno, n.end_col_offset or 0)

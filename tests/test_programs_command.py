@@ -2433,3 +2433,19 @@ def test_a_float_times_integers_is_float64(made: str, blocked: bool) -> None:
     source = (f"import numpy as np\nimport torch\n\n\ndef weights(n):\n    k = 0.01\n    j = 2\n    w = {made}\n"
               "    w = w / w.sum()\n    return torch.from_numpy(w).cuda().unsqueeze(dim=1)\n")
     assert (blocker(source) is not None) is blocked, blocker(source)
+
+
+def test_a_process_group_whose_backend_may_be_nccl_keeps_the_cuda_assert_before_it(tmp_path: Path) -> None:
+    """NaturalSpeech2's distributed.py: `assert torch.cuda.is_available()`, then `init_process_group(backend=
+    dist_backend or 'nccl')`, the caller giving 'nccl': off CUDA the path still stops at the process group, so the
+    assert stays (a port would trade the author's message for NCCL's) and the program is left whole."""
+    _write(tmp_path, {
+        "distributed.py": "import torch\nimport torch.distributed as dist\n\n\ndef init_distributed(rank, backend):\n"
+                          "    assert torch.cuda.is_available(), 'Distributed mode requires CUDA.'\n"
+                          "    torch.cuda.set_device(rank % torch.cuda.device_count())\n"
+                          "    dist.init_process_group(backend=backend or 'nccl')\n",
+        "train.py": "import torch\nfrom distributed import init_distributed\n\nif __name__ == '__main__':\n"
+                    "    init_distributed(0, 'nccl')\n    print(torch.ones(2).cuda())\n"})
+    files = _migrated(tmp_path)
+    assert not files["distributed.py"]["changed"] and not files["train.py"]["changed"]
+    assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda"]

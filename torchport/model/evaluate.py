@@ -1031,6 +1031,12 @@ class Evaluator:
             backend = args[0] if args else keywords.get("backend", keywords.get("dist_backend"))
             if backend in torch_facts.CUDA_BACKENDS:
                 return self._needs_cuda(node, f"the {backend} backend needs CUDA", p)
+            written = node.args[0] if node.args else next((k.value for k in node.keywords
+                                                           if k.arg in ("backend", "dist_backend")), None)
+            named = next((n.value for n in ast.walk(written) if isinstance(n, ast.Constant)
+                          and n.value in torch_facts.CUDA_BACKENDS), None) if written is not None else None
+            if backend is UNKNOWN and named is not None:  # NaturalSpeech2's `backend=dist_backend or 'nccl'`
+                return self._needs_cuda(node, f"the {named} backend it may be given needs CUDA", p)
             p.env[_GROUP] = True
         if name in torch_facts.GROUP_CUDA_LAYERS and self.target in ("cpu", "mps") and (
                 p.env.get(_GROUP) or self.globals.get(_GROUP)):

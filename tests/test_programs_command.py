@@ -2449,3 +2449,25 @@ def test_a_process_group_whose_backend_may_be_nccl_keeps_the_cuda_assert_before_
     files = _migrated(tmp_path)
     assert not files["distributed.py"]["changed"] and not files["train.py"]["changed"]
     assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda"]
+
+
+def test_a_name_a_project_module_does_not_define_makes_its_importer_run_nowhere(tmp_path: Path) -> None:
+    """super-image's examples: `from super_image.data import EvalDataset, TrainAugmentDataset`, a class the package
+    does not define: an ImportError on every device, so the program is left whole. A submodule, a name bound under
+    `try`, and a module that binds names at run time (`globals()`) are no such case."""
+    _write(tmp_path, {
+        "pkg/__init__.py": "", "pkg/data/__init__.py": "from .sets import EvalDataset\n\ntry:\n    import numpy\n"
+                                                         "except ImportError:\n    numpy = None\n",
+        "pkg/data/sets.py": "class EvalDataset:\n    pass\n", "pkg/data/extra.py": "",
+        "pkg/loose.py": "globals()['Made'] = 1\n",
+        "broken.py": "import torch\nfrom pkg.data import EvalDataset, TrainDataset\n\nif __name__ == '__main__':\n"
+                     "    print(torch.ones(1).cuda())\n",
+        "fine.py": "import torch\nfrom pkg.data import EvalDataset, extra, numpy\nfrom pkg.loose import Made\n\n"
+                   "if __name__ == '__main__':\n    print(torch.ones(1).cuda())\n",
+    })
+    found = _programs(tmp_path)
+    assert found["broken.py"]["runs_on"] == []
+    assert {(b["target"], b["path"], b["line"]) for b in found["broken.py"]["blockers"]} == {
+        (t, "broken.py", 2) for t in ("mps", "xpu", "cpu")}
+    assert found["fine.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    assert not _migrated(tmp_path)["broken.py"]["changed"]

@@ -80,11 +80,21 @@ def _binds(source: Path) -> frozenset[str] | None:
     """The names module ``source`` binds at its top level (in ``if``/``try`` blocks too); None where its source
     does not settle them (a module ``__getattr__``, a star import, ``globals()``)."""
     try:
-        text = source.read_text(encoding="utf-8")
-        tree = ast.parse(text)
-    except (OSError, SyntaxError, ValueError):
+        return binds(source.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
-    if "globals()" in text:
+
+
+@functools.lru_cache(maxsize=4096)
+def binds(text: str) -> frozenset[str] | None:
+    """The names a module of source ``text`` binds at its top level (in ``if``/``try`` blocks too); None where its
+    source does not settle them (a syntax error, a module ``__getattr__``, a star import, ``globals()``, ``setattr``
+    or ``sys.modules``, ``exec``)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    if _DYNAMIC_BINDING.search(text):
         return None
     bound: set[str] = set()
     statements = list(tree.body)
@@ -141,6 +151,7 @@ def missing_imports(statement: ast.Import | ast.ImportFrom) -> list[str]:
 
 
 _IMPORTS = re.compile(torch_facts.TEXT["torch_import"][0], re.MULTILINE)
+_DYNAMIC_BINDING = torch_facts.text("dynamic_binding")
 
 
 def may_lack(text: str) -> bool:

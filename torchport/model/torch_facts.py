@@ -607,6 +607,9 @@ TEXT = {
                     "`sys.path.insert(...)`, `sys.path += ...`, `site.addsitedir(...)`: what makes a module importable "
                     "that was not"),
     "dynamic_import": (r"\bimport_module\(|\b__import__\(", "a module imported by name at run time"),
+    "dynamic_binding": (r"\b(?:globals|vars|locals)\(\)|\bsys\.modules\b|\bsetattr\(|\bexec\(",
+                        "a module that may bind names at run time (`globals()[name] = ...`, `setattr(sys.modules[...], "
+                        "...)`, `exec`): its names are not all in its source"),
     "raw_kernel": (r"\b(?:data_ptr|mutable_data_ptr|const_data_ptr|accessor|packed_accessor\w*|AT_DISPATCH\w*|"
                    r"AT_PRIVATE\w*)\b|\.data<",
                    "C++ that reads a tensor's memory itself (a kernel of its own): without it, an extension calls "

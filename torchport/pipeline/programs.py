@@ -269,6 +269,14 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                     int(head) if head.isdigit() else 1, chain=path_to)
                     for target in OFF_CUDA if target not in {b.target for b in program.blockers})
                 continue
+            for line, name, module in project.undefined_imports(index)[:1]:
+                # super-image's examples import a class its package does not define: an ImportError anywhere
+                program.blockers.extend(Blocker(
+                    target, f"imports {name} from {shown_as(module)}, which does not define it: "
+                            f"{installed.RUNS_NOWHERE}", shown, line, chain=tuple(
+                                f"{shown_as(i)}:{at}" for i, at in project.import_chain(
+                                    entry, index, script=kind in ("script", "console-script"))))
+                    for target in OFF_CUDA if target not in {b.target for b in program.blockers})
             for need in needs(index, index == entry, program.reached):  # the first of each module, per target
                 if any(environment.get(variable, None if by_get else value) != value
                        for variable, value, by_get in need.env):
@@ -505,6 +513,9 @@ def _reached_only_by_cuda(results: list[FileResult]) -> dict[int, str]:
         _port_stops(r) for r in results) or any(deferred_cuda_imports(r.original or "") for r in suspects) or any(
         r.error is not None and r.path.suffix == ".py" and outline(r.original).script for r in results) or any(
         r.path.suffix == ".py" and not outline(r.original).parses for r in results)  # an import that does not parse
+    if not stopped and any(r.changed for r in results):  # a name imported from a module that lacks it
+        _, project = _model(results)
+        stopped = any(project.undefined_imports(i) for i, r in enumerate(results) if r.original is not None)
     if not suspects and not stopped:
         return {}
     # Only a module that itself needs CUDA, or defines a CUDA gate, makes a program CUDA-only (an entry point's

@@ -35,7 +35,7 @@ from typing import NamedTuple, TypeVar, cast
 from torchport.codemods.analysis.lacks import DATA_PARALLEL_PLACES, blockers
 from torchport.codemods.analysis.programs import absolute_module, always_run, is_main, is_script, is_test
 from torchport.codemods.analysis.source import parse as parse_quietly
-from torchport.model import torch_facts
+from torchport.model import installed, torch_facts
 from torchport.results import COMPILED, CPU_EXTENSION, DATASET_FLOAT64, KEPT_CHOICE, FileResult, keeps_cuda_or_cpu
 
 _DYNAMIC_IMPORT = torch_facts.text("dynamic_import")
@@ -619,6 +619,8 @@ class Project:
                 if folder in path.parents and (dotted := _dotted(path.relative_to(folder))) is not None:
                     self.by_name.setdefault(".".join(filter(None, (alias, dotted))), []).append(index)
         self._edges: dict[tuple[int, bool, bool], set[int]] = {}
+        self._undefined: dict[int, list[tuple[int, str, int]]] = {}  # `undefined_imports`, per file
+        self._builds: list[str] | None = None  # `_build_scripts`
         self.runs: dict[frozenset[int], frozenset[str]] = {}  # `program_names`, per program's modules
 
     def _module_name(self, path: Path) -> str:
@@ -798,6 +800,39 @@ class Project:
         ``p/q/__init__.py``)."""
         name = self.names[index] or ""
         return name if self.results[index].path.name == "__init__.py" else name.rpartition(".")[0]
+
+    def undefined_imports(self, index: int) -> list[tuple[int, str, int]]:
+        """``(line, name, module)`` of each ``from m import name`` that file ``index`` runs whenever it is imported,
+        where ``m`` is one module of the run that neither binds ``name`` (`installed.binds`) nor holds it as a
+        submodule (super-image's examples: ``from super_image.data import EvalDataset, TrainAugmentDataset``, a class
+        the package does not have): an ImportError on every device."""
+        if index in self._undefined:
+            return self._undefined[index]
+        path = self.results[index].path
+        package = self.package(index)
+        found: list[tuple[int, str, int]] = []
+        self._undefined[index] = found
+        for node in outline(self.results[index].original).always:
+            if not node.is_from:
+                continue
+            base = absolute_module(cast(ast.ImportFrom, node), package)  # it reads .module and .level
+            files = self._resolve(base, path) or (self._beside(path, node.module, node.level) if node.module else [])
+            if len(files) != 1 or (bound := installed.binds(self.results[files[0]].original or "")) is None:
+                continue
+            target = self.results[files[0]].path
+            for name, _ in node.names:
+                if name == "*" or name in bound or target.name == "__init__.py" and (
+                        any(target.parent.glob(f"{name}.*")) or (target.parent / name).is_dir()
+                        or any(name in text for text in self._build_scripts())):  # an extension built in place
+                    continue
+                found.append((node.line, name, files[0]))
+        return found
+
+    def _build_scripts(self) -> list[str]:
+        """The texts of the run's files that build extensions (`_BUILDS`)."""
+        if self._builds is None:
+            self._builds = [r.original for r in self.results if r.original and _BUILDS.search(r.original)]
+        return self._builds
 
     def in_package(self, index: int) -> bool:
         """Whether file ``index`` is a module of a package of the run (its folder holds an ``__init__.py``)."""

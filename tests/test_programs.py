@@ -30,6 +30,8 @@ def test_main_blocks_that_need_cuda(body: str, line: int | None) -> None:
     "    n = torch.cuda.device_count()\n    if n < 1:\n        main()\n",  # the work runs without CUDA
     "    if torch.cuda.is_available():\n        main()\n",
     "    assert torch.cuda.device_count() >= 0\n    main()\n",  # true everywhere
+    # NaturalSpeech2's Pattern_Generator: each arm picks a device, the work follows both
+    "    if not torch.cuda.is_available():\n        d = 'cpu'\n    else:\n        d = 'cuda:0'\n    main()\n",
     "    if not args.cuda:\n        sys.exit()\n    main()\n",  # a flag from the command line, not a detection
 ])
 def test_main_blocks_that_do_not(body: str) -> None:

@@ -85,17 +85,17 @@ def _binds(source: Path) -> frozenset[str] | None:
         return None
 
 
-@functools.lru_cache(maxsize=4096)
-def binds(text: str) -> frozenset[str] | None:
-    """The names a module of source ``text`` binds at its top level (in ``if``/``try`` blocks too); None where its
-    source does not settle them (a syntax error, a module ``__getattr__``, a star import, ``globals()``, ``setattr``
-    or ``sys.modules``, ``exec``)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
+def binds(text: str, tree: ast.Module | None = None) -> frozenset[str] | None:
+    """The names a module of source ``text`` (CPython's ``tree`` of it, where the caller has it) binds at its top
+    level (in ``if``/``try`` blocks too); None where its source does not settle them (a syntax error, a module
+    ``__getattr__``, a star import, ``globals()``, ``setattr`` or ``sys.modules``, ``exec``)."""
     if _DYNAMIC_BINDING.search(text):
         return None
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return None
     bound: set[str] = set()
     statements = list(tree.body)
     while statements:

@@ -174,6 +174,9 @@ def remembered(table: dict[_K, _V], key: _K, compute: Callable[[], _V]) -> _V:
     return found
 
 
+_BINDS: dict[str, frozenset[str] | None] = {}  # `installed.binds`, per text
+
+
 def outline(text: str | None) -> Outline:
     """The `Outline` of a module's ``text``, read once per text."""
     text = text or ""
@@ -817,7 +820,9 @@ class Project:
                 continue
             base = absolute_module(cast(ast.ImportFrom, node), package)  # it reads .module and .level
             files = self._resolve(base, path) or (self._beside(path, node.module, node.level) if node.module else [])
-            if len(files) != 1 or (bound := installed.binds(self.results[files[0]].original or "")) is None:
+            text = self.results[files[0]].original or "" if len(files) == 1 else ""
+            if len(files) != 1 or (tree := parse(text)) is None or (
+                    bound := remembered(_BINDS, text, partial(installed.binds, text, tree))) is None:
                 continue
             target = self.results[files[0]].path
             for name, _ in node.names:

@@ -325,7 +325,8 @@ def cuda_only_program(module: ast.Module, predicates: frozenset[str] = frozenset
             if isinstance(inner, ast.Assert) and flags.detects(inner.test) and not availability_assert(inner):
                 return inner.lineno
             if isinstance(inner, ast.If) and flags.negated(inner.test) and not removable_exit(inner) and (
-                    _exits(inner.body) or (inner.orelse and not _calls_any(inner.body, defined))):
+                    _exits(inner.body) or (inner.orelse and _calls_any(inner.orelse, defined)
+                                           and not _calls_any(inner.body, defined))):
                 return inner.lineno
             if _calls_any([inner], defined):
                 return _gpu_only_work(module, inner)  # the program's work starts here

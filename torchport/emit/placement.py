@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from torchport.emit.names import dotted_name
 from torchport.emit.patterns import PATH_CHANGE
 
 _DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
@@ -83,17 +84,8 @@ def after_imports(body: Sequence[cst.BaseStatement], also_after: Callable[[cst.B
 
 def _binds_torch(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and any(
-        isinstance(s, cst.Import) and any((_dotted(a.name) or "").split(".")[0] == "torch" for a in s.names)
+        isinstance(s, cst.Import) and any((dotted_name(a.name) or "").split(".")[0] == "torch" for a in s.names)
         for s in statement.body)
-
-
-def _dotted(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        left = _dotted(node.value)
-        return f"{left}.{node.attr.value}" if left else None
-    return None
 
 
 def torch_try(body: Sequence[cst.BaseStatement]) -> cst.Try | None:

@@ -677,7 +677,8 @@ def test_a_dataset_giving_float64_keeps_its_programs_choice(tmp_path: Path) -> N
     assert (folder / "train.py").read_text() == (PROJECTS / "dataset_float64" / "train.py").read_text()
     assert "data/regression.py:15 uses float64 numpy arrays a dataset gives" in output
     assert "device = tp.available_device()" in (folder / "classify.py").read_text()
-    for script, printed in (("train.py", "total 9.0"), ("classify.py", "seen 4")):
+    assert "device = tp.available_device()" in (folder / "train_cast.py").read_text()  # cast before it moves
+    for script, printed in (("train.py", "total 9.0"), ("classify.py", "seen 4"), ("train_cast.py", "total 9.0")):
         done = _run(folder, script)
         assert done.returncode == 0 and printed in done.stdout, done.stderr
     on_a_mac = _run(folder, "-c", ON_A_MAC, "train.py")  # the CPU, as written

@@ -32,7 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
-from torchport.codemods.analysis.lacks import DATA_PARALLEL_PLACES, blockers
+from torchport.codemods.analysis.lacks import DATA_PARALLEL_PLACES, batch_moves, blockers
 from torchport.codemods.analysis.programs import absolute_module, always_run, is_main, is_script, is_test
 from torchport.codemods.analysis.source import parse as parse_quietly
 from torchport.model import installed, torch_facts
@@ -175,6 +175,7 @@ def remembered(table: dict[_K, _V], key: _K, compute: Callable[[], _V]) -> _V:
 
 
 _BINDS: dict[str, frozenset[str] | None] = {}  # `installed.binds`, per text
+_BATCH_MOVES: dict[str, tuple[int, int]] = {}  # `lacks.batch_moves`, per text
 
 
 def outline(text: str | None) -> Outline:
@@ -1228,7 +1229,22 @@ def reached_lack(project: Project, other: int, reach: Iterable[int]) -> tuple[in
     if used and (tree := parse(text)) is not None:
         off = _off_by_default(tree, {line for line, _ in used}, project, reach)
         used = [(line, what) for line, what in used if line not in off]
+    if any(what == DATASET_FLOAT64 for _, what in used) and _batches_cast(project, reach):
+        used = [(line, what) for line, what in used if what != DATASET_FLOAT64]
     return _first(used)
+
+
+def _batches_cast(project: Project, reach: Iterable[int]) -> bool:
+    """Whether the modules ``reach`` move what their loops get from a loader only after a cast (COVID-19-age-groups'
+    ``batch_x.float().to(self.device)``), and move some: a dataset's float64 arrays then reach no device."""
+    cast = uncast = 0
+    for index in reach:
+        text = project.results[index].original or ""
+        if "for " not in text or not (".to(" in text or ".cuda(" in text) or (tree := parse(text)) is None:
+            continue
+        counts = remembered(_BATCH_MOVES, text, partial(batch_moves, tree))
+        cast, uncast = cast + counts[0], uncast + counts[1]
+    return cast > 0 and uncast == 0
 
 
 def _methods_at(tree: ast.Module | None, lines: set[int], from_project: set[str]) -> dict[int, str]:

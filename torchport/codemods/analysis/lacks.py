@@ -160,6 +160,7 @@ _KEEPING = frozenset(torch_facts.words("dtype_keeping"))
 _ENV_LIBRARIES = frozenset(torch_facts.words("float64_env"))
 # Tensor methods that change a dtype on the way to the device.
 _CASTS = frozenset(torch_facts.words("cast"))
+_MODULE_METHODS = frozenset(torch_facts.words("module_method"))
 
 
 _SOLVERS = frozenset(torch_facts.words("float64_solver"))
@@ -360,7 +361,7 @@ def _numpy_after_cuda_copy(block: list[ast.stmt]) -> list[int]:
 
 def _chain_base(node: ast.expr) -> ast.expr:
     """The object at the start of a chain of calls and attributes (``t`` of ``t.detach().numpy``)."""
-    while isinstance(node, (ast.Call, ast.Attribute)):
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
         node = node.func if isinstance(node, ast.Call) else node.value
     return node
 
@@ -805,6 +806,67 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
                             for a in node.args):  # `.to(torch.float32)`: a cast
                     found.append(node.lineno)
     return found
+
+
+def batch_moves(tree: ast.Module) -> tuple[int, int]:
+    """``(cast, uncast)``: how many moves to a device (``.to(...)``, ``.cuda()``) of what a ``for`` loop gives
+    (``for i, (x, y) in enumerate(loader):``) cast it on the way (``x.float().to(device)``, or ``y = y.float()``
+    before ``y[:, -n:].to(device)``, COVID-19-age-groups' forecasting loop) and how many do not. Read statement by
+    statement in each loop; a name bound again from a cast of it is cast from there on."""
+    cast = uncast = 0
+    for loop in ast.walk(tree):
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or isinstance(loop.iter, (ast.Tuple, ast.List, ast.Set)) or (
+                any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _MODULE_METHODS
+                    for n in ast.walk(loop.iter))):
+            continue  # `for layer in (self.gpt2, self.out_layer):`, `for name, p in model.named_parameters():`
+        batch = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        for node in sorted((n for s in loop.body for n in ast.walk(s) if isinstance(n, (ast.Assign, ast.Call))),
+                           key=lambda n: (n.end_lineno or n.lineno, n.end_col_offset or 0)
+                           if isinstance(n, ast.Assign) else (n.lineno, n.col_offset)):
+            if isinstance(node, ast.Assign):
+                names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+                if any(_casts(n) for n in ast.walk(node.value) if isinstance(n, ast.Call)):
+                    batch -= names
+                elif _of_batch(node.value, batch):
+                    batch |= names  # `y = y[:, -n:]`: the batch still; `out = block(x)` is the block's
+                else:
+                    batch -= names
+            elif isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda") and _of_batch(
+                    node.func.value, batch) and (
+                    node.func.attr == "cuda" or node.args or node.keywords):
+                if _chain_casts(node.func.value) or any(k.arg == "dtype" for k in node.keywords):
+                    cast += 1
+                else:
+                    uncast += 1
+    return cast, uncast
+
+
+def _of_batch(node: ast.expr, batch: set[str]) -> bool:
+    """Whether ``node`` is one of the names ``batch``, through its items, attributes and methods (``y[:, -n:]``,
+    ``x.float()``), not what calling it gives (``block(x)``)."""
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Attribute):
+            return False
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return isinstance(node, ast.Name) and node.id in batch
+
+
+def _casts(call: ast.Call) -> bool:
+    """Whether ``call`` changes a dtype to one MPS has (``.float()``, ``.to(torch.float32)``), not ``.double()``."""
+    if not isinstance(call.func, ast.Attribute) or call.func.attr not in _CASTS:
+        return False
+    if call.func.attr in ("to", "type"):
+        return any(isinstance(a, ast.Attribute) and a.attr not in _WIDE and a.attr != "double" for a in call.args) \
+            or any(k.arg == "dtype" for k in call.keywords)
+    return True
+
+
+def _chain_casts(node: ast.expr) -> bool:
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Call) and _casts(node):
+            return True
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return False
 
 
 def _dataset_float64(tree: ast.Module) -> list[int]:

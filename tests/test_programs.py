@@ -18,6 +18,8 @@ MAIN = "import torch\n\n\ndef main():\n    pass\n\n\nif __name__ == '__main__':\
     ("    if not torch.cuda.is_available():\n        raise SystemExit('needs CUDA')\n    main()\n", 9),
     ("    n = torch.cuda.device_count()\n    if n < 8:\n        print(n)\n    else:\n        main()\n", 10),
     ("    if torch.cuda.device_count() == 0:\n        sys.exit(1)\n    main()\n", 9),
+    # the work only where CUDA is, through an imported name
+    ("    if not torch.cuda.is_available():\n        print('needs a GPU')\n    else:\n        Trainer().train()\n", 9),
 ])
 def test_main_blocks_that_need_cuda(body: str, line: int | None) -> None:
     assert cuda_only_program(ast.parse(MAIN + body)) == line

@@ -2371,6 +2371,11 @@ def test_importing_a_module_of_a_package_runs_the_packages_init(tmp_path: Path) 
     assert {(b["path"], b["line"], tuple(b["chain"])) for b in found["train.py"]["blockers"]} == {
         ("pkg/sub/ops.py", 3, ("train.py:2", "pkg/sub/__init__.py:1"))}
     assert found["other.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    # a package imported by name runs the __init__ of the package above it too
+    (tmp_path / "pkg" / "__init__.py").write_text("import cupy\n")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("")
+    (tmp_path / "sub.py").write_text("import torch\nimport pkg.sub\n\nprint(torch.ones(1).cuda())\n")
+    assert {(b["path"], b["line"]) for b in _programs(tmp_path)["sub.py"]["blockers"]} == {("pkg/__init__.py", 1)}
 
 
 @pytest.mark.parametrize(("source", "blocked"), [
@@ -2380,6 +2385,7 @@ def test_importing_a_module_of_a_package_runs_the_packages_init(tmp_path: Path) 
     ("if torch.version.cuda is None or torch.version.cuda < '10.0':\n    pass\n", False),
     ("if torch.version.cuda is not None and torch.version.cuda < '10.0':\n    pass\n", False),
     ("if torch.version.cuda == '10.0':\n    pass\n", False),
+    ("if torch.cuda.is_available() and torch.version.cuda < '10.0':\n    pass\n", False),
     ("def f():\n    if torch.version.cuda < '10.0':\n        pass\n", False),
     ("from numba import cuda\n\n\n@cuda.jit('(float32[:], int32)', device=True)\ndef f(a, n):\n    pass\n", True),
     ("from numba import cuda\n\n\n@cuda.jit\ndef f(a, n):\n    pass\n", False),
@@ -2421,6 +2427,10 @@ def test_a_legacy_constructor_under_a_cuda_default_tensor_type_keeps_the_cpu_or_
     assert blocker(source) == (7, "a legacy constructor (`torch.Tensor(x)`) under a CUDA default tensor type")
     assert blocker(source.replace("torch.Tensor(imgs[i])", "torch.tensor(imgs[i])")) is None
     assert blocker(source.replace("'torch.cuda.FloatTensor'", "'torch.FloatTensor'")) is None
+    assert blocker(source.replace("torch.Tensor(imgs[i])", "torch.Tensor(imgs[i]).to('cuda')")) is None  # placed
+    setting = "torch.set_default_tensor_type('torch.cuda.FloatTensor')\n"
+    in_main = source.replace(setting, f"if __name__ == '__main__':\n    {setting}")
+    assert blocker(in_main) == (8, "a legacy constructor (`torch.Tensor(x)`) under a CUDA default tensor type")
 
 
 @pytest.mark.parametrize(("made", "blocked"), [
@@ -2449,6 +2459,11 @@ def test_a_process_group_whose_backend_may_be_nccl_keeps_the_cuda_assert_before_
     files = _migrated(tmp_path)
     assert not files["distributed.py"]["changed"] and not files["train.py"]["changed"]
     assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda"]
+    # a choice of backends the evaluation cannot settle is no fallback to NCCL
+    (tmp_path / "distributed.py").write_text((tmp_path / "distributed.py").read_text().replace(
+        "backend=backend or 'nccl'", "backend='gloo' if sys.platform == 'darwin' else 'nccl'").replace(
+        "import torch\n", "import sys\nimport torch\n", 1))
+    assert _programs(tmp_path)["train.py"]["runs_on"] != ["cuda"]
 
 
 def test_a_name_a_project_module_does_not_define_makes_its_importer_run_nowhere(tmp_path: Path) -> None:
@@ -2464,10 +2479,17 @@ def test_a_name_a_project_module_does_not_define_makes_its_importer_run_nowhere(
                      "    print(torch.ones(1).cuda())\n",
         "fine.py": "import torch\nfrom pkg.data import EvalDataset, extra, numpy\nfrom pkg.loose import Made\n\n"
                    "if __name__ == '__main__':\n    print(torch.ones(1).cuda())\n",
+        # a lazy loader's `__getattr__`, a fallback that may never run, a package beside a stale module of its name
+        "lazy/__init__.py": "import lazy_loader as lazy\n\n__getattr__, __dir__, __all__ = lazy.attach(__name__, {})\n",
+        "model.py": "class OldNet:\n    pass\n", "model/__init__.py": "class Net:\n    pass\n",
+        "also_fine.py": "import torch\nfrom lazy import Net\nfrom model import Net as Model\n\ntry:\n"
+                        "    from pkg.data import EvalDataset\nexcept ImportError:\n    from pkg.data import Gone\n\n"
+                        "if __name__ == '__main__':\n    print(torch.ones(1).cuda())\n",
     })
     found = _programs(tmp_path)
     assert found["broken.py"]["runs_on"] == []
     assert {(b["target"], b["path"], b["line"]) for b in found["broken.py"]["blockers"]} == {
         (t, "broken.py", 2) for t in ("mps", "xpu", "cpu")}
     assert found["fine.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    assert found["also_fine.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     assert not _migrated(tmp_path)["broken.py"]["changed"]

@@ -26,7 +26,7 @@ from torchport.codemods.analysis.lacks import blocker
 from torchport.codemods.analysis.programs import NOTEBOOK_CELL, is_program, where
 from torchport.codemods.core.base import Diagnostic, dotted_name
 from torchport.codemods.core.rule import Example, Rule
-from torchport.emit.placement import after_imports
+from torchport.emit.placement import after_imports, into_else, torch_try
 from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, keeps_cuda_or_cpu
 
 if TYPE_CHECKING:
@@ -82,6 +82,13 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
         m.sites.append(Diagnostic(KeepOffMps.code, line, 0, KeepOffMps.summary))
         return updated.with_changes(body=[block.with_changes(body=block.body.with_changes(
             body=[call, *block.body.body])) if s is block else s for s in updated.body])
+    guard, was = torch_try(updated.body), torch_try(original.body)
+    if guard is not None and was is not None:  # torch optional: where it has imported (the runtime's too)
+        if m._is_suppressed(KeepOffMps.code, line := m.start(was).line):
+            return updated
+        m.rewrites[KeepOffMps.code] += 1
+        m.sites.append(Diagnostic(KeepOffMps.code, line, 0, KeepOffMps.summary))
+        return into_else(updated, guard, [call])
     # In a notebook, after the cell's `import torch`, where the runtime's import goes (its first cells often
     # install packages); in a module, after its leading imports.
     torch_import = next((s for s in updated.body if _imports_torch(s)), None) \

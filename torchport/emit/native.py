@@ -293,7 +293,7 @@ class NativeRuntime:
             lines.append(cst.parse_statement(_OFF_MPS.format(D=self.device_name, t=torch_name)))
         guard = placement.torch_try(module.body)
         if guard is not None:
-            return placement.into_else(module, guard, lines)
+            return placement.into_else(module, guard, lines, self.device_name)
         return placement.insert(module, at, lines)
 
 

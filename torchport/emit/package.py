@@ -128,7 +128,8 @@ class PackageRuntime:
         imported = f"from {parent} import {name}" if name else f"import {parent}"
         guard = placement.torch_try(module.body)
         if guard is not None:
-            return placement.into_else(module, guard, [cst.parse_statement(f"{imported} as {self.alias}\n")])
+            return placement.into_else(module, guard, [cst.parse_statement(f"{imported} as {self.alias}\n")],
+                                       self.alias)
         change = placement.path_change(module.body, m.source)
         uses = re.compile(rf"\b{self.alias}\.")
         at = placement.after_imports(module.body, lambda _: False,

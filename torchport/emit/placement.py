@@ -12,6 +12,7 @@ documents that statement, not the added line.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 import libcst as cst
@@ -99,11 +100,19 @@ def torch_try(body: Sequence[cst.BaseStatement]) -> cst.Try | None:
                  and any(_binds_torch(x) for x in s.body.body)), None)
 
 
-def into_else(module: cst.Module, guard: cst.Try, statements: Sequence[cst.BaseStatement]) -> cst.Module:
+def into_else(module: cst.Module, guard: cst.Try, statements: Sequence[cst.BaseStatement],
+              name: str | None = None) -> cst.Module:
     """``statements`` put first in the ``else`` of ``guard`` (a ``try`` of ``module.body`` that `torch_try`
     gave), made if missing: they run once torch has imported, and an error of theirs is not read as torch
-    missing, as it would be inside the ``try``."""
+    missing, as it would be inside the ``try``. Where the ``try`` body itself reads ``name`` (the runtime's alias,
+    native's ``DEVICE``: a statement of it the port rewrote), they go in the body, right after torch's import."""
     added = [s.with_changes(leading_lines=()) for s in statements]
+    if name is not None and re.search(rf"\b{re.escape(name)}\b", cst.Module([]).code_for_node(guard.body)):
+        inner = list(guard.body.body)
+        at = next(i for i, s in enumerate(inner) if _binds_torch(s)) + 1
+        inner[at:at] = added
+        placed = guard.with_changes(body=guard.body.with_changes(body=inner))
+        return module.with_changes(body=[placed if s is guard else s for s in module.body])
     if guard.orelse is None:
         orelse = cst.Else(body=cst.IndentedBlock(body=added))
     else:

@@ -1033,8 +1033,12 @@ class Evaluator:
                 return self._needs_cuda(node, f"the {backend} backend needs CUDA", p)
             written = node.args[0] if node.args else next((k.value for k in node.keywords
                                                            if k.arg in ("backend", "dist_backend")), None)
-            named = next((n.value for n in ast.walk(written) if isinstance(n, ast.Constant)
-                          and n.value in torch_facts.CUDA_BACKENDS), None) if written is not None else None
+            # only a fallback whose every constant is a CUDA backend (`backend or 'nccl'`), not a choice between
+            # backends the evaluation cannot settle (`"gloo" if sys.platform == "darwin" else "nccl"`)
+            fallback = isinstance(written, ast.BoolOp) and all(
+                n.value in torch_facts.CUDA_BACKENDS for n in ast.walk(written) if isinstance(n, ast.Constant))
+            named = next((n.value for n in written.values if isinstance(n, ast.Constant)  # type: ignore[union-attr]
+                          and n.value in torch_facts.CUDA_BACKENDS), None) if fallback else None
             if backend is UNKNOWN and named is not None:  # NaturalSpeech2's `backend=dist_backend or 'nccl'`
                 return self._needs_cuda(node, f"the {named} backend it may be given needs CUDA", p)
             p.env[_GROUP] = True

@@ -112,7 +112,10 @@ def binds(text: str, tree: ast.Module | None = None) -> frozenset[str] | None:
             bound.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
             for field in ("body", "orelse", "finalbody", "handlers"):
                 statements.extend(getattr(node, field, None) or ())
-    return frozenset(bound)
+    if "__getattr__" in bound:  # lazy_loader's `__getattr__, __dir__, __all__ = lazy.attach(...)`
+        return None
+    # `global X` in a function: it may bind X when it runs (at import, too)
+    return frozenset(bound.union(*(n.names for n in ast.walk(tree) if isinstance(n, ast.Global))))
 
 
 def lacks(module: str, name: str | None = None) -> bool:

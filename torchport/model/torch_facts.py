@@ -656,8 +656,6 @@ CUDA_LIBRARIES = {
     "pynvml": Library(False, loads=False),
     # NVML through gpustat: setGPU picks a free GPU when imported; waitGPU's and gpustat's calls query the driver
     "setGPU": Library(False), "waitGPU": Library(False, loads=False), "gpustat": Library(False, loads=False),
-    # GPUtil reads nvidia-smi: without it `getGPUs()` is empty (dgNN's benchmarks index it: an IndexError)
-    "GPUtil": Library(False, loads=False),
     "cupy": Library(False, "cupy.cuda."), "numba.cuda": Library(False, "numba.cuda."),
     "pycuda": Library(False, "pycuda."), "tensorrt": Library(False), "torch2trt": Library(False),
     "polygraphy": Library(False),

@@ -24,6 +24,7 @@ import ast
 import difflib
 import functools
 import gc
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -176,6 +177,11 @@ def remembered(table: dict[_K, _V], key: _K, compute: Callable[[], _V]) -> _V:
 
 _BINDS: dict[str, frozenset[str] | None] = {}  # `installed.binds`, per text
 _BATCH_MOVES: dict[str, tuple[int, int]] = {}  # `lacks.batch_moves`, per text
+
+
+def _bound(text: str) -> frozenset[str] | None:
+    tree = parse(text)
+    return installed.binds(text, tree) if tree is not None else None
 
 
 def outline(text: str | None) -> Outline:
@@ -690,7 +696,7 @@ class Project:
             folder = self.results[index].path.resolve().parent
             if self.results[index].path.name == "__init__.py":
                 folder = folder.parent
-            for _ in range(dotted.count(".") - (self.results[index].path.name == "__init__.py")):
+            for _ in range(dotted.count(".")):
                 init = self.paths.get(folder / "__init__.py")
                 if init is None:
                     break
@@ -813,24 +819,28 @@ class Project:
         if index in self._undefined:
             return self._undefined[index]
         path = self.results[index].path
+        if path.suffix != ".py":  # a notebook's stale import fails one cell; the others still run
+            return []
+        tree = parse(self.results[index].original)
+        handled = {n.lineno for h in ast.walk(tree) if isinstance(h, ast.ExceptHandler) for n in ast.walk(h)
+                   if isinstance(n, ast.ImportFrom)} if tree is not None else set()  # a fallback: may never run
         package = self.package(index)
         found: list[tuple[int, str, int]] = []
         self._undefined[index] = found
         for node in outline(self.results[index].original).always:
-            if not node.is_from:
+            if not node.is_from or node.line in handled:
                 continue
             base = absolute_module(cast(ast.ImportFrom, node), package)  # it reads .module and .level
             files = self._resolve(base, path) or (self._beside(path, node.module, node.level) if node.module else [])
             text = self.results[files[0]].original or "" if len(files) == 1 else ""
-            if len(files) != 1 or (tree := parse(text)) is None or (
-                    bound := remembered(_BINDS, text, partial(installed.binds, text, tree))) is None:
+            if len(files) != 1 or (bound := remembered(_BINDS, text, partial(_bound, text))) is None:
                 continue
             target = self.results[files[0]].path
             for name, _ in node.names:
-                if name == "*" or name in bound or target.name == "__init__.py" and (
+                if name == "*" or name in bound or name.startswith("__") or target.name == "__init__.py" and (
                         any(target.parent.glob(f"{name}.*")) or (target.parent / name).is_dir()
-                        or any(name in text for text in self._build_scripts())):  # an extension built in place
-                    continue
+                        or any(re.search(rf"\b{re.escape(name)}\b", script) for script in self._build_scripts())):
+                    continue  # a submodule, or an extension built in place
                 found.append((node.line, name, files[0]))
         return found
 
@@ -995,7 +1005,7 @@ class Project:
 
     def _module_in(self, base: Path, dotted: str) -> int | None:
         target = base.joinpath(*dotted.split("."))
-        for candidate in (target.with_name(target.name + ".py"), target / "__init__.py"):
+        for candidate in (target / "__init__.py", target.with_name(target.name + ".py")):  # a package first, as Python
             if candidate in self.paths:
                 return self.paths[candidate]
         return None

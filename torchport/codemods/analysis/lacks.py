@@ -287,13 +287,19 @@ def _legacy_under_cuda_type(tree: ast.Module) -> list[int]:
     that sets a CUDA default tensor type at its top level (nerf-pytorch's ``torch.set_default_tensor_type(
     'torch.cuda.FloatTensor')``): on CUDA it makes CUDA tensors; elsewhere the runtime sets the default device, which
     such constructors ignore, so they stay on the CPU beside data on MPS or an XPU."""
-    sets_cuda = any(isinstance(node, ast.Expr) and isinstance(call := node.value, ast.Call)
-                    and isinstance(call.func, ast.Attribute) and call.func.attr == "set_default_tensor_type"
-                    and call.args and "cuda" in ast.unparse(call.args[0]) for node in tree.body)
-    return [node.lineno for node in ast.walk(tree) if sets_cuda and isinstance(node, ast.Call) and node.args
+    run = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    sets_cuda = any(isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)  # also under `__main__`
+                    and call.func.attr == "set_default_tensor_type" and call.args
+                    and "cuda" in ast.unparse(call.args[0]) for s in run for call in ast.walk(s))
+    if not sets_cuda:
+        return []
+    moved = {id(n.func.value) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and n.func.attr in ("to", "cuda")}  # `torch.Tensor(poses[i]).to(device)`: placed at once
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call) and node.args and id(node) not in moved
+            and not all(isinstance(a, ast.Constant) and isinstance(a.value, int) for a in node.args)  # a size
             and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
             and node.func.value.id == "torch" and (node.func.attr == "Tensor" or f"torch.cuda.{node.func.attr}"
-                                                    in torch_facts.of_rule("TP015"))] if sets_cuda else []
+                                                    in torch_facts.of_rule("TP015"))]
 
 
 def _is_cuda_type(node: ast.Attribute) -> bool:
@@ -811,34 +817,54 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
 def batch_moves(tree: ast.Module) -> tuple[int, int]:
     """``(cast, uncast)``: how many moves to a device (``.to(...)``, ``.cuda()``) of what a ``for`` loop gives
     (``for i, (x, y) in enumerate(loader):``) cast it on the way (``x.float().to(device)``, or ``y = y.float()``
-    before ``y[:, -n:].to(device)``, COVID-19-age-groups' forecasting loop) and how many do not. Read statement by
-    statement in each loop; a name bound again from a cast of it is cast from there on."""
+    before ``y[:, -n:].to(device)``, COVID-19-age-groups' forecasting loop) and how many do not, or may not: a
+    comprehension over it (``[b.to(device) for b in batch]``) or a call given it and a device (``to_device(batch,
+    device)``) counts as uncast. Read statement by statement in each loop; a name bound again from a cast of it is
+    cast from there on, one unpacked from it (``x, y = batch``) is the batch still."""
     cast = uncast = 0
+    forwards = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name == "forward"
+                for n in ast.walk(f)}  # a module's forward iterates its layers, not a loader
     for loop in ast.walk(tree):
-        if not isinstance(loop, (ast.For, ast.AsyncFor)) or isinstance(loop.iter, (ast.Tuple, ast.List, ast.Set)) or (
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or id(loop) in forwards or isinstance(
+                loop.iter, (ast.Tuple, ast.List, ast.Set)) or (
                 any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _MODULE_METHODS
                     for n in ast.walk(loop.iter))):
             continue  # `for layer in (self.gpt2, self.out_layer):`, `for name, p in model.named_parameters():`
         batch = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-        for node in sorted((n for s in loop.body for n in ast.walk(s) if isinstance(n, (ast.Assign, ast.Call))),
-                           key=lambda n: (n.end_lineno or n.lineno, n.end_col_offset or 0)
+        nodes = (n for s in loop.body for n in ast.walk(s)
+                 if isinstance(n, (ast.Assign, ast.Call, ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp)))
+        for node in sorted(nodes, key=lambda n: (n.end_lineno or n.lineno, n.end_col_offset or 0)
                            if isinstance(n, ast.Assign) else (n.lineno, n.col_offset)):
-            if isinstance(node, ast.Assign):
-                names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+            if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp)):
+                if any(_of_batch(g.iter, batch) for g in node.generators) and any(
+                        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
+                        for n in ast.walk(node)):
+                    uncast += 1  # moved item by item: not read
+            elif isinstance(node, ast.Assign):
+                names = {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
                 if any(_casts(n) for n in ast.walk(node.value) if isinstance(n, ast.Call)):
                     batch -= names
                 elif _of_batch(node.value, batch):
-                    batch |= names  # `y = y[:, -n:]`: the batch still; `out = block(x)` is the block's
+                    batch |= names  # `y = y[:, -n:]`, `x, y = batch`: the batch still; `out = block(x)` is not
                 else:
                     batch -= names
             elif isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda") and _of_batch(
-                    node.func.value, batch) and (
-                    node.func.attr == "cuda" or node.args or node.keywords):
-                if _chain_casts(node.func.value) or any(k.arg == "dtype" for k in node.keywords):
+                    node.func.value, batch) and (node.func.attr == "cuda" or node.args or node.keywords):
+                if _chain_casts(node.func.value) or any(k.arg == "dtype" and _narrow(k.value) for k in node.keywords):
                     cast += 1
                 else:
                     uncast += 1
+            elif any(_of_batch(a, batch) for a in node.args) and any(
+                    isinstance(a, ast.Name) and a.id == "device" or isinstance(a, ast.Attribute) and a.attr == "device"
+                    for a in (*node.args, *(k.value for k in node.keywords))):
+                uncast += 1  # `to_device(batch, device)`: moved elsewhere, not read
     return cast, uncast
+
+
+def _narrow(dtype: ast.expr) -> bool:
+    """Whether ``dtype`` names a torch dtype MPS has (``torch.float32``), not float64 or complex128."""
+    return isinstance(dtype, ast.Attribute) and isinstance(dtype.value, ast.Name) and dtype.value.id == "torch" \
+        and dtype.attr not in _WIDE and dtype.attr != "double"
 
 
 def _of_batch(node: ast.expr, batch: set[str]) -> bool:
@@ -856,9 +882,8 @@ def _casts(call: ast.Call) -> bool:
     if not isinstance(call.func, ast.Attribute) or call.func.attr not in _CASTS:
         return False
     if call.func.attr in ("to", "type"):
-        return any(isinstance(a, ast.Attribute) and a.attr not in _WIDE and a.attr != "double" for a in call.args) \
-            or any(k.arg == "dtype" for k in call.keywords)
-    return True
+        return any(_narrow(a) for a in call.args) or any(k.arg == "dtype" and _narrow(k.value) for k in call.keywords)
+    return call.func.attr != "double"
 
 
 def _chain_casts(node: ast.expr) -> bool:

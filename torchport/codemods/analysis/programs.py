@@ -325,12 +325,18 @@ def cuda_only_program(module: ast.Module, predicates: frozenset[str] = frozenset
             if isinstance(inner, ast.Assert) and flags.detects(inner.test) and not availability_assert(inner):
                 return inner.lineno
             if isinstance(inner, ast.If) and flags.negated(inner.test) and not removable_exit(inner) and (
-                    _exits(inner.body) or (inner.orelse and _calls_any(inner.orelse, defined)
-                                           and not _calls_any(inner.body, defined))):
+                    _exits(inner.body) or (inner.orelse and not _calls_any(inner.body, defined)
+                                           and not (_binds_only(inner.body) and _binds_only(inner.orelse)))):
                 return inner.lineno
             if _calls_any([inner], defined):
                 return _gpu_only_work(module, inner)  # the program's work starts here
     return None
+
+
+def _binds_only(statements: list[ast.stmt]) -> bool:
+    """Whether ``statements`` only bind names (NaturalSpeech2's ``device = torch.device('cpu')``): an arm that picks
+    a device, not one that skips the work."""
+    return all(isinstance(s, (ast.Assign, ast.AnnAssign, ast.Pass)) for s in statements)
 
 
 # Calls that need a CUDA GPU whatever torch picks: faiss's GPU index resources.

@@ -170,8 +170,9 @@ def _at_import(tree: ast.Module, imports: Mapping[str, frozenset[str]]) -> list[
     '10.0') or ...``: a TypeError), and a CUDA-only library's API called with a signature to decorate a function
     (numba's ``@cuda.jit('(float32[:], int32)', device=True)`` compiles for CUDA when the module runs)."""
     found = []
+    false = false_off_cuda(tree)
     for statement in tree.body:
-        if isinstance(statement, ast.If) and _raises_off_cuda(statement.test, imports):
+        if isinstance(statement, ast.If) and _raises_off_cuda(statement.test, imports, false):
             found.append(Requirement(OFF_CUDA, "compares torch.version.cuda, None without CUDA, with a string",
                                      statement.lineno))
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -191,11 +192,13 @@ def _is_cuda_version(node: ast.expr, imports: Mapping[str, frozenset[str]]) -> b
     return dotted is not None and "torch.version.cuda" in qualify(dotted, imports)
 
 
-def _raises_off_cuda(test: ast.expr, imports: Mapping[str, frozenset[str]]) -> bool:
+def _raises_off_cuda(test: ast.expr, imports: Mapping[str, frozenset[str]],
+                     false: Callable[[ast.expr], bool] = lambda _: False) -> bool:
     """Whether evaluating ``test`` with ``torch.version.cuda`` None raises: an order comparison reached before
-    anything that short-circuits on it (``torch.version.cuda and ...``, ``torch.version.cuda is None or ...``)."""
+    anything that short-circuits on it (``torch.version.cuda and ...``, ``torch.version.cuda is None or ...``, a CUDA
+    query ``false`` finds false off CUDA: ``torch.cuda.is_available() and ...``)."""
     if isinstance(test, ast.UnaryOp):
-        return _raises_off_cuda(test.operand, imports)
+        return _raises_off_cuda(test.operand, imports, false)
     if isinstance(test, ast.Compare):
         sides = [test.left, *test.comparators]
         return any(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) and (
@@ -203,12 +206,12 @@ def _raises_off_cuda(test: ast.expr, imports: Mapping[str, frozenset[str]]) -> b
             for k, op in enumerate(test.ops))
     if isinstance(test, ast.BoolOp):
         for operand in test.values:
-            if _raises_off_cuda(operand, imports):
+            if _raises_off_cuda(operand, imports, false):
                 return True
             test_none = operand.ops[0] if isinstance(operand, ast.Compare) and len(operand.ops) == 1 and (
                 _is_cuda_version(operand.left, imports) and isinstance(operand.comparators[0], ast.Constant)
                 and operand.comparators[0].value is None) else None  # `torch.version.cuda is (not) None`
-            falsy = _is_cuda_version(operand, imports) or isinstance(test_none, ast.IsNot)
+            falsy = _is_cuda_version(operand, imports) or isinstance(test_none, ast.IsNot) or false(operand)
             truthy = isinstance(test_none, ast.Is) or isinstance(operand, ast.UnaryOp) and isinstance(
                 operand.op, ast.Not) and _is_cuda_version(operand.operand, imports)
             if falsy if isinstance(test.op, ast.And) else truthy:

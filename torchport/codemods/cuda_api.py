@@ -595,6 +595,8 @@ class DefaultTensorType(Rule):
             return None
         if not m.store(self).get("cuda") or not m.apply(self.code, original):
             return None
+        if legacy_dtype(m, original.args[0].value) is not None:  # a CUDA type: new tensors go to the runtime's
+            m.fact("moves", original)  # device, so a program MPS cannot run gets its call (nerf-pytorch's train)
         return updated.with_changes(func=m.runtime_attr("set_default_tensor_type"))
 
 

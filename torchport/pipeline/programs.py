@@ -513,9 +513,9 @@ def _reached_only_by_cuda(results: list[FileResult]) -> dict[int, str]:
         _port_stops(r) for r in results) or any(deferred_cuda_imports(r.original or "") for r in suspects) or any(
         r.error is not None and r.path.suffix == ".py" and outline(r.original).script for r in results) or any(
         r.path.suffix == ".py" and not outline(r.original).parses for r in results)  # an import that does not parse
-    if not stopped and any(r.changed for r in results):  # a name imported from a module that lacks it
+    if not stopped and any(r.changed for r in results):  # a changed file imports a name its module lacks
         _, project = _model(results)
-        stopped = any(project.undefined_imports(i) for i, r in enumerate(results) if r.original is not None)
+        stopped = any(project.undefined_imports(i) for i, r in enumerate(results) if r.changed and r.original)
     if not suspects and not stopped:
         return {}
     # Only a module that itself needs CUDA, or defines a CUDA gate, makes a program CUDA-only (an entry point's

@@ -46,7 +46,6 @@ _COMPLEX128 = torch_facts.named("complex128")
 
 
 _INFO_FLAGS = tuple(sorted(torch_facts.named("cuda_flags")))
-_CUDA_LIBRARY_USES = tuple(lib.uses for lib in torch_facts.CUDA_LIBRARIES.values() if lib.uses)
 
 
 def cuda_api_rule(name: str) -> str | None:
@@ -532,7 +531,7 @@ class CudaOnlyImport(Rule):
     def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:
         if id(node) in m.inner or not dotted_name(node):
             return
-        if any(n.startswith(_CUDA_LIBRARY_USES) for n in m.qnames(node)):
+        if any(n.startswith(torch_facts.CUDA_LIBRARY_USES) for n in m.qnames(node)):
             m.report(self.code, node, f"`{dotted_name(node)}` uses a CUDA-only library")
 
 

@@ -110,15 +110,12 @@ def into_else(module: cst.Module, guard: cst.Try, statements: Sequence[cst.BaseS
     if name is not None and re.search(rf"\b{re.escape(name)}\b", cst.Module([]).code_for_node(guard.body)):
         inner = list(guard.body.body)
         at = next(i for i, s in enumerate(inner) if _binds_torch(s)) + 1
-        inner[at:at] = added
-        placed = guard.with_changes(body=guard.body.with_changes(body=inner))
-        return module.with_changes(body=[placed if s is guard else s for s in module.body])
-    if guard.orelse is None:
-        orelse = cst.Else(body=cst.IndentedBlock(body=added))
+        placed = guard.with_changes(body=guard.body.with_changes(body=[*inner[:at], *added, *inner[at:]]))
+    elif guard.orelse is None:
+        placed = guard.with_changes(orelse=cst.Else(body=cst.IndentedBlock(body=added)))
     else:
-        orelse = guard.orelse.with_changes(body=guard.orelse.body.with_changes(
-            body=[*added, *guard.orelse.body.body]))
-    placed = guard.with_changes(orelse=orelse)
+        placed = guard.with_changes(orelse=guard.orelse.with_changes(body=guard.orelse.body.with_changes(
+            body=[*added, *guard.orelse.body.body])))
     return module.with_changes(body=[placed if s is guard else s for s in module.body])
 
 

@@ -1035,10 +1035,10 @@ class Evaluator:
                                                            if k.arg in ("backend", "dist_backend")), None)
             # only a fallback whose every constant is a CUDA backend (`backend or 'nccl'`), not a choice between
             # backends the evaluation cannot settle (`"gloo" if sys.platform == "darwin" else "nccl"`)
-            fallback = isinstance(written, ast.BoolOp) and all(
-                n.value in torch_facts.CUDA_BACKENDS for n in ast.walk(written) if isinstance(n, ast.Constant))
-            named = next((n.value for n in written.values if isinstance(n, ast.Constant)  # type: ignore[union-attr]
-                          and n.value in torch_facts.CUDA_BACKENDS), None) if fallback else None
+            named = None
+            if isinstance(written, ast.BoolOp) and all(n.value in torch_facts.CUDA_BACKENDS for n in ast.walk(written)
+                                                       if isinstance(n, ast.Constant)):
+                named = next((str(n.value) for n in written.values if isinstance(n, ast.Constant)), None)
             if backend is UNKNOWN and named is not None:  # NaturalSpeech2's `backend=dist_backend or 'nccl'`
                 return self._needs_cuda(node, f"the {named} backend it may be given needs CUDA", p)
             p.env[_GROUP] = True

@@ -676,6 +676,8 @@ CUDA_LIBRARIES = {
     # NVIDIA DALI's data pipelines: its wheels are built for CUDA alone (`nvidia-dali-cuda120`), none for macOS
     "nvidia.dali": Library(False),
 }
+# The prefixes of the qualified names whose uses need CUDA (`Library.uses`): numba's `numba.cuda.`, CuPy's `cupy.cuda.`
+CUDA_LIBRARY_USES = tuple(library.uses for library in CUDA_LIBRARIES.values() if library.uses)
 _CUDA = "torch.cuda."
 # Keyword options, with the value that picks a CUDA-only library: transformers' `from_pretrained` and
 # `BitsAndBytesConfig` (`load_in_8bit=True` quantizes with bitsandbytes); spikingjelly's neurons

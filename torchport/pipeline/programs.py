@@ -229,6 +229,11 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         return [*found[key], *([Requirement(("mps",), f"uses {lacks[1]}, {_LACKS}: on a Mac it runs on the CPU",
                                             lacks[0])] if lacks else [])]
 
+    def hops_to(entry: int, index: int, kind: str) -> tuple[str, ...]:
+        """Each import from entry point ``entry`` to module ``index`` (`Project.import_chain`), as shown."""
+        return () if index == entry else tuple(f"{shown_as(i)}:{at}" for i, at in project.import_chain(
+            entry, index, script=kind in ("script", "console-script")))
+
     gates = _project_gates(results, trees)
     unchanged_gates = gate_users(results, [i for i in kinds if not results[i].gates])  # changed late too (avoid_mps)
     made = []
@@ -262,29 +267,23 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                 # CCT's models/model.py imports utils/losses.py, a TabError: the program stops on every device
                 error = _syntax_error(results[index].original or "")
                 head = error.split(":", 1)[0]
-                path_to = tuple(f"{shown_as(i)}:{at}" for i, at in project.import_chain(
-                    entry, index, script=kind in ("script", "console-script")))
                 program.blockers.extend(Blocker(
                     target, f"imports {shown}, which does not parse ({error}): {installed.RUNS_NOWHERE}", shown,
-                    int(head) if head.isdigit() else 1, chain=path_to)
+                    int(head) if head.isdigit() else 1, chain=hops_to(entry, index, kind))
                     for target in OFF_CUDA if target not in {b.target for b in program.blockers})
                 continue
             for line, name, module in project.undefined_imports(index)[:1]:
                 # super-image's examples import a class its package does not define: an ImportError anywhere
                 program.blockers.extend(Blocker(
                     target, f"imports {name} from {shown_as(module)}, which does not define it: "
-                            f"{installed.RUNS_NOWHERE}", shown, line, chain=tuple(
-                                f"{shown_as(i)}:{at}" for i, at in project.import_chain(
-                                    entry, index, script=kind in ("script", "console-script"))))
+                            f"{installed.RUNS_NOWHERE}", shown, line, chain=hops_to(entry, index, kind))
                     for target in OFF_CUDA if target not in {b.target for b in program.blockers})
             for need in needs(index, index == entry, program.reached):  # the first of each module, per target
                 if any(environment.get(variable, None if by_get else value) != value
                        for variable, value, by_get in need.env):
                     continue  # the entry point sets the variable that decides it otherwise (ChatRWKV's chat.py)
                 if hops is None:
-                    hops = () if index == entry else tuple(
-                        f"{shown_as(i)}:{line}" for i, line in project.import_chain(
-                            entry, index, script=kind in ("script", "console-script")))
+                    hops = hops_to(entry, index, kind)
                 program.blockers.extend(Blocker(target, need.reason, shown, need.line, chain=hops)
                                         for target in need.targets if target not in seen)
                 seen.update(need.targets)
@@ -497,7 +496,7 @@ def _cuda_builds(results: Sequence[FileResult]) -> dict[int, str]:
     candidates = [i for i, r in enumerate(results) if r.changed and r.original and _BUILDS.search(r.original)]
     if not candidates:
         return found
-    project = Project(results)
+    _, project = _model(results)
     imported = {other for index in range(len(results)) for other in project.imports(index)}
     for index in candidates:
         if index not in imported and (tree := _parse(results[index].original)) is not None \

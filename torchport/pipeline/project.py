@@ -184,6 +184,11 @@ def _bound(text: str) -> frozenset[str] | None:
     return installed.binds(text, tree) if tree is not None else None
 
 
+def _batch_moves(text: str) -> tuple[int, int]:
+    tree = parse(text)
+    return batch_moves(tree) if tree is not None else (0, 0)
+
+
 def outline(text: str | None) -> Outline:
     """The `Outline` of a module's ``text``, read once per text."""
     text = text or ""
@@ -693,7 +698,7 @@ class Project:
         ``visualDet3D/__init__.py`` and ``visualDet3D/networks/__init__.py``, which imports every detector)."""
         found = list(files)
         for index in files:
-            folder = self.results[index].path.resolve().parent
+            folder = self._folder(self.results[index].path)
             if self.results[index].path.name == "__init__.py":
                 folder = folder.parent
             for _ in range(dotted.count(".")):
@@ -1250,9 +1255,9 @@ def _batches_cast(project: Project, reach: Iterable[int]) -> bool:
     cast = uncast = 0
     for index in reach:
         text = project.results[index].original or ""
-        if "for " not in text or not (".to(" in text or ".cuda(" in text) or (tree := parse(text)) is None:
+        if "for " not in text or not (".to(" in text or ".cuda(" in text):
             continue
-        counts = remembered(_BATCH_MOVES, text, partial(batch_moves, tree))
+        counts = remembered(_BATCH_MOVES, text, partial(_batch_moves, text))
         cast, uncast = cast + counts[0], uncast + counts[1]
     return cast > 0 and uncast == 0
 

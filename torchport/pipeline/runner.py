@@ -150,7 +150,9 @@ def _run(found: Sequence[Found], settings: Settings, jobs: int, cache: cache_mod
         keys[index] = entry
 
     _migrate(keys, results, settings, jobs, _storing(results, keys, cache), progress)
-    _project_pass(results, settings, jobs, cache, entries)
+    # what the decisions read beyond the run's files (configs naming modules): one walk for both keys below
+    texts = naming_files_key([r.path for r in results]) if cache is not None else ""
+    _project_pass(results, settings, jobs, cache, entries, texts)
     _leave(results, cache, entries, "programs", programs.left_whole, programs.CUDA_ONLY_LIBRARY_TAG)
     _leave(results, cache, entries, "fakes", programs.faked_by_tests, programs.FAKES_CUDA_TAG)
     _leave(results, cache, entries, "amp", programs.cpu_only_amp, programs.CUDA_ONLY_TAG)
@@ -162,7 +164,6 @@ def _run(found: Sequence[Found], settings: Settings, jobs: int, cache: cache_mod
 
         return unreached_modules(results, named)
 
-    texts = naming_files_key([r.path for r in results]) if cache is not None else ""  # what the decision reads
     _leave(results, cache, entries, f"unreached{sorted(named)}{texts}", unreached, programs.UNREACHED_TAG)
     return results
 
@@ -185,13 +186,13 @@ def _leave(results: list[FileResult], cache: cache_module.Cache | None, entries:
 
 
 def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cache: cache_module.Cache | None,
-                  entries: dict[int, str]) -> None:
+                  entries: dict[int, str], texts: str = "") -> None:
     """Migrate again, each with what the project tells it, the files that use CUDA gates other modules define
     (`torchport.codemods.analysis.gates`), the files whose device choices other files decide
     (`torchport.pipeline.project`) and the entry points of programs that MPS cannot run
     (`torchport.pipeline.programs`); each step reads what the one before made. A file's result depends only on its
-    final directive, so a warm run of an unchanged project reads the directives and every result from the cache."""
-    texts = naming_files_key([r.path for r in results]) if cache is not None else ""  # read for dynamic lookups
+    final directive, so a warm run of an unchanged project reads the directives and every result from the cache.
+    ``texts``: `naming_files_key` of the run, which the dynamic lookups read, for the cache key."""
     project_key = _project_key(results, entries, f"directives{texts}")
     if cache is not None and project_key is not None:
         cached = cache.get_decisions(project_key)

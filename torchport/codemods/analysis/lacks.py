@@ -365,11 +365,19 @@ def _numpy_after_cuda_copy(block: list[ast.stmt]) -> list[int]:
     return found
 
 
-def _chain_base(node: ast.expr) -> ast.expr:
-    """The object at the start of a chain of calls and attributes (``t`` of ``t.detach().numpy``)."""
+def _links(node: ast.expr) -> list[ast.expr]:
+    """The calls, attributes and items of a chain (``t.detach()[0].numpy``), outermost first, then the object at its
+    start (``t``)."""
+    found = [node]
     while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
         node = node.func if isinstance(node, ast.Call) else node.value
-    return node
+        found.append(node)
+    return found
+
+
+def _chain_base(node: ast.expr) -> ast.expr:
+    """The object at the start of a chain of calls, attributes and items (``t`` of ``t.detach().numpy``)."""
+    return _links(node)[-1]
 
 
 def _passes_cpu(node: ast.expr) -> bool:
@@ -870,11 +878,9 @@ def _narrow(dtype: ast.expr) -> bool:
 def _of_batch(node: ast.expr, batch: set[str]) -> bool:
     """Whether ``node`` is one of the names ``batch``, through its items, attributes and methods (``y[:, -n:]``,
     ``x.float()``), not what calling it gives (``block(x)``)."""
-    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
-        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Attribute):
-            return False
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return isinstance(node, ast.Name) and node.id in batch
+    links = _links(node)
+    return not any(isinstance(n, ast.Call) and not isinstance(n.func, ast.Attribute) for n in links) \
+        and isinstance(links[-1], ast.Name) and links[-1].id in batch
 
 
 def _casts(call: ast.Call) -> bool:
@@ -887,11 +893,8 @@ def _casts(call: ast.Call) -> bool:
 
 
 def _chain_casts(node: ast.expr) -> bool:
-    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
-        if isinstance(node, ast.Call) and _casts(node):
-            return True
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return False
+    """Whether a chain (``y.float()[:, :2]``) casts its tensor on the way (`_casts`)."""
+    return any(isinstance(n, ast.Call) and _casts(n) for n in _links(node))
 
 
 def _dataset_float64(tree: ast.Module) -> list[int]:

@@ -178,13 +178,12 @@ def _at_import(tree: ast.Module, imports: Mapping[str, frozenset[str]]) -> list[
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for decorator in statement.decorator_list:
                 dotted = ast_chain(decorator.func) if isinstance(decorator, ast.Call) and decorator.args else None
-                if dotted and any(name.startswith(_LIBRARY_USES) for name in qualify(dotted, imports)):
+                if dotted and any(name.startswith(torch_facts.CUDA_LIBRARY_USES) for name in qualify(dotted, imports)):
                     found.append(Requirement(OFF_CUDA, f"compiles a kernel with {dotted} when imported",
                                              decorator.lineno))
     return found
 
 
-_LIBRARY_USES = tuple(library.uses for library in torch_facts.CUDA_LIBRARIES.values() if library.uses)
 
 
 def _is_cuda_version(node: ast.expr, imports: Mapping[str, frozenset[str]]) -> bool:

@@ -39,6 +39,7 @@ from torchport.codemods.analysis.defaults import (
 )
 from torchport.codemods.analysis.indices import int_names
 from torchport.codemods.analysis.names import chain, qualify
+from torchport.codemods.analysis.programs import parameter_defaults
 from torchport.codemods.core.base import (
     CUDA_DEVICE_RE,
     call_name,
@@ -1783,6 +1784,8 @@ def _given_none(tree: ast.Module, function: str, parameter: str) -> bool:
     the call is: a parameter of the caller that defaults to None and that the caller never binds again, outside an
     ``if name is not None:`` (handwriting_line_generation's ``main(..., gpu=None)`` calls ``generate(...,
     gpu)``)."""
+    callee = next((f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and f.name == function), None)
     for caller in ast.walk(tree):
         if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -1790,8 +1793,6 @@ def _given_none(tree: ast.Module, function: str, parameter: str) -> bool:
             if not (isinstance(call, ast.Call) and (getattr(call.func, "id", None) or getattr(
                     call.func, "attr", None)) == function):
                 continue
-            callee = next((f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                           and f.name == function), None)
             names = [a.arg for a in (*callee.args.posonlyargs, *callee.args.args)] if callee else []
             if isinstance(call.func, ast.Attribute) and names[:1] == ["self"]:
                 names = names[1:]
@@ -1805,11 +1806,8 @@ def _given_none(tree: ast.Module, function: str, parameter: str) -> bool:
 
 def _none_default(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
     """A parameter of ``function`` defaulting to None that it never binds again."""
-    spec = function.args
-    positional = [*spec.posonlyargs, *spec.args]
-    pairs = [*zip(positional[len(positional) - len(spec.defaults):], spec.defaults),
-             *((a, d) for a, d in zip(spec.kwonlyargs, spec.kw_defaults) if d is not None)]
-    return any(a.arg == name and isinstance(d, ast.Constant) and d.value is None for a, d in pairs) and not any(
+    return any(a.arg == name and isinstance(d, ast.Constant) and d.value is None
+               for a, d in parameter_defaults(function).items()) and not any(
         isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(function))
 
 

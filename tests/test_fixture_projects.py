@@ -812,3 +812,12 @@ def test_a_flag_a_base_class_sets_from_a_cuda_query_gates_its_subclasses_in_othe
     assert (tmp_path / "softmax.py").read_text() == softmax
     ran = _run(tmp_path, "main.py")
     assert ran.returncode == 0 and "ran 4.0" in ran.stdout, ran.stderr[-2000:]
+
+
+def test_indexing_gputils_list_of_gpus_stops_off_cuda_while_its_report_does_not(tmp_path: Path) -> None:
+    """gputil (dgNN): `GPUtil.getGPUs()` is an empty list without NVIDIA's driver, so bench.py's
+    `GPUtil.getGPUs()[args.gpu]` raises there and the program is left whole; monitor.py only prints the report and
+    iterates the list, which work anywhere: it is ported."""
+    _left_whole("gputil", tmp_path, "bench.py", ("bench.py", 16))
+    monitor = (tmp_path / "gputil" / "monitor.py").read_text()
+    assert ".cuda()" not in monitor and "tp.device()" in monitor

@@ -859,6 +859,22 @@ def test_running_nvidia_smi_needs_nvidias_driver(call: str, stops: bool) -> None
         assert (path.stop is not None and path.stop.kind == "cuda") is expected, (target, path.stop)
 
 
+@pytest.mark.parametrize(("code", "stops"), [
+    ("gpu = GPUtil.getGPUs()[0]", True),  # an empty list without NVIDIA's driver
+    ("gpus = GPUtil.getAvailable()\nfirst = gpus[0]", True),
+    ("gpu = GPUtil.getFirstAvailable()", True),  # raises: no GPU is free
+    ("GPUtil.showUtilization()", False),  # an empty table
+    ("gpus = GPUtil.getGPUs()[:1]", False),
+    ("count = len(GPUtil.getGPUs())", False),
+    ("try:\n    gpu = GPUtil.getGPUs()[0]\nexcept IndexError:\n    gpu = None", False),
+])
+def test_gputil_lists_no_gpu_off_cuda(code: str, stops: bool) -> None:
+    source = f"import GPUtil\n{code}\n"
+    for target, expected in (("cpu", stops), ("xpu", stops), ("cuda", False)):
+        [path] = evaluate(ast.parse(source), target, functions=False)[0].paths
+        assert (path.stop is not None and path.stop.kind == "cuda") is expected, (target, path.stop)
+
+
 def test_a_cuda_assert_stays_where_a_rank_0_path_past_it_still_needs_cuda_and_the_rest_stays_with_it() -> None:
     """modded-nanogpt's SOAP record: the master process logs `nvidia-smi` after the process group is made; removing
     the assert would move the failure off CUDA there, so the program is left whole, said once."""

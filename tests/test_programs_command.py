@@ -185,16 +185,19 @@ def test_a_cpu_default_type_wherever_the_device_is_not_cuda_keeps_the_cpu_or_cud
 
 
 def test_numpy_of_a_tensor_not_on_cuda_keeps_the_cpu_or_cuda() -> None:
-    """robomimic's to_numpy: ``if t.is_cuda: t.cpu().numpy() else: t.numpy()``: an MPS or XPU tensor takes the
-    CPU's arm, and `.numpy()` raises there; one that moves to the CPU first does not."""
-    source = ("def f(t):\n    if t.is_cuda:\n        return t.detach().cpu().numpy()\n    else:\n"
-              "        return t.detach().numpy()\n")
-    assert blocker(source) == (5, "`.numpy()` of a tensor where it is not on CUDA (a CPU tensor's alone)")
+    """robomimic's to_numpy: ``if t.is_cuda: t.cpu().numpy(); torch.cuda.synchronize() else: t.numpy()``: an MPS
+    or XPU tensor takes the CPU's arm, and `.numpy()` raises there; one that moves to the CPU first does not. Where
+    the arm under the test only copies to the host, TP007 ports the test (``t.device.type != "cpu"``): no blocker."""
+    source = ("def f(t):\n    if t.is_cuda:\n        torch.cuda.synchronize()\n"
+              "        return t.detach().cpu().numpy()\n    else:\n        return t.detach().numpy()\n")
+    assert blocker(source) == (6, "`.numpy()` of a tensor where it is not on CUDA (a CPU tensor's alone)")
     assert blocker(source.replace("t.detach().numpy()", "t.detach().cpu().numpy()")) is None
+    assert blocker(source.replace("        torch.cuda.synchronize()\n", "")) is None
     # cellseg_models' _to_ndarray: copied to the CPU only where it is on CUDA, then made an array
-    copied = "def f(t):\n    if t.is_cuda:\n        t = t.cpu()\n\n    return t.numpy().astype('uint8')\n"
-    assert blocker(copied) == (5, "`.numpy()` of a tensor where it is not on CUDA (a CPU tensor's alone)")
-    assert blocker(copied.replace("    if t.is_cuda:\n", "    if t.device.type != 'cpu':\n")) is None
+    copied = ("def f(t):\n    if t.is_cuda:\n        t = t.cpu()\n        torch.cuda.empty_cache()\n\n"
+              "    return t.numpy().astype('uint8')\n")
+    assert blocker(copied) == (6, "`.numpy()` of a tensor where it is not on CUDA (a CPU tensor's alone)")
+    assert blocker(copied.replace("        torch.cuda.empty_cache()\n", "")) is None
     assert blocker(copied.replace("\n\n    return", "\n    t = t.cpu()\n    return")) is None
 
 

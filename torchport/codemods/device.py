@@ -1863,7 +1863,15 @@ class IsCuda(Rule):
                 # PyTorch (PyCIL's tensor2numpy; `.numpy()` of an MPS tensor raises)
                 Example("def tensor2numpy(x):\n    return x.cpu().data.numpy() if x.is_cuda else x.data.numpy()\n",
                         "def tensor2numpy(x):\n"
-                        "    return x.cpu().data.numpy() if x.device.type != \"cpu\" else x.data.numpy()\n"))
+                        "    return x.cpu().data.numpy() if x.device.type != \"cpu\" else x.data.numpy()\n"),
+                Example("def post(out):\n    if out.is_cuda:\n        out = out.detach().cpu()\n"
+                        "    return out.numpy()\n",
+                        "def post(out):\n    if out.device.type != \"cpu\":\n        out = out.detach().cpu()\n"
+                        "    return out.numpy()\n"),
+                # more than a copy to the host under the test: CUDA-only code may follow
+                Example("def post(out):\n    if out.is_cuda:\n        out = out.cpu()\n        use_kernels()\n",
+                        "def post(out):\n    if tp.on_accelerator(out):\n"
+                        "        out = out.cpu()\n        use_kernels()\n", unsafe=True))
 
     def visit_Attribute(self, m: Migrator, node: cst.Attribute) -> None:
         parent = m.ancestors[-2] if len(m.ancestors) > 1 else None
@@ -1887,12 +1895,20 @@ class IsCuda(Rule):
 
 def _copies_to_host(m: Migrator, node: cst.Attribute) -> bool:
     """Whether ``node`` (``x.is_cuda``) is the test of a conditional expression whose first branch copies ``x`` to
-    the host (``x.cpu().data.numpy() if x.is_cuda else x.data.numpy()``) and names no CUDA: where ``x`` is on any
-    device but the CPU the copy is what the code needs, and on CUDA the test is the same."""
+    the host (``x.cpu().data.numpy() if x.is_cuda else x.data.numpy()``), or of an ``if`` whose every statement
+    does (``if out.is_cuda: out = out.detach().cpu()``, cellseg_models' post-processing before ``.numpy()``), and
+    names no CUDA: where ``x`` is on any device but the CPU the copy is what the code needs, and on CUDA the test
+    is the same."""
     parent = next((a for a in reversed(m.ancestors) if a is not node), None)
+    tensor = _EMPTY.code_for_node(node.value)
+    if isinstance(parent, cst.If) and parent.test is node:
+        body = parent.body.body
+        statements = [s for line in body for s in (line.body if isinstance(line, cst.SimpleStatementLine) else [line])]
+        return bool(statements) and all(
+            isinstance(s, (cst.Assign, cst.Return, cst.Expr)) and f"{tensor}." in (code := _EMPTY.code_for_node(s))
+            and ".cpu()" in code and "cuda" not in code for s in statements)
     if not (isinstance(parent, cst.IfExp) and parent.test is node):
         return False
-    tensor = _EMPTY.code_for_node(node.value)
     branch = _EMPTY.code_for_node(parent.body)
     return f"{tensor}.cpu()" in branch and "cuda" not in branch
 

@@ -746,6 +746,9 @@ class Evaluator:
             self.value(node.slice, p)
             if base is None and queried:  # PatchTST's `get_available_cuda()[0]`, None without CUDA
                 self._end(Stop("gate", node.lineno, f"`{ast.unparse(node.value)}` is None without CUDA"), p)
+            elif base == Items(()) and queried and not isinstance(node.slice, ast.Slice):
+                # dgNN's `GPUtil.getGPUs()[args.gpu]`: the list of NVIDIA's GPUs is empty off CUDA
+                return self._needs_cuda(node, f"`{ast.unparse(node.value)}` is empty without NVIDIA's driver", p)
             return UNKNOWN
         if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             return UNKNOWN  # run later, if ever
@@ -1045,6 +1048,8 @@ class Evaluator:
         if name in torch_facts.GROUP_CUDA_LAYERS and self.target in ("cpu", "mps") and (
                 p.env.get(_GROUP) or self.globals.get(_GROUP)):
             return self._needs_cuda(node, "SyncBatchNorm in a process group trains on CUDA input only", p)
+        if name in _DRIVER_CALLS and self.target != "cuda":
+            return self._needs_cuda(node, f"`{name}()` raises without NVIDIA's driver", p)
         if name in _NEEDS_GPU and self.target in ("cpu", "mps"):
             return self._needs_cuda(node, f"`{name}()` raises without a GPU", p)
         if name in _GPUS_TRAINERS and (asked := gpus_asked(node)) is not None:
@@ -1509,6 +1514,7 @@ def _parameters(args: ast.arguments) -> Iterator[str]:
 _PROCESS_RUNNERS = torch_facts.named("process_runner")
 _CLI_RUNNERS = torch_facts.named("cli_runner")
 _SPAWNERS = torch_facts.named("spawn")
+_DRIVER_CALLS = torch_facts.named("driver_call")
 _NEEDS_GPU = torch_facts.named("needs_gpu")  # functional `data_parallel`: no device type on the CPU
 _GPUS_TRAINERS = torch_facts.named("gpus_trainer")
 

@@ -205,6 +205,9 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "torch.utils.cpp_extension.": ("cuda_internals",), "torch.distributed.get_rank": ("rank",),
     "torch.distributed.get_world_size": ("world_size",), "torch.distributed.get_local_rank": ("rank",),
     "torch.nn.SyncBatchNorm": ("group_cuda_layer",), "torch.nn.Module": ("module_base",),
+    "GPUtil.getGPUs": ("nvidia_gpu_list",), "GPUtil.getAvailable": ("nvidia_gpu_list",),
+    "GPUtil.GPUtil.getGPUs": ("nvidia_gpu_list",), "GPUtil.GPUtil.getAvailable": ("nvidia_gpu_list",),
+    "GPUtil.getFirstAvailable": ("driver_call",), "GPUtil.GPUtil.getFirstAvailable": ("driver_call",),
     "torch.nn.modules.module.Module": ("module_base",),
     "torch.nn.SyncBatchNorm.convert_sync_batchnorm": ("group_cuda_layer",),
     "torch.nn.modules.batchnorm.SyncBatchNorm": ("group_cuda_layer",), "sys.exit": ("exit",), "exit": ("exit",),
@@ -369,6 +372,9 @@ ROLES = {
     "checks_exit": "a process runner that raises when the program fails (CalledProcessError)",
     "shell_runner": "a process runner that always goes through a shell: a missing program is an exit status",
     "nvidia_tool": "a program only a machine with NVIDIA's driver has (`nvidia-smi`)",
+    "nvidia_gpu_list": "lists NVIDIA's GPUs through their driver: an empty list where it is not installed (GPUtil "
+                       "catches the missing `nvidia-smi`), so indexing the list raises there",
+    "driver_call": "raises where NVIDIA's driver is not installed (GPUtil's `getFirstAvailable`: no GPU is free)",
     "cli_runner": "calls the function it is given with the command line's arguments (lit-llama's `CLI(main)`): run "
                   "with none, the function's defaults",
 }
@@ -415,7 +421,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "extend": ("text_call",), "insert": ("text_call",), "remove": ("text_call",),
     "str": ("text_call",), "isinstance": ("text_call",), "getattr": ("text_call",), "hasattr": ("text_call",),
     "setattr": ("text_call",), "Exception": ("catches_cuda_error",), "BaseException": ("catches_cuda_error",),
-    "RuntimeError": ("catches_cuda_error",), "AssertionError": ("catches_cuda_error",), "float64": ("float64",),
+    "RuntimeError": ("catches_cuda_error",), "IndexError": ("catches_cuda_error",),
+    "AssertionError": ("catches_cuda_error",), "float64": ("float64",),
     "double": ("float64",), "DoubleTensor": ("float64",), "complex128": ("complex128",),
     "cdouble": ("complex128",), "tensor": ("cpu_factory",),
     "complex": ("python_complex128",),
@@ -767,6 +774,7 @@ SKIP_IF = {name: name in named("skip_unless") for name in named("skip_if", "skip
 SKIP_ALWAYS = named("skip_always")
 SKIP_BELOW_GPUS = named("skip_below_gpus")
 CATCHES_CUDA_ERRORS = frozenset(words("catches_cuda_error"))
+GPU_LISTS = named("nvidia_gpu_list")
 HOLDS_NOTHING = named("holds_nothing")
 ENV_READS = named("env_read")
 CUDA_ENV = frozenset(words("cuda_env"))
@@ -782,7 +790,7 @@ def query(name: str, target: str) -> object:
     Covers torch's own device queries, ``torch.accelerator`` and torchport's runtime (``torchport.runtime``, the
     vendored ``_torchport_runtime`` and its native helpers); a CUDA device count is unknown (one or more).
     """
-    from torchport.model.values import INDEX, UNKNOWN, Device
+    from torchport.model.values import INDEX, UNKNOWN, Device, Items
 
     accelerator = target != "cpu"
     tail = name.rsplit(".", 1)[-1]
@@ -798,6 +806,8 @@ def query(name: str, target: str) -> object:
         return UNKNOWN if target == "xpu" else 0
     if name == "torch.accelerator.is_available":
         return accelerator
+    if name in GPU_LISTS:
+        return UNKNOWN if target == "cuda" else Items(())
     if name == "torch.accelerator.device_count":
         return UNKNOWN if accelerator else 0
     if name == "torch.accelerator.current_accelerator":

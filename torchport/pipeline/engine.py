@@ -287,6 +287,9 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
         migration.rewrites[site.code] = migration.rewrites.get(site.code, 0) + 1
     if not kept:  # the whole file stays: said once, with the first stop
         held = [next((h for h in held if h.stop is not None or h.why), held[0])]
+        if held[0].stop is not None:  # what `torchport programs` gives as its blocker: the port's stop, not the
+            stop = held[0].stop  # original's first CUDA line (dgNN's `.cuda()` before `GPUtil.getGPUs()[0]`)
+            migration.facts["held_stop"] = [stop.origin or stop.line]  # its words: the note's
     said: set[object] = set()
     names = list(dict.fromkeys(h.why[len(UNUSED):] for h in held if h.why.startswith(UNUSED)))
     for h in held:

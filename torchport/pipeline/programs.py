@@ -369,6 +369,15 @@ def _stops(result: FileResult, kind: str, tree: ast.Module | None, shown: str,
     migrated = result.migrated if result.migrated is not None else result.original
     if "cuda" not in migrated and not result.changed and not gates:
         return []  # nothing there needs CUDA
+    held = result.facts.get("held_stop") if not result.changed else None
+    note = next((d.message for d in result.diagnostics if d.code == "TP110" and STILL_STOPS in d.message), "")
+    if held and note:  # left whole where its port would still stop: that stop, where the original stops first
+        line, message = held[0], note.split(STILL_STOPS, 1)[1].split(": ", 1)[-1]
+        return [Blocker(target, f"stops there once ported: {stop.message}", shown, line)
+                if (stop.origin or stop.line) == line else
+                Blocker(target, f"stops there once ported: {message}", shown, line) for target, stop in zip(
+            OFF_CUDA, program_stops(result.original, migrated, kind, tree=tree, gates=gates), strict=True)
+            if stop is not None]
     return [Blocker(target, f"stops there once ported: {stop.message}", shown, stop.origin or stop.line)
             for target, stop in zip(OFF_CUDA, program_stops(result.original, migrated, kind,
                                                             tree=tree if migrated == result.original else None,

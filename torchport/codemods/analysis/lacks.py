@@ -328,7 +328,8 @@ def _numpy_off_cuda(tree: ast.Module) -> list[int]:
     off CUDA the code assumes the CPU, and an MPS or XPU tensor raises there."""
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Attribute) and node.test.attr in ON_CUDA_FLAGS:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Attribute) and node.test.attr in ON_CUDA_FLAGS \
+                and not copies_to_host(node):
             for inner in (n for statement in node.orelse for n in ast.walk(statement)):
                 if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) \
                         and inner.func.attr == "numpy" and not _passes_cpu(inner.func.value):
@@ -336,6 +337,17 @@ def _numpy_off_cuda(tree: ast.Module) -> list[int]:
         for block in _blocks(node):
             found.extend(_numpy_after_cuda_copy(block))
     return found
+
+
+def copies_to_host(node: ast.If) -> bool:
+    """Whether ``node`` is ``if t.is_cuda:`` over statements that only copy ``t`` to the host and name no CUDA
+    (``if out.is_cuda: out = out.detach().cpu()``): TP007 ports its test safely (``t.device.type != "cpu"``), so
+    the port copies an MPS or XPU tensor too (`torchport.codemods.device.IsCuda`)."""
+    if not (isinstance(node.test, ast.Attribute) and node.test.attr == "is_cuda"):
+        return False
+    tensor = f"{ast.unparse(node.test.value)}."
+    return all(isinstance(s, (ast.Assign, ast.Return, ast.Expr)) and tensor in (code := ast.unparse(s))
+               and ".cpu()" in code and "cuda" not in code for s in node.body)
 
 
 def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
@@ -351,7 +363,7 @@ def _numpy_after_cuda_copy(block: list[ast.stmt]) -> list[int]:
     copied: set[str] = set()
     for statement in block:
         if isinstance(statement, ast.If) and not statement.orelse and isinstance(statement.test, ast.Attribute) \
-                and statement.test.attr in ON_CUDA_FLAGS:
+                and statement.test.attr in ON_CUDA_FLAGS and not copies_to_host(statement):
             copied.update(t.id for s in statement.body if isinstance(s, ast.Assign) and _passes_cpu(s.value)
                           for t in s.targets if isinstance(t, ast.Name))
             continue

@@ -247,10 +247,13 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("def f(t, y):\n    if t.is_cuda:\n        y = y.cuda()\n", None),  # TP024 moves it to t.device
     ("def f(t, y):\n    if t.is_cuda:\n        return y.cuda()\n    return y\n", None),  # and this one
     ("def f(t):\n    if t.is_cuda:\n        torch.cuda.synchronize()\n", None),  # nothing placed
-    # SupContrast's loss: a device CUDA's only where its input is on CUDA (its masks stay on the CPU on MPS)
-    ("def f(x):\n    device = (torch.device('cuda')\n              if x.is_cuda\n"
+    # a device CUDA's only where its input is on CUDA (its masks stay on the CPU on MPS) ...
+    ("def f(x):\n    device = (torch.device('cuda:0')\n              if x.is_cuda\n"
      "              else torch.device('cpu'))\n",
      (2, "a device chosen CUDA only where other data is on CUDA (`.is_cuda`)")),
+    # ... unless TP024 makes it the input's own (SupContrast's loss: `features.device`)
+    ("def f(x):\n    device = (torch.device('cuda')\n              if x.is_cuda\n"
+     "              else torch.device('cpu'))\n", None),
     ("def f(x):\n    kind = 'fast' if x.is_cuda else 'slow'\n", None),  # no device
     # torchdiffeq's adaptive solvers (dopri5, the default) make float64 tensors on the state's device
     ("from torchdiffeq import odeint_adjoint as odeint\n\n\ndef f(func, y, t):\n    return odeint(func, y, t)\n",
@@ -304,6 +307,13 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     # kaggle-hpa's train: wrapped only where CUDA counts two devices, which a Mac never does
     ("import torch\n\n\ndef f(model, x):\n    if torch.cuda.device_count() > 1:\n"
      "        model = torch.nn.DataParallel(model)\n    model = model.cuda()\n    return model(x)\n", None),
+    # Co2L's set_model: wrapped under `if torch.cuda.is_available():`, the module placed by a move beside it
+    ("import torch\n\n\ndef f(model, x):\n    if torch.cuda.is_available():\n        if torch.cuda.device_count() > 1:\n"
+     "            model.encoder = torch.nn.DataParallel(model.encoder)\n        model = model.cuda()\n"
+     "    x = x.cuda()\n    return model.encoder(x)\n", None),
+    ("import torch\n\n\ndef f(model, x, many):\n    if many:\n"
+     "        model.encoder = torch.nn.DataParallel(model.encoder)\n    model = model.cuda()\n"
+     "    x = x.cuda()\n    return model.encoder(x)\n", (6, "DataParallel, which places its module only on CUDA")),
     ("import torch\n\n\ndef f(model, x, many):\n    if many:\n        model = torch.nn.DataParallel(model)\n"
      "    model = model.cuda()\n    return model(x)\n", (7, "DataParallel, which moves its inputs only on CUDA")),
     # the module moved before it is wrapped: on MPS the wrapper calls it with its inputs where they are (CPU)...

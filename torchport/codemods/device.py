@@ -1967,6 +1967,10 @@ class FollowDevice(Rule):
                 "        super().__init__()\n        self.is_cuda = False\n        self.bins = torch.ones(2)\n"
                 "        if self.is_cuda:\n"
                 "            self.bins = self.bins.cuda()\n"),
+        # a device chosen by where other data is: that data's device (SupContrast's loss)
+        Example("import torch\nd = (torch.device('cuda')\n     if f.is_cuda\n     else torch.device('cpu'))\n",
+                "import torch\nd = f.device\n"),
+        Example("import torch\nkind = 'cuda' if f.is_cuda else 'cpu'\n", "import torch\nkind = f.device.type\n"),
         # something else is moved, or more is done under the test: left to the guards
         Example("import torch\nif x.is_cuda:\n    w = v.cuda()\n"),
         Example("import torch\nif x.is_cuda:\n    w = w.cuda()\n    torch.cuda.synchronize()\n"),
@@ -1986,6 +1990,14 @@ class FollowDevice(Rule):
         follow = _followed(node.test)
         if follow is not None and _moved_to_cuda(node.body) == _code(node.orelse) is not None:
             self._claim(m, node, follow, node.body)
+        elif follow is not None and (kind := _device_choice(node.body, node.orelse)) is not None:
+            # SupContrast's loss: `torch.device('cuda') if features.is_cuda else torch.device('cpu')`
+            for part in (node.body, node.orelse):
+                m.mark_handled(part)
+                m.handled.update(id(arg.value) for arg in getattr(part, "args", ()))
+            m.shared.followed.update((id(node), id(follow)))
+            m.store(self)[id(node)] = follow
+            m.store(self).setdefault("chosen", {})[id(node)] = kind
 
     def visit_If(self, m: Migrator, node: cst.If) -> None:
         """``if y.is_cuda: x = x.cuda()``, alone in its ``if`` (no ``else``; a comment on the header or the line, not
@@ -2022,6 +2034,10 @@ class FollowDevice(Rule):
         follow = m.store(self).get(id(original))
         if follow is None or not m.apply(self.code, original):
             return None
+        kind = m.store(self).get("chosen", {}).get(id(original))
+        if kind is not None:  # a chain of attributes: no parentheses needed
+            device = cst.Attribute(follow.deep_clone().with_changes(lpar=[], rpar=[]), cst.Name("device"))
+            return device if kind == "device" else cst.Attribute(device, cst.Name("type"))
         return _to_device_of(original.orelse, follow).with_changes(lpar=original.lpar, rpar=original.rpar)
 
     def leave_If(self, m: Migrator, original: cst.If, updated: cst.If) -> cst.BaseStatement | None:
@@ -2089,6 +2105,24 @@ def _moved_to_cuda(node: cst.BaseExpression) -> str | None:
             spec := node.args[0].value, cst.SimpleString) and spec.evaluated_value == "cuda":
         return _code(node.func.value)
     return None
+
+
+def _device_choice(chosen: cst.BaseExpression, other: cst.BaseExpression) -> str | None:
+    """``device`` for ``torch.device("cuda")`` against ``torch.device("cpu")``, ``type`` for ``"cuda"`` against
+    ``"cpu"`` (the arms of a choice on ``y.is_cuda``: ``y.device`` and ``y.device.type`` give the same on CUDA and
+    the data's own device elsewhere), else None."""
+    def spec(node: cst.BaseExpression) -> tuple[str, str] | None:
+        if isinstance(node, cst.SimpleString) and node.evaluated_value in ("cuda", "cpu"):
+            return "type", str(node.evaluated_value)
+        if isinstance(node, cst.Call) and chain(node.func) in ("torch.device", "device") and len(node.args) == 1 \
+                and node.args[0].keyword is None and isinstance(arg := node.args[0].value, cst.SimpleString) \
+                and arg.evaluated_value in ("cuda", "cpu"):
+            return "device", str(arg.evaluated_value)
+        return None
+
+    first, second = spec(chosen), spec(other)
+    return first[0] if first and second and first[0] == second[0] and (first[1], second[1]) == ("cuda", "cpu") \
+        else None
 
 
 def _code(node: cst.BaseExpression) -> str | None:

@@ -480,7 +480,7 @@ def _data_parallel_moved(tree: ast.Module) -> list[int]:
     wraps: list[tuple[int, str, tuple[int, str] | None]] = []
     arms: dict[int, tuple[int, str]] = {}  # a node -> the innermost `if` arm holding it, of an `if` asking no device
     branched: set[int] = set()
-    from torchport.model.evaluate import asks_for_cuda, false_off_cuda  # here: a warm run loads no evaluator
+    from torchport.model.evaluate import asks_for_cuda  # here: a warm run loads no evaluator
 
     for branch in sorted((n for n in ast.walk(tree) if isinstance(n, ast.If)), key=lambda n: n.lineno):
         for arm in ("body", "orelse"):
@@ -490,10 +490,7 @@ def _data_parallel_moved(tree: ast.Module) -> list[int]:
                     if not asks_for_cuda(branch.test):  # Real-time-GesRec's `if not opt.no_cuda:` moves and wraps
                         arms[id(n)] = (id(branch), arm)
 
-    false = false_off_cuda(tree)  # kaggle-hpa's `if torch.cuda.device_count() > 1:` wraps nothing on a Mac
-    unwrapped = {id(n) for branch in ast.walk(tree) if isinstance(branch, ast.If) and any(
-        isinstance(n, ast.Call) and call_name(n) == "DataParallel" for n in ast.walk(branch)) and false(branch.test)
-        for statement in branch.body for n in ast.walk(statement)}
+    unwrapped = _wrapped_on_cuda_alone(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
                 and call_name(node.value) == "DataParallel" and id(node) not in unwrapped:
@@ -522,6 +519,17 @@ def _data_parallel_moved(tree: ast.Module) -> list[int]:
     return sorted(set(found))
 
 
+def _wrapped_on_cuda_alone(tree: ast.Module) -> set[int]:
+    """The nodes under an ``if`` false off CUDA that makes a ``DataParallel`` wrapper (kaggle-hpa's ``if
+    torch.cuda.device_count() > 1:``, Co2L's under ``if torch.cuda.is_available():``): they wrap nothing on a Mac."""
+    from torchport.model.evaluate import false_off_cuda  # here: a warm run loads no evaluator
+
+    false = false_off_cuda(tree)
+    return {id(n) for branch in ast.walk(tree) if isinstance(branch, ast.If) and any(
+        isinstance(n, ast.Call) and call_name(n) == "DataParallel" for n in ast.walk(branch)) and false(branch.test)
+        for statement in branch.body for n in ast.walk(statement)}
+
+
 def _data_parallel_places(tree: ast.Module) -> list[int]:
     """Lines binding a ``DataParallel`` wrapper of a module nothing else places, called with inputs the code moves
     (generative-inpainting's test_single.py: ``netG = nn.parallel.DataParallel(netG, device_ids=...)``, ``x =
@@ -529,10 +537,14 @@ def _data_parallel_places(tree: ast.Module) -> list[int]:
     stays on the CPU while the port moves the inputs to the accelerator."""
     receivers = {ast.unparse(n.func.value) for n in ast.walk(tree) if isinstance(n, ast.Call)
                  and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")}
-    found = []
+    found: list[int] = []
+    unwrapped: set[int] | None = None
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
                 and call_name(node.value) == "DataParallel" and node.value.args):
+            continue
+        unwrapped = _wrapped_on_cuda_alone(tree) if unwrapped is None else unwrapped
+        if id(node) in unwrapped:
             continue
         targets = {ast.unparse(t) for t in node.targets}
         wrapped = node.value.args[0]  # lava-dl's `DataParallel(Network(...).to(device), ...)` wraps a moved module
@@ -1131,7 +1143,8 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
 
 def _follows(node: ast.If | ast.IfExp, after: ast.stmt | None = None) -> bool:
     """``x.cuda() if y.is_cuda else x``, ``if y.is_cuda: x = x.cuda()`` alone, or ``if y.is_cuda: return x.cuda()``
-    then ``return x`` (``after``, the next statement): TP024 writes ``x.to(y.device)``."""
+    then ``return x`` (``after``, the next statement): TP024 writes ``x.to(y.device)``; ``torch.device("cuda") if
+    y.is_cuda else torch.device("cpu")`` (or the strings): TP024 writes ``y.device`` (``y.device.type``)."""
     def moved(call: ast.expr) -> str | None:
         """``x`` of ``x.cuda()`` or ``x.to("cuda")``."""
         if isinstance(call, ast.Call) and not call.keywords and isinstance(call.func, ast.Attribute) and isinstance(
@@ -1143,7 +1156,19 @@ def _follows(node: ast.If | ast.IfExp, after: ast.stmt | None = None) -> bool:
 
     if not (isinstance(node.test, ast.Attribute) and node.test.attr == "is_cuda"):
         return False
+    def spec(arm: ast.expr) -> tuple[str, object] | None:
+        """``("type", "cuda")`` of ``"cuda"``, ``("device", "cuda")`` of ``torch.device("cuda")``."""
+        if isinstance(arm, ast.Constant) and arm.value in ("cuda", "cpu"):
+            return "type", arm.value
+        if isinstance(arm, ast.Call) and ast.unparse(arm.func) in ("torch.device", "device") and len(arm.args) == 1 \
+                and not arm.keywords and isinstance(arm.args[0], ast.Constant) and arm.args[0].value in ("cuda", "cpu"):
+            return "device", arm.args[0].value
+        return None
+
     if isinstance(node, ast.IfExp):
+        chosen, other = spec(node.body), spec(node.orelse)  # SupContrast's `torch.device('cuda') if features.is_cuda
+        if chosen and other and chosen[0] == other[0] and (chosen[1], other[1]) == ("cuda", "cpu"):  # else ...`
+            return True  # TP024 writes `features.device`
         return moved(node.body) is not None and moved(node.body) == ast.unparse(node.orelse)
     if node.orelse or len(node.body) != 1:
         return False

@@ -309,7 +309,8 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      "        model = torch.nn.DataParallel(model)\n    model = model.cuda()\n    return model(x)\n", None),
     # Co2L's set_model: wrapped under `if torch.cuda.is_available():`, the module placed by a move beside it
     ("import torch\n\n\ndef f(model, x):\n    if torch.cuda.is_available():\n"
-     "        if torch.cuda.device_count() > 1:\n            model.encoder = torch.nn.DataParallel(model.encoder)\n        model = model.cuda()\n"
+     "        if torch.cuda.device_count() > 1:\n            model.encoder = torch.nn.DataParallel(model.encoder)\n"
+     "        model = model.cuda()\n"
      "    x = x.cuda()\n    return model.encoder(x)\n", None),
     ("import torch\n\n\ndef f(model, x, many):\n    if many:\n"
      "        model.encoder = torch.nn.DataParallel(model.encoder)\n    model = model.cuda()\n"

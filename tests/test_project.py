@@ -274,6 +274,11 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      "def load(a):\n    return torch.from_numpy(a).to(device)\n", None),
     ("def load(a):\n    b = a.astype(np.float64)\n    return torch.from_numpy(b).to(device)\n",
      (2, "float64 numpy arrays made into tensors")),
+    # mtm-meta-learning's protonet: a script's float64 copy of its weights, written to a file
+    ("x = torch.from_numpy(a).to(device)\nif __name__ == '__main__':\n    saved = np.float64(w.cpu().numpy())\n"
+     "    f.write(saved)\n", None),
+    ("x = torch.from_numpy(a).to(device)\nif __name__ == '__main__':\n    saved = np.float64(w.cpu().numpy())\n"
+     "    y = torch.from_numpy(saved).to(device)\n", (3, "float64 numpy arrays made into tensors")),
     # a dataset's float64: stored and given back by __getitem__ (a regression target), or only used to pick (PDVC)
     ("class D:\n    def __init__(self, n):\n        self.targets = np.zeros(n)\n\n    def __getitem__(self, i):\n"
      "        return i, self.targets[i]\n", (3, "float64 numpy arrays a dataset gives (its DataLoader batches them as "

@@ -699,11 +699,12 @@ def _numpy_float64_lines(tree: ast.Module) -> list[int]:
 
 
 def _arrays_kept(tree: ast.Module) -> set[int]:
-    """The nodes of assignments ``name = ...`` in a function where ``name`` never goes into a tensor there
-    (``torch.from_numpy(name)``, ``torch.tensor(name)``) nor leaves it (``return name``, an attribute set)."""
+    """The nodes of assignments ``name = ...`` in a function (or the module, whose code reads them anywhere) where
+    ``name`` never goes into a tensor there (``torch.from_numpy(name)``, ``torch.tensor(name)``) nor leaves it
+    (``return name``, an attribute set): mtm-meta-learning's ``weights_save = np.float64(...)``, written to a file."""
     kept: set[int] = set()
     for function in ast.walk(tree):
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             continue
         used = {n.id for call in ast.walk(function) if isinstance(call, ast.Call) and _tensor_of_array(call)
                 for arg in call.args[:1] for n in ast.walk(arg) if isinstance(n, ast.Name)}

@@ -699,9 +699,11 @@ def _numpy_float64_lines(tree: ast.Module) -> list[int]:
 
 
 def _arrays_kept(tree: ast.Module) -> set[int]:
-    """The nodes of assignments ``name = ...`` in a function (or the module, whose code reads them anywhere) where
-    ``name`` never goes into a tensor there (``torch.from_numpy(name)``, ``torch.tensor(name)``) nor leaves it
-    (``return name``, an attribute set): mtm-meta-learning's ``weights_save = np.float64(...)``, written to a file."""
+    """The nodes of assignments ``name = ...`` in a function where ``name`` never goes into a tensor there
+    (``torch.from_numpy(name)``, ``torch.tensor(name)``) nor leaves it (``return name``, an attribute set); in the
+    module, whose code reads its names anywhere, only those of a tensor's data copied out (``.numpy()``) that no
+    code of the module makes a tensor of (mtm-meta-learning's ``weights_save = np.float64(w.cpu().numpy())``,
+    written to a file), not a table of dtypes other code reads."""
     kept: set[int] = set()
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
@@ -712,7 +714,10 @@ def _arrays_kept(tree: ast.Module) -> set[int]:
                  for n in ast.walk(r.value) if isinstance(n, ast.Name)}
         for node in ast.walk(function):
             if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id not in used
-                                                    for t in node.targets):
+                                                    for t in node.targets) and (
+                    not isinstance(function, ast.Module) or any(
+                        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "numpy"
+                        for n in ast.walk(node.value))):
                 kept.update(id(n) for n in ast.walk(node.value))
     return kept
 

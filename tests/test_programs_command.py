@@ -1193,6 +1193,24 @@ def test_a_placement_in_a_method_nothing_calls_is_no_choice_the_program_keeps(tm
         assert found[entry]["runs_on"] == ["cuda", "mps", "xpu", "cpu"], entry
 
 
+@pytest.mark.parametrize(("made", "kept"), [("", False), ("comp = hessian(model, loss)\n", True)])
+def test_a_class_a_program_imports_but_never_makes_keeps_no_choice_for_it(tmp_path: Path, made: str,
+                                                                          kept: bool) -> None:
+    """HEQuant's training scripts import PyHessian's `hessian`, whose `__init__` places its batch `if self.device ==
+    'cuda'`, and never make one (a docstring naming "the hessian" is no use): the program keeps MPS and XPU."""
+    _write(tmp_path, {
+        "hess.py": "import torch\n\n\nclass hessian:\n    \"\"\"The hessian of a model.\"\"\"\n\n"
+                   "    def __init__(self, model, data, cuda=True):\n        self.device = 'cuda' if cuda else 'cpu'\n"
+                   "        self.data = data\n        if self.device == 'cuda':\n"
+                   "            self.data = self.data.cuda()\n",
+        "train.py": "import torch\nfrom hess import hessian  # hessian computation\n\n"
+                    "model = torch.nn.Linear(2, 2).cuda()\nloss = model(torch.ones(2).cuda())\n" + made,
+    })
+    found = _programs(tmp_path)["train.py"]
+    assert (found["runs_on"] == ["cuda", "cpu"]) is kept, found
+    assert (found["runs_on"] == ["cuda", "mps", "xpu", "cpu"]) is not kept, found
+
+
 def test_tests_that_import_a_cuda_extension_in_their_bodies_run_only_on_cuda(tmp_path: Path) -> None:
     """mish-cuda's test_mish.py: each test starts with `from mish_cuda import mish_forward`, a package whose
     `__init__` imports the `_C` extension setup.py builds with nvcc alone: pytest runs every test, so none runs off

@@ -928,8 +928,10 @@ def _environment_set(tree: ast.Module | None) -> dict[str, str]:
 
 def _never_called(text: str | None, line: int, texts: Iterable[str | None]) -> bool:
     """Whether ``line`` of module ``text`` lies in a function or method no module of ``texts`` (a program's) names
-    outside its own definition: SCINet's ``Exp_Basic._acquire_device``, whose only call is commented out. Its
-    choice is no choice the program makes. Decorated functions and dunder methods are called for them."""
+    outside its own definition: SCINet's ``Exp_Basic._acquire_device``, whose only call is commented out; or in
+    ``__init__`` of a top-level class none names, bar importing it (HEQuant's ``hessian``, imported by every
+    training script, made by none). Its choice is no choice the program makes. Decorated functions and classes and
+    other dunder methods are called for them."""
     tree = parse(text)
     if tree is None:
         return False
@@ -938,13 +940,42 @@ def _never_called(text: str | None, line: int, texts: Iterable[str | None]) -> b
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (
                 node.end_lineno or node.lineno) and (function is None or node.lineno > function.lineno):
             function = node
-    if function is None or function.decorator_list or function.name.startswith("__"):
+    if function is None or function.decorator_list:
         return False
     name = function.name
+    if name == "__init__":
+        owner = next((c for c in tree.body if isinstance(c, ast.ClassDef) and function in c.body), None)
+        if owner is None or owner.decorator_list:
+            return False
+        return not any(owner.name in (other or "") and owner.name in _called_names(other or "") for other in texts)
+    if name.startswith("__"):
+        return False
     return not any(name in (other or "") and name in _used_names(other or "") for other in texts)
 
 
 _USED: dict[str, frozenset[str]] = {}
+_CALLED: dict[str, frozenset[str]] = {}
+
+
+def _called_names(text: str) -> frozenset[str]:
+    """`_used_names` bar the names a module only imports (``from pkg import hessian``, never used after) and the
+    words of its docstrings: an import binds a name, it makes nothing; a name imported under another (``import f as
+    g``) counts where ``g`` is used. Read once per text."""
+    def read() -> frozenset[str]:
+        tree = parse(text)
+        if tree is None:
+            return frozenset(words(text))
+        names = set(used(tree))
+        docstrings = {id(body[0].value) for n in ast.walk(tree) if isinstance(
+            n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and (body := n.body)
+            and isinstance(body[0], ast.Expr)}  # words, not names
+        names.update(w for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                     and id(n) not in docstrings for w in words(n.value))
+        names.update(a.name.rsplit(".", 1)[-1] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                     for a in n.names if a.asname and a.asname in names)
+        return frozenset(names)
+
+    return remembered(_CALLED, text, read)
 
 
 def _used_names(text: str) -> frozenset[str]:

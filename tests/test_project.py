@@ -274,6 +274,15 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      "def load(a):\n    return torch.from_numpy(a).to(device)\n", None),
     ("def load(a):\n    b = a.astype(np.float64)\n    return torch.from_numpy(b).to(device)\n",
      (2, "float64 numpy arrays made into tensors")),
+    # DDPM's beta schedule: float64 betas, made a tensor only cast on the way (`.float()`), and kept numpy beside
+    ("import numpy as np\n\n\ndef get_beta_schedule(n):\n    return np.linspace(1e-4, 0.02, n, dtype=np.float64)\n\n\n"
+     "class Runner:\n    def __init__(self, device):\n        betas = get_beta_schedule(1000)\n"
+     "        self.betas = torch.from_numpy(betas).float().to(device)\n        self.logvar = np.log(1.0 - betas)\n",
+     None),
+    ("import numpy as np\n\n\ndef get_beta_schedule(n):\n    return np.linspace(1e-4, 0.02, n, dtype=np.float64)\n\n\n"
+     "class Runner:\n    def __init__(self, device):\n        betas = get_beta_schedule(1000)\n"
+     "        self.betas = torch.from_numpy(betas).to(device)\n",
+     (5, "float64 numpy arrays made into tensors")),
     # mtm-meta-learning's protonet: a script's float64 copy of its weights, written to a file
     ("x = torch.from_numpy(a).to(device)\nif __name__ == '__main__':\n    saved = np.float64(w.cpu().numpy())\n"
      "    f.write(saved)\n", None),

@@ -693,9 +693,39 @@ def _numpy_float64_lines(tree: ast.Module) -> list[int]:
     names nothing."""
     compared = {id(n) for c in ast.walk(tree) if isinstance(c, ast.Compare) for n in ast.walk(c)}
     kept = _arrays_kept(tree)
-    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr in (
+    found = [node for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr in (
         "float64", "double") and id(node) not in compared and id(node) not in kept
         and _NUMPY_FLOAT64.fullmatch(ast.unparse(node))]
+    if found and _every_array_tensor_cast(tree):
+        # DDPM's `get_beta_schedule`: float64 betas, made a tensor only as `torch.from_numpy(betas).float()`
+        called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        helpers = [f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in called]
+        found = [node for node in found if not any(f.lineno <= node.lineno <= (f.end_lineno or f.lineno)
+                                                   for f in helpers)]
+    return [node.lineno for node in found]
+
+
+def _every_array_tensor_cast(tree: ast.Module) -> bool:
+    """Whether every tensor the module makes of an array (``torch.from_numpy(a)``, no dtype of its own) is cast
+    on the way (``torch.from_numpy(betas).float().to(device)``), and there is one: no float64 array of the module's
+    own functions reaches a device through it."""
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    made = 0
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and _tensor_of_array(call)):
+            continue
+        made += 1
+        outer: ast.AST = call
+        while isinstance(parent := parents.get(id(outer)), (ast.Call, ast.Attribute)) and (
+                getattr(parent, "func", None) is outer or getattr(parent, "value", None) is outer):
+            outer = parent
+        if not (isinstance(outer, ast.expr) and any(isinstance(n, ast.Call) and n is not call and _casts(n)
+                                                    for n in _links(outer))):
+            return False
+    return made > 0
 
 
 def _arrays_kept(tree: ast.Module) -> set[int]:

@@ -270,6 +270,26 @@ def test_a_notebook_no_usual_layout_writes_keeps_its_other_bytes(tmp_path: Path)
     assert any("\\u001B[K done" in line for line in after)
 
 
+def test_a_notebook_colab_wrote_on_one_line_stays_on_one_line(tmp_path: Path) -> None:
+    """YOLOv1-PyTorch's notebooks: Colab's compact JSON (no indent, no spaces); written back the same, only the
+    changed cell's source differs."""
+    notebook = v4.new_notebook()
+    notebook.cells = [v4.new_code_cell("import torch\nmodel = torch.nn.Linear(2, 2).cuda()"),
+                      v4.new_markdown_cell("Dévice")]
+    raw = json.dumps(notebook, separators=(",", ":"), ensure_ascii=False)
+    path = tmp_path / "colab.ipynb"
+    path.write_text(raw, encoding="utf-8")
+    done = CliRunner().invoke(app, ["migrate", str(path), "--apply", "--no-cache"])
+    assert done.exit_code == 0, done.output
+    after = path.read_text(encoding="utf-8")
+    assert "\n" not in after and '"Dévice"' in after
+    cells = json.loads(after)["cells"]
+    expected = json.loads(raw)
+    expected["cells"][0]["source"] = cells[0]["source"]
+    assert "tp.device()" in "".join(cells[0]["source"])
+    assert after == json.dumps(expected, separators=(",", ":"), ensure_ascii=False)
+
+
 def test_an_import_added_at_the_end_of_a_cell_leaves_no_blank_line(tmp_path: Path) -> None:
     notebook = v4.new_notebook()
     notebook.cells = [v4.new_code_cell("import torch\nfrom denoiser import Denoiser"),

@@ -110,7 +110,8 @@ def _makes_scaler(m: Migrator) -> bool:
                                         & _GRADSCALER for node in ast.walk(m.syntax))
 
 
-_AUTOCAST_ALONE = ("this step hands its loss to a scaler it was given (`loss_scaler(loss, optimizer)`), made "
+_AUTOCAST_ALONE = ("this step hands its loss to a scaler it was given (`loss_scaler(loss, optimizer)`, "
+                   "`scaler.scale(loss)`), made "
                    "elsewhere and kept for CUDA there: an fp16 autocast moved without it would train unscaled on MPS")
 
 
@@ -129,8 +130,8 @@ def _another_stays(m: Migrator) -> int | None:
 def _staying_autocasts(m: Migrator) -> list[int]:
     """The lines of the fp16 autocasts (no dtype, or float16) that the port moves, in a module that makes no
     GradScaler, inside a function that hands its loss to a callable it was given (``loss_scaler(loss, opt)``, two or
-    more positional arguments): their scaler is made elsewhere, where the port may keep it for CUDA. Read once per
-    module from CPython's tree."""
+    more positional arguments) or to a scaler it was given (``scaler.scale(loss)``): their scaler is made elsewhere,
+    where the port may keep it for CUDA. Read once per module from CPython's tree."""
     if m.shared.staying_autocasts is not None:
         return m.shared.staying_autocasts
     lines: list[int] = []
@@ -142,7 +143,10 @@ def _staying_autocasts(m: Migrator) -> list[int]:
                 continue
             params = {a.arg for a in (*function.args.args, *function.args.kwonlyargs)}
             if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params
-                   and sum(not isinstance(a, ast.Starred) for a in n.args) >= 2 for n in ast.walk(function)):
+                   and sum(not isinstance(a, ast.Starred) for a in n.args) >= 2 or isinstance(n, ast.Call)
+                   and isinstance(n.func, ast.Attribute) and n.func.attr == "scale" and isinstance(
+                       n.func.value, ast.Name) and n.func.value.id in params for n in ast.walk(function)):
+                # (or a GradScaler it was given: FreeYOLO's `train_one_epoch(..., scaler)`, `scaler.scale(losses)`)
                 lines.extend(node.lineno for node in _own_nodes(function) if isinstance(node, ast.Call)
                              and _moved_autocast(node, m) and not any(
                                  k.arg == "dtype" and "bfloat16" in ast.unparse(k.value) for k in node.keywords))
@@ -207,7 +211,11 @@ class CudaAmpAutocast(Rule):
                 # Its GradScaler is made elsewhere and given to the training step (it may stay CUDA's there).
                 Example("import torch\n\n\ndef step(model, x, optimizer, loss_scaler):\n"
                         "    with torch.cuda.amp.autocast():\n        loss = model(x)\n"
-                        "    loss_scaler(loss, optimizer)\n"))
+                        "    loss_scaler(loss, optimizer)\n"),
+                # FreeYOLO's train_one_epoch: the GradScaler itself is given
+                Example("import torch\n\n\ndef step(model, x, optimizer, scaler):\n"
+                        "    with torch.cuda.amp.autocast():\n        loss = model(x)\n"
+                        "    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n"))
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> bool:
         if m.qnames(node.func) & _AUTOCAST:

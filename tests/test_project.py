@@ -303,6 +303,12 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("class V:\n    def _ohot(self, n):\n        v = np.zeros(n)\n        return v\n\n    def __getitem__(self, i):\n"
      "        pos = self._ohot(i)\n        return i, pos\n", (3, "float64 numpy arrays a dataset gives (its "
                                                             "DataLoader batches them as float64 tensors)")),
+    # torchvision's train_quantization.py: fake-quantize and quantize kernels are the CPU's and CUDA's alone
+    ("model = torch.ao.quantization.prepare_qat(model)\n",
+     (1, "quantization kernels (fake-quantize, `quantize_per_tensor`)")),
+    ("q = torch.quantize_per_tensor(x, 0.1, 0, torch.quint8)\n",
+     (1, "quantization kernels (fake-quantize, `quantize_per_tensor`)")),
+    ("def prepare_qat(model):\n    return model\n", None),  # a project's own function of that name
     # deep_avsr: MPS has no CTC loss kernel
     ("loss_function = nn.CTCLoss(blank=0)\n", (1, "CTC loss (`aten::_ctc_loss`)")),
     ("loss = F.ctc_loss(log_probs, targets, lengths, target_lengths)\n", (1, "CTC loss (`aten::_ctc_loss`)")),

@@ -534,6 +534,12 @@ TEXT = {
     "mps_lacks_ctc": (r"(?<!def )(?<!class )\b(?:CTCLoss|ctc_loss)\(",
                       "CTC loss: MPS has no `aten::_ctc_loss` kernel (pytorch#153976, open; deep_avsr's training "
                       "scripts)"),
+    "mps_lacks_quantization": (r"(?<!def )\b(?:prepare_qat(?:_fx)?|quantize_per_tensor|quantize_per_channel|"
+                               r"fake_quantize_per_(?:tensor|channel)_affine)\(|\bFakeQuantize\b",
+                               "quantization: the fake-quantize and quantize kernels QAT and PTQ run are the CPU's "
+                               "and CUDA's alone (`CPU, CUDA` in native_functions.yaml: "
+                               "`_fused_moving_avg_obs_fq_helper`, `quantize_per_tensor`); torchvision's "
+                               "train_quantization.py"),
     "mps_lacks_area": (r"""\bmode\s*=\s*["']area["']""",
                        "area interpolation: it runs MPS's adaptive_avg_pool2d, which takes only sizes that divide "
                        "(pytorch#96056, open in torch 2.13); facenet-pytorch's MTCNN resizes so"),
@@ -545,7 +551,9 @@ TEXT = {
                               "a tensor's type string given back to `.type()` (YOLOX's `x.type(y.type())`): on MPS it "
                               "is 'torch.mps.FloatTensor', which `.type()` rejects (pytorch/pytorch#118517)"),
     "lacks_text": (r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
-                   r"forced_align|DataParallel|is_cuda|cpp_extension|from_numpy|CTCLoss|ctc_loss)\b"
+                   r"forced_align|DataParallel|is_cuda|cpp_extension|from_numpy|CTCLoss|ctc_loss|prepare_qat|"
+                   r"prepare_qat_fx|quantize_per_tensor|quantize_per_channel|FakeQuantize|"
+                   r"fake_quantize_per_tensor_affine|fake_quantize_per_channel_affine)\b"
                    r"|\.type\(\s*[\w.\[\]]+\.type\("
                    r"|\b(?:tensor|as_tensor)\(\s*(?:np|numpy)\."
                    r"""|\bmode\s*=\s*["']area["']|["'](?:cpu|cuda)["']\s+not\s+in\b|\bnot\s+in\s*[(\[{]\s*["'](?:cpu|cuda)["']"""

@@ -37,6 +37,7 @@ _MPS_BLOCKERS = (
     (torch_facts.text("mps_lacks_sparse"), "sparse tensors"),
     (torch_facts.text("mps_lacks_forced_align"), "torchaudio's forced_align"),
     (torch_facts.text("mps_lacks_ctc"), "CTC loss (`aten::_ctc_loss`)"),
+    (torch_facts.text("mps_lacks_quantization"), "quantization kernels (fake-quantize, `quantize_per_tensor`)"),
     (torch_facts.text("mps_lacks_area"), "area interpolation to sizes that need not divide (`mode=\"area\"`)"),
     (torch_facts.text("mps_lacks_data_parallel"), _DATA_PARALLEL),
     (torch_facts.text("mps_lacks_type_string"), "tensor type strings given back to `.type()` (`x.type(y.type())`)"),

@@ -1211,6 +1211,25 @@ def test_a_class_a_program_imports_but_never_makes_keeps_no_choice_for_it(tmp_pa
     assert (found["runs_on"] == ["cuda", "mps", "xpu", "cpu"]) is not kept, found
 
 
+@pytest.mark.parametrize(("made", "kept"), [("", False), ("data = SpanDataset(model, torch.ones(2))\n", True)])
+def test_a_method_of_a_class_a_program_never_names_keeps_no_choice_for_it(tmp_path: Path, made: str,
+                                                                          kept: bool) -> None:
+    """AIPolicy's SpanSingleNERDataset: its `refresh` places a batch `if self.device == 'cuda'` (a choice kept
+    CUDA-or-CPU); a training script that never makes the dataset runs none of it."""
+    _write(tmp_path, {
+        "data.py": "import torch\n\n\nclass SpanDataset:\n    def __init__(self, model, data, cuda=True):\n"
+                   "        self.device = 'cuda' if cuda else 'cpu'\n        self.data = data\n"
+                   "        self.refresh()\n\n"
+                   "    def refresh(self):\n        if self.device == 'cuda':\n"
+                   "            self.data = self.data.cuda()\n",
+        "train.py": "import torch\nfrom data import SpanDataset\n\n"
+                    "model = torch.nn.Linear(2, 2).cuda()\nloss = model(torch.ones(2).cuda())\n" + made,
+    })
+    found = _programs(tmp_path)["train.py"]
+    assert (found["runs_on"] == ["cuda", "cpu"]) is kept, found
+    assert (found["runs_on"] == ["cuda", "mps", "xpu", "cpu"]) is not kept, found
+
+
 def test_tests_that_import_a_cuda_extension_in_their_bodies_run_only_on_cuda(tmp_path: Path) -> None:
     """mish-cuda's test_mish.py: each test starts with `from mish_cuda import mish_forward`, a package whose
     `__init__` imports the `_C` extension setup.py builds with nvcc alone: pytest runs every test, so none runs off

@@ -929,8 +929,8 @@ def _environment_set(tree: ast.Module | None) -> dict[str, str]:
 def _never_called(text: str | None, line: int, texts: Iterable[str | None]) -> bool:
     """Whether ``line`` of module ``text`` lies in a function or method no module of ``texts`` (a program's) names
     outside its own definition: SCINet's ``Exp_Basic._acquire_device``, whose only call is commented out; or in
-    ``__init__`` of a top-level class none names, bar importing it (HEQuant's ``hessian``, imported by every
-    training script, made by none). Its choice is no choice the program makes. Decorated functions and classes and
+    a method of a top-level class none names, bar importing it (HEQuant's ``hessian``, imported by every training
+    script, made by none). Its choice is no choice the program makes. Decorated functions and classes and
     other dunder methods are called for them."""
     tree = parse(text)
     if tree is None:
@@ -943,11 +943,10 @@ def _never_called(text: str | None, line: int, texts: Iterable[str | None]) -> b
     if function is None or function.decorator_list:
         return False
     name = function.name
-    if name == "__init__":
-        owner = next((c for c in tree.body if isinstance(c, ast.ClassDef) and function in c.body), None)
-        if owner is None or owner.decorator_list:
-            return False
-        return not any(owner.name in (other or "") and owner.name in _called_names(other or "") for other in texts)
+    owner = next((c for c in tree.body if isinstance(c, ast.ClassDef) and function in c.body), None)
+    if owner is not None and not owner.decorator_list and not any(
+            owner.name in (other or "") and owner.name in _called_names(other or "") for other in texts):
+        return True  # a method of a class the program never names (AIPolicy's SpanSingleNERDataset.refresh)
     if name.startswith("__"):
         return False
     return not any(name in (other or "") and name in _used_names(other or "") for other in texts)

@@ -978,6 +978,28 @@ def test_a_build_script_that_stops_without_cuda_builds_a_cuda_only_extension(oth
     assert cuda_extensions(ast.parse(source)) == (frozenset({"_ext"}) if cuda_only else frozenset())
 
 
+@pytest.mark.parametrize(("include", "cuda_only"), [
+    ("#include <c10/cuda/CUDAStream.h>\n", True),  # FOTS's rroi_align_cuda.cpp: glue for CUDA kernels alone
+    ("#include <cuda_runtime.h>\n", True),
+    ("#ifdef WITH_CUDA\n#include <ATen/cuda/CUDAContext.h>\n#endif\n", False),  # maskrcnn-benchmark's
+    ("#include <torch/extension.h>\n", False),
+])
+def test_a_cpp_fallback_whose_sources_include_cuda_headers_builds_for_cuda_alone(tmp_path: Path, include: str,
+                                                                                 cuda_only: bool) -> None:
+    """FOTS's rroi_align: `CppExtension` with the `.cpp` files where CUDA is missing, `CUDAExtension` with the `.cu`
+    ones where it is; the `.cpp` includes CUDA's headers, so no build works without the toolkit."""
+    from torchport.codemods.analysis.requirements import cuda_extensions
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "ops.cpp").write_text(f"#include <torch/extension.h>\n{include}int f() {{ return 0; }}\n")
+    source = ("import glob\nimport torch\nfrom torch.utils.cpp_extension import CppExtension, CUDAExtension\n\n"
+              "sources = glob.glob('src/*.cpp')\nextension = CppExtension\nif torch.cuda.is_available():\n"
+              "    extension = CUDAExtension\n    sources += glob.glob('src/*.cu')\n"
+              "ext_modules = [extension('rotated_roi', sources)]\n")
+    assert cuda_extensions(ast.parse(source)) == frozenset()
+    assert cuda_extensions(ast.parse(source), tmp_path) == (frozenset({"rotated_roi"}) if cuda_only else frozenset())
+
+
 @pytest.mark.parametrize(("build", "cuda_only"), [
     ("if torch.cuda.is_available():\n    with_cuda = True\nelse:\n    raise ValueError('CUDA is not available')\n"
      "ffi = create_extension('_ext.dcn_v2', headers=[], sources=['src/dcn_v2.c'], with_cuda=with_cuda)\n", True),

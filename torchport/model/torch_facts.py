@@ -540,6 +540,13 @@ TEXT = {
                                "and CUDA's alone (`CPU, CUDA` in native_functions.yaml: "
                                "`_fused_moving_avg_obs_fq_helper`, `quantize_per_tensor`); torchvision's "
                                "train_quantization.py"),
+    "cuda_header": (r'^\s*#\s*include\s*[<"](?:cuda\.h|cuda_runtime[\w.]*|c10/cuda/|ATen/cuda/|THC/|cublas|cudnn|'
+                    r'curand|cusparse|thrust/)',
+                    "a C++ include of a CUDA toolkit header (`<c10/cuda/CUDAStream.h>`, `<cuda_runtime.h>`): the file "
+                    "compiles only where the toolkit is"),
+    "preprocessor_conditional": (r"^\s*#\s*(if|ifdef|ifndef|endif)\b",
+                                 "a C preprocessor conditional: what it holds may not be compiled "
+                                 "(`#ifdef WITH_CUDA`)"),
     "mps_lacks_area": (r"""\bmode\s*=\s*["']area["']""",
                        "area interpolation: it runs MPS's adaptive_avg_pool2d, which takes only sizes that divide "
                        "(pytorch#96056, open in torch 2.13); facenet-pytorch's MTCNN resizes so"),

@@ -509,7 +509,7 @@ def _cuda_builds(results: Sequence[FileResult]) -> dict[int, str]:
     imported = {other for index in range(len(results)) for other in project.imports(index)}
     for index in candidates:
         if index not in imported and (tree := _parse(results[index].original)) is not None \
-                and (names := cuda_extensions(tree)):
+                and (names := cuda_extensions(tree, results[index].path.parent)):
             found[index] = (f"it builds {', '.join(f'`{n}`' for n in sorted(names))} for CUDA alone (nvcc), which "
                             "runs only where CUDA is; it is left as written")
     return found
@@ -2083,7 +2083,8 @@ def _parse(text: str | None) -> ast.Module | None:
 
 
 # What each module's text gives the steps of a run, read once per text (see `torchport.pipeline.project.parse`).
-_EXTENSIONS: dict[str, frozenset[str]] = {}  # build script's text -> what it makes for CUDA alone
+_EXTENSIONS: dict[tuple[str, Path], frozenset[str]] = {}  # build script's text and folder -> what it makes for
+# CUDA alone
 _REQUIREMENTS: dict[tuple[str, bool, frozenset[str], frozenset[str]], list[Requirement]] = {}
 _EXITING: dict[str, dict[str, int]] = {}
 _GATING: dict[str, bool] = {}
@@ -2117,12 +2118,13 @@ def _modules(results: Sequence[FileResult]) -> Modules:
     scripts make for CUDA alone (`analysis.requirements.cuda_extensions`)."""
     from torchport.codemods.analysis.requirements import cuda_extensions
 
-    def built(text: str) -> frozenset[str]:
+    def built(text: str, folder: Path) -> frozenset[str]:
         tree = parse(text)
-        return cuda_extensions(tree) if tree is not None else frozenset()
+        return cuda_extensions(tree, folder) if tree is not None else frozenset()
 
     extensions = frozenset(name for r in results if r.original and _BUILDS.search(r.original)
-                           for name in remembered(_EXTENSIONS, r.original, partial(built, r.original)))
+                           for name in remembered(_EXTENSIONS, (r.original, r.path.parent),
+                                                  partial(built, r.original, r.path.parent)))
     return frozenset(r.path.stem for r in results if r.path.suffix == ".py"), extensions
 
 

@@ -51,7 +51,8 @@ _JOINED: dict[str, list[tuple[str, ...]]] = {}  # `_joined_here`
 _MEMO_LIMIT = 20_000
 _K = TypeVar("_K")
 _V = TypeVar("_V")
-_COMPILED: dict[str, frozenset[str]] = {}  # build script's text -> the extensions it makes with C++ kernels
+_COMPILED: dict[tuple[str, Path], frozenset[str]] = {}  # build script's text and folder -> the extensions it
+# makes with C++ kernels
 _BUILDS = torch_facts.text("builds_cuda_extension")
 _MAIN_GUARD = torch_facts.text("main_guard")
 _MENTIONS_MPS = torch_facts.text("mentions_mps")  # as a word: BIT_CD's trainer names `imps`, no MPS
@@ -866,15 +867,16 @@ class Project:
         if self._compiled is None:
             from torchport.codemods.analysis.requirements import compiled_extensions
 
-            def built(text: str) -> frozenset[str]:
+            def built(text: str, folder: Path) -> frozenset[str]:
                 tree = parse(text)
-                return compiled_extensions(tree) if tree is not None else frozenset()
+                return compiled_extensions(tree, folder) if tree is not None else frozenset()
 
             names: set[str] = set()
             for index, r in enumerate(self.results):
                 if r.original and _BUILDS.search(r.original):
                     package = (self.names[index] or "").rpartition(".")[0]
-                    for name in remembered(_COMPILED, r.original, partial(built, r.original)):
+                    folder = r.path.parent
+                    for name in remembered(_COMPILED, (r.original, folder), partial(built, r.original, folder)):
                         names.add(name)  # built in place beside its script too (graph-rcnn's rcnn/setup.py `_C`)
                         names.update([f"{package}.{name}"] if package and "." not in name else [])
             self._compiled = frozenset(names)

@@ -15,6 +15,7 @@ import ast
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from torchport.codemods.analysis.gates import asks_cuda
 from torchport.codemods.analysis.names import ast_chain, environment_read, import_map, qualify
@@ -226,20 +227,24 @@ def project_cuda_extension(name: str, extensions: frozenset[str]) -> str | None:
     return None
 
 
-def cuda_extensions(tree: ast.Module) -> frozenset[str]:
+def cuda_extensions(tree: ast.Module, folder: Path | None = None) -> frozenset[str]:
     """The names of the compiled extensions a build script (``setup.py``) makes for CUDA alone: with
     ``CUDAExtension`` (lietorch's ``lietorch_backends``), or any extension whose sources name a ``.cu`` file
     (human-pose-estimation's ``Extension('gpu_nms', ['nms_kernel.cu', 'gpu_nms.pyx'])``), unless the same call may
     also build it with ``CppExtension`` (DCNv2's ``extension = CppExtension``, then ``CUDAExtension`` where CUDA is);
     and every extension of a script that, evaluated on the CPU, stops before it builds (DCNv2's ``raise
     NotImplementedError('Cuda is not available')``). Without nvcc they do not build: a module that imports one
-    needs CUDA."""
+    needs CUDA. ``folder``: the build script's; where every C++ source under it includes a CUDA header outside any
+    ``#if`` (FOTS's ``rroi_align_cuda.cpp``: ``#include <c10/cuda/CUDAStream.h>``), its CppExtension fallback
+    does not compile without CUDA either (`_sources_need_cuda`)."""
     built = _built_extensions(tree)
     if not built:
         return frozenset()
     cuda_only = frozenset(name.rsplit(".", 1)[-1] for name, kinds in built.items() if kinds == {"cuda"})
     if len(cuda_only) == len(built):
         return cuda_only
+    if folder is not None and _sources_need_cuda(folder):
+        return frozenset(name.rsplit(".", 1)[-1] for name in built)
     from torchport.model.evaluate import Evaluator
 
     try:
@@ -250,12 +255,43 @@ def cuda_extensions(tree: ast.Module) -> frozenset[str]:
     return every if module.paths and all(p.stop is not None for p in module.paths) else cuda_only
 
 
-def compiled_extensions(tree: ast.Module) -> frozenset[str]:
+def compiled_extensions(tree: ast.Module, folder: Path | None = None) -> frozenset[str]:
     """The full names of the compiled extensions a build script makes that are not for CUDA alone (chamferdist's
     ``CUDAExtension("chamferdist._C", [... .cpp, ... .cu])`` beside its C++ kernels): their kernels are the CPU's and
-    CUDA's, none MPS's or XPU's (their CPU kernels read a device tensor's memory as the host's)."""
-    cuda_only = cuda_extensions(tree)
+    CUDA's, none MPS's or XPU's (their CPU kernels read a device tensor's memory as the host's). ``folder``: the
+    build script's (`cuda_extensions`)."""
+    cuda_only = cuda_extensions(tree, folder)
     return frozenset(name for name in _built_extensions(tree) if name.rsplit(".", 1)[-1] not in cuda_only)
+
+
+_CUDA_HEADER = torch_facts.text("cuda_header")
+_CONDITIONAL = torch_facts.text("preprocessor_conditional")
+_SOURCES_AT_MOST = 200
+
+
+def _sources_need_cuda(folder: Path) -> bool:
+    """Whether there is a C++ source (``.cpp``, ``.cc``, ``.cxx``) under ``folder`` (three levels at most) and each
+    includes a CUDA header outside ``#if``/``#ifdef`` blocks: a build that compiles them needs the CUDA toolkit
+    (maskrcnn-benchmark's ``#ifdef WITH_CUDA`` include does not)."""
+    sources = [p for depth in ("*", "*/*", "*/*/*", "*/*/*/*") for suffix in (".cpp", ".cc", ".cxx")
+               for p in folder.glob(depth + suffix)][:_SOURCES_AT_MOST + 1]
+    if not sources or len(sources) > _SOURCES_AT_MOST:
+        return False
+    for source in sources:
+        try:
+            text = source.read_text(errors="replace")
+        except OSError:
+            return False
+        depth, needs = 0, False
+        for line in text.splitlines():
+            if (m := _CONDITIONAL.match(line)) is not None:
+                depth += -1 if m.group(1) == "endif" else 1
+            elif depth <= 0 and _CUDA_HEADER.match(line):
+                needs = True
+                break
+        if not needs:
+            return False
+    return True
 
 
 def _built_extensions(tree: ast.Module) -> dict[str, set[str]]:

@@ -1215,36 +1215,24 @@ def test_a_placement_in_a_method_nothing_calls_is_no_choice_the_program_keeps(tm
         assert found[entry]["runs_on"] == ["cuda", "mps", "xpu", "cpu"], entry
 
 
+_HESSIAN = ("import torch\n\n\nclass hessian:\n    \"\"\"The hessian of a model.\"\"\"\n\n"
+            "    def __init__(self, model, data, cuda=True):\n        self.device = 'cuda' if cuda else 'cpu'\n"
+            "        self.data = data\n        if self.device == 'cuda':\n            self.data = self.data.cuda()\n")
+# its choice in a method `__init__` calls
+_REFRESHED = _HESSIAN.replace("        if self.device == 'cuda':", "        self.refresh()\n\n    def refresh(self):\n"
+                              "        if self.device == 'cuda':")
+
+
+@pytest.mark.parametrize("library", [_HESSIAN, _REFRESHED])
 @pytest.mark.parametrize(("made", "kept"), [("", False), ("comp = hessian(model, loss)\n", True)])
-def test_a_class_a_program_imports_but_never_makes_keeps_no_choice_for_it(tmp_path: Path, made: str,
+def test_a_class_a_program_imports_but_never_makes_keeps_no_choice_for_it(tmp_path: Path, library: str, made: str,
                                                                           kept: bool) -> None:
     """HEQuant's training scripts import PyHessian's `hessian`, whose `__init__` places its batch `if self.device ==
-    'cuda'`, and never make one (a docstring naming "the hessian" is no use): the program keeps MPS and XPU."""
+    'cuda'`, and never make one (a docstring naming "the hessian" is no use): the program keeps MPS and XPU. So with
+    the choice in a method of the class (AIPolicy's SpanSingleNERDataset.refresh)."""
     _write(tmp_path, {
-        "hess.py": "import torch\n\n\nclass hessian:\n    \"\"\"The hessian of a model.\"\"\"\n\n"
-                   "    def __init__(self, model, data, cuda=True):\n        self.device = 'cuda' if cuda else 'cpu'\n"
-                   "        self.data = data\n        if self.device == 'cuda':\n"
-                   "            self.data = self.data.cuda()\n",
+        "hess.py": library,
         "train.py": "import torch\nfrom hess import hessian  # hessian computation\n\n"
-                    "model = torch.nn.Linear(2, 2).cuda()\nloss = model(torch.ones(2).cuda())\n" + made,
-    })
-    found = _programs(tmp_path)["train.py"]
-    assert (found["runs_on"] == ["cuda", "cpu"]) is kept, found
-    assert (found["runs_on"] == ["cuda", "mps", "xpu", "cpu"]) is not kept, found
-
-
-@pytest.mark.parametrize(("made", "kept"), [("", False), ("data = SpanDataset(model, torch.ones(2))\n", True)])
-def test_a_method_of_a_class_a_program_never_names_keeps_no_choice_for_it(tmp_path: Path, made: str,
-                                                                          kept: bool) -> None:
-    """AIPolicy's SpanSingleNERDataset: its `refresh` places a batch `if self.device == 'cuda'` (a choice kept
-    CUDA-or-CPU); a training script that never makes the dataset runs none of it."""
-    _write(tmp_path, {
-        "data.py": "import torch\n\n\nclass SpanDataset:\n    def __init__(self, model, data, cuda=True):\n"
-                   "        self.device = 'cuda' if cuda else 'cpu'\n        self.data = data\n"
-                   "        self.refresh()\n\n"
-                   "    def refresh(self):\n        if self.device == 'cuda':\n"
-                   "            self.data = self.data.cuda()\n",
-        "train.py": "import torch\nfrom data import SpanDataset\n\n"
                     "model = torch.nn.Linear(2, 2).cuda()\nloss = model(torch.ones(2).cuda())\n" + made,
     })
     found = _programs(tmp_path)["train.py"]

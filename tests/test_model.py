@@ -851,9 +851,11 @@ def test_a_query_whose_branch_still_names_cuda_is_left_with_it() -> None:
     ("subprocess.run('nvidia-smi', shell=True)", False),  # an exit status nothing reads
     ("subprocess.getoutput('nvidia-smi')", False),
     ("subprocess.run(['ls'])", False),
+    ("subprocess.run(['nvidia-smi'])\nexcept IndexError:\n    pass", True),  # another error's handler
 ])
 def test_running_nvidia_smi_needs_nvidias_driver(call: str, stops: bool) -> None:
-    source = f"import subprocess\nresult = {call}\n"
+    source = f"import subprocess\ntry:\n    result = {call}\n" if "except" in call else \
+        f"import subprocess\nresult = {call}\n"
     for target, expected in (("cpu", stops), ("cuda", False)):
         [path] = evaluate(ast.parse(source), target, functions=False)[0].paths
         assert (path.stop is not None and path.stop.kind == "cuda") is expected, (target, path.stop)
@@ -867,6 +869,8 @@ def test_running_nvidia_smi_needs_nvidias_driver(call: str, stops: bool) -> None
     ("gpus = GPUtil.getGPUs()[:1]", False),
     ("count = len(GPUtil.getGPUs())", False),
     ("try:\n    gpu = GPUtil.getGPUs()[0]\nexcept IndexError:\n    gpu = None", False),
+    # an IndexError handler catches the empty list's IndexError alone
+    ("try:\n    gpu = GPUtil.getFirstAvailable()\nexcept IndexError:\n    gpu = None", True),
 ])
 def test_gputil_lists_no_gpu_off_cuda(code: str, stops: bool) -> None:
     source = f"import GPUtil\n{code}\n"

@@ -988,7 +988,7 @@ def test_a_cpp_fallback_whose_sources_include_cuda_headers_builds_for_cuda_alone
                                                                                  cuda_only: bool) -> None:
     """FOTS's rroi_align: `CppExtension` with the `.cpp` files where CUDA is missing, `CUDAExtension` with the `.cu`
     ones where it is; the `.cpp` includes CUDA's headers, so no build works without the toolkit."""
-    from torchport.codemods.analysis.requirements import cuda_extensions
+    from torchport.codemods.analysis.requirements import cuda_extensions, sources_need_cuda
 
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "ops.cpp").write_text(f"#include <torch/extension.h>\n{include}int f() {{ return 0; }}\n")
@@ -997,7 +997,34 @@ def test_a_cpp_fallback_whose_sources_include_cuda_headers_builds_for_cuda_alone
               "    extension = CUDAExtension\n    sources += glob.glob('src/*.cu')\n"
               "ext_modules = [extension('rotated_roi', sources)]\n")
     assert cuda_extensions(ast.parse(source)) == frozenset()
-    assert cuda_extensions(ast.parse(source), tmp_path) == (frozenset({"rotated_roi"}) if cuda_only else frozenset())
+    needs = sources_need_cuda(tmp_path)
+    assert needs is cuda_only
+    assert cuda_extensions(ast.parse(source), needs) == (frozenset({"rotated_roi"}) if cuda_only else frozenset())
+    # a plain CppExtension beside it builds its own sources, wherever they are
+    both = source.replace("ext_modules = [", "ext_modules = [CppExtension('cpu_ops', ['../cpu/ops.cpp']), ")
+    assert cuda_extensions(ast.parse(both), needs) == (frozenset({"rotated_roi"}) if cuda_only else frozenset())
+
+
+def test_a_cached_run_sees_a_cpp_source_that_changed(tmp_path: Path) -> None:
+    """Whether the C++ fallback builds without CUDA reads the C++ sources: a warm run whose sources changed decides
+    again."""
+    (tmp_path / "src").mkdir()
+    source = tmp_path / "src" / "ops.cpp"
+    source.write_text("#include <torch/extension.h>\nint f() { return 0; }\n")
+    _write(tmp_path, {
+        "build.py": "import glob\nimport torch\nfrom torch.utils.cpp_extension import CppExtension, CUDAExtension\n\n"
+                    "extension = CUDAExtension if torch.cuda.is_available() else CppExtension\n"
+                    "ext_modules = [extension('rotated_roi', glob.glob('src/*.cpp'))]\n",
+        "main.py": "import torch\nimport rotated_roi\n\nx = torch.ones(2).cuda()\nprint(rotated_roi.f(x))\n",
+    })
+
+    def runs_on() -> list[str]:
+        done = CliRunner().invoke(app, ["programs", str(tmp_path), "--output-format", "json"])
+        return next(p for p in json.loads(done.stdout)["programs"] if p["path"] == "main.py")["runs_on"]
+
+    assert "cpu" in runs_on()
+    source.write_text("#include <torch/extension.h>\n#include <c10/cuda/CUDAStream.h>\nint f() { return 0; }\n")
+    assert runs_on() == ["cuda"]
 
 
 @pytest.mark.parametrize(("build", "cuda_only"), [
@@ -1238,6 +1265,18 @@ def test_a_class_a_program_imports_but_never_makes_keeps_no_choice_for_it(tmp_pa
     found = _programs(tmp_path)["train.py"]
     assert (found["runs_on"] == ["cuda", "cpu"]) is kept, found
     assert (found["runs_on"] == ["cuda", "mps", "xpu", "cpu"]) is not kept, found
+
+
+@pytest.mark.parametrize("made", ["import hess\ncomp = getattr(hess, name)(model, loss)\n",  # made by a computed name
+                                  "comp = torch.load('h.pt')\ncomp.refresh()\n"])  # unpickled, its method called
+def test_a_class_made_by_a_computed_name_or_a_method_called_by_name_keeps_its_choice(tmp_path: Path,
+                                                                                    made: str) -> None:
+    _write(tmp_path, {
+        "hess.py": _REFRESHED,
+        "train.py": "import torch\nfrom hess import hessian\n\nname = 'hessian'\n"
+                    "model = torch.nn.Linear(2, 2).cuda()\nloss = model(torch.ones(2).cuda())\n" + made,
+    })
+    assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "cpu"]
 
 
 def test_tests_that_import_a_cuda_extension_in_their_bodies_run_only_on_cuda(tmp_path: Path) -> None:

@@ -251,9 +251,15 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("def f(x):\n    device = (torch.device('cuda:0')\n              if x.is_cuda\n"
      "              else torch.device('cpu'))\n",
      (2, "a device chosen CUDA only where other data is on CUDA (`.is_cuda`)")),
-    # ... unless TP024 makes it the input's own (SupContrast's loss: `features.device`)
+    # ... unless TP024 makes it the input's own (SupContrast's loss: `features.device`), which it does for a name
+    # or a chain of attributes, in a module that sets no `is_cuda` of its own
     ("def f(x):\n    device = (torch.device('cuda')\n              if x.is_cuda\n"
      "              else torch.device('cpu'))\n", None),
+    ("def f(self, x):\n    device = torch.device('cuda') if next(self.parameters()).is_cuda else torch.device('cpu')\n",
+     (2, "a device chosen CUDA only where other data is on CUDA (`.is_cuda`)")),
+    ("class E:\n    def __init__(self):\n        self.is_cuda = False\n\n    def f(self, x):\n"
+     "        return torch.device('cuda') if x.is_cuda else torch.device('cpu')\n",
+     (6, "a device chosen CUDA only where other data is on CUDA (`.is_cuda`)")),
     ("def f(x):\n    kind = 'fast' if x.is_cuda else 'slow'\n", None),  # no device
     # torchdiffeq's adaptive solvers (dopri5, the default) make float64 tensors on the state's device
     ("from torchdiffeq import odeint_adjoint as odeint\n\n\ndef f(func, y, t):\n    return odeint(func, y, t)\n",
@@ -283,11 +289,18 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      "class Runner:\n    def __init__(self, device):\n        betas = get_beta_schedule(1000)\n"
      "        self.betas = torch.from_numpy(betas).to(device)\n",
      (5, "float64 numpy arrays made into tensors")),
+    # ... not one cast after the move (float64 on the device first)
+    ("import numpy as np\n\n\ndef get_beta_schedule(n):\n    return np.linspace(1e-4, 0.02, n, dtype=np.float64)\n\n\n"
+     "class Runner:\n    def __init__(self, device):\n        betas = get_beta_schedule(1000)\n"
+     "        self.betas = torch.from_numpy(betas).to(device).float()\n",
+     (5, "float64 numpy arrays made into tensors")),
     # mtm-meta-learning's protonet: a script's float64 copy of its weights, written to a file
     ("x = torch.from_numpy(a).to(device)\nif __name__ == '__main__':\n    saved = np.float64(w.cpu().numpy())\n"
      "    f.write(saved)\n", None),
     ("x = torch.from_numpy(a).to(device)\nif __name__ == '__main__':\n    saved = np.float64(w.cpu().numpy())\n"
      "    y = torch.from_numpy(saved).to(device)\n", (3, "float64 numpy arrays made into tensors")),
+    ("x = torch.from_numpy(a).to(device)\nsaved = np.float64(w.cpu().numpy())\nscaled = saved * 2\n"
+     "y = torch.from_numpy(scaled).to(device)\n", (2, "float64 numpy arrays made into tensors")),
     # a dataset's float64: stored and given back by __getitem__ (a regression target), or only used to pick (PDVC)
     ("class D:\n    def __init__(self, n):\n        self.targets = np.zeros(n)\n\n    def __getitem__(self, i):\n"
      "        return i, self.targets[i]\n", (3, "float64 numpy arrays a dataset gives (its DataLoader batches them as "
@@ -333,8 +346,11 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      "        model = model.cuda()\n"
      "    x = x.cuda()\n    return model.encoder(x)\n", None),
     ("import torch\n\n\ndef f(model, x, many):\n    if many:\n"
-     "        model.encoder = torch.nn.DataParallel(model.encoder)\n    model = model.cuda()\n"
+     "        model.encoder = torch.nn.DataParallel(model.encoder)\n"
      "    x = x.cuda()\n    return model.encoder(x)\n", (6, "DataParallel, which places its module only on CUDA")),
+    ("import torch\n\n\ndef f(net, x):\n    if torch.cuda.is_available():\n"
+     "        net = torch.nn.DataParallel(net)\n    x = x.cuda()\n    return net(x)\n",
+     (6, "DataParallel, which places its module only on CUDA")),  # the port's test is true on MPS too
     ("import torch\n\n\ndef f(model, x, many):\n    if many:\n        model = torch.nn.DataParallel(model)\n"
      "    model = model.cuda()\n    return model(x)\n", (7, "DataParallel, which moves its inputs only on CUDA")),
     # the module moved before it is wrapped: on MPS the wrapper calls it with its inputs where they are (CPU)...

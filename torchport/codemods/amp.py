@@ -143,15 +143,22 @@ def _staying_autocasts(m: Migrator) -> list[int]:
                 continue
             params = {a.arg for a in (*function.args.args, *function.args.kwonlyargs)}
             if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params
-                   and sum(not isinstance(a, ast.Starred) for a in n.args) >= 2 or isinstance(n, ast.Call)
-                   and isinstance(n.func, ast.Attribute) and n.func.attr == "scale" and isinstance(
-                       n.func.value, ast.Name) and n.func.value.id in params for n in ast.walk(function)):
+                   and sum(not isinstance(a, ast.Starred) for a in n.args) >= 2 or _given_scaler(n, params)
+                   for n in ast.walk(function)):
                 # (or a GradScaler it was given: FreeYOLO's `train_one_epoch(..., scaler)`, `scaler.scale(losses)`)
                 lines.extend(node.lineno for node in _own_nodes(function) if isinstance(node, ast.Call)
                              and _moved_autocast(node, m) and not any(
                                  k.arg == "dtype" and "bfloat16" in ast.unparse(k.value) for k in node.keywords))
     m.shared.staying_autocasts = sorted(lines)
     return m.shared.staying_autocasts
+
+
+def _given_scaler(node: ast.AST, params: set[str]) -> bool:
+    """``scaler.scale(loss).backward()`` with ``scaler`` a parameter (not ``self``): a GradScaler's step."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward" \
+        and isinstance(scaled := node.func.value, ast.Call) and isinstance(scaled.func, ast.Attribute) \
+        and scaled.func.attr == "scale" and isinstance(scaled.func.value, ast.Name) \
+        and scaled.func.value.id in params - {"self", "cls"}
 
 
 def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
@@ -215,7 +222,13 @@ class CudaAmpAutocast(Rule):
                 # FreeYOLO's train_one_epoch: the GradScaler itself is given
                 Example("import torch\n\n\ndef step(model, x, optimizer, scaler):\n"
                         "    with torch.cuda.amp.autocast():\n        loss = model(x)\n"
-                        "    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n"))
+                        "    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n"),
+                # a module's own `scale` is no GradScaler
+                Example("import torch\n\n\ndef forward(self, x):\n    with torch.cuda.amp.autocast(True):\n"
+                        "        return self.scale(x)\n",
+                        "import torch\n\n\ndef forward(self, x):\n"
+                        '    with torch.amp.autocast(tp.device_type(), enabled=tp.device_type() != "cpu"):\n'
+                        "        return self.scale(x)\n"))
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> bool:
         if m.qnames(node.func) & _AUTOCAST:

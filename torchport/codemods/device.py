@@ -1902,11 +1902,13 @@ def _copies_to_host(m: Migrator, node: cst.Attribute) -> bool:
     parent = next((a for a in reversed(m.ancestors) if a is not node), None)
     tensor = _EMPTY.code_for_node(node.value)
     if isinstance(parent, cst.If) and parent.test is node:
-        body = parent.body.body
-        statements = [s for line in body for s in (line.body if isinstance(line, cst.SimpleStatementLine) else [line])]
-        return bool(statements) and all(
-            isinstance(s, (cst.Assign, cst.Return, cst.Expr)) and f"{tensor}." in (code := _EMPTY.code_for_node(s))
-            and ".cpu()" in code and "cuda" not in code for s in statements)
+        from torchport.codemods.analysis.lacks import copies_to_host  # the project pass reads the same
+
+        try:
+            tree = ast.parse(_EMPTY.code_for_node(parent.with_changes(orelse=None, leading_lines=[])))
+        except SyntaxError:
+            return False
+        return len(tree.body) == 1 and isinstance(tree.body[0], ast.If) and copies_to_host(tree.body[0])
     if not (isinstance(parent, cst.IfExp) and parent.test is node):
         return False
     branch = _EMPTY.code_for_node(parent.body)

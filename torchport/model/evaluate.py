@@ -53,12 +53,15 @@ class Stop:
         line: 1-based line.
         message: what stopped it, in a few words.
         origin: the line of the call or placement that stops it, inside a called function (0: ``line``).
+        error: the exception it raises where only handlers of that one catch it (``IndexError``: GPUtil's empty
+            list indexed); "" where any handler of what a call off CUDA raises does (`CATCHES_CUDA_ERRORS`).
     """
 
     kind: str
     line: int
     message: str
     origin: int = 0
+    error: str = ""
 
 
 @dataclass
@@ -657,10 +660,12 @@ class Evaluator:
             for q in self.run(stmt.body[:at], [p]):
                 out.extend(self.run(handler.body, [q]) if q.stop is None and q.flow is None else [q])
             return self.run(stmt.finalbody, out) if stmt.finalbody else out
-        catches = any(h.type is None or _names(h.type) & torch_facts.CATCHES_CUDA_ERRORS for h in stmt.handlers)
+        caught = set().union(*(_names(h.type) if h.type is not None else {"BaseException"} for h in stmt.handlers))
+        catches = bool(caught & torch_facts.CATCHES_CUDA_ERRORS)
         out = []
         for q in self.run(stmt.body, [p]):
-            if q.stop is not None and q.stop.kind == "cuda" and catches:
+            if q.stop is not None and q.stop.kind == "cuda" and (catches if not q.stop.error else bool(
+                    caught & {q.stop.error, "Exception", "BaseException", "LookupError"})):
                 q.stop = None
                 out.extend(self.run(stmt.handlers[0].body, [q]))
             elif q.stop is None and q.flow is None:
@@ -748,7 +753,8 @@ class Evaluator:
                 self._end(Stop("gate", node.lineno, f"`{ast.unparse(node.value)}` is None without CUDA"), p)
             elif base == Items(()) and queried and not isinstance(node.slice, ast.Slice):
                 # dgNN's `GPUtil.getGPUs()[args.gpu]`: the list of NVIDIA's GPUs is empty off CUDA
-                return self._needs_cuda(node, f"`{ast.unparse(node.value)}` is empty without NVIDIA's driver", p)
+                return self._needs_cuda(node, f"`{ast.unparse(node.value)}` is empty without NVIDIA's driver", p,
+                                        error="IndexError")
             return UNKNOWN
         if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             return UNKNOWN  # run later, if ever
@@ -1267,7 +1273,7 @@ class Evaluator:
             return known.returned
         first = known.stop
         self._end(Stop(first.kind, node.lineno, f"`{function.name}()` stops at line {first.line}: "
-                                                f"{first.message}", first.origin or first.line), p)
+                                                f"{first.message}", first.origin or first.line, first.error), p)
         return UNKNOWN
 
     def _call_key(self, function: ast.FunctionDef, args: list[object], keywords: dict[str | None, object],
@@ -1314,9 +1320,9 @@ class Evaluator:
         return _Call(returned[0] if returned and all(r == returned[0] for r in returned) else UNKNOWN, None,
                      self._forks - forks, asked, grouped)
 
-    def _needs_cuda(self, node: ast.AST, message: str, p: Path) -> object:
+    def _needs_cuda(self, node: ast.AST, message: str, p: Path, error: str = "") -> object:
         if self.target != "cuda" and getattr(node, "lineno", 0) not in self.exempt:
-            self._end(Stop("cuda", getattr(node, "lineno", 0), message), p)
+            self._end(Stop("cuda", getattr(node, "lineno", 0), message, error=error), p)
         return UNKNOWN
 
     def _end(self, stop: Stop, p: Path) -> None:

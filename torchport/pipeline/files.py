@@ -202,11 +202,12 @@ def _walk(root: Path, excluded: pathspec.PathSpec, config: tuple[str, pathspec.P
 _NAMING_FILES_AT_MOST = 20_000  # a bigger tree is no loose set of scripts: nothing is decided from its texts
 
 
-def naming_files(paths: Sequence[Path]) -> list[Path] | None:
+def naming_files(paths: Sequence[Path], sources: bool = False) -> list[Path] | None:
     """The files under the common folder of the run's ``paths`` that are not in the run and whose words may name a
     module of it (code the run skipped, configs, shell scripts, docs: ``torch_facts`` ``naming_file``), hidden
     folders, caches (``CACHEDIR.TAG``: torchport's own) and virtual environments aside; None past
-    `_NAMING_FILES_AT_MOST`. Sorted."""
+    `_NAMING_FILES_AT_MOST`. Sorted. ``sources``: C++ sources too (whether an extension builds without CUDA reads
+    them: `analysis.requirements.cuda_extensions`)."""
     from torchport.model import torch_facts
 
     resolved = [p.resolve() for p in paths]
@@ -220,17 +221,21 @@ def naming_files(paths: Sequence[Path]) -> list[Path] | None:
             os.path.exists(os.path.join(folder, d, marker)) for marker in ("pyvenv.cfg", "CACHEDIR.TAG")))
         for name in sorted(files):
             path = Path(folder, name)
-            if naming.search(name) and path not in run:
+            if (naming.search(name) or sources and name.endswith(_CPP_SOURCES)) and path not in run:
                 found.append(path)
                 if len(found) > _NAMING_FILES_AT_MOST:
                     return None
     return found
 
 
+_CPP_SOURCES = (".cpp", ".cc", ".cxx")
+
+
 def naming_files_key(paths: Sequence[Path]) -> str:
-    """What decides whether `naming_files` changed: their paths, sizes and modification times, for the key of a
-    decision that reads them (a config naming a module the run left unreached)."""
-    found = naming_files(paths)
+    """What decides whether `naming_files` (or the C++ sources beside them) changed: their paths, sizes and
+    modification times, for the key of a decision that reads them (a config naming a module the run left
+    unreached, a C++ source that includes CUDA's headers)."""
+    found = naming_files(paths, sources=True)
     if found is None:
         return "many"
     parts = []

@@ -499,7 +499,7 @@ def _cuda_builds(results: Sequence[FileResult]) -> dict[int, str]:
     """The changed build scripts nothing imports that make a compiled extension for CUDA alone (DCVC's inference
     kernels: ``torch.cuda.get_device_capability(0)`` picks nvcc's ``-arch``): they run only where CUDA is, and a
     port trades CUDA's clear error for nvcc's."""
-    from torchport.codemods.analysis.requirements import cuda_extensions
+    from torchport.codemods.analysis.requirements import cuda_extensions, sources_need_cuda
 
     found: dict[int, str] = {}
     candidates = [i for i, r in enumerate(results) if r.changed and r.original and _BUILDS.search(r.original)]
@@ -509,7 +509,7 @@ def _cuda_builds(results: Sequence[FileResult]) -> dict[int, str]:
     imported = {other for index in range(len(results)) for other in project.imports(index)}
     for index in candidates:
         if index not in imported and (tree := _parse(results[index].original)) is not None \
-                and (names := cuda_extensions(tree, results[index].path.parent)):
+                and (names := cuda_extensions(tree, sources_need_cuda(results[index].path.parent))):
             found[index] = (f"it builds {', '.join(f'`{n}`' for n in sorted(names))} for CUDA alone (nvcc), which "
                             "runs only where CUDA is; it is left as written")
     return found
@@ -944,9 +944,17 @@ def _never_called(text: str | None, line: int, texts: Iterable[str | None]) -> b
         return False
     name = function.name
     owner = next((c for c in tree.body if isinstance(c, ast.ClassDef) and function in c.body), None)
-    if owner is not None and not owner.decorator_list and not any(
-            owner.name in (other or "") and owner.name in _called_names(other or "") for other in texts):
-        return True  # a method of a class the program never names (AIPolicy's SpanSingleNERDataset.refresh)
+    texts = list(texts)
+    called = [_called_names(other or "") for other in texts]
+    if owner is not None and not owner.decorator_list and not any(  # a lookup by a computed name may make it
+            n.endswith(".*") for names in called for n in names) and not any(
+            owner.name in (other or "") and owner.name in names for other, names in zip(texts, called, strict=True)):
+        # a method of a class the program never names (AIPolicy's SpanSingleNERDataset.refresh), bar one called by
+        # its name outside the class (an object unpickled, not made, may still be asked to)
+        outside = {n for s in tree.body if s is not owner for n in used(s)}
+        if name == "__init__" or name not in outside and not any(
+                name in names for other, names in zip(texts, called, strict=True) if other != text):
+            return True
     if name.startswith("__"):
         return False
     return not any(name in (other or "") and name in _used_names(other or "") for other in texts)
@@ -2083,8 +2091,8 @@ def _parse(text: str | None) -> ast.Module | None:
 
 
 # What each module's text gives the steps of a run, read once per text (see `torchport.pipeline.project.parse`).
-_EXTENSIONS: dict[tuple[str, Path], frozenset[str]] = {}  # build script's text and folder -> what it makes for
-# CUDA alone
+_EXTENSIONS: dict[tuple[str, bool], frozenset[str]] = {}  # build script's text, whether its C++ sources need
+# CUDA -> what it makes for CUDA alone
 _REQUIREMENTS: dict[tuple[str, bool, frozenset[str], frozenset[str]], list[Requirement]] = {}
 _EXITING: dict[str, dict[str, int]] = {}
 _GATING: dict[str, bool] = {}
@@ -2116,15 +2124,15 @@ Modules = tuple[frozenset[str], frozenset[str]]
 def _modules(results: Sequence[FileResult]) -> Modules:
     """The module names (file stems) of the run's Python files, and the names of the compiled extensions its build
     scripts make for CUDA alone (`analysis.requirements.cuda_extensions`)."""
-    from torchport.codemods.analysis.requirements import cuda_extensions
+    from torchport.codemods.analysis.requirements import cuda_extensions, sources_need_cuda
 
-    def built(text: str, folder: Path) -> frozenset[str]:
+    def built(text: str, cuda_sources: bool) -> frozenset[str]:
         tree = parse(text)
-        return cuda_extensions(tree, folder) if tree is not None else frozenset()
+        return cuda_extensions(tree, cuda_sources) if tree is not None else frozenset()
 
     extensions = frozenset(name for r in results if r.original and _BUILDS.search(r.original)
-                           for name in remembered(_EXTENSIONS, (r.original, r.path.parent),
-                                                  partial(built, r.original, r.path.parent)))
+                           for cuda in [sources_need_cuda(r.path.parent)]
+                           for name in remembered(_EXTENSIONS, (r.original, cuda), partial(built, r.original, cuda)))
     return frozenset(r.path.stem for r in results if r.path.suffix == ".py"), extensions
 
 

@@ -51,8 +51,8 @@ _JOINED: dict[str, list[tuple[str, ...]]] = {}  # `_joined_here`
 _MEMO_LIMIT = 20_000
 _K = TypeVar("_K")
 _V = TypeVar("_V")
-_COMPILED: dict[tuple[str, Path], frozenset[str]] = {}  # build script's text and folder -> the extensions it
-# makes with C++ kernels
+_COMPILED: dict[tuple[str, bool], frozenset[str]] = {}  # build script's text, whether its C++ sources need CUDA ->
+# the extensions it makes with C++ kernels
 _BUILDS = torch_facts.text("builds_cuda_extension")
 _MAIN_GUARD = torch_facts.text("main_guard")
 _MENTIONS_MPS = torch_facts.text("mentions_mps")  # as a word: BIT_CD's trainer names `imps`, no MPS
@@ -865,18 +865,18 @@ class Project:
         (`analysis.requirements.compiled_extensions`; ``pkg.*`` where a name is computed), read once per text; a
         plain name also in the package of its build script, where ``build_ext --inplace`` puts it."""
         if self._compiled is None:
-            from torchport.codemods.analysis.requirements import compiled_extensions
+            from torchport.codemods.analysis.requirements import compiled_extensions, sources_need_cuda
 
-            def built(text: str, folder: Path) -> frozenset[str]:
+            def built(text: str, cuda_sources: bool) -> frozenset[str]:
                 tree = parse(text)
-                return compiled_extensions(tree, folder) if tree is not None else frozenset()
+                return compiled_extensions(tree, cuda_sources) if tree is not None else frozenset()
 
             names: set[str] = set()
             for index, r in enumerate(self.results):
                 if r.original and _BUILDS.search(r.original):
                     package = (self.names[index] or "").rpartition(".")[0]
-                    folder = r.path.parent
-                    for name in remembered(_COMPILED, (r.original, folder), partial(built, r.original, folder)):
+                    cuda = sources_need_cuda(r.path.parent)
+                    for name in remembered(_COMPILED, (r.original, cuda), partial(built, r.original, cuda)):
                         names.add(name)  # built in place beside its script too (graph-rcnn's rcnn/setup.py `_C`)
                         names.update([f"{package}.{name}"] if package and "." not in name else [])
             self._compiled = frozenset(names)

@@ -150,13 +150,14 @@ def _run(found: Sequence[Found], settings: Settings, jobs: int, cache: cache_mod
         keys[index] = entry
 
     _migrate(keys, results, settings, jobs, _storing(results, keys, cache), progress)
-    # what the decisions read beyond the run's files (configs naming modules): one walk for both keys below
+    # what the decisions read beyond the run's files (configs naming modules, C++ sources): one walk for the keys
+    # below
     texts = naming_files_key([r.path for r in results]) if cache is not None else ""
     _project_pass(results, settings, jobs, cache, entries, texts)
-    _leave(results, cache, entries, "programs", programs.left_whole, programs.CUDA_ONLY_LIBRARY_TAG)
-    _leave(results, cache, entries, "fakes", programs.faked_by_tests, programs.FAKES_CUDA_TAG)
-    _leave(results, cache, entries, "amp", programs.cpu_only_amp, programs.CUDA_ONLY_TAG)
-    _leave(results, cache, entries, "follow", programs.kept_off_accelerators, programs.CUDA_ONLY_TAG)
+    _leave(results, cache, entries, f"programs{texts}", programs.left_whole, programs.CUDA_ONLY_LIBRARY_TAG)
+    _leave(results, cache, entries, f"fakes{texts}", programs.faked_by_tests, programs.FAKES_CUDA_TAG)
+    _leave(results, cache, entries, f"amp{texts}", programs.cpu_only_amp, programs.CUDA_ONLY_TAG)
+    _leave(results, cache, entries, f"follow{texts}", programs.kept_off_accelerators, programs.CUDA_ONLY_TAG)
     named = {i for i, item in enumerate(found) if item.named}  # a file the user names is ported, reached or not
 
     def unreached(results: list[FileResult]) -> dict[int, str]:

@@ -340,15 +340,30 @@ def _numpy_off_cuda(tree: ast.Module) -> list[int]:
     return found
 
 
+_HOST_COPY = frozenset(torch_facts.words("host_copy"))
+
+
 def copies_to_host(node: ast.If) -> bool:
-    """Whether ``node`` is ``if t.is_cuda:`` over statements that only copy ``t`` to the host and name no CUDA
-    (``if out.is_cuda: out = out.detach().cpu()``): TP007 ports its test safely (``t.device.type != "cpu"``), so
-    the port copies an MPS or XPU tensor too (`torchport.codemods.device.IsCuda`)."""
-    if not (isinstance(node.test, ast.Attribute) and node.test.attr == "is_cuda"):
+    """Whether ``node`` is ``if t.is_cuda:`` over assignments or returns of ``t`` copied to the host and nothing
+    else (``if out.is_cuda: out = out.detach().cpu()``; a chain of `torch_facts` ``host_copy`` links on ``t`` with a
+    ``.cpu()``): TP007 ports its test safely (``t.device.type != "cpu"``), so the port copies an MPS or XPU tensor
+    too (`torchport.codemods.device.IsCuda`). ``keep = gpu_nms(dets).cpu()`` is no copy of ``dets``."""
+    if not (isinstance(node.test, ast.Attribute) and node.test.attr == "is_cuda") or not node.body:
         return False
-    tensor = f"{ast.unparse(node.test.value)}."
-    return all(isinstance(s, (ast.Assign, ast.Return, ast.Expr)) and tensor in (code := ast.unparse(s))
-               and ".cpu()" in code and "cuda" not in code for s in node.body)
+    tensor = ast.unparse(node.test.value)
+
+    def copy(value: ast.expr | None) -> bool:
+        if value is None:
+            return False
+        links = _links(value)
+        calls = [n for n in links if isinstance(n, ast.Call)]
+        return ast.unparse(links[-1]) == tensor and any(
+            isinstance(c.func, ast.Attribute) and c.func.attr == "cpu" for c in calls) and all(
+            isinstance(c.func, ast.Attribute) and c.func.attr in _HOST_COPY and not c.args and not c.keywords
+            for c in calls) and all(n.attr in _HOST_COPY for n in links[:-1] if isinstance(n, ast.Attribute)
+                                    and not any(c.func is n for c in calls))
+
+    return all(isinstance(s, (ast.Assign, ast.Return)) and copy(s.value) for s in node.body)
 
 
 def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
@@ -539,19 +554,18 @@ def _data_parallel_places(tree: ast.Module) -> list[int]:
     receivers = {ast.unparse(n.func.value) for n in ast.walk(tree) if isinstance(n, ast.Call)
                  and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")}
     found: list[int] = []
-    unwrapped: set[int] | None = None
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
                 and call_name(node.value) == "DataParallel" and node.value.args):
-            continue
-        unwrapped = _wrapped_on_cuda_alone(tree) if unwrapped is None else unwrapped
-        if id(node) in unwrapped:
             continue
         targets = {ast.unparse(t) for t in node.targets}
         wrapped = node.value.args[0]  # lava-dl's `DataParallel(Network(...).to(device), ...)` wraps a moved module
         if ast.unparse(wrapped) in receivers or targets & receivers or isinstance(wrapped, ast.Call) and isinstance(
                 wrapped.func, ast.Attribute) and wrapped.func.attr in ("to", "cuda"):
             continue
+        if any(target.startswith(f"{moved}.") for target in targets for moved in receivers):
+            continue  # Co2L's `model.encoder = DataParallel(model.encoder)`, then `model = model.cuda()`: a move of
+            # the module that holds it places it
         if any(isinstance(call, ast.Call) and ast.unparse(call.func) in targets and any(
                 isinstance(a, ast.Name) and a.id in receivers for a in call.args) for call in ast.walk(tree)):
             found.append(node.lineno)
@@ -723,10 +737,20 @@ def _every_array_tensor_cast(tree: ast.Module) -> bool:
         while isinstance(parent := parents.get(id(outer)), (ast.Call, ast.Attribute)) and (
                 getattr(parent, "func", None) is outer or getattr(parent, "value", None) is outer):
             outer = parent
-        if not (isinstance(outer, ast.expr) and any(isinstance(n, ast.Call) and n is not call and _casts(n)
-                                                    for n in _links(outer))):
+        if not isinstance(outer, ast.expr) or not _cast_before_move(_links(outer), call):
             return False
     return made > 0
+
+
+def _cast_before_move(links: list[ast.expr], made: ast.Call) -> bool:
+    """Whether the chain ``links`` (outermost first, `_links`) casts the tensor ``made`` makes before any move:
+    ``torch.from_numpy(b).float().to(d)``, not ``torch.from_numpy(b).to(d).float()`` (float64 on the device first)."""
+    for node in reversed(links[:links.index(made)] if made in links else []):
+        if isinstance(node, ast.Call) and _casts(node):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
+            return False
+    return False
 
 
 def _arrays_kept(tree: ast.Module) -> set[int]:
@@ -743,14 +767,28 @@ def _arrays_kept(tree: ast.Module) -> set[int]:
                 for arg in call.args[:1] for n in ast.walk(arg) if isinstance(n, ast.Name)}
         used |= {n.id for r in ast.walk(function) if isinstance(r, (ast.Return, ast.Yield)) and r.value is not None
                  for n in ast.walk(r.value) if isinstance(n, ast.Name)}
+        passed = _only_passed(function) if isinstance(function, ast.Module) else set()
         for node in ast.walk(function):
             if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id not in used
                                                     for t in node.targets) and (
-                    not isinstance(function, ast.Module) or any(
+                    not isinstance(function, ast.Module) or all(
+                        isinstance(t, ast.Name) and t.id in passed for t in node.targets) and any(
                         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "numpy"
                         for n in ast.walk(node.value))):
                 kept.update(id(n) for n in ast.walk(node.value))
     return kept
+
+
+def _only_passed(tree: ast.Module) -> set[str]:
+    """The names the module reads only as a whole argument of calls (``f.write(b2a_base64(weights_save))``): no
+    other value is made of them there (``scaled = window * 2`` is one)."""
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    reads: dict[str, bool] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            parent = parents.get(id(node))
+            reads[node.id] = reads.get(node.id, True) and isinstance(parent, ast.Call) and node in parent.args
+    return {name for name, only in reads.items() if only}
 
 
 def _numpy_defaults_moved(tree: ast.Module) -> list[int]:
@@ -1148,6 +1186,10 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
     # `cuda()`): they say where its own port moved it, not where a tensor is
     stored = {t.attr for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets
               if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    # TP024 follows no flag where the module sets an `is_cuda` of its own (manydepth's encoder)
+    own = any(isinstance(t, ast.Attribute) and t.attr == "is_cuda" for n in ast.walk(tree)
+              if isinstance(n, (ast.Assign, ast.AnnAssign)) for t in (n.targets if isinstance(n, ast.Assign)
+                                                                      else [n.target]))
     # a flag read from a tensor first (Deep-RL Hands-On's kfac: `is_cuda = a.is_cuda`, then `if is_cuda:`)
     read = {n.targets[0].id for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
             and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Attribute)
@@ -1163,7 +1205,7 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
                  or isinstance(n, ast.Name) and n.id in read) and id(n) not in negated for n in ast.walk(node.test)):
             continue
         body = node.body if isinstance(node.body, list) else [node.body]
-        if _follows(node, following.get(id(node))):
+        if not own and _follows(node, following.get(id(node))):
             continue  # TP024 moves it to that data's device
         if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
                for part in body for n in ast.walk(part)):
@@ -1191,8 +1233,10 @@ def _follows(node: ast.If | ast.IfExp, after: ast.stmt | None = None) -> bool:
             return ast.unparse(call.func.value)
         return None
 
-    if not (isinstance(node.test, ast.Attribute) and node.test.attr == "is_cuda"):
-        return False
+    if not (isinstance(node.test, ast.Attribute) and node.test.attr == "is_cuda") or not all(
+            isinstance(n, (ast.Name, ast.Attribute)) for n in _links(node.test.value)):
+        return False  # TP024 follows a name or a chain of attributes (not `next(self.parameters())`)
+
     def spec(arm: ast.expr) -> tuple[str, object] | None:
         """``("type", "cuda")`` of ``"cuda"``, ``("device", "cuda")`` of ``torch.device("cuda")``."""
         if isinstance(arm, ast.Constant) and arm.value in ("cuda", "cpu"):

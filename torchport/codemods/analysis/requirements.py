@@ -12,6 +12,7 @@ path the program may not take.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -227,24 +228,25 @@ def project_cuda_extension(name: str, extensions: frozenset[str]) -> str | None:
     return None
 
 
-def cuda_extensions(tree: ast.Module, folder: Path | None = None) -> frozenset[str]:
+def cuda_extensions(tree: ast.Module, cuda_sources: bool = False) -> frozenset[str]:
     """The names of the compiled extensions a build script (``setup.py``) makes for CUDA alone: with
     ``CUDAExtension`` (lietorch's ``lietorch_backends``), or any extension whose sources name a ``.cu`` file
     (human-pose-estimation's ``Extension('gpu_nms', ['nms_kernel.cu', 'gpu_nms.pyx'])``), unless the same call may
     also build it with ``CppExtension`` (DCNv2's ``extension = CppExtension``, then ``CUDAExtension`` where CUDA is);
     and every extension of a script that, evaluated on the CPU, stops before it builds (DCNv2's ``raise
     NotImplementedError('Cuda is not available')``). Without nvcc they do not build: a module that imports one
-    needs CUDA. ``folder``: the build script's; where every C++ source under it includes a CUDA header outside any
-    ``#if`` (FOTS's ``rroi_align_cuda.cpp``: ``#include <c10/cuda/CUDAStream.h>``), its CppExtension fallback
-    does not compile without CUDA either (`_sources_need_cuda`)."""
+    needs CUDA. ``cuda_sources``: every C++ source beside the build script includes a CUDA header
+    (`sources_need_cuda`: FOTS's ``rroi_align_cuda.cpp``, ``#include <c10/cuda/CUDAStream.h>``), so its
+    CppExtension fallback does not compile without CUDA either."""
     built = _built_extensions(tree)
     if not built:
         return frozenset()
     cuda_only = frozenset(name.rsplit(".", 1)[-1] for name, kinds in built.items() if kinds == {"cuda"})
     if len(cuda_only) == len(built):
         return cuda_only
-    if folder is not None and _sources_need_cuda(folder):
-        return frozenset(name.rsplit(".", 1)[-1] for name in built)
+    if cuda_sources and any("cuda" in kinds for kinds in built.values()):
+        # (the extensions that may build with CUDA: a plain CppExtension beside them keeps its own sources)
+        return frozenset(name.rsplit(".", 1)[-1] for name, kinds in built.items() if "cuda" in kinds)
     from torchport.model.evaluate import Evaluator
 
     try:
@@ -255,12 +257,12 @@ def cuda_extensions(tree: ast.Module, folder: Path | None = None) -> frozenset[s
     return every if module.paths and all(p.stop is not None for p in module.paths) else cuda_only
 
 
-def compiled_extensions(tree: ast.Module, folder: Path | None = None) -> frozenset[str]:
+def compiled_extensions(tree: ast.Module, cuda_sources: bool = False) -> frozenset[str]:
     """The full names of the compiled extensions a build script makes that are not for CUDA alone (chamferdist's
     ``CUDAExtension("chamferdist._C", [... .cpp, ... .cu])`` beside its C++ kernels): their kernels are the CPU's and
-    CUDA's, none MPS's or XPU's (their CPU kernels read a device tensor's memory as the host's). ``folder``: the
-    build script's (`cuda_extensions`)."""
-    cuda_only = cuda_extensions(tree, folder)
+    CUDA's, none MPS's or XPU's (their CPU kernels read a device tensor's memory as the host's). ``cuda_sources``:
+    as `cuda_extensions` takes it."""
+    cuda_only = cuda_extensions(tree, cuda_sources)
     return frozenset(name for name in _built_extensions(tree) if name.rsplit(".", 1)[-1] not in cuda_only)
 
 
@@ -269,13 +271,19 @@ _CONDITIONAL = torch_facts.text("preprocessor_conditional")
 _SOURCES_AT_MOST = 200
 
 
-def _sources_need_cuda(folder: Path) -> bool:
-    """Whether there is a C++ source (``.cpp``, ``.cc``, ``.cxx``) under ``folder`` (three levels at most) and each
-    includes a CUDA header outside ``#if``/``#ifdef`` blocks: a build that compiles them needs the CUDA toolkit
-    (maskrcnn-benchmark's ``#ifdef WITH_CUDA`` include does not)."""
-    sources = [p for depth in ("*", "*/*", "*/*/*", "*/*/*/*") for suffix in (".cpp", ".cc", ".cxx")
-               for p in folder.glob(depth + suffix)][:_SOURCES_AT_MOST + 1]
-    if not sources or len(sources) > _SOURCES_AT_MOST:
+def sources_need_cuda(folder: Path) -> bool:
+    """Whether there is a C++ source (``.cpp``, ``.cc``, ``.cxx``) in ``folder`` or its folders (three below it at
+    most, no links followed, `_SOURCES_AT_MOST` sources at most) and each includes a CUDA header outside
+    ``#if``/``#ifdef`` blocks: a build that compiles them needs the CUDA toolkit (maskrcnn-benchmark's ``#ifdef
+    WITH_CUDA`` include does not)."""
+    sources: list[Path] = []
+    for root, dirs, files in os.walk(folder):  # links to folders are not followed
+        if len(Path(root).relative_to(folder).parts) >= 3:
+            dirs.clear()
+        sources.extend(Path(root) / f for f in files if f.endswith((".cpp", ".cc", ".cxx")))
+        if len(sources) > _SOURCES_AT_MOST:
+            return False
+    if not sources:
         return False
     for source in sources:
         try:

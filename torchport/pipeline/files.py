@@ -215,20 +215,18 @@ def naming_files(paths: Sequence[Path], sources: bool = False) -> list[Path] | N
         return []
     run = set(resolved)
     naming, skipped = torch_facts.text("naming_file"), torch_facts.text("skipped_folder")
+    cpp = tuple(torch_facts.words("cpp_source"))
     found: list[Path] = []
     for folder, dirs, files in os.walk(os.path.commonpath([p.parent for p in resolved])):
         dirs[:] = sorted(d for d in dirs if not skipped.match(d) and not any(  # a virtual environment, a cache
             os.path.exists(os.path.join(folder, d, marker)) for marker in ("pyvenv.cfg", "CACHEDIR.TAG")))
         for name in sorted(files):
             path = Path(folder, name)
-            if (naming.search(name) or sources and name.endswith(_CPP_SOURCES)) and path not in run:
+            if (naming.search(name) or sources and name.endswith(cpp)) and path not in run:
                 found.append(path)
                 if len(found) > _NAMING_FILES_AT_MOST:
                     return None
     return found
-
-
-_CPP_SOURCES = (".cpp", ".cc", ".cxx")
 
 
 def naming_files_key(paths: Sequence[Path]) -> str:

@@ -280,7 +280,7 @@ def sources_need_cuda(folder: Path) -> bool:
     for root, dirs, files in os.walk(folder):  # links to folders are not followed
         if len(Path(root).relative_to(folder).parts) >= 3:
             dirs.clear()
-        sources.extend(Path(root) / f for f in files if f.endswith((".cpp", ".cc", ".cxx")))
+        sources.extend(Path(root) / f for f in files if f.endswith(_CPP_SOURCES) and not f.endswith(".c"))
         if len(sources) > _SOURCES_AT_MOST:
             return False
     if not sources:

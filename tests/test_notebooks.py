@@ -290,6 +290,23 @@ def test_a_notebook_colab_wrote_on_one_line_stays_on_one_line(tmp_path: Path) ->
     assert after == json.dumps(expected, separators=(",", ":"), ensure_ascii=False)
 
 
+def test_an_import_the_port_removes_keeps_the_cell_it_was_in(tmp_path: Path) -> None:
+    """transformers-tutorials: a cell's only import (`from torch import cuda`) left unused by the port; the cell,
+    and the comment above the import, stay (it was written nowhere: the cells no longer lined up)."""
+    notebook = v4.new_notebook()
+    notebook.cells = [v4.new_code_cell("import torch"),
+                      v4.new_code_cell("# Setting up the device\n\nfrom torch import cuda\n"
+                                       "device = 'cuda' if cuda.is_available() else 'cpu'"),
+                      v4.new_code_cell("x = torch.ones(2).to(device)")]
+    path = tmp_path / "tutorial.ipynb"
+    path.write_text(json.dumps(notebook, indent=1) + "\n")
+    done = CliRunner().invoke(app, ["migrate", str(path), "--apply", "--no-cache"])
+    assert done.exit_code == 0 and "failed" in done.output and " 0 failed" in done.output, done.output
+    cells = json.loads(path.read_text())["cells"]
+    assert len(cells) == 3 and "".join(cells[1]["source"]).startswith("# Setting up the device")
+    assert "cuda" not in "".join(cells[1]["source"]).replace("# Setting", "")
+
+
 def test_an_import_added_at_the_end_of_a_cell_leaves_no_blank_line(tmp_path: Path) -> None:
     notebook = v4.new_notebook()
     notebook.cells = [v4.new_code_cell("import torch\nfrom denoiser import Denoiser"),

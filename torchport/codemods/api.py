@@ -28,7 +28,7 @@ from torchport.codemods.core.registry import (
     matches,
 )
 from torchport.codemods.core.rule import Example, Rule
-from torchport.codemods.core.transformer import Migrator, _add_imports, import_visitors
+from torchport.codemods.core.transformer import Migrator, _add_imports, import_visitors, remove_imports
 from torchport.codemods.core.triggers import code_trigger_lines, confirmed_matches
 from torchport.config import DEFAULT, Settings
 from torchport.emit.package import PackageRuntime, Renderer
@@ -130,7 +130,7 @@ def _switched(source: str, settings: Settings) -> Migration | None:
     if AddImportsVisitor.CONTEXT_KEY in m.context.scratch:
         module = _add_imports(m.context, module)
     if RemoveImportsVisitor.CONTEXT_KEY in m.context.scratch:
-        module = RemoveImportsVisitor(m.context).transform_module(module)
+        module = remove_imports(m.context, module)
     return Migration(module.code, facts=m.facts)
 
 

@@ -175,7 +175,7 @@ class Migrator(cst.CSTTransformer):
         if AddImportsVisitor.CONTEXT_KEY in self.context.scratch:
             tree = _add_imports(self.context, tree)
         if RemoveImportsVisitor.CONTEXT_KEY in self.context.scratch:
-            tree = RemoveImportsVisitor(self.context).transform_module(tree)
+            tree = remove_imports(self.context, tree)
         return tree
 
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -495,6 +495,42 @@ def import_visitors() -> tuple[type[AddImportsVisitor], type[RemoveImportsVisito
         if gather is not None and not hasattr(gather, "torchport_once"):
             setattr(reflection, name, _once_per_class(gather))
     return AddImportsVisitor, RemoveImportsVisitor
+
+
+def remove_imports(context: CodemodContext, tree: cst.Module) -> cst.Module:
+    """LibCST's ``RemoveImportsVisitor`` run on ``tree``, the comments above an import it removes kept: they go to
+    the statement after it (``# Setting up the device`` above a ``from torch import cuda`` the port leaves unused;
+    a notebook's cell marker)."""
+    return _comment_keeping_remover()(context).transform_module(tree)
+
+
+@functools.cache
+def _comment_keeping_remover() -> type[RemoveImportsVisitor]:
+    _, RemoveImportsVisitor = import_visitors()
+
+    class KeepingComments(RemoveImportsVisitor):  # type: ignore[misc, valid-type]
+        def __init__(self, context: CodemodContext) -> None:
+            super().__init__(context)
+            self._pending: list[cst.EmptyLine] = []
+            self._given: dict[int, list[cst.EmptyLine]] = {}
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if self._pending and isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                self._given[id(node)], self._pending = self._pending, []
+            return bool(super().on_visit(node))
+
+        def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> Any:
+            result = super().on_leave(original, updated)
+            if isinstance(original, cst.SimpleStatementLine) and (
+                    not isinstance(result, cst.SimpleStatementLine) or not result.body) \
+                    and any(line.comment is not None for line in original.leading_lines):
+                self._pending.extend(original.leading_lines)  # removed: its comments go to the next statement
+            elif id(original) in self._given and isinstance(result, (cst.SimpleStatementLine,
+                                                                     cst.BaseCompoundStatement)):
+                result = result.with_changes(leading_lines=[*self._given.pop(id(original)), *result.leading_lines])
+            return result
+
+    return KeepingComments
 
 
 def _once_per_class(gather: Callable[[object], dict[Any, Any]]) -> Callable[[object], dict[Any, Any]]:

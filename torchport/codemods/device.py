@@ -1992,7 +1992,7 @@ class FollowDevice(Rule):
         follow = _followed(node.test)
         if follow is not None and _moved_to_cuda(node.body) == _code(node.orelse) is not None:
             self._claim(m, node, follow, node.body)
-        elif follow is not None and (kind := _device_choice(node.body, node.orelse)) is not None:
+        elif follow is not None and (kind := _device_choice(node)) is not None:
             # SupContrast's loss: `torch.device('cuda') if features.is_cuda else torch.device('cpu')`
             for part in (node.body, node.orelse):
                 m.mark_handled(part)
@@ -2109,22 +2109,15 @@ def _moved_to_cuda(node: cst.BaseExpression) -> str | None:
     return None
 
 
-def _device_choice(chosen: cst.BaseExpression, other: cst.BaseExpression) -> str | None:
-    """``device`` for ``torch.device("cuda")`` against ``torch.device("cpu")``, ``type`` for ``"cuda"`` against
-    ``"cpu"`` (the arms of a choice on ``y.is_cuda``: ``y.device`` and ``y.device.type`` give the same on CUDA and
-    the data's own device elsewhere), else None."""
-    def spec(node: cst.BaseExpression) -> tuple[str, str] | None:
-        if isinstance(node, cst.SimpleString) and node.evaluated_value in ("cuda", "cpu"):
-            return "type", str(node.evaluated_value)
-        if isinstance(node, cst.Call) and chain(node.func) in ("torch.device", "device") and len(node.args) == 1 \
-                and node.args[0].keyword is None and isinstance(arg := node.args[0].value, cst.SimpleString) \
-                and arg.evaluated_value in ("cuda", "cpu"):
-            return "device", str(arg.evaluated_value)
-        return None
+def _device_choice(node: cst.IfExp) -> str | None:
+    """`analysis.lacks.device_choice` of the choice ``node`` (the project pass reads the same)."""
+    from torchport.codemods.analysis.lacks import device_choice
 
-    first, second = spec(chosen), spec(other)
-    return first[0] if first and second and first[0] == second[0] and (first[1], second[1]) == ("cuda", "cpu") \
-        else None
+    try:
+        tree = ast.parse(f"({_EMPTY.code_for_node(node.with_changes(lpar=[], rpar=[]))})", mode="eval")
+    except SyntaxError:
+        return None
+    return device_choice(tree.body) if isinstance(tree.body, ast.IfExp) else None
 
 
 def _code(node: cst.BaseExpression) -> str | None:

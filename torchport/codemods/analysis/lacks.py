@@ -1236,19 +1236,8 @@ def _follows(node: ast.If | ast.IfExp, after: ast.stmt | None = None) -> bool:
     if not (isinstance(node.test, ast.Attribute) and node.test.attr == "is_cuda") or not all(
             isinstance(n, (ast.Name, ast.Attribute)) for n in _links(node.test.value)):
         return False  # TP024 follows a name or a chain of attributes (not `next(self.parameters())`)
-
-    def spec(arm: ast.expr) -> tuple[str, object] | None:
-        """``("type", "cuda")`` of ``"cuda"``, ``("device", "cuda")`` of ``torch.device("cuda")``."""
-        if isinstance(arm, ast.Constant) and arm.value in ("cuda", "cpu"):
-            return "type", arm.value
-        if isinstance(arm, ast.Call) and ast.unparse(arm.func) in ("torch.device", "device") and len(arm.args) == 1 \
-                and not arm.keywords and isinstance(arm.args[0], ast.Constant) and arm.args[0].value in ("cuda", "cpu"):
-            return "device", arm.args[0].value
-        return None
-
     if isinstance(node, ast.IfExp):
-        chosen, other = spec(node.body), spec(node.orelse)  # SupContrast's `torch.device('cuda') if features.is_cuda
-        if chosen and other and chosen[0] == other[0] and (chosen[1], other[1]) == ("cuda", "cpu"):  # else ...`
+        if device_choice(node) is not None:
             return True  # TP024 writes `features.device`
         return moved(node.body) is not None and moved(node.body) == ast.unparse(node.orelse)
     if node.orelse or len(node.body) != 1:
@@ -1258,6 +1247,23 @@ def _follows(node: ast.If | ast.IfExp, after: ast.stmt | None = None) -> bool:
             and moved(ret.value) == ast.unparse(after.value)
     return isinstance(assign := node.body[0], ast.Assign) and len(assign.targets) == 1 \
         and moved(assign.value) == ast.unparse(assign.targets[0])
+
+
+def device_choice(node: ast.IfExp) -> str | None:
+    """``"device"`` for ``torch.device("cuda") if y.is_cuda else torch.device("cpu")`` (SupContrast's loss), ``"type"``
+    for ``"cuda" if y.is_cuda else "cpu"``, else None: TP024 writes ``y.device`` (``y.device.type``), which gives the
+    same on CUDA and the data's own device elsewhere (`torchport.codemods.device.FollowDevice`)."""
+    def spec(arm: ast.expr) -> tuple[str, object] | None:
+        if isinstance(arm, ast.Constant) and arm.value in ("cuda", "cpu"):
+            return "type", arm.value
+        if isinstance(arm, ast.Call) and ast.unparse(arm.func) in ("torch.device", "device") and len(arm.args) == 1 \
+                and not arm.keywords and isinstance(arm.args[0], ast.Constant) and arm.args[0].value in ("cuda", "cpu"):
+            return "device", arm.args[0].value
+        return None
+
+    chosen, other = spec(node.body), spec(node.orelse)
+    return chosen[0] if chosen and other and chosen[0] == other[0] and (chosen[1], other[1]) == ("cuda", "cpu") \
+        else None
 
 
 def _arrays_moved(text: str, tree: ast.Module | None) -> bool:

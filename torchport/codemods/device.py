@@ -1900,7 +1900,6 @@ def _copies_to_host(m: Migrator, node: cst.Attribute) -> bool:
     names no CUDA: where ``x`` is on any device but the CPU the copy is what the code needs, and on CUDA the test
     is the same."""
     parent = next((a for a in reversed(m.ancestors) if a is not node), None)
-    tensor = _EMPTY.code_for_node(node.value)
     if isinstance(parent, cst.If) and parent.test is node:
         from torchport.codemods.analysis.lacks import copies_to_host  # the project pass reads the same
 
@@ -1911,6 +1910,7 @@ def _copies_to_host(m: Migrator, node: cst.Attribute) -> bool:
         return len(tree.body) == 1 and isinstance(tree.body[0], ast.If) and copies_to_host(tree.body[0])
     if not (isinstance(parent, cst.IfExp) and parent.test is node):
         return False
+    tensor = _EMPTY.code_for_node(node.value)
     branch = _EMPTY.code_for_node(parent.body)
     return f"{tensor}.cpu()" in branch and "cuda" not in branch
 

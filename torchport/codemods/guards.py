@@ -951,9 +951,9 @@ def _portable_flags(module: ast.Module, flags: set[tuple[str, str]]) -> set[tupl
                 if _names_cuda_api(node.body) or _names_cuda_api(node.orelse):
                     break
                 allowed.add(id(node.test))
-                places = places or any(isinstance(n, ast.Constant) and isinstance(n.value, str) and (
-                    torch_facts.CUDA_SPEC.fullmatch(n.value) or _indexed_spec(n, node.body))
-                    for n in ast.walk(node.body))
+                places = places or _indexed_spec(node.body) or any(
+                    isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    and torch_facts.CUDA_SPEC.fullmatch(n.value) for n in ast.walk(node.body))
             elif isinstance(node, ast.keyword) and node.arg == "pin_memory" and isinstance(node.value, ast.Name):
                 allowed.add(id(node.value))
         else:
@@ -963,13 +963,13 @@ def _portable_flags(module: ast.Module, flags: set[tuple[str, str]]) -> set[tupl
     return found
 
 
-def _indexed_spec(part: ast.Constant, body: ast.expr) -> bool:
-    """Whether ``part`` starts a CUDA device string ``body`` makes with an index (pruning_is_enough's
-    ``"cuda:{}".format(gpu)``, ``f"cuda:{gpu}"``), which TP002 ports as a whole."""
-    if isinstance(body, ast.JoinedStr):
-        return bool(body.values) and body.values[0] is part and part.value == "cuda:"
-    return isinstance(body, ast.Call) and isinstance(body.func, ast.Attribute) and body.func.attr == "format" \
-        and body.func.value is part and part.value in ("cuda:{}", "cuda:{0}")
+def _indexed_spec(body: ast.expr) -> bool:
+    """Whether ``body`` makes a CUDA device string with an index (pruning_is_enough's ``"cuda:{}".format(gpu)``,
+    ``f"cuda:{gpu}"``), which TP002 ports as a whole (a narrower reading than its `device.runtime_string`)."""
+    first = body.values[0] if isinstance(body, ast.JoinedStr) and body.values else body.func.value if isinstance(
+        body, ast.Call) and isinstance(body.func, ast.Attribute) and body.func.attr == "format" else None
+    return isinstance(first, ast.Constant) and first.value in (
+        ("cuda:",) if isinstance(body, ast.JoinedStr) else ("cuda:{}", "cuda:{0}"))
 
 
 def _bound_by(node: ast.AST) -> set[str]:

@@ -14,6 +14,7 @@ parameters unknown, the module's globals as the module body leaves them.
 from __future__ import annotations
 
 import ast
+import builtins
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -664,8 +665,8 @@ class Evaluator:
         catches = bool(caught & torch_facts.CATCHES_CUDA_ERRORS)
         out = []
         for q in self.run(stmt.body, [p]):
-            if q.stop is not None and q.stop.kind == "cuda" and (catches if not q.stop.error else bool(
-                    caught & {q.stop.error, "Exception", "BaseException", "LookupError"})):
+            if q.stop is not None and q.stop.kind == "cuda" and (catches if not q.stop.error else any(
+                    _catches(name, q.stop.error) for name in caught)):
                 q.stop = None
                 out.extend(self.run(stmt.handlers[0].body, [q]))
             elif q.stop is None and q.flow is None:
@@ -1328,6 +1329,13 @@ class Evaluator:
     def _end(self, stop: Stop, p: Path) -> None:
         if not self._quiet and p.stop is None:
             p.stop = stop
+
+
+def _catches(handled: str, error: str) -> bool:
+    """Whether a handler of builtin exception ``handled`` catches builtin ``error`` (``LookupError`` an
+    ``IndexError``), as Python's own hierarchy says; a name that is no builtin exception catches nothing known."""
+    caught, raised = getattr(builtins, handled, None), getattr(builtins, error, None)
+    return isinstance(caught, type) and isinstance(raised, type) and issubclass(raised, caught)
 
 
 def _carried_options(function: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.Call, args: list[object],

@@ -369,21 +369,15 @@ def _stops(result: FileResult, kind: str, tree: ast.Module | None, shown: str,
     migrated = result.migrated if result.migrated is not None else result.original
     if "cuda" not in migrated and not result.changed and not gates:
         return []  # nothing there needs CUDA
-    held = result.facts.get("held_stop") if not result.changed else None
+    # left whole where its port would still stop: that stop (the note's), where the original stops first
     note = next((d.message for d in result.diagnostics if d.code == "TP110" and STILL_STOPS in d.message), "")
-    if held and note:  # left whole where its port would still stop: that stop, where the original stops first
-        line, message = held[0], note.split(STILL_STOPS, 1)[1].split(": ", 1)[-1]
-        return [Blocker(target, f"stops there once ported: {stop.message}", shown, line)
-                if (stop.origin or stop.line) == line else
-                Blocker(target, f"stops there once ported: {message}", shown, line) for target, stop in zip(
-            OFF_CUDA, program_stops(result.original, migrated, kind, tree=tree, gates=gates), strict=True)
-            if stop is not None]
-    return [Blocker(target, f"stops there once ported: {stop.message}", shown, stop.origin or stop.line)
-            for target, stop in zip(OFF_CUDA, program_stops(result.original, migrated, kind,
-                                                            tree=tree if migrated == result.original else None,
-                                                            gates=gates),
-                                    strict=True)
-            if stop is not None]
+    held = result.facts.get("held_stop", [0])[0] if note and not result.changed else 0
+    said = note.split(STILL_STOPS, 1)[1].split(": ", 1)[-1] if held else ""
+    stops = zip(OFF_CUDA, program_stops(result.original, migrated, kind,
+                                        tree=tree if migrated == result.original else None, gates=gates), strict=True)
+    return [Blocker(target, "stops there once ported: " + (
+        said if held and held != (stop.origin or stop.line) else stop.message), shown, held or stop.origin or stop.line)
+            for target, stop in stops if stop is not None]
 
 
 def _project_gates(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None]) -> dict[int, dict[str, int]]:
@@ -945,16 +939,17 @@ def _never_called(text: str | None, line: int, texts: Iterable[str | None]) -> b
     name = function.name
     owner = next((c for c in tree.body if isinstance(c, ast.ClassDef) and function in c.body), None)
     texts = list(texts)
-    called = [_called_names(other or "") for other in texts]
-    if owner is not None and not owner.decorator_list and not any(  # a lookup by a computed name may make it
-            n.endswith(".*") for names in called for n in names) and not any(
-            owner.name in (other or "") and owner.name in names for other, names in zip(texts, called, strict=True)):
-        # a method of a class the program never names (AIPolicy's SpanSingleNERDataset.refresh), bar one called by
-        # its name outside the class (an object unpickled, not made, may still be asked to)
-        outside = {n for s in tree.body if s is not owner for n in used(s)}
-        if name == "__init__" or name not in outside and not any(
-                name in names for other, names in zip(texts, called, strict=True) if other != text):
-            return True
+    if owner is not None and not owner.decorator_list:  # the names its program uses: read only for a method
+        called = [_called_names(other or "") for other in texts]
+        looked_up = any(n.endswith(".*") for names in called for n in names)  # a lookup by a computed name
+        if not looked_up and not any(owner.name in (other or "") and owner.name in names
+                                     for other, names in zip(texts, called, strict=True)):
+            # a method of a class the program never names (AIPolicy's SpanSingleNERDataset.refresh), bar one called
+            # by its name outside the class (an object unpickled, not made, may still be asked to)
+            outside = {n for s in tree.body if s is not owner for n in used(s)}
+            if name == "__init__" or name not in outside and not any(
+                    name in names for other, names in zip(texts, called, strict=True) if other != text):
+                return True
     if name.startswith("__"):
         return False
     return not any(name in (other or "") and name in _used_names(other or "") for other in texts)

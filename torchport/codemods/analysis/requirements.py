@@ -186,8 +186,6 @@ def _at_import(tree: ast.Module, imports: Mapping[str, frozenset[str]]) -> list[
     return found
 
 
-
-
 def _is_cuda_version(node: ast.expr, imports: Mapping[str, frozenset[str]]) -> bool:
     dotted = ast_chain(node)
     return dotted is not None and "torch.version.cuda" in qualify(dotted, imports)

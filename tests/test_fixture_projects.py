@@ -821,3 +821,24 @@ def test_indexing_gputils_list_of_gpus_stops_off_cuda_while_its_report_does_not(
     _left_whole("gputil", tmp_path, "bench.py", ("bench.py", 16))
     monitor = (tmp_path / "gputil" / "monitor.py").read_text()
     assert ".cuda()" not in monitor and "tp.device()" in monitor
+
+
+def test_a_program_that_reads_a_name_nothing_binds_before_its_work_is_left_whole(tmp_path: Path) -> None:
+    """unbound_name (PhySTNet): evaluate.py builds its loader from `dataset_test`, which nothing binds, right after
+    loading its checkpoint: a NameError on every device, so it and eval_config.py, which only it reaches, stay
+    byte-identical with R25 and the line. train.py reads an unbound name only after its training loop: it is
+    ported and trains on the CPU, then stops where the original stopped on CUDA."""
+    folder = _ported("unbound_name", tmp_path)
+    for name in ("evaluate.py", "eval_config.py"):
+        assert (folder / name).read_text() == (PROJECTS / "unbound_name" / name).read_text()
+    assert "tp.device()" in (folder / "train.py").read_text()
+    done = CliRunner().invoke(app, ["migrate", str(folder), "--output-format", "concise", "--no-cache"])
+    assert "eval_config.py:9:1: TP110 1 rewrite(s) not made: [R25 runs-nowhere]" in done.output
+    listed = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
+    found = {p["path"]: p for p in json.loads(listed.stdout)["programs"]}
+    assert found["evaluate.py"]["runs_on"] == []
+    assert {(b["target"], b["path"], b["line"]) for b in found["evaluate.py"]["blockers"]} == {
+        (target, "evaluate.py", 8) for target in ("mps", "xpu", "cpu")}
+    assert found["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    ran = _run(folder, "train.py")
+    assert ran.stdout.startswith("loss ") and "NameError: name 'plot_curves'" in ran.stderr, ran.stderr[-2000:]

@@ -1115,7 +1115,7 @@ def test_float64_under_a_flag_off_by_default_counts_only_where_a_call_turns_it_o
                        "    x = torch.ones(2).cuda()\n    if double_precision:\n        x = x.double()\n"
                        "    return model(x)\n",
         "train_img.py": f"import torch\n\nimport training\n\nif __name__ == '__main__':\n    options = {{}}\n"
-                        f"    model = torch.nn.Identity()\n    {call}\n",
+                        f"    model = torch.nn.Identity()\n    training.{call}\n",
     })
     assert ("mps" in _programs(tmp_path)["train_img.py"]["runs_on"]) is mps
 

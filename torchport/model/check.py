@@ -24,6 +24,7 @@ from torchport.model import torch_facts
 from torchport.model.checkpoints import loaded_file, saved_on
 from torchport.model.evaluate import Evaluator, Stop, Unit, defaults, dotted, imported, qualified
 from torchport.model.torch_facts import is_runtime, text
+from torchport.model.unbound import main_guard
 from torchport.results import OWN
 
 OFF_CUDA = ("cpu", "mps")  # in this order; xpu answers as mps does for every query the model reads, bar its name
@@ -620,7 +621,7 @@ def _never_run_after(tree: ast.Module, stop: int, closed: bool) -> list[tuple[in
     stops at line ``stop`` before anything names them (vae.py's ``VAE`` class, used only after a line that still
     needs CUDA): importing the module stops there too. A stop under ``if __name__ == "__main__":`` counts only in a
     module nothing imports (``closed``): an importer may call the functions."""
-    if not closed and any(isinstance(s, ast.If) and _main_guard(s.test) and s.lineno <= stop <= (s.end_lineno or 0)
+    if not closed and any(isinstance(s, ast.If) and main_guard(s.test) and s.lineno <= stop <= (s.end_lineno or 0)
                           for s in tree.body):
         return []
     defined = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
@@ -658,12 +659,6 @@ def _reached(defined: Mapping[str, ast.stmt], named: set[str], reads: Callable[[
             named.add(other)
             todo.append(other)
     return named
-
-
-def _main_guard(test: ast.expr) -> bool:
-    """``__name__ == "__main__"``."""
-    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
-        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
 
 
 def _unread_defaults(tree: ast.Module) -> list[tuple[int, int, int, int]]:

@@ -272,6 +272,12 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                     int(head) if head.isdigit() else 1, chain=hops_to(entry, index, kind))
                     for target in OFF_CUDA if target not in {b.target for b in program.blockers})
                 continue
+            if (unbound := project.unbound_read(index, index == entry and kind in ("script", "console-script"))):
+                # PhySTNet's main.py reads `dataset_test`, which nothing binds, before it does anything
+                program.blockers.extend(Blocker(
+                    target, f"reads `{unbound[1]}`, which nothing binds, before it does its work: a NameError, "
+                            f"{installed.RUNS_NOWHERE}", shown, unbound[0], chain=hops_to(entry, index, kind))
+                    for target in OFF_CUDA if target not in {b.target for b in program.blockers})
             for line, name, module in project.undefined_imports(index)[:1]:
                 # super-image's examples import a class its package does not define: an ImportError anywhere
                 program.blockers.extend(Blocker(
@@ -517,7 +523,8 @@ def _reached_only_by_cuda(results: list[FileResult]) -> dict[int, str]:
         r.path.suffix == ".py" and not outline(r.original).parses for r in results)  # an import that does not parse
     if not stopped and any(r.changed for r in results):  # a changed file imports a name its module lacks
         _, project = _model(results)
-        stopped = any(project.undefined_imports(i) for i, r in enumerate(results) if r.changed and r.original)
+        stopped = any(project.undefined_imports(i) for i, r in enumerate(results) if r.changed and r.original) or \
+            any(project.unbound_read(i, True) for i, r in enumerate(results) if r.original)  # (unchanged ones too)
     if not suspects and not stopped:
         return {}
     # Only a module that itself needs CUDA, or defines a CUDA gate, makes a program CUDA-only (an entry point's

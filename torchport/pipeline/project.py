@@ -636,6 +636,7 @@ class Project:
                     self.by_name.setdefault(".".join(filter(None, (alias, dotted))), []).append(index)
         self._edges: dict[tuple[int, bool, bool], set[int]] = {}
         self._undefined: dict[int, list[tuple[int, str, int]]] = {}  # `undefined_imports`, per file
+        self._unbound: dict[tuple[int, bool], tuple[int, str] | None] = {}  # `unbound_read`
         self._builds: list[str] | None = None  # `_build_scripts`
         self.runs: dict[frozenset[int], frozenset[str]] = {}  # `program_names`, per program's modules
 
@@ -849,6 +850,19 @@ class Project:
                     continue  # a submodule, or an extension built in place
                 found.append((node.line, name, files[0]))
         return found
+
+    def unbound_read(self, index: int, script: bool) -> tuple[int, str] | None:
+        """``(line, name)`` of the first name file ``index`` reads on every run, before its work, that nothing in
+        it binds (`unbound.unbound_read`; ``script``: run as the program, its ``__main__`` block too): a NameError
+        on every device. None for a notebook (a stale cell fails alone) or where nothing settles it."""
+        from torchport.model.unbound import unbound_read  # here: a warm run reads the decisions
+
+        key = (index, script)
+        if key not in self._unbound:
+            text = self.results[index].original
+            tree = parse(text) if self.results[index].path.suffix == ".py" else None
+            self._unbound[key] = unbound_read(tree, text or "", script) if tree is not None else None
+        return self._unbound[key]
 
     def _build_scripts(self) -> list[str]:
         """The texts of the run's files that build extensions (`_BUILDS`)."""

@@ -1,0 +1,51 @@
+"""`torchport.model.unbound`: the first name a program reads before its work that nothing binds."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from torchport.model.unbound import unbound_read
+
+
+def _read(source: str, script: bool = True) -> tuple[int, str] | None:
+    text = textwrap.dedent(source)
+    return unbound_read(ast.parse(text), text, script)
+
+
+@pytest.mark.parametrize(("source", "found"), [
+    ("import torch\nnet = torch.load('c.pt')\nloader = DataLoader(dataset_test)\n", (3, "DataLoader")),
+    ("import sys\nreload(sys)\nsys.setdefaultencoding('utf8')\n", (2, "reload")),  # Python 2's builtin
+    ("def main():\n    x = 1\n    run(x)\n\nif __name__ == '__main__':\n    main()\n", (3, "run")),
+    ("import torch\nfor n in names:\n    print(n)\n", (2, "names")),  # a loop's iterable runs first
+    ("@register\ndef f():\n    pass\n", (1, "register")),
+    ("with open(path) as f:\n    pass\n", (1, "path")),
+])
+def test_a_name_read_before_the_work_that_nothing_binds_is_found(source: str, found: tuple[int, str]) -> None:
+    assert _read(source) == found
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\nfor step in range(3):\n    pass\nplot(step)\n",  # after the loop: the work is done
+    "def main():\n    for s in range(3):\n        pass\n    report()\n\nmain()\n",
+    "try:\n    xrange\nexcept NameError:\n    xrange = range\n",
+    "print(later)\nlater = 1\n",  # bound somewhere: not settled here
+    "from helpers import *\nrun(model)\n",  # a star import may bind it
+    "globals()['x'] = 1\nprint(x)\n",
+    "import builtins\nbuiltins.x = 1\nprint(x)\n",
+    "f = lambda: missing\nitems = (missing for _ in range(2))\n",  # runs later, or never
+    "import sys\nif sys.argv[1:]:\n    print(missing)\n",  # a branch that may not run
+    "x: Missing = 1\n",  # an annotation
+    "def f(a=1):\n    return g(a)\n",  # a definition only
+    "print(__file__, __doc__)\n",
+])
+def test_what_runs_later_may_be_bound_or_is_bound_somewhere_is_not_found(source: str) -> None:
+    assert _read(source) is None
+
+
+def test_the_main_block_is_read_only_for_a_script() -> None:
+    source = "import torch\n\nif __name__ == '__main__':\n    demo(torch.zeros(2))\n"
+    assert _read(source) == (4, "demo")
+    assert _read(source, script=False) is None

@@ -1,0 +1,172 @@
+"""A name a program reads before it does any work, which nothing binds: a NameError on every device.
+
+PhySTNet's ``MAU/main.py`` loads its checkpoint and then builds ``DataLoader(dataset_test, ...)``, a name no line
+of the module binds: it stops there on CUDA as anywhere, so a port of it changes nothing anyone can run. Read from
+CPython's tree in the order the statements run: the module's body (its ``__main__`` block, for a script), and the
+body of the first own function it calls, up to the first loop or call of another own function (after that the
+program may have done its work: a training loop that ends in a NameError still trained). A name counts as bound
+wherever the module binds it, in any scope (an assignment, a parameter, an import, a definition, ``global``); a
+module that may bind names it does not spell (``globals()``, ``exec``, a star import, ``builtins``) settles nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Iterator, Mapping
+
+from torchport.model import torch_facts
+
+_DYNAMIC = torch_facts.text("dynamic_binding")
+
+
+class _Worked(Exception):
+    """The program reached a loop or a call of its own code: what follows may come after its work."""
+
+
+def unbound_read(tree: ast.Module, text: str, script: bool) -> tuple[int, str] | None:
+    """The first name the module's code reads on every run that nothing in the module binds.
+
+    Args:
+        tree: CPython's parse of ``text``.
+        text: the module's source.
+        script: read its ``if __name__ == "__main__":`` block too (it runs as the program).
+
+    Returns:
+        ``(line, name)``, 1-based; None where no such read comes before the program's first loop or call of its
+        own functions, or where the module may bind names it does not spell.
+    """
+    if _DYNAMIC.search(text) or "builtins" in text or "import *" in text:
+        return None
+    bound = _bound(tree) | set(dir(builtins))
+    functions = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    try:
+        for node in _reads(tree.body, script, functions, depth=1):
+            if node.id not in bound and not (node.id.startswith("__") and node.id.endswith("__")):  # `__file__`
+                return node.lineno, node.id
+    except _Worked:
+        pass
+    return None
+
+
+def _bound(tree: ast.Module) -> set[str]:
+    """Every name the module binds, in any scope."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            found.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update((a.asname or a.name).split(".", 1)[0] for a in node.names)
+        elif isinstance(node, ast.arg):
+            found.add(node.arg)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            found.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            found.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            found.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            found.add(node.rest)
+    return found
+
+
+def _reads(body: list[ast.stmt], script: bool, functions: Mapping[str, ast.FunctionDef | ast.AsyncFunctionDef],
+           depth: int) -> Iterator[ast.Name]:
+    """The names ``body`` reads, in the order it runs, until it may have done work (`_Worked`)."""
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            if script and main_guard(stmt.test):
+                yield from _reads(stmt.body, False, functions, depth)
+                continue
+            yield from _loads(stmt.test)
+            if _works(stmt, functions):
+                raise _Worked
+        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            yield from _loads(stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt.test)
+            raise _Worked
+        elif isinstance(stmt, (ast.Try, ast.TryStar)):
+            if any(_broad(h.type) for h in stmt.handlers):
+                if _works(stmt, functions):
+                    raise _Worked
+                continue
+            yield from _reads(stmt.body, False, functions, depth)
+            yield from _reads(stmt.finalbody, False, functions, depth)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                yield from _loads(item.context_expr)
+            yield from _reads(stmt.body, False, functions, depth)
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for part in _definition_parts(stmt):
+                yield from _loads(part)
+        elif isinstance(stmt, (ast.Return, ast.Raise)):
+            yield from _loads(stmt)
+            raise _Worked  # the path ends here
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Pass)):
+            continue
+        elif (call := _own_call(stmt, functions)) is not None:
+            for argument in [*call.args, *(k.value for k in call.keywords)]:
+                yield from _loads(argument)
+            if depth > 0:
+                yield from _reads(functions[call.func.id].body, False, functions, depth - 1)  # type: ignore[attr-defined]
+            raise _Worked
+        else:
+            if _works(stmt, functions):
+                raise _Worked
+            yield from _loads(stmt)
+
+
+def _loads(node: ast.AST) -> Iterator[ast.Name]:
+    """The names ``node`` reads when it runs (not in a lambda, a generator or an annotation, which run later or
+    never), in source order."""
+    stack = [node]
+    found = []
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (ast.Lambda, ast.GeneratorExp, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(current, ast.Name) and isinstance(current.ctx, ast.Load):
+            found.append(current)
+        for name, child in ast.iter_fields(current):
+            if name in ("annotation", "returns"):
+                continue
+            children = child if isinstance(child, list) else [child]
+            stack.extend(c for c in children if isinstance(c, ast.AST))
+    yield from sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _definition_parts(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> list[ast.expr]:
+    """What a ``def`` or ``class`` statement evaluates when it runs: decorators, defaults, bases."""
+    if isinstance(node, ast.ClassDef):
+        return [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]
+    return [*node.decorator_list, *node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+
+
+def _broad(handled: ast.expr | None) -> bool:
+    """Whether an ``except`` clause of type ``handled`` catches a NameError."""
+    if handled is None:
+        return True
+    names = handled.elts if isinstance(handled, ast.Tuple) else [handled]
+    return any(not isinstance(n, ast.Name) or isinstance(base := getattr(builtins, n.id, None), type)
+               and issubclass(NameError, base) for n in names)
+
+
+def main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"``."""
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" and any(
+        isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+
+
+def _own_call(stmt: ast.stmt, functions: Mapping[str, ast.AST]) -> ast.Call | None:
+    """The call of an own function a statement makes whole: ``main()``, ``result = main(args)``."""
+    value = getattr(stmt, "value", None) if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in functions:
+        return value
+    return None
+
+
+def _works(node: ast.AST, functions: Mapping[str, ast.AST]) -> bool:
+    """Whether ``node`` holds a loop or a call of an own function or class (its work may happen there)."""
+    return any(isinstance(n, (ast.For, ast.AsyncFor, ast.While)) or (
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in functions) for n in ast.walk(node))

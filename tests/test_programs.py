@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 import pytest
 
@@ -75,3 +76,18 @@ def test_a_class_counts_as_a_test_where_a_runner_collects_it() -> None:
     assert not is_test(first("class Processor():\n    def test_epoch(self, epoch):\n        pass\n"))
     assert is_test(first("class TestModel:\n    def test_forward(self):\n        pass\n"))
     assert is_test(first("class Timer(unittest.TestCase):\n    def test_gpu(self):\n        pass\n"))
+
+
+@pytest.mark.parametrize(("migrated", "in_main"), [
+    ("from torchport import runtime as tp\n\nif __name__ == '__main__':\n    tp.avoid_mps('a process group')\n"
+     "    main()\n", True),  # m3m's training script: a script importing its helpers does not run the call
+    ("from torchport import runtime as tp\n\ntp.avoid_mps('float64')\n\nif __name__ == '__main__':\n    main()\n",
+     False),
+    ("from torchport import runtime as tp\n\ntp.keep_cuda_or_cpu('a kept choice')\nmain()\n", False),
+])
+def test_a_call_that_keeps_a_mac_off_mps_runs_on_import_only_outside_the_main_block(migrated: str,
+                                                                                    in_main: bool) -> None:
+    from torchport.pipeline.programs import _avoids_in_main_block
+    from torchport.results import FileResult
+
+    assert _avoids_in_main_block(FileResult(path=Path("train.py"), display="train.py", migrated=migrated)) is in_main

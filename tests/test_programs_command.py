@@ -2582,3 +2582,4 @@ def test_a_name_a_project_module_does_not_define_makes_its_importer_run_nowhere(
     assert found["fine.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     assert found["also_fine.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     assert not _migrated(tmp_path)["broken.py"]["changed"]
+

@@ -629,6 +629,33 @@ def test_an_object_whose_class_moves_itself_to_cuda_alone_keeps_its_guard(tmp_pa
 
 
 
+def test_a_subclass_in_another_module_of_a_class_that_moves_itself_keeps_its_cuda_call(tmp_path: Path) -> None:
+    """video-representation: `Framework` (a plain class) moves its model in its own `cuda()` and has no `to`;
+    `ConvLSTMFramework(SeqClsMixin, Framework)` in another module, and save_feature.py's own `ResnetFramework`,
+    inherit it. `framework.to(tp.device())` raised AttributeError on CUDA too: each `.cuda()` stays, reported."""
+    _tree(tmp_path, {
+        "lib/__init__.py": "",
+        "lib/framework.py": "import torch\n\n\nclass Framework:\n    def __init__(self):\n"
+                            "        self.model = torch.nn.Linear(2, 2)\n\n    def cuda(self):\n"
+                            "        self.model = torch.nn.DataParallel(self.model).cuda()\n",
+        "lib/seq.py": "from .framework import Framework\n\n\nclass Mixin:\n    pass\n\n\n"
+                      "class SeqFramework(Mixin, Framework):\n    pass\n",
+        "train.py": "import sys\n\nimport torch\n\nfrom lib.seq import SeqFramework\n\n"
+                    "if sys.argv[1:]:\n    framework = SeqFramework()\nelse:\n    framework = None\n"
+                    "framework.cuda()\nprint(framework.model(torch.ones(1, 2).cuda()))\n",
+        "save_feature.py": "import torch\n\nfrom lib.framework import Framework\n\n\n"
+                           "class ResnetFramework(Framework):\n    batch_axis = 0\n\n\n"
+                           "framework = ResnetFramework()\nframework.cuda()\n",
+    })
+    found = _run(tmp_path)
+    train = found["train.py"].migrated or ""
+    assert "\nframework.cuda()\n" in train and "torch.ones(1, 2).to(tp.device())" in train
+    assert any(d.code == "TP106" and "`SeqFramework`" in d.message for d in found["train.py"].diagnostics)
+    assert (found["save_feature.py"].migrated or found["save_feature.py"].original) == found[
+        "save_feature.py"].original
+    assert any(d.code == "TP106" and "`ResnetFramework`" in d.message for d in found["save_feature.py"].diagnostics)
+
+
 def test_an_object_whose_own_to_lacks_a_parameter_of_its_cuda_keeps_its_cuda_call(tmp_path: Path) -> None:
     """kaolin's PBRMaterial: `cuda(device, non_blocking, memory_format)` beside `to(device)`. The test's
     `mat.cuda(device=device, non_blocking=non_blocking)` made `.to(..., non_blocking=...)` raised a TypeError on
@@ -876,3 +903,32 @@ def test_the_folders_a_module_puts_on_sys_path(line: str, folder: tuple[str, ...
     from torchport.pipeline.project import _joined_here
 
     assert _joined_here(line) == ([folder] if folder is not None else [])
+
+
+_TRAIN = ("import numpy as np\nimport torch\n\n\ndef build_model():\n    return torch.nn.Linear(2, 2)\n\n\n"
+          "def main():\n    weights = torch.tensor(np.linspace(0, 1, 2)).cuda()\n"
+          "    print(build_model(), weights)\n\n\n"
+          "if __name__ == '__main__':\n    main()\n")
+
+
+@pytest.mark.parametrize(("evaluate", "runs_train_main"), [
+    # m3m's evaluation script: its own `main` runs, not the one of the training script it imports a helper from
+    ("from train import build_model\n\n\ndef main():\n    print(build_model())\n\n\n"
+     "if __name__ == '__main__':\n    main()\n", False),
+    ("import train as t\nfrom train import build_model as build\n\n\ndef main():\n    print(build(), t.build_model)\n"
+     "\n\nmain()\n", False),
+    # an attribute may mean the training script's `main`
+    ("import train\n\n\ndef main():\n    train.main()\n\n\nmain()\n", True),
+])
+def test_a_program_runs_the_definitions_its_names_resolve_to(evaluate: str, runs_train_main: bool) -> None:
+    from torchport.pipeline.project import Project, program_defs, reached_lack
+    from torchport.results import FileResult
+
+    results = [FileResult(path=Path(name), display=name, original=text)
+               for name, text in (("train.py", _TRAIN), ("evaluate.py", evaluate))]
+    project = Project(results)
+    reach = project.reach(1)
+    assert ((0, "main") in program_defs(project, reach)) is runs_train_main
+    assert (0, "build_model") in program_defs(project, reach)
+    lack = reached_lack(project, 0, reach)  # the float64 weights of the training script's `main`
+    assert (lack is not None and lack[0] == 10) is runs_train_main

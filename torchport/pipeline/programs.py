@@ -335,7 +335,8 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                                                    "Mac the runtime picks the CPU", program.path,
                                             _group_line(trees.get(entry))))
         # the project pass gave it, or a script it always imports, `tp.avoid_mps`: what and where
-        avoiding = next((i for i in reach if i in always and results[i].avoid_mps), None)
+        avoiding = next((i for i in reach if i in always and results[i].avoid_mps and (
+            i == entry or not _avoids_in_main_block(results[i]))), None)  # (another script's runs where it is run)
         if avoiding is not None:
             why = results[avoiding].avoid_mps or ""
             what, _, spot = why.rpartition(", ")
@@ -551,6 +552,16 @@ def _reached_only_by_cuda(results: list[FileResult]) -> dict[int, str]:
         if result.changed and index not in left and (need := _needs_cuda_on_import(index, results, project, modules)):
             left[index] = f"it needs CUDA whenever it is imported ({need}); it is left as written"
     return left
+
+
+def _avoids_in_main_block(result: FileResult) -> bool:
+    """Whether the port's `tp.avoid_mps` (or `tp.keep_cuda_or_cpu`) call in ``result`` sits in its ``__main__``
+    block: m3m's training script makes a process group there; the evaluation script that imports its helpers
+    does not run it."""
+    tree = _parse(result.migrated)
+    return tree is not None and not any(
+        isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
+        and s.value.func.attr in ("avoid_mps", "keep_cuda_or_cpu") for s in tree.body)
 
 
 def _port_stops(result: FileResult) -> bool:
@@ -1443,8 +1454,17 @@ def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.M
     if not defined:
         return {}
     grown = True
-    while grown:  # re-exports: a package's `from .resnet_encoder import ResnetEncoderMatching`
+    while grown:  # re-exports: a package's `from .resnet_encoder import ResnetEncoderMatching`; subclasses
         grown = False
+        for index, tree in trees.items():  # video-representation's `ConvLSTMFramework(SeqClsMixin, Framework)`
+            bases = {local: defined[target][name] for local, target, name in project.bindings(index)
+                     if target != index and name is not None and name in defined.get(target, {})}
+            for cls in tree.body if tree is not None and bases else ():
+                if isinstance(cls, ast.ClassDef) and cls.name not in defined.get(index, {}) and not any(
+                        isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in ("cuda", "to")
+                        for f in cls.body) and any(isinstance(b, ast.Name) and b.id in bases for b in cls.bases):
+                    defined.setdefault(index, {})[cls.name] = cls.lineno
+                    grown = True
         for index in range(len(results)):
             for local, target, name in project.bindings(index) if results[index].path.name == "__init__.py" else ():
                 if target != index and name is not None and name in defined.get(target, {}) \
@@ -1459,8 +1479,9 @@ def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.M
                                              if target is not None and name in defined.get(target, {})}
         if own and (tree := trees[index]) is not None and (found := _registries(tree, own)):
             defined.setdefault(index, {}).update(found)
-    gates: dict[int, set[str]] = {index: {f"{name}.cuda" for name in bound}
-                                  for index in changed if (bound := _bound(index, project, defined))}
+    gates: dict[int, set[str]] = {index: {f"{name}.cuda" for name in [*bound, *defined.get(index, ())]}
+                                  for index in changed if (bound := _bound(index, project, defined))
+                                  or index in defined}  # (its own subclass of another module's: save_feature.py's)
     for index in changed:  # an object passed through a registry may be one of them
         gates.setdefault(index, set()).add(PASSED)
     modules = [i for i in defined if (tree := trees[i]) is not None and any(
@@ -1820,7 +1841,10 @@ def kept_cuda_or_cpu(results: Sequence[FileResult], avoids: Mapping[int, str]) -
     project = Project(results)
     left = {}
     for index, reaching in _reaching(project, len(results), amp).items():
-        entries = [i for i in reaching if program(i)]
+        result = results[index]  # the programs that run a line its port changes (not a demo `main` they import past)
+        lines = _ported_lines(result.original or "", result.migrated or "")
+        entries = [i for i in reaching
+                   if program(i) and (i == index or project.runs_line(index, lines, project.reach(i)))]
         if entries and all(kept(i) for i in entries):
             left[index] = f"every program that reaches it runs on CUDA or the CPU alone ({results[entries[0]].display})"
     return left

@@ -364,6 +364,7 @@ class _Names:
     spans: tuple[tuple[int, int, str], ...]
     inside: dict[str, frozenset[str]]
     top: frozenset[str]
+    on_import: frozenset[str] = frozenset()  # ``top`` bar its `__main__` blocks: what runs when it is imported
 
 
 def _names(text: str) -> _Names:
@@ -372,6 +373,7 @@ def _names(text: str) -> _Names:
         spans: list[tuple[int, int, str]] = []
         inside: dict[str, frozenset[str]] = {}
         top: set[str] = set()
+        on_import: set[str] = set()
         for statement in tree.body if tree is not None else ():
             names = frozenset(used(statement))
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -390,7 +392,9 @@ def _names(text: str) -> _Names:
                         inside[alias.asname] = inside.get(alias.asname, frozenset()) | {alias.name}
             elif not isinstance(statement, ast.Import):
                 top |= names
-        return _Names(tuple(spans), inside, frozenset(top))
+                if not (isinstance(statement, ast.If) and is_main(statement.test)):
+                    on_import |= names
+        return _Names(tuple(spans), inside, frozenset(top), frozenset(on_import))
 
     return remembered(_NAMES, text, read)
 
@@ -639,6 +643,7 @@ class Project:
         self._unbound: dict[tuple[int, bool], tuple[int, str] | None] = {}  # `unbound_read`
         self._builds: list[str] | None = None  # `_build_scripts`
         self.runs: dict[frozenset[int], frozenset[str]] = {}  # `program_names`, per program's modules
+        self.defs_run: dict[frozenset[int], frozenset[tuple[int, str]]] = {}  # `program_defs`, likewise
 
     def _module_name(self, path: Path) -> str:
         parts = [] if path.name == "__init__.py" else [path.stem]
@@ -761,11 +766,11 @@ class Project:
 
     def runs_line(self, index: int, lines: Iterable[int], reach: Iterable[int]) -> bool:
         """Whether a program of modules ``reach`` may run one of ``lines`` of file ``index``: one at its top level,
-        or in a function or class the program names (`program_names`). Wav2Lip's ``perceptual_forward`` moves data
+        or in a function or class the program runs (`program_defs`). Wav2Lip's ``perceptual_forward`` moves data
         only for the one training script that calls it."""
         text = self.results[index].original or ""
         spans = _names(text).spans
-        live: frozenset[str] | None = None
+        live: frozenset[tuple[int, str]] | None = None
         tree = parse(text)
         # a method named `cuda` runs only where `.cuda()` is kept as written (on CUDA): the port calls `.to` elsewhere
         own = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
@@ -777,8 +782,8 @@ class Project:
             if name is None:
                 return True
             if live is None:
-                live = program_names(self, reach)
-            if name in live:
+                live = program_defs(self, reach)
+            if (index, name) in live:
                 return True
         return False
 
@@ -1252,9 +1257,10 @@ def reached_lack(project: Project, other: int, reach: Iterable[int]) -> tuple[in
     if not where:
         return _first(found)
     run = program_names(project, reach)
+    defs = program_defs(project, reach)
     methods = _methods_at(parse(text), {line for line, _ in found},
                           {local for local, _, _ in project.bindings(other)})
-    used = [(line, what) for line, what in found if where.get(line) is None or where[line] in run
+    used = [(line, what) for line, what in found if where.get(line) is None or (other, where[line]) in defs
             and not _bound_elsewhere(project, reach, other, where[line])
             and (line not in methods or methods[line] in run or what == DATASET_FLOAT64)]
     if used and (tree := parse(text)) is not None:
@@ -1564,6 +1570,68 @@ def program_names(project: Project, reach: Iterable[int]) -> frozenset[str]:
                 if (project.names[i] or "").rpartition(".")[2] in looked)), (fact.inside for fact in facts.values()))
         project.runs[key] = frozenset(live)
     return project.runs[key]
+
+
+def program_defs(project: Project, reach: Iterable[int]) -> frozenset[tuple[int, str]]:
+    """The top-level functions and classes (and aliases) a program of modules ``reach`` may run, as ``(module,
+    name)``: `program_names`, with a name resolved where its module binds it. A module that defines or imports
+    ``main`` by name means its own: m3m's evaluation script runs its ``main``, not the one of the training script
+    it imports helpers from, which makes a process group. An attribute (``train.main()``) or a name neither
+    defined nor imported by name in its module may mean any module's definition of it."""
+    key = frozenset(reach)
+    if key not in project.defs_run:
+        imported = {other for i in key for other in project.imports(i) if other != i}
+        facts = {i: _names(text) for i in key if (text := project.results[i].original)}
+        defined = {i: {name for _, _, name in fact.spans} | set(fact.inside) for i, fact in facts.items()}
+        attributes = {i: _attribute_names(project.results[i].original or "") for i in facts}
+        by_name: dict[str, list[int]] = {}
+        for i, names in defined.items():
+            for name in names:
+                by_name.setdefault(name, []).append(i)
+        bound: dict[int, dict[str, list[tuple[int, str]]]] = {i: {} for i in facts}
+        for i in facts:
+            for local, module, imported_as in project.bindings(i):
+                if imported_as is not None and module in facts:
+                    bound[i].setdefault(local, []).append((module, imported_as))
+        live: set[tuple[int, str]] = set()
+        seen: set[tuple[int, str]] = set()
+        todo = [(i, name) for i, fact in facts.items()
+                for name in (fact.on_import if i in imported else fact.top.union(*fact.inside.values(), fact.inside))]
+        looked_up: set[str] = set()
+        while todo:
+            i, name = todo.pop()
+            if (i, name) in seen:
+                continue
+            seen.add((i, name))
+            if name.endswith(_ANY) and (looked := name[:-len(_ANY)]) not in looked_up:
+                looked_up.add(looked)  # a module looked up by a computed name: all it defines may run
+                todo.extend((j, n) for j, fact in facts.items()
+                            if (project.names[j] or "").rpartition(".")[2] == looked for _, _, n in fact.spans)
+            if name in defined[i] and name not in attributes[i]:
+                targets = [(i, name)]
+            elif name in bound[i]:  # what it imports by name, read where that module binds it (a package re-exports)
+                todo.extend(bound[i][name])
+                continue
+            else:
+                targets = [(j, name) for j in by_name.get(name, ())]
+            for j, defined_as in targets:
+                if (j, defined_as) not in live:
+                    live.add((j, defined_as))
+                    todo.extend((j, n) for n in facts[j].inside.get(defined_as, frozenset()))
+        project.defs_run[key] = frozenset(live)
+    return project.defs_run[key]
+
+
+_ATTRIBUTE_NAMES: dict[str, frozenset[str]] = {}
+
+
+def _attribute_names(text: str) -> frozenset[str]:
+    """The names a module's code reads as attributes (``train.main``), read once per text."""
+    def read() -> frozenset[str]:
+        tree = parse(text)
+        return frozenset(n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)) if tree else frozenset()
+
+    return remembered(_ATTRIBUTE_NAMES, text, read)
 
 
 def holds(results: Sequence[FileResult]) -> dict[int, str]:

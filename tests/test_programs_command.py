@@ -2583,3 +2583,21 @@ def test_a_name_a_project_module_does_not_define_makes_its_importer_run_nowhere(
     assert found["also_fine.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     assert not _migrated(tmp_path)["broken.py"]["changed"]
 
+
+
+def test_a_choice_written_as_if_else_statements_kept_cuda_or_cpu_keeps_its_programs_there(tmp_path: Path) -> None:
+    """beta-recsys: `get_device()` picks `"cpu"` where GPUtil lists no GPU, else `"cuda:" + str(gpu_id)` (held: no
+    path off CUDA runs it), while the model moves its paddings to `"cuda"` (ported): a program making both keeps
+    CUDA-or-CPU, or on a Mac and an Intel GPU its model and paddings would sit on two devices."""
+    _write(tmp_path, {
+        "engine.py": "import GPUtil\n\n\ndef get_device():\n    gpu_ids = GPUtil.getAvailable(limit=3)\n"
+                     "    if len(gpu_ids) < 1:\n        device_str = 'cpu'\n    else:\n"
+                     "        device_str = 'cuda:' + str(gpu_ids[0])\n    return device_str\n",
+        "model.py": "import torch\n\n\nclass Attention(torch.nn.Module):\n    def forward(self, weights):\n"
+                    "        paddings = (torch.ones(weights.shape) * -1.0).to('cuda')\n"
+                    "        return torch.where(weights > 0, weights, paddings)\n",
+        "train.py": "import torch\n\nfrom engine import get_device\nfrom model import Attention\n\n"
+                    "device = get_device()\nprint(Attention().to(device)(torch.randn(2, 2).to(device)))\n",
+    })
+    assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "cpu"]
+    assert "TP019" in {r["code"] for r in _migrated(tmp_path)["train.py"]["rewrites"]}

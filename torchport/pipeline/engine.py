@@ -272,8 +272,9 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
     # device no path off CUDA reaches is a choice kept CUDA-or-CPU (focal_calibration's `torch.device("cuda" if
     # cuda else "cpu")`, with `cuda` set under a CUDA check): beside data moved to the picked device, it splits
     lines = original.splitlines()
+    arms = _arm_choices(syntax) if syntax is not None else set()
     cuda_only = {line for h in held if h.stop is None and not h.why for line in range(h.first, h.last + 1)
-                 if line <= len(lines) and _KEPT_PLACEMENT.search(lines[line - 1])}
+                 if line <= len(lines) and (_KEPT_PLACEMENT.search(lines[line - 1]) or line in arms)}
     cuda_only &= {*migration.facts.get("moves", ()), *migration.facts.get("choices", ())}
     if cuda_only and (cuda_only := _read_where_bound(syntax, cuda_only)):
         migration.facts["kept"] = sorted({*migration.facts.get("kept", ()), *cuda_only})
@@ -317,13 +318,38 @@ def _read_where_bound(syntax: ast.Module, lines: set[int]) -> set[int]:
     chosen = {s.lineno for s in ast.walk(syntax) if isinstance(s, ast.stmt) and not isinstance(
         s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.While, ast.With, ast.Try))
               and any(isinstance(n, ast.IfExp) for n in ast.walk(s))}
-    lines = lines & chosen
+    lines = lines & (chosen | _arm_choices(syntax))
     bound = {s.lineno: [e for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
                         for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
              for s in ast.walk(syntax) if isinstance(s, (ast.Assign, ast.AnnAssign))}
     return {line for line in lines if line not in bound or any(
         (type(t), t.id if isinstance(t, ast.Name) else t.attr) in read for t in bound[line]
         if isinstance(t, (ast.Name, ast.Attribute)))}
+
+
+def _arm_choices(syntax: ast.Module) -> set[int]:
+    """The lines of assignments in one arm of an ``if``/``else`` (nested in it too) whose other arm assigns the same
+    name: a choice written as statements (beta-recsys' ``device_str = "cpu"`` where GPUtil finds no GPU, else
+    ``device_str = "cuda:" + str(gpu_id)``), which runs off CUDA as a conditional expression does, picking its
+    other arm."""
+    def assigned(body: list[ast.stmt]) -> dict[str, list[int]]:
+        found: dict[str, list[int]] = {}
+        todo = list(body)
+        while todo:  # nested blocks of the arm too (beta-recsys assigns its CUDA device under a further `if`)
+            statement = todo.pop()
+            for target in statement.targets if isinstance(statement, ast.Assign) else ():
+                if isinstance(target, (ast.Name, ast.Attribute)):
+                    found.setdefault(ast.unparse(target), []).append(statement.lineno)
+            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                todo.extend(s for field in ("body", "orelse", "finalbody") for s in getattr(statement, field, ()))
+        return found
+
+    found: set[int] = set()
+    for node in ast.walk(syntax):
+        if isinstance(node, ast.If) and node.orelse:
+            body, orelse = assigned(node.body), assigned(node.orelse)
+            found.update(line for name in body.keys() & orelse.keys() for line in (*body[name], *orelse[name]))
+    return found
 
 
 def migrate_file(path: Path, display: str | None = None, settings: Settings = DEFAULT) -> FileResult:

@@ -1394,6 +1394,25 @@ def test_a_flag_another_script_sets_false_is_still_a_flag_cuda_decides(tmp_path:
     assert _programs(tmp_path)["run.py"]["runs_on"] == ["cuda", "cpu"]
 
 
+def test_a_flag_copied_from_another_object_is_still_the_flag_cuda_decides(tmp_path: Path) -> None:
+    """KGE_pytorch: Config sets `self.usegpu = torch.cuda.is_available()` and copies it, `self.modelparam.usegpu =
+    self.usegpu`; the models move data `if self.config.usegpu:`. The copy is false wherever its source is: the
+    guarded moves stay as written (off CUDA they never run), where they were ported for nothing."""
+    _write(tmp_path, {
+        "config.py": "import types\n\nimport torch\n\n\nclass Config:\n    def __init__(self):\n"
+                     "        self.usegpu = torch.cuda.is_available()\n"
+                     "        self.modelparam = types.SimpleNamespace()\n"
+                     "        self.modelparam.usegpu = self.usegpu\n",
+        "model.py": "import torch\n\n\nclass Model(torch.nn.Module):\n    def __init__(self, config):\n"
+                    "        super().__init__()\n        self.config = config\n\n    def forward(self, x):\n"
+                    "        if self.config.usegpu:\n            x = x.cuda()\n        return x * 2\n",
+        "train.py": "import torch\n\nfrom config import Config\nfrom model import Model\n\n"
+                    "config = Config()\nprint(Model(config.modelparam)(torch.ones(2)))\n",
+    })
+    assert not _migrated(tmp_path)["model.py"]["changed"]
+    assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
 def test_data_placed_only_where_a_device_string_names_cuda_is_a_choice_kept(tmp_path: Path) -> None:
     """ChatRWKV: chat.py's `args.RUN_DEVICE = "cuda"` becomes the runtime's device string, but model_run.py moves
     its weights only `if 'cuda' in args.RUN_DEVICE:` and makes its state with `device=self.RUN_DEVICE`: on MPS the

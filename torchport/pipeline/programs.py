@@ -1672,8 +1672,13 @@ def _read_cuda_flags(texts: Sequence[str | None]) -> set[str]:
                 return False
         return True
 
-    return {name for name, sets in assigned.items() if all(falsy(tree, value) for tree, value in sets)} | \
-        _switched_off(texts)
+    def copied(name: str, value: ast.expr | None) -> bool:
+        """Whether ``value`` copies the flag from another object (KGE_pytorch's ``self.modelparam.usegpu =
+        self.usegpu``): false wherever its source is."""
+        return isinstance(value, ast.Attribute) and value.attr == name
+
+    return {name for name, sets in assigned.items() if any(not copied(name, value) for _, value in sets) and all(
+        copied(name, value) or falsy(tree, value) for tree, value in sets)} | _switched_off(texts)
 
 
 def _switched_off(texts: Sequence[str | None]) -> set[str]:

@@ -38,15 +38,37 @@ def unbound_read(tree: ast.Module, text: str, script: bool) -> tuple[int, str] |
     """
     if _DYNAMIC.search(text) or "builtins" in text or "import *" in text:
         return None
-    bound = _bound(tree) | set(dir(builtins))
     functions = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    reads: list[ast.Name] = []
     try:
         for node in _reads(tree.body, script, functions, depth=1):
-            if node.id not in bound and not (node.id.startswith("__") and node.id.endswith("__")):  # `__file__`
-                return node.lineno, node.id
+            reads.append(node)
     except _Worked:
         pass
-    return None
+    known = _BUILTINS | _top_level(tree)  # most reads are of imports and globals: the whole walk only past them
+    reads = [n for n in reads if n.id not in known and not (n.id.startswith("__") and n.id.endswith("__"))]
+    if not reads:
+        return None
+    bound = _bound(tree)
+    return next(((n.lineno, n.id) for n in reads if n.id not in bound), None)
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _top_level(tree: ast.Module) -> set[str]:
+    """What the module's own statements bind at its top level (imports, definitions, assignments), not inside
+    functions: a cheap first answer."""
+    found: set[str] = set()
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(statement.name)
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            found.update((a.asname or a.name).split(".", 1)[0] for a in statement.names)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in statement.targets if isinstance(statement, ast.Assign) else [statement.target]:
+                found.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return found
 
 
 def _bound(tree: ast.Module) -> set[str]:

@@ -177,6 +177,7 @@ def remembered(table: dict[_K, _V], key: _K, compute: Callable[[], _V]) -> _V:
 
 
 _BINDS: dict[str, frozenset[str] | None] = {}  # `installed.binds`, per text
+_UNBOUND: dict[tuple[str, bool], tuple[int, str] | None] = {}  # `Project.unbound_read`, per text
 _BATCH_MOVES: dict[str, tuple[int, int]] = {}  # `lacks.batch_moves`, per text
 
 
@@ -640,7 +641,6 @@ class Project:
                     self.by_name.setdefault(".".join(filter(None, (alias, dotted))), []).append(index)
         self._edges: dict[tuple[int, bool, bool], set[int]] = {}
         self._undefined: dict[int, list[tuple[int, str, int]]] = {}  # `undefined_imports`, per file
-        self._unbound: dict[tuple[int, bool], tuple[int, str] | None] = {}  # `unbound_read`
         self._builds: list[str] | None = None  # `_build_scripts`
         self.runs: dict[frozenset[int], frozenset[str]] = {}  # `program_names`, per program's modules
         self.defs_run: dict[frozenset[int], frozenset[tuple[int, str]]] = {}  # `program_defs`, likewise
@@ -862,12 +862,15 @@ class Project:
         on every device. None for a notebook (a stale cell fails alone) or where nothing settles it."""
         from torchport.model.unbound import unbound_read  # here: a warm run reads the decisions
 
-        key = (index, script)
-        if key not in self._unbound:
-            text = self.results[index].original
-            tree = parse(text) if self.results[index].path.suffix == ".py" else None
-            self._unbound[key] = unbound_read(tree, text or "", script) if tree is not None else None
-        return self._unbound[key]
+        text = self.results[index].original or ""
+        if self.results[index].path.suffix != ".py":
+            return None
+
+        def read() -> tuple[int, str] | None:
+            tree = parse(text)
+            return unbound_read(tree, text, script) if tree is not None else None
+
+        return remembered(_UNBOUND, (text, script), read)
 
     def _build_scripts(self) -> list[str]:
         """The texts of the run's files that build extensions (`_BUILDS`)."""

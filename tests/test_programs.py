@@ -84,6 +84,9 @@ def test_a_class_counts_as_a_test_where_a_runner_collects_it() -> None:
     ("from torchport import runtime as tp\n\ntp.avoid_mps('float64')\n\nif __name__ == '__main__':\n    main()\n",
      False),
     ("from torchport import runtime as tp\n\ntp.keep_cuda_or_cpu('a kept choice')\nmain()\n", False),
+    # the call in the `else:` of an optional torch import runs on import too
+    ("try:\n    import torch\nexcept ImportError:\n    torch = None\nelse:\n"
+     "    from torchport import runtime as tp\n    tp.avoid_mps('float64')\n", False),
 ])
 def test_a_call_that_keeps_a_mac_off_mps_runs_on_import_only_outside_the_main_block(migrated: str,
                                                                                     in_main: bool) -> None:

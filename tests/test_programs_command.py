@@ -1413,6 +1413,22 @@ def test_a_flag_copied_from_another_object_is_still_the_flag_cuda_decides(tmp_pa
     assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
 
 
+def test_a_flag_an_option_sets_is_no_copy_of_the_flag_a_query_sets(tmp_path: Path) -> None:
+    """A config class sets `self.use_gpu = torch.cuda.is_available()`; the model sets `self.use_gpu =
+    opt.use_gpu` from an option (on by default). That is no copy: the model's `.cuda()` under it is ported."""
+    _write(tmp_path, {
+        "config.py": "import torch\n\n\nclass Config:\n    def __init__(self):\n"
+                     "        self.use_gpu = torch.cuda.is_available()\n",
+        "model.py": "import torch\n\n\nclass Model(torch.nn.Module):\n    def __init__(self, opt):\n"
+                    "        super().__init__()\n        self.use_gpu = opt.use_gpu\n\n    def forward(self, x):\n"
+                    "        if self.use_gpu:\n            x = x.cuda()\n        return x * 2\n",
+        "train.py": "import argparse\n\nimport torch\n\nfrom config import Config\nfrom model import Model\n\n"
+                    "parser = argparse.ArgumentParser()\nparser.add_argument('--use_gpu', type=int, default=1)\n"
+                    "opt = parser.parse_args()\nConfig()\nprint(Model(opt)(torch.ones(2)))\n",
+    })
+    assert _migrated(tmp_path)["model.py"]["changed"]
+
+
 def test_data_placed_only_where_a_device_string_names_cuda_is_a_choice_kept(tmp_path: Path) -> None:
     """ChatRWKV: chat.py's `args.RUN_DEVICE = "cuda"` becomes the runtime's device string, but model_run.py moves
     its weights only `if 'cuda' in args.RUN_DEVICE:` and makes its state with `device=self.RUN_DEVICE`: on MPS the

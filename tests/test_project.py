@@ -646,6 +646,9 @@ def test_a_subclass_in_another_module_of_a_class_that_moves_itself_keeps_its_cud
         "save_feature.py": "import torch\n\nfrom lib.framework import Framework\n\n\n"
                            "class ResnetFramework(Framework):\n    batch_axis = 0\n\n\n"
                            "framework = ResnetFramework()\nframework.cuda()\n",
+        # a subclass of a subclass, its base named through its module
+        "leaf.py": "import lib.seq as S\n\n\nclass Mid(S.SeqFramework):\n    pass\n\n\n"
+                   "class Leaf(Mid):\n    pass\n\n\nleaf = Leaf()\nleaf.cuda()\n",
     })
     found = _run(tmp_path)
     train = found["train.py"].migrated or ""
@@ -654,6 +657,7 @@ def test_a_subclass_in_another_module_of_a_class_that_moves_itself_keeps_its_cud
     assert (found["save_feature.py"].migrated or found["save_feature.py"].original) == found[
         "save_feature.py"].original
     assert any(d.code == "TP106" and "`ResnetFramework`" in d.message for d in found["save_feature.py"].diagnostics)
+    assert (found["leaf.py"].migrated or found["leaf.py"].original) == found["leaf.py"].original
 
 
 def test_an_object_whose_own_to_lacks_a_parameter_of_its_cuda_keeps_its_cuda_call(tmp_path: Path) -> None:
@@ -919,6 +923,9 @@ _TRAIN = ("import numpy as np\nimport torch\n\n\ndef build_model():\n    return 
      "\n\nmain()\n", False),
     # an attribute may mean the training script's `main`
     ("import train\n\n\ndef main():\n    train.main()\n\n\nmain()\n", True),
+    # the training script's `main` under another name, beside an own `main`
+    ("from train import build_model\nfrom train import main as train_main\n\n\ndef main():\n"
+     "    print(build_model())\n    train_main()\n\n\nmain()\n", True),
 ])
 def test_a_program_runs_the_definitions_its_names_resolve_to(evaluate: str, runs_train_main: bool) -> None:
     from torchport.pipeline.project import Project, program_defs, reached_lack
@@ -932,3 +939,19 @@ def test_a_program_runs_the_definitions_its_names_resolve_to(evaluate: str, runs
     assert (0, "build_model") in program_defs(project, reach)
     lack = reached_lack(project, 0, reach)  # the float64 weights of the training script's `main`
     assert (lack is not None and lack[0] == 10) is runs_train_main
+
+
+def test_an_entry_point_a_module_of_its_program_imports_back_still_runs_its_main_block() -> None:
+    """A helper's `from train import main` makes train.py an imported module of its own program; as the program
+    its `__main__` block still runs `main`, and the float64 weights there still count."""
+    from torchport.pipeline.project import Project, program_defs, reached_lack
+    from torchport.results import FileResult
+
+    helper = "def log(x):\n    from train import main\n    return main, x\n"
+    train = _TRAIN.replace("import torch\n", "import torch\n\nimport helper\n", 1)
+    results = [FileResult(path=Path(name), display=name, original=text)
+               for name, text in (("train.py", train), ("helper.py", helper))]
+    project = Project(results)
+    reach = project.reach(0)
+    assert (0, "main") in program_defs(project, reach)
+    assert reached_lack(project, 0, reach) is not None

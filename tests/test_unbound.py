@@ -40,6 +40,17 @@ def test_a_name_read_before_the_work_that_nothing_binds_is_found(source: str, fo
     "x: Missing = 1\n",  # an annotation
     "def f(a=1):\n    return g(a)\n",  # a definition only
     "print(__file__, __doc__)\n",
+    # what may be skipped: the other arm, the right side of `or`, a comprehension's element, a case, a `with` block
+    "import sys\ntext_type = unicode if sys.version_info[0] == 2 else str\n",
+    "import torch\nassert torch.cuda.is_available() or allow_cpu\n",
+    "items = [missing for _ in range(0)]\n",
+    "import sys\nmatch sys.argv:\n    case []:\n        print(missing)\n",
+    "import contextlib\nwith contextlib.suppress(NameError):\n    print(missing)\n",
+    # after work done through an imported function, a method or a constructor
+    "from trainer import fit\nfit()\nprint(stale)\n",
+    "import trainer\nt = trainer.Trainer()\nt.fit()\nprint(stale)\n",
+    # a generator's body runs when it is iterated, not when it is called
+    "def stream():\n    yield missing\n\nstream()\n",
 ])
 def test_what_runs_later_may_be_bound_or_is_bound_somewhere_is_not_found(source: str) -> None:
     assert _read(source) is None

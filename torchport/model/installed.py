@@ -85,6 +85,19 @@ def _binds(source: Path) -> frozenset[str] | None:
         return None
 
 
+@functools.cache
+def module_methods() -> frozenset[str]:
+    """The methods the installed torch's ``torch.nn.Module`` defines (``to``, ``eval``, ``load_state_dict``), read
+    from ``torch/nn/modules/module.py``; empty where it cannot be read."""
+    root = _root()
+    try:
+        tree = ast.parse((root / "nn" / "modules" / "module.py").read_text(encoding="utf-8")) if root else None
+    except (OSError, SyntaxError, ValueError):
+        return frozenset()
+    cls = next((s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == "Module"), None) if tree else None
+    return frozenset(f.name for f in cls.body if isinstance(f, ast.FunctionDef)) if cls is not None else frozenset()
+
+
 def binds(text: str, tree: ast.Module | None = None) -> frozenset[str] | None:
     """The names a module of source ``text`` (CPython's ``tree`` of it, where the caller has it) binds at its top
     level (in ``if``/``try`` blocks too); None where its source does not settle them (a syntax error, a module

@@ -15,7 +15,7 @@ import ast
 import builtins
 from collections.abc import Iterator, Mapping
 
-from torchport.model import torch_facts
+from torchport.model import installed, torch_facts
 
 _DYNAMIC = torch_facts.text("dynamic_binding")
 
@@ -39,9 +39,11 @@ def unbound_read(tree: ast.Module, text: str, script: bool) -> tuple[int, str] |
     if _DYNAMIC.search(text) or "builtins" in text or "import *" in text:
         return None
     functions = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    modules = frozenset((a.asname or a.name).split(".", 1)[0] for s in ast.walk(tree) if isinstance(s, ast.Import)
+                        for a in s.names)
     reads: list[ast.Name] = []
     try:
-        for node in _reads(tree.body, script, functions, depth=1):
+        for node in _reads(tree.body, script, functions, 1, modules):
             reads.append(node)
     except _Worked:
         pass
@@ -95,30 +97,33 @@ def _bound(tree: ast.Module) -> set[str]:
 
 
 def _reads(body: list[ast.stmt], script: bool, functions: Mapping[str, ast.FunctionDef | ast.AsyncFunctionDef],
-           depth: int) -> Iterator[ast.Name]:
-    """The names ``body`` reads, in the order it runs, until it may have done work (`_Worked`)."""
+           depth: int, modules: frozenset[str] = frozenset()) -> Iterator[ast.Name]:
+    """The names ``body`` reads on every run, in the order it runs, until it may have done work (`_Worked`).
+    ``modules``: the names the module binds to modules (``import torch``): a call of their attributes is a library
+    call (``torch.load``), not the program's work."""
     for stmt in body:
         if isinstance(stmt, ast.If):
             if script and main_guard(stmt.test):
-                yield from _reads(stmt.body, False, functions, depth)
+                yield from _reads(stmt.body, False, functions, depth, modules)
                 continue
             yield from _loads(stmt.test)
-            if _works(stmt, functions):
+            if _works(stmt, functions, modules):
                 raise _Worked
         elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
             yield from _loads(stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt.test)
             raise _Worked
         elif isinstance(stmt, (ast.Try, ast.TryStar)):
             if any(_broad(h.type) for h in stmt.handlers):
-                if _works(stmt, functions):
+                if _works(stmt, functions, modules):
                     raise _Worked
                 continue
-            yield from _reads(stmt.body, False, functions, depth)
-            yield from _reads(stmt.finalbody, False, functions, depth)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            for item in stmt.items:
-                yield from _loads(item.context_expr)
-            yield from _reads(stmt.body, False, functions, depth)
+            yield from _reads(stmt.body, False, functions, depth, modules)
+            yield from _reads(stmt.finalbody, False, functions, depth, modules)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith, ast.Match)):
+            # a context manager may swallow what its block raises (`contextlib.suppress`); a `match` takes one case
+            for part in [getattr(stmt, "subject", None), *(i.context_expr for i in getattr(stmt, "items", ()))]:
+                yield from _loads(part) if part is not None else ()
+            raise _Worked
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for part in _definition_parts(stmt):
                 yield from _loads(part)
@@ -130,23 +135,35 @@ def _reads(body: list[ast.stmt], script: bool, functions: Mapping[str, ast.Funct
         elif (call := _own_call(stmt, functions)) is not None:
             for argument in [*call.args, *(k.value for k in call.keywords)]:
                 yield from _loads(argument)
-            if depth > 0:
-                yield from _reads(functions[call.func.id].body, False, functions, depth - 1)  # type: ignore[attr-defined]
+            function = functions[call.func.id]  # type: ignore[attr-defined]
+            if depth > 0 and isinstance(function, ast.FunctionDef) and not any(
+                    isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(function)):  # a generator: later
+                yield from _reads(function.body, False, functions, depth - 1, modules)
             raise _Worked
         else:
-            if _works(stmt, functions):
-                raise _Worked
             yield from _loads(stmt)
+            if _works(stmt, functions, modules):
+                raise _Worked
 
 
 def _loads(node: ast.AST) -> Iterator[ast.Name]:
-    """The names ``node`` reads when it runs (not in a lambda, a generator or an annotation, which run later or
-    never), in source order."""
+    """The names ``node`` reads whenever it runs, in source order: not in a lambda, a generator or an annotation
+    (they run later, or never), nor in what a conditional expression, ``and``/``or`` or a comprehension may skip
+    (the other arm, the right side, the element)."""
     stack = [node]
     found = []
     while stack:
         current = stack.pop()
         if isinstance(current, (ast.Lambda, ast.GeneratorExp, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(current, ast.IfExp):
+            stack.append(current.test)
+            continue
+        if isinstance(current, ast.BoolOp):
+            stack.append(current.values[0])
+            continue
+        if isinstance(current, (ast.ListComp, ast.SetComp, ast.DictComp)):
+            stack.append(current.generators[0].iter)
             continue
         if isinstance(current, ast.Name) and isinstance(current.ctx, ast.Load):
             found.append(current)
@@ -188,7 +205,25 @@ def _own_call(stmt: ast.stmt, functions: Mapping[str, ast.AST]) -> ast.Call | No
     return None
 
 
-def _works(node: ast.AST, functions: Mapping[str, ast.AST]) -> bool:
-    """Whether ``node`` holds a loop or a call of an own function or class (its work may happen there)."""
-    return any(isinstance(n, (ast.For, ast.AsyncFor, ast.While)) or (
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in functions) for n in ast.walk(node))
+def _works(node: ast.AST, functions: Mapping[str, ast.AST], modules: frozenset[str] = frozenset()) -> bool:
+    """Whether ``node`` holds a loop or a call that may do the program's work: an own function, an imported one
+    (``fit(model)``), a method (``trainer.fit(model)``). Not a builtin, a module's function (``torch.load``), a
+    class made (a name in CapWords, PEP 8's for classes: ``MAU_Model(configs)``) or a method torch's
+    ``nn.Module`` defines (``model.load_state_dict(...)``, ``model.eval()``): setting up is no work."""
+    setup = installed.module_methods()
+    for n in ast.walk(node):
+        if isinstance(n, (ast.For, ast.AsyncFor, ast.While)):
+            return True
+        if not isinstance(n, ast.Call):
+            continue
+        if isinstance(n.func, ast.Name):
+            name = n.func.id
+            if name in functions or name not in _BUILTINS and not name[:1].isupper():
+                return True
+        elif isinstance(n.func, ast.Attribute) and n.func.attr not in setup:
+            root = n.func.value
+            while isinstance(root, (ast.Attribute, ast.Call)):
+                root = root.value if isinstance(root, ast.Attribute) else root.func
+            if not (isinstance(root, ast.Name) and root.id in modules):
+                return True
+    return False

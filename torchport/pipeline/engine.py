@@ -345,8 +345,10 @@ def _arm_choices(syntax: ast.Module) -> set[int]:
         return found
 
     found: set[int] = set()
-    for node in ast.walk(syntax):
-        if isinstance(node, ast.If) and node.orelse:
+    ifs = [node for node in ast.walk(syntax) if isinstance(node, ast.If) and node.orelse]
+    elifs = {id(node.orelse[0]) for node in ifs if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)}
+    for node in ifs:  # the head of an `elif` chain reads the whole chain once
+        if id(node) not in elifs:
             body, orelse = assigned(node.body), assigned(node.orelse)
             found.update(line for name in body.keys() & orelse.keys() for line in (*body[name], *orelse[name]))
     return found

@@ -559,9 +559,14 @@ def _avoids_in_main_block(result: FileResult) -> bool:
     block: m3m's training script makes a process group there; the evaluation script that imports its helpers
     does not run it."""
     tree = _parse(result.migrated)
-    return tree is not None and not any(
-        isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
-        and s.value.func.attr in ("avoid_mps", "keep_cuda_or_cpu") for s in tree.body)
+
+    def calls(node: ast.AST) -> bool:
+        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                   and n.func.attr in ("avoid_mps", "keep_cuda_or_cpu") for n in ast.walk(node))
+
+    blocks = [s for s in tree.body if isinstance(s, ast.If) and is_main(s.test)] if tree is not None else []
+    return tree is not None and any(calls(b) for b in blocks) and not any(
+        calls(s) for s in tree.body if s not in blocks)
 
 
 def _port_stops(result: FileResult) -> bool:
@@ -1457,12 +1462,17 @@ def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.M
     while grown:  # re-exports: a package's `from .resnet_encoder import ResnetEncoderMatching`; subclasses
         grown = False
         for index, tree in trees.items():  # video-representation's `ConvLSTMFramework(SeqClsMixin, Framework)`
-            bases = {local: defined[target][name] for local, target, name in project.bindings(index)
+            bases = {local for local, target, name in project.bindings(index)
                      if target != index and name is not None and name in defined.get(target, {})}
-            for cls in tree.body if tree is not None and bases else ():
+            bases |= {f"{local}.{name}" for local, target, imported_as in project.bindings(index)
+                      if target != index and imported_as is None for name in defined.get(target, {})}
+            if not bases:  # (`framework.Framework` for `import lib.framework as framework`)
+                continue
+            bases |= set(defined.get(index, {}))  # a subclass of a subclass (`Leaf(Mid)`, `Mid(Framework)`)
+            for cls in tree.body if tree is not None else ():
                 if isinstance(cls, ast.ClassDef) and cls.name not in defined.get(index, {}) and not any(
                         isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in ("cuda", "to")
-                        for f in cls.body) and any(isinstance(b, ast.Name) and b.id in bases for b in cls.bases):
+                        for f in cls.body) and any(ast.unparse(b) in bases for b in cls.bases):
                     defined.setdefault(index, {})[cls.name] = cls.lineno
                     grown = True
         for index in range(len(results)):
@@ -1672,13 +1682,18 @@ def _read_cuda_flags(texts: Sequence[str | None]) -> set[str]:
                 return False
         return True
 
-    def copied(name: str, value: ast.expr | None) -> bool:
-        """Whether ``value`` copies the flag from another object (KGE_pytorch's ``self.modelparam.usegpu =
-        self.usegpu``): false wherever its source is."""
-        return isinstance(value, ast.Attribute) and value.attr == name
+    def copied(name: str, tree: ast.Module, value: ast.expr | None, sets: list[tuple[ast.Module, ast.expr | None]]
+               ) -> bool:
+        """Whether ``value`` copies the flag from ``self`` in a module that sets it there from a CUDA query
+        (KGE_pytorch's Config: ``self.usegpu = torch.cuda.is_available()``, then ``self.modelparam.usegpu =
+        self.usegpu``): false wherever its source is. A copy from another object (``opt.use_gpu``, an option) is
+        none."""
+        return isinstance(value, ast.Attribute) and value.attr == name and isinstance(value.value, ast.Name) and \
+            value.value.id == "self" and any(other is tree and not isinstance(v, ast.Attribute) and falsy(other, v)
+                                              for other, v in sets)
 
-    return {name for name, sets in assigned.items() if any(not copied(name, value) for _, value in sets) and all(
-        copied(name, value) or falsy(tree, value) for tree, value in sets)} | _switched_off(texts)
+    return {name for name, sets in assigned.items() if all(
+        copied(name, tree, value, sets) or falsy(tree, value) for tree, value in sets)} | _switched_off(texts)
 
 
 def _switched_off(texts: Sequence[str | None]) -> set[str]:

@@ -859,12 +859,13 @@ class Project:
     def unbound_read(self, index: int, script: bool) -> tuple[int, str] | None:
         """``(line, name)`` of the first name file ``index`` reads on every run, before its work, that nothing in
         it binds (`unbound.unbound_read`; ``script``: run as the program, its ``__main__`` block too): a NameError
-        on every device. None for a notebook (a stale cell fails alone) or where nothing settles it."""
+        on every device. None for a notebook (a stale cell fails alone), a package's ``__init__.py`` or where nothing
+        settles it."""
         from torchport.model.unbound import unbound_read  # here: a warm run reads the decisions
 
         text = self.results[index].original or ""
-        if self.results[index].path.suffix != ".py":
-            return None
+        if self.results[index].path.suffix != ".py" or self.results[index].path.name == "__init__.py":
+            return None  # (a package binds the submodules its imports load: `from .models import build` binds models)
 
         def read() -> tuple[int, str] | None:
             tree = parse(text)
@@ -1585,17 +1586,23 @@ def program_defs(project: Project, reach: Iterable[int]) -> frozenset[tuple[int,
     if key not in project.defs_run:
         imported = {other for i in key for other in project.imports(i) if other != i}
         facts = {i: _names(text) for i in key if (text := project.results[i].original)}
-        defined = {i: {name for _, _, name in fact.spans} | set(fact.inside) for i, fact in facts.items()}
+        # an entry point a module of its own program imports back (a helper's `from train import CONFIG`) is still
+        # the program: its `__main__` block runs
+        imported = {i for i in imported if i in facts and not project.reach(i) >= key}
         attributes = {i: _attribute_names(project.results[i].original or "") for i in facts}
-        by_name: dict[str, list[int]] = {}
-        for i, names in defined.items():
-            for name in names:
-                by_name.setdefault(name, []).append(i)
         bound: dict[int, dict[str, list[tuple[int, str]]]] = {i: {} for i in facts}
         for i in facts:
             for local, module, imported_as in project.bindings(i):
                 if imported_as is not None and module in facts:
                     bound[i].setdefault(local, []).append((module, imported_as))
+        defined = {i: {name for _, _, name in fact.spans} | set(fact.inside) for i, fact in facts.items()}
+        by_name: dict[str, list[int]] = {}
+        for i, names in defined.items():
+            for name in names:
+                by_name.setdefault(name, []).append(i)
+        # what a module files under a name it does not define (a registry it imports: `@ARCH_REGISTRY.register()`)
+        filed = {name: [i for i in modules if name not in {n for _, _, n in facts[i].spans}]
+                 for name, modules in by_name.items()}
         live: set[tuple[int, str]] = set()
         seen: set[tuple[int, str]] = set()
         todo = [(i, name) for i, fact in facts.items()
@@ -1610,11 +1617,11 @@ def program_defs(project: Project, reach: Iterable[int]) -> frozenset[tuple[int,
                 looked_up.add(looked)  # a module looked up by a computed name: all it defines may run
                 todo.extend((j, n) for j, fact in facts.items()
                             if (project.names[j] or "").rpartition(".")[2] == looked for _, _, n in fact.spans)
-            if name in defined[i] and name not in attributes[i]:
+            if name in bound[i]:  # what it imports by name (`from train import main as train_main`: train's), read
+                todo.extend(bound[i][name])  # where that module binds it (a package re-exports)
+                targets = [(j, name) for j in filed.get(name, ())]
+            elif name in defined[i] and name not in attributes[i]:
                 targets = [(i, name)]
-            elif name in bound[i]:  # what it imports by name, read where that module binds it (a package re-exports)
-                todo.extend(bound[i][name])
-                continue
             else:
                 targets = [(j, name) for j in by_name.get(name, ())]
             for j, defined_as in targets:

@@ -47,7 +47,8 @@ def unbound_read(tree: ast.Module, text: str, script: bool) -> tuple[int, str] |
             reads.append(node)
     except _Worked:
         pass
-    known = _BUILTINS | _top_level(tree)  # most reads are of imports and globals: the whole walk only past them
+    known = _BUILTINS | (installed.binds(text, tree) or frozenset())  # most reads are of imports and globals: the
+    # whole walk only for names they leave
     reads = [n for n in reads if n.id not in known and not (n.id.startswith("__") and n.id.endswith("__"))]
     if not reads:
         return None
@@ -56,21 +57,6 @@ def unbound_read(tree: ast.Module, text: str, script: bool) -> tuple[int, str] |
 
 
 _BUILTINS = frozenset(dir(builtins))
-
-
-def _top_level(tree: ast.Module) -> set[str]:
-    """What the module's own statements bind at its top level (imports, definitions, assignments), not inside
-    functions: a cheap first answer."""
-    found: set[str] = set()
-    for statement in tree.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.add(statement.name)
-        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
-            found.update((a.asname or a.name).split(".", 1)[0] for a in statement.names)
-        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            for target in statement.targets if isinstance(statement, ast.Assign) else [statement.target]:
-                found.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-    return found
 
 
 def _bound(tree: ast.Module) -> set[str]:

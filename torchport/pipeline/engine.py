@@ -276,7 +276,7 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
     cuda_only = {line for h in held if h.stop is None and not h.why for line in range(h.first, h.last + 1)
                  if line <= len(lines) and (_KEPT_PLACEMENT.search(lines[line - 1]) or line in arms)}
     cuda_only &= {*migration.facts.get("moves", ()), *migration.facts.get("choices", ())}
-    if cuda_only and (cuda_only := _read_where_bound(syntax, cuda_only)):
+    if cuda_only and (cuda_only := _read_where_bound(syntax, cuda_only, arms)):
         migration.facts["kept"] = sorted({*migration.facts.get("kept", ()), *cuda_only})
     for fact in ("moves", "choices"):
         if fact in migration.facts:
@@ -307,18 +307,18 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
     migration.diagnostics.sort(key=lambda d: (d.line, d.column))
 
 
-def _read_where_bound(syntax: ast.Module, lines: set[int]) -> set[int]:
+def _read_where_bound(syntax: ast.Module, lines: set[int], arms: set[int] | None = None) -> set[int]:
     """The ``lines`` whose statement runs off CUDA and picks its other arm there (a conditional expression:
     ``torch.device("cuda" if cuda else "cpu")``; a statement that never runs off CUDA places nothing there, as
     T2M-GPT's ``except: index_motion = torch.ones(1, 1).cuda().long()``), and is no assignment (a placement) or
     binds a name or attribute the module reads (a choice nothing reads keeps nothing: focal_calibration's
-    evaluate.py never uses its ``device``)."""
+    evaluate.py never uses its ``device``). ``arms``: `_arm_choices` of ``syntax``, where the caller has it."""
     read = {(type(n), n.id if isinstance(n, ast.Name) else n.attr) for n in ast.walk(syntax)
             if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load)}
     chosen = {s.lineno for s in ast.walk(syntax) if isinstance(s, ast.stmt) and not isinstance(
         s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.While, ast.With, ast.Try))
               and any(isinstance(n, ast.IfExp) for n in ast.walk(s))}
-    lines = lines & (chosen | _arm_choices(syntax))
+    lines = lines & (chosen | (_arm_choices(syntax) if arms is None else arms))
     bound = {s.lineno: [e for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
                         for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
              for s in ast.walk(syntax) if isinstance(s, (ast.Assign, ast.AnnAssign))}

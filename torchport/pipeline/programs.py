@@ -1462,10 +1462,10 @@ def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.M
     while grown:  # re-exports: a package's `from .resnet_encoder import ResnetEncoderMatching`; subclasses
         grown = False
         for index, tree in trees.items():  # video-representation's `ConvLSTMFramework(SeqClsMixin, Framework)`
-            bases = {local for local, target, name in project.bindings(index)
-                     if target != index and name is not None and name in defined.get(target, {})}
-            bases |= {f"{local}.{name}" for local, target, imported_as in project.bindings(index)
-                      if target != index and imported_as is None for name in defined.get(target, {})}
+            bindings = [(local, target, name) for local, target, name in project.bindings(index) if target != index]
+            bases = {local for local, target, name in bindings if name is not None and name in defined.get(target, {})}
+            bases |= {f"{local}.{name}" for local, target, imported_as in bindings
+                      if imported_as is None for name in defined.get(target, {})}
             if not bases:  # (`framework.Framework` for `import lib.framework as framework`)
                 continue
             bases |= set(defined.get(index, {}))  # a subclass of a subclass (`Leaf(Mid)`, `Mid(Framework)`)

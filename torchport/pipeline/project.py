@@ -1595,14 +1595,14 @@ def program_defs(project: Project, reach: Iterable[int]) -> frozenset[tuple[int,
             for local, module, imported_as in project.bindings(i):
                 if imported_as is not None and module in facts:
                     bound[i].setdefault(local, []).append((module, imported_as))
-        defined = {i: {name for _, _, name in fact.spans} | set(fact.inside) for i, fact in facts.items()}
+        spanned = {i: {name for _, _, name in fact.spans} for i, fact in facts.items()}
+        defined = {i: spanned[i] | set(fact.inside) for i, fact in facts.items()}
         by_name: dict[str, list[int]] = {}
         for i, names in defined.items():
             for name in names:
                 by_name.setdefault(name, []).append(i)
         # what a module files under a name it does not define (a registry it imports: `@ARCH_REGISTRY.register()`)
-        filed = {name: [i for i in modules if name not in {n for _, _, n in facts[i].spans}]
-                 for name, modules in by_name.items()}
+        filed = {name: [i for i in modules if name not in spanned[i]] for name, modules in by_name.items()}
         live: set[tuple[int, str]] = set()
         seen: set[tuple[int, str]] = set()
         todo = [(i, name) for i, fact in facts.items()

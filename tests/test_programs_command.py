@@ -2387,6 +2387,14 @@ _SCRIPT = "import torch\n\nif __name__ == '__main__':\n    print(torch.ones(2).c
     ({}, True),  # a backup nothing imports or names
     ({"configs/run.yaml": "target: models.backup.load\n"}, False),  # looked up by name from a config
     ({"run.sh": "python -m models.backup\n"}, False),
+    ({"notes.md": "see models/backup.py\n"}, False),
+    # GSM: `from utils.transformer import` names utils/transformer.py, not gsm_lib/transformer.py
+    ({"utils/backup.py": _ORPHAN, "train.py": "import torch\nfrom utils.backup import load\n\n"
+                                              "if __name__ == '__main__':\n    print(load('x'), torch.ones(2).cuda())\n"},
+     True),
+    ({"train.py": "import argparse\nimport torch\n\nif __name__ == '__main__':\n"
+                  "    opt = argparse.ArgumentParser().parse_args()\n    print(vars(opt), torch.ones(2).cuda())\n"},
+     True),  # `vars(opt)` looks up no definition
     ({"train.py": "import torch\nfrom models.backup import load\n\nif __name__ == '__main__':\n"
                   "    print(load('x'), torch.ones(2).cuda())\n"}, False),  # a program imports it
     ({"pyproject.toml": "[project]\nname = 'models'\nversion = '1'\n", "models/__init__.py": ""}, False),  # installed

@@ -14,7 +14,8 @@ call it), for test modules (pytest collects by name) or for decorated definition
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Sequence
+import re
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from torchport.model import torch_facts
@@ -88,7 +89,7 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
         on_disk = None if any(u.built for u in uses) else _other_texts(results)
         if on_disk is None:
             return {}
-        roots |= on_disk.union(*(set(words(text)) - u.candidates for text, u in zip(texts, uses, strict=True)
+        roots |= set(words("\n".join(on_disk))).union(*(set(words(text)) - u.candidates for text, u in zip(texts, uses, strict=True)
                                  if text))
     imported = {other for index in range(len(results)) for other in project.imports(index)}
     live = live_names(roots, (u.inside for u in uses))
@@ -342,8 +343,8 @@ def _builds_name(node: ast.AST, made: frozenset[str] | set[str] = frozenset()) -
     elif _looks_up(node):
         given = [*node.args, *(k.value for k in node.keywords)] if isinstance(node, ast.Call) else [
             node.slice] if isinstance(node, ast.Subscript) else []
-        if isinstance(node, ast.Call) and _called(node) == "getattr":
-            given = given[1:2]  # the name; the object looked in is no name
+        if isinstance(node, ast.Call) and _called(node) in ("getattr", "vars"):
+            given = given[1:2]  # the name; the object looked in is no name (`vars(opt)` is given none)
     else:
         return False
     return any(_built_value(g) or any(isinstance(n, ast.Name) and n.id in made for n in ast.walk(g)) for g in given)
@@ -366,6 +367,11 @@ def _looks_up(node: ast.AST) -> bool | str:
     if isinstance(node, ast.Call):
         func = node.func
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if name == "vars" and isinstance(func, ast.Name) and node.args:  # `vars(opt)`: the names of ``opt``
+            root = node.args[0]
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            return root.id if isinstance(root, ast.Name) else not isinstance(root, (ast.Subscript, ast.Call))
         if name in torch_facts.words("name_lookup") or (
                 isinstance(func, ast.Name) and name in torch_facts.words("name_lookup_builtin")):
             return True
@@ -428,15 +434,38 @@ def unreached_modules(results: Sequence[FileResult], named: Collection[int] = ()
     if not candidates:
         return {}
     unreached = {i for i in range(len(results)) if i not in reached}
-    mentioned = set().union(*(words(r.original) for i, r in enumerate(results) if i not in unreached and r.original))
-    for i in unreached - set(candidates):  # an unreached module that is not ported still names what it imports
-        mentioned.update(words(results[i].original or ""))
-    on_disk = _other_texts(results)
+    texts = [r.original for i, r in enumerate(results) if r.original and (i not in unreached or i not in candidates)]
+    on_disk = _other_texts(results)  # an unreached module that is not ported still names what it imports
     if on_disk is None:
         return {}
-    mentioned |= on_disk
+    stems = {results[i].path.stem for i in candidates}
+    mentions = _qualified_mentions([*texts, *on_disk], stems)
     return {i: "no program of the project reaches it (no script, test or notebook imports it) and no file of the "
-               "project names it" for i in candidates if results[i].path.stem not in mentioned}
+               "project names it" for i in candidates
+            if not _names(mentions.get(results[i].path.stem, ()), results[i].path.parent.parts)}
+
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:[./][A-Za-z_]\w*)*")
+
+
+def _qualified_mentions(texts: Iterable[str], stems: Collection[str]) -> dict[str, set[tuple[str, ...]]]:
+    """Each of ``stems`` -> the qualifiers it follows where ``texts`` hold it as a word: ``("utils",)`` for
+    ``from utils.transformer import`` or ``utils/transformer.py``, ``()`` for a bare ``transformer``."""
+    found: dict[str, set[tuple[str, ...]]] = {}
+    for text in texts:
+        for match in _DOTTED.finditer(text):
+            parts = re.split(r"[./]", match.group())
+            for at, part in enumerate(parts):
+                if part in stems:
+                    found.setdefault(part, set()).add(tuple(parts[:at]))
+    return found
+
+
+def _names(qualifiers: Iterable[tuple[str, ...]], folder: tuple[str, ...]) -> bool:
+    """Whether a word of some text may name a module of ``folder`` (its path's parts): bare, or after the names of
+    folders it lies in (``gsm_lib.transformer`` names ``gsm_lib/transformer.py``; ``utils.transformer`` does not;
+    nor does ``self.transformer``)."""
+    return any(not qualifier or folder[len(folder) - len(qualifier):] == qualifier for qualifier in qualifiers)
 
 
 def _ported_at_top(result: FileResult) -> bool:
@@ -450,19 +479,19 @@ def _ported_at_top(result: FileResult) -> bool:
     return any(not any(first <= site.line <= last for first, last in spans) for site in result.sites)
 
 
-def _other_texts(results: Sequence[FileResult]) -> set[str] | None:
-    """The words of the files that may name a module of the run and are not in it (`files.naming_files`); None
+def _other_texts(results: Sequence[FileResult]) -> list[str] | None:
+    """The texts of the files that may name a module of the run and are not in it (`files.naming_files`); None
     past its limit."""
     from torchport.pipeline.files import naming_files
 
     paths = naming_files([r.path for r in results])
     if paths is None:
         return None
-    found: set[str] = set()
+    found: list[str] = []
     for path in paths:
         try:
             if path.stat().st_size <= _BYTES_AT_MOST:
-                found.update(words(path.read_text(encoding="utf-8", errors="replace")))
+                found.append(path.read_text(encoding="utf-8", errors="replace"))
         except OSError:
             continue
     return found

@@ -470,9 +470,12 @@ class Migrator(cst.CSTTransformer):
             updated_node = self.renderer.finish(self, updated_node)
         if self._needs_torch:
             self.add_needed_import("torch")
-        if self.rewrites:
+        if self.rewrites and self.cuda_imports:
+            # only what the port leaves unused: an import the module never used stays (no churn)
+            read = None if self.syntax is None else {n.id for n in ast.walk(self.syntax) if isinstance(n, ast.Name)}
             for module, name, asname in self.cuda_imports:
-                self.remove_unused_import(module, name, asname)
+                if read is None or (asname or name) in read:
+                    self.remove_unused_import(module, name, asname)
         return updated_node
 
 

@@ -320,10 +320,11 @@ def _arms(statement: ast.If, imports: dict[int, Imported]) -> tuple[tuple[Import
     return tuple(arms) if all(arms) else ()
 
 
-def works_at_top(tree: ast.Module) -> bool:
+def works_at_top(tree: ast.Module | ast.With) -> bool:
     """Whether the module does its work when run (a call, a loop or a move of data at the top level, as a script
-    without a ``__main__`` block does), not only define things."""
-    return any(isinstance(s, (ast.For, ast.While, ast.With))
+    without a ``__main__`` block does), not only define things. A ``with`` block works where its body does:
+    ``with open("config.yaml") as f: config = yaml.load(f)`` only reads what the module's definitions use."""
+    return any(isinstance(s, (ast.For, ast.While)) or (isinstance(s, ast.With) and works_at_top(s))
                or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and not _reports(s.value))
                or (isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and _places(s.value))
                for s in tree.body)

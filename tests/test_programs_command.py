@@ -2648,3 +2648,22 @@ def test_a_choice_written_as_if_else_statements_kept_cuda_or_cpu_keeps_its_progr
     })
     assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "cpu"]
     assert "TP019" in {r["code"] for r in _migrated(tmp_path)["train.py"]["rewrites"]}
+
+
+_SHADOWED = ("import torch\nimport torch.nn as nn\n\n{before}"
+             "device = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nprint(f\"Using device: {{device}}\")\n"
+             "{between}device = \"cpu\"\nmodel = nn.Linear(2, 2).to(device)\nprint(model(torch.ones(1, 2).to(device)))\n")
+
+
+@pytest.mark.parametrize(("before", "between", "left"), [
+    ("", "", True),  # AI_Action_Recognition's notebook: printed, then set again before anything places with it
+    ("def train():\n    return nn.Linear(2, 2).to(device)\n\n\n", "model = train()\n", False),  # a call reads it
+    ("", "model = nn.Linear(2, 2).to(device)\n", False),  # placed before it is set again
+])
+def test_a_device_only_printed_before_it_is_set_again_stays(tmp_path: Path, before: str, between: str,
+                                                            left: bool) -> None:
+    text = _SHADOWED.format(before=before, between=between)
+    _applied(tmp_path, {"demo.py": text})
+    assert ((tmp_path / "demo.py").read_text() == text) is left
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache"])
+    assert ("`device` is only written into text before it is set again" in done.stdout + done.stderr) is left

@@ -131,6 +131,7 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         dead += _helpers_of_skipped_tests(tree, skipped or set())
     unread = _unread_stores(tree, runtime, closed or tests, unused)
     labels = _label_stores(tree, runtime, closed or tests, unused)
+    shadowed = _shadowed_stores(tree, runtime)
     on_cuda = _read_on_cuda(tree, runtime, closed or tests or own, runs, starts)
     on_cpu = _cpu_saved_loads(tree, folder, runtime) if folder is not None and ".map_location()" in migrated else []
     # lines changed one for one are read one by one: a rewrite never run (llm.c's DDP line, beside a memory query
@@ -184,6 +185,11 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         if store is not None:
             decisions[index] = False
             held.append(Held(i1 + 1, max(i2, i1 + 1), None, f"`{store}` {LABEL}"))
+            continue
+        store = next((name for first, last, name in shadowed if first <= min(lines) and max(lines) <= last), None)
+        if store is not None:
+            decisions[index] = False
+            held.append(Held(i1 + 1, max(i2, i1 + 1), None, f"`{store}` {SHADOWED}"))
             continue
         store = next((name for first, last, name in on_cuda if first <= min(lines) and max(lines) <= last), None)
         if store is not None:
@@ -334,6 +340,49 @@ def _label_stores(tree: ast.Module, runtime: frozenset[str], module: bool,
     for scope, stores, _ in _scoped_stores(tree, runtime, module, globals_):
         labels = _label_names(scope)
         found.extend((s.lineno, s.end_lineno or s.lineno, name) for s, name in stores if name in labels)
+    return found
+
+
+def _shadowed_stores(tree: ast.Module, runtime: frozenset[str]) -> list[tuple[int, int, str]]:
+    """``(first, last line, name)`` of each device store that the statements after it in its block read only as
+    labels before they set the name again (AI_Action_Recognition's notebook: ``device = "cuda" if ... else "cpu"``,
+    ``print(device)``, ``device = "cpu"``): whatever it picks, only text changes. Any scope, imported or not: the
+    name is set again before the block ends."""
+    imports = imported(tree)
+    found: list[tuple[int, int, str]] = []
+    blocks = [(node, body) for node in ast.walk(tree) for field in ("body", "orelse", "finalbody")
+              if isinstance(body := getattr(node, field, None), list) and body and isinstance(body[0], ast.stmt)]
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    for owner, body in blocks:
+        while not isinstance(owner, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            owner = parents[id(owner)]
+        for index, statement in enumerate(body):
+            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                    and isinstance(target := statement.targets[0], ast.Name)
+                    and only_answers(statement.value, runtime, imports)):
+                continue
+            # a global may be read by any function called meanwhile; a local only by a closure
+            closures = isinstance(owner, ast.Module) or any(
+                isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and n is not owner
+                for n in ast.walk(owner))
+            for later in body[index + 1:]:
+                if closures and any(isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name)
+                                                                      and n.func.id == "print")
+                                    for n in ast.walk(later)):
+                    break
+                parents = {id(child): node for node in ast.walk(later) for child in ast.iter_child_nodes(node)}
+                loads = [n for n in ast.walk(later) if isinstance(n, ast.Name) and n.id == target.id
+                         and not isinstance(n.ctx, ast.Store)]
+                if any(not _labels(n, parents) for n in loads):
+                    break  # read: the store matters
+                if isinstance(later, ast.Assign) and any(isinstance(t, ast.Name) and t.id == target.id
+                                                         for t in later.targets):
+                    found.append((statement.lineno, statement.end_lineno or statement.lineno, target.id))
+                    break
+                if isinstance(later, (ast.Global, ast.Nonlocal, ast.FunctionDef, ast.AsyncFunctionDef,
+                                      ast.ClassDef)) or any(isinstance(n, ast.Call) and isinstance(
+                                          n.func, ast.Name) and n.func.id in _DYNAMIC_READS for n in ast.walk(later)):
+                    break  # a definition may read it later; `locals()` may read it now
     return found
 
 
@@ -551,6 +600,7 @@ _QUERY = text("availability_query")
 UNREAD = "is never read: the value changes nothing"  # the note of a device value nothing reads
 CUDA_READ = "is read only where CUDA runs: its port changes nothing"  # a device value read under CUDA guards
 LABEL = "is only compared and written into text, never placed: its port changes nothing it moves"  # a label
+SHADOWED = "is only written into text before it is set again: its port changes nothing it moves"
 CPU_SAVED = "holds CPU tensors: it loads the same on every backend"  # the note of a repository's checkpoint
 PASSED = "is passed by every call in the project: its default changes nothing"  # a default no call reaches
 OVERWRITTEN = "is set again off CUDA before anything reads it: its port changes nothing"  # an option's default

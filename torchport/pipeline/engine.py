@@ -250,6 +250,7 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
         CPU_SAVED,
         CUDA_READ,
         LABEL,
+        SHADOWED,
         OVERWRITTEN,
         PASSED,
         SCALER,
@@ -301,7 +302,7 @@ def _hold_half_ports(original: str, migration: Migration, syntax: ast.Module, tr
         said.add(key)
         where = f"{UNUSED}{','.join(names)}" if key == UNUSED else h.why or (
             "no path off CUDA runs it" if h.stop is None else f"{STILL_STOPS} at line {h.stop.line}: {h.stop.message}")
-        reason = DEAD_STORE if h.why.endswith((UNREAD, CUDA_READ, LABEL, PASSED, OVERWRITTEN)) else \
+        reason = DEAD_STORE if h.why.endswith((UNREAD, CUDA_READ, LABEL, SHADOWED, PASSED, OVERWRITTEN)) else \
             SAVED_HERE if h.why.endswith(CPU_SAVED) else MOVES_TOGETHER if h.why == SCALER else HALF_PORT
         migration.diagnostics.append(Diagnostic("TP110", h.first, 0, note(reason, f"left as written: {where}")))
     migration.diagnostics.sort(key=lambda d: (d.line, d.column))

@@ -2389,13 +2389,13 @@ _SCRIPT = "import torch\n\nif __name__ == '__main__':\n    print(torch.ones(2).c
     ({"run.sh": "python -m models.backup\n"}, False),
     ({"notes.md": "see models/backup.py\n"}, False),
     # GSM's loss_gsm_v2.py reads its config when imported: no script, so nothing runs it
-    ({"models/backup.py": "import torch\nimport yaml\n\nwith open('config.yaml') as f:\n    config = yaml.safe_load(f)\n"
-                          "\n\ndef load(path):\n    return torch.load(path).cuda()\n"}, True),
+    ({"models/backup.py": "import torch\nimport yaml\n\nwith open('config.yaml') as f:\n"
+                          "    config = yaml.safe_load(f)\n\n\ndef load(path):\n"
+                          "    return torch.load(path).cuda()\n"}, True),
     ({"models/backup.py": "import torch\n\nwith torch.no_grad():\n    print(torch.ones(2).cuda())\n"}, False),
     # GSM: `from utils.transformer import` names utils/transformer.py, not gsm_lib/transformer.py
-    ({"utils/backup.py": _ORPHAN, "train.py": "import torch\nfrom utils.backup import load\n\n"
-                                              "if __name__ == '__main__':\n    print(load('x'), torch.ones(2).cuda())\n"},
-     True),
+    ({"utils/backup.py": _ORPHAN, "train.py": "import torch\nfrom utils.backup import load\n\nif __name__ == "
+                                              "'__main__':\n    print(load('x'), torch.ones(2).cuda())\n"}, True),
     ({"train.py": "import argparse\nimport torch\n\nif __name__ == '__main__':\n"
                   "    opt = argparse.ArgumentParser().parse_args()\n    print(vars(opt), torch.ones(2).cuda())\n"},
      True),  # `vars(opt)` looks up no definition
@@ -2652,7 +2652,8 @@ def test_a_choice_written_as_if_else_statements_kept_cuda_or_cpu_keeps_its_progr
 
 _SHADOWED = ("import torch\nimport torch.nn as nn\n\n{before}"
              "device = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nprint(f\"Using device: {{device}}\")\n"
-             "{between}device = \"cpu\"\nmodel = nn.Linear(2, 2).to(device)\nprint(model(torch.ones(1, 2).to(device)))\n")
+             "{between}device = \"cpu\"\nmodel = nn.Linear(2, 2).to(device)\n"
+             "print(model(torch.ones(1, 2).to(device)))\n")
 
 
 @pytest.mark.parametrize(("before", "between", "left"), [

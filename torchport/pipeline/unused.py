@@ -89,8 +89,8 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
         on_disk = None if any(u.built for u in uses) else _other_texts(results)
         if on_disk is None:
             return {}
-        roots |= set(words("\n".join(on_disk))).union(*(set(words(text)) - u.candidates for text, u in zip(texts, uses, strict=True)
-                                 if text))
+        roots |= set(words("\n".join(on_disk))).union(*(set(words(text)) - u.candidates
+                                                          for text, u in zip(texts, uses, strict=True) if text))
     imported = {other for index in range(len(results)) for other in project.imports(index)}
     live = live_names(roots, (u.inside for u in uses))
     found_unused: dict[int, frozenset[str]] = {}

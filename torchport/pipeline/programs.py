@@ -1141,6 +1141,9 @@ def _joins_a_group(entry: int, trees: Mapping[int, ast.Module | None], project: 
             if statement in always_run([statement]) and any(called(n, "init_process_group")
                                                             for n in ast.walk(statement)):
                 return True
+            if isinstance(statement, ast.If) and statement.orelse and makes_group(statement.body) and makes_group(
+                    statement.orelse):  # distributed-training-pytorch: torchrun's group, else one of SLURM's
+                return True
         return False
 
     def makers(target: int) -> dict[str, bool]:

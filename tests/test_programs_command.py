@@ -858,7 +858,8 @@ def test_what_mps_lacks_blocks_nothing_in_a_program_that_never_names_cuda(tmp_pa
     ("    init_distributed(0, n_gpus)\n", True),
     ("    mp.spawn(init_distributed, args=(n_gpus,), nprocs=n_gpus)\n", True),  # handed to what always runs
     # distributed-training-pytorch: torchrun's group, else SLURM's: every arm makes one
-    ("    if n_gpus:\n        dist.init_process_group('nccl')\n    else:\n        dist.init_process_group('gloo')\n", True),
+    ("    if n_gpus:\n        dist.init_process_group('nccl')\n    else:\n"
+     "        dist.init_process_group('gloo')\n", True),
     ("    if n_gpus:\n        dist.init_process_group('nccl')\n    else:\n        pass\n", False),
 ])
 def test_a_process_group_made_by_a_helper_counts_where_the_helper_always_runs(

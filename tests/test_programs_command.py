@@ -1704,15 +1704,22 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.parametrize("load, runs_off_cuda", [("True", False), ("False", True)])
-def test_a_model_loaded_through_bitsandbytes_needs_cuda(tmp_path: Path, load: str, runs_off_cuda: bool) -> None:
+@pytest.mark.parametrize("option, runs_off_cuda, why", [
+    ("load_in_8bit=True", False, "loads through bitsandbytes (`load_in_8bit=True`)"),
+    ("load_in_8bit=False", True, ""),
+    # distributed-training-guide: transformers attends with flash_attn, which installs only with CUDA
+    ("attn_implementation='flash_attention_2'", False, "loads through flash_attn"),
+    ("attn_implementation='sdpa'", True, ""),
+])
+def test_a_model_loaded_through_a_cuda_only_library_needs_cuda(tmp_path: Path, option: str, runs_off_cuda: bool,
+                                                                why: str) -> None:
     # alpaca-lora's finetune.py: `load_in_8bit=True` quantizes with bitsandbytes, a CUDA-only library
-    (tmp_path / "finetune.py").write_text(ALPACA.replace("LOAD", load))
+    (tmp_path / "finetune.py").write_text(ALPACA.replace("load_in_8bit=LOAD", option))
     script = _programs(tmp_path)["finetune.py"]
     assert script["runs_on"] == (["cuda", "mps", "xpu", "cpu"] if runs_off_cuda else ["cuda"]), script
     if not runs_off_cuda:
         assert {(b["target"], b["line"]) for b in script["blockers"]} == {(t, 9) for t in ("mps", "xpu", "cpu")}
-        assert "loads through bitsandbytes (`load_in_8bit=True`)" in script["blockers"][0]["reason"]
+        assert why in script["blockers"][0]["reason"]
 
 
 @pytest.mark.parametrize("guard, runs_off_cuda", [("torch.cuda.is_available()", True), ("fused", False)])
@@ -2664,6 +2671,7 @@ _SHADOWED = ("import torch\nimport torch.nn as nn\n\n{before}"
     ("", "", True),  # AI_Action_Recognition's notebook: printed, then set again before anything places with it
     ("def train():\n    return nn.Linear(2, 2).to(device)\n\n\n", "model = train()\n", False),  # a call reads it
     ("", "model = nn.Linear(2, 2).to(device)\n", False),  # placed before it is set again
+    ("def train():\n    if True:\n        return 1\n\n\n", "", True),  # a block nested in a function, read after
 ])
 def test_a_device_only_printed_before_it_is_set_again_stays(tmp_path: Path, before: str, between: str,
                                                             left: bool) -> None:

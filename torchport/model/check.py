@@ -370,7 +370,6 @@ def _shadowed_stores(tree: ast.Module, runtime: frozenset[str]) -> list[tuple[in
                                                                       and n.func.id == "print")
                                     for n in ast.walk(later)):
                     break
-                parents = {id(child): node for node in ast.walk(later) for child in ast.iter_child_nodes(node)}
                 loads = [n for n in ast.walk(later) if isinstance(n, ast.Name) and n.id == target.id
                          and not isinstance(n.ctx, ast.Store)]
                 if any(not _labels(n, parents) for n in loads):

@@ -705,10 +705,13 @@ CUDA_LIBRARIES = {
 CUDA_LIBRARY_USES = tuple(library.uses for library in CUDA_LIBRARIES.values() if library.uses)
 _CUDA = "torch.cuda."
 # Keyword options, with the value that picks a CUDA-only library: transformers' `from_pretrained` and
-# `BitsAndBytesConfig` (`load_in_8bit=True` quantizes with bitsandbytes); spikingjelly's neurons
-# (`LIFNode(..., backend="cupy")` runs CuPy kernels).
+# `BitsAndBytesConfig` (`load_in_8bit=True` quantizes with bitsandbytes; `attn_implementation="flash_attention_2"`
+# attends with flash_attn, which raises ImportError where it is not installed, and it installs only with CUDA);
+# spikingjelly's neurons (`LIFNode(..., backend="cupy")` runs CuPy kernels).
 CUDA_LIBRARY_OPTIONS: dict[tuple[str, object], str] = {
-    ("load_in_8bit", True): "bitsandbytes", ("load_in_4bit", True): "bitsandbytes", ("backend", "cupy"): "CuPy"}
+    ("load_in_8bit", True): "bitsandbytes", ("load_in_4bit", True): "bitsandbytes", ("backend", "cupy"): "CuPy",
+    ("attn_implementation", "flash_attention_2"): "flash_attn", ("attn_implementation", "flash_attention_3"):
+        "flash_attn"}
 
 
 def cuda_library_option(keyword: str | None, value: object) -> str | None:

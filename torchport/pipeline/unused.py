@@ -14,7 +14,6 @@ call it), for test modules (pytest collects by name) or for decorated definition
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -445,19 +444,21 @@ def unreached_modules(results: Sequence[FileResult], named: Collection[int] = ()
             if not _names(mentions.get(results[i].path.stem, ()), results[i].path.parent.parts)}
 
 
-_DOTTED = re.compile(r"[A-Za-z_]\w*(?:[./][A-Za-z_]\w*)*")
-
-
 def _qualified_mentions(texts: Iterable[str], stems: Collection[str]) -> dict[str, set[tuple[str, ...]]]:
     """Each of ``stems`` -> the qualifiers it follows where ``texts`` hold it as a word: ``("utils",)`` for
     ``from utils.transformer import`` or ``utils/transformer.py``, ``()`` for a bare ``transformer``."""
     found: dict[str, set[tuple[str, ...]]] = {}
     for text in texts:
-        for match in _DOTTED.finditer(text):
-            parts = re.split(r"[./]", match.group())
-            for at, part in enumerate(parts):
+        dotted = "".join(c if c.isalnum() or c in "_./" else " " for c in text)
+        for token in dotted.split():
+            qualifier: list[str] = []
+            for part in token.replace("/", ".").split("."):
+                if not part.isidentifier():
+                    qualifier = []
+                    continue
                 if part in stems:
-                    found.setdefault(part, set()).add(tuple(parts[:at]))
+                    found.setdefault(part, set()).add(tuple(qualifier))
+                qualifier.append(part)
     return found
 
 

@@ -2680,3 +2680,19 @@ def test_a_device_only_printed_before_it_is_set_again_stays(tmp_path: Path, befo
     assert ((tmp_path / "demo.py").read_text() == text) is left
     done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache"])
     assert ("`device` is only written into text before it is set again" in done.stdout + done.stderr) is left
+
+
+@pytest.mark.parametrize(("read", "runs_off_cuda"), [
+    ('mem["allocated_bytes.all.current"]', False),  # distributed-training-guide: no counter without CUDA
+    ('mem.get("allocated_bytes.all.current", 0)', True),
+    ("len(mem)", True),
+    ('torch.cuda.memory_stats()["allocated_bytes.all.peak"]', False),
+])
+def test_a_counter_read_from_cudas_memory_stats_stops_off_cuda(tmp_path: Path, read: str, runs_off_cuda: bool) -> None:
+    (tmp_path / "train.py").write_text(
+        "import torch\n\n\ndef stats():\n    mem = torch.cuda.memory_stats()\n    return " + read
+        + "\n\n\ndef main():\n    x = torch.ones(2).cuda()\n    print(x, stats())\n\n\nif __name__ == '__main__':\n    main()\n")
+    script = _programs(tmp_path)["train.py"]
+    assert ("cpu" in script["runs_on"]) is runs_off_cuda, script
+    if not runs_off_cuda:
+        assert "holds no counters without CUDA" in script["blockers"][0]["reason"]

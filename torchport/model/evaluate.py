@@ -752,6 +752,11 @@ class Evaluator:
             self.value(node.slice, p)
             if base is None and queried:  # PatchTST's `get_available_cuda()[0]`, None without CUDA
                 self._end(Stop("gate", node.lineno, f"`{ast.unparse(node.value)}` is None without CUDA"), p)
+            elif base == {} and queried and isinstance(node.slice, ast.Constant):
+                # distributed-training-guide's `mem = torch.cuda.memory_stats(device)`, then
+                # `mem["allocated_bytes.all.current"]`: no counter is there without CUDA
+                return self._needs_cuda(node, f"`{ast.unparse(node.value)}` holds no counters without CUDA", p,
+                                        error="KeyError")
             elif base == Items(()) and queried and not isinstance(node.slice, ast.Slice):
                 # dgNN's `GPUtil.getGPUs()[args.gpu]`: the list of NVIDIA's GPUs is empty off CUDA
                 return self._needs_cuda(node, f"`{ast.unparse(node.value)}` is empty without NVIDIA's driver", p,

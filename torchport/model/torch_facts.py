@@ -829,6 +829,8 @@ def query(name: str, target: str) -> object:
         return accelerator
     if name in GPU_LISTS:
         return UNKNOWN if target == "cuda" else Items(())
+    if name == "torch.cuda.memory_stats":  # the caching allocator's counters: none without CUDA
+        return UNKNOWN if target == "cuda" else {}
     if name == "torch.accelerator.device_count":
         return UNKNOWN if accelerator else 0
     if name == "torch.accelerator.current_accelerator":

@@ -53,6 +53,7 @@ from torchport.pipeline.project import (
     outline,
     own_lack,
     parse,
+    program_defs,
     program_names,
     reached_lack,
     remembered,
@@ -540,18 +541,43 @@ def _reached_only_by_cuda(results: list[FileResult]) -> dict[int, str]:
         for index in program.reached:
             reaching.setdefault(index, []).append(program)
     left: dict[int, str] = {}
+    _, project = _model(results)
     for index, reached_by in reaching.items():
-        if results[index].changed and all(not set(p.runs_on) - {"cuda"} for p in reached_by):
-            first = reached_by[0]
+        cuda_only = [p for p in reached_by if not set(p.runs_on) - {"cuda"}]
+        if results[index].changed and cuda_only and (len(cuda_only) == len(reached_by) or _runs_none_of_its_sites(
+                project, index, [p for p in reached_by if p not in cuda_only])):
+            first = cuda_only[0]
             why = next((r for r in first.reasons() if "cpu" in r.split(": ", 1)[0]), first.reasons()[0])
             left[index] = (f"{RUNS_NOWHERE_TAG} only programs that run on no device reach this file" if all(
-                not p.runs_on for p in reached_by) else "only programs that run only on CUDA reach this file") + (
-                f" ({first.path}: {why.split(': ', 1)[1]}); it is left as written")
-    _, project = _model(results)
+                not p.runs_on for p in reached_by) else "only programs that run only on CUDA reach this file" if len(
+                cuda_only) == len(reached_by) else "only programs that run only on CUDA run what the port changes "
+                "here") + f" ({first.path}: {why.split(': ', 1)[1]}); it is left as written"
     for index, result in enumerate(results):  # torch-ngp's gridencoder/grid.py: it builds its extension on import
         if result.changed and index not in left and (need := _needs_cuda_on_import(index, results, project, modules)):
             left[index] = f"it needs CUDA whenever it is imported ({need}); it is left as written"
     return left
+
+
+def _runs_none_of_its_sites(project: Project, index: int, others: list[Program]) -> bool:
+    """Whether none of ``others`` (programs that run off CUDA) runs a site the port changes in module ``index``:
+    every site lies in a top-level function or class those programs never run, or in the module's ``__main__``
+    block, which they do not run (m3m's evaluation script imports helpers from the training script, whose DDP
+    worker runs only in that script's own program, which stops off CUDA)."""
+    result = project.results[index]
+    tree = parse(result.original or "")
+    if tree is None or not result.sites or _shown(result.path, Path.cwd()) in {p.path for p in others}:
+        return False  # the entry point of a program that runs off CUDA
+    spans = [(s.lineno, s.end_lineno or s.lineno, s.name) for s in tree.body
+             if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    mains = [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
+    live = {name for p in others for module, name in program_defs(project, p.reached) if module == index}
+    for site in result.sites:
+        if any(first <= site.line <= last for first, last in mains):
+            continue
+        owner = next((name for first, last, name in spans if first <= site.line <= last), None)
+        if owner is None or owner in live:
+            return False
+    return True
 
 
 def _avoids_in_main_block(result: FileResult) -> bool:

@@ -2691,7 +2691,8 @@ def test_a_device_only_printed_before_it_is_set_again_stays(tmp_path: Path, befo
 def test_a_counter_read_from_cudas_memory_stats_stops_off_cuda(tmp_path: Path, read: str, runs_off_cuda: bool) -> None:
     (tmp_path / "train.py").write_text(
         "import torch\n\n\ndef stats():\n    mem = torch.cuda.memory_stats()\n    return " + read
-        + "\n\n\ndef main():\n    x = torch.ones(2).cuda()\n    print(x, stats())\n\n\nif __name__ == '__main__':\n    main()\n")
+        + "\n\n\ndef main():\n    x = torch.ones(2).cuda()\n    print(x, stats())\n\n\n"
+        "if __name__ == '__main__':\n    main()\n")
     script = _programs(tmp_path)["train.py"]
     assert ("cpu" in script["runs_on"]) is runs_off_cuda, script
     if not runs_off_cuda:

@@ -2697,3 +2697,23 @@ def test_a_counter_read_from_cudas_memory_stats_stops_off_cuda(tmp_path: Path, r
     assert ("cpu" in script["runs_on"]) is runs_off_cuda, script
     if not runs_off_cuda:
         assert "holds no counters without CUDA" in script["blockers"][0]["reason"]
+
+
+_TRAIN_ON_CUDA = ("import GPUtil\nimport torch\n\n\ndef build_model():\n    return torch.nn.Linear(2, 2)\n\n\n"
+                  "def worker(rank):\n    model = build_model().cuda()\n    print(rank, model(torch.ones(1, 2).cuda()))"
+                  "\n\n\ndef main():\n    gpus = GPUtil.getGPUs()\n    print(gpus[0].name)\n    worker(0)\n\n\n"
+                  "if __name__ == '__main__':\n    main()\n")
+
+
+@pytest.mark.parametrize(("imported", "left"), [
+    ("build_model", True),  # m3m: the evaluation script imports helpers of the DDP trainer, which stops off CUDA
+    ("build_model, worker", False),  # it runs the trainer's worker too
+])
+def test_a_module_whose_changed_code_only_cuda_only_programs_run_is_left(tmp_path: Path, imported: str,
+                                                                        left: bool) -> None:
+    evaluate = (f"import torch\nfrom train import {imported}\n\nif __name__ == '__main__':\n"
+                "    print(build_model().to('cuda' if torch.cuda.is_available() else 'cpu'))\n"
+                + ("    worker(1)\n" if "worker" in imported else ""))
+    _applied(tmp_path, {"train.py": _TRAIN_ON_CUDA, "evaluate.py": evaluate})
+    assert ((tmp_path / "train.py").read_text() == _TRAIN_ON_CUDA) is left
+    assert "tp." in (tmp_path / "evaluate.py").read_text()

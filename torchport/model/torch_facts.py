@@ -604,7 +604,7 @@ TEXT = {
                        r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
                        r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
                        r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+|"
-                       r"data_parallel|load_in_[48]bit|cuda\.[A-Z]\w*Tensor)\b",
+                       r"data_parallel|load_in_[48]bit|flash_attention_[23]|cuda\.[A-Z]\w*Tensor)\b",
                        "text every CUDA-only requirement's module holds (`requirements.cuda_only_import`, its blocking "
                        "APIs, a CUDA tensor type an assert may test; a test checks it against the tables): a run "
                        "whose files hold none of it has no program that only CUDA can run"),

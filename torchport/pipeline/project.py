@@ -322,9 +322,14 @@ def _arms(statement: ast.If, imports: dict[int, Imported]) -> tuple[tuple[Import
 
 def works_at_top(tree: ast.Module | ast.With) -> bool:
     """Whether the module does its work when run (a call, a loop or a move of data at the top level, as a script
-    without a ``__main__`` block does), not only define things. A ``with`` block works where its body does:
-    ``with open("config.yaml") as f: config = yaml.load(f)`` only reads what the module's definitions use."""
-    return any(isinstance(s, (ast.For, ast.While)) or (isinstance(s, ast.With) and works_at_top(s))
+    without a ``__main__`` block does), not only define things. A ``with`` block works (``with torch.no_grad():``
+    around a forward pass), but one that only opens files works where its body does: ``with open("config.yaml") as
+    f: config = yaml.load(f)`` only reads what the module's definitions use."""
+    def opens(block: ast.With) -> bool:
+        return all(isinstance(i.context_expr, ast.Call) and isinstance(i.context_expr.func, ast.Name)
+                   and i.context_expr.func.id == "open" for i in block.items)
+
+    return any(isinstance(s, (ast.For, ast.While)) or (isinstance(s, ast.With) and (not opens(s) or works_at_top(s)))
                or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and not _reports(s.value))
                or (isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and _places(s.value))
                for s in tree.body)

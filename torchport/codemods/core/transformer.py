@@ -572,24 +572,29 @@ def _add_imports(context: CodemodContext, tree: cst.Module) -> cst.Module:
         run.append(statement)
     added = AddImportsVisitor(context).transform_module(tree.with_changes(body=stub))
     body: list[cst.BaseStatement] = []
+    spacing: dict[int, Sequence[cst.EmptyLine]] = {}  # a statement's own leading lines, where LibCST gave it more
     for statement in added.body:
         small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Name) and small.value.value in originals:
             first, *rest = originals[small.value.value]
-            body.extend((first.with_changes(leading_lines=statement.leading_lines), *rest))
+            body.extend((spaced := first.with_changes(leading_lines=statement.leading_lines), *rest))
+            spacing[id(spaced)] = getattr(first, "leading_lines", ())
         else:
             body.append(statement)
-    return added.with_changes(body=_after_torch(body, {_text(s) for s in stub}))
+    return added.with_changes(body=_after_torch(body, {_text(s) for s in stub}, spacing))
 
 
 def _text(statement: cst.BaseStatement) -> str:
     return cst.Module([]).code_for_node(statement.with_changes(leading_lines=()))
 
 
-def _after_torch(body: list[cst.BaseStatement], kept: set[str]) -> list[cst.BaseStatement]:
+def _after_torch(body: list[cst.BaseStatement], kept: set[str],
+                 spacing: Mapping[int, Sequence[cst.EmptyLine]] | None = None) -> list[cst.BaseStatement]:
     """``body`` with the imports added (those whose text is not in ``kept``) moved to just after torch's first
     import where code runs between them and it: ``import os``, ``os.environ['OMP_NUM_THREADS'] = '1'``, ``import
-    torch`` (an added import loads torch, so that setting, read when torch starts, must still come first)."""
+    torch`` (an added import loads torch, so that setting, read when torch starts, must still come first). The
+    statement they leave gets back its own leading lines (``spacing``, by ``id``): not the blank line LibCST put
+    below them (pytorch_SSD's notebook: ``import sys``, then its ``sys.path`` change)."""
     added = [i for i, s in enumerate(body) if imports_only(s) and _text(s) not in kept]
     torch = next((i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine) and any(
         isinstance(x, cst.Import) and any((dotted_name(a.name) or "").split(".")[0] == "torch" for a in x.names)
@@ -607,6 +612,9 @@ def _after_torch(body: list[cst.BaseStatement], kept: set[str]) -> list[cst.Base
         return body  # the code before torch's import uses what was added: it stays where it is
     taken = set(added)
     moved = [body[i] for i in added]
+    after = body[added[-1] + 1]
+    if spacing and id(after) in spacing:
+        body = [*body[:added[-1] + 1], after.with_changes(leading_lines=spacing[id(after)]), *body[added[-1] + 2:]]
     rest = [s for i, s in enumerate(body) if i not in taken]
     at = rest.index(body[torch]) + 1
     return [*rest[:at], *moved, *rest[at:]]

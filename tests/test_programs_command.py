@@ -2413,6 +2413,14 @@ _SCRIPT = "import torch\n\nif __name__ == '__main__':\n    print(torch.ones(2).c
     ({"train.py": "import torch\nfrom models.backup import load\n\nif __name__ == '__main__':\n"
                   "    print(load('x'), torch.ones(2).cuda())\n"}, False),  # a program imports it
     ({"pyproject.toml": "[project]\nname = 'models'\nversion = '1'\n", "models/__init__.py": ""}, False),  # installed
+    # APSNet: `importlib.import_module(args.model)` looks a module up whole, by a name the command line gives
+    ({"train.py": "import argparse\nimport importlib\nimport torch\n\nif __name__ == '__main__':\n"
+                  "    args = argparse.ArgumentParser().parse_args()\n    importlib.import_module(args.model)\n"
+                  "    print(torch.ones(2).cuda())\n"}, True),
+    # APSNet: its own `def eval(args)` is no builtin that runs code
+    ({"train.py": "import torch\n\n\ndef eval(args):\n    return args\n\n\nif __name__ == '__main__':\n"
+                  "    print(eval(1), torch.ones(2).cuda())\n"}, True),
+    ({"setup.py": "exec(open('version.py').read())\n"}, True),  # runs one file, whose words name what it runs
     # CycleGAN's `importlib.import_module("models." + name + "_model")`: any module may run
     ({"train.py": "import importlib\nimport sys\nimport torch\n\nif __name__ == '__main__':\n"
                   "    importlib.import_module('models.' + sys.argv[1])\n    print(torch.ones(2).cuda())\n"}, False),

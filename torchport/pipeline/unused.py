@@ -318,7 +318,11 @@ def _uses(text: str) -> _Uses | None:
         lookups, built = set(), False
         made = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and _built_value(n.value)
                 for t in n.targets if isinstance(t, ast.Name)}  # `name = f"train_{mode}"`, then `globals()[name]`
+        # APSNet's `def eval(args)`: a builtin the module binds is its own function
+        own = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in own:
+                continue
             if found := _looks_up(node):
                 lookups.add(found)
             built = built or _builds_name(node, made)
@@ -338,7 +342,11 @@ def _builds_name(node: ast.AST, made: frozenset[str] | set[str] = frozenset()) -
         given: list[ast.expr] = [node.slice]
     elif isinstance(node, ast.Call) and (isinstance(node.func, ast.Name) and node.func.id in torch_facts.words(
             "code_builtin") or _called(node) in torch_facts.words("file_loader")):
-        return True
+        # a setup.py's `exec(open(os.path.join("pkg", "_version.py")).read())` runs one file of the project, whose
+        # words name what it runs
+        return not (node.args and isinstance(read := node.args[0], ast.Call) and _called(read) == "read"
+                    and isinstance(read.func, ast.Attribute) and isinstance(read.func.value, ast.Call)
+                    and _called(read.func.value) == "open")
     elif _looks_up(node):
         given = [*node.args, *(k.value for k in node.keywords)] if isinstance(node, ast.Call) else [
             node.slice] if isinstance(node, ast.Subscript) else []
@@ -346,7 +354,9 @@ def _builds_name(node: ast.AST, made: frozenset[str] | set[str] = frozenset()) -
             given = given[1:2]  # the name; the object looked in is no name (`vars(opt)` is given none)
     else:
         return False
-    return any(_built_value(g) or any(isinstance(n, ast.Name) and n.id in made for n in ast.walk(g)) for g in given)
+    # a name made from parts, given whole (`getattr(m, name)`), not an attribute of a made object (APSNet's
+    # `importlib.import_module(args.model)`: `args` comes from a call, the module's name whole from the command line)
+    return any(_built_value(g) or isinstance(g, ast.Name) and g.id in made for g in given)
 
 
 def _built_value(value: ast.expr) -> bool:

@@ -325,6 +325,9 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     # deep_avsr: MPS has no CTC loss kernel
     ("loss_function = nn.CTCLoss(blank=0)\n", (1, "CTC loss (`aten::_ctc_loss`)")),
     ("loss = F.ctc_loss(log_probs, targets, lengths, target_lengths)\n", (1, "CTC loss (`aten::_ctc_loss`)")),
+    # GenerativeZoo's Glow: slogdet's backward solves with `aten::linalg_lu_solve`, which MPS lacks
+    ("logdet = torch.slogdet(w)[1]\n", (1, "LU solves (`aten::linalg_lu_solve`: `slogdet`'s backward)")),
+    ("def slogdet(w):\n    return w\n", None),  # a project's own function of that name
     # DistilledCTR's models: a CPU type made of a tensor that is not on CUDA raises on MPS and on an XPU
     ("def forward(self, x):\n    if not x.is_cuda:\n        x = torch.LongTensor(x).to(device)\n    return x\n",
      (3, "a CPU tensor type made of a tensor wherever it is not on CUDA (`torch.LongTensor(x)`)")),

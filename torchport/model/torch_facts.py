@@ -550,6 +550,9 @@ TEXT = {
     "preprocessor_conditional": (r"^\s*#\s*(if|ifdef|ifndef|endif)\b",
                                  "a C preprocessor conditional: what it holds may not be compiled "
                                  "(`#ifdef WITH_CUDA`)"),
+    "mps_lacks_lu_solve": (r"(?<!def )\b(?:slogdet|logdet|lu_solve)\(",
+                           "a log-determinant's backward and `lu_solve` solve with `aten::linalg_lu_solve`, which has "
+                           "no MPS kernel (`CPU, CUDA` in native_functions.yaml); GenerativeZoo's Glow trains so"),
     "mps_lacks_area": (r"""\bmode\s*=\s*["']area["']""",
                        "area interpolation: it runs MPS's adaptive_avg_pool2d, which takes only sizes that divide "
                        "(pytorch#96056, open in torch 2.13); facenet-pytorch's MTCNN resizes so"),
@@ -561,6 +564,7 @@ TEXT = {
                               "a tensor's type string given back to `.type()` (YOLOX's `x.type(y.type())`): on MPS it "
                               "is 'torch.mps.FloatTensor', which `.type()` rejects (pytorch/pytorch#118517)"),
     "lacks_text": (r"\b(?:float64|double|complex128|cdouble|sparse_\w+_tensor|to_sparse\w*|sparse\.\w*Tensor|"
+                   r"slogdet|logdet|lu_solve|"
                    r"forced_align|DataParallel|is_cuda|cpp_extension|from_numpy|CTCLoss|ctc_loss|prepare_qat|"
                    r"prepare_qat_fx|quantize_per_tensor|quantize_per_channel|FakeQuantize|"
                    r"fake_quantize_per_tensor_affine|fake_quantize_per_channel_affine)\b"

@@ -39,6 +39,7 @@ _MPS_BLOCKERS = (
     (torch_facts.text("mps_lacks_ctc"), "CTC loss (`aten::_ctc_loss`)"),
     (torch_facts.text("mps_lacks_quantization"), "quantization kernels (fake-quantize, `quantize_per_tensor`)"),
     (torch_facts.text("mps_lacks_area"), "area interpolation to sizes that need not divide (`mode=\"area\"`)"),
+    (torch_facts.text("mps_lacks_lu_solve"), "LU solves (`aten::linalg_lu_solve`: `slogdet`'s backward)"),
     (torch_facts.text("mps_lacks_data_parallel"), _DATA_PARALLEL),
     (torch_facts.text("mps_lacks_type_string"), "tensor type strings given back to `.type()` (`x.type(y.type())`)"),
 )

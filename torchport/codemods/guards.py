@@ -129,6 +129,7 @@ class _Scan(cst.CSTVisitor):
         self.chooses = False
         self.cuda_only = False
         self.inner: set[int] = set()  # parts of a longer chain: `torch.cuda.nvtx` of `torch.cuda.nvtx.range_push`
+        self.compared: set[int] = set()  # strings a comparison reads
 
     def visit_Import(self, node: cst.Import) -> bool:
         self.cuda_only = True
@@ -179,8 +180,15 @@ class _Scan(cst.CSTVisitor):
         if node.keyword is not None and node.keyword.value in LIBRARY_PLACEMENT_KEYWORDS:
             self.chooses = True  # `from_pretrained(..., device_map="auto")`: the library places the model
 
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        # pytorch_SSD's `if not 'cuda' in self.model.device.type: logging.warning(...)`: a device compared with
+        # "cuda" is asked about, not chosen
+        self.compared.update(id(n) for n in (node.left, *(c.comparator for c in node.comparisons)))
+
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         value = string_value(node)
+        if id(node) in self.compared:
+            return
         # `kwargs["device_map"] = "auto"`; `"cuda:" + str(gpu)`, `"cuda:%s" % ids[0]`: a device built at run time
         if is_cuda_literal(node) or value in LIBRARY_PLACEMENT_KEYWORDS or value is not None and value.startswith(
                 "cuda:"):

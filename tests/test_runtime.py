@@ -277,6 +277,8 @@ def test_cpu_memory_counters_are_zero(dev):
     assert tp.memory_reserved(dev) == 0
     assert tp.max_memory_reserved(dev) == 0
     assert tp.memory_stats(dev) == {}
+    assert tp.memory_stats(dev)["allocated_bytes.all.peak"] == 0  # a counter no allocator keeps reads 0
+    assert "allocated_bytes.all.peak" not in tp.memory_stats(dev)
     assert tp.reset_peak_memory_stats(dev) is None
     assert tp.reset_max_memory_allocated(dev) is None
     assert tp.empty_cache() is None

@@ -211,13 +211,41 @@ class CudaMemoryApi(_Rename):
         Example("import torch\ntorch.cuda.reset_peak_memory_stats()\n", "import torch\ntp.reset_peak_memory_stats()\n"),
         # quiet without CUDA (nothing to empty, counters of 0): nothing changes that matters off CUDA
         Example("import torch\ntorch.cuda.empty_cache()\nprint(torch.cuda.max_memory_allocated() / 2**20)\n"),
+        Example("import torch\nprint(len(torch.cuda.memory_stats()))\n"),
+        # ... but a counter read by its key raises KeyError off CUDA, where torch's dict is empty
+        Example("import torch\nstats = torch.cuda.memory_stats()\nprint(stats['allocated_bytes.all.peak'])\n",
+                "import torch\nstats = tp.memory_stats()\nprint(stats['allocated_bytes.all.peak'])\n"),
     )
 
     def _rename(self, m: Migrator, original: cst.CSTNode) -> cst.BaseExpression | None:
-        if m.qnames(original) & _QUIET_MEMORY:
+        if m.qnames(original) & _QUIET_MEMORY and not (
+                m.qnames(original) & torch_facts.named("counters") and _counters_read(m, m.start(original).line)):
             m.leave_as_written(self.code, original, QUIET_OFF_CUDA)
             return None
         return super()._rename(m, original)
+
+
+def _counters_read(m: Migrator, line: int) -> bool:
+    """Whether the ``memory_stats()`` called at ``line`` gives counters read by their key (``stats["num_ooms"]``,
+    directly or through the name it is bound to in its scope): off CUDA torch's dict is empty and the read raises
+    KeyError, the runtime's reads 0 (distributed-training-guide's ``get_mem_stats``)."""
+    if m.syntax is None:
+        return False
+    parents = {id(child): node for node in ast.walk(m.syntax) for child in ast.iter_child_nodes(node)}
+    for call in (n for n in ast.walk(m.syntax) if isinstance(n, ast.Call) and n.lineno == line
+                 and isinstance(n.func, ast.Attribute) and n.func.attr == "memory_stats"):
+        parent = parents.get(id(call))
+        if isinstance(parent, ast.Subscript) and parent.value is call and isinstance(parent.slice, ast.Constant):
+            return True
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+            scope = parents.get(id(parent))
+            while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+                scope = parents.get(id(scope))
+            name = parent.targets[0].id
+            if any(isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name
+                   and isinstance(n.slice, ast.Constant) for n in ast.walk(scope or m.syntax)):
+                return True
+    return False
 
 
 # The memory calls that return quietly without CUDA (measured on torch 2.13's CPU build): churn to port.

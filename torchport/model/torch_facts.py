@@ -98,7 +98,7 @@ CUDA_APIS: dict[str, Api] = {
     "torch.cuda.max_memory_reserved": Api("TP012", "max_memory_reserved", Q, _MEMORY),
     "torch.cuda.reset_peak_memory_stats": Api("TP012", "reset_peak_memory_stats", R, _MEMORY),
     "torch.cuda.reset_max_memory_allocated": Api("TP012", "reset_max_memory_allocated", R, _MEMORY),
-    "torch.cuda.memory_stats": Api("TP012", "memory_stats", Q, _MEMORY),
+    "torch.cuda.memory_stats": Api("TP012", "memory_stats", Q, _MEMORY, roles=("counters",)),
     "torch.cuda.memory_summary": Api("TP012", "memory_summary", R, _MEMORY),
     "torch.cuda.mem_get_info": Api("TP012", "mem_get_info", R, _MEMORY),
     "torch.cuda.memory_cached": Api("TP012", "memory_reserved", Q, _MEMORY),
@@ -249,6 +249,7 @@ ROLES = {
     "count": "counts CUDA devices: a guard or an assert tests it",
     "index": "returns a device index: off CUDA a tensor's `.device.index` is None, never that 0",
     "seed": "seeds what `torch.manual_seed` already seeds on every device",
+    "counters": "the caching allocator's counters, by key: an empty dict off CUDA, where reading one raises KeyError",
     "every_device_state": "every device's RNG state, a list of none off CUDA: ported only as a fork and restore in "
                           "one function (a checkpoint would carry one backend's state to another's generator)",
     "global_seed": "seeds every device's generator (`torch.random.manual_seed` is `torch.manual_seed`)",
@@ -833,7 +834,7 @@ def query(name: str, target: str) -> object:
         return accelerator
     if name in GPU_LISTS:
         return UNKNOWN if target == "cuda" else Items(())
-    if name == "torch.cuda.memory_stats":  # the caching allocator's counters: none without CUDA
+    if name in named("counters"):  # the caching allocator's counters: none without CUDA
         return UNKNOWN if target == "cuda" else {}
     if name == "torch.accelerator.device_count":
         return UNKNOWN if accelerator else 0

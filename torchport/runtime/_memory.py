@@ -185,13 +185,22 @@ def reset_max_memory_allocated(device: Device = None) -> None:
     return reset_peak_memory_stats(device)
 
 
+class _Counters(dict[str, Any]):
+    """The statistics `memory_stats` gives off CUDA: a dict whose missing counters read 0 (``stats["num_ooms"]``),
+    as the other memory queries answer where no allocator keeps them; ``in``, ``len`` and iteration see only the
+    counters kept."""
+
+    def __missing__(self, key: str) -> int:
+        return 0
+
+
 def memory_stats(device: Device = None) -> dict[str, Any]:
     """Return allocator statistics; mirrors ``torch.cuda.memory_stats``.
 
     On CUDA: exactly ``torch.cuda.memory_stats(device)``, the flattened dict
-    (``"allocated_bytes.all.current"``, ...). XPU: torch's dict. MPS: only the
-    ``allocated_bytes``/``reserved_bytes`` ``.all.current``/``.all.peak`` keys,
-    in bytes. CPU: ``{}``.
+    (``"allocated_bytes.all.current"``, ...). Elsewhere a dict whose missing counters read 0: XPU's
+    statistics; MPS's ``allocated_bytes``/``reserved_bytes`` ``.all.current``/``.all.peak``, in bytes; none on the
+    CPU.
 
     Raises:
         ValueError: ``device`` is of another accelerator than the picked one (a CPU device counts 0 bytes).
@@ -199,19 +208,19 @@ def memory_stats(device: Device = None) -> dict[str, Any]:
     if _b._CUDA:
         return torch.cuda.memory_stats(device)
     if _cpu(device):
-        return {}
+        return _Counters()
     dev = _arg(device)
     if _b._INDEXED:
-        return _xpu("memory_stats", "memory_stats")(dev)
+        return _Counters(_xpu("memory_stats", "memory_stats")(dev))
     if _b._TYPE != "mps":
-        return {}
+        return _Counters()
     allocated, reserved = _mps_sample()
-    return {
+    return _Counters({
         "allocated_bytes.all.current": allocated,
         "allocated_bytes.all.peak": _mps_peak[0],
         "reserved_bytes.all.current": reserved,
         "reserved_bytes.all.peak": _mps_peak[1],
-    }
+    })
 
 
 def memory_summary(device: Device = None, abbreviated: bool = False) -> str:

@@ -200,8 +200,8 @@ class CudaMemoryApi(_Rename):
     code = "TP012"
     moves_data = False
     name = "cuda-memory-api"
-    summary = ("`torch.cuda` memory calls that raise without CUDA become the runtime's; those that return quietly "
-               "there (`empty_cache`, the counters) stay.")
+    summary = ("`torch.cuda` memory calls that raise without CUDA become the runtime's, as does a `memory_stats()` "
+               "whose counters are read by key; those that return quietly there (`empty_cache`, the counters) stay.")
     before, after = "torch.cuda.mem_get_info()", "tp.mem_get_info()"
     renames = torch_facts.renames(code)
     names = frozenset(f"torch.cuda.{n}" for n in renames)

@@ -107,7 +107,9 @@ def _asked_again(m: Migrator) -> bool:
     holder = next((i for i, s in enumerate(body) if id(s) in inside), None)
     if holder is None:
         return False
-    return any(any(m.has_qname(call.func, name) for name in _AVAILABLE)
+    # the query ported by an earlier run (`tp.is_available()`) asks again too: a second run leaves what the first did
+    return any(any(m.has_qname(call.func, name) for name in _AVAILABLE) or any(
+        torch_facts.is_runtime(name) and name.rsplit(".", 1)[-1] == "is_available" for name in m.qnames(call.func))
                for statement in body[holder + 1:] for call in matchers.findall(statement, matchers.Call(args=[]))
                if isinstance(call, cst.Call))
 
@@ -195,6 +197,10 @@ class GpuRequiredAssert(Rule):
                 "        assert torch.cuda.is_available(), f'invalid device {device} requested'\n"
                 "    cuda = device != 'cpu' and torch.cuda.is_available()\n"
                 "    return torch.device('cuda:0' if cuda else 'cpu')\n"),
+        # ... the runtime's query too, where an earlier run ported that one (a second run changes nothing)
+        Example("import torch\nfrom torchport import runtime as tp\n\n\ndef select_device(device=''):\n"
+                "    if device:\n        assert torch.cuda.is_available(), f'invalid device {device} requested'\n"
+                "    cuda = device != 'cpu' and tp.is_available()\n    return cuda\n"),
     )
 
     def visit_Assert(self, m: Migrator, node: cst.Assert) -> None:

@@ -2729,3 +2729,19 @@ def test_a_module_whose_changed_code_only_cuda_only_programs_run_is_left(tmp_pat
     _applied(tmp_path, {"train.py": _TRAIN_ON_CUDA, "evaluate.py": evaluate})
     assert ((tmp_path / "train.py").read_text() == _TRAIN_ON_CUDA) is left
     assert "tp." in (tmp_path / "evaluate.py").read_text()
+
+
+def test_a_placement_named_in_a_warnings_text_is_no_placement(tmp_path: Path) -> None:
+    """pytorch_SSD's trainer warns `'call "model.cuda()"'` under a kept CUDA guard: the text places nothing, so
+    the programs that use the trainer keep MPS."""
+    _write(tmp_path, {
+        "trainer.py": "import logging\nimport torch\n\n\nclass Trainer:\n    def __init__(self, model):\n"
+                      "        self.model = model\n        if torch.cuda.is_available():\n"
+                      "            if not 'cuda' in model.device.type:\n"
+                      "                logging.warning('To use CUDA, call \"model.cuda()\"')\n\n"
+                      "    def step(self, x):\n        return self.model(x)\n",
+        "train.py": "import torch\nfrom trainer import Trainer\n\nif __name__ == '__main__':\n"
+                    "    model = torch.nn.Linear(2, 2).cuda()\n"
+                    "    print(Trainer(model).step(torch.ones(1, 2).cuda()))\n",
+    })
+    assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]

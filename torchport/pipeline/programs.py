@@ -911,8 +911,7 @@ def _read_kept_placement(text: str, flags: set[str]) -> tuple[int, str] | None:
         for inner in ast.iter_child_nodes(node):
             parents[id(inner)] = node
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not _KEPT_PLACEMENT.search(ast.unparse(node)) \
-                or _mapped_into_state(node, parents):
+        if not isinstance(node, ast.Call) or not _places_on_cuda(node) or _mapped_into_state(node, parents):
             continue
         child: ast.AST = node
         while (parent := parents.get(id(child))) is not None:
@@ -925,6 +924,23 @@ def _read_kept_placement(text: str, flags: set[str]) -> tuple[int, str] | None:
                 return node.lineno, KEPT_CHOICE
             child = parent
     return None
+
+
+def _places_on_cuda(node: ast.Call) -> bool:
+    """Whether ``node`` itself places data on CUDA as written (`_KEPT_PLACEMENT`, read from its own parts: the
+    function it calls, its ``device=``, its first argument), not a text it is given (pytorch_SSD's
+    ``logging.warning('... call "model.cuda()"')``)."""
+    def cuda_text(value: ast.expr | None) -> bool:
+        first = value.values[0] if isinstance(value, ast.JoinedStr) and value.values else value
+        return isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("cuda")
+
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr == "cuda":
+        return True
+    if any(k.arg == "device" and cuda_text(k.value) for k in node.keywords):
+        return True
+    return (isinstance(func, ast.Attribute) and func.attr == "device" or isinstance(func, ast.Name)
+            and func.id == "device") and bool(node.args) and cuda_text(node.args[0])
 
 
 def _mapped_into_state(node: ast.Call, parents: Mapping[int, ast.AST]) -> bool:

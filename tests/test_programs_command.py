@@ -2711,9 +2711,11 @@ def test_a_counter_read_from_cudas_memory_stats_is_read_through_the_runtime(tmp_
     assert ("tp.memory_stats()" in (tmp_path / "train.py").read_text()) is keyed
 
 
-_TRAIN_ON_CUDA = ("import GPUtil\nimport torch\n\n\ndef build_model():\n    return torch.nn.Linear(2, 2)\n\n\n"
-                  "def worker(rank):\n    model = build_model().cuda()\n    print(rank, model(torch.ones(1, 2).cuda()))"
-                  "\n\n\ndef main():\n    gpus = GPUtil.getGPUs()\n    print(gpus[0].name)\n    worker(0)\n\n\n"
+_TRAIN_ON_CUDA = ("import GPUtil\nimport torch\nimport torch.distributed as dist\n\n\ndef build_model():\n"
+                  "    return torch.nn.Linear(2, 2)\n\n\ndef worker(rank):\n"
+                  "    model = build_model().cuda()\n    print(rank, model(torch.ones(1, 2).cuda()))"
+                  "\n\n\ndef main():\n    dist.init_process_group('nccl')\n    gpus = GPUtil.getGPUs()\n"
+                  "    print(gpus[0].name)\n    worker(0)\n\n\n"
                   "if __name__ == '__main__':\n    main()\n")
 
 
@@ -2726,6 +2728,9 @@ def test_a_module_whose_changed_code_only_cuda_only_programs_run_is_left(tmp_pat
     evaluate = (f"import torch\nfrom train import {imported}\n\nif __name__ == '__main__':\n"
                 "    print(build_model().to('cuda' if torch.cuda.is_available() else 'cpu'))\n"
                 + ("    worker(1)\n" if "worker" in imported else ""))
+    _write(tmp_path, {"train.py": _TRAIN_ON_CUDA, "evaluate.py": evaluate})
+    # the trainer's process group, which its port would have kept off MPS, is none of the evaluation's
+    assert "mps" in _programs(tmp_path)["evaluate.py"]["runs_on"]
     _applied(tmp_path, {"train.py": _TRAIN_ON_CUDA, "evaluate.py": evaluate})
     assert ((tmp_path / "train.py").read_text() == _TRAIN_ON_CUDA) is left
     assert "tp." in (tmp_path / "evaluate.py").read_text()

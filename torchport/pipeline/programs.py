@@ -545,7 +545,7 @@ def _reached_only_by_cuda(results: list[FileResult]) -> dict[int, str]:
     for index, reached_by in reaching.items():
         cuda_only = [p for p in reached_by if not set(p.runs_on) - {"cuda"}]
         if results[index].changed and cuda_only and (len(cuda_only) == len(reached_by) or _runs_none_of_its_sites(
-                project, index, [p for p in reached_by if p not in cuda_only])):
+                project, results[index], index, [p for p in reached_by if p not in cuda_only])):
             first = cuda_only[0]
             why = next((r for r in first.reasons() if "cpu" in r.split(": ", 1)[0]), first.reasons()[0])
             left[index] = (f"{RUNS_NOWHERE_TAG} only programs that run on no device reach this file" if all(
@@ -558,12 +558,12 @@ def _reached_only_by_cuda(results: list[FileResult]) -> dict[int, str]:
     return left
 
 
-def _runs_none_of_its_sites(project: Project, index: int, others: list[Program]) -> bool:
-    """Whether none of ``others`` (programs that run off CUDA) runs a site the port changes in module ``index``:
-    every site lies in a top-level function or class those programs never run, or in the module's ``__main__``
-    block, which they do not run (m3m's evaluation script imports helpers from the training script, whose DDP
-    worker runs only in that script's own program, which stops off CUDA)."""
-    result = project.results[index]
+def _runs_none_of_its_sites(project: Project, result: FileResult, index: int, others: list[Program]) -> bool:
+    """Whether none of ``others`` (programs that run off CUDA) runs a site the port changes in ``result``, module
+    ``index`` of ``project``: every site lies in a top-level function or class those programs never run, or in the
+    module's ``__main__`` block, which they do not run (m3m's evaluation script imports helpers from the training
+    script, whose DDP worker runs only in that script's own program, which stops off CUDA). ``result`` is this
+    run's: the project, read once per set of sources, may hold another run's results of them."""
     tree = parse(result.original or "")
     if tree is None or not result.sites or _shown(result.path, Path.cwd()) in {p.path for p in others}:
         return False  # the entry point of a program that runs off CUDA
@@ -2072,6 +2072,7 @@ def leave(results: list[FileResult], left: Mapping[int, str], tag: str = CUDA_ON
             tag, reason = reason.split("] ", 1)
             tag += "]"
         result.migrated, result.rewrites, result.sites = result.original, {}, []
+        result.avoid_mps = None  # no `tp.avoid_mps` is written: a program importing the file keeps MPS for it
         note = Diagnostic("TP110", line, 0, f"{count} rewrite(s) not made: {tag} {reason}")
         result.diagnostics = sorted([*result.diagnostics, note], key=lambda d: (d.line, d.column))
 

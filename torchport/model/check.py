@@ -352,31 +352,33 @@ def _shadowed_stores(tree: ast.Module, runtime: frozenset[str]) -> list[tuple[in
     found: list[tuple[int, int, str]] = []
     blocks = [(node, body) for node in ast.walk(tree) for field in ("body", "orelse", "finalbody")
               if isinstance(body := getattr(node, field, None), list) and body and isinstance(body[0], ast.stmt)]
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    parents: dict[int, ast.AST] | None = None  # made where a block stores a device: most modules store none
+    closures: dict[int, bool] = {}  # per scope: whether another function may read its names meanwhile
     for owner, body in blocks:
-        while not isinstance(owner, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            owner = parents[id(owner)]
         for index, statement in enumerate(body):
-            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-                    and isinstance(target := statement.targets[0], ast.Name)
-                    and only_answers(statement.value, runtime, imports)):
+            if (name := _device_store(statement, runtime, imports)) is None:
                 continue
+            if parents is None:
+                parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+            scope = owner
+            while not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                scope = parents[id(scope)]
             # a global may be read by any function called meanwhile; a local only by a closure
-            closures = isinstance(owner, ast.Module) or any(
-                isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and n is not owner
-                for n in ast.walk(owner))
+            if id(scope) not in closures:
+                closures[id(scope)] = isinstance(scope, ast.Module) or any(
+                    isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and n is not scope
+                    for n in ast.walk(scope))
             for later in body[index + 1:]:
-                if closures and any(isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name)
-                                                                      and n.func.id == "print")
-                                    for n in ast.walk(later)):
+                if closures[id(scope)] and any(isinstance(n, ast.Call) and not (
+                        isinstance(n.func, ast.Name) and n.func.id == "print") for n in ast.walk(later)):
                     break
-                loads = [n for n in ast.walk(later) if isinstance(n, ast.Name) and n.id == target.id
+                loads = [n for n in ast.walk(later) if isinstance(n, ast.Name) and n.id == name
                          and not isinstance(n.ctx, ast.Store)]
                 if any(not _labels(n, parents) for n in loads):
                     break  # read: the store matters
-                if isinstance(later, ast.Assign) and any(isinstance(t, ast.Name) and t.id == target.id
+                if isinstance(later, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
                                                          for t in later.targets):
-                    found.append((statement.lineno, statement.end_lineno or statement.lineno, target.id))
+                    found.append((statement.lineno, statement.end_lineno or statement.lineno, name))
                     break
                 if isinstance(later, (ast.Global, ast.Nonlocal, ast.FunctionDef, ast.AsyncFunctionDef,
                                       ast.ClassDef)) or any(isinstance(n, ast.Call) and isinstance(
@@ -483,9 +485,16 @@ def _read_on_cuda(tree: ast.Module, runtime: frozenset[str], module: bool, runs:
 def device_stores(scope: ast.AST, runtime: frozenset[str], imports: Mapping[str, str]) -> list[tuple[ast.Assign, str]]:
     """Each ``name = <device value>`` of ``scope`` (a module or a function, not what it defines), with the name: a
     value that does nothing but answer (`only_answers`)."""
-    return [(s, target.id) for s in own_statements(scope.body)  # type: ignore[attr-defined]
-            if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(target := s.targets[0], ast.Name)
-            and only_answers(s.value, runtime, imports)]
+    return [(s, name) for s in own_statements(scope.body)  # type: ignore[attr-defined]
+            if isinstance(s, ast.Assign) and (name := _device_store(s, runtime, imports)) is not None]
+
+
+def _device_store(statement: ast.stmt, runtime: frozenset[str], imports: Mapping[str, str]) -> str | None:
+    """The name ``statement`` binds, where it is ``name = <device value>`` (`only_answers`); else None."""
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(
+            target := statement.targets[0], ast.Name) and only_answers(statement.value, runtime, imports):
+        return target.id
+    return None
 
 
 def reads(scope: ast.AST) -> set[str] | None:

@@ -2399,6 +2399,15 @@ _SCRIPT = "import torch\n\nif __name__ == '__main__':\n    print(torch.ones(2).c
     ({"configs/run.yaml": "target: models.backup.load\n"}, False),  # looked up by name from a config
     ({"run.sh": "python -m models.backup\n"}, False),
     ({"notes.md": "see models/backup.py\n"}, False),
+    ({"README.md": "```\nmodels\n\u251c\u2500\u2500 backup.py\n\u2514\u2500\u2500 net.py\n```\n"}, True),  # LLaMADemo's
+    # layout drawing lists the file; it runs nothing
+    # physics_informed: `models/tfno.py` imports it, but nothing reaches or names tfno.py in turn
+    ({"models/tfno.py": "from .backup import load\n\n\ndef build(path):\n    return load(path)\n"}, True),
+    ({"models/tfno.py": "from .backup import load\n\n\ndef build(path):\n    return load(path)\n",
+      "run.sh": "python -m models.tfno\n"}, False),
+    # CTM's p2vclips.py: a device picked at its top is no work that makes it a script
+    ({"models/backup.py": "import torch\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                          "\n\ndef load(path):\n    return torch.load(path).to(device)\n"}, True),
     # GSM's loss_gsm_v2.py reads its config when imported: no script, so nothing runs it
     ({"models/backup.py": "import torch\nimport yaml\n\nwith open('config.yaml') as f:\n"
                           "    config = yaml.safe_load(f)\n\n\ndef load(path):\n"
@@ -2421,6 +2430,11 @@ _SCRIPT = "import torch\n\nif __name__ == '__main__':\n    print(torch.ones(2).c
     ({"train.py": "import torch\n\n\ndef eval(args):\n    return args\n\n\nif __name__ == '__main__':\n"
                   "    print(eval(1), torch.ones(2).cuda())\n"}, True),
     ({"setup.py": "exec(open('version.py').read())\n"}, True),  # runs one file, whose words name what it runs
+    # APSNet: a variable `model` names no `model.py`; a string may
+    ({"train.py": "import torch\n\nif __name__ == '__main__':\n    backup = torch.ones(2).cuda()\n    print(backup)\n"},
+     True),
+    ({"train.py": "import os\nimport torch\n\nif __name__ == '__main__':\n    os.system('python models/backup.py')\n"
+                  "    print(torch.ones(2).cuda())\n"}, False),
     # CycleGAN's `importlib.import_module("models." + name + "_model")`: any module may run
     ({"train.py": "import importlib\nimport sys\nimport torch\n\nif __name__ == '__main__':\n"
                   "    importlib.import_module('models.' + sys.argv[1])\n    print(torch.ones(2).cuda())\n"}, False),
@@ -2750,3 +2764,54 @@ def test_a_placement_named_in_a_warnings_text_is_no_placement(tmp_path: Path) ->
                     "    print(Trainer(model).step(torch.ones(1, 2).cuda()))\n",
     })
     assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
+_POINTNET = ("import torch\n\n\nclass Encoder(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n\n"
+             "def regularizer(x):\n    return x + torch.eye(3).cuda()\n")
+
+
+@pytest.mark.parametrize(("reconstruction", "left"), [
+    ("from pointnet import Encoder\n", True),  # imports the copy beside it, and not the regularizer
+    ("import pointnet\n", False),  # `pointnet.regularizer` is any module's
+])
+def test_a_definition_one_copy_of_a_module_uses_leaves_the_other_copy_unused(tmp_path: Path, reconstruction: str,
+                                                                            left: bool) -> None:
+    """APSNet keeps three copies of ``pointnet.py``; only the classification program imports its
+    ``regularizer``, from the copy beside it: the reconstruction copy's stays as written."""
+    use = "pointnet.regularizer(Encoder()(x))" if reconstruction == "import pointnet\n" else "Encoder()(x)"
+    _applied(tmp_path, {
+        "classification/pointnet.py": _POINTNET, "reconstruction/pointnet.py": _POINTNET,
+        "classification/train.py": "import torch\nfrom pointnet import Encoder, regularizer\n\nif __name__ == "
+                                   "'__main__':\n    print(regularizer(Encoder()(torch.ones(3).cuda())))\n",
+        "reconstruction/train.py": f"import torch\n{reconstruction}from pointnet import Encoder\n\nif __name__ == "
+                                   f"'__main__':\n    x = torch.ones(3).cuda()\n    print({use})\n",
+    })
+    assert "torch.eye(3).to(tp.device())" in (tmp_path / "classification/pointnet.py").read_text()
+    assert ((tmp_path / "reconstruction/pointnet.py").read_text() == _POINTNET) is left
+    assert "torch.ones(3).to(tp.device())" in (tmp_path / "reconstruction/train.py").read_text()
+
+
+def test_a_module_of_settings_alone_is_read_by_its_path_not_left_unreached(tmp_path: Path) -> None:
+    """FAST-MRI's ``configs/unet.py`` holds ``device='cuda'`` and nothing else that runs: ``Config.fromfile(
+    args.cfg)`` reads it by a path the command line gives. A device picked beside definitions is no such setting."""
+    _write(tmp_path, {"configs/unet.py": "model = dict(name='unet')\ndevice='cuda'\ndevices = [device]\n",
+                      "train.py": _SCRIPT})
+    done = CliRunner().invoke(app, ["migrate", str(tmp_path), "--no-cache"])
+    assert "[R27 unreached]" not in done.stdout + done.stderr, done.stdout
+
+
+def test_a_module_that_never_names_cuda_is_ported_with_the_program_that_takes_a_device_to_it(tmp_path: Path) -> None:
+    """InsightFace: ``face_verify.py`` names no CUDA and changes nothing itself; it takes the device ``config.py``
+    picks to ``Learner.py``, whose ``torch.load`` of the GPU-trained checkpoint needs a ``map_location`` there."""
+    _applied(tmp_path, {
+        "config.py": "import torch\n\n\ndef get_config():\n"
+                     "    return {'device': torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')}\n",
+        "learner.py": "import torch\n\n\nclass Learner:\n    def __init__(self, conf):\n"
+                      "        self.model = torch.nn.Linear(2, 2).to(conf['device'])\n\n"
+                      "    def load_state(self, path):\n        self.model.load_state_dict(torch.load(path))\n",
+        "verify.py": "from config import get_config\nfrom learner import Learner\n\nif __name__ == '__main__':\n"
+                     "    conf = get_config()\n    learner = Learner(conf)\n    if conf['device'].type == 'cpu':\n"
+                     "        learner.load_state('model_cpu_final.pth')\n    else:\n"
+                     "        learner.load_state('model_final.pth')\n",
+    })
+    assert "torch.load(path, map_location=tp.map_location())" in (tmp_path / "learner.py").read_text()

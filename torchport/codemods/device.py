@@ -835,7 +835,8 @@ class DeviceLiteral(_StringRule):
                 m.store(self).setdefault("pairs", set()).add(id(node))
             elif args and args[0].keyword is None and not is_index(args[0].value):
                 m.set_context(args[0].value, "device", self.code)
-            return
+            if args and args[0].keyword is None or "torch.device" in names:
+                return  # else `torch.Generator(device="cuda")`: its keyword, below
         is_to = isinstance(func, cst.Attribute) and func.attr.value == "to"
         torch_call = any(n.startswith("torch.") for n in names)
         for index, arg in enumerate(node.args):

@@ -18,12 +18,13 @@ Mac: it gets ``tp.keep_cuda_or_cpu("<what>, <where>")`` instead, which keeps the
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from torchport.codemods.analysis.lacks import blocker
-from torchport.codemods.analysis.programs import NOTEBOOK_CELL, is_program, where
+from torchport.codemods.analysis.programs import NOTEBOOK_CELL, is_main, is_program, where
 from torchport.codemods.core.base import Diagnostic, dotted_name
 from torchport.codemods.core.rule import Example, Rule
 from torchport.emit.placement import after_imports, into_else, torch_try
@@ -51,6 +52,14 @@ class KeepOffMps(Rule):
                 'tp.device())\n\nif __name__ == "__main__":\n    print(x)\n', with_rules=("TP001",)),
         # A module that is not run (no `__main__` block): the programs that import it get the call.
         Example("import torch\n\nx = torch.zeros(3, dtype=torch.float64).cuda()\n", with_rules=("TP001",)),
+        # A library module's demo lacks it in its `__main__` block alone: the call goes there, not into every
+        # program that imports the module (real-time-ReID-tracking's swin_transformer.py).
+        Example('import torch\n\n\ndef make():\n    return torch.nn.Linear(2, 2)\n\n\nif __name__ == "__main__":\n'
+                '    x = torch.zeros(3, dtype=torch.float64).cuda()\n    print(make(), x)\n',
+                'import torch\n\n\ndef make():\n    return torch.nn.Linear(2, 2)'
+                '\n\n\nif __name__ == "__main__":\n    tp.avoid_mps("float64, line 9")\n'
+                '    x = torch.zeros(3, dtype=torch.float64).to(tp.device())\n    print(make(), x)\n',
+                with_rules=("TP001",)),
         # Nothing goes to the runtime's device: the program runs where it ran.
         Example('import torch\n\nx = torch.zeros(3, dtype=torch.float64)\n\nif __name__ == "__main__":\n'
                 "    print(x.cuda() if torch.cuda.is_available() else x)\n"),
@@ -60,7 +69,7 @@ class KeepOffMps(Rule):
 def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Module:
     """``updated`` with ``tp.avoid_mps(reason)`` after its leading imports, where the module starts a program
     that MPS cannot run and the port sends data to the runtime's device (see the module docstring)."""
-    reason = m.avoid_mps
+    reason, in_main = m.avoid_mps, AVOID_IN_MAIN in m.gates
     if reason is None:
         if not m.facts.get("moves") or m.syntax is None or not is_program(m.syntax, m.source):
             return updated
@@ -68,11 +77,12 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
         if found is None:
             return updated
         reason = f"{found[1]}, {where(m.source, found[0])}"
+        in_main = in_main or _demo_lack(m.syntax, found[0], m.facts.get("moves", []))
     if not m.enabled(KeepOffMps.code) or _has_call(updated):
         return updated
     name = "keep_cuda_or_cpu" if keeps_cuda_or_cpu(reason) else "avoid_mps"  # off XPU too where a choice splits
     call = cst.SimpleStatementLine([cst.Expr(m.runtime_call(name, [cst.SimpleString(_quoted(reason))]))])
-    if AVOID_IN_MAIN in m.gates:  # a module others import, with a demo `__main__` block: first in that block
+    if in_main:  # a module others import, with a demo `__main__` block: first in that block
         block = next((s for s in updated.body if _is_main(s)), None)
         first = next((s for s in original.body if _is_main(s)), None)
         if not isinstance(block, cst.If) or not isinstance(block.body, cst.IndentedBlock) or first is None \
@@ -103,6 +113,18 @@ def avoid_mps(m: Migrator, original: cst.Module, updated: cst.Module) -> cst.Mod
     m.rewrites[KeepOffMps.code] += 1
     m.sites.append(Diagnostic(KeepOffMps.code, line, 0, KeepOffMps.summary))
     return updated.with_changes(body=[*updated.body[:at], call, *updated.body[at:]])
+
+
+def _demo_lack(tree: ast.Module, line: int, moves: list[int]) -> bool:
+    """Whether the lack at ``line`` is in the ``__main__`` block of a module that defines functions or classes and
+    moves no data at its top level otherwise: a library module's demo (real-time-ReID-tracking's
+    ``swin_transformer.py`` runs torchsummary's ``summary`` there; the training scripts import its model). The call
+    goes first in that block, where it runs only when the module is the program."""
+    blocks = [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
+    inside = [(s.lineno, s.end_lineno or s.lineno) for s in tree.body
+              if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    return bool(inside) and any(first <= line <= last for first, last in blocks) and all(
+        any(first <= moved <= last for first, last in (*blocks, *inside)) for moved in moves)
 
 
 def _is_main(statement: cst.BaseStatement) -> bool:

@@ -649,9 +649,17 @@ class Evaluator:
 
     def _loop(self, body: list[ast.stmt], p: Path) -> list[Path]:
         out = self.run(body, [p])
+        # the body ran once here, but may run any number of times: a list it grows has no known length after it
+        # (NPTM's `cfg.append(num_keep)` per layer, then `assert len(cfg) == 16`)
+        grown = {key for statement in body for node in ast.walk(statement) if isinstance(node, ast.Call)
+                 and isinstance(node.func, ast.Attribute) and node.func.attr in _GROWERS
+                 and (key := dotted(node.func.value)) is not None}
         for q in out:
             if q.flow in ("break", "continue"):
                 q.flow = None
+            for key in grown:
+                if isinstance(q.env.get(key), Items):
+                    q.env[key] = UNKNOWN
         return out
 
     def _try(self, stmt: ast.Try, p: Path) -> list[Path]:
@@ -1334,6 +1342,9 @@ class Evaluator:
     def _end(self, stop: Stop, p: Path) -> None:
         if not self._quiet and p.stop is None:
             p.stop = stop
+
+
+_GROWERS = frozenset(torch_facts.words("list_grower"))
 
 
 def _catches(handled: str, error: str) -> bool:

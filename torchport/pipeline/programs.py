@@ -1818,13 +1818,18 @@ def _stuck_functions(results: Sequence[FileResult], among: set[int]) -> dict[int
 
 def unnamed_reached(results: Sequence[FileResult]) -> set[int]:
     """The files left alone because they never name CUDA, that a program with rewrites reaches: there the
-    program's devices arrive (DDP ``device_ids=[device]``), so they are ported with it."""
+    program's devices arrive (DDP ``device_ids=[device]``), so they are ported with it. A program that does not
+    change itself counts where it imports one that does: InsightFace's ``face_verify.py`` takes the device
+    ``config.py`` picks to ``Learner.py``, whose ``torch.load`` of a GPU checkpoint needs a ``map_location``."""
     unnamed = {i for i, r in enumerate(results) if r.facts.get("unnamed")}
     if not unnamed:
         return set()
     project = Project(results)
-    return {index for changed, result in enumerate(results) if result.changed
-            for index in project.reach(changed) & unnamed}
+    changed = {i for i, r in enumerate(results) if r.changed}
+    starts = changed | {i for i, r in enumerate(results) if i not in changed and r.original and (
+        r.path.suffix == ".ipynb" or (shape := outline(r.original)).script or shape.works_at_top)
+        and project.reach(i) & changed}
+    return {index for start in starts for index in project.reach(start) & unnamed}
 
 
 AMP_CODES = frozenset({"TP020", "TP021", "TP022", "TP023"})  # autocast and GradScaler rewrites (codemods.amp)

@@ -14,12 +14,12 @@ call it), for test modules (pytest collects by name) or for decorated definition
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from torchport.model import torch_facts
 from torchport.pipeline.library import installable
-from torchport.pipeline.project import Project, live_names, outline, parse, remembered, used, words
+from torchport.pipeline.project import Project, outline, parse, remembered, used, words
 from torchport.results import FileResult
 
 _QUERIES = torch_facts.text("availability_query")
@@ -78,7 +78,8 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
             found = replace(found, roots=found.roots | found.candidates)
         uses.append(found)
     project = Project(results)
-    roots = set().union(*(u.roots for u in uses))
+    extra: set[str] = set()  # names held by data, not code: any module's definition of one may run
+    spoken: dict[int, frozenset[str]] = {}  # the words of a module's text, where names are looked up at run time
     if any(found.lookups and any(local in found.lookups for local, _, _ in project.bindings(index))
            for index, found in enumerate(uses)):
         return {}  # `models.__dict__[args.arch]`: any definition of a module of the project may run
@@ -88,20 +89,65 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
         on_disk = None if any(u.built for u in uses) else _other_texts(results)
         if on_disk is None:
             return {}
-        roots |= set(words("\n".join(on_disk))).union(*(set(words(text)) - u.candidates
-                                                          for text, u in zip(texts, uses, strict=True) if text))
+        extra |= set(words("\n".join(on_disk)))
+        spoken = {index: frozenset(words(text)) - u.candidates
+                  for index, (text, u) in enumerate(zip(texts, uses, strict=True)) if text}
     imported = {other for index in range(len(results)) for other in project.imports(index)}
-    live = live_names(roots, (u.inside for u in uses))
+    live = _live_definitions(project, uses, extra, spoken)
     found_unused: dict[int, frozenset[str]] = {}
     for index in changed:
         mine, shape = _uses(texts[index] or ""), outline(texts[index])
         # a module nothing imports that is no script may be imported by its users: its definitions count
         if mine is None or (index not in imported and not (shape.script or shape.works_at_top)):
             continue
-        unused = mine.candidates - live
+        unused = {name for name in mine.candidates if (index, name) not in live}
         if unused:
             found_unused[index] = frozenset(unused)
     return found_unused
+
+
+def _live_definitions(project: Project, uses: Sequence[_Uses], extra: Collection[str],
+                      spoken: Mapping[int, Collection[str]]) -> set[tuple[int, str]]:
+    """``(module, name)`` of each top-level definition that may run: one a module's top level uses or ``spoken``
+    holds for it (words of its text), one ``extra`` names (words of data), and, in turn, one the body of a live
+    definition uses. A name a module uses is its own definition where it
+    defines one, the imported one where it imports it from a module of the project (``from pointnet import
+    PointNetEncoder`` is the one beside it), and any module's otherwise: APSNet keeps three copies of
+    ``pointnet.py``, and only the classification one's ``feature_transform_reguliarzer`` is ever imported."""
+    defining: dict[str, list[int]] = {}
+    for index, found in enumerate(uses):
+        for name in found.inside:
+            defining.setdefault(name, []).append(index)
+    bound: dict[int, dict[str, list[tuple[int, str]]]] = {}
+
+    def resolve(module: int, name: str) -> list[tuple[int, str]]:
+        if name in uses[module].inside:
+            return [(module, name)]
+        if module not in bound:
+            table: dict[str, list[tuple[int, str]]] = {}
+            for local, target, imported_name in project.bindings(module):
+                if imported_name and imported_name != "*":
+                    for key in {local, imported_name}:
+                        table.setdefault(key, []).append((target, imported_name))
+            bound[module] = table
+        targets = bound[module].get(name)
+        if targets and all(imported_name in uses[target].inside for target, imported_name in targets):
+            return targets
+        return [(other, name) for other in defining.get(name, ())]
+
+    live: set[tuple[int, str]] = {(other, name) for name in extra for other in defining.get(name, ())}
+    for index, found in enumerate(uses):
+        live.update(definition for name in (*found.roots, *spoken.get(index, ()))
+                    for definition in resolve(index, name))
+    todo = list(live)
+    while todo:
+        module, name = todo.pop()
+        for used_name in uses[module].inside.get(name, ()):
+            for other in resolve(module, used_name):
+                if other not in live:
+                    live.add(other)
+                    todo.append(other)
+    return live
 
 
 def own_scripts(results: Sequence[FileResult]) -> set[int]:
@@ -442,23 +488,58 @@ def unreached_modules(results: Sequence[FileResult], named: Collection[int] = ()
     candidates = [i for i in candidates if results[i].path not in packaged]
     if not candidates:
         return {}
-    unreached = {i for i in range(len(results)) if i not in reached}
-    texts = [r.original for i, r in enumerate(results) if r.original and (i not in unreached or i not in candidates)]
-    on_disk = _other_texts(results)  # an unreached module that is not ported still names what it imports
+    on_disk = _other_texts(results)
     if on_disk is None:
         return {}
-    stems = {results[i].path.stem for i in candidates}
-    mentions = _qualified_mentions([*texts, *on_disk], stems)
+    # A module nothing reaches names what it imports only where something names it in turn: physics_informed's
+    # `models/tfno.py`, imported by nobody, does not keep the `models/core.py` it imports.
+    unreached = {i for i in range(len(results)) if i not in reached and results[i].original}
+    stems = {results[i].path.stem for i in unreached}
+    mentions = _qualified_mentions([*(_naming_text(r) for i, r in enumerate(results) if i in reached and r.original),
+                                    *on_disk], stems)
+    mentioned: set[int] = set()
+    while fresh := {i for i in unreached - mentioned
+                    if _names(mentions.get(results[i].path.stem, ()), results[i].path.parent.parts)}:
+        mentioned |= fresh
+        for stem, qualifiers in _qualified_mentions([_naming_text(results[i]) for i in fresh], stems).items():
+            mentions.setdefault(stem, set()).update(qualifiers)
     return {i: "no program of the project reaches it (no script, test or notebook imports it) and no file of the "
-               "project names it" for i in candidates
-            if not _names(mentions.get(results[i].path.stem, ()), results[i].path.parent.parts)}
+               "project names it" for i in candidates if i not in mentioned}
+
+
+def _naming_text(result: FileResult) -> str:
+    """What of a file of the run may name a module: for a module that parses, what it imports and its strings that
+    are a name (``import_module("models.backup")``, ``default="point_ae"``) or hold a path or a dotted name
+    (``"python models/backup.py"``); not its identifiers or prose: APSNet's ``model`` variables and its help text
+    "path to pretrained model file" do not name its unreached ``registration/src/model.py``."""
+    text = result.original or ""
+    tree = parse(text) if result.path.suffix == ".py" else None
+    if tree is None:
+        return text
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # a name whole (`default="point_ae"`), or a path or dotted name in a command; not prose ("model file")
+            whole = node.value.strip()
+            found.extend([whole] if whole.replace(".", "_").isidentifier() else
+                         [w for w in whole.split() if "." in w or "/" in w])
+        elif isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.extend(f"{node.module or ''}.{alias.name}".lstrip(".") for alias in node.names)
+    return "\n".join(found)
 
 
 def _qualified_mentions(texts: Iterable[str], stems: Collection[str]) -> dict[str, set[tuple[str, ...]]]:
     """Each of ``stems`` -> the qualifiers it follows where ``texts`` hold it as a word: ``("utils",)`` for
-    ``from utils.transformer import`` or ``utils/transformer.py``, ``()`` for a bare ``transformer``."""
+    ``from utils.transformer import`` or ``utils/transformer.py``, ``()`` for a bare ``transformer``. A README's
+    drawing of the layout names nothing; nor does an option's name."""
     found: dict[str, set[tuple[str, ...]]] = {}
+    drawing, option = torch_facts.text("layout_drawing"), torch_facts.text("option_name")
     for text in texts:
+        if drawing.search(text):
+            text = "\n".join(line for line in text.splitlines() if not drawing.search(line))
+        text = option.sub(" ", text)  # APSNet's README: `--model pointnet_cls` names pointnet_cls.py, not model.py
         dotted = "".join(c if c.isalnum() or c in "_./" else " " for c in text)
         for token in dotted.split():
             qualifier: list[str] = []
@@ -481,12 +562,19 @@ def _names(qualifiers: Iterable[tuple[str, ...]], folder: tuple[str, ...]) -> bo
 
 def _ported_at_top(result: FileResult) -> bool:
     """Whether the port changes a statement of the module's own top level (``y = torch.ones(1, device="cuda")``):
-    running the file runs it, so the file may be run on its own."""
+    running the file runs it, so the file may be run on its own. A statement that only binds a device
+    (``device = torch.device("cuda" if torch.cuda.is_available() else "cpu")``, `check.device_stores`) beside
+    definitions does no work: CTM's ``p2vclips.py`` picks one for its model classes and is run by nobody."""
+    from torchport.model.check import device_stores
+    from torchport.model.evaluate import imported
+
     tree = parse(result.original or "") if result.sites else None
     if tree is None:
         return False
     spans = [(s.lineno, s.end_lineno or s.lineno) for s in tree.body
              if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    if spans:  # a module of settings alone (FAST-MRI's `configs/unet.py`: `device='cuda'`) is read by its path
+        spans += [(s.lineno, s.end_lineno or s.lineno) for s, _ in device_stores(tree, frozenset(), imported(tree))]
     return any(not any(first <= site.line <= last for first, last in spans) for site in result.sites)
 
 

@@ -2815,3 +2815,59 @@ def test_a_module_that_never_names_cuda_is_ported_with_the_program_that_takes_a_
                      "        learner.load_state('model_final.pth')\n",
     })
     assert "torch.load(path, map_location=tp.map_location())" in (tmp_path / "learner.py").read_text()
+
+
+@pytest.mark.parametrize("wrapped_where", ["on CUDA alone", "everywhere"])
+def test_a_wrapper_made_on_cuda_alone_and_unwrapped_off_the_cpu_keeps_the_program_cuda_or_cpu(
+        tmp_path: Path, wrapped_where: str) -> None:
+    """pro_gan_pytorch: ``if device == torch.device("cuda"): self.gen = DataParallel(self.gen)``, and on saving
+    ``... if self.device == torch.device("cpu") else self.gen.module...``: on MPS or an XPU neither test holds and
+    the model has no ``.module``. The program keeps its CUDA-or-CPU choice; one that wraps on every device ports."""
+    wrap = "if device == torch.device('cuda'):\n            " if wrapped_where == "on CUDA alone" else ""
+    _write(tmp_path, {
+        "gan.py": "import torch\nfrom torch.nn import DataParallel\n\n\nclass ProGAN:\n"
+                  "    def __init__(self, gen, device=torch.device('cpu')):\n        self.gen = gen.to(device)\n"
+                  f"        self.device = device\n        {wrap}self.gen = DataParallel(self.gen)\n\n"
+                  "    def save_info(self):\n"
+                  "        return self.gen.state_dict() if self.device == torch.device('cpu') "
+                  "else self.gen.module.state_dict()\n",
+        "train.py": "import torch\nfrom gan import ProGAN\n\nif __name__ == '__main__':\n"
+                    "    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                    "    print(ProGAN(torch.nn.Linear(2, 2), device=device).save_info())\n",
+    })
+    train = _programs(tmp_path)["train.py"]
+    assert (train["runs_on"] == ["cuda", "cpu"]) is (wrapped_where == "on CUDA alone"), train
+
+
+def test_a_flag_bound_to_a_cuda_query_twice_still_gates_the_functions_it_is_passed_to(tmp_path: Path) -> None:
+    """siamese-triplet: each notebook asks ``cuda = torch.cuda.is_available()`` (one in two cells) and passes it to
+    ``fit(..., cuda)``, whose ``if cuda: data = data.cuda()`` then runs only on CUDA: nothing is ported."""
+    files = {
+        "trainer.py": "def fit(data, model, cuda):\n    if cuda:\n        data = data.cuda()\n    return model(data)\n",
+        "run.py": "import torch\nfrom trainer import fit\n\ncuda = torch.cuda.is_available()\n"
+                  "model = torch.nn.Linear(2, 2)\ncuda = torch.cuda.is_available()\nif cuda:\n    model.cuda()\n"
+                  "print(fit(torch.ones(2), model, cuda))\n",
+    }
+    _applied(tmp_path, files)
+    assert {name: (tmp_path / name).read_text() for name in files} == files
+
+
+_GATHER = ("import torch\n\n__all__ = ['all_gather', 'load']\n\n\ndef all_gather(x):\n"
+           "    return x + torch.ones(1).cuda()\n\n\ndef load(path):\n    return torch.load(path).cuda()\n")
+
+
+@pytest.mark.parametrize(("train", "left"), [
+    # DIST_KD: `__all__` exports it, torch's `dist.all_gather` and a docstring's "all_gather" name another
+    ("import torch\nimport torch.distributed as dist\nfrom utils import *\n\n\ndef gather(x):\n"
+     "    \"\"\"Performs all_gather.\"\"\"\n    dist.all_gather([x], x)\n    torch.distributed.all_gather([x], x)\n\n\n"
+     "if __name__ == '__main__':\n    print(load('w.pt'), gather(torch.ones(2).cuda()))\n", True),
+    ("import torch\nfrom utils import *\n\nif __name__ == '__main__':\n"
+     "    print(load('w.pt'), all_gather(torch.ones(2).cuda()))\n", False),  # star-imported and called
+    ("import torch\nimport utils\n\nif __name__ == '__main__':\n"
+     "    print(utils.load('w.pt'), utils.all_gather(torch.ones(2).cuda()))\n", False),  # the module's
+])
+def test_a_definition_only_exported_or_named_by_torch_is_unused(tmp_path: Path, train: str, left: bool) -> None:
+    _applied(tmp_path, {"utils.py": _GATHER, "train.py": train})
+    ported = (tmp_path / "utils.py").read_text()
+    assert "torch.load(path).cuda()" not in ported
+    assert ("x + torch.ones(1).cuda()" in ported) is left

@@ -58,13 +58,17 @@ CPU_TYPE_OFF_CUDA = "a CPU tensor type made of a tensor wherever it is not on CU
 # Deep-RL Hands-On's A3C: `net.share_memory()`, then the net handed to spawned processes: torch.multiprocessing
 # shares the storage of CPU and CUDA tensors alone (`reduce_storage`).
 SHARED_MEMORY = "tensors shared with other processes, which torch.multiprocessing does for the CPU and CUDA alone"
+# pro_gan_pytorch's ProGAN: `if device == torch.device("cuda"): self.gen = DataParallel(self.gen)`, and on saving
+# `self.gen.state_dict() if self.device == torch.device("cpu") else self.gen.module.state_dict()`: on MPS or an XPU
+# neither holds, and the unwrapped model has no `.module`
+WRAPPED_ON_CUDA = "a DataParallel wrapper made on CUDA alone, unwrapped (`.module`) wherever the device is not the CPU"
 
 
 def keeps_cuda_or_cpu(reason: str) -> bool:
     """Whether ``reason`` (``"<what>, <file>:<line>"``, given to TP019) keeps its program off XPU as well as MPS."""
     return reason.startswith((KEPT_CHOICE, COMPILED, MOVED_IF_ON_CUDA, CHOSEN_IF_ON_CUDA, CPU_OR_CUDA_CHECK,
                               CPU_EXTENSION, CPU_ONLY_FALLBACK, SHARED_MEMORY, NUMPY_OFF_CUDA,
-                              CPU_DEFAULT_TYPE, CPU_TYPE_OFF_CUDA, LEGACY_UNDER_CUDA_TYPE)) \
+                              CPU_DEFAULT_TYPE, CPU_TYPE_OFF_CUDA, LEGACY_UNDER_CUDA_TYPE, WRAPPED_ON_CUDA)) \
         or CPU_OR_CUDA_INPUTS in reason
 
 

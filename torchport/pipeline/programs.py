@@ -1459,14 +1459,14 @@ def _kept_parameters(tree: ast.Module | None) -> tuple[dict[int, str], dict[str,
 
 
 def _query_names(tree: ast.Module) -> set[str]:
-    """The names a module binds once, to a query false without CUDA (``cuda_available =
+    """The names a module binds only to a query false without CUDA (``cuda_available =
     torch.cuda.is_available()``), or to a conjunction with one (deep_sort's ``use_cuda = args.use_cuda and
-    torch.cuda.is_available()``)."""
+    torch.cuda.is_available()``), once or again (siamese-triplet's notebook asks in two cells)."""
     from torchport.model.evaluate import imported, qualified
 
     imports = imported(tree)
     stores: dict[str, int] = {}
-    queried: set[str] = set()
+    queried: dict[str, int] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             stores[node.id] = stores.get(node.id, 0) + 1
@@ -1478,8 +1478,8 @@ def _query_names(tree: ast.Module) -> set[str]:
                and (name := qualified(value.func, imports)) is not None
                and torch_facts.query(name, "cpu") is False and torch_facts.query(name, "mps") is False
                for value in operands):
-            queried.add(node.targets[0].id)
-    return {name for name in queried if stores.get(name) == 1}
+            queried[node.targets[0].id] = queried.get(node.targets[0].id, 0) + 1
+    return {name for name, count in queried.items() if stores.get(name) == count}
 
 
 def _calls_by_function(tree: ast.Module) -> Iterator[tuple[str | None, ast.Call]]:

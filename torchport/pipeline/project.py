@@ -26,7 +26,7 @@ import functools
 import gc
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -527,13 +527,22 @@ def _file_names(tree: ast.Module) -> set[str]:
             for t in n.targets if isinstance(t, ast.Name)}
 
 
-def used(node: ast.AST, strings: bool = False) -> Iterator[str]:
+def used(node: ast.AST, strings: bool = False, qualify: Collection[str] = (), prose: Collection[int] = ()
+         ) -> Iterator[str]:
     """The identifiers ``node`` uses: names and attributes; with ``strings``, imported names and the words of its
-    strings too (``__all__``, ``getattr(m, "Model")``)."""
+    strings too (``__all__``, ``getattr(m, "Model")``), bar the strings of ``prose`` (their ids: docstrings). An
+    attribute of a chain that starts at a name of ``qualify`` (a module's import aliases) comes with that name:
+    ``dist.all_gather``, ``torch.all_gather`` for ``torch.distributed.all_gather``."""
     for inner in ast.walk(node):
         if isinstance(inner, ast.Name):
             yield inner.id
         elif isinstance(inner, ast.Attribute):
+            root = inner.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if qualify and isinstance(root, ast.Name) and root.id in qualify and inner.attr != "__dict__":
+                yield f"{root.id}.{inner.attr}"
+                continue
             yield inner.attr
             if inner.attr == "__dict__" and isinstance(inner.value, ast.Name):
                 yield f"{inner.value.id}{_ANY}"  # `models.__dict__[args.arch]`: any name of module `models`
@@ -544,7 +553,7 @@ def used(node: ast.AST, strings: bool = False) -> Iterator[str]:
         elif strings and isinstance(inner, ast.alias):
             yield (inner.asname or inner.name).split(".")[0]
             yield inner.name.rsplit(".", 1)[-1]
-        elif strings and isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+        elif strings and isinstance(inner, ast.Constant) and isinstance(inner.value, str) and id(inner) not in prose:
             yield from words(inner.value)
 
 

@@ -14,12 +14,13 @@ call it), for test modules (pytest collects by name) or for decorated definition
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from torchport.model import torch_facts
 from torchport.pipeline.library import installable
-from torchport.pipeline.project import Project, outline, parse, remembered, used, words
+from torchport.pipeline.project import Project, outline, parse, remembered, words
+from torchport.pipeline.project import used as uses_of
 from torchport.results import FileResult
 
 _QUERIES = torch_facts.text("availability_query")
@@ -34,7 +35,8 @@ class _Uses:
     ``dynamic`` whether it looks names up at run time (`_looks_up`), ``lookups`` the names it looks names up in
     (``models`` of ``getattr(models, config["arch"])``): a module of the project bound there is read dynamically;
     ``built`` whether a name it looks up is built from parts (``getattr(m, name + "Model")``, ``eval``): one no text
-    of the project holds whole."""
+    of the project holds whole; ``aliases`` the names its imports bind, each with the first part of the module it
+    imports (``"" `` for a relative import): the names used hold ``dist.all_gather`` for an attribute of one."""
 
     inside: dict[str, frozenset[str]]
     roots: frozenset[str]
@@ -42,6 +44,7 @@ class _Uses:
     dynamic: bool
     lookups: frozenset[str] = frozenset()
     built: bool = False
+    aliases: Mapping[str, str] = field(default_factory=dict)
 
 
 _USES: dict[str, _Uses | None] = {}
@@ -120,7 +123,19 @@ def _live_definitions(project: Project, uses: Sequence[_Uses], extra: Collection
             defining.setdefault(name, []).append(index)
     bound: dict[int, dict[str, list[tuple[int, str]]]] = {}
 
+    stems = {part for r in project.results for part in (r.path.stem, *r.path.parent.parts)}
+
     def resolve(module: int, name: str) -> list[tuple[int, str]]:
+        if "." in name and not name.endswith(".*"):  # `dist.all_gather`: an attribute of what an import binds
+            base, name = name.split(".", 1)
+            top = uses[module].aliases.get(base)
+            if top and top not in stems:
+                return []  # torch's, numpy's: no definition of the project
+            modules = [target for local, target, imported_name in project.bindings(module)
+                       if local == base and imported_name is None]
+            if modules and all(name in uses[target].inside for target in modules):
+                return [(target, name) for target in modules]
+            return [(other, name) for other in defining.get(name, ())]
         if name in uses[module].inside:
             return [(module, name)]
         if module not in bound:
@@ -339,6 +354,26 @@ def _uses(text: str) -> _Uses | None:
         inside: dict[str, frozenset[str]] = {}
         roots: set[str] = set()
         candidates: set[str] = set()
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                aliases.update((a.asname or a.name.split(".")[0], a.name.split(".")[0]) for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                aliases.update((a.asname or a.name, "" if node.level else (node.module or "").split(".")[0])
+                               for a in node.names if a.name != "*")
+
+        # A docstring's prose names nothing; `__all__` exports names, and a module that star-imports them and
+        # uses one names it there (DIST_KD's `all_gather`, exported and never called)
+        unread = {id(body[0].value) for n in ast.walk(tree) if isinstance(
+            n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (body := n.body)
+            and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)}
+        unread.update(id(c) for n in tree.body if isinstance(n, (ast.Assign, ast.AugAssign)) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in (n.targets if isinstance(n, ast.Assign)
+                                                                     else [n.target])) for c in ast.walk(n.value))
+
+        def used(node: ast.AST, strings: bool = False) -> Iterator[str]:
+            return uses_of(node, strings, aliases, unread)
+
         for statement in tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 runs_now: list[ast.AST] = [*statement.decorator_list]
@@ -373,7 +408,7 @@ def _uses(text: str) -> _Uses | None:
                 lookups.add(found)
             built = built or _builds_name(node, made)
         return _Uses(inside, frozenset(roots), frozenset(candidates), True in lookups,
-                     frozenset(n for n in lookups if isinstance(n, str)), built)
+                     frozenset(n for n in lookups if isinstance(n, str)), built, aliases)
 
     return remembered(_USES, text, read)
 

@@ -27,6 +27,7 @@ from torchport.results import (
     MOVED_IF_ON_CUDA,
     NUMPY_OFF_CUDA,
     SHARED_MEMORY,
+    WRAPPED_ON_CUDA,
 )
 
 _DATA_PARALLEL = "DataParallel, which moves its inputs only on CUDA"
@@ -140,6 +141,8 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
         found.extend(_device_tables(tree))
     if "raise" in text and _NAMES_CUDA_STRING.search(text) and (tree := tree or parse(text)) is not None:
         found.extend(_device_checks(tree))
+    if ".module" in text and "DataParallel" in text and (tree := tree or parse(text)) is not None:
+        found.extend((line, WRAPPED_ON_CUDA) for line in _unwrapped_off_the_cpu(tree))
     if any(library in text for library in _CPU_OR_CUDA_INPUTS) and (tree := tree or parse(text)) is not None:
         found.extend(_summaries(tree))
     if "tensor(" in text and _NUMPY_MATH_TEXT.search(text) and (tree := tree or parse(text)) is not None:
@@ -545,6 +548,45 @@ def _wrapped_on_cuda_alone(tree: ast.Module) -> set[int]:
     return {id(n) for branch in ast.walk(tree) if isinstance(branch, ast.If) and any(
         isinstance(n, ast.Call) and call_name(n) == "DataParallel" for n in ast.walk(branch)) and false(branch.test)
         for statement in branch.body for n in ast.walk(statement)}
+
+
+def _unwrapped_off_the_cpu(tree: ast.Module) -> list[int]:
+    """Lines reading ``x.module`` where the device is not the CPU (the ``else`` of ``device == "cpu"``) of an ``x``
+    that only a test for CUDA's device wraps in ``DataParallel`` (pro_gan_pytorch's ProGAN): the code takes every
+    device that is not the CPU for CUDA. On MPS or an XPU neither test holds: the model is not wrapped, and its
+    ``.module`` raises AttributeError."""
+    arms: dict[int, str] = {}  # a node -> "cuda" in an arm where the device is CUDA's, "gpu" where it is not the CPU's
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.If, ast.IfExp)) or (tested := _device_test(node.test)) is None:
+            continue
+        name, equal = tested
+        kind = "cuda" if name == "cuda" else "gpu"
+        chosen = (node.body if equal else node.orelse) if kind == "cuda" else (node.orelse if equal else node.body)
+        for part in chosen if isinstance(chosen, list) else [chosen]:
+            for inner in ast.walk(part):
+                arms.setdefault(id(inner), kind)
+    wrapped: dict[str, set[str | None]] = {}  # what binds a wrapper -> the arms it is bound in (None: anywhere)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                and call_name(node.value) == "DataParallel":
+            for target in node.targets:
+                wrapped.setdefault(ast.unparse(target), set()).add(arms.get(id(node)))
+    on_cuda = {name for name, where in wrapped.items() if where == {"cuda"}}
+    return sorted({node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "module"
+                   and ast.unparse(node.value) in on_cuda and arms.get(id(node)) == "gpu"})
+
+
+def _device_test(test: ast.expr) -> tuple[str, bool] | None:
+    """``("cuda"|"cpu", equal)`` for a test comparing a device with CUDA's or the CPU's (``device ==
+    torch.device("cuda")``, ``x.device.type != "cpu"``, ``str(device) == "cpu"``); else None."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
+        return None
+    for side in (test.left, test.comparators[0]):
+        if isinstance(side, ast.Call) and call_name(side) == "device" and len(side.args) == 1:
+            side = side.args[0]
+        if isinstance(side, ast.Constant) and side.value in ("cuda", "cpu"):
+            return side.value, isinstance(test.ops[0], ast.Eq)
+    return None
 
 
 def _data_parallel_places(tree: ast.Module) -> list[int]:

@@ -910,6 +910,14 @@ class DeviceString(_StringRule):
                 "parser.add_argument('--device', default=tp.device_str())\nargs = parser.parse_args()\n"
                 "state = torch.load('m.pt', map_location=torch.device(args.device))\n"
                 "x = torch.ones(2).to(args.device)\n"),
+        # ... and so is one handed to another module's function, which may read it as it is (PointTAD's
+        # `build_model(args)`, whose module makes `torch.device(args.device)` too).
+        Example("import argparse\nimport torch\nfrom models import build_model\n\nparser = argparse.ArgumentParser()\n"
+                "parser.add_argument('--device', default='cuda')\nargs = parser.parse_args()\n"
+                "device = torch.device(args.device)\nmodel = build_model(args).to(device)\n",
+                "import argparse\nimport torch\nfrom models import build_model\n\nparser = argparse.ArgumentParser()\n"
+                "parser.add_argument('--device', default=tp.device_str())\nargs = parser.parse_args()\n"
+                "device = torch.device(args.device)\nmodel = build_model(args).to(device)\n"),
         # A CUDA device string whatever its name, where the module places data with that name (GCNII's `cudaid`).
         Example('import torch\ncudaid = "cuda:" + str(args.dev)\nx = torch.ones(2).to(torch.device(cudaid))\n',
                 'import torch\ncudaid = tp.device_str("cuda:" + str(args.dev))\n'
@@ -1310,8 +1318,9 @@ def _placing_names(m: Migrator, rule: Rule) -> set[str]:
 
 def _options_made_devices(m: Migrator) -> set[str]:
     """The attribute names ``x`` of every ``torch.device(<something>.x)`` in the module (CPython's tree), also as
-    the port writes it, ``torch.device(tp.device(<something>.x))``, where the module reads ``.x`` nowhere else: an
-    option also read as it is (``.to(args.device)``, SASRec) would keep CUDA there, so its default is ported."""
+    the port writes it, ``torch.device(tp.device(<something>.x))``, where the module reads ``.x`` nowhere else and
+    hands ``<something>`` to no other module's function: an option also read as it is (``.to(args.device)``,
+    SASRec), here or there, would keep CUDA there, so its default is ported."""
     assert m.syntax is not None
     torch_names = {name for name, full in m.imports.items() if "torch" in full} | {"torch"}
     found: set[str] = set()
@@ -1328,8 +1337,19 @@ def _options_made_devices(m: Migrator) -> set[str]:
                 found.add(arg.attr)
                 mapped.add(id(arg))
     called = {id(node.func) for node in ast.walk(m.syntax) if isinstance(node, ast.Call)}  # `torch.device` itself
-    return found - {node.attr for node in ast.walk(m.syntax) if isinstance(node, ast.Attribute)
-                    and node.attr in found and isinstance(node.ctx, ast.Load) and id(node) not in mapped | called}
+    found -= {node.attr for node in ast.walk(m.syntax) if isinstance(node, ast.Attribute)
+              and node.attr in found and isinstance(node.ctx, ast.Load) and id(node) not in mapped | called}
+    # PointTAD's `build_model(args)`: the options handed to another module's function may be read there as they are
+    # (`torch.device(args.device)` in models/pointtad.py, which never names CUDA): their defaults are ported
+    holders = {ast.unparse(node.value) for node in ast.walk(m.syntax) if isinstance(node, ast.Attribute)
+               and id(node) in mapped}
+    for node in ast.walk(m.syntax) if found else ():
+        if isinstance(node, ast.Call) and any(ast.unparse(a) in holders for a in node.args) and (
+                head := node.func.id if isinstance(node.func, ast.Name) else node.func.value.id if isinstance(
+                    node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) else None) is not None \
+                and head in m.imports and head not in torch_names and "torch" not in m.imports[head]:
+            return set()
+    return found
 
 
 def _cuda_device_options(tree: ast.Module) -> set[str]:

@@ -2435,6 +2435,9 @@ _SCRIPT = "import torch\n\nif __name__ == '__main__':\n    print(torch.ones(2).c
      True),
     ({"train.py": "import os\nimport torch\n\nif __name__ == '__main__':\n    os.system('python models/backup.py')\n"
                   "    print(torch.ones(2).cuda())\n"}, False),
+    # PerClusterQuantization's HAWQ models: `getattr(features, f"stage{i}")` finds what is loaded already
+    ({"train.py": "import torch\n\nif __name__ == '__main__':\n    x = torch.nn.Module()\n"
+                  "    print(getattr(x, f'stage{1}', None), torch.ones(2).cuda())\n"}, True),
     # CycleGAN's `importlib.import_module("models." + name + "_model")`: any module may run
     ({"train.py": "import importlib\nimport sys\nimport torch\n\nif __name__ == '__main__':\n"
                   "    importlib.import_module('models.' + sys.argv[1])\n    print(torch.ones(2).cuda())\n"}, False),

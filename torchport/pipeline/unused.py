@@ -39,7 +39,9 @@ class _Uses:
     (``models`` of ``getattr(models, config["arch"])``): a module of the project bound there is read dynamically;
     ``built`` whether a name it looks up is built from parts (``getattr(m, name + "Model")``, ``eval``): one no text
     of the project holds whole; ``aliases`` the names its imports bind, each with the first part of the module it
-    imports (``"" `` for a relative import): the names used hold ``dist.all_gather`` for an attribute of one."""
+    imports (``"" `` for a relative import): the names used hold ``dist.all_gather`` for an attribute of one;
+    ``imports_built`` whether what it builds is a module it imports or code it runs (``import_module("models." +
+    name)``, ``exec``), not an attribute of what is loaded already (HAWQ's ``getattr(features, f"stage{i}")``)."""
 
     inside: dict[str, frozenset[str]]
     roots: frozenset[str]
@@ -48,6 +50,7 @@ class _Uses:
     lookups: frozenset[str] = frozenset()
     built: bool = False
     aliases: Mapping[str, str] = field(default_factory=dict)
+    imports_built: bool = False
 
 
 _USES: dict[str, _Uses | None] = {}
@@ -399,7 +402,7 @@ def _uses(text: str) -> _Uses | None:
                     candidates.add(statement.name)
             else:
                 roots.update(used(statement, strings=True))
-        lookups, built = set(), False
+        lookups, built, imports_built = set(), False, False
         made = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and _built_value(n.value)
                 for t in n.targets if isinstance(t, ast.Name)}  # `name = f"train_{mode}"`, then `globals()[name]`
         # APSNet's `def eval(args)`: a builtin the module binds is its own function
@@ -409,9 +412,12 @@ def _uses(text: str) -> _Uses | None:
                 continue
             if found := _looks_up(node):
                 lookups.add(found)
-            built = built or _builds_name(node, made)
+            if _builds_name(node, made):
+                built = True
+                # getattr, `vars(m)[...]`, `globals()[...]`, `m.__dict__[...]`: what is loaded already
+                imports_built = imports_built or isinstance(node, ast.Call) and _called(node) not in ("getattr", "vars")
         return _Uses(inside, frozenset(roots), frozenset(candidates), True in lookups,
-                     frozenset(n for n in lookups if isinstance(n, str)), built, aliases)
+                     frozenset(n for n in lookups if isinstance(n, str)), built, aliases, imports_built)
 
     return remembered(_USES, text, read)
 
@@ -516,7 +522,7 @@ def unreached_modules(results: Sequence[FileResult], named: Collection[int] = ()
         or _ported_at_top(r))]
     if not entries:
         return {}
-    if any((found := _uses(r.original)) is not None and found.built for r in results
+    if any((found := _uses(r.original)) is not None and found.imports_built for r in results
            if r.original and r.path.suffix == ".py"):
         return {}  # CycleGAN's `importlib.import_module("models." + name + "_model")`: any module may run
     project = Project(results)

@@ -2866,6 +2866,9 @@ _GATHER = ("import torch\n\n__all__ = ['all_gather', 'load']\n\n\ndef all_gather
      "if __name__ == '__main__':\n    print(load('w.pt'), gather(torch.ones(2).cuda()))\n", True),
     ("import torch\nfrom utils import *\n\nif __name__ == '__main__':\n"
      "    print(load('w.pt'), all_gather(torch.ones(2).cuda()))\n", False),  # star-imported and called
+    # DIST_KD's train_kd.py imports `CriterionMiniBatchCrossImagePair` and never makes one
+    ("import torch\nfrom utils import all_gather, load\n\nif __name__ == '__main__':\n"
+     "    print(load('w.pt'), torch.ones(2).cuda())\n", True),
     ("import torch\nimport utils\n\nif __name__ == '__main__':\n"
      "    print(utils.load('w.pt'), utils.all_gather(torch.ones(2).cuda()))\n", False),  # the module's
 ])

@@ -530,7 +530,8 @@ def _file_names(tree: ast.Module) -> set[str]:
 def used(node: ast.AST, strings: bool = False, qualify: Collection[str] = (), prose: Collection[int] = ()
          ) -> Iterator[str]:
     """The identifiers ``node`` uses: names and attributes; with ``strings``, imported names and the words of its
-    strings too (``__all__``, ``getattr(m, "Model")``), bar the strings of ``prose`` (their ids: docstrings). An
+    strings too (``__all__``, ``getattr(m, "Model")``), bar the strings and imported names of ``prose`` (their
+    ids: docstrings, names a module imports only to use them). An
     attribute of a chain that starts at a name of ``qualify`` (a module's import aliases) comes with that name:
     ``dist.all_gather``, ``torch.all_gather`` for ``torch.distributed.all_gather``."""
     for inner in ast.walk(node):
@@ -550,7 +551,7 @@ def used(node: ast.AST, strings: bool = False, qualify: Collection[str] = (), pr
                 inner.args[0], ast.Name) and (inner.func.id == "vars" or inner.func.id == "getattr" and len(
                 inner.args) > 1 and not isinstance(inner.args[1], ast.Constant)):
             yield f"{inner.args[0].id}{_ANY}"  # `getattr(models, name)`, `vars(models)[name]`
-        elif strings and isinstance(inner, ast.alias):
+        elif strings and isinstance(inner, ast.alias) and id(inner) not in prose:
             yield (inner.asname or inner.name).split(".")[0]
             yield inner.name.rsplit(".", 1)[-1]
         elif strings and isinstance(inner, ast.Constant) and isinstance(inner.value, str) and id(inner) not in prose:

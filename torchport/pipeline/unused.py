@@ -102,6 +102,16 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
         spoken = {index: frozenset(words(text)) - u.candidates
                   for index, (text, u) in enumerate(zip(texts, uses, strict=True)) if text}
     imported = {other for index in range(len(results)) for other in project.imports(index)}
+    # a module nothing imports that is no script may be imported by its users: its definitions count, and what
+    # they use in turn (physics_informed's `tfno.py` and the `core.py` names it imports)
+    for index, text in enumerate(texts):
+        if text and index not in imported and results[index].path.suffix == ".py" and not (
+                (shape := outline(text)).script or shape.works_at_top):
+            spoken[index] = frozenset(spoken.get(index, frozenset()) | uses[index].candidates)
+        elif text and results[index].path.name == "__init__.py" and (tree := parse(text)) is not None:
+            # what a package's `__init__` imports is what it offers (torch-ngp's `from .raymarching import march`)
+            spoken[index] = frozenset(spoken.get(index, frozenset()) | {
+                alias.asname or alias.name for n in tree.body if isinstance(n, ast.ImportFrom) for alias in n.names})
     live = _live_definitions(project, uses, extra, spoken)
     found_unused: dict[int, frozenset[str]] = {}
     for index in changed:
@@ -373,6 +383,9 @@ def _uses(text: str) -> _Uses | None:
         unread = {id(body[0].value) for n in ast.walk(tree) if isinstance(
             n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (body := n.body)
             and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)}
+        # DIST_KD's train_kd.py imports `CriterionMiniBatchCrossImagePair` and never makes one: a name imported from
+        # a module counts where it is used (through the import's binding), not at the import
+        unread.update(id(a) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names)
         unread.update(id(c) for n in tree.body if isinstance(n, (ast.Assign, ast.AugAssign)) and any(
             isinstance(t, ast.Name) and t.id == "__all__" for t in (n.targets if isinstance(n, ast.Assign)
                                                                      else [n.target])) for c in ast.walk(n.value))

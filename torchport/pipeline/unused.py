@@ -5,10 +5,10 @@ A research repository that no packaging metadata makes installable is a set of p
 top-level function or class of one of its modules that no code of the project names (nor one that code names, in
 turn) never runs. graph-generation keeps a dozen model classes and training loops whose only calls are commented
 out; porting them is churn. Read from CPython trees: a name counts as used wherever it appears as an identifier,
-an attribute, an imported name or a word of a string (``getattr(m, "Model")``; not a docstring, nor ``__all__``,
-which exports), and names the definition of its own module, or of the module it imports it from, or, where
-neither settles it, any module's (an attribute of a package outside the project, ``dist.all_gather``, names
-none). Nothing is decided
+an attribute or a word of a string (``getattr(m, "Model")``; not a docstring, nor ``__all__``, which exports; an
+import binds a name, and counts where the name is used, bar a package ``__init__``'s, which offer it), and names
+the definition of its own module, or of the module it imports it from, or, where neither settles it, any
+module's (an attribute of a package outside the project, ``dist.all_gather``, names none). Nothing is decided
 for a project that looks names up at run time (``getattr(models, config["arch"])``, ``eval``, ``globals()``,
 ``import_module``, hydra's ``instantiate``), for a module that packaging metadata makes installable (its users
 call it), for test modules (pytest collects by name) or for decorated definitions (a decorator may register them).

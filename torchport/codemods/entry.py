@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchport.codemods.analysis.lacks import blocker
-from torchport.codemods.analysis.programs import NOTEBOOK_CELL, is_main, is_program, where
+from torchport.codemods.analysis.programs import NOTEBOOK_CELL, is_program, main_blocks, where
 from torchport.codemods.core.base import Diagnostic, dotted_name
 from torchport.codemods.core.rule import Example, Rule
 from torchport.emit.placement import after_imports, into_else, torch_try
@@ -120,7 +120,7 @@ def _demo_lack(tree: ast.Module, line: int, moves: list[int]) -> bool:
     moves no data at its top level otherwise: a library module's demo (real-time-ReID-tracking's
     ``swin_transformer.py`` runs torchsummary's ``summary`` there; the training scripts import its model). The call
     goes first in that block, where it runs only when the module is the program."""
-    blocks = [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
+    blocks = main_blocks(tree)
     inside = [(s.lineno, s.end_lineno or s.lineno) for s in tree.body
               if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     return bool(inside) and any(first <= line <= last for first, last in blocks) and all(

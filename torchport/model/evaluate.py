@@ -238,6 +238,7 @@ class Evaluator:
         self._methods = facts.methods  # a method's id -> its class
         self._stored_names: set[str] | None = None  # attributes set on something other than `self` (lazily)
         self._class_facts: dict[int, dict[str, object]] = {}
+        self._grown: dict[int, frozenset[str]] = {}  # per loop (its first statement): the lists its body grows
         self._fixtures: dict[str, object] = {}  # the module's pytest fixtures' values by name (`_fixture`)
         self._classes: list[ast.ClassDef | None] = [None]  # the class of the method being run
         self._own_classes: frozenset[str] | None = None  # classes that move themselves their own way (`_own_object`)
@@ -651,9 +652,12 @@ class Evaluator:
         out = self.run(body, [p])
         # the body ran once here, but may run any number of times: a list it grows has no known length after it
         # (NPTM's `cfg.append(num_keep)` per layer, then `assert len(cfg) == 16`)
-        grown = {key for statement in body for node in ast.walk(statement) if isinstance(node, ast.Call)
-                 and isinstance(node.func, ast.Attribute) and node.func.attr in _GROWERS
-                 and (key := dotted(node.func.value)) is not None}
+        if body and id(body[0]) not in self._grown:  # read once per loop, not each time a path runs it
+            self._grown[id(body[0])] = frozenset(
+                key for statement in body for node in ast.walk(statement) if isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute) and node.func.attr in _GROWERS
+                and (key := dotted(node.func.value)) is not None)
+        grown = self._grown.get(id(body[0]), frozenset()) if body else frozenset()
         for q in out:
             if q.flow in ("break", "continue"):
                 q.flow = None

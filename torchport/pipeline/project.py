@@ -34,7 +34,14 @@ from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
 from torchport.codemods.analysis.lacks import DATA_PARALLEL_PLACES, batch_moves, blockers
-from torchport.codemods.analysis.programs import absolute_module, always_run, is_main, is_script, is_test
+from torchport.codemods.analysis.programs import (
+    absolute_module,
+    always_run,
+    is_main,
+    is_script,
+    is_test,
+    main_blocks,
+)
 from torchport.codemods.analysis.source import parse as parse_quietly
 from torchport.model import installed, torch_facts
 from torchport.results import COMPILED, CPU_EXTENSION, DATASET_FLOAT64, KEPT_CHOICE, FileResult, keeps_cuda_or_cpu
@@ -1254,11 +1261,6 @@ def _cpu_cuda_library(module: str) -> bool:
     whose rasterizers are the CPU's and CUDA's alone, while ``pytorch3d.transforms`` is plain torch)."""
     parts = module.split(".")
     return any(".".join(parts[:end]) in _CPU_CUDA_LIBRARIES for end in range(1, len(parts) + 1))
-
-
-def main_blocks(tree: ast.Module) -> list[tuple[int, int]]:
-    """The first and last lines of each top-level ``if __name__ == "__main__":`` block."""
-    return [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
 
 
 def reached_lack(project: Project, other: int, reach: Iterable[int]) -> tuple[int, str] | None:

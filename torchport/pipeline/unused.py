@@ -371,21 +371,21 @@ def _uses(text: str) -> _Uses | None:
         roots: set[str] = set()
         candidates: set[str] = set()
         aliases: dict[str, str] = {}
+        # What names nothing: a docstring's prose; a name imported from a module, which counts where it is used
+        # (through the import's binding), not at the import (DIST_KD's train_kd.py imports
+        # `CriterionMiniBatchCrossImagePair` and never makes one); `__all__`, which exports names (a module that
+        # star-imports them and uses one names it there: DIST_KD's `all_gather`, exported and never called)
+        unread: set[int] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 aliases.update((a.asname or a.name.split(".")[0], a.name.split(".")[0]) for a in node.names)
             elif isinstance(node, ast.ImportFrom):
                 aliases.update((a.asname or a.name, "" if node.level else (node.module or "").split(".")[0])
                                for a in node.names if a.name != "*")
-
-        # A docstring's prose names nothing; `__all__` exports names, and a module that star-imports them and
-        # uses one names it there (DIST_KD's `all_gather`, exported and never called)
-        unread = {id(body[0].value) for n in ast.walk(tree) if isinstance(
-            n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (body := n.body)
-            and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)}
-        # DIST_KD's train_kd.py imports `CriterionMiniBatchCrossImagePair` and never makes one: a name imported from
-        # a module counts where it is used (through the import's binding), not at the import
-        unread.update(id(a) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names)
+                unread.update(id(a) for a in node.names)
+            elif isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body \
+                    and isinstance(first := node.body[0], ast.Expr) and isinstance(first.value, ast.Constant):
+                unread.add(id(first.value))
         unread.update(id(c) for n in tree.body if isinstance(n, (ast.Assign, ast.AugAssign)) and any(
             isinstance(t, ast.Name) and t.id == "__all__" for t in (n.targets if isinstance(n, ast.Assign)
                                                                      else [n.target])) for c in ast.walk(n.value))

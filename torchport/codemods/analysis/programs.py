@@ -207,6 +207,11 @@ def is_main(test: ast.AST) -> bool:
             and test.comparators[0].value == "__main__")
 
 
+def main_blocks(tree: ast.Module) -> list[tuple[int, int]]:
+    """The first and last lines of each top-level ``if __name__ == "__main__":`` block."""
+    return [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if isinstance(s, ast.If) and is_main(s.test)]
+
+
 def is_script(module: ast.Module) -> bool:
     """Whether ``module`` has a top-level ``if __name__ == "__main__":`` block that runs something (TorchSSL's
     models end with one that holds only ``pass``: they are modules the training scripts import, not programs)."""

@@ -842,3 +842,25 @@ def test_a_program_that_reads_a_name_nothing_binds_before_its_work_is_left_whole
     assert found["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     ran = _run(folder, "train.py")
     assert ran.stdout.startswith("loss ") and "NameError: name 'plot_curves'" in ran.stderr, ran.stderr[-2000:]
+
+
+@pytest.mark.parametrize("moves", [False, True])
+def test_autocasts_stay_where_every_program_keeps_its_data_on_cuda_or_the_cpu(tmp_path: Path, moves: bool) -> None:
+    """distributed-continual-learning: `args.cuda = ... torch.cuda.is_available()` stays, so off CUDA the model
+    stays on the CPU, where the learner's CUDA autocast disabled itself: moving it changes nothing anywhere, and is
+    not made (said once). A second program that sends data to the runtime's device (ported `.cuda()`) may run the
+    learner on MPS: there the autocast moves."""
+    folder = tmp_path / "flag_held_amp"
+    shutil.copytree(PROJECTS / "flag_held_amp", folder)
+    if moves:
+        (folder / "mac.py").write_text("import torch\n\nfrom learner import Learner\n\n"
+                                       "print(Learner(torch.nn.Linear(4, 2).cuda(), True).step(torch.ones(1, 4)))\n")
+    output = _apply(folder)
+    learner = (folder / "learner.py").read_text()
+    assert (learner == (PROJECTS / "flag_held_amp" / "learner.py").read_text()) is not moves
+    assert ("torch.amp.autocast(" in learner) is moves
+    assert output.count("keeps its data on CUDA or the CPU") == (0 if moves else 1)
+    for name in ("main.py", "utils.py"):
+        assert (folder / name).read_text() == (PROJECTS / "flag_held_amp" / name).read_text()
+    ran = _run(folder, "main.py")
+    assert ran.returncode == 0 and ran.stdout.strip() == "torch.float32", ran.stderr[-2000:]

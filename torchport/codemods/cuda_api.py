@@ -445,6 +445,7 @@ def legacy_dtype(m: Migrator, node: cst.CSTNode) -> str | None:
 class CudaLegacyTensorType(Rule):
     code = "TP015"
     moves_data = False
+    places_data = True
     name = "cuda-legacy-tensor-type"
     summary = "Legacy `torch.cuda.FloatTensor` and friends become a dtype on the runtime device."
     before, after = "x.type(torch.cuda.FloatTensor)", "x.to(tp.device(), torch.float32)"
@@ -596,6 +597,7 @@ class CudaNvtx(_Rename):
 class DefaultTensorType(Rule):
     code = "TP017"
     moves_data = False
+    places_data = True
     name = "default-tensor-type"
     summary = ("`torch.set_default_tensor_type` with a CUDA type sets the dtype and the runtime device; the CPU "
                "types that undo it go through the runtime too.")

@@ -1382,6 +1382,7 @@ def _target_name(target: cst.BaseExpression) -> str:
 class DeviceTypeString(_StringRule):
     code = "TP004"
     moves_data = False
+    places_data = True
     name = "device-type-string"
     summary = ('The device type "cuda" given as device_type= or assigned to a *type name becomes the runtime\'s '
                "device type.")
@@ -1496,6 +1497,7 @@ def _idiom_shape(m: Migrator, node: cst.IfExp) -> tuple[bool, cst.BaseExpression
 class AvailabilityIdiom(Rule):
     code = "TP005"
     moves_data = False
+    places_data = True
     name = "availability-idiom"
     summary = '`"cuda" if torch.cuda.is_available() else "cpu"` becomes one runtime call.'
     before, after = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")', "tp.available_device()"
@@ -1871,6 +1873,7 @@ def _is_none(test: cst.BaseExpression, name: str) -> bool:
 class IsCuda(Rule):
     code = "TP007"
     moves_data = False
+    places_data = True
     name = "is-cuda"
     summary = ("`.is_cuda` becomes \"on the picked accelerator\"; unsafe because it may enable CUDA-only code "
                "on MPS or XPU.")
@@ -2161,6 +2164,7 @@ def _to_device_of(moved: cst.BaseExpression, follow: cst.BaseExpression) -> cst.
 class DeviceTypeCheck(Rule):
     code = "TP008"
     moves_data = False
+    places_data = True
     name = "device-type-check"
     summary = '`x.device.type == "cuda"` becomes "on the picked accelerator"; unsafe for the same reason as TP007.'
     before, after = 'if x.device.type == "cuda":', "if tp.on_accelerator(x):"

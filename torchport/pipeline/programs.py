@@ -1981,16 +1981,20 @@ FOLLOW_CODES = frozenset({"TP024"})  # data moved to other data's device (`x.cud
 
 def kept_off_accelerators(results: Sequence[FileResult]) -> dict[int, str]:
     """The changed modules of a project no packaging metadata makes installable whose only rewrites move data to
-    other data's device (`FOLLOW_CODES`), that only programs which port nothing else and never name another
-    backend reach: their data is on CUDA or the CPU, as before, so ``y.device`` is CUDA exactly where ``y.is_cuda``
-    was (NRI's modules, behind scripts whose ``args.cuda`` flag keeps them CUDA-or-CPU).
+    other data's device (`FOLLOW_CODES`) or move a CUDA autocast or GradScaler (`AMP_CODES`), that only programs
+    which move no data to the runtime's device and never name another backend reach: their data is on CUDA or the
+    CPU, as before, so ``y.device`` is CUDA exactly where ``y.is_cuda`` was (NRI's modules, behind scripts whose
+    ``args.cuda`` flag keeps them CUDA-or-CPU), and a CUDA autocast wraps CUDA tensors or CPU ones, where it
+    disables itself (distributed-continual-learning's learners, behind ``args.cuda = torch.cuda.is_available()``).
 
     Returns:
         index into ``results`` -> why its rewrites are not made.
     """
+    from torchport.codemods.core.registry import PLACES_DATA
     from torchport.pipeline.library import installable
 
-    follow = {i for i, r in enumerate(results) if r.changed and r.rewrites and set(r.rewrites) <= FOLLOW_CODES}
+    follow = {i for i, r in enumerate(results)
+              if r.changed and r.rewrites and set(r.rewrites) <= FOLLOW_CODES | AMP_CODES}
     packaged = installable(results[i].path for i in follow)
     follow = {i for i in follow if results[i].path not in packaged}
     if not follow:
@@ -1999,13 +2003,23 @@ def kept_off_accelerators(results: Sequence[FileResult]) -> dict[int, str]:
     other_backend = text("other_backend_text")
 
     def keeps(index: int) -> bool:
-        """Whether module ``index`` moves no data anywhere new: unchanged, and naming no other backend."""
+        """Whether module ``index`` moves no data anywhere new: its port places nothing on the runtime's device
+        and picks no device, and its text names no other backend."""
         result = results[index]
-        return index in follow or not result.changed and not other_backend.search(result.original or "")
+        return index in follow or not (result.changed and (
+            set(result.rewrites) & PLACES_DATA or result.facts.get("moves")
+            or result.facts.get("choices"))) and not other_backend.search(result.original or "")
+
+    def runs(index: int) -> bool:
+        """Whether module ``index`` is a program: a script, a notebook or a test module."""
+        result = results[index]
+        return result.path.suffix == ".ipynb" or bool(_TEST_FILE.match(result.path.name)) or (
+            shape := outline(result.original)).script or shape.works_at_top
 
     left: dict[int, str] = {}
     for index, starts in _reaching(project, len(results), follow).items():
-        if all(keeps(i) for start in starts for i in project.reach(start)):
+        starts = [start for start in starts if runs(start)]  # a module no program runs is its users' to call
+        if starts and all(keeps(i) for start in starts for i in project.reach(start)):
             left[index] = (f"every program that reaches it ({results[index].display}) keeps its data on CUDA or "
                            "the CPU, so data is on CUDA here exactly where it was")
     return left

@@ -58,6 +58,8 @@ RULES_IN_ORDER: tuple[Rule, ...] = tuple(rule for family in FAMILIES for rule in
 RULES_BY_CODE: dict[str, Rule] = dict(sorted((rule.code, rule) for rule in RULES_IN_ORDER))
 # Rewrites that choose where tensors go: a module the project pass holds keeps them as written.
 DATA_MOVES = frozenset(rule.code for rule in RULES_IN_ORDER if rule.moves_data)
+# Rewrites after which data may be on the runtime's device: those and the ones that pick or test it.
+PLACES_DATA = DATA_MOVES | frozenset(rule.code for rule in RULES_IN_ORDER if rule.places_data)
 # The torch.cuda names (after "torch.cuda.") some rule renames into a portable call.
 RENAMED = frozenset(name for rule in RULES_IN_ORDER for name in rule.renames)
 

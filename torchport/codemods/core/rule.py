@@ -70,6 +70,8 @@ class Rule:
         replaces: whether ``leave_`` methods replace the node (True) or only its children (False).
         moves_data: required: whether its rewrite chooses where tensors go (``.cuda()``, a device literal or
             string, an integer device id). A module the project pass holds keeps these as written.
+        places_data: whether its rewrite may send data to the runtime's device beyond the sites of
+            ``moves_data`` (an availability idiom, a tensor type, a default tensor type, an ``is_cuda`` test).
         renames: the ``torch.cuda`` names it renames into portable calls, after ``torch.cuda.`` (``synchronize``,
             ``amp.autocast``), with the new name. Code under a CUDA guard that calls only these is portable.
         examples: inline tests (see `Example`).
@@ -87,6 +89,7 @@ class Rule:
     names: ClassVar[frozenset[str]] = frozenset()
     replaces: ClassVar[bool] = True
     moves_data: ClassVar[bool]  # no default: every rule says (the registry checks)
+    places_data: ClassVar[bool] = False
     renames: ClassVar[Mapping[str, str]] = {}
     examples: ClassVar[tuple[Example, ...]] = ()
 

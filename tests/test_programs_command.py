@@ -1450,6 +1450,30 @@ def test_data_placed_only_where_a_device_string_names_cuda_is_a_choice_kept(tmp_
            'model_run.py:8")' in (tmp_path / "chat.py").read_text()
 
 
+def test_a_choice_kept_in_a_class_the_program_never_makes_keeps_nothing(tmp_path: Path) -> None:
+    """BackdoorBox: `core/__init__.py` imports every attack, BAAT's among them, whose `HairEditor` keeps its choice
+    CUDA-or-CPU; BadNets' script makes only `BadNets`, which moves its data to the runtime's device: it keeps MPS. A
+    script that makes the editor keeps CUDA or the CPU."""
+    _applied(tmp_path, {
+        "core/__init__.py": "from .editor import BAAT\nfrom .badnets import BadNets\n",
+        "core/editor.py": "import torch\n\n\nclass Editor:\n    def __init__(self, args):\n"
+                          "        self.dev = args.RUN_DEVICE\n        self.w = torch.ones(2)\n"
+                          "        if 'cuda' in args.RUN_DEVICE:\n"
+                          "            self.w = self.w.to(self.dev)\n\n    def forward(self):\n"
+                          "        return self.w + torch.zeros(2, device=self.dev)\n\n\n"
+                          "class BAAT:\n    def __init__(self, args):\n        self.editor = Editor(args)\n\n"
+                          "    def run(self):\n        return self.editor.forward()\n",
+        "core/badnets.py": "import torch\n\n\nclass BadNets:\n    def run(self):\n"
+                           "        return torch.ones(2).cuda() * 2\n",
+        "attack_badnets.py": "import core\n\nprint(core.BadNets().run())\n",
+        "attack_editor.py": "import types\n\nimport core\n\nargs = types.SimpleNamespace()\n"
+                            "args.RUN_DEVICE = 'cuda'\nprint(core.BAAT(args).run(), core.BadNets().run())\n",
+    })
+    assert "tp.keep_cuda_or_cpu" not in (tmp_path / "attack_badnets.py").read_text()
+    assert 'tp.keep_cuda_or_cpu("a device choice kept CUDA-or-CPU beside data moved to the picked device, ' \
+           'core/editor.py:8")' in (tmp_path / "attack_editor.py").read_text()
+
+
 def test_a_kernel_chosen_by_where_a_tensor_is_is_no_choice_kept(tmp_path: Path) -> None:
     """glow-tts's stft.py: `if magnitude.device.type == "cuda":` picks a kernel for data already on CUDA and moves
     what it makes to that data's device: no device string names CUDA there, and the ported program keeps MPS."""

@@ -130,6 +130,11 @@ class CudaDeviceApi(_Rename):
         Example("import torch\ntorch.cuda.synchronize()\n", "import torch\ntp.synchronize()\n"),
         Example("import torch\nif torch.cuda.is_available():\n    model.cuda()\n",
                 "import torch\nif tp.is_available():\n    model.cuda()\n"),
+        # Simple-CenterNet: data brought back to the CPU where the guarded moves sent it to the device
+        Example("import torch\nif torch.cuda.is_available():\n    x = x.cuda()\ny = f(x)\n"
+                "if torch.cuda.is_available():\n    y = y.cpu()\nprint(y.numpy())\n",
+                "import torch\nif tp.is_available():\n    x = x.cuda()\ny = f(x)\nif tp.is_available():\n"
+                "    y = y.cpu()\nprint(y.numpy())\n"),
         Example("import torch.multiprocessing as mp\nimport torch\nmp.spawn(main, nprocs=torch.cuda.device_count())\n",
                 "import torch.multiprocessing as mp\nimport torch\nmp.spawn(main, nprocs=tp.process_count())\n"),
         Example("import torch\nn = torch.cuda.device_count() // local_world_size\n",

@@ -111,6 +111,25 @@ def _moves(node: cst.BaseExpression) -> bool:
         and node.func.attr.value in ("to", "cuda")
 
 
+def _type_label(m: Migrator, node: cst.IfExp) -> bool:
+    """Whether ``node`` is assigned to a name that the module reads only in comparisons and as ``device_type=``
+    (TabularTransformer's ``self.device_type = 'cuda' if 'cuda' in self.device else 'cpu'``, for its autocast):
+    a label of where the data is, which places nothing (on MPS it reads "cpu": no autocast there)."""
+    if m.syntax is None:
+        return False
+    line = m.start(node).line
+    assign = next((a for a in ast.walk(m.syntax) if isinstance(a, ast.Assign) and isinstance(a.value, ast.IfExp)
+                   and a.value.lineno == line and len(a.targets) == 1), None)
+    if assign is None or not isinstance(assign.targets[0], (ast.Name, ast.Attribute)):
+        return False
+    key = ast.unparse(assign.targets[0])
+    parents = {id(child): parent for parent in ast.walk(m.syntax) for child in ast.iter_child_nodes(parent)}
+    reads = [n for n in ast.walk(m.syntax) if isinstance(n, (ast.Name, ast.Attribute))
+             and isinstance(n.ctx, ast.Load) and ast.unparse(n) == key]
+    return bool(reads) and all(isinstance(parent := parents.get(id(n)), ast.Compare) or isinstance(
+        parent, ast.keyword) and parent.arg == "device_type" for n in reads)
+
+
 def _else_picks_cpu(node: cst.If) -> bool:
     """Whether the ``else:`` of a CUDA guard sets a device to the CPU (AGCRN's ``if torch.cuda.is_available():
     torch.cuda.set_device(...)`` / ``else: args.device = 'cpu'``): off CUDA the choice is the CPU, MPS or not."""
@@ -144,8 +163,8 @@ class _Scan(cst.CSTVisitor):
         name = call_name(func)
         if name in _COLLECTIVES:  # a tensor for NCCL: gloo on MPS or XPU could not take it
             self.cuda_only = True
-        if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to"):
-            self.chooses = True
+        if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to", "cpu"):
+            self.chooses = True  # (`.cpu()`: brings back what the program placed, wherever that was)
             if func.attr.value == "cuda" and own_object(self.m, func.value) is not None:
                 self.cuda_only = True  # its class moves itself to CUDA alone: the guard keeps the choice
         if self.m.has_qname(func, "torch.device"):
@@ -503,8 +522,9 @@ def _factors(tree: ast.Module) -> set[str]:
 
 
 def _rank_placement(tree: ast.Module) -> tuple[int, str] | None:
-    """``(line, code)`` of the first placement on a worker's rank as a bare device index (``data.to(rank)``,
-    ``device=rank``, ``torch.device(rank)``: CUDA device ``rank``, which no rule maps) in a function of the module
+    """``(line, code)`` of the first placement on a worker's rank as a bare device index (``data.to(device)``,
+    ``device=device``, ``torch.device(device)``: CUDA device ``rank``, which no rule maps where the name is none
+    TP006 reads as an index) in a function of the module
     that ``mp.spawn``/``start_processes`` starts, or that such a function passes its rank to (CPython's tree)."""
     functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     todo = [(call.args[0].id, 0) for call in ast.walk(tree) if isinstance(call, ast.Call)
@@ -527,8 +547,8 @@ def _rank_placement(tree: ast.Module) -> tuple[int, str] | None:
             if not isinstance(node, ast.Call):
                 continue
             placed = (isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "device")
-                      and len(node.args) == 1 and rank(node.args[0])) or any(
-                k.arg == "device" and rank(k.value) for k in node.keywords)
+                      and len(node.args) == 1 and rank(node.args[0]) and not _index_name(node.args[0])) or any(
+                k.arg == "device" and rank(k.value) and not _index_name(k.value) for k in node.keywords)
             if placed:
                 return node.lineno, unparse(node)  # in a message: as 3.11 writes it
             if isinstance(node.func, ast.Name) and node.func.id in functions:
@@ -542,6 +562,15 @@ def _rank_placement(tree: ast.Module) -> tuple[int, str] | None:
 
 def _names_one_of(names: set[str], value: ast.expr) -> bool:
     return isinstance(value, ast.Name) and value.id in names
+
+
+_INDEX_NAMES = frozenset(torch_facts.words("index_name"))
+
+
+def _index_name(value: ast.expr) -> bool:
+    """Whether ``value`` is a name TP006 reads as a device index (``rank``, ``local_rank``): ``.to(rank)`` becomes
+    ``.to(tp.device(rank))``, which is the CPU off CUDA (the PyTorch DDP tutorial's spawned ``main(rank, ...)``)."""
+    return isinstance(value, ast.Name) and value.id in _INDEX_NAMES
 
 
 def _wraps_backend(node: cst.ClassDef) -> bool:
@@ -1296,7 +1325,8 @@ class CudaGuard(Rule):
             held = id(node) in m.shared.held_idioms
             self._keep(m, positive + other, node.test, HELD_CHOICE if held else None,
                        f"availability idiom kept as written: {m.hold or _KEPT.format(m.kept)}")
-            if _availability_based(m, node.test) and (_scan(m, node.body).chooses or _moves(node.body)):
+            if _availability_based(m, node.test) and (_scan(m, node.body).chooses or _moves(node.body)) \
+                    and not _type_label(m, node):
                 m.fact("kept", node)  # reid-strong-baseline's `img.to(device) if device_count() >= 1 else img`
             m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.test, "in the CUDA branch of the conditional"))
         elif id(node) not in m.shared.idioms and m.hold is not None and m.syntax is not None \

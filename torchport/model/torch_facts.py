@@ -713,6 +713,8 @@ CUDA_LIBRARIES = {
     "rmm": Library(False), "dask_cuda": Library(False),
     # NVIDIA DALI's data pipelines: its wheels are built for CUDA alone (`nvidia-dali-cuda120`), none for macOS
     "nvidia.dali": Library(False),
+    # Unsloth's fine-tuning kernels: importing it raises without an NVIDIA (or its own list of) GPU
+    "unsloth": Library(False),
 }
 # The prefixes of the qualified names whose uses need CUDA (`Library.uses`): numba's `numba.cuda.`, CuPy's `cupy.cuda.`
 CUDA_LIBRARY_USES = tuple(library.uses for library in CUDA_LIBRARIES.values() if library.uses)

@@ -731,7 +731,11 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
             if outline(results[other].original).parses
             else None) or (_kept_placement(results[other], flags or set()) or _placed_if_cuda_named(results[other])
                            if live else None))  # only where data moved to the runtime's device runs
-            and not _never_called(results[other].original, found[0], [results[i].original for i in reach])), None)
+            and not _never_called(results[other].original, found[0], [results[i].original for i in reach])
+            and (project.runs_line(other, [found[0]], reach) or _called_by_name(
+                results[other].original, found[0], [results[i].original for i in reach - {other}]))), None)
+        # (BackdoorBox's attack scripts never make the BAAT attack's HairEditor, whose choice stays CUDA-or-CPU,
+        # though `core` imports its module; a method another module calls by name may run on an unpickled object)
         if split is not None:
             reasons[index] = f"{split[1][1]}, {shown(split[0], index)}:{split[1][0]}"
             continue
@@ -1018,6 +1022,17 @@ def _never_called(text: str | None, line: int, texts: Iterable[str | None]) -> b
     if name.startswith("__"):
         return False
     return not any(name in (other or "") and name in _used_names(other or "") for other in texts)
+
+
+def _called_by_name(text: str | None, line: int, texts: Iterable[str | None]) -> bool:
+    """Whether the function or method holding ``line`` of module ``text`` is called by its name in ``texts`` (other
+    modules of a program): an object unpickled, never made, may still be asked to (AIPolicy's ``refresh``)."""
+    tree = parse(text)
+    function = min((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and n.lineno <= line <= (n.end_lineno or n.lineno)), key=lambda n: -n.lineno, default=None) \
+        if tree is not None else None
+    return function is not None and not function.name.startswith("__") and any(
+        function.name in _called_names(other or "") for other in texts)
 
 
 _USED: dict[str, frozenset[str]] = {}
@@ -1700,6 +1715,7 @@ def _read_cuda_flags(texts: Sequence[str | None]) -> set[str]:
         return _switched_off(texts)
     setting = re.compile(r"\.(" + "|".join(sorted(map(re.escape, names))) + r")\s*(?:[-+*/|&]?=[^=]|:)")
     assigned: dict[str, list[tuple[ast.Module, ast.expr | None]]] = {}
+    read = _self_reads(texts, names)
     for source in texts:
         if not setting.search(source or "") or (tree := parse(source)) is None:
             continue
@@ -1707,7 +1723,8 @@ def _read_cuda_flags(texts: Sequence[str | None]) -> set[str]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
                 node, (ast.AnnAssign, ast.AugAssign)) else []
             for target in targets:
-                if isinstance(target, ast.Attribute) and target.attr in names:
+                if isinstance(target, ast.Attribute) and target.attr in names and (
+                        target.attr in read or not _on_self(target)):  # an own attribute nothing reads is none
                     value = None if isinstance(node, ast.AugAssign) else node.value  # type: ignore[attr-defined]
                     assigned.setdefault(target.attr, []).append((tree, value))
     evaluators: dict[tuple[int, str], Evaluator] = {}
@@ -1739,6 +1756,24 @@ def _read_cuda_flags(texts: Sequence[str | None]) -> set[str]:
 
     return {name for name, sets in assigned.items() if all(
         copied(name, tree, value, sets) or falsy(tree, value) for tree, value in sets)} | _switched_off(texts)
+
+
+def _on_self(node: ast.Attribute) -> bool:
+    """``self.name``."""
+    return isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _self_reads(texts: Sequence[str | None], names: set[str]) -> set[str]:
+    """The ``names`` that some text of the project reads as ``self.name`` (distributed-continual-learning's
+    ``MeasureTime`` stores ``self.cuda = cuda`` and never reads it: beside ``args.cuda = ... is_available()``, which
+    the learners read as ``self.args.cuda``, that store is no other meaning of the name)."""
+    found: set[str] = set()
+    for source in texts:
+        if not source or not any(f"self.{name}" in source for name in names - found) or (tree := parse(source)) is None:
+            continue
+        found |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr in names
+                  and isinstance(node.ctx, ast.Load) and _on_self(node)}
+    return found
 
 
 def _switched_off(texts: Sequence[str | None]) -> set[str]:

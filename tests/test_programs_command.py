@@ -1474,6 +1474,19 @@ def test_a_choice_kept_in_a_class_the_program_never_makes_keeps_nothing(tmp_path
            'core/editor.py:8")' in (tmp_path / "attack_editor.py").read_text()
 
 
+@pytest.mark.parametrize("again", [True, False])
+def test_a_multi_gpu_branch_whose_data_is_placed_again_keeps_no_choice(tmp_path: Path, again: bool) -> None:
+    """Medical-Transformer: `if torch.cuda.device_count() > 1: model = nn.DataParallel(model).cuda()`, then
+    `model.to(device)` with `device` ported: the model goes where the program's data goes, on a Mac MPS. Without
+    the second placement the branch is the model's only one: MPS would split it from its inputs."""
+    after = "model.to(device)\n" if again else ""
+    _write(tmp_path, {"train.py": "import torch\nfrom torch import nn\n\ndevice = torch.device('cuda')\n"
+                                  "model = nn.Linear(4, 2)\nif torch.cuda.device_count() > 1:\n"
+                                  "    model = nn.DataParallel(model, device_ids=[0, 1]).cuda()\n" + after +
+                                  "print(model(torch.ones(3, 4).to(device)))\n"})
+    assert (_programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]) is again
+
+
 def test_a_kernel_chosen_by_where_a_tensor_is_is_no_choice_kept(tmp_path: Path) -> None:
     """glow-tts's stft.py: `if magnitude.device.type == "cuda":` picks a kernel for data already on CUDA and moves
     what it makes to that data's device: no device string names CUDA there, and the ported program keeps MPS."""

@@ -316,6 +316,11 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("class V:\n    def _ohot(self, n):\n        v = np.zeros(n)\n        return v\n\n    def __getitem__(self, i):\n"
      "        pos = self._ohot(i)\n        return i, pos\n", (3, "float64 numpy arrays a dataset gives (its "
                                                             "DataLoader batches them as float64 tensors)")),
+    # Simple-CenterNet's dataset: `hm, wh = self.generate_targets(boxes)`, arrays of float64 by default
+    ("class C:\n    def targets(self, n):\n        hm = np.zeros((n, n))\n        wh = np.zeros((n, 2))\n"
+     "        return hm, wh\n\n    def __getitem__(self, i):\n        hm, wh = self.targets(i)\n"
+     "        return torch.from_numpy(hm), torch.from_numpy(wh)\n",
+     (3, "float64 numpy arrays a dataset gives (its DataLoader batches them as float64 tensors)")),
     # torchvision's train_quantization.py: fake-quantize and quantize kernels are the CPU's and CUDA's alone
     ("model = torch.ao.quantization.prepare_qat(model)\n",
      (1, "quantization kernels (fake-quantize, `quantize_per_tensor`)")),

@@ -154,11 +154,16 @@ def _staying_autocasts(m: Migrator) -> list[int]:
 
 
 def _given_scaler(node: ast.AST, params: set[str]) -> bool:
-    """``scaler.scale(loss).backward()`` with ``scaler`` a parameter (not ``self``): a GradScaler's step."""
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward" \
-        and isinstance(scaled := node.func.value, ast.Call) and isinstance(scaled.func, ast.Attribute) \
-        and scaled.func.attr == "scale" and isinstance(scaled.func.value, ast.Name) \
-        and scaled.func.value.id in params - {"self", "cls"}
+    """``scaler.scale(loss).backward()`` with ``scaler`` a parameter (not ``self``), or an attribute of ``self``
+    in a module that makes no GradScaler (CellViT's trainers: ``self.scaler``, made by their base class in another
+    module): a GradScaler's step."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward"
+            and isinstance(scaled := node.func.value, ast.Call) and isinstance(scaled.func, ast.Attribute)
+            and scaled.func.attr == "scale"):
+        return False
+    owner = scaled.func.value
+    return isinstance(owner, ast.Name) and owner.id in params - {"self", "cls"} or isinstance(
+        owner, ast.Attribute) and isinstance(owner.value, ast.Name) and owner.value.id == "self"
 
 
 def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
@@ -223,6 +228,10 @@ class CudaAmpAutocast(Rule):
                 Example("import torch\n\n\ndef step(model, x, optimizer, scaler):\n"
                         "    with torch.cuda.amp.autocast():\n        loss = model(x)\n"
                         "    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n"),
+                # CellViT's trainer: `self.scaler`, which its base class makes in another module
+                Example("import torch\n\n\nclass Trainer(BaseTrainer):\n    def step(self, x):\n"
+                        "        with torch.cuda.amp.autocast():\n            loss = self.model(x)\n"
+                        "        self.scaler.scale(loss).backward()\n"),
                 # a module's own `scale` is no GradScaler
                 Example("import torch\n\n\ndef forward(self, x):\n    with torch.cuda.amp.autocast(True):\n"
                         "        return self.scale(x)\n",

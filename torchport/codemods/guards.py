@@ -38,6 +38,7 @@ from torchport.codemods.analysis.programs import (
     cuda_call,
     cuda_only_program,
     parameters,
+    placed_again,
     where,
 )
 from torchport.codemods.analysis.requirements import cuda_only_functions, cuda_only_import
@@ -128,6 +129,16 @@ def _type_label(m: Migrator, node: cst.IfExp) -> bool:
              and isinstance(n.ctx, ast.Load) and ast.unparse(n) == key]
     return bool(reads) and all(isinstance(parent := parents.get(id(n)), ast.Compare) or isinstance(
         parent, ast.keyword) and parent.arg == "device_type" for n in reads)
+
+
+def _placed_again(m: Migrator, node: cst.If) -> bool:
+    """`placed_again` of the ``if`` ``node`` (no ``else``), read from CPython's tree."""
+    if m.syntax is None or node.orelse is not None:
+        return False
+    line = m.start(node).line
+    parents = {id(child): parent for parent in ast.walk(m.syntax) for child in ast.iter_child_nodes(parent)}
+    branch = next((n for n in ast.walk(m.syntax) if isinstance(n, ast.If) and n.lineno == line), None)
+    return branch is not None and placed_again(branch, parents)
 
 
 def _else_picks_cpu(node: cst.If) -> bool:
@@ -1386,7 +1397,7 @@ class CudaGuard(Rule):
             m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.test, "under the CUDA guard"))
         elif _cuda_detection(m, node.test):
             if _availability_based(m, node.test) and _scan(m, node.body).chooses and not (
-                    _asks_for_cuda(node.test) and _sets_cpu(node.body)):
+                    _asks_for_cuda(node.test) and _sets_cpu(node.body)) and not _placed_again(m, node):
                 m.fact("kept", node)
             m.skip_region(node.body, CUDA_ONLY, _guarded(m, node.test, "under the CUDA guard"))
         elif _negated_detection(m, node.test):

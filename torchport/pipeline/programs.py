@@ -37,6 +37,7 @@ from torchport.codemods.analysis.programs import (
     is_main,
     is_script,
     parameters,
+    placed_again,
 )
 from torchport.model import installed, torch_facts
 from torchport.model.torch_facts import RAISES_OFF_CUDA, text
@@ -925,6 +926,8 @@ def _read_kept_placement(text: str, flags: set[str]) -> tuple[int, str] | None:
                     for n in ast.walk(test))):
                 if _chooses_mps(parent, parents):
                     break  # accelerate's `if is_mps_available(): ... elif torch.cuda.is_available(): ...`
+                if isinstance(parent, ast.If) and placed_again(parent, parents):
+                    break  # placed again after the branch, wherever the test sends it
                 return node.lineno, KEPT_CHOICE
             child = parent
     return None

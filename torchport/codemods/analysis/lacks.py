@@ -1057,14 +1057,17 @@ def _dataset_float64(tree: ast.Module) -> list[int]:
             continue
         given = _attributes_given(getitem)
         # methods whose result a given attribute holds (ImageRegression's `self.samples = self.parse_data_file(f)`)
-        # or a name `__getitem__` gives back (T2M-GPT's WordVectorizer: `pos_vec = self._get_pos_ohot(pos)`)
+        # or a name `__getitem__` gives back (T2M-GPT's WordVectorizer: `pos_vec = self._get_pos_ohot(pos)`;
+        # Simple-CenterNet's `hm, wh, offset, mask = self.generate_targets(boxes)`)
         returned = {n.id for r in ast.walk(getitem) if isinstance(r, ast.Return) and r.value is not None
                     for n in ast.walk(r.value) if isinstance(n, ast.Name)}
         feeding = {n.value.func.attr for n in ast.walk(cls) if isinstance(n, ast.Assign)
                    and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
                    and isinstance(n.value.func.value, ast.Name) and n.value.func.value.id == "self"
                    and any(isinstance(t, ast.Attribute) and t.attr in given
-                           or isinstance(t, ast.Name) and t.id in returned for t in n.targets)}
+                           or isinstance(t, ast.Name) and t.id in returned
+                           or isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id in returned
+                                                               for e in t.elts) for t in n.targets)}
         for method in methods:
             arrays: dict[str, int] = {}  # name -> the line making its float64 array
             for node in _in_order(method):

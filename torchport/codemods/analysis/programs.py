@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 
 from torchport.model import torch_facts
 
@@ -401,3 +402,28 @@ def arguments(function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) 
     return given
 
 
+
+
+def placed_again(branch: ast.If, parents: Mapping[int, ast.AST]) -> bool:
+    """Whether everything the ``if`` ``branch`` (no ``else``) places is placed again by the statement right after it
+    (Medical-Transformer: ``if torch.cuda.device_count() > 1: model = nn.DataParallel(model).cuda()``, then
+    ``model.to(device)``): where the test is false the data goes where that statement sends it, so the branch keeps
+    no choice of its own. ``parents``: each node's parent, by ``id``."""
+    body = getattr(parents.get(id(branch)), "body", None)
+    if branch.orelse or not isinstance(body, list) or branch not in body or body[-1] is branch:
+        return False
+    after = body[body.index(branch) + 1]
+
+    def placed(statement: ast.stmt) -> set[str]:
+        """The names ``statement`` places: ``x = ....cuda()``, ``x.to(...)``, ``x = x.to(...)``."""
+        value = statement.value if isinstance(statement, (ast.Assign, ast.Expr)) else None
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                and value.func.attr in ("cuda", "to")):
+            return set()
+        if isinstance(statement, ast.Assign):
+            return {ast.unparse(t) for t in statement.targets}
+        return {ast.unparse(value.func.value)}
+
+    inside = {name for statement in branch.body for name in placed(statement)}
+    return bool(inside) and inside <= placed(after) and all(
+        isinstance(s, ast.Expr | ast.Assign) and (placed(s) or isinstance(s, ast.Expr)) for s in branch.body)

@@ -1218,6 +1218,9 @@ def test_a_helper_no_test_names_in_a_module_taken_for_tests_stays_ported() -> No
     ("    if torch.cuda.is_available():\n        n = torch.cuda.device_count()\n    else:\n"
      "        from os import cpu_count as n\n    return n\n", False),  # bound by an import it does not follow
     ("    if torch.cuda.is_available():\n        args.n = torch.cuda.device_count()\n    return args.n\n", False),
+    # Medical-Transformer's test.py: the branch wraps what was bound before it (nothing, where no model name matches:
+    # a NameError on CUDA too, no device gate)
+    ("    if torch.cuda.device_count() > 1:\n        n = torch.nn.DataParallel(n).cuda()\n    return n\n", False),
 ])
 def test_a_name_bound_only_where_cuda_is_stops_where_it_is_read(body: str, stops: bool) -> None:
     source = f"import torch\n\n\ndef main(args):\n{body}"

@@ -982,6 +982,22 @@ def test_a_build_script_that_stops_without_cuda_builds_a_cuda_only_extension(oth
     assert cuda_extensions(ast.parse(source)) == (frozenset({"_ext"}) if cuda_only else frozenset())
 
 
+@pytest.mark.parametrize(("named", "built"), [
+    ("name='{}.{}'.format(module, name)", "sfl.sigmoid_focal_loss_cuda"),  # SOLO's (mmdetection v1's) helper
+    ("name=f'{module}.{name}'", "sfl.sigmoid_focal_loss_cuda"),
+    ("name=module + '.' + name", "sfl.sigmoid_focal_loss_cuda"),
+    ("name=lookup(name)", None),  # a name no string arithmetic gives: not guessed
+])
+def test_an_extension_a_helper_makes_of_its_arguments_is_built(named: str, built: str | None) -> None:
+    from torchport.codemods.analysis.requirements import _built_extensions
+
+    source = ("from torch.utils.cpp_extension import CUDAExtension\n\n\n"
+              "def make_cuda_ext(name, module, sources):\n"
+              f"    return CUDAExtension({named}, sources=sources)\n\n\n"
+              "exts = [make_cuda_ext(name='sigmoid_focal_loss_cuda', module='sfl', sources=['a.cu'])]\n")
+    assert _built_extensions(ast.parse(source)) == ({built: {"cuda"}} if built else {})
+
+
 @pytest.mark.parametrize(("include", "cuda_only"), [
     ("#include <c10/cuda/CUDAStream.h>\n", True),  # FOTS's rroi_align_cuda.cpp: glue for CUDA kernels alone
     ("#include <cuda_runtime.h>\n", True),
@@ -2703,6 +2719,48 @@ def test_a_name_a_project_module_does_not_define_makes_its_importer_run_nowhere(
     assert found["also_fine.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     assert not _migrated(tmp_path)["broken.py"]["changed"]
 
+
+
+@pytest.mark.parametrize("used", [True, False])
+def test_a_notebook_that_uses_a_name_its_project_module_does_not_define_runs_nowhere(tmp_path: Path,
+                                                                                    used: bool) -> None:
+    """FNO_torch's examples: `from FNO import FNO2d, get_dataloader`, names `FNO.py` no longer defines, then a model
+    built of `FNO2d` in a later cell: the import cell fails and every cell using the name after it. A stale name
+    no cell reads fails its import cell alone: the notebook's other cells still run."""
+    import nbformat
+    from nbformat import v4
+
+    nb = v4.new_notebook()
+    nb.cells = [v4.new_code_cell("import torch\nfrom FNO import FNOnd, FNO2d"),
+                v4.new_code_cell("model = " + ("FNO2d" if used else "FNOnd") + "().cuda()")]
+    nbformat.write(nb, tmp_path / "nb.ipynb")
+    (tmp_path / "FNO.py").write_text("import torch\n\n\nclass FNOnd(torch.nn.Module):\n    pass\n")
+    found = _programs(tmp_path)["nb.ipynb"]
+    assert (found["runs_on"] == []) is used
+    assert (found["runs_on"] == ["cuda", "mps", "xpu", "cpu"]) is not used
+
+
+@pytest.mark.parametrize("notebook", [False, True])
+def test_a_module_a_function_of_the_program_imports_when_it_runs_counts(tmp_path: Path, notebook: bool) -> None:
+    """improved's notebooks: `def train(rank, gpu, args):` imports the discriminator, whose ops build their kernels
+    from `.cu` sources when imported; the notebook calls it through `init_processes(0, 1, train, args)`: it runs on
+    CUDA alone, as the training scripts that import it at their top do."""
+    import nbformat
+    from nbformat import v4
+
+    code = ("import torch\n\n\ndef train(rank):\n    from models import Net\n"
+            "    return Net()(torch.ones(2).cuda())\n\n\ndef launch(fn):\n    return fn(0)\n")
+    _write(tmp_path, {
+        "ops.py": "from torch.utils.cpp_extension import load\n\nfused = load('fused', sources=['fused_kernel.cu'])\n",
+        "models.py": "import torch\nfrom ops import fused\n\n\nclass Net(torch.nn.Module):\n    pass\n",
+        **({} if notebook else {"train.py": code + "\n\nif __name__ == '__main__':\n    launch(train)\n"}),
+    })
+    if notebook:
+        nb = v4.new_notebook()
+        nb.cells = [v4.new_code_cell(code), v4.new_code_cell("launch(train)")]
+        nbformat.write(nb, tmp_path / "train.ipynb")
+    found = _programs(tmp_path)["train.ipynb" if notebook else "train.py"]
+    assert found["runs_on"] == ["cuda"], found
 
 
 def test_a_choice_written_as_if_else_statements_kept_cuda_or_cpu_keeps_its_programs_there(tmp_path: Path) -> None:

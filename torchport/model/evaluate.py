@@ -588,7 +588,10 @@ class Evaluator:
         out = self.run(body if decided else orelse, [p])
         # what the branch not taken would bind, a device query decided (`device = "cpu"` and `if
         # torch.cuda.is_available(): device = "cuda"`: off CUDA `device` is what the query left it)
-        decided_names = _assigned(orelse if decided else body) if by_query else set()
+        skipped = orelse if decided else body
+        # (not one the branch binds of itself: Medical-Transformer's `model = nn.DataParallel(model).cuda()` fails
+        # there too where nothing bound `model` before, on CUDA as well)
+        decided_names = _assigned(skipped) - _self_bound(skipped) if by_query else set()
         for q in out:
             q.gated -= by_query
             q.queried |= decided_names
@@ -1524,6 +1527,12 @@ def _assigned(body: list[ast.stmt]) -> set[str]:
             found.add(key)
         todo.extend(ast.iter_child_nodes(node))
     return found
+
+
+def _self_bound(body: list[ast.stmt]) -> set[str]:
+    """The names ``body``'s own statements bind of themselves (``model = wrap(model)``)."""
+    return {t.id for s in body if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)
+            and any(isinstance(n, ast.Name) and n.id == t.id for n in ast.walk(s.value))}
 
 
 def _names(node: ast.expr) -> set[str]:

@@ -301,9 +301,10 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
             index, line, why = needed
             program.blockers.extend(Blocker(target, why, shown_as(index), line) for target in OFF_CUDA
                                     if target not in {b.target for b in program.blockers})
-        if "cpu" not in {b.target for b in program.blockers} and kind in ("script", "console-script"):
+        if "cpu" not in {b.target for b in program.blockers} and kind in ("script", "console-script", "notebook"):
             # a project module a function the program runs imports when it runs, and what that needs (point-
-            # transformer's `main_worker` imports the model, whose ops import the extension built for CUDA alone)
+            # transformer's `main_worker` imports the model, whose ops import the extension built for CUDA alone;
+            # improved's notebooks define `train`, which imports the discriminator, whose ops build theirs)
             for index in sorted(project.live_imports(always, program_names(project, reach)) - always,
                                 key=lambda i: str(results[i].path)):
                 met = next((n for n in needs(index, False, program.reached) if n.targets == OFF_CUDA), None)

@@ -850,13 +850,15 @@ class Project:
         """``(line, name, module)`` of each ``from m import name`` that file ``index`` runs whenever it is imported,
         where ``m`` is one module of the run that neither binds ``name`` (`installed.binds`) nor holds it as a
         submodule (super-image's examples: ``from super_image.data import EvalDataset, TrainAugmentDataset``, a class
-        the package does not have): an ImportError on every device."""
+        the package does not have): an ImportError on every device. In a notebook a stale import fails one cell and
+        the others still run: only a name another line reads counts there (FNO_torch's examples import ``FNO2d``,
+        which ``FNO.py`` no longer defines, and build their model of it)."""
         if index in self._undefined:
             return self._undefined[index]
         path = self.results[index].path
-        if path.suffix != ".py":  # a notebook's stale import fails one cell; the others still run
-            return []
         tree = parse(self.results[index].original)
+        if path.suffix != ".py" and tree is None:
+            return []
         handled = {n.lineno for h in ast.walk(tree) if isinstance(h, ast.ExceptHandler) for n in ast.walk(h)
                    if isinstance(n, ast.ImportFrom)} if tree is not None else set()  # a fallback: may never run
         package = self.package(index)
@@ -876,7 +878,10 @@ class Project:
                         any(target.parent.glob(f"{name}.*")) or (target.parent / name).is_dir()
                         or any(re.search(rf"\b{re.escape(name)}\b", script) for script in self._build_scripts())):
                     continue  # a submodule, or an extension built in place
-                found.append((node.line, name, files[0]))
+                if path.suffix == ".py" or tree is not None and any(isinstance(n, ast.Name) and n.id == name
+                                                                    and isinstance(n.ctx, ast.Load)
+                                                                    for n in ast.walk(tree)):
+                    found.append((node.line, name, files[0]))
         return found
 
     def unbound_read(self, index: int, script: bool) -> tuple[int, str] | None:

@@ -318,11 +318,22 @@ def _built_extensions(tree: ast.Module) -> dict[str, set[str]]:
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     aliases.setdefault(target.id, set()).add(made)
+    # helpers that return an extension they make of their arguments (mmdetection v1's and SOLO's `make_cuda_ext(name,
+    # module, sources)`: `CUDAExtension(name='{}.{}'.format(module, name), ...)`)
+    makers = {f.name: (f, made) for f in tree.body if isinstance(f, ast.FunctionDef)
+              for r in ast.walk(f) if isinstance(r, ast.Return) and isinstance(r.value, ast.Call)
+              and (made := kind(r.value.func))}
+    inside = {id(n) for helper, _ in makers.values() for n in ast.walk(helper)}  # read at each call instead
     built: dict[str, set[str]] = {}
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
+        if not isinstance(node, ast.Call) or id(node) in inside:
             continue
         func = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+        if isinstance(node.func, ast.Name) and func in makers:
+            helper, made = makers[func]
+            if (name := _made_name(helper, node)) is not None:
+                built.setdefault(name, set()).add(made)
+            continue
         kinds = {made} if (made := kind(node.func)) else set(aliases.get(func, ()))
         if not kinds and not func.endswith("Extension"):
             continue
@@ -338,6 +349,43 @@ def _built_extensions(tree: ast.Module) -> dict[str, set[str]]:
             head = first.values[0].value if first.values and isinstance(first.values[0], ast.Constant) else ""
             built.setdefault(f"{str(head).split('.', 1)[0]}.*", set()).update(kinds or {"cpp"})
     return built
+
+
+def _made_name(helper: ast.FunctionDef, call: ast.Call) -> str | None:
+    """The ``name`` of the extension ``helper`` returns for ``call``: its parameters bound to the call's string
+    arguments, the name given as a string, an f-string, ``'{}.{}'.format(...)`` or a sum of them; None where it
+    is none of those."""
+    params = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
+    env = {p: a.value for p, a in zip(params, call.args, strict=False)
+           if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+    env.update({k.arg: k.value.value for k in call.keywords if k.arg in params
+                and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)})
+    made = next((r.value for r in ast.walk(helper) if isinstance(r, ast.Return) and isinstance(r.value, ast.Call)),
+                None)
+    if made is None:
+        return None
+    first = made.args[0] if made.args else next((k.value for k in made.keywords if k.arg == "name"), None)
+
+    def value(node: ast.expr | None) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.Name):
+            return env.get(node.id)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = value(node.left), value(node.right)
+            return left + right if left is not None and right is not None else None
+        if isinstance(node, ast.JoinedStr):
+            parts = [value(v.value if isinstance(v, ast.FormattedValue) else v) for v in node.values]
+            return "".join(p for p in parts if p is not None) if None not in parts else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format" \
+                and not node.keywords and (template := value(node.func.value)) is not None:
+            args = [value(a) for a in node.args]
+            if None in args or template.count("{}") != len(args):
+                return None
+            return template.format(*args)
+        return None
+
+    return value(first)
 
 
 _CUDA_EXTENSION = torch_facts.named("cuda_extension")

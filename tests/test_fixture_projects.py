@@ -393,24 +393,36 @@ def test_definitions_nothing_in_a_script_repo_runs_are_left_and_said_once(tmp_pa
         assert ran.returncode == 0 and "torch.Size([8, 2])" in ran.stdout, ran.stderr[-2000:]
 
 
-@pytest.mark.parametrize("picks_mps", [False, True])
-def test_data_following_moves_stay_where_every_program_keeps_cuda_or_the_cpu(tmp_path: Path, picks_mps: bool) -> None:
-    """NRI: `mask.cuda()` under `if x.is_cuda:` in a module only flag-held scripts reach (`args.cuda` stays
-    CUDA-or-CPU) would become `mask.to(x.device)`, the same everywhere: left, said once. Where a program also picks
-    MPS, data may be there, and the move is made."""
-    folder = tmp_path / "flag_followers"
-    shutil.copytree(PROJECTS / "flag_followers", folder)
-    if picks_mps:
-        (folder / "mac.py").write_text("import torch\n\nfrom modules import encode\n\n"
-                                       "print(encode(torch.ones(2, 2, device='mps')))\n")
+@pytest.mark.parametrize(("project", "module", "moved", "mac", "program", "printed"), [
+    # NRI: `mask.cuda()` under `if x.is_cuda:` would become `mask.to(x.device)`, the same everywhere
+    ("flag_followers", "modules.py", "mask = mask.to(x.device)",
+     "from modules import encode\n\nprint(encode(torch.ones(2, 2, device='mps')))\n", "train.py", "True"),
+    # distributed-continual-learning: the learner's CUDA autocast wraps CPU tensors off CUDA, where it disabled itself
+    ("flag_held_amp", "learner.py", "torch.amp.autocast(",
+     "from learner import Learner\n\nprint(Learner(torch.nn.Linear(4, 2).cuda(), True).step(torch.ones(1, 4)))\n",
+     "main.py", "torch.float32"),
+])
+@pytest.mark.parametrize("moves", [False, True])
+def test_what_follows_data_stays_where_every_program_keeps_it_on_cuda_or_the_cpu(
+        tmp_path: Path, project: str, module: str, moved: str, mac: str, program: str, printed: str,
+        moves: bool) -> None:
+    """A module only flag-held scripts reach (`args.cuda = ... torch.cuda.is_available()` stays: off CUDA their data
+    stays on the CPU) keeps what follows that data as written, said once: a move to another tensor's device, a CUDA
+    autocast. Where a second program sends data to the runtime's device (MPS on a Mac), the rewrite is made."""
+    folder = tmp_path / project
+    shutil.copytree(PROJECTS / project, folder)
+    if moves:
+        (folder / "mac.py").write_text("import torch\n\n" + mac)
     output = _apply(folder)
-    modules = (folder / "modules.py").read_text()
-    assert (modules == (PROJECTS / "flag_followers" / "modules.py").read_text()) is not picks_mps
-    assert ("mask = mask.to(x.device)" in modules) is picks_mps
-    assert output.count("keeps its data on CUDA or the CPU") == (0 if picks_mps else 1)
-    assert (folder / "train.py").read_text() == (PROJECTS / "flag_followers" / "train.py").read_text()
-    ran = _run(folder, "train.py")
-    assert ran.returncode == 0 and ran.stdout.strip() == "True", ran.stderr[-2000:]
+    text = (folder / module).read_text()
+    assert (text == (PROJECTS / project / module).read_text()) is not moves
+    assert (moved in text) is moves
+    assert output.count("keeps its data on CUDA or the CPU") == (0 if moves else 1)
+    for other in (PROJECTS / project).glob("*.py"):
+        if other.name != module:
+            assert (folder / other.name).read_text() == other.read_text()
+    ran = _run(folder, program)
+    assert ran.returncode == 0 and ran.stdout.strip() == printed, ran.stderr[-2000:]
 
 
 def test_device_values_nothing_reads_are_left_and_the_program_still_runs(tmp_path: Path) -> None:
@@ -842,25 +854,3 @@ def test_a_program_that_reads_a_name_nothing_binds_before_its_work_is_left_whole
     assert found["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     ran = _run(folder, "train.py")
     assert ran.stdout.startswith("loss ") and "NameError: name 'plot_curves'" in ran.stderr, ran.stderr[-2000:]
-
-
-@pytest.mark.parametrize("moves", [False, True])
-def test_autocasts_stay_where_every_program_keeps_its_data_on_cuda_or_the_cpu(tmp_path: Path, moves: bool) -> None:
-    """distributed-continual-learning: `args.cuda = ... torch.cuda.is_available()` stays, so off CUDA the model
-    stays on the CPU, where the learner's CUDA autocast disabled itself: moving it changes nothing anywhere, and is
-    not made (said once). A second program that sends data to the runtime's device (ported `.cuda()`) may run the
-    learner on MPS: there the autocast moves."""
-    folder = tmp_path / "flag_held_amp"
-    shutil.copytree(PROJECTS / "flag_held_amp", folder)
-    if moves:
-        (folder / "mac.py").write_text("import torch\n\nfrom learner import Learner\n\n"
-                                       "print(Learner(torch.nn.Linear(4, 2).cuda(), True).step(torch.ones(1, 4)))\n")
-    output = _apply(folder)
-    learner = (folder / "learner.py").read_text()
-    assert (learner == (PROJECTS / "flag_held_amp" / "learner.py").read_text()) is not moves
-    assert ("torch.amp.autocast(" in learner) is moves
-    assert output.count("keeps its data on CUDA or the CPU") == (0 if moves else 1)
-    for name in ("main.py", "utils.py"):
-        assert (folder / name).read_text() == (PROJECTS / "flag_held_amp" / name).read_text()
-    ran = _run(folder, "main.py")
-    assert ran.returncode == 0 and ran.stdout.strip() == "torch.float32", ran.stderr[-2000:]

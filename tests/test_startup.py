@@ -33,6 +33,7 @@ WARM_CHECK = {
     "torchport.emit.torch_version",  # the torch the project requires: no rewrite writes an API it lacks
     "torchport.model", "torchport.model.torch_facts",  # the program model's decisions come from the cache
     "torchport.model.installed",  # the cache key holds the installed torch's version
+    "torchport.model.trees",  # a parent map: ast and weakref alone
     "torchport.pipeline", "torchport.pipeline.cache", "torchport.pipeline.engine", "torchport.pipeline.files",
     "torchport.pipeline.library", "torchport.pipeline.notebooks", "torchport.pipeline.programs",
     "torchport.pipeline.project",

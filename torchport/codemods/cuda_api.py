@@ -49,6 +49,7 @@ from torchport.codemods.core.reasons import (
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.unported import cuda_api_rule
 from torchport.model import torch_facts
+from torchport.model.trees import parent_map
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -236,7 +237,7 @@ def _counters_read(m: Migrator, line: int) -> bool:
     KeyError, the runtime's reads 0 (distributed-training-guide's ``get_mem_stats``)."""
     if m.syntax is None:
         return False
-    parents = {id(child): node for node in ast.walk(m.syntax) for child in ast.iter_child_nodes(node)}
+    parents = parent_map(m.syntax)
     for call in (n for n in ast.walk(m.syntax) if isinstance(n, ast.Call) and n.lineno == line
                  and isinstance(n.func, ast.Attribute) and n.func.attr == "memory_stats"):
         parent = parents.get(id(call))

@@ -77,6 +77,7 @@ from torchport.model.evaluate import asks_for_cuda, fixture_decorator
 from torchport.model.objects import own_device_classes
 from torchport.model.torch_facts import FAKES_CUDA as FAKES_CUDA_TEXT
 from torchport.model.torch_facts import LIBRARY_PLACEMENT_KEYWORDS
+from torchport.model.trees import parent_map
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -124,7 +125,7 @@ def _type_label(m: Migrator, node: cst.IfExp) -> bool:
     if assign is None or not isinstance(assign.targets[0], (ast.Name, ast.Attribute)):
         return False
     key = ast.unparse(assign.targets[0])
-    parents = {id(child): parent for parent in ast.walk(m.syntax) for child in ast.iter_child_nodes(parent)}
+    parents = parent_map(m.syntax)
     reads = [n for n in ast.walk(m.syntax) if isinstance(n, (ast.Name, ast.Attribute))
              and isinstance(n.ctx, ast.Load) and ast.unparse(n) == key]
     return bool(reads) and all(isinstance(parent := parents.get(id(n)), ast.Compare) or isinstance(
@@ -136,7 +137,7 @@ def _placed_again(m: Migrator, node: cst.If) -> bool:
     if m.syntax is None or node.orelse is not None:
         return False
     line = m.start(node).line
-    parents = {id(child): parent for parent in ast.walk(m.syntax) for child in ast.iter_child_nodes(parent)}
+    parents = parent_map(m.syntax)
     branch = next((n for n in ast.walk(m.syntax) if isinstance(n, ast.If) and n.lineno == line), None)
     return branch is not None and placed_again(branch, parents)
 
@@ -521,7 +522,7 @@ def _factors(tree: ast.Module) -> set[str]:
                for t in node.targets if isinstance(t, ast.Name)}
     if not counted:
         return set()
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    parents = parent_map(tree)
     reads: dict[str, list[bool]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in counted and isinstance(node.ctx, ast.Load):

@@ -24,6 +24,7 @@ from torchport.model import torch_facts
 from torchport.model.checkpoints import loaded_file, saved_on
 from torchport.model.evaluate import Evaluator, Stop, Unit, defaults, dotted, imported, qualified
 from torchport.model.torch_facts import is_runtime, text
+from torchport.model.trees import parent_map
 from torchport.model.unbound import main_guard
 from torchport.results import OWN
 
@@ -359,7 +360,7 @@ def _shadowed_stores(tree: ast.Module, runtime: frozenset[str]) -> list[tuple[in
             if (name := _device_store(statement, runtime, imports)) is None:
                 continue
             if parents is None:
-                parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+                parents = parent_map(tree)
             scope = owner
             while not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 scope = parents[id(scope)]
@@ -399,7 +400,7 @@ def labelled(tree: ast.Module) -> set[str] | None:
 
 def _label_names(scope: ast.AST) -> set[str]:
     """The names ``scope`` (with what it nests) reads, and only as labels (`_labels`)."""
-    parents = {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
+    parents = parent_map(scope)
     loads: dict[str, bool] = {}
     for n in ast.walk(scope):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):

@@ -14,6 +14,7 @@ from torchport.codemods.analysis.programs import call_name, is_script, parameter
 from torchport.codemods.analysis.source import parse
 from torchport.model import torch_facts
 from torchport.model.torch_facts import ON_CUDA_FLAGS
+from torchport.model.trees import parent_map
 from torchport.results import (
     CHOSEN_IF_ON_CUDA,
     CPU_DEFAULT_TYPE,
@@ -825,7 +826,7 @@ def _arrays_kept(tree: ast.Module) -> set[int]:
 def _only_passed(tree: ast.Module) -> set[str]:
     """The names the module reads only as a whole argument of calls (``f.write(b2a_base64(weights_save))``): no
     other value is made of them there (``scaled = window * 2`` is one)."""
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    parents = parent_map(tree)
     reads: dict[str, bool] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
@@ -1417,7 +1418,7 @@ _NUMPY_MATH_TEXT = re.compile(rf"\b(?:np|numpy)\.(?:{'|'.join(sorted(_NUMPY_MATH
 def _numpy_math_tensors(tree: ast.Module, certain: bool) -> list[tuple[int, str]]:
     """``(line, "float64")`` of each tensor made of numpy's float64 scalars (`_of_numpy_math`) that can reach the
     device (``certain``: registered with a module, or moved where it is made)."""
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    parents = parent_map(tree)
     collective: dict[int, bool] = {}
     return [(node.lineno, "float64") for node in ast.walk(tree)
             if isinstance(node, ast.Call) and _of_numpy_math(node)

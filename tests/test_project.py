@@ -316,6 +316,10 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("class V:\n    def _ohot(self, n):\n        v = np.zeros(n)\n        return v\n\n    def __getitem__(self, i):\n"
      "        pos = self._ohot(i)\n        return i, pos\n", (3, "float64 numpy arrays a dataset gives (its "
                                                             "DataLoader batches them as float64 tensors)")),
+    # Mixup-Inference's mixing weights: numpy's samplers give float64 (`np.random.beta`), moved before their cast
+    ("ma = np.random.beta(1.0, 1.0, [4, 1])\nx = torch.from_numpy(ma).to(device).float()\n",
+     (2, "float64 numpy arrays made into tensors")),
+    ("def beta(t):\n    return t\n\n\nx = torch.from_numpy(beta(a)).to(device)\n", None),  # a project's own
     # Simple-CenterNet's dataset: `hm, wh = self.generate_targets(boxes)`, arrays of float64 by default
     ("class C:\n    def targets(self, n):\n        hm = np.zeros((n, n))\n        wh = np.zeros((n, 2))\n"
      "        return hm, wh\n\n    def __getitem__(self, i):\n        hm, wh = self.targets(i)\n"

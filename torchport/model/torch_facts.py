@@ -440,6 +440,10 @@ WORDS: dict[str, tuple[str, ...]] = {
     "from_numpy": ("cpu_factory",), "zeros_like": ("cpu_factory",), "ones_like": ("cpu_factory",),
     "full_like": ("cpu_factory",), "empty_like": ("cpu_factory",), "rand_like": ("cpu_factory",),
     "randn_like": ("cpu_factory",), "normal": ("numpy_maker",), "uniform": ("numpy_maker",),
+    # numpy's other samplers of floats (Mixup-Inference's `np.random.beta(alpha, alpha, [n, 1])`)
+    "beta": ("numpy_maker",), "gamma": ("numpy_maker",), "exponential": ("numpy_maker",),
+    "dirichlet": ("numpy_maker",), "lognormal": ("numpy_maker",), "laplace": ("numpy_maker",),
+    "random_sample": ("numpy_maker",),
     "standard_normal": ("numpy_maker",), "gym": ("float64_env",), "gymnasium": ("float64_env",),
     "train": ("module_method",), "parameters": ("module_method",), "named_parameters": ("module_method",),
     "state_dict": ("module_method",), "load_state_dict": ("module_method",), "modules": ("module_method",),
@@ -597,7 +601,8 @@ TEXT = {
     "from_numpy_to_device": (r"(?:\bfrom_numpy\(|\b(?:torch|th)\.(?:as_)?tensor\().*(?:\.to\(|\.cuda\(|device=)",
                              "numpy float64 arrays reach a device where the module moves an array made into a tensor "
                              "there, in one line (``th.from_numpy(arr).to(device=t.device)``)"),
-    "numpy_makers": (r"\b(?:randn|rand|normal|uniform|standard_normal|linspace|logspace|zeros|ones|arange)\("
+    "numpy_makers": (r"\b(?:randn|rand|normal|uniform|standard_normal|linspace|logspace|zeros|ones|arange|beta|gamma|"
+                     r"exponential|dirichlet|lognormal|laplace|random_sample)\("
                      r"|\.astype\(float\)",
                      "numpy calls whose arrays are float64 unless given a dtype (`np.random.randn`, "
                      "`RandomState(s).randn`, `np.linspace`, `.astype(float)`), or once a float scales them "

@@ -320,6 +320,13 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("ma = np.random.beta(1.0, 1.0, [4, 1])\nx = torch.from_numpy(ma).to(device).float()\n",
      (2, "float64 numpy arrays made into tensors")),
     ("def beta(t):\n    return t\n\n\nx = torch.from_numpy(beta(a)).to(device)\n", None),  # a project's own
+    # ... and an indexed copy of them keeps their float64 (Mixup-Inference's `ma_img = ma[:, :, None, None]`)
+    ("def shuffle(x):\n    if FLAGS.mixup_alpha == 0.:\n        return x\n    alpha = FLAGS.mixup_alpha\n"
+     "    ma = np.random.beta(alpha, alpha, [4, 1])\n    ma_img = ma[:, :, None, None]\n"
+     "    return x * torch.from_numpy(ma_img).to(device).float()\n", (7, "float64 numpy arrays made into tensors")),
+    ("def shuffle(x):\n    if FLAGS.mixup_alpha == 0.:\n        return x\n    alpha = FLAGS.mixup_alpha\n"
+     "    ma = np.random.beta(alpha, alpha, [4, 1])\n    ma_img = ma[:, :, None, None]\n"
+     "    return x * torch.from_numpy(ma_img).float().to(device)\n", None),
     # Simple-CenterNet's dataset: `hm, wh = self.generate_targets(boxes)`, arrays of float64 by default
     ("class C:\n    def targets(self, n):\n        hm = np.zeros((n, n))\n        wh = np.zeros((n, 2))\n"
      "        return hm, wh\n\n    def __getitem__(self, i):\n        hm, wh = self.targets(i)\n"

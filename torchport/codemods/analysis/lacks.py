@@ -881,6 +881,8 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
             return floaty(node.elt, arrays)
         if isinstance(node, ast.UnaryOp):
             return floaty(node.operand, arrays)
+        if isinstance(node, ast.Subscript):  # Mixup-Inference's `ma_img = ma[:, :, None, None]`: indexing keeps it
+            return floaty(node.value, arrays)
         if isinstance(node, ast.BinOp):  # act's `np.exp(-k * np.arange(n))`, `k = 0.01`: a float times integers
             return floaty(node.left, arrays) or floaty(node.right, arrays) or any(
                 scalar(a) and integers(b) for a, b in ((node.left, node.right), (node.right, node.left)))

@@ -1002,11 +1002,7 @@ def _never_called(text: str | None, line: int, texts: Iterable[str | None]) -> b
     tree = parse(text)
     if tree is None:
         return False
-    function = None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (
-                node.end_lineno or node.lineno) and (function is None or node.lineno > function.lineno):
-            function = node
+    function = _function_holding(tree, line)
     if function is None or function.decorator_list:
         return False
     name = function.name
@@ -1032,11 +1028,15 @@ def _called_by_name(text: str | None, line: int, texts: Iterable[str | None]) ->
     """Whether the function or method holding ``line`` of module ``text`` is called by its name in ``texts`` (other
     modules of a program): an object unpickled, never made, may still be asked to (AIPolicy's ``refresh``)."""
     tree = parse(text)
-    function = min((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                    and n.lineno <= line <= (n.end_lineno or n.lineno)), key=lambda n: -n.lineno, default=None) \
-        if tree is not None else None
+    function = _function_holding(tree, line) if tree is not None else None
     return function is not None and not function.name.startswith("__") and any(
         function.name in _called_names(other or "") for other in texts)
+
+
+def _function_holding(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The innermost function or method of ``tree`` whose lines hold ``line``, or None."""
+    return max((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.lineno <= line <= (n.end_lineno or n.lineno)), key=lambda n: n.lineno, default=None)
 
 
 _USED: dict[str, frozenset[str]] = {}
@@ -1940,23 +1940,25 @@ def kept_cuda_or_cpu(results: Sequence[FileResult], avoids: Mapping[int, str]) -
         return reason is not None and keeps_cuda_or_cpu(reason) or reason is None and "keep_cuda_or_cpu(" in (
             results[index].migrated or "")
 
-    def program(index: int) -> bool:
-        result = results[index]
-        if result.path.suffix != ".py" or _TEST_FILE.match(result.path.name):
-            return True  # a notebook, a test
-        shape = outline(result.original)
-        return not shape.parses or shape.script or shape.works_at_top
-
     project = Project(results)
     left = {}
     for index, reaching in _reaching(project, len(results), amp).items():
         result = results[index]  # the programs that run a line its port changes (not a demo `main` they import past)
         lines = _ported_lines(result.original or "", result.migrated or "")
-        entries = [i for i in reaching
-                   if program(i) and (i == index or project.runs_line(index, lines, project.reach(i)))]
+        entries = [i for i in reaching if _runs_as_program(results[i])
+                   and (i == index or project.runs_line(index, lines, project.reach(i)))]
         if entries and all(kept(i) for i in entries):
             left[index] = f"every program that reaches it runs on CUDA or the CPU alone ({results[entries[0]].display})"
     return left
+
+
+def _runs_as_program(result: FileResult) -> bool:
+    """Whether ``result``'s file runs as a program: a notebook, a test module, a script, or a module that works at
+    its top level (one that does not parse counts too: nothing shows it does not)."""
+    if result.path.suffix != ".py" or _TEST_FILE.match(result.path.name):
+        return True
+    shape = outline(result.original)
+    return not shape.parses or shape.script or shape.works_at_top
 
 
 def lone_keeps(results: Sequence[FileResult], avoids: Mapping[int, str], every: bool = False) -> set[int]:
@@ -2049,15 +2051,9 @@ def kept_off_accelerators(results: Sequence[FileResult]) -> dict[int, str]:
             set(result.rewrites) & PLACES_DATA or result.facts.get("moves")
             or result.facts.get("choices"))) and not other_backend.search(result.original or "")
 
-    def runs(index: int) -> bool:
-        """Whether module ``index`` is a program: a script, a notebook or a test module."""
-        result = results[index]
-        return result.path.suffix == ".ipynb" or bool(_TEST_FILE.match(result.path.name)) or (
-            shape := outline(result.original)).script or shape.works_at_top
-
     left: dict[int, str] = {}
     for index, starts in _reaching(project, len(results), follow).items():
-        starts = [start for start in starts if runs(start)]  # a module no program runs is its users' to call
+        starts = [s for s in starts if _runs_as_program(results[s])]  # one no program runs is its users' to call
         if starts and all(keeps(i) for start in starts for i in project.reach(start)):
             left[index] = (f"every program that reaches it ({results[index].display}) keeps its data on CUDA or "
                            "the CPU, so data is on CUDA here exactly where it was")

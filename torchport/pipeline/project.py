@@ -862,6 +862,7 @@ class Project:
         handled = {n.lineno for h in ast.walk(tree) if isinstance(h, ast.ExceptHandler) for n in ast.walk(h)
                    if isinstance(n, ast.ImportFrom)} if tree is not None else set()  # a fallback: may never run
         package = self.package(index)
+        read: frozenset[str] | None = None  # a notebook's names some line reads: read once, where one is needed
         found: list[tuple[int, str, int]] = []
         self._undefined[index] = found
         for node in outline(self.results[index].original).always:
@@ -878,10 +879,13 @@ class Project:
                         any(target.parent.glob(f"{name}.*")) or (target.parent / name).is_dir()
                         or any(re.search(rf"\b{re.escape(name)}\b", script) for script in self._build_scripts())):
                     continue  # a submodule, or an extension built in place
-                if path.suffix == ".py" or tree is not None and any(isinstance(n, ast.Name) and n.id == name
-                                                                    and isinstance(n.ctx, ast.Load)
-                                                                    for n in ast.walk(tree)):
-                    found.append((node.line, name, files[0]))
+                if path.suffix != ".py" and tree is not None:
+                    if read is None:
+                        read = frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                                         and isinstance(n.ctx, ast.Load))
+                    if name not in read:
+                        continue  # the import's cell fails alone
+                found.append((node.line, name, files[0]))
         return found
 
     def unbound_read(self, index: int, script: bool) -> tuple[int, str] | None:

@@ -331,7 +331,7 @@ def _built_extensions(tree: ast.Module) -> dict[str, set[str]]:
         func = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
         if isinstance(node.func, ast.Name) and func in makers:
             helper, made = makers[func]
-            if (name := _made_name(helper, node)) is not None:
+            if (name := _made_name(tree, helper, node)) is not None:
                 built.setdefault(name, set()).add(made)
             continue
         kinds = {made} if (made := kind(node.func)) else set(aliases.get(func, ()))
@@ -351,41 +351,23 @@ def _built_extensions(tree: ast.Module) -> dict[str, set[str]]:
     return built
 
 
-def _made_name(helper: ast.FunctionDef, call: ast.Call) -> str | None:
-    """The ``name`` of the extension ``helper`` returns for ``call``: its parameters bound to the call's string
-    arguments, the name given as a string, an f-string, ``'{}.{}'.format(...)`` or a sum of them; None where it
-    is none of those."""
+def _made_name(tree: ast.Module, helper: ast.FunctionDef, call: ast.Call) -> str | None:
+    """The ``name`` of the extension ``helper`` (a function of ``tree``) returns for ``call``, evaluated with its
+    parameters bound to the call's string arguments (``'{}.{}'.format(module, name)``, an f-string, a sum); None
+    where it is no string."""
+    from torchport.model.evaluate import Evaluator, Path  # here: only a build script with such a helper needs one
+
     params = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
-    env = {p: a.value for p, a in zip(params, call.args, strict=False)
-           if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+    env: dict[str, object] = {p: a.value for p, a in zip(params, call.args, strict=False)
+                              if isinstance(a, ast.Constant) and isinstance(a.value, str)}
     env.update({k.arg: k.value.value for k in call.keywords if k.arg in params
                 and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)})
     made = next((r.value for r in ast.walk(helper) if isinstance(r, ast.Return) and isinstance(r.value, ast.Call)),
                 None)
-    if made is None:
-        return None
-    first = made.args[0] if made.args else next((k.value for k in made.keywords if k.arg == "name"), None)
-
-    def value(node: ast.expr | None) -> str | None:
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return node.value
-        if isinstance(node, ast.Name):
-            return env.get(node.id)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            left, right = value(node.left), value(node.right)
-            return left + right if left is not None and right is not None else None
-        if isinstance(node, ast.JoinedStr):
-            parts = [value(v.value if isinstance(v, ast.FormattedValue) else v) for v in node.values]
-            return "".join(p for p in parts if p is not None) if None not in parts else None
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format" \
-                and not node.keywords and (template := value(node.func.value)) is not None:
-            args = [value(a) for a in node.args]
-            if None in args or template.count("{}") != len(args):
-                return None
-            return template.format(*args)
-        return None
-
-    return value(first)
+    first = None if made is None else made.args[0] if made.args else next(
+        (k.value for k in made.keywords if k.arg == "name"), None)
+    name = Evaluator(tree, "cpu").value(first, Path(env)) if first is not None else None
+    return name if isinstance(name, str) else None
 
 
 _CUDA_EXTENSION = torch_facts.named("cuda_extension")

@@ -835,6 +835,27 @@ def test_indexing_gputils_list_of_gpus_stops_off_cuda_while_its_report_does_not(
     assert ".cuda()" not in monitor and "tp.device()" in monitor
 
 
+def test_a_program_that_imports_a_module_its_project_lacks_is_left_whole(tmp_path: Path) -> None:
+    """missing_module (pytorch-models): detect.py imports `mylib.detr` and evaluate.py reaches
+    `from .backbones.resnet import ResNet` in mylib/heads.py, modules the repository never committed: an ImportError
+    on every device, so they and heads.py stay byte-identical with R25 and the line. train.py imports only what is
+    there: it and mylib/models.py are ported, and it trains on the CPU."""
+    folder = _ported("missing_module", tmp_path)
+    for name in ("detect.py", "evaluate.py", "mylib/heads.py"):
+        assert (folder / name).read_text() == (PROJECTS / "missing_module" / name).read_text()
+    assert "tp.device()" in (folder / "mylib/models.py").read_text()
+    done = CliRunner().invoke(app, ["migrate", str(folder), "--output-format", "concise", "--no-cache"])
+    assert "mylib/heads.py:9:1: TP110 1 rewrite(s) not made: [R25 runs-nowhere]" in done.output
+    listed = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
+    found = {p["path"]: p for p in json.loads(listed.stdout)["programs"]}
+    assert found["detect.py"]["runs_on"] == [] and found["evaluate.py"]["runs_on"] == []
+    assert {(b["target"], b["path"], b["line"]) for b in found["evaluate.py"]["blockers"]} == {
+        (target, "mylib/heads.py", 3) for target in ("mps", "xpu", "cpu")}
+    assert found["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    ran = _run(folder, "train.py")
+    assert ran.returncode == 0 and ran.stdout.startswith("loss "), ran.stderr[-2000:]
+
+
 def test_a_program_that_reads_a_name_nothing_binds_before_its_work_is_left_whole(tmp_path: Path) -> None:
     """unbound_name (PhySTNet): evaluate.py builds its loader from `dataset_test`, which nothing binds, right after
     loading its checkpoint: a NameError on every device, so it and eval_config.py, which only it reaches, stay

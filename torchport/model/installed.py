@@ -43,6 +43,23 @@ def version() -> str:
     return ""
 
 
+@functools.cache
+def importable(top: str) -> bool:
+    """Whether the installed packages hold the top-level module ``top`` (a name a project's own package may share:
+    CellViT's scripts import ``cellvit``, the pip package of the same code): looked up in ``sys.path`` without the
+    working folder, so the answer is the same wherever torchport runs."""
+    import importlib.machinery
+    import os
+    import sys
+
+    here = {"", os.getcwd()}
+    paths = [p for p in sys.path if p not in here and os.path.abspath(p) != os.getcwd()]
+    try:
+        return importlib.machinery.PathFinder.find_spec(top, paths) is not None
+    except (ImportError, ValueError):
+        return True
+
+
 def _compiled(folder: Path, name: str) -> bool:
     """Whether ``folder`` holds a compiled extension module ``name`` (``_C.cpython-311-x86_64-linux-gnu.so``)."""
     return any(folder.glob(f"{name}.*.so")) or any(folder.glob(f"{name}.*.pyd")) or (folder / f"{name}.so").exists()

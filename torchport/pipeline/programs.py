@@ -286,6 +286,12 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                     target, f"imports {name} from {shown_as(module)}, which does not define it: "
                             f"{installed.RUNS_NOWHERE}", shown, line, chain=hops_to(entry, index, kind))
                     for target in OFF_CUDA if target not in {b.target for b in program.blockers})
+            for line, dotted in project.missing_imports(index)[:1]:
+                # pytorch-models' train_detection.py imports a module of its own package the repository lacks
+                program.blockers.extend(Blocker(
+                    target, f"imports {dotted}, a module the project lacks: {installed.RUNS_NOWHERE}", shown, line,
+                    chain=hops_to(entry, index, kind))
+                    for target in OFF_CUDA if target not in {b.target for b in program.blockers})
             for need in needs(index, index == entry, program.reached):  # the first of each module, per target
                 if any(environment.get(variable, None if by_get else value) != value
                        for variable, value, by_get in need.env):
@@ -527,7 +533,8 @@ def _reached_only_by_cuda(results: list[FileResult]) -> dict[int, str]:
         r.path.suffix == ".py" and not outline(r.original).parses for r in results)  # an import that does not parse
     if not stopped and any(r.changed for r in results):  # a changed file imports a name its module lacks
         _, project = _model(results)
-        stopped = any(project.undefined_imports(i) for i, r in enumerate(results) if r.changed and r.original) or \
+        stopped = any(project.undefined_imports(i) or project.missing_imports(i)
+                      for i, r in enumerate(results) if r.changed and r.original) or \
             any(project.unbound_read(i, True) for i, r in enumerate(results) if r.original)  # (unchanged ones too)
     if not suspects and not stopped:
         return {}

@@ -664,6 +664,7 @@ class Project:
                     self.by_name.setdefault(".".join(filter(None, (alias, dotted))), []).append(index)
         self._edges: dict[tuple[int, bool, bool], set[int]] = {}
         self._undefined: dict[int, list[tuple[int, str, int]]] = {}  # `undefined_imports`, per file
+        self._missing: dict[int, list[tuple[int, str]]] = {}  # `missing_imports`, per file
         self._builds: list[str] | None = None  # `_build_scripts`
         self.runs: dict[frozenset[int], frozenset[str]] = {}  # `program_names`, per program's modules
         self.defs_run: dict[frozenset[int], frozenset[tuple[int, str]]] = {}  # `program_defs`, likewise
@@ -887,6 +888,63 @@ class Project:
                         continue  # the import's cell fails alone
                 found.append((node.line, name, files[0]))
         return found
+
+    def missing_imports(self, index: int) -> list[tuple[int, str]]:
+        """``(line, dotted)`` of each import file ``index`` runs whenever it is imported, outside any ``try``, of a
+        module below a regular package of the run that is not on disk: no file, folder or built extension of that
+        name, and no build script that names it (a generated ``version.py``): an ImportError on every device
+        (pytorch-models' ``train_detection.py`` imports ``pytorch_models_imp.detr``, which the repository lacks).
+        Relative imports are read from the importer's package; an absolute one only where its first part is a
+        package of the run that no installed distribution shadows."""
+        if index in self._missing:
+            return self._missing[index]
+        found: list[tuple[int, str]] = []
+        self._missing[index] = found
+        path = self.results[index].path
+        tree = parse(self.results[index].original)
+        if path.suffix != ".py" or tree is None:
+            return found  # a notebook's stale cell fails alone
+        handled = {n.lineno for t in ast.walk(tree) if isinstance(t, ast.Try) for s in t.body for n in ast.walk(s)
+                   if isinstance(n, ast.Import | ast.ImportFrom)}
+        for node in outline(self.results[index].original).always:
+            if node.line in handled:
+                continue
+            if node.is_from and node.level:
+                if not node.module or not self.in_package(index):
+                    continue
+                folder = self._folder(path)
+                start = folder.parents[node.level - 2] if node.level > 1 else folder
+                dotted = "." * node.level + node.module
+                parts = node.module.split(".")
+            else:
+                for dotted in ([node.module] if node.is_from and node.module else
+                               [name for name, _ in node.names] if not node.is_from else []):
+                    top, _, rest = dotted.partition(".")
+                    tops = self._resolve(top, path)
+                    if not rest or len(tops) != 1 or self.results[tops[0]].path.name != "__init__.py":
+                        continue
+                    if self._lacks(self._folder(self.results[tops[0]].path), rest.split(".")) \
+                            and not installed.importable(top):
+                        found.append((node.line, dotted))
+                        break
+                continue
+            if self._lacks(start, parts):
+                found.append((node.line, dotted))
+        return found
+
+    def _lacks(self, start: Path, parts: Sequence[str]) -> bool:
+        """Whether the module ``parts`` below folder ``start`` is absent: a folder lacks the next part as a folder
+        and as any file of that stem (``.py``, a built ``.so``, a ``.pyx``), and no build script names it."""
+        folder = start
+        for part in parts:
+            if (folder / part).is_dir():
+                folder = folder / part
+                continue
+            if not folder.is_dir() or any(folder.glob(f"{part}.*")) or any(
+                    re.search(rf"\b{re.escape(part)}\b", script) for script in self._build_scripts()):
+                return False
+            return True
+        return False
 
     def unbound_read(self, index: int, script: bool) -> tuple[int, str] | None:
         """``(line, name)`` of the first name file ``index`` reads on every run, before its work, that nothing in

@@ -835,6 +835,23 @@ def test_indexing_gputils_list_of_gpus_stops_off_cuda_while_its_report_does_not(
     assert ".cuda()" not in monitor and "tp.device()" in monitor
 
 
+def test_a_data_parallel_wrapper_handed_to_a_function_that_moves_its_inputs_may_use_mps(tmp_path: Path) -> None:
+    """data_parallel_handed (Dacon_LGAI): main.py wraps its model in DataParallel and hands it to `validate` of
+    run/test.py, which moves each batch with `.cuda()` before calling it: off CUDA the wrapper calls the module with
+    inputs already beside it, so a Mac may use MPS (no `tp.avoid_mps`), and it runs on the CPU. Where `validate`
+    calls it with a batch straight from the loader, DataParallel's scatter was what moved it: a Mac keeps the CPU."""
+    folder = _ported("data_parallel_handed", tmp_path)
+    assert "avoid_mps" not in (folder / "main.py").read_text()
+    listed = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
+    assert json.loads(listed.stdout)["programs"][0]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    ran = _run(folder, "main.py")
+    assert ran.returncode == 0 and ran.stdout.startswith("score "), ran.stderr[-2000:]
+    unmoved = _ported_with("data_parallel_handed", tmp_path, "run/test.py", "batch = batch.float().cuda()",
+                           "batch = batch.float()")
+    said = 'tp.avoid_mps("DataParallel, which moves its inputs only on CUDA, main.py:8")'
+    assert said in (unmoved / "main.py").read_text()
+
+
 def test_a_program_that_imports_a_module_its_project_lacks_is_left_whole(tmp_path: Path) -> None:
     """missing_module (pytorch-models): detect.py imports `mylib.detr` and evaluate.py reaches
     `from .backbones.resnet import ResNet` in mylib/heads.py, modules the repository never committed: an ImportError

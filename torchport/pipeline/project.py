@@ -33,7 +33,14 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
-from torchport.codemods.analysis.lacks import DATA_PARALLEL_PLACES, batch_moves, blockers
+from torchport.codemods.analysis.lacks import (
+    DATA_PARALLEL_INPUTS,
+    DATA_PARALLEL_PLACES,
+    batch_moves,
+    blockers,
+    data_parallel_fed,
+    feeds_moved,
+)
 from torchport.codemods.analysis.programs import (
     absolute_module,
     always_run,
@@ -1217,7 +1224,42 @@ def _lacks(project: Project, index: int) -> tuple[tuple[int, str], ...]:
     if any(what == DATA_PARALLEL_PLACES for _, what in found):
         found = tuple(hit for hit in found if hit[1] != DATA_PARALLEL_PLACES or not _places_itself(project, index,
                                                                                                   hit[0]))
+    if any(what == DATA_PARALLEL_INPUTS for _, what in found) and (tree := parse(result.original)) is not None \
+            and data_parallel_fed(tree, partial(_callee_feeds, project, index)):
+        found = tuple(hit for hit in found if hit[1] != DATA_PARALLEL_INPUTS)
     return tuple(sorted({*found, *compiled_uses(project, index)}))
+
+
+def _callee_feeds(project: Project, index: int, call: ast.Call, at: int | str) -> bool:
+    """Whether the function of another module of the project that ``call`` (in file ``index``) calls, handed a
+    ``DataParallel`` wrapper as argument ``at`` (a position or a keyword), calls it only with inputs it moved
+    (`lacks.feeds_moved`): Dacon_LGAI's ``validate(val_loader, Gen, ...)`` in ``run/test.py`` moves ``img`` with
+    ``.cuda()`` before ``model(img)``. False where the function is not found or never calls it (it may hand it on)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        name, attr = func.id, None
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        name, attr = func.value.id, func.attr
+    else:
+        return False
+
+    def function(module: int, wanted: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        defined = parse(project.results[module].original)
+        return next((f for f in defined.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+                     and f.name == wanted), None) if defined is not None else None
+
+    for local, other, bound in project.bindings(index):
+        if local != name or (bound is None) != (attr is not None):
+            continue
+        found = project.origin(other, attr or bound or "", lambda m, w: function(m, w) is not None, hops=3)
+        callee = function(*found) if found is not None else None
+        if callee is None:
+            continue
+        positional = [a.arg for a in (*callee.args.posonlyargs, *callee.args.args)]
+        named = {*positional, *(a.arg for a in callee.args.kwonlyargs)}
+        param = positional[at] if isinstance(at, int) and at < len(positional) else at if at in named else None
+        return isinstance(param, str) and feeds_moved(callee, {param}) is True
+    return False
 
 
 def _places_itself(project: Project, index: int, line: int) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
 from torchport.codemods.analysis.programs import call_name, is_script, parameter_defaults
 from torchport.codemods.analysis.source import parse
@@ -31,7 +31,7 @@ from torchport.results import (
     WRAPPED_ON_CUDA,
 )
 
-_DATA_PARALLEL = "DataParallel, which moves its inputs only on CUDA"
+DATA_PARALLEL_INPUTS = "DataParallel, which moves its inputs only on CUDA"
 DATA_PARALLEL_PLACES = "DataParallel, which places its module only on CUDA"
 # What MPS lacks that a module's text shows, as (pattern, description); float64 and complex128 are read from
 # the tree (`_wide_dtype_lines`). A module that mentions MPS handles it itself.
@@ -42,7 +42,7 @@ _MPS_BLOCKERS = (
     (torch_facts.text("mps_lacks_quantization"), "quantization kernels (fake-quantize, `quantize_per_tensor`)"),
     (torch_facts.text("mps_lacks_area"), "area interpolation to sizes that need not divide (`mode=\"area\"`)"),
     (torch_facts.text("mps_lacks_lu_solve"), "LU solves (`aten::linalg_lu_solve`: `slogdet`'s backward)"),
-    (torch_facts.text("mps_lacks_data_parallel"), _DATA_PARALLEL),
+    (torch_facts.text("mps_lacks_data_parallel"), DATA_PARALLEL_INPUTS),
     (torch_facts.text("mps_lacks_type_string"), "tensor type strings given back to `.type()` (`x.type(y.type())`)"),
 )
 LACKS_TEXT = torch_facts.text("lacks_text")
@@ -98,12 +98,15 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
                          or "DataParallel" in text):
         tree = parse(text)
     if "DataParallel" in text and tree is not None:  # the wrapper moved by a statement of its own (HRNet's demo)
-        found.extend((line, _DATA_PARALLEL) for line in _data_parallel_moved(tree)
-                     if (line, _DATA_PARALLEL) not in found)
+        found.extend((line, DATA_PARALLEL_INPUTS) for line in _data_parallel_moved(tree)
+                     if (line, DATA_PARALLEL_INPUTS) not in found)
     if found and tree is not None:  # skorch's `if sparse.issparse(X): return torch.sparse_coo_tensor(...)`
         found = [hit for hit in found if hit[0] not in _data_branch_lines(tree)]
-        if any(what == _DATA_PARALLEL for _, what in found) and _data_parallel_fed(tree):
-            found = [hit for hit in found if hit[1] != _DATA_PARALLEL]
+        # where it hands the wrapper to another module's function, only the project pass can read what that
+        # function feeds it (`pipeline.project._callee_feeds`): nothing certain here
+        if any(what == DATA_PARALLEL_INPUTS for _, what in found) and data_parallel_fed(
+                tree, (lambda call, at: True) if certain else None):
+            found = [hit for hit in found if hit[1] != DATA_PARALLEL_INPUTS]
     if "DataParallel" in text and tree is not None and not certain:  # the project pass reads the wrapped class
         found.extend((line, DATA_PARALLEL_PLACES) for line in _data_parallel_places(tree))
     moves_arrays = _FROM_NUMPY_TO_DEVICE.search(text) and not (certain and (
@@ -616,13 +619,17 @@ def _data_parallel_places(tree: ast.Module) -> list[int]:
     return found
 
 
-def _data_parallel_fed(tree: ast.Module) -> bool:
+def data_parallel_fed(tree: ast.Module, callee_feeds: Callable[[ast.Call, int | str], bool] | None = None) -> bool:
     """Whether every call in the module of a model wrapped in ``DataParallel`` (by the name it is bound to) gives it
     inputs the code moved itself (``input = input.unsqueeze(0).cuda()``, then ``model(input)``, semseg's test.py),
     and there is such a call: off CUDA, DataParallel calls the module with its inputs where they are, and the port
     moves them with the model. A call with an input it did not move (CutMix's ``validate``: ``output =
     model(input)`` straight from the loader) relies on CUDA's scatter. A script that never calls the wrapper
-    (FastSpeech's eval.py: ``model.module.forward(...)``) runs no scatter at all: nothing imports a script."""
+    (FastSpeech's eval.py: ``model.module.forward(...)``) runs no scatter at all: nothing imports a script.
+
+    ``callee_feeds``: asked, where the module calls the wrapper nowhere but hands it to a function of another module
+    (``validate(val_loader, Gen, ...)``, with the argument's position or keyword), whether that function gives it
+    moved inputs (`feeds_moved`); without it, such a handing counts as a call with inputs not moved."""
     wrapped = {ast.unparse(t) for node in ast.walk(tree) if isinstance(node, ast.Assign)
                and any(isinstance(n, ast.Call) and call_name(n) == "DataParallel" for n in ast.walk(node.value))
                for t in node.targets}
@@ -660,43 +667,57 @@ def _data_parallel_fed(tree: ast.Module) -> bool:
         # there (RAFT's `validate_chairs(model)`, given `model.module`)
         shadowed = {param for (name, param), gets in given.items() if not gets and not isinstance(
             function, ast.Module) and functions.get(name) is function}
-        numbers = set() if isinstance(function, ast.Module) else _number_parameters(function)
-        # a move under an `if` may not run (the ImageNet example's `if args.gpu is not None: input = input.cuda(...)`):
-        # it counts only for calls under the same branch (few-shot-meta-baseline's `if eval_fs: ... x_shot, x_query =
-        # fs.split_shot_query(data.cuda(), ...)`, then `fs_model(x_shot, x_query)`)
-        branches: dict[int, frozenset[tuple[int, str]]] = {}
-        for branch in ast.walk(function):
-            if isinstance(branch, ast.If):
-                for arm in ("body", "orelse"):
-                    for statement in getattr(branch, arm):
-                        for n in ast.walk(statement):
-                            branches[id(n)] = branches.get(id(n), frozenset()) | {(id(branch), arm)}
-        moved: dict[str, frozenset[tuple[int, str]]] = {}  # a moved name -> the branches its move is under
-        for node in _in_order(function):
-            here = branches.get(id(node), frozenset())
-            if isinstance(node, ast.Assign):
-                for target in node.targets:  # `points, target = points.float().cuda(), target.long().cuda()`
-                    for name, value in _pairs(target, node.value):
-                        names = [ast.unparse(n) for n in (name.elts if isinstance(name, ast.Tuple) else [name])]
-                        # None needs no move (RAFT's `flow_prev = None`, a moved flow once it has one)
-                        if not _moves(value, _reaching_moves(moved, here)) and not (
-                                isinstance(value, ast.Constant) and value.value is None):
-                            for moved_name in names:
-                                moved.pop(moved_name, None)
-                        else:  # under an `if`, a move adds the name only for what runs under that `if` too
-                            moved.update((moved_name, moved.get(moved_name, here) & here) for moved_name in names)
-            elif isinstance(node, ast.Call) and ast.unparse(node.func) in wrapped - shadowed:
-                calls += 1
-                # `model(**data)` straight from the loader (pan_pp's train) is an input not moved, as `model(x)` is
-                if not all(_moves(a, _reaching_moves(moved, here)) or isinstance(a, ast.Constant)
-                           or isinstance(a, ast.Name) and a.id in numbers
-                           for a in (*node.args, *(k.value for k in node.keywords))):
-                    return False
-    if calls == 0 and any(isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in
-                                                              functions)
-                          and any(ast.unparse(a) in wrapped for a in node.args) for node in ast.walk(tree)):
-        return False  # the wrapper is handed to code that calls it (ibot's `adv_bgs_eval_model(model, ...)`)
+        fed = feeds_moved(function, wrapped - shadowed)
+        if fed is False:
+            return False
+        calls += fed is True
+    handings = [(node, k) for node in ast.walk(tree) if isinstance(node, ast.Call) and not (
+        isinstance(node.func, ast.Name) and node.func.id in functions) and call_name(node) != "DataParallel"
+        for k, a in [*enumerate(node.args), *((w.arg, w.value) for w in node.keywords if w.arg)]
+        if ast.unparse(a) in wrapped]
+    if calls == 0 and handings:  # the wrapper is handed to code that calls it (ibot's `adv_bgs_eval_model(model, ...)`)
+        return callee_feeds is not None and all(callee_feeds(node, k) for node, k in handings)
     return calls > 0 or is_script(tree)
+
+
+def feeds_moved(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Module, wrapped: Collection[str]) -> bool | None:
+    """Whether every call in ``function`` of a name of ``wrapped`` (a ``DataParallel`` wrapper, by the names it is
+    bound to there) gives it inputs the code moved before (`_moves`), constants or number parameters: True where
+    there is such a call and every one does, False where one does not, None where ``function`` calls none."""
+    calls = 0
+    numbers = set() if isinstance(function, ast.Module) else _number_parameters(function)
+    # a move under an `if` may not run (the ImageNet example's `if args.gpu is not None: input = input.cuda(...)`):
+    # it counts only for calls under the same branch (few-shot-meta-baseline's `if eval_fs: ... x_shot, x_query =
+    # fs.split_shot_query(data.cuda(), ...)`, then `fs_model(x_shot, x_query)`)
+    branches: dict[int, frozenset[tuple[int, str]]] = {}
+    for branch in ast.walk(function):
+        if isinstance(branch, ast.If):
+            for arm in ("body", "orelse"):
+                for statement in getattr(branch, arm):
+                    for n in ast.walk(statement):
+                        branches[id(n)] = branches.get(id(n), frozenset()) | {(id(branch), arm)}
+    moved: dict[str, frozenset[tuple[int, str]]] = {}  # a moved name -> the branches its move is under
+    for node in _in_order(function):
+        here = branches.get(id(node), frozenset())
+        if isinstance(node, ast.Assign):
+            for target in node.targets:  # `points, target = points.float().cuda(), target.long().cuda()`
+                for name, value in _pairs(target, node.value):
+                    names = [ast.unparse(n) for n in (name.elts if isinstance(name, ast.Tuple) else [name])]
+                    # None needs no move (RAFT's `flow_prev = None`, a moved flow once it has one)
+                    if not _moves(value, _reaching_moves(moved, here)) and not (
+                            isinstance(value, ast.Constant) and value.value is None):
+                        for moved_name in names:
+                            moved.pop(moved_name, None)
+                    else:  # under an `if`, a move adds the name only for what runs under that `if` too
+                        moved.update((moved_name, moved.get(moved_name, here) & here) for moved_name in names)
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) in wrapped:
+            calls += 1
+            # `model(**data)` straight from the loader (pan_pp's train) is an input not moved, as `model(x)` is
+            if not all(_moves(a, _reaching_moves(moved, here)) or isinstance(a, ast.Constant)
+                       or isinstance(a, ast.Name) and a.id in numbers
+                       for a in (*node.args, *(k.value for k in node.keywords))):
+                return False
+    return True if calls else None
 
 
 def _number_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:

@@ -671,10 +671,13 @@ def data_parallel_fed(tree: ast.Module, callee_feeds: Callable[[ast.Call, int | 
         if fed is False:
             return False
         calls += fed is True
-    handings = [(node, k) for node in ast.walk(tree) if isinstance(node, ast.Call) and not (
-        isinstance(node.func, ast.Name) and node.func.id in functions) and call_name(node) != "DataParallel"
-        for k, a in [*enumerate(node.args), *((w.arg, w.value) for w in node.keywords if w.arg)]
-        if ast.unparse(a) in wrapped]
+    handings: list[tuple[ast.Call, int | str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in functions) \
+                and call_name(node) != "DataParallel":
+            arguments: list[tuple[int | str, ast.expr]] = [*enumerate(node.args)]
+            arguments.extend((w.arg, w.value) for w in node.keywords if w.arg)
+            handings.extend((node, k) for k, a in arguments if ast.unparse(a) in wrapped)
     if calls == 0 and handings:  # the wrapper is handed to code that calls it (ibot's `adv_bgs_eval_model(model, ...)`)
         return callee_feeds is not None and all(callee_feeds(node, k) for node, k in handings)
     return calls > 0 or is_script(tree)

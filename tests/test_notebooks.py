@@ -336,3 +336,29 @@ def test_a_cell_ending_in_blank_lines_and_an_empty_last_cell_are_ported(tmp_path
     cells = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
     assert cells == ["import torch\nfrom torchport import runtime as tp\n\nx = torch.ones(2).to(tp.device())\n\n\n    ",
                      ""]
+
+
+def test_a_cell_magic_stays_on_its_cells_first_line(tmp_path: Path) -> None:
+    """AQLM's notebook never imports torch in a cell of its own: the runtime's import goes to the top of the first
+    cell that uses it, here one opened by ``%%capture``, which IPython reads only on a cell's first line; and a
+    moved import leaves no blank line above a cell magic."""
+    nb = v4.new_notebook()
+    nb.cells.append(v4.new_code_cell("%%capture\n!pip install aqlm\nimport torch"))
+    nb.cells.append(v4.new_code_cell("%%capture\nout = model(x.cuda())"))
+    for index, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{index}"
+    path = tmp_path / "demo.ipynb"
+    path.write_text(json.dumps(nb, indent=1) + "\n", encoding="utf-8")
+    assert CliRunner().invoke(app, ["migrate", str(tmp_path), "--apply", "--no-cache"]).exit_code == 0
+    sources = ["".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]
+    assert sources == ["%%capture\n!pip install aqlm\nimport torch\nfrom torchport import runtime as tp",
+                       "%%capture\nout = model(x.to(tp.device()))"]
+    bare = v4.new_notebook()  # no cell imports torch: the import opens the first cell that uses it, below its magic
+    bare.cells.append(v4.new_code_cell("%%capture\nout = model(x.cuda())"))
+    bare.cells[0]["id"] = "cell-0"
+    other = tmp_path / "bare" / "demo.ipynb"
+    other.parent.mkdir()
+    other.write_text(json.dumps(bare, indent=1) + "\n", encoding="utf-8")
+    assert CliRunner().invoke(app, ["migrate", str(other.parent), "--apply", "--no-cache"]).exit_code == 0
+    assert "".join(json.loads(other.read_text(encoding="utf-8"))["cells"][0]["source"]) == (
+        "%%capture\nfrom torchport import runtime as tp\n\nout = model(x.to(tp.device()))")

@@ -245,8 +245,26 @@ def _new_sources(result: NotebookResult) -> dict[int, str]:
     for index, (_, old) in before.items():
         new = after[index][1]
         if new != old and _lines(new) != _lines(old):  # blank lines alone (left by a moved import) are no change
-            changed[index] = _unmask(new, result.magics)
+            changed[index] = _magic_first(_unmask(old, result.magics), _unmask(new, result.magics))
     return changed
+
+
+def _magic_first(old: str, new: str) -> str:
+    """``new`` with the cell magic that opens cell ``old`` (``%%capture``, ``%%time``) back on its first line:
+    IPython reads a cell magic only there, and an import the port put at the top of the cell (AQLM's notebook, whose
+    cells never import torch themselves) or a blank line a moved import left must go below it."""
+    opening = next((line for line in old.splitlines(keepends=True) if line.strip()), "")
+    if not opening.lstrip().startswith("%%"):
+        return new
+    lines = new.splitlines(keepends=True)
+    at = next((i for i, line in enumerate(lines) if line.rstrip("\r\n") == opening.rstrip("\r\n")), None)
+    if at is None or at == 0:
+        return new
+    rest = [*lines[:at], *lines[at + 1:]]
+    while rest and not rest[0].strip():
+        rest.pop(0)
+    ending = opening[len(opening.rstrip("\r\n")):] or "\n"
+    return lines[at].rstrip("\r\n") + ending + "".join(rest)
 
 
 def _lines(source: str) -> list[str]:

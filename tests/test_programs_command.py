@@ -2972,3 +2972,21 @@ def test_a_definition_only_exported_or_named_by_torch_is_unused(tmp_path: Path, 
     ported = (tmp_path / "utils.py").read_text()
     assert "torch.load(path).cuda()" not in ported
     assert ("x + torch.ones(1).cuda()" in ported) is left
+
+
+def test_a_standard_library_import_in_a_package_of_the_same_name_is_the_standard_librarys(tmp_path: Path) -> None:
+    """pathpyG's `from io import BytesIO` in its own package `pathpyG/io`: Python gives the standard library's
+    module (a script's folder comes first only for a file of that name beside it), so it is no import of a name
+    the package lacks, and the programs that import it run everywhere. A script beside its own `queue.py` imports
+    that one: a name it lacks stops it everywhere."""
+    _write(tmp_path, {
+        "graphs/__init__.py": "from graphs import io\n",
+        "graphs/io/__init__.py": "from graphs.io.reader import read\n",
+        "graphs/io/reader.py": "from io import BytesIO\n\n\ndef read(data):\n    return BytesIO(data)\n",
+        "train.py": "import torch\n\nimport graphs\n\nx = torch.ones(2).cuda()\nprint(graphs.io.read(b'1'), x)\n",
+        "tools/queue.py": "def dump(x):\n    return x\n",
+        "tools/export.py": "import torch\nfrom queue import Queue\n\nprint(Queue(), torch.ones(2).cuda())\n",
+    })
+    found = _programs(tmp_path)
+    assert found["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    assert found["tools/export.py"]["runs_on"] == []

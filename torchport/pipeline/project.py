@@ -21,6 +21,7 @@ its whole folder.
 from __future__ import annotations
 
 import ast
+import sys
 import difflib
 import functools
 import gc
@@ -878,6 +879,11 @@ class Project:
                 continue
             base = absolute_module(cast(ast.ImportFrom, node), package)  # it reads .module and .level
             files = self._resolve(base, path) or (self._beside(path, node.module, node.level) if node.module else [])
+            top = base.split(".")[0]
+            if not node.level and top in sys.stdlib_module_names and not any(
+                    self.results[f].path in (path.parent / f"{top}.py", path.parent / top / "__init__.py")
+                    for f in files):  # only a file of that name beside a script comes before the standard library
+                continue  # pathpyG's `from io import BytesIO` in its own `io` package: the standard library's
             text = self.results[files[0]].original or "" if len(files) == 1 else ""
             if len(files) != 1 or (bound := remembered(_BINDS, text, partial(_bound, text))) is None:
                 continue

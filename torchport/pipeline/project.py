@@ -21,11 +21,11 @@ its whole folder.
 from __future__ import annotations
 
 import ast
-import sys
 import difflib
 import functools
 import gc
 import re
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager

@@ -2990,3 +2990,33 @@ def test_a_standard_library_import_in_a_package_of_the_same_name_is_the_standard
     found = _programs(tmp_path)
     assert found["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     assert found["tools/export.py"]["runs_on"] == []
+
+
+def test_a_device_dispatched_on_among_cpu_and_cuda_alone_keeps_its_program_cuda_or_cpu(tmp_path: Path) -> None:
+    """rl3's `DEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'`, then `if DEVICE == 'cpu': THREADS = 4 elif
+    DEVICE == 'cuda': THREADS = 1` read after: MPS's "mps" takes no arm, a NameError; RFQI's `--device` default
+    "cuda" checked with `if args.device not in ['cpu', 'cuda']: raise`: "mps" raises. Both keep CUDA-or-CPU, as
+    the originals ran; a chain with an `else`, or whose names nothing reads after it, keeps nothing."""
+    _write(tmp_path, {
+        "dqn.py": ("import torch\n\nDEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+                   "if DEVICE == 'cpu':\n    THREADS = 4\nelif DEVICE == 'cuda':\n    THREADS = 1\n"
+                   "torch.set_num_threads(THREADS)\nnet = torch.nn.Linear(2, 2).to(DEVICE)\n"
+                   "print(net(torch.ones(2, device=DEVICE)))\n"),
+        "train.py": ("import argparse\n\nimport torch\n\nif __name__ == '__main__':\n"
+                     "    parser = argparse.ArgumentParser()\n    parser.add_argument('--device', default='cuda')\n"
+                     "    args = parser.parse_args()\n    if args.device not in ['cpu', 'cuda', 'cuda:0']:\n"
+                     "        raise NotImplementedError(args.device)\n"
+                     "    print(torch.nn.Linear(2, 2).to(args.device)(torch.ones(2, device=args.device)))\n"),
+        "play.py": ("import torch\n\nDEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+                    "if DEVICE == 'cpu':\n    print('slow')\nelif DEVICE == 'cuda':\n    print('fast')\n"
+                    "print(torch.ones(2).cuda())\n"),
+    })
+    found = _programs(tmp_path)
+    _applied(tmp_path, {})
+    assert found["dqn.py"]["runs_on"] == ["cuda", "cpu"] and found["train.py"]["runs_on"] == ["cuda", "cpu"]
+    assert {(b["target"], b["line"]) for b in found["dqn.py"]["blockers"]} == {("mps", 4), ("xpu", 4)}
+    assert {(b["target"], b["line"]) for b in found["train.py"]["blockers"]} == {("mps", 9), ("xpu", 9)}
+    assert "DEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'" in (tmp_path / "dqn.py").read_text()
+    assert "tp.keep_cuda_or_cpu('a device check that takes only the CPU and CUDA, line 9')" in (
+        tmp_path / "train.py").read_text()
+    assert found["play.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]

@@ -145,6 +145,8 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
         found.extend(_device_tables(tree))
     if "raise" in text and _NAMES_CUDA_STRING.search(text) and (tree := tree or parse(text)) is not None:
         found.extend(_device_checks(tree))
+    if ("'cpu'" in text or '"cpu"' in text) and (tree := tree or parse(text)) is not None:
+        found.extend((line, CPU_OR_CUDA_CHECK) for line in _device_dispatch(tree))
     if ".module" in text and "DataParallel" in text and (tree := tree or parse(text)) is not None:
         found.extend((line, WRAPPED_ON_CUDA) for line in _unwrapped_off_the_cpu(tree))
     if any(library in text for library in _CPU_OR_CUDA_INPUTS) and (tree := tree or parse(text)) is not None:
@@ -461,6 +463,94 @@ def _cpu_only_fallbacks(tree: ast.Module, text: str) -> list[tuple[int, str]]:
     return sorted({(n.lineno, CPU_ONLY_FALLBACK) for branch in branches for statement in branch
                    for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
                    and n.id not in bound and n.id not in local})
+
+
+_TYPES = ("cuda", "cpu", "mps")
+
+
+def _device_dispatch(tree: ast.Module) -> list[int]:
+    """Lines where a device string a port makes the runtime's pick is dispatched on among ``"cpu"`` and ``"cuda"``
+    alone, so MPS's ``"mps"`` fails there: a check that raises for it (RFQI's ``if args.device not in ['cpu',
+    'cuda', ...]: raise NotImplementedError``, an ``assert``), or an ``if``/``elif`` chain with no ``else`` whose arms
+    bind names the code reads after it (rl3's ``if DEVICE == 'cpu': PYTORCH_THREADS = ... elif DEVICE == 'cuda':
+    ...``: a NameError). The device string is a name bound to ``'cuda' if torch.cuda.is_available() else 'cpu'``,
+    or a command-line option whose default is a CUDA device (``args.device``); each test is evaluated with it bound
+    to each type."""
+    from torchport.codemods.analysis.defaults import option_defaults
+
+    options = {name for name, default in option_defaults(tree) if default.split(":")[0] == "cuda"}
+    names = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.IfExp)
+             and {_text(node.value.body), _text(node.value.orelse)} == {"cuda", "cpu"}
+             and "is_available" in ast.unparse(node.value.test) for t in node.targets if isinstance(t, ast.Name)}
+    if not options and not names:
+        return []
+
+    def device(node: ast.expr) -> bool:
+        return isinstance(node, ast.Name) and node.id in names or isinstance(node, ast.Attribute) and isinstance(
+            node.value, ast.Name) and node.value.id == "args" and node.attr in options
+
+    def holds(test: ast.expr, kind: str) -> bool | None:  # the test with the device string bound to `kind`
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = holds(test.operand, kind)
+            return None if inner is None else not inner
+        if isinstance(test, ast.BoolOp):
+            parts = [holds(v, kind) for v in test.values]
+            if None in parts:
+                return None
+            return all(parts) if isinstance(test.op, ast.And) else any(parts)
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and device(test.left)):
+            return None
+        right, op = test.comparators[0], test.ops[0]
+        if isinstance(op, ast.Eq | ast.NotEq) and (other := _text(right)) is not None:
+            return (other == kind) == isinstance(op, ast.Eq)
+        if isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.List | ast.Tuple | ast.Set) and all(
+                _text(e) is not None for e in right.elts):
+            return any(_text(e) == kind for e in right.elts) == isinstance(op, ast.In)
+        return None
+
+    def stops(body: list[ast.stmt]) -> bool:
+        return any(isinstance(s, ast.Raise) or isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+                   and ast.unparse(s.value.func) in ("sys.exit", "exit", "quit") for s in body)
+
+    found: list[int] = []
+    for scope in ast.walk(tree):
+        body = getattr(scope, "body", None)
+        if not isinstance(body, list):
+            continue
+        for at, statement in enumerate(body):
+            if isinstance(statement, ast.Assert) and holds(statement.test, "mps") is False and all(
+                    holds(statement.test, kind) for kind in ("cuda", "cpu")):
+                found.append(statement.lineno)
+            if not isinstance(statement, ast.If):
+                continue
+            arms: list[tuple[ast.expr, list[ast.stmt]]] = [(statement.test, statement.body)]
+            rest = statement
+            while len(rest.orelse) == 1 and isinstance(rest.orelse[0], ast.If):
+                rest = rest.orelse[0]
+                arms.append((rest.test, rest.body))
+            final = rest.orelse
+            taken = {kind: next((k for k, (test, _) in enumerate(arms) if holds(test, kind)), None)
+                     for kind in _TYPES}
+            if any(holds(test, "mps") is None for test, _ in arms):
+                continue
+            mps = taken["mps"]
+            if mps is not None:  # the arm MPS takes stops where CUDA's and the CPU's do not
+                if stops(arms[mps][1]) and mps not in (taken["cuda"], taken["cpu"]):
+                    found.append(statement.lineno)
+            elif not final and (taken["cuda"] is not None or taken["cpu"] is not None):
+                bound = {t.id for _, arm in arms for s in arm for n in ast.walk(s)
+                         if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+                before = {t.id for s in body[:at] for n in ast.walk(s) if isinstance(n, ast.Assign | ast.AnnAssign)
+                          for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+                read = {n.id for s in body[at + 1:] for n in ast.walk(s)
+                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+                if (bound - before) & read:
+                    found.append(statement.lineno)
+    return sorted(set(found))
+
+
+def _text(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
 def _device_checks(tree: ast.Module) -> list[tuple[int, str]]:

@@ -3020,3 +3020,21 @@ def test_a_device_dispatched_on_among_cpu_and_cuda_alone_keeps_its_program_cuda_
     assert "tp.keep_cuda_or_cpu('a device check that takes only the CPU and CUDA, line 9')" in (
         tmp_path / "train.py").read_text()
     assert found["play.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
+def test_float64_weights_of_a_sampler_stay_on_the_cpu(tmp_path: Path) -> None:
+    """fast-reid's ImbalancedDatasetSampler keeps `torch.DoubleTensor` weights for `torch.multinomial`: a sampler of
+    `torch.utils.data` gives the loader indices, so the float64 never reaches a device and the training script may
+    use MPS. The same tensor in a class that is no sampler, which the script moves, keeps a Mac on the CPU."""
+    sampler = ("import torch\nfrom torch.utils.data.sampler import Sampler\n\n\nclass Balanced(Sampler):\n"
+               "    def __init__(self, n):\n        self.weights = torch.DoubleTensor([1.0] * n)\n\n"
+               "    def __iter__(self):\n"
+               "        return iter(torch.multinomial(self.weights, len(self.weights)).tolist())\n")
+    script = ("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\n"
+              "from samplers import Balanced\n\nif __name__ == '__main__':\n    model = torch.nn.Linear(4, 2).cuda()\n"
+              "    data = TensorDataset(torch.randn(8, 4))\n"
+              "    for (x,) in DataLoader(data, batch_size=2, sampler=Balanced(8)):\n        print(model(x.cuda()))\n")
+    _write(tmp_path / "a", {"samplers.py": sampler, "train.py": script})
+    _write(tmp_path / "b", {"samplers.py": sampler.replace("(Sampler)", "(object)"), "train.py": script})
+    assert _programs(tmp_path / "a")["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    assert "mps" not in _programs(tmp_path / "b")["train.py"]["runs_on"]

@@ -159,6 +159,9 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
                          if (m := _WIDE_TEXT.search(line.split("#", 1)[0])))
         elif tree is not None:
             found.extend(_wide_dtype_lines(tree, text, certain))
+    if found and "Sampler" in text and (tree := tree or parse(text)) is not None:
+        sampled = _sampler_lines(tree)
+        found = [hit for hit in found if hit[0] not in sampled]
     return sorted(set(found))
 
 
@@ -201,6 +204,18 @@ def _library_calls(tree: ast.Module, libraries: frozenset[str], names: frozenset
                 name.split(".", 1)[0] in libraries and name.rsplit(".", 1)[-1] in names
                 for name in qualify(dotted, imports)):
             yield node
+
+
+def _sampler_lines(tree: ast.Module) -> set[int]:
+    """The lines of the classes that subclass a sampler of ``torch.utils.data`` (fast-reid's
+    ``ImbalancedDatasetSampler``, whose ``torch.DoubleTensor`` of weights feeds ``torch.multinomial``): a sampler
+    gives the loader indices, so its tensors stay on the CPU whatever the program places."""
+    from torchport.model.evaluate import imported, qualified
+
+    imports = imported(tree)
+    return {line for node in tree.body if isinstance(node, ast.ClassDef) and any(
+        (name := qualified(base, imports) or "").startswith("torch.utils.data") and name.endswith("Sampler")
+        for base in node.bases) for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
 
 
 def _data_branch_lines(tree: ast.Module) -> set[int]:

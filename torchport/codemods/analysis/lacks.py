@@ -480,9 +480,6 @@ def _cpu_only_fallbacks(tree: ast.Module, text: str) -> list[tuple[int, str]]:
                    and n.id not in bound and n.id not in local})
 
 
-_TYPES = ("cuda", "cpu", "mps")
-
-
 def _device_dispatch(tree: ast.Module) -> list[int]:
     """Lines where a device string a port makes the runtime's pick is dispatched on among ``"cpu"`` and ``"cuda"``
     alone, so MPS's ``"mps"`` fails there: a check that raises for it (RFQI's ``if args.device not in ['cpu',
@@ -525,7 +522,7 @@ def _device_dispatch(tree: ast.Module) -> list[int]:
 
     def stops(body: list[ast.stmt]) -> bool:
         return any(isinstance(s, ast.Raise) or isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
-                   and ast.unparse(s.value.func) in ("sys.exit", "exit", "quit") for s in body)
+                   and ast.unparse(s.value.func) in torch_facts.EXITS for s in body)
 
     found: list[int] = []
     for scope in ast.walk(tree):
@@ -545,7 +542,7 @@ def _device_dispatch(tree: ast.Module) -> list[int]:
                 arms.append((rest.test, rest.body))
             final = rest.orelse
             taken = {kind: next((k for k, (test, _) in enumerate(arms) if holds(test, kind)), None)
-                     for kind in _TYPES}
+                     for kind in ("cuda", "cpu", "mps")}
             if any(holds(test, "mps") is None for test, _ in arms):
                 continue
             mps = taken["mps"]

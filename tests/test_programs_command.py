@@ -2495,6 +2495,13 @@ _SCRIPT = "import torch\n\nif __name__ == '__main__':\n    print(torch.ones(2).c
     # CycleGAN's `importlib.import_module("models." + name + "_model")`: any module may run
     ({"train.py": "import importlib\nimport sys\nimport torch\n\nif __name__ == '__main__':\n"
                   "    importlib.import_module('models.' + sys.argv[1])\n    print(torch.ones(2).cuda())\n"}, False),
+    # Few-shot-Framework's `eval(args.model_class + '_fit_handle')`: a name of the module's own, which imports nothing
+    ({"train.py": "import sys\nimport torch\n\n\ndef proto_fit_handle():\n    return 1\n\n\n"
+                  "if __name__ == '__main__':\n    print(eval(sys.argv[1] + '_fit_handle')(), torch.ones(2).cuda())\n"},
+     True),
+    # the same `eval` of code a string holds whole may import anything
+    ({"train.py": "import sys\nimport torch\n\nif __name__ == '__main__':\n"
+                  "    print(eval(sys.argv[1] + '.load()'), torch.ones(2).cuda())\n"}, False),
 ])
 def test_a_module_no_program_reaches_and_no_file_names_is_left(tmp_path: Path, others: dict[str, str],
                                                                  left: bool) -> None:

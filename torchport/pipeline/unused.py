@@ -428,7 +428,8 @@ def _uses(text: str) -> _Uses | None:
             if _builds_name(node, made):
                 built = True
                 # getattr, `vars(m)[...]`, `globals()[...]`, `m.__dict__[...]`: what is loaded already
-                imports_built = imports_built or isinstance(node, ast.Call) and _called(node) not in ("getattr", "vars")
+                imports_built = imports_built or isinstance(node, ast.Call) and _called(node) not in (
+                    "getattr", "vars") and not _evaluates_a_name(node)
         return _Uses(inside, frozenset(roots), frozenset(candidates), True in lookups,
                      frozenset(n for n in lookups if isinstance(n, str)), built, aliases, imports_built)
 
@@ -460,6 +461,19 @@ def _builds_name(node: ast.AST, made: frozenset[str] | set[str] = frozenset()) -
     # a name made from parts, given whole (`getattr(m, name)`), not an attribute of a made object (APSNet's
     # `importlib.import_module(args.model)`: `args` comes from a call, the module's name whole from the command line)
     return any(_built_value(g) or isinstance(g, ast.Name) and g.id in made for g in given)
+
+
+def _evaluates_a_name(call: ast.Call) -> bool:
+    """Whether ``call`` is ``eval`` of a name put together from parts, each constant one a piece of an identifier
+    (Few-shot-Framework's ``eval(args.model_class + '_fit_handle')``): a lookup in the module's own namespace, as
+    ``globals()[...]`` is, which imports nothing."""
+    if not (isinstance(call.func, ast.Name) and call.func.id == "eval" and len(call.args) == 1 and not call.keywords):
+        return False
+    parts = list(ast.walk(call.args[0]))
+    return isinstance(call.args[0], ast.BinOp | ast.JoinedStr) and not any(
+        isinstance(n, ast.Call) or isinstance(n, ast.BinOp) and not isinstance(n.op, ast.Add)
+        or isinstance(n, ast.Constant) and isinstance(n.value, str) and not n.value.replace("_", "a").isalnum()
+        for n in parts)
 
 
 def _built_value(value: ast.expr) -> bool:

@@ -59,6 +59,16 @@ def test_cuda_gates(source: str, expected: dict[str, int]) -> None:
      "            raise Exception('No GPU found')\n", False),
     ("import torch\ndef main():\n    with open('x') as f:\n        if not torch.cuda.is_available():\n"
      "            raise Exception('No GPU found')\n", True),
+    # AdCo's Config_Environment: the count bound to a name first, then compared; `not use_cuda` the same
+    ("import torch\ndef config(args):\n    ngpus = torch.cuda.device_count()\n    print(ngpus)\n"
+     "    if ngpus <= 0:\n        print('no gpu, exit')\n        exit()\n    return ngpus\n", True),
+    ("import torch\ndef config():\n    use_cuda = torch.cuda.is_available()\n    if not use_cuda:\n"
+     "        raise SystemExit(1)\n", True),
+    # a name bound to the count inside a branch, or bound again, stands for nothing
+    ("import torch\ndef config(args):\n    ngpus = 1\n    if args.gpu:\n        ngpus = torch.cuda.device_count()\n"
+     "    if ngpus <= 0:\n        exit()\n", False),
+    ("import torch\ndef config(args):\n    ngpus = torch.cuda.device_count()\n    if args.cpu:\n        ngpus = 1\n"
+     "    if ngpus <= 0:\n        exit()\n", False),
 ])
 def test_a_function_that_stops_whenever_cuda_is_missing(source: str, stops: bool) -> None:
     from torchport.codemods.analysis.gates import exits_without_cuda

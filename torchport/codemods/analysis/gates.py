@@ -8,6 +8,7 @@ runs only on CUDA and is left as it is. Recognised from what the definition does
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Callable, Iterator
 
 from torchport.codemods.analysis.programs import call_name, cuda_call, is_main, removable_exit
@@ -163,10 +164,19 @@ def exits_without_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool
     ``else`` exits (dino's ``init_distributed_mode``). A check joined with a flag (``if args.cuda and not ...``)
     stops only when asked for CUDA: no, and so is a check nested in a branch of another condition (SRResNet's
     ``if opt.cuda: if not torch.cuda.is_available(): raise``)."""
+    # AdCo's `ngpus_per_node = torch.cuda.device_count()`, then `if ngpus_per_node <= 0: exit()`: a name bound once
+    # to a query stands for it
+    stores = Counter(n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    bound: dict[str, ast.expr] = {}
     for node in _unconditional(function.body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and (
+                cuda_call(node.value, "device_count") or cuda_call(node.value, "is_available")) \
+                and stores[node.targets[0].id] == 1:
+            bound[node.targets[0].id] = node.value
+            continue
         if not isinstance(node, ast.If):
             continue
-        if _negated_query(node.test) and _stops(node.body) and not removable_exit(node):
+        if _negated_query(_substituted(node.test, bound)) and _stops(node.body) and not removable_exit(node):
             return True
         branch: ast.If = node
         while branch.orelse and len(branch.orelse) == 1 and isinstance(branch.orelse[0], ast.If):
@@ -174,6 +184,15 @@ def exits_without_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool
         if cuda_call(branch.test, "is_available") and branch.orelse and _stops(branch.orelse):
             return True
     return False
+
+
+def _substituted(test: ast.expr, bound: dict[str, ast.expr]) -> ast.expr:
+    """``test`` with a name ``bound`` maps, as its operand or compared side, replaced by the query it was bound to."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.operand, ast.Name) and test.operand.id in bound:
+        return ast.UnaryOp(op=test.op, operand=bound[test.operand.id])
+    if isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id in bound:
+        return ast.Compare(left=bound[test.left.id], ops=test.ops, comparators=test.comparators)
+    return test
 
 
 def _unconditional(body: list[ast.stmt]) -> Iterator[ast.stmt]:

@@ -3046,3 +3046,16 @@ def test_float64_weights_of_a_sampler_stay_on_the_cpu(tmp_path: Path) -> None:
     _write(tmp_path / "b", {"samplers.py": sampler.replace("(Sampler)", "(object)"), "train.py": script})
     assert _programs(tmp_path / "a")["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     assert "mps" not in _programs(tmp_path / "b")["train.py"]["runs_on"]
+
+
+def test_a_lightning_trainer_given_the_gpu_accelerator_runs_on_cuda_and_mps(tmp_path: Path) -> None:
+    """midi-model's `pl.Trainer(accelerator="gpu", ...)`: Lightning (1.7 on) gives "gpu" CUDA's or MPS's
+    accelerator, so a Mac runs it on MPS; a CPU-only machine and an Intel GPU have neither."""
+    _write(tmp_path, {"train.py": "import lightning as pl\nimport torch\n\nif __name__ == '__main__':\n"
+                                  "    print(torch.cuda.is_available())\n"
+                                  "    trainer = pl.Trainer(accelerator='gpu', devices=1)\n"
+                                  "    trainer.fit(torch.nn.Linear(2, 2))\n"})
+    found = _programs(tmp_path)["train.py"]
+    assert found["runs_on"] == ["cuda", "mps"], found
+    assert {b["target"] for b in found["blockers"]} == {"cpu", "xpu"}
+    assert "asks for a GPU: CUDA or MPS" in found["blockers"][0]["reason"]

@@ -1249,8 +1249,10 @@ class Evaluator:
 
     def _placement(self, node: ast.Call, keywords: dict[str | None, object], p: Path) -> None:
         for keyword in torch_facts.ACCELERATOR_KEYWORDS:
-            if keywords.get(keyword) in torch_facts.CUDA_ACCELERATORS:
-                self._needs_cuda(node, f"`{keyword}={keywords[keyword]!r}` asks for a CUDA GPU", p)
+            if keywords.get(keyword) in torch_facts.CUDA_ACCELERATORS and not (
+                    self.target == "mps" and keywords.get(keyword) in torch_facts.ANY_GPU_ACCELERATORS):
+                wanted = "GPU: CUDA or MPS" if keywords[keyword] in torch_facts.ANY_GPU_ACCELERATORS else "CUDA GPU"
+                self._needs_cuda(node, f"`{keyword}={keywords[keyword]!r}` asks for a {wanted}", p)
                 return
         for keyword in (*torch_facts.PLACEMENT_KEYWORDS, *torch_facts.LIBRARY_PLACEMENT_KEYWORDS):
             if keyword in keywords and self._place(node, keywords[keyword], f"`{keyword}={_show(keywords[keyword])}`",

@@ -312,6 +312,8 @@ ROLES = {
     "accelerator_keyword": "a keyword argument that names the accelerator a framework must find (Lightning's "
                            "Trainer and Fabric)",
     "cuda_accelerator": "a value of such a keyword that asks for CUDA: without it the framework raises",
+    "any_gpu_accelerator": "such a value that Lightning (1.7 on) answers with MPS as well as CUDA: only the CPU and "
+                           "XPUs lack it",
     "text_call": "a call whose arguments are text or container keys, not devices: a CUDA device string given to it "
                  "places nothing (given positionally to any other call the model cannot follow, it is where that "
                  "call puts data)",
@@ -386,7 +388,8 @@ ROLES = {
 
 # Bare words (argument, keyword, attribute and call names, device types) -> their roles (`ROLES`).
 WORDS: dict[str, tuple[str, ...]] = {
-    "rank": ("index_name",), "local_rank": ("index_name",), "gpu": ("index_name", "cuda_accelerator"),
+    "rank": ("index_name",), "local_rank": ("index_name",),
+    "gpu": ("index_name", "cuda_accelerator", "any_gpu_accelerator"),
     "gpu_id": ("index_name",), "gpu_idx": ("index_name",), "gpu_index": ("index_name",), "local_gpu": ("index_name",),
     "device_id": ("index_name",), "device_idx": ("index_name",), "device_index": ("index_name",),
     "cuda_device": ("index_name",), "gpu_rank": ("index_name",), "device_ids": ("index_list", "ddp_device_keyword"),
@@ -803,6 +806,7 @@ PLACEMENT_KEYWORDS = frozenset(words("placement_keyword"))
 LIBRARY_PLACEMENT_KEYWORDS = frozenset(words("library_placement_keyword"))
 ACCELERATOR_KEYWORDS = frozenset(words("accelerator_keyword"))
 CUDA_ACCELERATORS = frozenset(words("cuda_accelerator"))
+ANY_GPU_ACCELERATORS = frozenset(words("any_gpu_accelerator"))
 GROUP_CUDA_LAYERS = named("group_cuda_layer")
 TEXT_CALLS = frozenset(words("text_call"))
 CUDA_SPEC = text("cuda_spec")

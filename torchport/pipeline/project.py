@@ -1236,36 +1236,43 @@ def _lacks(project: Project, index: int) -> tuple[tuple[int, str], ...]:
     return tuple(sorted({*found, *compiled_uses(project, index)}))
 
 
-def _callee_feeds(project: Project, index: int, call: ast.Call, at: int | str) -> bool:
-    """Whether the function of another module of the project that ``call`` (in file ``index``) calls, handed a
-    ``DataParallel`` wrapper as argument ``at`` (a position or a keyword), calls it only with inputs it moved
-    (`lacks.feeds_moved`): Dacon_LGAI's ``validate(val_loader, Gen, ...)`` in ``run/test.py`` moves ``img`` with
-    ``.cuda()`` before ``model(img)``. False where the function is not found or never calls it (it may hand it on)."""
-    func = call.func
+def _definition_called(project: Project, index: int, func: ast.expr) -> ast.ClassDef | ast.FunctionDef | None:
+    """The top-level class or function of the project that ``func`` (the callee of a call in file ``index``: ``Net``
+    or ``make`` bound from a module, ``models.make`` of a module bound) names, through a package's re-exports
+    (``from .models import make``); None where the project defines none."""
     if isinstance(func, ast.Name):
         name, attr = func.id, None
     elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
         name, attr = func.value.id, func.attr
     else:
-        return False
+        return None
 
-    def function(module: int, wanted: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    def definition(module: int, wanted: str) -> ast.ClassDef | ast.FunctionDef | None:
         defined = parse(project.results[module].original)
-        return next((f for f in defined.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
-                     and f.name == wanted), None) if defined is not None else None
+        return next((c for c in defined.body if isinstance(c, (ast.ClassDef, ast.FunctionDef)) and c.name == wanted),
+                    None) if defined is not None else None
 
     for local, other, bound in project.bindings(index):
         if local != name or (bound is None) != (attr is not None):
             continue
-        found = project.origin(other, attr or bound or "", lambda m, w: function(m, w) is not None, hops=3)
-        callee = function(*found) if found is not None else None
-        if callee is None:
-            continue
-        positional = [a.arg for a in (*callee.args.posonlyargs, *callee.args.args)]
-        named = {*positional, *(a.arg for a in callee.args.kwonlyargs)}
-        param = positional[at] if isinstance(at, int) and at < len(positional) else at if at in named else None
-        return isinstance(param, str) and feeds_moved(callee, {param}) is True
-    return False
+        found = project.origin(other, attr or bound or "",
+                               lambda module, wanted: definition(module, wanted) is not None, hops=3)
+        return definition(*found) if found is not None else None
+    return None
+
+
+def _callee_feeds(project: Project, index: int, call: ast.Call, at: int | str) -> bool:
+    """Whether the function of another module of the project that ``call`` (in file ``index``) calls, handed a
+    ``DataParallel`` wrapper as argument ``at`` (a position or a keyword), calls it only with inputs it moved
+    (`lacks.feeds_moved`): Dacon_LGAI's ``validate(val_loader, Gen, ...)`` in ``run/test.py`` moves ``img`` with
+    ``.cuda()`` before ``model(img)``. False where the function is not found or never calls it (it may hand it on)."""
+    callee = _definition_called(project, index, call.func)
+    if not isinstance(callee, ast.FunctionDef):
+        return False
+    positional = [a.arg for a in (*callee.args.posonlyargs, *callee.args.args)]
+    named = {*positional, *(a.arg for a in callee.args.kwonlyargs)}
+    param = positional[at] if isinstance(at, int) and at < len(positional) else at if at in named else None
+    return isinstance(param, str) and feeds_moved(callee, {param}) is True
 
 
 def _places_itself(project: Project, index: int, line: int) -> bool:
@@ -1286,35 +1293,15 @@ def _places_itself(project: Project, index: int, line: int) -> bool:
                 n.value.func, ast.Attribute) and isinstance(n.value.func.value, ast.Name))]
     if not made:
         return False
-    func = made[-1].func
-    # `Net(...)` or `make(...)` bound from a module; `models.make(...)` of a module bound (few-shot-meta-baseline)
-    if isinstance(func, ast.Name):
-        name, attr = func.id, None
-    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        name, attr = func.value.id, func.attr
-    else:
-        return False
-    def definition(module: int, wanted: str) -> ast.ClassDef | ast.FunctionDef | None:
-        defined = parse(project.results[module].original)
-        return next((c for c in defined.body if isinstance(c, (ast.ClassDef, ast.FunctionDef)) and c.name == wanted),
-                    None) if defined is not None else None
-
-    for local, other, bound in project.bindings(index):
-        if local != name or (bound is None) != (attr is not None):
-            continue
-        # through a package's re-export (`from .models import make`)
-        found = project.origin(other, attr or bound or "",
-                               lambda module, wanted: definition(module, wanted) is not None, hops=3)
-        made_by = definition(*found) if found is not None else None
-        if isinstance(made_by, ast.FunctionDef):  # a maker that moves what it gives back
-            given = {r.value.id for r in ast.walk(made_by)
-                     if isinstance(r, ast.Return) and isinstance(r.value, ast.Name)}
-            return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
-                       and ast.unparse(n.func.value) in given for n in ast.walk(made_by))
-        return made_by is not None and any(
-            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
-            and ast.unparse(n.func.value).split(".")[0] == "self" for n in ast.walk(made_by))
-    return False
+    made_by = _definition_called(project, index, made[-1].func)
+    if isinstance(made_by, ast.FunctionDef):  # a maker that moves what it gives back
+        given = {r.value.id for r in ast.walk(made_by)
+                 if isinstance(r, ast.Return) and isinstance(r.value, ast.Name)}
+        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
+                   and ast.unparse(n.func.value) in given for n in ast.walk(made_by))
+    return made_by is not None and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
+        and ast.unparse(n.func.value).split(".")[0] == "self" for n in ast.walk(made_by))
 
 
 _RAW_KERNEL = torch_facts.text("raw_kernel")

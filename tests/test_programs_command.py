@@ -3059,3 +3059,27 @@ def test_a_lightning_trainer_given_the_gpu_accelerator_runs_on_cuda_and_mps(tmp_
     assert found["runs_on"] == ["cuda", "mps"], found
     assert {b["target"] for b in found["blockers"]} == {"cpu", "xpu"}
     assert "asks for a GPU: CUDA or MPS" in found["blockers"][0]["reason"]
+
+
+def test_a_float64_cast_of_a_tensor_made_on_the_cpu_and_never_moved_stays_there(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """AudioClassfication's dataset keeps `self.samples_weight = torch.zeros(n).double()` for the training script's
+    WeightedRandomSampler: made on the CPU and never moved, so the script may use MPS. Where the dataset moves it to
+    the device, a Mac keeps the CPU."""
+    data = ("import torch\nfrom torch.utils.data import Dataset\n\n\nclass Clips(Dataset):\n"
+            "    def __init__(self, n):\n        self.x = torch.randn(n, 4)\n"
+            "        self.samples_weight = torch.zeros(n).double()\n        for i in range(n):\n"
+            "            self.samples_weight[i] = 1.0 + i % 2\n\n    def __len__(self):\n"
+            "        return len(self.x)\n\n    def __getitem__(self, i):\n        return self.x[i]\n")
+    script = ("import torch\nfrom torch.utils.data import DataLoader, WeightedRandomSampler\n\n"
+              "from data import Clips\n\nif __name__ == '__main__':\n    data = Clips(8)\n"
+              "    model = torch.nn.Linear(4, 2).cuda()\n"
+              "    for x in DataLoader(data, sampler=WeightedRandomSampler(data.samples_weight, 8)):\n"
+              "        print(model(x.cuda()))\n")
+    _write(tmp_path / "a", {"data.py": data, "train.py": script})
+    moved = data.replace("return self.x[i]", "return self.x[i], self.samples_weight.cuda()")
+    _write(tmp_path / "b", {"data.py": moved, "train.py": script})
+    monkeypatch.chdir(tmp_path / "a")  # run from the project, as its scripts run
+    assert _programs(Path("."))["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    monkeypatch.chdir(tmp_path / "b")
+    assert "mps" not in _programs(Path("."))["train.py"]["runs_on"]

@@ -440,7 +440,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "empty": ("cpu_factory",), "arange": ("cpu_factory",), "linspace": ("cpu_factory", "numpy_maker"),
     "logspace": ("cpu_factory", "numpy_maker"), "rand": ("cpu_factory", "numpy_maker"),
     "randn": ("cpu_factory", "numpy_maker"), "randint": ("cpu_factory",), "eye": ("cpu_factory",),
-    "from_numpy": ("cpu_factory",), "zeros_like": ("cpu_factory",), "ones_like": ("cpu_factory",),
+    "from_numpy": ("cpu_factory",), "Tensor": ("cpu_factory",), "zeros_like": ("cpu_factory",),
+    "ones_like": ("cpu_factory",),
     "full_like": ("cpu_factory",), "empty_like": ("cpu_factory",), "rand_like": ("cpu_factory",),
     "randn_like": ("cpu_factory",), "normal": ("numpy_maker",), "uniform": ("numpy_maker",),
     # numpy's other samplers of floats (Mixup-Inference's `np.random.beta(alpha, alpha, [n, 1])`)

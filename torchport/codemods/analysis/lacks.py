@@ -1508,6 +1508,7 @@ def _wide_dtype_lines(tree: ast.Module, text: str, certain: bool = False) -> lis
             found.append((node.lineno, _BUILTIN_WIDE[node.id]))  # DRL-Pytorch's `torch.tensor(a, dtype=float, ...)`
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "double" and not node.args and not _on_cpu(node.func.value) \
+                and not _kept_on_cpu(node.func.value, parents, text) \
                 and not _in_collective_function(node, parents, collective) and not _narrowed_again(node, parents) \
                 and (not certain or _registered(node, parents) or _moved_at_once(node, parents)):
             found.append((node.lineno, "float64"))
@@ -1731,6 +1732,16 @@ def _to_cpu(call: ast.Call) -> bool:
     """``x.to("cpu", ...)`` or ``x.to(device="cpu", ...)``: whatever the dtype, the result is on the CPU."""
     device = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
     return isinstance(device, ast.Constant) and device.value == "cpu"
+
+
+def _kept_on_cpu(value: ast.expr, parents: Mapping[int, ast.AST], text: str) -> bool:
+    """Whether ``value``, the receiver of a cast, is a tensor a factory makes on the CPU (no device given) that the
+    module does not move (`_call_reaches_device`): AudioClassfication's sampler weights, ``self.samples_weight =
+    torch.zeros(n).double()``, handed to ``WeightedRandomSampler`` alone."""
+    if not isinstance(value, ast.Call):
+        return False
+    name = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
+    return name in _FACTORIES and not name.endswith("_like") and not _call_reaches_device(value, parents, text)
 
 
 def _call_reaches_device(call: ast.Call, parents: Mapping[int, ast.AST], text: str) -> bool:

@@ -254,6 +254,12 @@ def test_what_mps_lacks_in_a_branch_for_some_data_blocks_nothing() -> None:
     assert blocker(dispatch) is None
     always = dispatch.replace("    if sparse.issparse(X):\n        return", "    return")
     assert blocker(always) == (6, "sparse tensors")
+    # microxcaling's quantizer: `A_is_sparse = A.is_sparse`, then `if A_is_sparse:` is the same branch on data
+    aliased = ("import torch\n\n\ndef quantize(A):\n    A_is_sparse = A.is_sparse\n    out = A.round()\n"
+               "    if A_is_sparse:\n        out = torch.sparse_coo_tensor(A.indices(), out, A.size())\n"
+               "    return out\n")
+    assert blocker(aliased) is None
+    assert blocker(aliased.replace("A_is_sparse = A.is_sparse", "A_is_sparse = True")) == (8, "sparse tensors")
 
 
 def test_migrate_leaves_whole_what_only_cuda_only_programs_reach(tmp_path: Path) -> None:

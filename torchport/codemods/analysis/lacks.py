@@ -236,6 +236,11 @@ def _data_branch_lines(tree: ast.Module) -> set[int]:
             continue
         args = function.args
         parameters = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} - {"self", "cls"}
+        # a name bound to what a tensor parameter has (microxcaling's `A_is_sparse = A.is_sparse`) is that data too
+        parameters |= {t.id for n in ast.walk(function) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                       and isinstance(t := n.targets[0], ast.Name) and isinstance(n.value, ast.Attribute)
+                       and n.value.attr in tensor_attributes and isinstance(n.value.value, ast.Name)
+                       and n.value.value.id in parameters}
         for node in ast.walk(function):
             if not isinstance(node, ast.If):
                 continue

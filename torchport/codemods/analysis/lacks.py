@@ -1513,7 +1513,7 @@ def _wide_dtype_lines(tree: ast.Module, text: str, certain: bool = False) -> lis
             found.append((node.lineno, _BUILTIN_WIDE[node.id]))  # DRL-Pytorch's `torch.tensor(a, dtype=float, ...)`
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "double" and not node.args and not _on_cpu(node.func.value) \
-                and not _kept_on_cpu(node.func.value, parents, text) \
+                and not _kept_on_cpu(node, parents, text) \
                 and not _in_collective_function(node, parents, collective) and not _narrowed_again(node, parents) \
                 and (not certain or _registered(node, parents) or _moved_at_once(node, parents)):
             found.append((node.lineno, "float64"))
@@ -1739,11 +1739,12 @@ def _to_cpu(call: ast.Call) -> bool:
     return isinstance(device, ast.Constant) and device.value == "cpu"
 
 
-def _kept_on_cpu(value: ast.expr, parents: Mapping[int, ast.AST], text: str) -> bool:
-    """Whether ``value``, the receiver of a cast, is a tensor a factory makes on the CPU (no device given) that the
-    module does not move (`_call_reaches_device`): AudioClassfication's sampler weights, ``self.samples_weight =
-    torch.zeros(n).double()``, handed to ``WeightedRandomSampler`` alone."""
-    if not isinstance(value, ast.Call):
+def _kept_on_cpu(cast: ast.Call, parents: Mapping[int, ast.AST], text: str) -> bool:
+    """Whether ``cast`` (``x.double()``) casts a tensor a factory makes on the CPU (no device given) that the
+    module neither moves (`_call_reaches_device`) nor registers in a module (`_registered`): AudioClassfication's
+    sampler weights, ``self.samples_weight = torch.zeros(n).double()``, handed to ``WeightedRandomSampler`` alone."""
+    value = cast.func.value if isinstance(cast.func, ast.Attribute) else None
+    if not isinstance(value, ast.Call) or _registered(cast, parents):
         return False
     name = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
     return name in _FACTORIES and not name.endswith("_like") and not _call_reaches_device(value, parents, text)

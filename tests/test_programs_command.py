@@ -3089,3 +3089,17 @@ def test_a_float64_cast_of_a_tensor_made_on_the_cpu_and_never_moved_stays_there(
     assert _programs(Path("."))["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     monkeypatch.chdir(tmp_path / "b")
     assert "mps" not in _programs(Path("."))["train.py"]["runs_on"]
+
+
+def test_a_module_a_setup_script_builds_is_no_module_the_project_lacks(tmp_path: Path) -> None:
+    """ffcv's `from ._libffcv import ...`: no file of that name in the repository, but setup.py builds it
+    (`Extension('ffcv._libffcv', sources=[...])`, a plain C extension): its programs run where they ran. Without
+    the setup script the module is missing, and they run nowhere."""
+    files = {"fastio/__init__.py": "", "fastio/reader.py": "from ._libio import read\n",
+             "train.py": "import torch\n\nfrom fastio.reader import read\n\nprint(read, torch.ones(2).cuda())\n"}
+    _write(tmp_path / "a", {**files, "setup.py": "from setuptools import Extension, setup\n\n"
+                                                 "setup(name='fastio', ext_modules=[Extension('fastio._libio', "
+                                                 "sources=['libio/io.cpp'])])\n"})
+    _write(tmp_path / "b", files)
+    assert _programs(tmp_path / "a")["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    assert _programs(tmp_path / "b")["train.py"]["runs_on"] == []

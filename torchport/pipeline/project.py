@@ -673,6 +673,7 @@ class Project:
         self._edges: dict[tuple[int, bool, bool], set[int]] = {}
         self._undefined: dict[int, list[tuple[int, str, int]]] = {}  # `undefined_imports`, per file
         self._missing: dict[int, list[tuple[int, str]]] = {}  # `missing_imports`, per file
+        self._builds_all: list[str] | None = None  # `_build_texts`
         self._builds: list[str] | None = None  # `_build_scripts`
         self.runs: dict[frozenset[int], frozenset[str]] = {}  # `program_names`, per program's modules
         self.defs_run: dict[frozenset[int], frozenset[tuple[int, str]]] = {}  # `program_defs`, likewise
@@ -954,10 +955,28 @@ class Project:
                 folder = folder / part
                 continue
             if not folder.is_dir() or any(folder.glob(f"{part}.*")) or any(
-                    re.search(rf"\b{re.escape(part)}\b", script) for script in self._build_scripts()):
+                    re.search(rf"\b{re.escape(part)}\b", script) for script in self._build_texts()):
                 return False
             return True
         return False
+
+    def _build_texts(self) -> list[str]:
+        """What may build or generate a module: the build scripts of the run (`_build_scripts`), every
+        ``setup.py`` of it (ffcv's ``Extension('ffcv._libffcv', ...)``, a plain C extension), and the
+        ``pyproject.toml``, ``setup.cfg``, ``CMakeLists.txt`` and ``meson.build`` beside them or in the folders of
+        the run."""
+        if self._builds_all is None:
+            texts = [*self._build_scripts(), *(r.original for r in self.results
+                                               if r.original and r.path.name == "setup.py")]
+            folders = {path.parent for path in self.paths if path.name in ("setup.py", "__init__.py")}
+            for folder in sorted(folders | {parent for f in folders for parent in f.parents[:2]}):
+                for name in ("pyproject.toml", "setup.cfg", "CMakeLists.txt", "meson.build"):
+                    try:
+                        texts.append((folder / name).read_text(encoding="utf-8", errors="replace"))
+                    except OSError:
+                        continue
+            self._builds_all = texts
+        return self._builds_all
 
     def unbound_read(self, index: int, script: bool) -> tuple[int, str] | None:
         """``(line, name)`` of the first name file ``index`` reads on every run, before its work, that nothing in

@@ -3103,3 +3103,15 @@ def test_a_module_a_setup_script_builds_is_no_module_the_project_lacks(tmp_path:
     _write(tmp_path / "b", files)
     assert _programs(tmp_path / "a")["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     assert _programs(tmp_path / "b")["train.py"]["runs_on"] == []
+
+
+def test_data_moved_if_other_data_is_on_cuda_then_put_beside_it_splits_nothing() -> None:
+    """Dacon_LGAI's SSIM loss: `if img1.is_cuda: window = window.cuda(img1.get_device())`, then `window =
+    window.type_as(img1)`, which puts the window beside the image on every device: no reason to keep a Mac (or an
+    Intel GPU) on the CPU. Without the second line, the window stays on the CPU beside an image on MPS."""
+    ssim = ("import torch\n\n\ndef window_for(img1, window):\n    if img1.is_cuda:\n"
+            "        window = window.cuda(img1.get_device())\n    window = window.type_as(img1)\n    return window\n")
+    assert blocker(ssim) is None
+    assert blocker(ssim.replace("window.type_as(img1)", "window.to(img1.device)")) is None
+    found = blocker(ssim.replace("    window = window.type_as(img1)\n", ""))
+    assert found is not None and found[0] == 5 and found[1].startswith("data moved only where other data is on CUDA")

@@ -1387,6 +1387,8 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
         body = node.body if isinstance(node.body, list) else [node.body]
         if not own and _follows(node, following.get(id(node))):
             continue  # TP024 moves it to that data's device
+        if isinstance(node, ast.If) and _placed_beside_after(node, following.get(id(node))):
+            continue
         if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
                for part in body for n in ast.walk(part)):
             found.append((node.lineno, MOVED_IF_ON_CUDA))
@@ -1398,6 +1400,20 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
             # latent_ode's `device = torch.device('cpu')` / `if tensor.is_cuda: device = tensor.get_device()`
             found.append((node.lineno, CHOSEN_IF_ON_CUDA))
     return found
+
+
+def _placed_beside_after(node: ast.If, after: ast.stmt | None) -> bool:
+    """Whether the statement after ``if y.is_cuda: x = x.cuda(...)`` puts ``x`` beside ``y`` whatever the branch
+    did (Dacon_LGAI's SSIM: ``window = window.type_as(img1)``, or ``x = x.to(y.device)``): the data meets on every
+    device, so the branch splits nothing."""
+    if not (isinstance(node.test, ast.Attribute) and isinstance(after, ast.Assign) and len(after.targets) == 1
+            and isinstance(call := after.value, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return False
+    other, name = ast.unparse(node.test.value), ast.unparse(after.targets[0])
+    moved = {ast.unparse(t) for s in node.body if isinstance(s, ast.Assign) for t in s.targets}
+    beside = call.func.attr == "type_as" and len(call.args) == 1 and ast.unparse(call.args[0]) == other or (
+        call.func.attr == "to" and len(call.args) >= 1 and ast.unparse(call.args[0]) == f"{other}.device")
+    return beside and name in moved and ast.unparse(call.func.value) == name
 
 
 def _follows(node: ast.If | ast.IfExp, after: ast.stmt | None = None) -> bool:

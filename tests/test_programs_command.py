@@ -3115,3 +3115,13 @@ def test_data_moved_if_other_data_is_on_cuda_then_put_beside_it_splits_nothing()
     assert blocker(ssim.replace("window.type_as(img1)", "window.to(img1.device)")) is None
     found = blocker(ssim.replace("    window = window.type_as(img1)\n", ""))
     assert found is not None and found[0] == 5 and found[1].startswith("data moved only where other data is on CUDA")
+
+
+def test_an_import_of_a_package_not_beside_the_script_is_no_module_the_project_lacks(tmp_path: Path) -> None:
+    """CompressGNN's `experiment/sample/sample.py` imports `dgl.dataloading`: the pip package, not the project's
+    `model/dgl/` (a package of its own: `model/` holds no `__init__.py`), which lies nowhere Python looks from the
+    script; nothing says it is missing."""
+    _write(tmp_path, {"model/dgl/__init__.py": "",
+                      "experiment/sample/sample.py": "import torch\nimport dgl.dataloading\n\n"
+                                                     "print(dgl.dataloading, torch.ones(2).cuda())\n"})
+    assert _programs(tmp_path)["experiment/sample/sample.py"]["runs_on"] != []

@@ -934,11 +934,13 @@ class Project:
                 for dotted in ([node.module] if node.is_from and node.module else
                                [name for name, _ in node.names] if not node.is_from else []):
                     top, _, rest = dotted.partition(".")
-                    tops = self._resolve(top, path)
-                    if not rest or len(tops) != 1 or self.results[tops[0]].path.name != "__init__.py":
+                    # a package beside the importer, as Python finds it from a script run there: not one the
+                    # resolver finds elsewhere (CompressGNN's `import dgl.sparse` is the pip package, not its
+                    # `model/dgl/`)
+                    package = self._folder(path) / top / "__init__.py"
+                    if not rest or package not in self.paths:
                         continue
-                    if self._lacks(self._folder(self.results[tops[0]].path), rest.split(".")) \
-                            and not installed.importable(top):
+                    if self._lacks(package.parent, rest.split(".")) and not installed.importable(top):
                         found.append((node.line, dotted))
                         break
                 continue

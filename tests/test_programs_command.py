@@ -3125,3 +3125,11 @@ def test_an_import_of_a_package_not_beside_the_script_is_no_module_the_project_l
                       "experiment/sample/sample.py": "import torch\nimport dgl.dataloading\n\n"
                                                      "print(dgl.dataloading, torch.ones(2).cuda())\n"})
     assert _programs(tmp_path)["experiment/sample/sample.py"]["runs_on"] != []
+    # 3D-EMGP: `data/qm9/dataset.py` imports `data.qm9.utils` from the root its script runs in, beside a package
+    # `data/qm9/data/` of its own: a module a script imports is found from the script's folder, not its own
+    _write(tmp_path / "emgp", {"data/__init__.py": "", "data/qm9/__init__.py": "", "data/qm9/data/__init__.py": "",
+                               "data/qm9/utils.py": "def f():\n    return 1\n",
+                               "data/qm9/dataset.py": "from data.qm9.utils import f\n",
+                               "train.py": "import torch\n\nfrom data.qm9.dataset import f\n\n"
+                                           "print(f(), torch.ones(2).cuda())\n"})
+    assert _programs(tmp_path / "emgp")["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]

@@ -934,11 +934,13 @@ class Project:
                 for dotted in ([node.module] if node.is_from and node.module else
                                [name for name, _ in node.names] if not node.is_from else []):
                     top, _, rest = dotted.partition(".")
-                    # a package beside the importer, as Python finds it from a script run there: not one the
-                    # resolver finds elsewhere (CompressGNN's `import dgl.sparse` is the pip package, not its
-                    # `model/dgl/`)
+                    # a package beside a script, as Python finds it from the script's folder: not one the resolver
+                    # finds elsewhere (CompressGNN's `import dgl.sparse` is the pip package, not its `model/dgl/`),
+                    # nor one beside a module a script elsewhere imports (3D-EMGP's `data/qm9/dataset.py` imports
+                    # `data.qm9.data.utils` from the root its scripts put on `sys.path`)
                     package = self._folder(path) / top / "__init__.py"
-                    if not rest or package not in self.paths:
+                    if not rest or package not in self.paths or self.in_package(index) or not (
+                            (shape := outline(self.results[index].original)).script or shape.works_at_top):
                         continue
                     if self._lacks(package.parent, rest.split(".")) and not installed.importable(top):
                         found.append((node.line, dotted))

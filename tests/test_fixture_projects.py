@@ -852,6 +852,13 @@ def test_a_data_parallel_wrapper_handed_to_a_function_that_moves_its_inputs_may_
     assert said in (unmoved / "main.py").read_text()
 
 
+def _reports(folder: Path) -> tuple[str, dict[str, dict]]:
+    """What a concise dry run of ``folder`` prints, and its programs (`torchport programs`, JSON) by path."""
+    done = CliRunner().invoke(app, ["migrate", str(folder), "--output-format", "concise", "--no-cache"])
+    listed = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
+    return done.output, {p["path"]: p for p in json.loads(listed.stdout)["programs"]}
+
+
 def test_a_program_that_imports_a_module_its_project_lacks_is_left_whole(tmp_path: Path) -> None:
     """missing_module (pytorch-models): detect.py imports `mylib.detr` and evaluate.py reaches
     `from .backbones.resnet import ResNet` in mylib/heads.py, modules the repository never committed: an ImportError
@@ -861,10 +868,8 @@ def test_a_program_that_imports_a_module_its_project_lacks_is_left_whole(tmp_pat
     for name in ("detect.py", "evaluate.py", "mylib/heads.py"):
         assert (folder / name).read_text() == (PROJECTS / "missing_module" / name).read_text()
     assert "tp.device()" in (folder / "mylib/models.py").read_text()
-    done = CliRunner().invoke(app, ["migrate", str(folder), "--output-format", "concise", "--no-cache"])
-    assert "mylib/heads.py:9:1: TP110 1 rewrite(s) not made: [R25 runs-nowhere]" in done.output
-    listed = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
-    found = {p["path"]: p for p in json.loads(listed.stdout)["programs"]}
+    output, found = _reports(folder)
+    assert "mylib/heads.py:9:1: TP110 1 rewrite(s) not made: [R25 runs-nowhere]" in output
     assert found["detect.py"]["runs_on"] == [] and found["evaluate.py"]["runs_on"] == []
     assert {(b["target"], b["path"], b["line"]) for b in found["evaluate.py"]["blockers"]} == {
         (target, "mylib/heads.py", 3) for target in ("mps", "xpu", "cpu")}
@@ -882,10 +887,8 @@ def test_a_program_that_reads_a_name_nothing_binds_before_its_work_is_left_whole
     for name in ("evaluate.py", "eval_config.py"):
         assert (folder / name).read_text() == (PROJECTS / "unbound_name" / name).read_text()
     assert "tp.device()" in (folder / "train.py").read_text()
-    done = CliRunner().invoke(app, ["migrate", str(folder), "--output-format", "concise", "--no-cache"])
-    assert "eval_config.py:9:1: TP110 1 rewrite(s) not made: [R25 runs-nowhere]" in done.output
-    listed = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
-    found = {p["path"]: p for p in json.loads(listed.stdout)["programs"]}
+    output, found = _reports(folder)
+    assert "eval_config.py:9:1: TP110 1 rewrite(s) not made: [R25 runs-nowhere]" in output
     assert found["evaluate.py"]["runs_on"] == []
     assert {(b["target"], b["path"], b["line"]) for b in found["evaluate.py"]["blockers"]} == {
         (target, "evaluate.py", 8) for target in ("mps", "xpu", "cpu")}

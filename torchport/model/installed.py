@@ -52,8 +52,8 @@ def importable(top: str) -> bool:
     import os
     import sys
 
-    here = {"", os.getcwd()}
-    paths = [p for p in sys.path if p not in here and os.path.abspath(p) != os.getcwd()]
+    here = os.getcwd()
+    paths = [p for p in sys.path if os.path.abspath(p) != here]  # ("" is the working folder too)
     try:
         return importlib.machinery.PathFinder.find_spec(top, paths) is not None
     except (ImportError, ValueError):

@@ -41,6 +41,7 @@ from torchport.codemods.analysis.programs import (
 )
 from torchport.model import installed, torch_facts
 from torchport.model.torch_facts import RAISES_OFF_CUDA, text
+from torchport.model.trees import parent_map
 from torchport.pipeline.engine import STILL_STOPS
 from torchport.pipeline.notebooks import SUFFIX, locate
 from torchport.pipeline.project import (
@@ -919,10 +920,7 @@ def _read_kept_placement(text: str, flags: set[str]) -> tuple[int, str] | None:
 
     if (tree := parse(text)) is None:
         return None
-    parents: dict[int, ast.AST] = {}
-    for node in ast.walk(tree):
-        for inner in ast.iter_child_nodes(node):
-            parents[id(inner)] = node
+    parents = parent_map(tree)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not _places_on_cuda(node) or _mapped_into_state(node, parents):
             continue

@@ -908,8 +908,9 @@ class Project:
         module below a regular package of the run that is not on disk: no file, folder or built extension of that
         name, and no build script that names it (a generated ``version.py``): an ImportError on every device
         (pytorch-models' ``train_detection.py`` imports ``pytorch_models_imp.detr``, which the repository lacks).
-        Relative imports are read from the importer's package; an absolute one only where its first part is a
-        package of the run that no installed distribution shadows."""
+        Relative imports are read from the importer's package; an absolute one only from a script outside any
+        package, below a package of the run beside it (where Python looks first), whose name no installed
+        distribution has."""
         if index in self._missing:
             return self._missing[index]
         found: list[tuple[int, str]] = []
@@ -920,7 +921,13 @@ class Project:
             return found  # a notebook's stale cell fails alone
         handled = {n.lineno for t in ast.walk(tree) if isinstance(t, ast.Try) for s in t.body for n in ast.walk(s)
                    if isinstance(n, ast.Import | ast.ImportFrom)}
-        for node in outline(self.results[index].original).always:
+        shape = outline(self.results[index].original)
+        # a package beside a script, as Python finds it from the script's folder: not one the resolver finds
+        # elsewhere (CompressGNN's `import dgl.sparse` is the pip package, not its `model/dgl/`), nor one beside a
+        # module a script elsewhere imports (3D-EMGP's `data/qm9/dataset.py` imports `data.qm9.data.utils` from the
+        # root its scripts put on `sys.path`)
+        loose_script = (shape.script or shape.works_at_top) and not self.in_package(index)
+        for node in shape.always:
             if node.line in handled:
                 continue
             if node.is_from and node.level:
@@ -932,25 +939,19 @@ class Project:
                 parts = node.module.split(".")
             else:
                 for dotted in ([node.module] if node.is_from and node.module else
-                               [name for name, _ in node.names] if not node.is_from else []):
+                               [name for name, _ in node.names] if not node.is_from else []) if loose_script else []:
                     top, _, rest = dotted.partition(".")
-                    # a package beside a script, as Python finds it from the script's folder: not one the resolver
-                    # finds elsewhere (CompressGNN's `import dgl.sparse` is the pip package, not its `model/dgl/`),
-                    # nor one beside a module a script elsewhere imports (3D-EMGP's `data/qm9/dataset.py` imports
-                    # `data.qm9.data.utils` from the root its scripts put on `sys.path`)
                     package = self._folder(path) / top / "__init__.py"
-                    if not rest or package not in self.paths or self.in_package(index) or not (
-                            (shape := outline(self.results[index].original)).script or shape.works_at_top):
-                        continue
-                    if self._lacks(package.parent, rest.split(".")) and not installed.importable(top):
+                    if rest and package in self.paths and self._absent(package.parent, rest.split(".")) \
+                            and not installed.importable(top):
                         found.append((node.line, dotted))
                         break
                 continue
-            if self._lacks(start, parts):
+            if self._absent(start, parts):
                 found.append((node.line, dotted))
         return found
 
-    def _lacks(self, start: Path, parts: Sequence[str]) -> bool:
+    def _absent(self, start: Path, parts: Sequence[str]) -> bool:
         """Whether the module ``parts`` below folder ``start`` is absent: a folder lacks the next part as a folder
         and as any file of that stem (``.py``, a built ``.so``, a ``.pyx``), and no build script names it."""
         folder = start

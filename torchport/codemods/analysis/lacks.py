@@ -899,10 +899,7 @@ def _every_array_tensor_cast(tree: ast.Module) -> bool:
     """Whether every tensor the module makes of an array (``torch.from_numpy(a)``, no dtype of its own) is cast
     on the way (``torch.from_numpy(betas).float().to(device)``), and there is one: no float64 array of the module's
     own functions reaches a device through it."""
-    parents: dict[int, ast.AST] = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
+    parents = parent_map(tree)
     made = 0
     for call in ast.walk(tree):
         if not (isinstance(call, ast.Call) and _tensor_of_array(call)):
@@ -1499,10 +1496,7 @@ def handles_mps(tree: ast.Module) -> bool:
 def _wide_dtype_lines(tree: ast.Module, text: str, certain: bool = False) -> list[tuple[int, str]]:
     """``(line, "float64" | "complex128")`` where a tensor of that dtype can reach the device (``certain``: surely
     does; see `blocker`)."""
-    parents: dict[int, ast.AST] = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
+    parents = parent_map(tree)
     collective: dict[int, bool] = {}  # per function: each is read once, however many dtypes it names
     found = []
     # `torch.float64`, `th.double`: torch's dtypes, not `args.double` (Deep-RL's double-DQN flag) nor numpy's

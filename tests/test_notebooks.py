@@ -353,6 +353,7 @@ def test_a_cell_magic_stays_on_its_cells_first_line(tmp_path: Path) -> None:
     sources = ["".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]
     assert sources == ["%%capture\n!pip install aqlm\nimport torch\nfrom torchport import runtime as tp",
                        "%%capture\nout = model(x.to(tp.device()))"]
+    assert CliRunner().invoke(app, ["migrate", str(tmp_path), "--check", "--no-cache"]).exit_code == 0  # idempotent
     bare = v4.new_notebook()  # no cell imports torch: the import opens the first cell that uses it, below its magic
     bare.cells.append(v4.new_code_cell("%%capture\nout = model(x.cuda())"))
     bare.cells[0]["id"] = "cell-0"
@@ -362,3 +363,4 @@ def test_a_cell_magic_stays_on_its_cells_first_line(tmp_path: Path) -> None:
     assert CliRunner().invoke(app, ["migrate", str(other.parent), "--apply", "--no-cache"]).exit_code == 0
     assert "".join(json.loads(other.read_text(encoding="utf-8"))["cells"][0]["source"]) == (
         "%%capture\nfrom torchport import runtime as tp\n\nout = model(x.to(tp.device()))")
+    assert CliRunner().invoke(app, ["migrate", str(other.parent), "--check", "--no-cache"]).exit_code == 0

@@ -1,7 +1,9 @@
 """Pinned host memory: exists on CUDA and XPU only; a CPU-only `Tensor.pin_memory()` raises.
 
 A DataLoader's ``pin_memory=True`` is left alone: off CUDA and XPU the DataLoader itself turns pinning off
-(with a warning), so a rewrite would change nothing.
+(with a warning), so a rewrite would change nothing. So is pinning that is the whole body of a ``try`` whose
+handlers catch what it raises and do nothing (ffcv's ``try: x = x.pin_memory()`` / ``except: pass``): off CUDA the
+original already keeps the tensor unpinned.
 
 | Code  | Before                                   | After                                              |
 |-------|------------------------------------------|----------------------------------------------------|
@@ -17,9 +19,28 @@ import libcst as cst
 
 from torchport.codemods.core.base import dotted_name
 from torchport.codemods.core.rule import Example, Rule
+from torchport.model import torch_facts
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
+
+def _pinned_anyway(m: Migrator) -> bool:
+    """Whether the call being left is in the one statement of a ``try`` body whose every handler catches what
+    pinning raises without CUDA (bare, ``Exception``, ``RuntimeError``) and only passes, with no ``else``: off CUDA
+    the original already goes on unpinned, as the runtime's pinning would."""
+    statement = next((a for a in reversed(m.ancestors) if isinstance(a, cst.SimpleStatementLine)), None)
+    if statement is None:
+        return False
+    above = m.ancestors[m.ancestors.index(statement) - 2:m.ancestors.index(statement)]
+    if len(above) != 2 or not isinstance(above[0], cst.Try) or above[1] is not above[0].body:
+        return False
+    node = above[0]
+    return node.body.body == (statement,) and node.orelse is None and bool(node.handlers) and all(
+        (h.type is None or (isinstance(h.type, cst.Name) and h.type.value in torch_facts.CATCHES_CUDA_ERRORS))
+        and isinstance(h.body, cst.IndentedBlock) and all(
+            isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Pass) for x in s.body)
+            for s in h.body.body) for h in node.handlers)
+
 
 class PinMemoryFlag(Rule):
     code = "TP040"
@@ -35,12 +56,15 @@ class PinMemoryFlag(Rule):
         # The DataLoader turns pinning off by itself where it cannot pin.
         Example("# runs on CUDA\nimport torch\nloader = torch.utils.data.DataLoader(ds, pin_memory=True)\n"),
         Example("# runs on CUDA\nloader = make_loader(ds, pin_memory=True)\n"),
+        # Off CUDA the original already goes on with an unpinned buffer.
+        Example("# runs on CUDA\nimport torch\ntry:\n    buf = torch.empty(4, pin_memory=True)\n"
+                "except RuntimeError:\n    pass\n"),
     )
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.Call | None:
         """``torch.empty(n, pin_memory=True)`` -> ``pin_memory=tp.pin_memory_available()``."""
         names = m.qnames(original.func)
-        if not any(n.startswith("torch.") and not n.endswith("DataLoader") for n in names):
+        if not any(n.startswith("torch.") and not n.endswith("DataLoader") for n in names) or _pinned_anyway(m):
             return None
         changed = False
         args = []
@@ -68,7 +92,14 @@ class PinMemoryCall(Rule):
     examples = (Example("# runs on CUDA\nbatch = batch.pin_memory()\n",
                         "# runs on CUDA\nbatch = tp.pin_memory(batch)\n"),
                 Example("# runs on CUDA\nimport torch\nx = torch.empty(4).fill_(1).pin_memory()\n",
-                        "# runs on CUDA\nimport torch\nx = tp.pin_memory(torch.empty(4).fill_(1))\n"))
+                        "# runs on CUDA\nimport torch\nx = tp.pin_memory(torch.empty(4).fill_(1))\n"),
+                # ffcv: the original already keeps the tensor unpinned off CUDA
+                Example("# runs on CUDA\ntry:\n    batch = batch.pin_memory()\nexcept:\n    pass\n"),
+                # the handler does more than pass, or more than the pinning is skipped: the port differs
+                Example("# runs on CUDA\ntry:\n    batch = batch.pin_memory()\n    pinned = True\n"
+                        "except Exception:\n    pass\n",
+                        "# runs on CUDA\ntry:\n    batch = tp.pin_memory(batch)\n    pinned = True\n"
+                        "except Exception:\n    pass\n"))
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         """``x.pin_memory()`` -> ``tp.pin_memory(x)``."""
@@ -79,6 +110,7 @@ class PinMemoryCall(Rule):
             and not updated.args
             # torch.Tensor.pin_memory(x) is unbound; `torch.empty(4).fill_(1).pin_memory()` pins a tensor
             and not (dotted_name(func.value) is not None and m.qname_startswith(original.func, "torch."))
+            and not _pinned_anyway(m)
             and m.apply(self.code, original)
         ):
             return m.runtime_call("pin_memory", [func.value])

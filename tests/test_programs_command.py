@@ -3133,3 +3133,17 @@ def test_an_import_of_a_package_not_beside_the_script_is_no_module_the_project_l
                                "train.py": "import torch\n\nfrom data.qm9.dataset import f\n\n"
                                            "print(f(), torch.ones(2).cuda())\n"})
     assert _programs(tmp_path / "emgp")["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
+def test_a_name_a_setup_py_extension_builds_in_place_is_no_stale_import(tmp_path: Path) -> None:
+    """ffcv's `from ffcv import _libffcv` where setup.py builds `Extension('ffcv._libffcv', ...)`, a plain C
+    extension: no ImportError on every device, so the program runs where its port does."""
+    _write(tmp_path, {
+        "setup.py": "from setuptools import Extension, setup\n\n"
+                    "setup(name='fast', ext_modules=[Extension('fast._libfast', sources=['lib.c'])])\n",
+        "fast/__init__.py": "",
+        "fast/reader.py": "from fast import _libfast\n\n\ndef read(n):\n    return _libfast.read(n)\n",
+        "train.py": "import torch\nfrom fast.reader import read\n\nx = torch.zeros(read(3)).cuda()\nprint(x)\n",
+    })
+    found = _programs(tmp_path)["train.py"]
+    assert set(found["runs_on"]) == {"cuda", "mps", "xpu", "cpu"}, found

@@ -892,8 +892,8 @@ class Project:
             for name, _ in node.names:
                 if name == "*" or name in bound or name.startswith("__") or target.name == "__init__.py" and (
                         any(target.parent.glob(f"{name}.*")) or (target.parent / name).is_dir()
-                        or any(re.search(rf"\b{re.escape(name)}\b", script) for script in self._build_scripts())):
-                    continue  # a submodule, or an extension built in place
+                        or any(re.search(rf"\b{re.escape(name)}\b", script) for script in self._build_texts())):
+                    continue  # a submodule, or an extension built in place (a setup.py's or CMake's too)
                 if path.suffix != ".py" and tree is not None:
                     if read is None:
                         read = frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name)

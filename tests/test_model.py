@@ -1532,3 +1532,23 @@ def test_a_parametrized_value_whose_mark_skips_off_cuda_does_not_run_there() -> 
         units = {getattr(u.node, "name", ""): u for u in Evaluator(ast.parse(source), target, gates=gates).units()}
         assert sorted(sorted(p.lines) for p in units["test_classif"].paths) == sorted(lines), target
         assert bool(units["test_only_cuda"].paths) is (target == "cuda")
+
+
+def test_a_list_a_loop_grows_has_no_known_length_on_a_later_line_of_its_body() -> None:
+    """AIPolicy's data loader: `tokens = []`, then per line `tokens.append(...)` or, on a blank line, `elif
+    len(tokens) > 0:` work on them: a later iteration runs that branch, so its lines run off CUDA."""
+    source = """
+    import torch
+
+
+    def refresh(lines):
+        tokens = []
+        for line in lines:
+            if line:
+                tokens.append(line)
+            elif len(tokens) > 0:
+                seqs = torch.tensor(tokens)
+                tokens = []
+    """
+    unit = _unit(source, "refresh", "cpu")
+    assert any(11 in p.lines for p in unit.paths)

@@ -3147,3 +3147,36 @@ def test_a_name_a_setup_py_extension_builds_in_place_is_no_stale_import(tmp_path
     })
     found = _programs(tmp_path)["train.py"]
     assert set(found["runs_on"]) == {"cuda", "mps", "xpu", "cpu"}, found
+
+
+def test_a_packaged_script_that_picks_its_device_at_its_top_gets_the_call_above_that_pick(tmp_path: Path) -> None:
+    """torchsparsegradutils' benchmarks/sparse_mm_rand.py: a script of an installable package that nothing imports,
+    with `device = torch.device("cuda")` at its top and float64 in its benchmark: in its `__main__` block the call
+    would come after the runtime picked MPS."""
+    bench = ("import torch\n\ndevice = torch.device(\"cuda\")\nDTYPES = [torch.float32, torch.float64]\n\n\n"
+             "def run():\n    for dtype in DTYPES:\n        x = torch.ones(3, dtype=dtype, device=device)\n"
+             "        print(x.sum())\n\n\nif __name__ == \"__main__\":\n    run()\n")
+    root = _applied(tmp_path, {"pyproject.toml": "[project]\nname = \"pkg\"\nversion = \"0\"\n",
+                               "pkg/__init__.py": "", "pkg/benchmarks/__init__.py": "",
+                               "pkg/benchmarks/bench.py": bench})
+    lines = (root / "pkg/benchmarks/bench.py").read_text().splitlines()
+    call = next(i for i, line in enumerate(lines) if "avoid_mps(" in line)
+    assert call < next(i for i, line in enumerate(lines) if line.startswith("device =")), lines
+
+
+def test_where_data_is_passed_as_a_flag_to_a_method_that_moves_other_data_keeps_a_mac_on_the_cpu(
+        tmp_path: Path) -> None:
+    """crnn-pytorch: `self.init_hidden(n, next(self.parameters()).is_cuda)`, whose `if gpu: h0 = h0.cuda()` leaves
+    the hidden state on the CPU where the model is on MPS."""
+    model = ("import torch\nfrom torch import nn\n\n\nclass CRNN(nn.Module):\n"
+             "    def __init__(self):\n        super().__init__()\n        self.rnn = nn.GRU(4, 4)\n\n"
+             "    def forward(self, x):\n"
+             "        hidden = self.init_hidden(x.size(1), next(self.parameters()).is_cuda)\n"
+             "        return self.rnn(x, hidden)[0]\n\n"
+             "    def init_hidden(self, batch_size, gpu=False):\n        h0 = torch.zeros(1, batch_size, 4)\n"
+             "        if gpu:\n            h0 = h0.cuda()\n        return h0\n")
+    script = ("import torch\nfrom model import CRNN\n\nnet = CRNN().cuda()\nx = torch.zeros(2, 3, 4).cuda()\n"
+              "print(net(x))\n")
+    found = _programs(_write(tmp_path, {"model.py": model, "train.py": script}))["train.py"]
+    assert set(found["runs_on"]) == {"cuda", "cpu"}, found
+    assert any(b["path"] == "model.py" and b["line"] == 11 for b in found["blockers"]), found

@@ -569,7 +569,7 @@ script("sim_mps_group", enabled=NO_ACCELERATOR)(
 def test_simulated_mps_moves_to_the_cpu_in_a_process_group():
     """gloo carries no MPS tensors: once a group exists, DDP and collectives run on the CPU."""
     out = run_json("sim_mps_group")
-    assert out["before"] == ["mps", "mps", "mps", "mps"]
+    assert out["before"] == ["mps", "mps", "mps", "mps:0"]
     assert out["after"] == ["cpu", "cpu", "cpu", "cpu"]
     assert out["ddp"] == "DistributedDataParallel"
 
@@ -577,19 +577,21 @@ def test_simulated_mps_moves_to_the_cpu_in_a_process_group():
 @needs_no_accelerator
 def test_simulated_mps():
     out = run_json("sim_mps")
-    assert out["nth"] == ["mps"] * 5
+    # an index gives what an MPS tensor reports (`mps:0`), as `cuda:0` does on CUDA (torcheval compares them);
+    # one beyond the count the picked device, as on XPU
+    assert out["nth"] == ["mps:0", "mps", "mps", "mps", "mps"]
     assert out["nth_warnings"] == [f"cuda:{i}: this machine has 1 mps device(s)" for i in (1, 3)]
     assert out["mapping"] == [
         ["mps", True, 1, 1, "gloo", None],
-        ["mps", "mps", "mps", "mps", "mps", "mps"],
-        ["mps", "mps", "mps", "cpu", "meta"],
+        ["mps", "mps:0", "mps", "mps:0", "mps:0", "mps"],
+        ["mps", "mps:0", "mps:0", "cpu", "meta"],
         ["torchport.runtime._streams.HostStream", "torchport.runtime._streams.MpsEvent"],
     ]
     assert out["event"] == ["MpsEvent", True] and out["stream_priority"] == -1
     assert out["backends"] == ["gloo", "gloo", "gloo", "mpi", "cpu:gloo,mps:gloo", "mps:gloo"]
     assert out["backends_xccl"] == ["gloo", "gloo", "cpu:gloo,mps:gloo"]  # xccl is XPU only
     assert out["device_id"] == ["None"] * 4
-    assert out["map_location"] == [True, "mps", "cpu", "meta", "mps", "mps", "cpu", "mps"]
+    assert out["map_location"] == [True, "mps:0", "cpu", "meta", "mps:0", "mps:0", "cpu", "mps:0"]
     assert out["calls"] == [
         ["torch.set_default_tensor_type", ["<class 'torch.HalfTensor'>"]],
         ["torch.set_default_device", ["mps"]],
@@ -741,7 +743,7 @@ def test_one_of_several_processes_takes_the_cpu_of_a_mac_from_the_start():
     # dialogue-generation's train.py takes `tp.device(args.local_rank)` before init_process_group: under torchrun on
     # a Mac that device stayed MPS, and DDP over gloo raised "No backend type associated with device type mps"
     # (with one process too: DDP checks its parameters over gloo)
-    assert run_json("sim_mps_several_processes") == ["mps", "mps", "cpu", "mps", "cpu"]
+    assert run_json("sim_mps_several_processes") == ["mps:0", "mps:0", "cpu", "mps:0", "cpu"]
 
 
 def test_avoid_mps_changes_nothing_off_mps(repick):

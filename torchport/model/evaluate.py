@@ -239,6 +239,7 @@ class Evaluator:
         self._stored_names: set[str] | None = None  # attributes set on something other than `self` (lazily)
         self._class_facts: dict[int, dict[str, object]] = {}
         self._grown: dict[int, frozenset[str]] = {}  # per loop (its first statement): the lists its body grows
+        self._growing: list[frozenset[str]] = []  # the lists the loops being run grow, innermost last
         self._fixtures: dict[str, object] = {}  # the module's pytest fixtures' values by name (`_fixture`)
         self._classes: list[ast.ClassDef | None] = [None]  # the class of the method being run
         self._own_classes: frozenset[str] | None = None  # classes that move themselves their own way (`_own_object`)
@@ -652,15 +653,23 @@ class Evaluator:
         return [p]
 
     def _loop(self, body: list[ast.stmt], p: Path) -> list[Path]:
-        out = self.run(body, [p])
-        # the body ran once here, but may run any number of times: a list it grows has no known length after it
-        # (NPTM's `cfg.append(num_keep)` per layer, then `assert len(cfg) == 16`)
+        # the body runs once here, but may run any number of times: a list it grows has no known length in it
+        # (AIPolicy's `tokens.append(line)`, then `elif len(tokens) > 0:` on a later line) nor after it (NPTM's
+        # `cfg.append(num_keep)` per layer, then `assert len(cfg) == 16`)
         if body and id(body[0]) not in self._grown:  # read once per loop, not each time a path runs it
             self._grown[id(body[0])] = frozenset(
                 key for statement in body for node in ast.walk(statement) if isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute) and node.func.attr in _GROWERS
                 and (key := dotted(node.func.value)) is not None)
         grown = self._grown.get(id(body[0]), frozenset()) if body else frozenset()
+        for key in grown:
+            if isinstance(p.env.get(key), Items):
+                p.env[key] = UNKNOWN
+        self._growing.append(grown)
+        try:
+            out = self.run(body, [p])
+        finally:
+            self._growing.pop()
         for q in out:
             if q.flow in ("break", "continue"):
                 q.flow = None
@@ -1175,12 +1184,13 @@ class Evaluator:
                 except (IndexError, KeyError, ValueError):
                     return UNKNOWN
             return Prefix(receiver.split("{", 1)[0])
-        if method == "append" and isinstance(receiver, Items) and isinstance(node.func, ast.Attribute):
-            key = dotted(node.func.value)
+        key = dotted(node.func.value) if method == "append" and isinstance(node.func, ast.Attribute) else None
+        if method == "append" and isinstance(node.func, ast.Attribute) and (
+                isinstance(receiver, Items) or any(key in grown for grown in self._growing)):
             if self.target != "cuda" and p.gated and args and isinstance(args[0], str) and \
                     torch_facts.CUDA_SPEC.fullmatch(args[0]):  # fairscale's `devices.append("cuda")` under a query
                 return self._needs_cuda(node, f"a list of devices gets {args[0]!r} where a device query chose", p)
-            if key is not None and args:
+            if key is not None and args and isinstance(receiver, Items):
                 p.env[key] = Items((*receiver.values, args[0]))
             return None
         self._placement(node, keywords, p)

@@ -167,8 +167,10 @@ def _specs(kind: str, dev: torch.device) -> dict[str, torch.device]:
     elif kind == "xpu":
         table = {"cuda": dev}
         table.update({f"cuda:{i}": torch.device("xpu", i) for i in _SPEC_INDICES})
-    else:  # one device
-        table = dict.fromkeys(["cuda", *(f"cuda:{i}" for i in _SPEC_INDICES)], dev)
+    else:  # one device; an indexed spec gives MPS's indexed device, as a tensor there reports it (`mps:0`), so that
+        # `t.device == tp.device(0)` holds where `t.device == torch.device("cuda", 0)` did (torcheval's tests)
+        one = torch.device("mps", 0) if kind == "mps" and dev.index is None else dev
+        table = {"cuda": dev, **dict.fromkeys((f"cuda:{i}" for i in _SPEC_INDICES), one)}
     return table
 
 

@@ -100,7 +100,7 @@ def device(spec: Any = None) -> Any:
         index = spec.index
     else:
         return spec
-    return torch.device(_b._TYPE, index) if _b._INDEXED else _b._DEVICE
+    return torch.device(_b._TYPE, index) if _b._INDEXED else _b._SPECS["cuda:0"]
 
 
 def device_str(spec: str | int | torch.device | None = None) -> str:

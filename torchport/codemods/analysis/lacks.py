@@ -1396,6 +1396,49 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
             # SupContrast's loss: `device = torch.device('cuda') if features.is_cuda else torch.device('cpu')`;
             # latent_ode's `device = torch.device('cpu')` / `if tensor.is_cuda: device = tensor.get_device()`
             found.append((node.lineno, CHOSEN_IF_ON_CUDA))
+    if not own:
+        found.extend((line, MOVED_IF_ON_CUDA) for line in _flag_passed_to_a_move(tree, stored))
+    return found
+
+
+def _flag_passed_to_a_move(tree: ast.Module, stored: set[str]) -> list[int]:
+    """Lines of calls of the module's own functions that pass where data is (``next(self.parameters()).is_cuda``)
+    as an argument whose parameter guards a move (crnn-pytorch's ``self.init_hidden(n, gpu)``, then ``if gpu: h0 =
+    h0.cuda()``): on MPS the flag is false, so that data stays on the CPU beside what the port moved."""
+    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.setdefault(node.name, []).append(node)
+
+    def flag(node: ast.expr) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr in ON_CUDA_FLAGS and not (
+            node.attr in stored and isinstance(node.value, ast.Name) and node.value.id == "self")
+
+    def guards_a_move(function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str) -> bool:
+        return any(isinstance(n, ast.If) and isinstance(n.test, ast.Name) and n.test.id == parameter and any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in ("cuda", "to")
+            for part in n.body for c in ast.walk(part)) for n in ast.walk(function))
+
+    found = []
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call):
+            continue
+        given = [(i, a) for i, a in enumerate(call.args) if flag(a)] + [
+            (k.arg, k.value) for k in call.keywords if k.arg and flag(k.value)]
+        if not given:
+            continue
+        method = isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+            and call.func.value.id == "self"
+        name = call.func.attr if method else call.func.id if isinstance(call.func, ast.Name) else None
+        callees = functions.get(name or "", [])
+        if len(callees) != 1:
+            continue  # none of the module's, or several of that name: which one runs is not settled here
+        positional = [a.arg for a in (*callees[0].args.posonlyargs, *callees[0].args.args)][1 if method else 0:]
+        for at, _ in given:
+            parameter = positional[at] if isinstance(at, int) and at < len(positional) else at
+            if isinstance(parameter, str) and guards_a_move(callees[0], parameter):
+                found.append(call.lineno)
+                break
     return found
 
 

@@ -1427,9 +1427,10 @@ def _flag_passed_to_a_move(tree: ast.Module, stored: set[str]) -> list[int]:
             (k.arg, k.value) for k in call.keywords if k.arg and flag(k.value)]
         if not given:
             continue
-        method = isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
-            and call.func.value.id == "self"
-        name = call.func.attr if method else call.func.id if isinstance(call.func, ast.Name) else None
+        func = call.func
+        method = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+        name = func.attr if isinstance(func, ast.Attribute) and method else \
+            func.id if isinstance(func, ast.Name) else None
         callees = functions.get(name or "", [])
         if len(callees) != 1:
             continue  # none of the module's, or several of that name: which one runs is not settled here

@@ -37,6 +37,7 @@ from torchport.codemods.core.base import (
     none_parameter,
     older_torch,
     string_value,
+    tried_alone,
 )
 from torchport.codemods.core.reasons import (
     CUDA_SETTING,
@@ -636,6 +637,18 @@ class DefaultTensorType(Rule):
         return updated.with_changes(func=m.runtime_attr("set_default_tensor_type"))
 
 
+def _mapped_on_failure(m: Migrator) -> bool:
+    """Whether the ``torch.load`` being left is alone in a ``try`` whose handler of what it raises off CUDA loads
+    again with a ``map_location`` (torch_seq2rec's ``except: torch.load(p, map_location=lambda s, loc: s)``): the
+    author's fallback already restores it off CUDA, and where the code after it expects."""
+    found = tried_alone(m)
+    return found is not None and any(
+        isinstance(n, cst.Call) and m.has_qname(n.func, "torch.load") and any(
+            (a.keyword is not None and a.keyword.value == "map_location") or (a.keyword is None and i == 1)
+            for i, a in enumerate(n.args))
+        for h in found[1] for n in matchers.findall(h.body, matchers.Call()))
+
+
 class LoadMapLocation(Rule):
     code = "TP018"
     moves_data = True  # where loaded tensors go: with a held choice, they stay where it keeps the rest
@@ -689,6 +702,9 @@ class LoadMapLocation(Rule):
                 "# runs on CUDA\nimport os\nimport torch\n\n\ndef prior(path, n, device):\n"
                 "    if os.path.exists(path):\n        return torch.load(path, map_location=tp.map_location())\n"
                 "    p = torch.ones(n).to(device)\n    torch.save(p, path)\n    return p\n"),
+        # torch_seq2rec: the author's fallback loads onto the CPU where the first load fails
+        Example("# runs on CUDA\nimport torch\ntry:\n    state = torch.load(path)\nexcept:\n"
+                "    state = torch.load(path, map_location=lambda s, loc: s)\n"),
         Example("# runs on CUDA\nimport torch\nstate = torch.load(\n    path\n)\n",
                 "# runs on CUDA\nimport torch\n"
                 "state = torch.load(\n    path,\n    map_location=tp.map_location()\n)\n"),
@@ -750,6 +766,8 @@ class LoadMapLocation(Rule):
             return None
         if self._saved_here(m, original):
             m.leave_as_written(self.code, original, SAVED_HERE)
+            return None
+        if _mapped_on_failure(m):
             return None
         if not m.apply(self.code, original):
             return None

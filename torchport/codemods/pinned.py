@@ -17,29 +17,21 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchport.codemods.core.base import dotted_name
+from torchport.codemods.core.base import dotted_name, tried_alone
 from torchport.codemods.core.rule import Example, Rule
-from torchport.model import torch_facts
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
 
 def _pinned_anyway(m: Migrator) -> bool:
     """Whether the call being left is in the one statement of a ``try`` body whose every handler catches what
-    pinning raises without CUDA (bare, ``Exception``, ``RuntimeError``) and only passes, with no ``else``: off CUDA
-    the original already goes on unpinned, as the runtime's pinning would."""
-    statement = next((a for a in reversed(m.ancestors) if isinstance(a, cst.SimpleStatementLine)), None)
-    if statement is None:
-        return False
-    above = m.ancestors[m.ancestors.index(statement) - 2:m.ancestors.index(statement)]
-    if len(above) != 2 or not isinstance(above[0], cst.Try) or above[1] is not above[0].body:
-        return False
-    node = above[0]
-    return node.body.body == (statement,) and node.orelse is None and bool(node.handlers) and all(
-        (h.type is None or (isinstance(h.type, cst.Name) and h.type.value in torch_facts.CATCHES_CUDA_ERRORS))
-        and isinstance(h.body, cst.IndentedBlock) and all(
+    pinning raises without CUDA (bare, ``Exception``, ``RuntimeError``) and only passes: off CUDA the original
+    already goes on unpinned, as the runtime's pinning would."""
+    found = tried_alone(m)
+    return found is not None and len(found[1]) == len(found[0].handlers) and all(
+        isinstance(h.body, cst.IndentedBlock) and all(
             isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Pass) for x in s.body)
-            for s in h.body.body) for h in node.handlers)
+            for s in h.body.body) for h in found[1])
 
 
 class PinMemoryFlag(Rule):

@@ -140,3 +140,22 @@ def none_parameter(m: Migrator, value: cst.BaseExpression) -> bool:
     return params is not None and any(
         p.name.value == value.value and isinstance(p.default, cst.Name) and p.default.value == "None"
         for p in (*params.posonly_params, *params.params, *params.kwonly_params))
+
+
+def tried_alone(m: Migrator) -> tuple[cst.Try, list[cst.ExceptHandler]] | None:
+    """The ``try`` whose body is the one statement that holds the node being left, with no ``else``, and its
+    handlers that catch what a call off CUDA raises (bare, ``Exception``, ``RuntimeError``, ...); None where the
+    statement is not alone in a ``try`` body or no handler catches that."""
+    statement = next((a for a in reversed(m.ancestors) if isinstance(a, cst.SimpleStatementLine)), None)
+    if statement is None:
+        return None
+    at = m.ancestors.index(statement)
+    above = m.ancestors[at - 2:at] if at >= 2 else []
+    if len(above) != 2 or not isinstance(above[0], cst.Try) or above[1] is not above[0].body:
+        return None
+    node = above[0]
+    if node.body.body != (statement,) or node.orelse is not None:
+        return None
+    catching = [h for h in node.handlers if h.type is None or (
+        isinstance(h.type, cst.Name) and h.type.value in torch_facts.CATCHES_CUDA_ERRORS)]
+    return (node, catching) if catching else None

@@ -348,6 +348,8 @@ class AmpDeviceType(Rule):
                         "# runs on CUDA\nimport torch\n"
                         'scaler = torch.amp.GradScaler(tp.device_type(), enabled=tp.device_type() != "cpu")\n'
                         'with torch.autocast(tp.device_type(), enabled=tp.device_type() != "cpu"):\n    pass\n'),
+                # Its autocast is not moved with it (nanoGPT's `device_type` stays 'cpu' off CUDA): it stays CUDA's.
+                Example("# runs on CUDA\nimport torch\nscaler = torch.amp.GradScaler('cuda', enabled=fp16)\n"),
                 # The module decides about mixed precision on MPS itself (diffusers' training scripts).
                 Example("import torch\namp = not torch.backends.mps.is_available()\nscaler = torch.amp.GradScaler()\n"
                         "with torch.autocast('cuda', enabled=amp):\n    pass\n"))
@@ -367,6 +369,10 @@ class AmpDeviceType(Rule):
         if call is not None and id(original) in m.contexts and (
                 m.qnames(call.func) & _GENERIC_AUTOCAST and _autocast_stays(m, self.code, call, original)
                 or m.qnames(call.func) & _GENERIC_SCALER and _kept(m, self.code, original)):
+            return None
+        if call is not None and id(original) in m.contexts and m.qnames(call.func) & _GENERIC_SCALER \
+                and _scaler_alone(m):  # MARS's train_mars_fw.py: `GradScaler('cuda', ...)`, its autocast not moved
+            m.leave_as_written(self.code, original, MOVES_TOGETHER, _SCALER_ALONE)
             return None
         return rewrite_string(m, self.code, original, updated)
 

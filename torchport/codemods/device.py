@@ -1997,6 +1997,9 @@ class FollowDevice(Rule):
         Example("import torch\nd = (torch.device('cuda')\n     if f.is_cuda\n     else torch.device('cpu'))\n",
                 "import torch\nd = f.device\n"),
         Example("import torch\nkind = 'cuda' if f.is_cuda else 'cpu'\n", "import torch\nkind = f.device.type\n"),
+        # PIDAO's pointnet: already put beside it, where that data is on CUDA alone
+        Example("import torch\nif x.is_cuda:\n    iden = iden.to(x.device)\n",
+                "import torch\niden = iden.to(x.device)\n"),
         # something else is moved, or more is done under the test: left to the guards
         Example("import torch\nif x.is_cuda:\n    w = v.cuda()\n"),
         Example("import torch\nif x.is_cuda:\n    w = w.cuda()\n    torch.cuda.synchronize()\n"),
@@ -2040,7 +2043,7 @@ class FollowDevice(Rule):
         if _header_comment(node) and line.trailing_whitespace.comment is not None:
             return  # two comments for one line
         if len(small) == 1 and isinstance(assign := small[0], cst.Assign) and len(assign.targets) == 1 \
-                and _moved_to_cuda(assign.value) == _code(assign.targets[0].target) is not None:
+                and _moved_to_cuda(assign.value, follow) == _code(assign.targets[0].target) is not None:
             self._claim(m, node, follow, assign.value)
         elif len(small) == 1 and isinstance(ret := small[0], cst.Return) and ret.value is not None \
                 and (moved := _moved_to_cuda(ret.value)) is not None \
@@ -2120,15 +2123,18 @@ def _followed(test: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
-def _moved_to_cuda(node: cst.BaseExpression) -> str | None:
-    """The code of ``x`` in ``x.cuda()`` or ``x.to("cuda")`` (no other arguments; ``x`` a name or a chain of
+def _moved_to_cuda(node: cst.BaseExpression, follow: cst.BaseExpression | None = None) -> str | None:
+    """The code of ``x`` in ``x.cuda()``, ``x.to("cuda")`` or, ``follow`` being ``y``, ``x.to(y.device)``
+    (PIDAO's pointnet: ``if x.is_cuda: iden = iden.to(x.device)``) (no other arguments; ``x`` a name or a chain of
     attributes), else None."""
     if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
         return None
     if node.func.attr.value == "cuda" and not node.args:
         return _code(node.func.value)
-    if node.func.attr.value == "to" and len(node.args) == 1 and node.args[0].keyword is None and isinstance(
-            spec := node.args[0].value, cst.SimpleString) and spec.evaluated_value == "cuda":
+    if node.func.attr.value == "to" and len(node.args) == 1 and node.args[0].keyword is None and (isinstance(
+            spec := node.args[0].value, cst.SimpleString) and spec.evaluated_value == "cuda" or (
+            follow is not None and isinstance(spec, cst.Attribute) and spec.attr.value == "device"
+            and _code(spec.value) == _code(follow) is not None)):
         return _code(node.func.value)
     return None
 

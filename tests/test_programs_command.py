@@ -3180,3 +3180,16 @@ def test_where_data_is_passed_as_a_flag_to_a_method_that_moves_other_data_keeps_
     found = _programs(_write(tmp_path, {"model.py": model, "train.py": script}))["train.py"]
     assert set(found["runs_on"]) == {"cuda", "cpu"}, found
     assert any(b["path"] == "model.py" and b["line"] == 11 for b in found["blockers"]), found
+
+
+def test_an_import_through_a_namespace_package_still_runs_the_packages_above_it(tmp_path: Path) -> None:
+    """SimLVSeg's model scripts: `from simlvseg.model.utils.carafe3d import CARAFE3D`, where `utils` has no
+    `__init__.py`: Python still runs `simlvseg/__init__.py`, which imports mamba_ssm's CUDA kernels."""
+    found = _programs(_write(tmp_path, {
+        "pkg/__init__.py": "from pkg.fast import kernel\n",
+        "pkg/fast.py": "import triton\n\n\ndef kernel():\n    return triton\n",
+        "pkg/utils/helper.py": "def double(x):\n    return 2 * x\n",
+        "pkg/net.py": "import torch\nfrom pkg.utils.helper import double\n\n\nif __name__ == \"__main__\":\n"
+                      "    print(double(torch.ones(2).cuda()))\n",
+    }))["pkg/net.py"]
+    assert found["runs_on"] == ["cuda"], found

@@ -724,8 +724,9 @@ class Project:
             else:
                 relative = node.module or ""
                 base = absolute_module(cast(ast.ImportFrom, node), package)  # it reads .module and .level
-                found.update(self._packages(self._resolve(base, path), base)
-                             or (self._beside(path, relative, node.level) if relative else ()))
+                found.update(self._packages(self._resolve(base, path), base) or (
+                    (self._packages(self._beside(path, relative, 0), relative) if not node.level
+                     else self._beside(path, relative, node.level)) if relative else ()))
                 for name, _ in node.names:
                     dotted = f"{relative}.{name}" if relative else name
                     found.update(self._resolve(f"{base}.{name}" if base else name, path)
@@ -735,7 +736,9 @@ class Project:
     def _packages(self, files: list[int], dotted: str) -> list[int]:
         """``files``, found for the absolute module name ``dotted``, and the ``__init__.py`` of each package that
         Python imports first (``from visualDet3D.networks.utils.registry import ...`` runs
-        ``visualDet3D/__init__.py`` and ``visualDet3D/networks/__init__.py``, which imports every detector)."""
+        ``visualDet3D/__init__.py`` and ``visualDet3D/networks/__init__.py``, which imports every detector); a
+        namespace package on the way (no ``__init__.py``: SimLVSeg's ``simlvseg/model/utils``) runs nothing, and
+        the packages above it still run theirs."""
         found = list(files)
         for index in files:
             folder = self._folder(self.results[index].path)
@@ -743,9 +746,8 @@ class Project:
                 folder = folder.parent
             for _ in range(dotted.count(".")):
                 init = self.paths.get(folder / "__init__.py")
-                if init is None:
-                    break
-                found.append(init)
+                if init is not None:
+                    found.append(init)
                 folder = folder.parent
         return found
 

@@ -995,7 +995,9 @@ def _portable_flags(module: ast.Module, flags: set[tuple[str, str]]) -> set[tupl
                 if not _ported_whole([*node.body, *node.orelse], cuda_names):
                     break
                 allowed.add(id(node.test))
-                places = places or any(isinstance(n, ast.Attribute) and n.attr == "cuda" for n in ast.walk(node))
+                places = places or any(isinstance(n, ast.Attribute) and n.attr == "cuda" or isinstance(
+                    n, ast.Constant) and isinstance(n.value, str) and torch_facts.CUDA_SPEC.fullmatch(n.value)
+                                       for n in ast.walk(node))
             elif isinstance(node, ast.IfExp) and isinstance(node.test, ast.Name) and node.test.id == name:
                 if _names_cuda_api(node.body) or _names_cuda_api(node.orelse):
                     break
@@ -1039,7 +1041,11 @@ def _bound_by(node: ast.AST) -> set[str]:
 
 
 def _one_availability(value: ast.expr) -> bool:
-    """``torch.cuda.is_available()``, alone or and-ed with what names no CUDA API (``not args.no_cuda``)."""
+    """``torch.cuda.is_available()``, alone or and-ed with what names no CUDA API (``not args.no_cuda``), or
+    that as the test of ``True if ... else False``."""
+    if isinstance(value, ast.IfExp) and isinstance(value.body, ast.Constant) and value.body.value is True \
+            and isinstance(value.orelse, ast.Constant) and value.orelse.value is False:
+        value = value.test
     parts = value.values if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.And) else [value]
     checks = [p for p in parts if cuda_call(p, "is_available") and isinstance(p, ast.Call) and not p.keywords]
     return len(checks) == 1 and not any(_names_cuda_api(p) for p in parts if p is not checks[0])

@@ -270,13 +270,15 @@ def test_a_notebook_no_usual_layout_writes_keeps_its_other_bytes(tmp_path: Path)
     assert any("\\u001B[K done" in line for line in after)
 
 
-def test_a_notebook_colab_wrote_on_one_line_stays_on_one_line(tmp_path: Path) -> None:
-    """YOLOv1-PyTorch's notebooks: Colab's compact JSON (no indent, no spaces); written back the same, only the
-    changed cell's source differs."""
+@pytest.mark.parametrize("separators", [(",", ":"), (", ", ": ")])
+def test_a_notebook_written_on_one_line_stays_on_one_line(tmp_path: Path, separators: tuple[str, str]) -> None:
+    """YOLOv1-PyTorch's notebooks: Colab's compact JSON (no indent, no spaces); maxjcohen/transformer's exported
+    ones: `json.dump`'s own (one line, spaces after separators). Written back the same, only the changed cell's
+    source differs, not as hundreds of indented lines."""
     notebook = v4.new_notebook()
     notebook.cells = [v4.new_code_cell("import torch\nmodel = torch.nn.Linear(2, 2).cuda()"),
                       v4.new_markdown_cell("Dévice")]
-    raw = json.dumps(notebook, separators=(",", ":"), ensure_ascii=False)
+    raw = json.dumps(notebook, separators=separators, ensure_ascii=False)
     path = tmp_path / "colab.ipynb"
     path.write_text(raw, encoding="utf-8")
     done = CliRunner().invoke(app, ["migrate", str(path), "--apply", "--no-cache"])
@@ -287,7 +289,7 @@ def test_a_notebook_colab_wrote_on_one_line_stays_on_one_line(tmp_path: Path) ->
     expected = json.loads(raw)
     expected["cells"][0]["source"] = cells[0]["source"]
     assert "tp.device()" in "".join(cells[0]["source"])
-    assert after == json.dumps(expected, separators=(",", ":"), ensure_ascii=False)
+    assert after == json.dumps(expected, separators=separators, ensure_ascii=False)
 
 
 def test_an_import_the_port_removes_keeps_the_cell_it_was_in(tmp_path: Path) -> None:

@@ -283,6 +283,8 @@ def locate(result: FileResult, line: int) -> tuple[str, int]:
 def _dumps(notebook: Any, layout: tuple[int | str | None, bool], ending: str) -> str:
     if layout[0] is None:  # Colab's: one line, no spaces
         return json.dumps(notebook, separators=(",", ":"), ensure_ascii=layout[1]) + ending
+    if layout[0] == "":  # `json.dump(notebook, f)`'s: one line, spaces after separators (maxjcohen's exports)
+        return json.dumps(notebook, ensure_ascii=layout[1]) + ending
     return json.dumps(notebook, indent=layout[0], ensure_ascii=layout[1]) + ending
 
 
@@ -301,7 +303,8 @@ def render(result: NotebookResult) -> str:
     notebook = json.loads(result.raw)
     ending = "\n" if result.raw.endswith("\n") else ""
     layouts: list[tuple[int | str | None, bool]] = [(1, False), (2, False), (1, True), (2, True), (4, False),
-                                                    (4, True), ("\t", False), (None, False), (None, True)]
+                                                    (4, True), ("\t", False), (None, False), (None, True),
+                                                    ("", False), ("", True)]
     layout = next((lay for lay in layouts if _dumps(notebook, lay, ending) == result.raw), None)
     # no usual layout reproduces the file (`[ ]`, `\u001B`): its lines are kept wherever the cells did not change
     unchanged = _dumps(notebook, (1, False), ending) if layout is None else None

@@ -3193,3 +3193,26 @@ def test_an_import_through_a_namespace_package_still_runs_the_packages_above_it(
                       "    print(double(torch.ones(2).cuda()))\n",
     }))["pkg/net.py"]
     assert found["runs_on"] == ["cuda"], found
+
+
+def test_a_flag_handed_to_a_class_through_its_package_and_on_from_its_init_keeps_its_branches(
+        tmp_path: Path) -> None:
+    """torch_seq2rec: `lib.GRU4REC(..., use_cuda=args.cuda)` (a class `lib/__init__.py` imports from
+    `lib/model.py`), and `Trainer.__init__` handing its own `use_cuda` to `lib.Evaluation`: off CUDA each
+    `torch.device('cuda' if use_cuda else 'cpu')` picks the CPU, as `args.cuda = torch.cuda.is_available()` does, so
+    rewriting them changes nothing."""
+    choice = "        self.device = torch.device('cuda' if use_cuda else 'cpu')\n"
+    files = {
+        "lib/__init__.py": "from .model import Net\nfrom .evaluation import Evaluation\nfrom .trainer import Trainer\n",
+        "lib/model.py": f"import torch\n\n\nclass Net(torch.nn.Linear):\n    def __init__(self, use_cuda=False):\n"
+                        f"        super().__init__(2, 2)\n{choice}",
+        "lib/evaluation.py": f"import torch\n\n\nclass Evaluation:\n    def __init__(self, model, use_cuda):\n{choice}",
+        "lib/trainer.py": f"import torch\nimport lib\n\n\nclass Trainer:\n    def __init__(self, model, use_cuda):\n"
+                          f"        self.evaluation = lib.Evaluation(model, use_cuda)\n{choice}",
+        "main.py": "import argparse\nimport torch\nimport lib\n\nargs = argparse.Namespace()\n"
+                   "args.cuda = torch.cuda.is_available()\n\nif __name__ == \"__main__\":\n"
+                   "    model = lib.Net(use_cuda=args.cuda)\n    trainer = lib.Trainer(model, use_cuda=args.cuda)\n"
+                   "    print(model(torch.zeros(1, 2).to(model.device)))\n",
+    }
+    found = _migrated(_write(tmp_path, files))
+    assert not any(found[name]["changed"] for name in ("lib/model.py", "lib/evaluation.py", "lib/trainer.py")), found

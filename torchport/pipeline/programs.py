@@ -1416,16 +1416,19 @@ def _flag_parameters(results: Sequence[FileResult], trees: Mapping[int, ast.Modu
                     named.update({f: (origin, f) for f in functions.get(origin, {}) if not f.startswith("_")
                                   and f not in named})
         named.update({name: (caller, name) for name in functions.get(caller, {})})
-        modules = {local: target for local, target, name in project.bindings(caller)
-                   if name is None and target in functions}
+        modules = {local: target for local, target, name in project.bindings(caller) if name is None}
         calls = []
         for scope, node in _calls_by_function(tree):
             func = node.func
             if isinstance(func, ast.Name) and func.id in named:
                 calls.append((scope, node, *named[func.id]))
-            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-                    and func.value.id in modules and func.attr in functions[modules[func.value.id]]:
-                calls.append((scope, node, modules[func.value.id], func.attr))
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in modules:
+                target = modules[func.value.id]
+                if func.attr in functions.get(target, {}):
+                    calls.append((scope, node, target, func.attr))
+                elif (at := project.origin(target, func.attr, lambda i, n: n in functions.get(i, {}),
+                                           hops=4)) is not None:  # torch_seq2rec's `lib.GRU4REC(...)`, which
+                    calls.append((scope, node, *at))  # `lib/__init__.py` imports from `lib/model.py`
         callers.append((caller, queried, calls))
     found: set[tuple[int, str, str]] = set()
     kept: dict[int, tuple[dict[int, str], dict[str, dict[str, str]]]] = {}  # read where a call passes `self.x`
@@ -1524,12 +1527,19 @@ def _query_names(tree: ast.Module) -> set[str]:
 
 
 def _calls_by_function(tree: ast.Module) -> Iterator[tuple[str | None, ast.Call]]:
-    """Each call of ``tree``, with the name of the top-level function it is in (None: elsewhere)."""
+    """Each call of ``tree``, with the name of the top-level function it is in, or of the class whose ``__init__``
+    it is in (its parameters are the class's, as a call making it fills them: torch_seq2rec's ``Trainer`` hands
+    its ``use_cuda`` to ``lib.Evaluation``); None elsewhere."""
     for statement in tree.body:
         scope = statement.name if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Call):
-                yield scope, node
+        parts: list[tuple[str | None, ast.AST]] = [(scope, statement)]
+        if isinstance(statement, ast.ClassDef):
+            parts = [(statement.name if isinstance(s, ast.FunctionDef) and s.name == "__init__" else None, s)
+                     for s in statement.body]
+        for where, part in parts:
+            for node in ast.walk(part):
+                if isinstance(node, ast.Call):
+                    yield where, node
 
 
 def _own_device_classes(results: Sequence[FileResult], trees: Mapping[int, ast.Module | None], project: Project,

@@ -366,3 +366,23 @@ def test_a_cell_magic_stays_on_its_cells_first_line(tmp_path: Path) -> None:
     assert "".join(json.loads(other.read_text(encoding="utf-8"))["cells"][0]["source"]) == (
         "%%capture\nfrom torchport import runtime as tp\n\nout = model(x.to(tp.device()))")
     assert CliRunner().invoke(app, ["migrate", str(other.parent), "--check", "--no-cache"]).exit_code == 0
+
+
+def test_a_notebook_apply_cannot_write_back_fails_the_dry_run_and_check_too(tmp_path: Path) -> None:
+    """PyEPO's `08 kNN Robust Losses.ipynb`: a markdown cell with `outputs`, which nbformat's schema refuses. `--apply`
+    cannot write it back; the dry run and `--check` say so with the same error instead of a diff that never lands,
+    and a second run after `--apply` is as the first."""
+    notebook = v4.new_notebook()
+    notebook.cells = [v4.new_code_cell("import torch\nmodel = torch.nn.Linear(2, 2).cuda()"),
+                      v4.new_markdown_cell("text")]
+    data = json.loads(json.dumps(notebook))
+    data["cells"][1]["outputs"] = []
+    path = tmp_path / "bad.ipynb"
+    path.write_text(json.dumps(data, indent=1))
+    before = path.read_text()
+    runs = [CliRunner().invoke(app, ["migrate", str(tmp_path), *given, "--no-cache"])
+            for given in ([], ["--check"], ["--apply"], ["--check"])]
+    for done in runs:
+        assert "cannot write: the migrated notebook is not valid" in done.stderr, done.stderr
+        assert "would change" not in done.stderr or " 0 file(s) would change" in done.stderr, done.stderr
+    assert path.read_text() == before and runs[0].stdout == ""

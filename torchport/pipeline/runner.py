@@ -31,7 +31,7 @@ from torchport.pipeline.engine import (
     read_source,
 )
 from torchport.pipeline.files import Found, naming_files_key
-from torchport.pipeline.notebooks import is_notebook, read_notebook
+from torchport.pipeline.notebooks import NotebookResult, is_notebook, read_notebook, render
 from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, KEPT, OWN, FileResult
 from torchport.style import style_for
 
@@ -166,6 +166,12 @@ def _run(found: Sequence[Found], settings: Settings, jobs: int, cache: cache_mod
         return unreached_modules(results, named)
 
     _leave(results, cache, entries, f"unreached{sorted(named)}{texts}", unreached, programs.UNREACHED_TAG)
+    for result in results:  # a notebook `--apply` cannot write back (not valid as read) fails the dry run too
+        if isinstance(result, NotebookResult) and result.changed:
+            try:
+                render(result)
+            except ValueError as exc:
+                result.error = f"cannot write: {exc}"
     return results
 
 

@@ -383,6 +383,6 @@ def test_a_notebook_apply_cannot_write_back_fails_the_dry_run_and_check_too(tmp_
     runs = [CliRunner().invoke(app, ["migrate", str(tmp_path), *given, "--no-cache"])
             for given in ([], ["--check"], ["--apply"], ["--check"])]
     for done in runs:
-        assert "cannot write: the migrated notebook is not valid" in done.stderr, done.stderr
+        assert "cannot write: the notebook is not valid as read" in done.stderr, done.stderr
         assert "would change" not in done.stderr or " 0 file(s) would change" in done.stderr, done.stderr
     assert path.read_text() == before and runs[0].stdout == ""

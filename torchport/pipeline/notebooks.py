@@ -288,6 +288,19 @@ def _dumps(notebook: Any, layout: tuple[int | str | None, bool], ending: str) ->
     return json.dumps(notebook, indent=layout[0], ensure_ascii=layout[1]) + ending
 
 
+def not_writable(result: NotebookResult) -> str | None:
+    """Why `render` could never write ``result`` back, whatever its cells become: the notebook as read is not valid
+    (nbformat's schema: PyEPO's markdown cell with ``outputs``); None where it is. Read only for a notebook the
+    run parses, so a warm run loads no nbformat."""
+    import nbformat
+
+    try:
+        nbformat.validate(nbformat.from_dict(json.loads(result.raw)))
+    except nbformat.ValidationError as exc:
+        return f"cannot write: the notebook is not valid as read: {exc.message}"
+    return None
+
+
 def render(result: NotebookResult) -> str:
     """The notebook file with ``result``'s migrated cells in place of the old ones.
 

@@ -31,7 +31,7 @@ from torchport.pipeline.engine import (
     read_source,
 )
 from torchport.pipeline.files import Found, naming_files_key
-from torchport.pipeline.notebooks import NotebookResult, is_notebook, read_notebook, render
+from torchport.pipeline.notebooks import NotebookResult, is_notebook, not_writable, read_notebook
 from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, KEPT, OWN, FileResult
 from torchport.style import style_for
 
@@ -147,6 +147,9 @@ def _run(found: Sequence[Found], settings: Settings, jobs: int, cache: cache_mod
             if cache is not None and entry is not None:  # remembered, so that a warm run loads no rule at all
                 cache.put(entry, result)
             continue
+        if isinstance(result, NotebookResult) and (problem := not_writable(result)) is not None:
+            result.error = problem  # `--apply` could not write it back: every mode says so (not cached)
+            continue
         keys[index] = entry
 
     _migrate(keys, results, settings, jobs, _storing(results, keys, cache), progress)
@@ -166,12 +169,6 @@ def _run(found: Sequence[Found], settings: Settings, jobs: int, cache: cache_mod
         return unreached_modules(results, named)
 
     _leave(results, cache, entries, f"unreached{sorted(named)}{texts}", unreached, programs.UNREACHED_TAG)
-    for result in results:  # a notebook `--apply` cannot write back (not valid as read) fails the dry run too
-        if isinstance(result, NotebookResult) and result.changed:
-            try:
-                render(result)
-            except ValueError as exc:
-                result.error = f"cannot write: {exc}"
     return results
 
 

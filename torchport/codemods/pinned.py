@@ -23,6 +23,7 @@ from torchport.codemods.core.rule import Example, Rule
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
 
+
 def _pinned_anyway(m: Migrator) -> bool:
     """Whether the call being left is in the one statement of a ``try`` body whose every handler catches what
     pinning raises without CUDA (bare, ``Exception``, ``RuntimeError``) and only passes: off CUDA the original

@@ -704,10 +704,10 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
             if not module.script:
                 continue  # a library module: the call would run in every program importing it (a package no
                 # metadata installs is the repository's: reid-strong-baseline's tools/train.py is a script)
-            if is_imported(index) or not _picks_at_top(result):
+            if is_imported(index) or not _picks_on_import(result):
                 demos.add(index)  # its `__main__` block runs a program of its own (P-tuning-v2's dense_retriever.py,
                 # whose class others import): the call goes there, where it runs only when the module is the program
-            # (one nothing imports that picks its device at its top, torchsparsegradutils' benchmarks/*_rand.py:
+            # (one nothing imports that picks its device on import, torchsparsegradutils' benchmarks/*_rand.py:
             # `device = tp.device()` runs before that block, so the call goes after its imports)
         if (tree := trees[index]) is not None and "mps" in (result.original or "").lower() and handles_mps(tree):
             continue  # it picks MPS itself (XMem's interactive demo): the call would move the runtime's picks alone
@@ -866,20 +866,6 @@ def _picks_on_import(result: FileResult) -> bool:
               if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)] + main_blocks(tree)
     return any(not any(first <= line <= last for first, last in inside)
                for line in (*result.facts.get("moves", ()), *result.facts.get("choices", ())))
-
-
-def _picks_at_top(result: FileResult) -> bool:
-    """Whether a ported device choice or move of ``result`` (``facts["choices"]``, ``facts["moves"]``) is a
-    statement of its module body outside its ``__main__`` blocks: it runs when the module is imported, before
-    those blocks."""
-    tree = parse(result.original)
-    if tree is None:
-        return False
-    top = [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if not isinstance(
-        s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (s.lineno, s.end_lineno) not in {
-        (first, last) for first, last in main_blocks(tree)}]
-    lines = [*result.facts.get("choices", ()), *result.facts.get("moves", ())]
-    return any(first <= line <= last for line in lines for first, last in top)
 
 
 def _moves_outside_main(result: FileResult) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 from torchport.codemods.analysis.programs import call_name, is_script, parameter_defaults
 from torchport.codemods.analysis.source import parse
@@ -1377,17 +1377,15 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
         negated = {id(n.operand) for n in ast.walk(node.test) if isinstance(n, ast.UnaryOp)
                    and isinstance(n.op, ast.Not)} if isinstance(node, (ast.If, ast.IfExp)) else set()
         if not isinstance(node, (ast.If, ast.IfExp)) or not any(
-                (isinstance(n, ast.Attribute) and n.attr in ON_CUDA_FLAGS and not (
-                    n.attr in stored and isinstance(n.value, ast.Name) and n.value.id == "self")
-                 or isinstance(n, ast.Name) and n.id in read) and id(n) not in negated for n in ast.walk(node.test)):
+                (_data_flag(n, stored) or isinstance(n, ast.Name) and n.id in read) and id(n) not in negated
+                for n in ast.walk(node.test)):
             continue
         body = node.body if isinstance(node.body, list) else [node.body]
         if not own and _follows(node, following.get(id(node))):
             continue  # TP024 moves it to that data's device
         if isinstance(node, ast.If) and _placed_beside_after(node, following.get(id(node))):
             continue
-        if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
-               for part in body for n in ast.walk(part)):
+        if _moves_in(body):
             found.append((node.lineno, MOVED_IF_ON_CUDA))
         elif any(isinstance(n, ast.Constant) and isinstance(n.value, str) and (
                 n.value == "cuda" or n.value.startswith("cuda:")) or isinstance(n, ast.Call) and isinstance(
@@ -1410,21 +1408,16 @@ def _flag_passed_to_a_move(tree: ast.Module, stored: set[str]) -> list[int]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.setdefault(node.name, []).append(node)
 
-    def flag(node: ast.expr) -> bool:
-        return isinstance(node, ast.Attribute) and node.attr in ON_CUDA_FLAGS and not (
-            node.attr in stored and isinstance(node.value, ast.Name) and node.value.id == "self")
-
     def guards_a_move(function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str) -> bool:
-        return any(isinstance(n, ast.If) and isinstance(n.test, ast.Name) and n.test.id == parameter and any(
-            isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in ("cuda", "to")
-            for part in n.body for c in ast.walk(part)) for n in ast.walk(function))
+        return any(isinstance(n, ast.If) and isinstance(n.test, ast.Name) and n.test.id == parameter
+                   and _moves_in(n.body) for n in ast.walk(function))
 
     found = []
     for call in ast.walk(tree):
         if not isinstance(call, ast.Call):
             continue
-        given = [(i, a) for i, a in enumerate(call.args) if flag(a)] + [
-            (k.arg, k.value) for k in call.keywords if k.arg and flag(k.value)]
+        given = [(i, a) for i, a in enumerate(call.args) if _data_flag(a, stored)] + [
+            (k.arg, k.value) for k in call.keywords if k.arg and _data_flag(k.value, stored)]
         if not given:
             continue
         func = call.func
@@ -1441,6 +1434,19 @@ def _flag_passed_to_a_move(tree: ast.Module, stored: set[str]) -> list[int]:
                 found.append(call.lineno)
                 break
     return found
+
+
+def _data_flag(node: ast.AST, stored: set[str]) -> bool:
+    """Whether ``node`` reads where a tensor is (``x.is_cuda``), not a flag an object keeps itself (``self.is_cuda``
+    where the module assigns that attribute of ``self``, ``stored``)."""
+    return isinstance(node, ast.Attribute) and node.attr in ON_CUDA_FLAGS and not (
+        node.attr in stored and isinstance(node.value, ast.Name) and node.value.id == "self")
+
+
+def _moves_in(body: Sequence[ast.AST]) -> bool:
+    """Whether ``body`` moves data: a ``.cuda(...)`` or ``.to(...)`` call anywhere in it."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
+               for part in body for n in ast.walk(part))
 
 
 def _placed_beside_after(node: ast.If, after: ast.stmt | None) -> bool:
@@ -1467,13 +1473,14 @@ def _follows(node: ast.If | ast.IfExp, after: ast.stmt | None = None) -> bool:
                 call.func.value, (ast.Name, ast.Attribute)) and (
                 (call.func.attr == "cuda" and not call.args) or (call.func.attr == "to" and len(call.args) == 1 and (
                     isinstance(call.args[0], ast.Constant) and call.args[0].value == "cuda"
-                    or ast.unparse(call.args[0]) == f"{ast.unparse(node.test.value)}.device"))):  # type: ignore[attr-defined]
+                    or ast.unparse(call.args[0]) == f"{tested}.device"))):
             return ast.unparse(call.func.value)
         return None
 
     if not (isinstance(node.test, ast.Attribute) and node.test.attr == "is_cuda") or not all(
             isinstance(n, (ast.Name, ast.Attribute)) for n in _links(node.test.value)):
         return False  # TP024 follows a name or a chain of attributes (not `next(self.parameters())`)
+    tested = ast.unparse(node.test.value)  # `y` of `y.is_cuda`, which `moved` reads
     if isinstance(node, ast.IfExp):
         if device_choice(node) is not None:
             return True  # TP024 writes `features.device`

@@ -282,7 +282,8 @@ script("sim_cuda", enabled=NO_ACCELERATOR)(
     cuda_names = [
         "is_available", "device_count", "current_device", "set_device", "device",
         "get_device_name", "get_device_properties", "get_device_capability", "synchronize",
-        "is_bf16_supported", "empty_cache", "memory_allocated", "max_memory_allocated",
+        "is_bf16_supported", "empty_cache", "set_per_process_memory_fraction", "memory_allocated",
+        "max_memory_allocated",
         "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
         "reset_max_memory_allocated", "memory_stats", "memory_summary", "mem_get_info",
         "manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state",
@@ -322,6 +323,8 @@ script("sim_cuda", enabled=NO_ACCELERATOR)(
         ("is_bf16_supported", (False,), {}, "torch.cuda.is_bf16_supported", (False,)),
         ("is_bf16_supported", (), {}, "torch.cuda.is_bf16_supported", (True,)),
         ("empty_cache", (), {}, "torch.cuda.empty_cache", ()),
+        ("set_per_process_memory_fraction", (0.5,), {}, "torch.cuda.set_per_process_memory_fraction", (0.5, None)),
+        ("set_per_process_memory_fraction", (0.5, 1), {}, "torch.cuda.set_per_process_memory_fraction", (0.5, 1)),
         ("memory_allocated", (1,), {}, "torch.cuda.memory_allocated", (1,)),
         ("max_memory_allocated", ("cuda:1",), {}, "torch.cuda.max_memory_allocated", ("cuda:1",)),
         ("memory_reserved", (), {}, "torch.cuda.memory_reserved", (None,)),

@@ -66,6 +66,9 @@ _FORMS: dict[str, tuple[tuple[int, int], Callable[[int], bool], str]] = {
                             '{t}.accelerator.max_memory_reserved({args}) if {D}.type != "cpu" else 0'),
     "reset_peak_memory_stats": ((2, 9), lambda n: n <= 1,
                                 '{t}.accelerator.reset_peak_memory_stats({args}) if {D}.type != "cpu" else None'),
+    "set_per_process_memory_fraction": ((2, 6), lambda n: 1 <= n <= 2,
+                                        '{t}.cuda.set_per_process_memory_fraction({args}) if {D}.type == "cuda" '
+                                        'else None'),
     "manual_seed": ((2, 6), lambda n: n == 1,
                     '{t}.get_device_module({D}).manual_seed({0}) if {D}.type != "cpu" else {t}.manual_seed({0})'),
     "manual_seed_all": ((2, 6), lambda n: n == 1,

@@ -92,6 +92,8 @@ CUDA_APIS: dict[str, Api] = {
         "torch.cpu.Event has no elapsed_time: no plain form works on every device")),
     "torch.cuda.empty_cache": Api("TP012", "empty_cache", Q, _MEMORY),
     "torch.cuda.ipc_collect": Api("TP012", "ipc_collect", R, _MEMORY),
+    "torch.cuda.set_per_process_memory_fraction": Api("TP012", "set_per_process_memory_fraction", R, _MEMORY),
+    "torch.cuda.memory.set_per_process_memory_fraction": Api("TP012", "set_per_process_memory_fraction", R, _MEMORY),
     "torch.cuda.memory_allocated": Api("TP012", "memory_allocated", Q, _MEMORY),
     "torch.cuda.max_memory_allocated": Api("TP012", "max_memory_allocated", Q, _MEMORY),
     "torch.cuda.memory_reserved": Api("TP012", "memory_reserved", Q, _MEMORY),
@@ -157,7 +159,6 @@ CUDA_APIS: dict[str, Api] = {
     "torch.cuda.change_current_allocator": Api("TP202", None, Q, _ALLOCATOR),
     "torch.cuda.memory.CUDAPluggableAllocator": Api("TP202", None, Q, _ALLOCATOR),
     "torch.cuda.memory.change_current_allocator": Api("TP202", None, Q, _ALLOCATOR),
-    "torch.cuda.set_per_process_memory_fraction": Api("TP202", None, R, _ALLOCATOR),
     "torch.cuda.caching_allocator_alloc": Api("TP202", None, R, _ALLOCATOR),
     "torch.cuda.caching_allocator_delete": Api("TP202", None, Q, _ALLOCATOR),
     "torch.cuda.cudart": Api("TP203", None, Q, _INTEROP),
@@ -621,7 +622,7 @@ TEXT = {
                        r"import\s+\w+_cuda|from\s+\w+_cuda\s+import|import_module\(\s*[\"']\w+_cuda|"
                        r"numba|cpp_extension|load_inline|CUDAGraph|cuda\.graphs?|make_graphed_callables|"
                        r"graph_pool_handle|is_current_stream_capturing|MemPool|use_mem_pool|CUDAPluggableAllocator|"
-                       r"change_current_allocator|set_per_process_memory_fraction|caching_allocator_\w+|"
+                       r"change_current_allocator|caching_allocator_\w+|"
                        r"data_parallel|load_in_[48]bit|flash_attention_[23]|cuda\.[A-Z]\w*Tensor)\b",
                        "text every CUDA-only requirement's module holds (`requirements.cuda_only_import`, its blocking "
                        "APIs, a CUDA tensor type an assert may test; a test checks it against the tables): a run "

@@ -64,6 +64,7 @@ from ._memory import (
     memory_summary,
     reset_max_memory_allocated,
     reset_peak_memory_stats,
+    set_per_process_memory_fraction,
 )
 from ._random import (
     get_rng_state,
@@ -137,6 +138,7 @@ __all__ = [
     "seed",
     "set_default_tensor_type",
     "set_device",
+    "set_per_process_memory_fraction",
     "set_rng_state",
     "set_rng_state_all",
     "set_stream",

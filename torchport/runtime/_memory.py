@@ -67,6 +67,23 @@ def ipc_collect() -> None:
     return None
 
 
+def set_per_process_memory_fraction(fraction: float, device: Device = None) -> None:
+    """Cap the memory this process may allocate on the device; mirrors ``torch.cuda.set_per_process_memory_fraction``.
+
+    Args:
+        fraction: the share of the device's total memory, 0 to 1.
+        device: a CUDA device (index, ``"cuda:i"``, ``torch.device``); None is the current one.
+
+    On CUDA: exactly ``torch.cuda.set_per_process_memory_fraction(fraction, device)``, with its errors (a fraction
+    outside 0 to 1 raises ``ValueError``). Elsewhere a no-op: the CPU has no device allocator to cap, and MPS's own
+    fraction is measured against another limit (the recommended working set) and may exceed 1, so a CUDA share
+    does not carry over.
+    """
+    if _b._CUDA:
+        return torch.cuda.set_per_process_memory_fraction(fraction, device)
+    return None
+
+
 def memory_allocated(device: Device = None) -> int:
     """Return bytes held by tensors; mirrors ``torch.cuda.memory_allocated``.
 

@@ -895,3 +895,33 @@ def test_a_program_that_reads_a_name_nothing_binds_before_its_work_is_left_whole
     assert found["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     ran = _run(folder, "train.py")
     assert ran.stdout.startswith("loss ") and "NameError: name 'plot_curves'" in ran.stderr, ran.stderr[-2000:]
+
+
+def test_an_options_flag_of_cuda_read_in_another_module_moves_with_the_accelerator(tmp_path: Path) -> None:
+    """flag_across_modules (the Informer family): the script keeps `args.use_gpu` true only where CUDA is, and the
+    base experiment picks `cuda:{gpu}` under it in another module. Every read of the flag guards code the runtime
+    ports whole, so the check that sets it and the device it guards are ported together: the CPU runs it, and a
+    Mac picks MPS (here, with no MPS kernels, the model's move there in the base class fails)."""
+    folder = _ported("flag_across_modules", tmp_path)
+    assert "args.use_gpu = True if tp.is_available() and args.use_gpu else False" in (folder / "run.py").read_text()
+    assert "device = tp.device('cuda:{}'.format(self.args.gpu))" in (folder / "exp" / "exp_basic.py").read_text()
+    assert (folder / "exp" / "exp_main.py").read_text() == \
+        (PROJECTS / "flag_across_modules" / "exp" / "exp_main.py").read_text()
+    here = _run(folder, "run.py")
+    assert here.returncode == 0 and "device cpu" in here.stdout and "output (2, 4) cpu" in here.stdout, here.stderr
+    on_a_mac = _run(folder, "-c", ON_A_MAC, "run.py")
+    assert "Use GPU" in on_a_mac.stdout and on_a_mac.returncode != 0 and "'MPS' backend" in on_a_mac.stderr, \
+        on_a_mac.stdout + on_a_mac.stderr[-2000:]
+    programs = CliRunner().invoke(app, ["programs", str(folder), "--no-cache", "--output-format", "json"])
+    assert {p["path"]: p["runs_on"] for p in json.loads(programs.stdout)["programs"]}["run.py"] == [
+        "cuda", "mps", "xpu", "cpu"]
+
+
+def test_an_options_flag_also_read_elsewhere_stays_cudas(tmp_path: Path) -> None:
+    """The same project where the script also prints the flag: a read the port cannot follow keeps the flag
+    CUDA's alone, and what it guards in the other module stays as written (no path off CUDA runs it)."""
+    folder = _ported_with("flag_across_modules", tmp_path, "run.py", "exp = Exp_Main(args)",
+                          "print(args.use_gpu)\nexp = Exp_Main(args)")
+    assert "torch.cuda.is_available() and args.use_gpu" in (folder / "run.py").read_text()
+    assert (folder / "exp" / "exp_basic.py").read_text() == \
+        (PROJECTS / "flag_across_modules" / "exp" / "exp_basic.py").read_text()

@@ -24,6 +24,9 @@ KEPT = "kept CUDA-or-CPU: "
 # The gate the project pass gives a script no module imports (`torchport.pipeline.unused.own_scripts`): only its own
 # code calls its functions, so the port check reads the values its calls give them (`torchport.model.check`).
 OWN = "own script"
+# The gate the project pass gives a module that sets an attribute flag a port moves with the accelerator
+# (`torchport.pipeline.programs.ported_flags`), as ``PORTED_FLAG + name``: it ports the CUDA check that sets it.
+PORTED_FLAG = "ported flag "
 # The gate the project pass gives a module one of whose functions is handed the storage a `map_location` function of
 # another module gets (`torchport.model.checkpoints.storage_parameters`), as ``STORAGE + "f(param)"``: its `.cuda()`
 # becomes `.to(device=...)`, the keyword a storage's `to` takes.

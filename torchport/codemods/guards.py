@@ -29,6 +29,13 @@ import libcst as cst
 import libcst.matchers as matchers
 
 from torchport.codemods import cuda_api
+from torchport.codemods.analysis.flags import (
+    cuda_library_names,
+    is_cuda_module,
+    names_cuda_api,
+    one_availability,
+    ported_whole,
+)
 from torchport.codemods.analysis.gates import GATE_TEXT, cuda_gates
 from torchport.codemods.analysis.names import ast_chain, own_nodes, qualify
 from torchport.codemods.analysis.programs import (
@@ -78,6 +85,7 @@ from torchport.model.objects import own_device_classes
 from torchport.model.torch_facts import FAKES_CUDA as FAKES_CUDA_TEXT
 from torchport.model.torch_facts import LIBRARY_PLACEMENT_KEYWORDS
 from torchport.model.trees import parent_map
+from torchport.results import PORTED_FLAG
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -251,7 +259,7 @@ def _picks_a_device(tree: ast.Module, name: str) -> bool | None:
     if not any(isinstance(n, ast.IfExp) and isinstance(n.body, ast.Constant) and isinstance(n.body.value, str)
                and torch_facts.CUDA_SPEC.fullmatch(n.body.value) for n in tests):
         return None
-    return not any(_names_cuda_api(branch) for n in tests
+    return not any(names_cuda_api(branch) for n in tests
                    for branch in ([n.body, n.orelse] if isinstance(n, ast.IfExp) else [*n.body, *n.orelse]))
 
 
@@ -913,7 +921,7 @@ def _flags(m: Migrator) -> set[tuple[str, str]]:
                 if isinstance(target, (ast.Name, ast.Attribute)):
                     flags.update(("*", f"{ast.unparse(target)}.{key}") for key in _keys_from_query(node.value))
             for inner in ast.walk(node.value):
-                if isinstance(inner, ast.Attribute) and inner.attr == "is_available" and _is_cuda_module(inner.value):
+                if isinstance(inner, ast.Attribute) and inner.attr == "is_available" and is_cuda_module(inner.value):
                     for target in node.targets:
                         if isinstance(target, ast.Name):  # a local: in its own function only
                             flags.add((owner, target.id))
@@ -931,7 +939,7 @@ def _keys_from_query(value: ast.expr) -> list[str]:
         return []
     return [key.value for key, item in zip(value.keys, value.values, strict=True)
             if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.isidentifier() and any(
-                isinstance(n, ast.Attribute) and n.attr == "is_available" and _is_cuda_module(n.value)
+                isinstance(n, ast.Attribute) and n.attr == "is_available" and is_cuda_module(n.value)
                 for n in ast.walk(item))]
 
 
@@ -970,7 +978,7 @@ def _portable_flags(module: ast.Module, flags: set[tuple[str, str]]) -> set[tupl
     a flag of CUDA alone."""
     found: set[tuple[str, str]] = set()
     cuda_names = frozenset(name for n in ast.walk(module) if isinstance(n, (ast.Import, ast.ImportFrom))
-                           for name in _cuda_library_names(n))
+                           for name in cuda_library_names(n))
     functions = [n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     named = {f.name: [g for g in functions if g.name == f.name] for f in functions}
     scopes: dict[str, ast.AST] = {"": module, **{name: same[0] for name, same in named.items() if len(same) == 1}}
@@ -986,20 +994,20 @@ def _portable_flags(module: ast.Module, flags: set[tuple[str, str]]) -> set[tupl
         stores = [n for n in nodes if isinstance(n, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == name for t in n.targets)]
         others = [n for n in nodes if name in _bound_by(n)]  # bound again (a loop's body may read it: SCAN's)
-        if len(stores) != 1 or len(stores[0].targets) != 1 or others or not _one_availability(stores[0].value):
+        if len(stores) != 1 or len(stores[0].targets) != 1 or others or not one_availability(stores[0].value):
             continue
         allowed: set[int] = set()
         places = False  # what it picks is a device or a move (not only a backend name: that port is churn)
         for node in nodes:
             if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == name:
-                if not _ported_whole([*node.body, *node.orelse], cuda_names):
+                if not ported_whole([*node.body, *node.orelse], cuda_names):
                     break
                 allowed.add(id(node.test))
                 places = places or any(isinstance(n, ast.Attribute) and n.attr == "cuda" or isinstance(
                     n, ast.Constant) and isinstance(n.value, str) and torch_facts.CUDA_SPEC.fullmatch(n.value)
                                        for n in ast.walk(node))
             elif isinstance(node, ast.IfExp) and isinstance(node.test, ast.Name) and node.test.id == name:
-                if _names_cuda_api(node.body) or _names_cuda_api(node.orelse):
+                if names_cuda_api(node.body) or names_cuda_api(node.orelse):
                     break
                 allowed.add(id(node.test))
                 places = places or _indexed_spec(node.body) or any(
@@ -1040,50 +1048,6 @@ def _bound_by(node: ast.AST) -> set[str]:
     return set()
 
 
-def _one_availability(value: ast.expr) -> bool:
-    """``torch.cuda.is_available()``, alone or and-ed with what names no CUDA API (``not args.no_cuda``), or
-    that as the test of ``True if ... else False``."""
-    if isinstance(value, ast.IfExp) and isinstance(value.body, ast.Constant) and value.body.value is True \
-            and isinstance(value.orelse, ast.Constant) and value.orelse.value is False:
-        value = value.test
-    parts = value.values if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.And) else [value]
-    checks = [p for p in parts if cuda_call(p, "is_available") and isinstance(p, ast.Call) and not p.keywords]
-    return len(checks) == 1 and not any(_names_cuda_api(p) for p in parts if p is not checks[0])
-
-
-def _is_cuda_module(node: ast.expr) -> bool:
-    """``torch.cuda`` (or ``cuda`` imported from torch)."""
-    return isinstance(node, ast.Attribute) and node.attr == "cuda" or isinstance(node, ast.Name) and node.id == "cuda"
-
-
-def _names_cuda_api(node: ast.AST) -> bool:
-    """Whether ``node`` names something of ``torch.cuda`` (``torch.cuda.FloatTensor``)."""
-    return any(isinstance(n, ast.Attribute) and _is_cuda_module(n.value) for n in ast.walk(node))
-
-
-def _ported_whole(body: list[ast.stmt], cuda_names: frozenset[str]) -> bool:
-    """Whether the runtime ports every CUDA API ``body`` names (``.cuda()`` moves, seeds, ``set_device``): none
-    that it keeps (a legacy tensor type, CUDA RNG state, graphs) or has no name for, and no CUDA-only library it
-    imports or uses (``cuda_names``: the module's names bound to one; ``if use_cuda: from apex import amp``)."""
-    for statement in body:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Attribute) and _is_cuda_module(node.value):
-                api = torch_facts.api(f"torch.cuda.{node.attr}")
-                if api is None or api.becomes is None or not api.portable:
-                    return False
-            elif isinstance(node, (ast.Import, ast.ImportFrom)) and _cuda_library_names(node) or \
-                    isinstance(node, ast.Name) and node.id in cuda_names:
-                return False
-    return True
-
-
-def _cuda_library_names(node: ast.Import | ast.ImportFrom) -> set[str]:
-    """The local names an import binds from a CUDA-only library (`torch_facts.cuda_library`)."""
-    if isinstance(node, ast.ImportFrom):
-        module = node.module or ""
-        return {a.asname or a.name for a in node.names
-                if torch_facts.cuda_library(f"{module}.{a.name}" if module else a.name) is not None}
-    return {a.asname or a.name.split(".", 1)[0] for a in node.names if torch_facts.cuda_library(a.name) is not None}
 
 
 def _gated_fixtures(module: ast.Module, gates: frozenset[str]) -> dict[str, str]:
@@ -1322,6 +1286,9 @@ class CudaGuard(Rule):
             m.shared.cuda_flags = _flags(m)
             portable = _portable_flags(m.syntax, m.shared.cuda_flags) if (
                 m.syntax is not None and m.hold is None and m.shared.cuda_flags) else set()
+            ported = {g[len(PORTED_FLAG):] for g in m.gates if g.startswith(PORTED_FLAG)} if m.hold is None else ()
+            portable |= {(owner, name) for owner, name in m.shared.cuda_flags  # the project pass moves it whole
+                         if owner == "*" and name.rpartition(".")[2] in ported}
             m.store(self)["portable_flags"] = portable
             m.shared.cuda_flags -= portable
         for gate in m.gates:  # `load_citation(cuda)`: every call in the run passes a CUDA flag there
@@ -1579,9 +1546,10 @@ class CudaGuard(Rule):
                     m.skip_region(later, CUDA_TEST)
                 return
         if (portable := m.store(self).get("portable_flags")) and len(node.targets) == 1 and isinstance(
-                node.targets[0].target, cst.Name):
+                target := node.targets[0].target, (cst.Name, cst.Attribute)):
             function = next((a for a in reversed(m.ancestors) if isinstance(a, cst.FunctionDef)), None)
-            if (function.name.value if function else "", node.targets[0].target.value) in portable:
+            if (function.name.value if function else "", target.value) in portable if isinstance(
+                    target, cst.Name) else ("*", dotted_name(target)) in portable:
                 calls = _Calls(m)  # `use_cuda = not args.no_cuda and torch.cuda.is_available()`: the accelerator's
                 node.value.visit(calls)
                 for call in calls.found:

@@ -1717,24 +1717,54 @@ def _cuda_flags(results: Sequence[FileResult]) -> set[str]:
     (torch.cuda.is_available() and use_gpu)`` in deep-person-reid's ``Engine``, read by its subclasses in other
     modules. An attribute some assignment sets to anything else (``self.cuda = cuda``) is no flag. Read from the
     original texts alone, so the run's steps (the gates, the MPS blockers, the report) share one answer."""
+    return _flags_of(results)[0]
+
+
+def ported_flags(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
+    """The modules that set an attribute flag a port moves with the accelerator as a whole
+    (`torchport.codemods.analysis.flags.portable_attribute_flags`: PatchTST's ``args.use_gpu``), each with the
+    names it sets: migrated again, they port the CUDA check that sets it, and the modules that read it port what it
+    guards, as code of any device (no gate of CUDA's alone).
+
+    Returns:
+        index into ``results`` -> the flag names it sets.
+    """
+    portable = _flags_of(results)[1]
+    if not portable:
+        return {}
+    setting = re.compile(r"\.(" + "|".join(sorted(map(re.escape, portable))) + r")\s*=[^=]")
+    found = {}
+    for index, result in enumerate(results):
+        if setting.search(result.original or "") and (tree := parse(result.original or "")) is not None:
+            names = frozenset(n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr in portable
+                              and isinstance(n.ctx, ast.Store))
+            if names:
+                found[index] = names
+    return found
+
+
+def _flags_of(results: Sequence[FileResult]) -> tuple[set[str], frozenset[str]]:
+    """`_cuda_flags` and the flags a port moves with the accelerator instead, read once per set of texts."""
     texts = tuple(r.original for r in results)
     if _FLAGS and _FLAGS[0][0] == texts:
-        return _FLAGS[0][1]
-    flags = _read_cuda_flags(texts)
-    _FLAGS[:] = [(texts, flags)]
-    return flags
+        return _FLAGS[0][1], _FLAGS[0][2]
+    flags, portable = _read_cuda_flags(texts)
+    _FLAGS[:] = [(texts, flags, portable)]
+    return flags, portable
 
 
-_FLAGS: list[tuple[tuple[str | None, ...], set[str]]] = []  # the last run's texts (the same objects) and flags
+# the last run's texts (the same objects), its flags and the flags a port moves
+_FLAGS: list[tuple[tuple[str | None, ...], set[str], frozenset[str]]] = []
 
 
-def _read_cuda_flags(texts: Sequence[str | None]) -> set[str]:
+def _read_cuda_flags(texts: Sequence[str | None]) -> tuple[set[str], frozenset[str]]:
+    from torchport.codemods.analysis.flags import portable_attribute_flags
     from torchport.model.evaluate import Evaluator
     from torchport.model.evaluate import Path as Run
 
     names = {m.group(1) for source in texts for m in _ATTRIBUTE_SET.finditer(source or "")}
     if not names:
-        return _switched_off(texts)
+        return _switched_off(texts), frozenset()
     setting = re.compile(r"\.(" + "|".join(sorted(map(re.escape, names))) + r")\s*(?:[-+*/|&]?=[^=]|:)")
     assigned: dict[str, list[tuple[ast.Module, ast.expr | None]]] = {}
     read = _self_reads(texts, names)
@@ -1776,8 +1806,12 @@ def _read_cuda_flags(texts: Sequence[str | None]) -> set[str]:
             value.value.id == "self" and any(other is tree and not isinstance(v, ast.Attribute) and falsy(other, v)
                                               for other, v in sets)
 
-    return {name for name, sets in assigned.items() if all(
-        copied(name, tree, value, sets) or falsy(tree, value) for tree, value in sets)} | _switched_off(texts)
+    found = {name for name, sets in assigned.items() if all(
+        copied(name, tree, value, sets) or falsy(tree, value) for tree, value in sets)}
+    reading = re.compile(r"\.(" + "|".join(sorted(map(re.escape, found))) + r")\b") if found else None
+    portable = portable_attribute_flags((tree for source in texts if reading and source and reading.search(source)
+                                         and (tree := parse(source)) is not None), found)
+    return (found - portable) | _switched_off(texts), portable
 
 
 def _on_self(node: ast.Attribute) -> bool:

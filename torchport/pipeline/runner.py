@@ -32,7 +32,7 @@ from torchport.pipeline.engine import (
 )
 from torchport.pipeline.files import Found, naming_files_key
 from torchport.pipeline.notebooks import NotebookResult, is_notebook, not_writable, read_notebook
-from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, KEPT, OWN, FileResult
+from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, KEPT, OWN, PORTED_FLAG, FileResult
 from torchport.style import style_for
 
 # progress(total) -> a context manager giving advance(); see report.progress_bar.
@@ -208,6 +208,8 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
     gates = programs.gate_users(results)
     for index, names in programs.storage_gates(results).items():  # `.cuda()` on a storage another module hands on
         gates[index] = gates.get(index, frozenset()) | names
+    for index, names in programs.ported_flags(results).items():  # `args.use_gpu = torch.cuda.is_available() ...`
+        gates[index] = gates.get(index, frozenset()) | {f"{PORTED_FLAG}{name}" for name in names}
     _again(results, {index: Directive(gates=names) for index, names in gates.items()}, settings, jobs, cache)
     from torchport.pipeline.unused import own_scripts  # here: a warm run reads the directives
 

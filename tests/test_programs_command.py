@@ -457,12 +457,24 @@ _PATCHTST = {
 }
 
 
-def test_a_flag_the_entry_point_sets_from_cuda_decides_other_modules_and_their_choice_is_kept(tmp_path: Path) -> None:
+def test_a_flag_the_entry_point_sets_from_cuda_moves_with_the_device_it_guards_in_another_module(
+        tmp_path: Path) -> None:
     """PatchTST: `args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False` in the script,
-    read as `self.args.use_gpu` in another module, is false without CUDA: the CUDA device behind it is left as
-    written (dead off CUDA), and a module that moves data to the runtime's device beside that kept CUDA-or-CPU
-    choice would split the program's tensors on a Mac, so the program keeps the CPU there."""
+    read as `self.args.use_gpu` in another module around a CUDA device: the check and the device are ported
+    together, with the module that moves data to the runtime's device, and the program runs everywhere."""
     _write(tmp_path, _PATCHTST)
+    files = _migrated(tmp_path)
+    assert files["exp.py"]["changed"] and files["layers.py"]["changed"] and files["run.py"]["changed"]
+    run = _programs(tmp_path)["run.py"]
+    assert run["runs_on"] == ["cuda", "mps", "xpu", "cpu"] and not run["blockers"]
+
+
+def test_a_flag_the_entry_point_also_prints_decides_other_modules_and_their_choice_is_kept(tmp_path: Path) -> None:
+    """The same where the script prints the flag too, a read no port follows: false without CUDA, the CUDA device
+    behind it is left as written (dead off CUDA), and a module that moves data to the runtime's device beside that
+    kept CUDA-or-CPU choice would split the program's tensors on a Mac, so the program keeps the CPU there."""
+    printed = _PATCHTST["run.py"].replace("print(Exp", "print(args.use_gpu)\nprint(Exp")
+    _write(tmp_path, {**_PATCHTST, "run.py": printed})
     files = _migrated(tmp_path)
     assert not files["exp.py"]["changed"]
     assert files["layers.py"]["changed"]

@@ -93,7 +93,6 @@ CUDA_APIS: dict[str, Api] = {
     "torch.cuda.empty_cache": Api("TP012", "empty_cache", Q, _MEMORY),
     "torch.cuda.ipc_collect": Api("TP012", "ipc_collect", R, _MEMORY),
     "torch.cuda.set_per_process_memory_fraction": Api("TP012", "set_per_process_memory_fraction", R, _MEMORY),
-    "torch.cuda.memory.set_per_process_memory_fraction": Api("TP012", "set_per_process_memory_fraction", R, _MEMORY),
     "torch.cuda.memory_allocated": Api("TP012", "memory_allocated", Q, _MEMORY),
     "torch.cuda.max_memory_allocated": Api("TP012", "max_memory_allocated", Q, _MEMORY),
     "torch.cuda.memory_reserved": Api("TP012", "memory_reserved", Q, _MEMORY),

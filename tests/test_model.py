@@ -159,6 +159,29 @@ def test_skip_marks_and_the_helpers_that_build_them_are_evaluated(mark: str, ski
     assert _unit(source, "test_it", "cuda").skipped is None
 
 
+@pytest.mark.parametrize("condition", ["cuda_avail, 'needs a GPU'", "condition=cuda_avail, reason='needs a GPU'"])
+def test_a_skip_mark_reads_what_its_class_body_asked(condition: str) -> None:
+    """torcheval: `cuda_avail: bool = torch.cuda.is_available()` in the class body, read by a method's
+    `@unittest.skipUnless(condition=cuda_avail, ...)`: the test is skipped off CUDA, and its port is held back."""
+    source = f"""\
+    import unittest
+    import torch
+
+    class T(unittest.TestCase):
+        cuda_avail: bool = torch.cuda.is_available()
+
+        @unittest.skipUnless({condition})
+        def test_gpu(self):
+            x = torch.ones(2, device=torch.device("cuda"))
+            self.assertTrue(x.is_cuda)
+    """
+    assert _unit(source, "test_gpu", "mps").skipped is not None
+    assert _unit(source, "test_gpu", "cuda").skipped is None
+    result = FileResult(path=Path("test_t.py"), display="test_t.py")
+    result.original = result.migrated = textwrap.dedent(source)
+    assert not migrate_source(result).changed
+
+
 @pytest.mark.parametrize(("expression", "stops"), [
     ("x.cuda()", True),
     ("x.to('cuda:1')", True),

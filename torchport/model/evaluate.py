@@ -241,6 +241,7 @@ class Evaluator:
         self._grown: dict[int, frozenset[str]] = {}  # per loop (its first statement): the lists its body grows
         self._growing: list[frozenset[str]] = []  # the lists the loops being run grow, innermost last
         self._fixtures: dict[str, object] = {}  # the module's pytest fixtures' values by name (`_fixture`)
+        self._class_scopes: dict[int, dict[str, object]] = {}  # per class: the names its body binds (`_class_scope`)
         self._classes: list[ast.ClassDef | None] = [None]  # the class of the method being run
         self._own_classes: frozenset[str] | None = None  # classes that move themselves their own way (`_own_object`)
         self._own_names: frozenset[str] | None = None  # names the module binds to objects of those classes
@@ -365,10 +366,11 @@ class Evaluator:
     def _skipped(self, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef, outer: Stop | None) -> Stop | None:
         if outer is not None:
             return outer
+        scope = self._class_scope(cls) if (cls := self._methods.get(id(node))) is not None else {}
         for decorator in node.decorator_list:
             if self.target != "cuda" and self._gate(decorator) is not None:
                 return Stop("gate", decorator.lineno, f"`{self._gate(decorator)}` skips it without CUDA")
-            mark = self.value(decorator, Path({}))
+            mark = self.value(decorator, Path(dict(scope)))
             if isinstance(mark, Mark) and mark.skip is True:
                 return Stop("gate", decorator.lineno, "a skip mark skips it")
         if isinstance(node, ast.ClassDef):  # unittest's `setUpClass` that raises SkipTest without CUDA
@@ -378,6 +380,24 @@ class Evaluator:
                     if paths and all(p.stop is not None and p.stop.kind in ("gate", "skip") for p in paths):
                         return Stop("gate", method.lineno, f"its `{method.name}` skips it")
         return None
+
+    def _class_scope(self, cls: ast.ClassDef) -> dict[str, object]:
+        """The names a class body binds by a plain assignment, with their values: what its methods' decorators read
+        (torcheval's ``cuda_avail: bool = torch.cuda.is_available()``, then ``@unittest.skipUnless(
+        condition=cuda_avail, ...)``)."""
+        found = self._class_scopes.get(id(cls))
+        if found is None:
+            found = self._class_scopes[id(cls)] = {}
+            for statement in cls.body:
+                if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+                    target, value = statement.targets[0], statement.value
+                elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+                    target, value = statement.target, statement.value
+                else:
+                    continue
+                if isinstance(target, ast.Name):
+                    found[target.id] = self.value(value, Path(dict(found)))
+        return found
 
     def _function_unit(self, node: ast.FunctionDef | ast.AsyncFunctionDef, outer: Stop | None) -> Unit:
         stop = self._skipped(node, outer)
@@ -1112,8 +1132,8 @@ class Evaluator:
         if name in torch_facts.SKIPS:
             self._end(Stop("gate" if p.gated else "skip", node.lineno, "it skips"), p)
             return UNKNOWN
-        if name in torch_facts.SKIP_IF:
-            skip = truth(args[0]) if args else UNKNOWN
+        if name in torch_facts.SKIP_IF:  # unittest's `skipUnless(condition=..., reason=...)` names it too
+            skip = truth(args[0]) if args else truth(keywords["condition"]) if "condition" in keywords else UNKNOWN
             if torch_facts.SKIP_IF[name] and skip is not UNKNOWN:
                 skip = not skip
             return Mark(skip)

@@ -987,10 +987,12 @@ def _portable_flags(module: ast.Module, flags: set[tuple[str, str]]) -> set[tupl
         if scope is None:  # `("*", "args.cuda")`, or a function name defined twice
             continue
         nodes = list(own_nodes(scope))
-        if owner == "" and any(isinstance(n, ast.Name) and n.id == name for f in ast.walk(module)
-                               if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-                               for n in ast.walk(f)):
-            continue  # a module flag read (or bound) in a function too: left as a flag
+        if owner == "":  # a module flag that functions read too (MARS's `if use_cuda:` in `train`): their reads count
+            inner = [f for f in ast.walk(module) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+            if any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) or name in _bound_by(n)
+                   for f in inner for n in ast.walk(f) if n is not f):
+                continue  # bound in a function too (a local, a parameter, `global`): left as a flag
+            nodes = list(ast.walk(module))
         stores = [n for n in nodes if isinstance(n, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == name for t in n.targets)]
         others = [n for n in nodes if name in _bound_by(n)]  # bound again (a loop's body may read it: SCAN's)

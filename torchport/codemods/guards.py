@@ -98,6 +98,7 @@ _PROCESS_COUNT = frozenset(torch_facts.words("process_count"))
 _EXPECTS_ERROR = frozenset(torch_facts.words("expects_error"))
 _COLLECTIVES = frozenset(torch_facts.words("collective"))
 _SPAWN = torch_facts.named("spawn")
+_DATA_PARALLEL = torch_facts.named("data_parallel")
 # Why a module that names MPS keeps its CUDA choices (`Migrator.hold`): it picks MPS itself
 OWN_MPS_HOLD = "this module already moves data to MPS itself; a runtime guard would add a second choice"
 _KERNEL_REGISTRATION = torch_facts.named("kernel_registration")
@@ -1569,13 +1570,21 @@ class CudaGuard(Rule):
             self._rewrite(m, node.value, "device_count")
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
-        """Every device count given to ``mp.spawn`` (``nprocs``, a world size in ``args``) sizes processes."""
+        """Every device count given to ``mp.spawn`` (``nprocs``, a world size in ``args``) sizes processes; one
+        given to DataParallel names its devices (`torch_facts` ``data_parallel``): the accelerator's count."""
         if m.qnames(node.func) & _SPAWN:
             calls = _Calls(m)
             for arg in node.args:
                 arg.value.visit(calls)
             for call in calls.found:
                 self._count(m, call)
+        elif m.qnames(node.func) & _DATA_PARALLEL and m.hold is None and m.kept is None:
+            calls = _Calls(m)
+            for arg in node.args[1:]:
+                arg.value.visit(calls)
+            for call in calls.found:  # `device_ids=range(torch.cuda.device_count())`: none on an XPU as written
+                if not call.args and m.has_qname(call.func, _COUNT):
+                    self._rewrite(m, call, "device_count")
 
     def visit_Arg(self, m: Migrator, node: cst.Arg) -> None:
         if node.keyword is not None and node.keyword.value in _PROCESS_COUNT:

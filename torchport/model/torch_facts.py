@@ -220,6 +220,8 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "pytest": ("test_framework",), "unittest": ("test_framework",),
     "torch.nn.parallel.DistributedDataParallel": ("ddp",),
     "torch.nn.parallel.distributed.DistributedDataParallel": ("ddp",),
+    "torch.nn.DataParallel": ("data_parallel",), "torch.nn.parallel.DataParallel": ("data_parallel",),
+    "torch.nn.parallel.data_parallel.DataParallel": ("data_parallel",),
     "torch.library.impl": ("kernel_registration",), "torch.library.register_kernel": ("kernel_registration",),
     "torch.library.register_autocast": ("kernel_registration",), "torch.distributed.barrier": ("barrier",),
     "torch.distributed.distributed_c10d.barrier": ("barrier",),
@@ -358,6 +360,8 @@ ROLES = {
     "cast": "a tensor method that changes a dtype on the way to the device",
     "ddp": "DistributedDataParallel (not DataParallel: without CUDA it ignores `device_ids` (CPU, MPS) or uses them "
            "as given (XPU), so wrapping them would change nothing anywhere)",
+    "data_parallel": "DataParallel: on an XPU it takes its `device_ids` as given (CPU, MPS: it ignores them), so a "
+                     "count of CUDA's devices there makes none (`range(torch.cuda.device_count())`: an IndexError)",
     "init_process_group": "makes the process group: its backend is ported",
     "kernel_registration": "registers a kernel for a dispatch key or device type (`\"AutocastCUDA\"`): one registered "
                            "for CUDA's runs only on CUDA, and its `autocast(\"cuda\")` names that key",

@@ -27,8 +27,13 @@ def ported_whole(body: list[ast.stmt], cuda_names: frozenset[str]) -> bool:
     """Whether the runtime ports every CUDA API ``body`` names (``.cuda()`` moves, seeds, ``set_device``): none
     that it keeps (a legacy tensor type, CUDA RNG state, graphs) or has no name for, and no CUDA-only library it
     imports or uses (``cuda_names``: the module's names bound to one; ``if use_cuda: from apex import amp``)."""
+    counts = {id(count.func) for statement in body for call in ast.walk(statement) if isinstance(call, ast.Call)
+              and _data_parallel(call) for given in [*call.args[1:], *call.keywords] for count in ast.walk(given)
+              if isinstance(count, ast.Call) and cuda_call(count, "device_count")}  # `range(torch.cuda.device_count())`
     for statement in body:
         for node in ast.walk(statement):
+            if id(node) in counts:
+                continue
             if isinstance(node, ast.Attribute) and is_cuda_module(node.value):
                 api = torch_facts.api(f"torch.cuda.{node.attr}")
                 if api is None or api.becomes is None or not api.portable:
@@ -37,6 +42,12 @@ def ported_whole(body: list[ast.stmt], cuda_names: frozenset[str]) -> bool:
                     isinstance(node, ast.Name) and node.id in cuda_names:
                 return False
     return True
+
+
+def _data_parallel(call: ast.Call) -> bool:
+    """``torch.nn.DataParallel(...)`` or ``nn.DataParallel(...)`` (its devices' count becomes the accelerator's)."""
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "DataParallel" or isinstance(
+        call.func, ast.Name) and call.func.id == "DataParallel"
 
 
 def cuda_library_names(node: ast.Import | ast.ImportFrom) -> set[str]:

@@ -255,6 +255,20 @@ def test_a_default_every_call_of_the_project_passes_stays(tmp_path: Path) -> Non
     assert ran.returncode == 0 and "torch.Size([1, 2])" in ran.stdout, ran.stderr[-2000:]
 
 
+def test_a_default_every_call_passes_stays_under_a_grad_mode_decorator(tmp_path: Path) -> None:
+    """EXplorativeDT's `@torch.no_grad()` over `vec_evaluate_episode_rtg`: a decorator that only sets autograd's
+    mode registers the function nowhere, so the calls of the project are all its calls; one that may register it
+    (`@register`) leaves the default to the callers it cannot see."""
+    folder = _ported_with("passed_default", tmp_path, "evaluation.py", "def evaluate(",
+                          "@torch.no_grad()\ndef evaluate(")
+    assert '@torch.no_grad()\ndef evaluate(model, device="cuda"):' in (folder / "evaluation.py").read_text()
+    ran = _run(folder, "train.py")
+    assert ran.returncode == 0 and "torch.Size([1, 2])" in ran.stdout, ran.stderr[-2000:]
+    folder = _ported_with("passed_default", tmp_path / "registered", "evaluation.py", "def evaluate(",
+                          "def register(f):\n    return f\n\n\n@register\ndef evaluate(")
+    assert "def evaluate(model, device=tp.device_str()):" in (folder / "evaluation.py").read_text()
+
+
 def test_streams_only_for_parameters_on_cuda_stay_and_the_program_runs(tmp_path: Path) -> None:
     """`all(g["params"][0].device.type == "cuda" for g in groups)` and `any(p.is_cuda for p in ...)` are false
     for every item off CUDA: the streams and the sync under them never run there, so optim.py stays as written."""

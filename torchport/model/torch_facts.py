@@ -220,6 +220,9 @@ TORCH_NAMES: dict[str, tuple[str, ...]] = {
     "pytest": ("test_framework",), "unittest": ("test_framework",),
     "torch.nn.parallel.DistributedDataParallel": ("ddp",),
     "torch.nn.parallel.distributed.DistributedDataParallel": ("ddp",),
+    "torch.no_grad": ("transparent_decorator",), "torch.inference_mode": ("transparent_decorator",),
+    "torch.enable_grad": ("transparent_decorator",), "torch.autograd.no_grad": ("transparent_decorator",),
+    "torch.autograd.grad_mode.no_grad": ("transparent_decorator",),
     "torch.nn.DataParallel": ("data_parallel",), "torch.nn.parallel.DataParallel": ("data_parallel",),
     "torch.nn.parallel.data_parallel.DataParallel": ("data_parallel",),
     "torch.library.impl": ("kernel_registration",), "torch.library.register_kernel": ("kernel_registration",),
@@ -360,6 +363,8 @@ ROLES = {
     "cast": "a tensor method that changes a dtype on the way to the device",
     "ddp": "DistributedDataParallel (not DataParallel: without CUDA it ignores `device_ids` (CPU, MPS) or uses them "
            "as given (XPU), so wrapping them would change nothing anywhere)",
+    "transparent_decorator": "a decorator that only sets autograd's mode around each call (`@torch.no_grad()`): it "
+                             "registers the function nowhere, so what calls it is all its project's code",
     "data_parallel": "DataParallel: on an XPU it takes its `device_ids` as given (CPU, MPS: it ignores them), so a "
                      "count of CUDA's devices there makes none (`range(torch.cuda.device_count())`: an IndexError)",
     "init_process_group": "makes the process group: its backend is ported",

@@ -11,7 +11,8 @@ the definition of its own module, or of the module it imports it from, or, where
 module's (an attribute of a package outside the project, ``dist.all_gather``, names none). Nothing is decided
 for a project that looks names up at run time (``getattr(models, config["arch"])``, ``eval``, ``globals()``,
 ``import_module``, hydra's ``instantiate``), for a module that packaging metadata makes installable (its users
-call it), for test modules (pytest collects by name) or for decorated definitions (a decorator may register them).
+call it), for test modules (pytest collects by name) or for decorated definitions (a decorator may register them; not
+one that only sets autograd's mode, `transparent`).
 """
 
 from __future__ import annotations
@@ -258,8 +259,8 @@ def passed_defaults(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     every reference to the function, in its module and in the modules that import it, is a call that passes the
     parameter (decision-transformer's ``evaluate_episode(..., device='cuda')``, which experiment.py always calls
     with ``device=device``). A port of such a default changes nothing. Left to its users: a module of an installed
-    package, a decorated function, one whose name a string of the project holds (it may be looked up by it), a
-    module another star-imports.
+    package, a decorated function (bar `transparent` ones), one whose name a string of the project holds (it may be
+    looked up by it), a module another star-imports.
 
     Returns:
         index into ``results`` -> ``"function(parameter)"`` for each such default (only modules with some).
@@ -281,7 +282,7 @@ def passed_defaults(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
         if tree is None or (path in packaged and path.parent in project.package_dirs):
             continue
         candidates = {s.name: defaulted(s) for s in tree.body
-                      if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and not s.decorator_list}
+                      if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and transparent(s, tree)}
         candidates.update({s.name: _constructor_defaults(s) for s in tree.body
                            if isinstance(s, ast.ClassDef) and not s.decorator_list})
         candidates = {name: params for name, params in candidates.items() if params}
@@ -329,6 +330,20 @@ def passed_defaults(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
         if names:
             found[index] = names
     return found
+
+
+def transparent(definition: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, tree: ast.Module) -> bool:
+    """Whether ``definition`` (a top-level one of ``tree``) has no decorator, or only ones that wrap each call
+    without registering it anywhere (`torch_facts` ``transparent_decorator``: EXplorativeDT's ``@torch.no_grad()``
+    over ``vec_evaluate_episode_rtg``): the project's own code is all that calls it."""
+    from torchport.model.evaluate import imported, qualified
+
+    imports = imported(tree)
+    return all(qualified(d.func if isinstance(d, ast.Call) else d, imports) in _TRANSPARENT
+               for d in definition.decorator_list)
+
+
+_TRANSPARENT = torch_facts.named("transparent_decorator")
 
 
 def _constructor_defaults(cls: ast.ClassDef) -> dict[str, int | None]:
@@ -409,7 +424,7 @@ def _uses(text: str) -> _Uses | None:
                         runs_now.append(statement.returns)
                 roots.update(name for node in runs_now for name in used(node, strings=True))
                 inside[statement.name] = frozenset(name for node in later for name in used(node, strings=True))
-                if statement.decorator_list or statement.name.startswith("__"):
+                if not transparent(statement, tree) or statement.name.startswith("__"):
                     roots.add(statement.name)
                 else:
                     candidates.add(statement.name)

@@ -371,7 +371,8 @@ def test_what_a_test_module_calls_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("variant", ["script repo", "installable", "looked up by name", "looked up, named nowhere",
-                                     "looked up by a built name", "looked up in globals() by a built name"])
+                                     "looked up by a built name", "looked up in globals() by a built name",
+                                     "helper under no_grad"])
 def test_definitions_nothing_in_a_script_repo_runs_are_left_and_said_once(tmp_path: Path, variant: str) -> None:
     """A research repo's old model and its helper, named only in a comment, are left as written with one note; the
     script still runs on the CPU. A package users install gets every definition ported; so does a project that looks
@@ -381,6 +382,9 @@ def test_definitions_nothing_in_a_script_repo_runs_are_left_and_said_once(tmp_pa
     shutil.copytree(PROJECTS / "unused_defs", folder)
     if variant == "installable":
         (folder / "pyproject.toml").write_text('[project]\nname = "models"\nversion = "0.1"\n')
+    elif variant == "helper under no_grad":  # a decorator that only sets autograd's mode registers nothing
+        model_file = folder / "model.py"
+        model_file.write_text(model_file.read_text().replace("def old_sample(", "@torch.no_grad()\ndef old_sample("))
     elif variant.startswith("looked up"):
         given = "sys.argv[1]" if variant in ("looked up by name", "looked up, named nowhere") else "sys.argv[1] + 'Net'"
         train = folder / "train.py"
@@ -396,7 +400,7 @@ def test_definitions_nothing_in_a_script_repo_runs_are_left_and_said_once(tmp_pa
     output = _apply(folder)
     model = (folder / "model.py").read_text()
     assert "return torch.randn(n, 4).to(tp.device())\n" in model  # `sample` runs
-    left = variant in ("script repo", "looked up, named nowhere")
+    left = variant in ("script repo", "looked up, named nowhere", "helper under no_grad")
     assert ("nn.Linear(4, 2).cuda()" in model) is left and ("return torch.randn(n, 4).cuda()" in model) is left
     assert (output.count("nothing in the project runs `OldNet`, `old_sample`") == 1) is left
     ported = {p.name: p.read_text() for p in folder.glob("*.py")}

@@ -149,6 +149,20 @@ def test_data_moved_where_a_flag_read_from_a_tensor_says_cuda_keeps_the_cpu_or_c
     assert blocker(source) == (7, "data moved only where other data is on CUDA (`.is_cuda`)")
 
 
+@pytest.mark.parametrize(("test", "move", "found"), [
+    # madgrad's tests: from one CUDA device to another, which off CUDA has nothing to do
+    ("y.is_cuda and bias.is_cuda and y.get_device() != bias.get_device()", "y.cuda(bias.get_device())", None),
+    ("y.is_cuda and bias.is_cuda", "y.to(bias.device)", None),
+    ("bias.is_cuda", "y.cuda(bias.get_device())", (6, "data moved only where other data is on CUDA (`.is_cuda`)")),
+    ("weight.is_cuda and bias.is_cuda", "x.cuda(bias.get_device())",
+     (6, "data moved only where other data is on CUDA (`.is_cuda`)")),
+])
+def test_data_moved_between_cuda_devices_splits_nothing_off_cuda(test: str, move: str, found: object) -> None:
+    source = (f"import torch\n\n\ndef fn(weight, bias, x):\n    y = weight.mv(x)\n    if {test}:\n"
+              f"        y = {move}\n    return y + bias\n")
+    assert blocker(source) == found
+
+
 @pytest.mark.parametrize(("test", "found"), [
     ("tensor.is_cuda", (7, "a device chosen CUDA only where other data is on CUDA (`.is_cuda`)")),
     ("not tensor.is_cuda", None),  # negated: chosen where data is not on CUDA, to no split

@@ -1385,6 +1385,8 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
             continue  # TP024 moves it to that data's device
         if isinstance(node, ast.If) and _placed_beside_after(node, following.get(id(node))):
             continue
+        if _between_cuda_devices(node.test, body):
+            continue
         if _moves_in(body):
             found.append((node.lineno, MOVED_IF_ON_CUDA))
         elif any(isinstance(n, ast.Constant) and isinstance(n.value, str) and (
@@ -1397,6 +1399,25 @@ def _placed_if_on_cuda(tree: ast.Module) -> list[tuple[int, str]]:
     if not own:
         found.extend((line, MOVED_IF_ON_CUDA) for line in _flag_passed_to_a_move(tree, stored))
     return found
+
+
+def _between_cuda_devices(test: ast.expr, body: list[ast.stmt] | list[ast.expr]) -> bool:
+    """Whether ``body`` moves data only to the device of a tensor ``test`` requires on CUDA, beside another it
+    requires there too (madgrad's tests: ``if y.is_cuda and bias.is_cuda and y.get_device() != bias.get_device(): y =
+    y.cuda(bias.get_device())``): a move from one CUDA device to another, which off CUDA has nothing to do."""
+    terms = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    flagged = {ast.unparse(t.value) for t in terms if isinstance(t, ast.Attribute) and t.attr == "is_cuda"}
+    moves = [n for part in body for n in ast.walk(part) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")]
+
+    def of_flagged(target: ast.expr) -> bool:
+        return isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute) and (
+            target.func.attr == "get_device") and ast.unparse(target.func.value) in flagged or isinstance(
+            target, ast.Attribute) and target.attr == "device" and ast.unparse(target.value) in flagged
+
+    return len(flagged) >= 2 and bool(moves) and all(
+        len(m.args) == 1 and of_flagged(m.args[0]) and isinstance(m.func, ast.Attribute)
+        and ast.unparse(m.func.value) in flagged for m in moves)
 
 
 def _flag_passed_to_a_move(tree: ast.Module, stored: set[str]) -> list[int]:

@@ -436,6 +436,22 @@ def test_a_held_module_keeps_its_guarded_moves(tmp_path: Path) -> None:
     assert any(d.code == "TP110" and "R13" in d.message for d in run.diagnostics)
 
 
+def test_a_held_module_keeps_its_cuda_autocast_and_scaler(tmp_path: Path) -> None:
+    """CanglongPhysics' training scripts: their device choice is held CUDA-or-CPU, so their data is on CUDA or the
+    CPU, where CUDA's autocast and GradScaler already run as moved ones would (on, off): a scaler made for MPS
+    would scale a CPU run on a Mac."""
+    _tree(tmp_path, {
+        "timing.py": "import torch\n\n\ndef dtw(x):\n    return x.double()\n",
+        "run.py": "import timing\nimport torch\n\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+                  "model = torch.nn.Linear(2, 2).to(device)\nscaler = torch.amp.GradScaler('cuda')\n"
+                  "with torch.autocast('cuda'):\n    d = timing.dtw(model(torch.ones(2, device=device)))\n",
+    })
+    run = _run(tmp_path)["run.py"]
+    assert run.hold is not None
+    assert run.migrated == run.original and not run.rewrites
+    assert [d.line for d in run.diagnostics if "TP023 would apply" in d.message and "R13" in d.message] == [6, 7]
+
+
 @pytest.mark.parametrize(("text", "expected"), [
     ("x = torch.zeros(2, dtype=torch.float64, device=dev)\n", (1, "float64")),
     ("x = torch.zeros(2, dtype=torch.float64).cuda()\n", (1, "float64")),

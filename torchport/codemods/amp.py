@@ -65,13 +65,17 @@ _OWN_MPS_CHOICE = "this module makes its own choice for MPS (its code names MPS)
 
 
 def _kept(m: Migrator, code: str, node: cst.CSTNode) -> bool:
-    """Whether only programs kept CUDA-or-CPU reach the module (`Migrator.kept`): its AMP call at ``node`` stays
-    CUDA's, with a TP110 note of rule ``code``. There data is on CUDA or the CPU, where CUDA's autocast and scaler
-    run as the moved ones would (enabled on CUDA, off on the CPU)."""
+    """Whether only programs kept CUDA-or-CPU reach the module (`Migrator.kept`), or the project keeps its own device
+    choices CUDA-or-CPU (`Migrator.hold`: CanglongPhysics' training scripts, whose choice stays beside a model
+    module's): its AMP call at ``node`` stays CUDA's, with a TP110 note of rule ``code``. There data is on CUDA or
+    the CPU, where CUDA's autocast and scaler run as the moved ones would (enabled on CUDA, off on the CPU)."""
     if m.kept is not None:
         m.leave_as_written(code, node, HELD_CHOICE, f"{m.kept}: there CUDA's autocast and scaler already run as "
                            "moved ones would")
-    return m.kept is not None
+    elif m.hold is not None:
+        m.leave_as_written(code, node, HELD_CHOICE, f"{m.hold}; its data is on CUDA or the CPU, where CUDA's "
+                           "autocast and scaler already run as moved ones would")
+    return m.kept is not None or m.hold is not None
 
 
 def _autocast_stays(m: Migrator, code: str, call: cst.Call, node: cst.CSTNode) -> bool:

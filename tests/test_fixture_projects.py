@@ -288,6 +288,22 @@ def test_a_module_a_test_fakes_cuda_for_is_ported_only_with_that_test(tmp_path: 
     assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-2000:]
 
 
+def test_a_module_a_test_fakes_cuda_for_through_its_package_is_ported_only_with_that_test(tmp_path: Path) -> None:
+    """ezflow's test_engine: `from ezflow.engine import DistributedTrainer`, which `ezflow/engine/__init__.py`
+    re-exports from `trainer.py`: the faked calls are that module's."""
+    folder = tmp_path / "faked"
+    shutil.copytree(PROJECTS / "faked", folder)
+    (folder / "pkg" / "__init__.py").write_text("from .sel import pick, to_device\n")
+    test = folder / "tests" / "test_sel.py"
+    test.write_text(test.read_text().replace("from pkg import sel\n", "from pkg import pick, to_device\n")
+                    .replace("sel.pick()", "pick()").replace("sel.to_device(x)", "to_device(x)"))
+    _apply(folder)
+    assert (folder / "pkg" / "sel.py").read_text() == (PROJECTS / "faked" / "pkg" / "sel.py").read_text()
+    done = forkrun.run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=folder,
+                       env={**ENV, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, timeout=120)
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-2000:]
+
+
 def test_a_module_a_test_monkeypatches_torch_cuda_for_is_ported_only_with_that_test(tmp_path: Path) -> None:
     """Liger-Kernel's test_utils: ``monkeypatch.setattr(torch.cuda, "get_device_capability", ...)`` passes on any
     machine while the module asks torch.cuda; ported to the runtime, it would fail off CUDA."""

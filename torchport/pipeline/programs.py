@@ -2130,8 +2130,18 @@ def faked_by_tests(results: Sequence[FileResult]) -> dict[int, str]:
         return {}
     project = Project(results)
     left: dict[int, str] = {}
+
+    def defines(module: int, name: str) -> bool:
+        tree = _parse(results[module].original)
+        return tree is not None and any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                                        and s.name == name for s in tree.body)
+
     for test, line in sorted(fakers.items()):
-        for index in sorted(project.imports(test)):
+        # what it imports, and where a package's `__init__` re-exports a name from (ezflow's `from ezflow.engine
+        # import DistributedTrainer`, defined in `ezflow/engine/trainer.py`)
+        origins = {at[0] for _, target, name in project.bindings(test) if name not in (None, "*")
+                   and (at := project.origin(target, name, defines, 4)) is not None}
+        for index in sorted(project.imports(test) | origins):
             if results[index].changed and index not in left:
                 left[index] = (f"{results[test].display}:{line} fakes torch.cuda and calls it: it is ported only "
                                "with that test")

@@ -3242,3 +3242,16 @@ def test_a_flag_handed_to_a_class_through_its_package_and_on_from_its_init_keeps
     }
     found = _migrated(_write(tmp_path, files))
     assert not any(found[name]["changed"] for name in ("lib/model.py", "lib/evaluation.py", "lib/trainer.py")), found
+
+
+def test_a_relative_import_of_a_submodule_named_as_its_package_binds_that_submodule(tmp_path: Path) -> None:
+    """consistency_vqa: `from . import models` in core/models/model_factory.py (core/ has no `__init__.py`) imports
+    core/models/models.py, a submodule of the package, not a name its `__init__` lacks: the program runs."""
+    _write(tmp_path, {
+        "core/models/__init__.py": "",
+        "core/models/models.py": "import torch\n\n\nclass Net(torch.nn.Linear):\n    pass\n",
+        "core/models/model_factory.py": "from . import models\n\n\ndef get(n):\n    return models.Net(n, n)\n",
+        "train.py": "import torch\nfrom core.models import model_factory\n\nif __name__ == '__main__':\n"
+                    "    print(model_factory.get(2).cuda()(torch.ones(2).cuda()))\n",
+    })
+    assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]

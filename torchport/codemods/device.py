@@ -1444,14 +1444,18 @@ def _branch_kind(m: Migrator, node: cst.BaseExpression) -> str | None:
 
 def _idiom_flag(m: Migrator, node: cst.IfExp) -> cst.BaseExpression | None:
     """``args.cuda`` of an idiom tested with ``torch.cuda.is_available() and args.cuda`` (either order; a name or a
-    chain of attributes of the program's own, not torch's: ``torch.version.cuda`` is a query), else None."""
+    chain of attributes of the program's own, not torch's: ``torch.version.cuda`` is a query; or a string key of
+    one, ``config['cuda']``), else None."""
     test = node.test
     if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)):
         return None
     for query, flag in ((test.left, test.right), (test.right, test.left)):
+        # `config['cuda']` (consistency_vqa's YAML options): a key of a name or chain, read as an attribute is
+        holder = flag.value if isinstance(flag, cst.Subscript) and len(flag.slice) == 1 and isinstance(
+            flag.slice[0].slice, cst.Index) and isinstance(flag.slice[0].slice.value, cst.SimpleString) else flag
         if (isinstance(query, cst.Call) and not query.args and m.qnames(query.func) & AVAILABILITY_TESTS
-                and isinstance(flag, (cst.Name, cst.Attribute)) and chain(flag) is not None
-                and not any(name.startswith("torch.") for name in m.qnames(flag))):
+                and isinstance(holder, (cst.Name, cst.Attribute)) and chain(holder) is not None
+                and not any(name.startswith("torch.") for name in m.qnames(holder))):
             return flag
     return None
 
@@ -2245,7 +2249,14 @@ class UnclassifiedString(Rule):
     before = 'foo("cuda:0")'
     safety, effort = "manual", "low"
     triggers = (r"cuda",)
-    examples = (Example('foo("cuda:0")\n'), Example('print("cuda")\nlogger.info("cuda")\nraise ValueError("cuda")\n'))
+    examples = (Example('foo("cuda:0")\n'), Example('print("cuda")\nlogger.info("cuda")\nraise ValueError("cuda")\n'),
+                Example("if config['cuda']:\n    pass\n"))
+
+    def visit_Subscript(self, m: Migrator, node: cst.Subscript) -> None:
+        """A key looked up (consistency_vqa's ``config['cuda']``, an option of its YAML file) is a label."""
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.SimpleString):
+                m.handled.add(id(element.slice.value))
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         """Text given to ``print``, a logger, ``warnings.warn`` or an exception is a message, not a device."""

@@ -882,6 +882,10 @@ class Project:
                 continue
             base = absolute_module(cast(ast.ImportFrom, node), package)  # it reads .module and .level
             files = self._resolve(base, path) or (self._beside(path, node.module, node.level) if node.module else [])
+            if node.level and not node.module:  # `from . import models`: the package's own `__init__.py`, not a
+                # `models.py` beside it that a package of that name resolves to (consistency_vqa's core/models)
+                folder = self.results[index].path.resolve().parents[node.level - 1]
+                files = [init] if (init := self.paths.get(folder / "__init__.py")) is not None else []
             top = base.split(".")[0]
             if not node.level and top in sys.stdlib_module_names and not any(
                     self.results[f].path in (path.parent / f"{top}.py", path.parent / top / "__init__.py")

@@ -153,9 +153,12 @@ def test_data_moved_where_a_flag_read_from_a_tensor_says_cuda_keeps_the_cpu_or_c
     # madgrad's tests: from one CUDA device to another, which off CUDA has nothing to do
     ("y.is_cuda and bias.is_cuda and y.get_device() != bias.get_device()", "y.cuda(bias.get_device())", None),
     ("y.is_cuda and bias.is_cuda", "y.to(bias.device)", None),
-    ("bias.is_cuda", "y.cuda(bias.get_device())", (6, "data moved only where other data is on CUDA (`.is_cuda`)")),
+    ("bias.is_cuda", "weight.cuda(bias.get_device())",
+     (6, "data moved only where other data is on CUDA (`.is_cuda`)")),
     ("weight.is_cuda and bias.is_cuda", "x.cuda(bias.get_device())",
      (6, "data moved only where other data is on CUDA (`.is_cuda`)")),
+    # UnOpticalFlow's warp_flow: to the tested data's CUDA device by its index, which TP024 follows anywhere
+    ("bias.is_cuda", "y.to(bias.get_device())", None),
 ])
 def test_data_moved_between_cuda_devices_splits_nothing_off_cuda(test: str, move: str, found: object) -> None:
     source = (f"import torch\n\n\ndef fn(weight, bias, x):\n    y = weight.mv(x)\n    if {test}:\n"

@@ -2004,6 +2004,9 @@ class FollowDevice(Rule):
         # PIDAO's pointnet: already put beside it, where that data is on CUDA alone
         Example("import torch\nif x.is_cuda:\n    iden = iden.to(x.device)\n",
                 "import torch\niden = iden.to(x.device)\n"),
+        # ... or to its CUDA device by index (UnOpticalFlow's warp_flow)
+        Example("import torch\nif x.is_cuda:\n    grid = grid.to(x.get_device())\n",
+                "import torch\ngrid = grid.to(x.device)\n"),
         # something else is moved, or more is done under the test: left to the guards
         Example("import torch\nif x.is_cuda:\n    w = v.cuda()\n"),
         Example("import torch\nif x.is_cuda:\n    w = w.cuda()\n    torch.cuda.synchronize()\n"),
@@ -2129,12 +2132,17 @@ def _followed(test: cst.BaseExpression) -> cst.BaseExpression | None:
 
 def _moved_to_cuda(node: cst.BaseExpression, follow: cst.BaseExpression | None = None) -> str | None:
     """The code of ``x`` in ``x.cuda()``, ``x.to("cuda")`` or, ``follow`` being ``y``, ``x.to(y.device)``
-    (PIDAO's pointnet: ``if x.is_cuda: iden = iden.to(x.device)``) (no other arguments; ``x`` a name or a chain of
-    attributes), else None."""
+    (PIDAO's pointnet: ``if x.is_cuda: iden = iden.to(x.device)``) or ``x.to(y.get_device())`` / ``x.cuda(
+    y.get_device())`` (no other arguments; ``x`` a name or a chain of attributes), else None."""
     if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
         return None
     if node.func.attr.value == "cuda" and not node.args:
         return _code(node.func.value)
+    if follow is not None and node.func.attr.value in ("cuda", "to") and len(node.args) == 1 \
+            and node.args[0].keyword is None and isinstance(index := node.args[0].value, cst.Call) \
+            and not index.args and isinstance(index.func, cst.Attribute) and index.func.attr.value == "get_device" \
+            and _code(index.func.value) == _code(follow) is not None:
+        return _code(node.func.value)  # UnOpticalFlow's `grid.to(x.get_device())`: x's CUDA device, by its index
     if node.func.attr.value == "to" and len(node.args) == 1 and node.args[0].keyword is None and (isinstance(
             spec := node.args[0].value, cst.SimpleString) and spec.evaluated_value == "cuda" or (
             follow is not None and isinstance(spec, cst.Attribute) and spec.attr.value == "device"

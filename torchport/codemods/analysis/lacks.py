@@ -1489,12 +1489,15 @@ def _follows(node: ast.If | ast.IfExp, after: ast.stmt | None = None) -> bool:
     then ``return x`` (``after``, the next statement): TP024 writes ``x.to(y.device)``; ``torch.device("cuda") if
     y.is_cuda else torch.device("cpu")`` (or the strings): TP024 writes ``y.device`` (``y.device.type``)."""
     def moved(call: ast.expr) -> str | None:
-        """``x`` of ``x.cuda()``, ``x.to("cuda")`` or ``x.to(y.device)``, ``y`` the data tested."""
+        """``x`` of ``x.cuda()``, ``x.to("cuda")``, ``x.to(y.device)`` or ``x.to(y.get_device())``, ``y`` the data
+        tested."""
         if isinstance(call, ast.Call) and not call.keywords and isinstance(call.func, ast.Attribute) and isinstance(
                 call.func.value, (ast.Name, ast.Attribute)) and (
                 (call.func.attr == "cuda" and not call.args) or (call.func.attr == "to" and len(call.args) == 1 and (
                     isinstance(call.args[0], ast.Constant) and call.args[0].value == "cuda"
-                    or ast.unparse(call.args[0]) == f"{tested}.device"))):
+                    or ast.unparse(call.args[0]) == f"{tested}.device")) or (
+                    call.func.attr in ("to", "cuda") and len(call.args) == 1
+                    and ast.unparse(call.args[0]) == f"{tested}.get_device()")):
             return ast.unparse(call.func.value)
         return None
 

@@ -149,6 +149,16 @@ def test_data_moved_where_a_flag_read_from_a_tensor_says_cuda_keeps_the_cpu_or_c
     assert blocker(source) == (7, "data moved only where other data is on CUDA (`.is_cuda`)")
 
 
+@pytest.mark.parametrize(("tested", "found"), [
+    ("next(self.buffers())", None),  # MusicDiffusion's Denoiser: TP024 writes `next(self.buffers()).device.type`
+    ("self.first()", (6, "a device chosen CUDA only where other data is on CUDA (`.is_cuda`)")),
+])
+def test_a_choice_by_where_the_first_weight_is_follows_it(tested: str, found: object) -> None:
+    source = ("import torch\n\n\nclass D(torch.nn.Module):\n    def sample(self, n):\n"
+              f"        device = 'cuda' if {tested}.is_cuda else 'cpu'\n        return torch.randn(n, device=device)\n")
+    assert blocker(source) == found
+
+
 @pytest.mark.parametrize(("test", "move", "found"), [
     # madgrad's tests: from one CUDA device to another, which off CUDA has nothing to do
     ("y.is_cuda and bias.is_cuda and y.get_device() != bias.get_device()", "y.cuda(bias.get_device())", None),

@@ -2001,6 +2001,9 @@ class FollowDevice(Rule):
         Example("import torch\nd = (torch.device('cuda')\n     if f.is_cuda\n     else torch.device('cpu'))\n",
                 "import torch\nd = f.device\n"),
         Example("import torch\nkind = 'cuda' if f.is_cuda else 'cpu'\n", "import torch\nkind = f.device.type\n"),
+        # ... the model's first weight read once by the choice (MusicDiffusion's Denoiser)
+        Example("import torch\nkind = 'cuda' if next(self.buffers()).is_cuda else 'cpu'\n",
+                "import torch\nkind = next(self.buffers()).device.type\n"),
         # PIDAO's pointnet: already put beside it, where that data is on CUDA alone
         Example("import torch\nif x.is_cuda:\n    iden = iden.to(x.device)\n",
                 "import torch\niden = iden.to(x.device)\n"),
@@ -2026,7 +2029,7 @@ class FollowDevice(Rule):
         follow = _followed(node.test)
         if follow is not None and _moved_to_cuda(node.body) == _code(node.orelse) is not None:
             self._claim(m, node, follow, node.body)
-        elif follow is not None and (kind := _device_choice(node)) is not None:
+        elif (follow := follow or _first_weight(node.test)) is not None and (kind := _device_choice(node)) is not None:
             # SupContrast's loss: `torch.device('cuda') if features.is_cuda else torch.device('cpu')`
             for part in (node.body, node.orelse):
                 m.mark_handled(part)
@@ -2128,6 +2131,18 @@ def _followed(test: cst.BaseExpression) -> cst.BaseExpression | None:
     if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda" and _code(test.value) is not None:
         return test.value
     return None
+
+
+def _first_weight(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``next(self.parameters())`` of a test ``next(self.parameters()).is_cuda`` (or ``buffers()``; MusicDiffusion's
+    ``"cuda" if next(self.buffers()).is_cuda else "cpu"``): a choice reads it once, as its ``.device`` would."""
+    if not (isinstance(test, cst.Attribute) and test.attr.value == "is_cuda" and isinstance(
+            call := test.value, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "next"
+            and len(call.args) == 1):
+        return None
+    inner = call.args[0].value
+    return call if isinstance(inner, cst.Call) and not inner.args and isinstance(inner.func, cst.Attribute) \
+        and inner.func.attr.value in ("parameters", "buffers") and _code(inner.func.value) is not None else None
 
 
 def _moved_to_cuda(node: cst.BaseExpression, follow: cst.BaseExpression | None = None) -> str | None:

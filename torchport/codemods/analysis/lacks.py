@@ -1501,9 +1501,12 @@ def _follows(node: ast.If | ast.IfExp, after: ast.stmt | None = None) -> bool:
             return ast.unparse(call.func.value)
         return None
 
+    if isinstance(node, ast.IfExp) and isinstance(node.test, ast.Attribute) and node.test.attr == "is_cuda" \
+            and _first_weight(node.test.value) and device_choice(node) is not None:
+        return True  # `"cuda" if next(self.buffers()).is_cuda else "cpu"`: TP024 writes `next(...).device.type`
     if not (isinstance(node.test, ast.Attribute) and node.test.attr == "is_cuda") or not all(
             isinstance(n, (ast.Name, ast.Attribute)) for n in _links(node.test.value)):
-        return False  # TP024 follows a name or a chain of attributes (not `next(self.parameters())`)
+        return False  # TP024 follows a name or a chain of attributes (not `next(self.parameters())` but there)
     tested = ast.unparse(node.test.value)  # `y` of `y.is_cuda`, which `moved` reads
     if isinstance(node, ast.IfExp):
         if device_choice(node) is not None:
@@ -1516,6 +1519,14 @@ def _follows(node: ast.If | ast.IfExp, after: ast.stmt | None = None) -> bool:
             and moved(ret.value) == ast.unparse(after.value)
     return isinstance(assign := node.body[0], ast.Assign) and len(assign.targets) == 1 \
         and moved(assign.value) == ast.unparse(assign.targets[0])
+
+
+def _first_weight(node: ast.expr) -> bool:
+    """``next(x.parameters())`` or ``next(x.buffers())``, ``x`` a name or a chain of attributes."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "next" \
+        and len(node.args) == 1 and isinstance(inner := node.args[0], ast.Call) and not inner.args \
+        and isinstance(inner.func, ast.Attribute) and inner.func.attr in ("parameters", "buffers") \
+        and all(isinstance(n, (ast.Name, ast.Attribute)) for n in _links(inner.func.value))
 
 
 def device_choice(node: ast.IfExp) -> str | None:

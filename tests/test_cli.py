@@ -196,9 +196,10 @@ def step(x):
 
 
 @pytest.mark.parametrize(("requirement", "held"), [
-    ("torch==1.13.1", {"TP014", "TP020", "TP021", "TP022"}),  # Chinese-Vicuna's pin
-    ("torch>=2.3,<2.5", {"TP014", "TP022"}),  # torch.amp.GradScaler is there, custom_fwd(device_type=) not
-    ("torch>=2.5", set()),
+    ("torch==1.13.1", {"TP014", "TP021", "TP022"}),  # Chinese-Vicuna's pin (the autocast is in custom_fwd's region)
+    ("torch>=2.3,<2.5", {"TP014", "TP021", "TP022"}),  # torch.amp.GradScaler is there, not on MPS; custom_fwd's type
+    ("torch>=2.5", {"TP020", "TP021"}),  # autocast on MPS is there, GradScaler on MPS not: they move together
+    ("torch>=2.8", set()),
     ("numpy", set()),  # no torch requirement: the installed torch decides nothing either
 ])
 def test_no_rewrite_writes_a_torch_api_the_projects_torch_lacks(runner: CliRunner, tmp_path: Path,
@@ -211,10 +212,11 @@ def test_no_rewrite_writes_a_torch_api_the_projects_torch_lacks(runner: CliRunne
     assert all(f"requires torch {requirement[7:11].rstrip(',')}" in line for line in notes)
 
 
-@pytest.mark.parametrize(("requirement", "held"), [("torch>=1.7", True), ("torch>=1.10", False)])
+@pytest.mark.parametrize(("requirement", "held"), [("torch>=1.7", True), ("torch>=2.0", True), ("torch>=2.5", False)])
 def test_an_autocast_stays_where_the_projects_torch_has_no_torch_amp(runner: CliRunner, tmp_path: Path,
                                                                      requirement: str, held: bool) -> None:
-    """ByteTrack (torch>=1.7, its Dockerfile pins 1.9.1): `torch.amp.autocast` came with torch 1.10."""
+    """ByteTrack (torch>=1.7, its Dockerfile pins 1.9.1): `torch.amp.autocast` came with torch 1.10; protein_generator
+    (torch 2.0): `autocast("mps")` raises before torch 2.5, even disabled, so the port would break a Mac."""
     (tmp_path / "requirements.txt").write_text(requirement + "\n")
     (tmp_path / "m.py").write_text("import torch\n\n\ndef iou(a, b):\n"
                                    "    with torch.cuda.amp.autocast(enabled=False):\n        return (a * b).sum()\n")

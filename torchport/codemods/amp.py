@@ -99,13 +99,16 @@ def _autocast_stays(m: Migrator, code: str, call: cst.Call, node: cst.CSTNode) -
         return True
     if requires_older_torch(m, _SCALER_TORCH) and _makes_scaler(m):
         m.leave_as_written(code, node, PROJECT_TORCH, "its GradScaler stays CUDA's: the project requires torch "
-                           f"{m.renderer.version[0]}.{m.renderer.version[1]}, which lacks torch.amp.GradScaler")
+                           f"{m.renderer.version[0]}.{m.renderer.version[1]}, which lacks torch.amp.GradScaler on MPS")
         return True
     return False
 
 
-_SCALER_TORCH = (2, 3)  # the first torch with torch.amp.GradScaler
-_AUTOCAST_TORCH = (1, 10)  # the first torch with torch.amp.autocast (and torch.autocast)
+# the first torch with torch.amp.GradScaler usable on MPS (2.8; torch.amp.GradScaler itself came with 2.3)
+_SCALER_TORCH = (2, 8)
+# the first torch with autocast on MPS (2.5; torch.amp.autocast came with 1.10): before it, `autocast("mps")` raises
+# even where it is disabled (protein_generator pins torch 2.0), so a port to the runtime's type would break a Mac
+_AUTOCAST_TORCH = (2, 5)
 
 
 def _makes_scaler(m: Migrator) -> bool:
@@ -245,7 +248,7 @@ class CudaAmpAutocast(Rule):
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> bool:
         if m.qnames(node.func) & _AUTOCAST:
-            older_torch(m, node, _AUTOCAST_TORCH, "torch.amp.autocast")
+            older_torch(m, node, _AUTOCAST_TORCH, "autocast on MPS")
         return True
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
@@ -281,7 +284,7 @@ class CudaAmpGradScaler(Rule):
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> bool:
         if m.qnames(node.func) & _GRADSCALER:
-            older_torch(m, node, _SCALER_TORCH, "torch.amp.GradScaler")
+            older_torch(m, node, _SCALER_TORCH, "torch.amp.GradScaler on MPS")
         return True
 
     def leave_Call(self, m: Migrator, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
@@ -361,6 +364,10 @@ class AmpDeviceType(Rule):
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         """Mark `"cuda"` given as the device type of a generic AMP call."""
         if not m.qnames(node.func) & _GENERIC_TYPED:
+            return
+        names = m.qnames(node.func)
+        if names & _GENERIC_SCALER and older_torch(m, node, _SCALER_TORCH, "torch.amp.GradScaler on MPS") \
+                or names & _GENERIC_AUTOCAST and older_torch(m, node, _AUTOCAST_TORCH, "autocast on MPS"):
             return
         for index, arg in enumerate(node.args):
             keyword = arg.keyword.value if arg.keyword else None

@@ -2234,8 +2234,8 @@ def test_a_definition_whose_name_the_program_imports_from_elsewhere_does_not_run
     """DeblurGANv2: util/metrics.py's `SSIM` moves data only where other data is on CUDA (`.is_cuda`), but the
     trainer imports `PSNR` alone from it and its `SSIM` from skimage; a label names 'SSIM' as a string. No program
     runs util/metrics.py's `SSIM`: nothing keeps the trainer off MPS. A program that imports it does."""
-    metrics = ("import torch\n\n\ndef SSIM(a, b):\n    window = torch.ones(1)\n    if a.is_cuda:\n"
-               "        window = window.cuda(a.get_device())\n    return (a * window - b).mean()\n\n\n"
+    metrics = ("import torch\n\n\ndef SSIM(a, b):\n    window = torch.ones(1)\n    w = window\n    if a.is_cuda:\n"
+               "        w = window.cuda(a.get_device())\n    return (a * w - b).mean()\n\n\n"
                "def PSNR(a, b):\n    return (a - b).pow(2).mean()\n")
     _write(tmp_path, {
         "util/__init__.py": "",
@@ -3147,12 +3147,15 @@ def test_a_module_a_setup_script_builds_is_no_module_the_project_lacks(tmp_path:
 def test_data_moved_if_other_data_is_on_cuda_then_put_beside_it_splits_nothing() -> None:
     """Dacon_LGAI's SSIM loss: `if img1.is_cuda: window = window.cuda(img1.get_device())`, then `window =
     window.type_as(img1)`, which puts the window beside the image on every device: no reason to keep a Mac (or an
-    Intel GPU) on the CPU. Without the second line, the window stays on the CPU beside an image on MPS."""
+    Intel GPU) on the CPU. Without the second line, TP024 writes `window.to(img1.device)`, which does the same; a move
+    to another name than the one moved leaves the window on the CPU beside an image on MPS."""
     ssim = ("import torch\n\n\ndef window_for(img1, window):\n    if img1.is_cuda:\n"
             "        window = window.cuda(img1.get_device())\n    window = window.type_as(img1)\n    return window\n")
     assert blocker(ssim) is None
     assert blocker(ssim.replace("window.type_as(img1)", "window.to(img1.device)")) is None
-    found = blocker(ssim.replace("    window = window.type_as(img1)\n", ""))
+    assert blocker(ssim.replace("    window = window.type_as(img1)\n", "")) is None
+    found = blocker(ssim.replace("    window = window.type_as(img1)\n", "").replace(
+        "        window = window.cuda(", "        moved = window.cuda("))
     assert found is not None and found[0] == 5 and found[1].startswith("data moved only where other data is on CUDA")
 
 

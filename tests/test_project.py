@@ -255,7 +255,10 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     # or a chain of attributes, in a module that sets no `is_cuda` of its own
     ("def f(x):\n    device = (torch.device('cuda')\n              if x.is_cuda\n"
      "              else torch.device('cpu'))\n", None),
+    # ... or where a module's first weight is, which the choice reads once (TP024 writes `next(...).device`)
     ("def f(self, x):\n    device = torch.device('cuda') if next(self.parameters()).is_cuda else torch.device('cpu')\n",
+     None),
+    ("def f(self, x):\n    device = torch.device('cuda') if self.first().is_cuda else torch.device('cpu')\n",
      (2, "a device chosen CUDA only where other data is on CUDA (`.is_cuda`)")),
     ("class E:\n    def __init__(self):\n        self.is_cuda = False\n\n    def f(self, x):\n"
      "        return torch.device('cuda') if x.is_cuda else torch.device('cpu')\n",

@@ -390,6 +390,9 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     ("import numpy as np\n\n\ndef f(seeds):\n"
      "    z = np.stack([np.random.RandomState(s).randn(512).astype(np.float32) for s in seeds])\n"
      "    return torch.from_numpy(z).to(device)\n", None),
+    # UnOpticalFlow's warp test: `.cuda().float()` becomes `.float().to(tp.device())`, float32 on the device
+    ("x = np.ones([1, 10])\ny = torch.from_numpy(x).cuda().float()\n", None),
+    ("x = np.ones([1, 10])\ny = torch.from_numpy(x).cuda()\n", (2, "float64 numpy arrays made into tensors")),
 ])
 def test_blocker(text: str, expected: tuple[int, str] | None) -> None:
     assert blocker(text) == expected

@@ -916,12 +916,19 @@ def _every_array_tensor_cast(tree: ast.Module) -> bool:
 
 def _cast_before_move(links: list[ast.expr], made: ast.Call) -> bool:
     """Whether the chain ``links`` (outermost first, `_links`) casts the tensor ``made`` makes before any move:
-    ``torch.from_numpy(b).float().to(d)``, not ``torch.from_numpy(b).to(d).float()`` (float64 on the device first)."""
-    for node in reversed(links[:links.index(made)] if made in links else []):
+    ``torch.from_numpy(b).float().to(d)``, or ``.cuda().float()``, which the port writes so, not
+    ``torch.from_numpy(b).to(d).float()`` (float64 on the device first)."""
+    outer = links[:links.index(made)] if made in links else []
+    for at in range(len(outer) - 1, -1, -1):
+        node = outer[at]
         if isinstance(node, ast.Call) and _casts(node):
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
-            return False
+            # `.cuda().float()`: TP001 writes `.float().to(tp.device())` (UnOpticalFlow's warp test), the cast first
+            cast = outer[at - 2] if at >= 2 else None  # the call of the attribute on this move
+            return node.func.attr == "cuda" and not node.args and not node.keywords and isinstance(cast, ast.Call) \
+                and not cast.args and not cast.keywords and isinstance(cast.func, ast.Attribute) \
+                and cast.func.value is node and cast.func.attr in _CASTS - {"to", "type", "double"}
     return False
 
 
@@ -991,6 +998,7 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
     from torchport.codemods.analysis.names import ast_chain, import_map, qualify  # LibCST's, for a run that parses
 
     imports = import_map(tree)
+    parents = parent_map(tree)
 
     def numeric(call: ast.Call) -> bool:
         """A numpy or scipy function (its results keep the float64 of their arguments)."""
@@ -1090,9 +1098,20 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
                         and not any(k.arg == "dtype" for k in node.keywords) \
                         and not any(isinstance(a, ast.Attribute) and a.attr not in _WIDE and any(
                             name.split(".")[0] == "torch" for name in qualify(ast_chain(a) or "", imports))
-                            for a in node.args):  # `.to(torch.float32)`: a cast
+                            for a in node.args) and not _cast_next(node, parents):  # `.to(torch.float32)`: a cast
                     found.append(node.lineno)
     return found
+
+
+def _cast_next(move: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
+    """Whether ``move`` is a ``.cuda()`` a cast follows (``torch.from_numpy(x).cuda().float()``): TP001 writes
+    ``.float().to(tp.device())``, so the float64 tensor is float32 before it reaches the device."""
+    attribute = parents.get(id(move))
+    cast = parents.get(id(attribute)) if isinstance(attribute, ast.Attribute) else None
+    return isinstance(move.func, ast.Attribute) and move.func.attr == "cuda" and not move.args \
+        and not move.keywords and isinstance(cast, ast.Call) and isinstance(attribute, ast.Attribute) \
+        and cast.func is attribute and not cast.args and not cast.keywords \
+        and attribute.attr in _CASTS - {"to", "type", "double"}
 
 
 def batch_moves(tree: ast.Module) -> tuple[int, int]:

@@ -1557,6 +1557,8 @@ class CudaGuard(Rule):
                 node.value.visit(calls)
                 for call in calls.found:
                     self._rewrite(m, call, "is_available")
+                if calls.found:
+                    m.fact("choices", node)  # the program's device follows the flag: what MPS lacks then matters
         sizing = m.store(self).get("sizing")
         if sizing is None:
             sizing = m.store(self)["sizing"] = _sizing(m)

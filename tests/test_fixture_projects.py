@@ -951,6 +951,15 @@ def test_an_options_flag_of_cuda_read_in_another_module_moves_with_the_accelerat
         "cuda", "mps", "xpu", "cpu"]
 
 
+def test_an_options_flag_of_a_program_mps_cannot_run_keeps_the_cpu_on_a_mac(tmp_path: Path) -> None:
+    """The same project whose experiment makes float64 (`.double()`): its flag stays CUDA's (the project holds the
+    choice), so a Mac runs it on the CPU instead of putting float64 on MPS."""
+    folder = _ported_with("flag_across_modules", tmp_path, "exp/exp_main.py", "y = self.model(x)",
+                          "y = self.model(x).double()")
+    on_a_mac = _run(folder, "-c", ON_A_MAC, "run.py")
+    assert on_a_mac.returncode == 0 and "device cpu" in on_a_mac.stdout, on_a_mac.stdout + on_a_mac.stderr[-2000:]
+
+
 def test_an_options_flag_also_read_elsewhere_stays_cudas(tmp_path: Path) -> None:
     """The same project where the script also prints the flag: a read the port cannot follow keeps the flag
     CUDA's alone, and what it guards in the other module stays as written (no path off CUDA runs it)."""

@@ -50,7 +50,7 @@ from torchport.codemods.core.reasons import (
 from torchport.codemods.core.rule import Example, Rule
 from torchport.codemods.unported import cuda_api_rule
 from torchport.model import torch_facts
-from torchport.model.trees import parent_map
+from torchport.model.trees import enclosing_scope, parent_map
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -251,9 +251,7 @@ def _counters_read(m: Migrator, line: int) -> bool:
         if isinstance(parent, ast.Subscript) and parent.value is call and isinstance(parent.slice, ast.Constant):
             return True
         if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
-            scope = parents.get(id(parent))
-            while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
-                scope = parents.get(id(scope))
+            scope = enclosing_scope(parent, parents)
             name = parent.targets[0].id
             if any(isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name
                    and isinstance(n.slice, ast.Constant) for n in ast.walk(scope or m.syntax)):
@@ -272,9 +270,7 @@ def _asserted(m: Migrator, line: int) -> bool:
         if isinstance(statement, ast.Assert):
             return True
         names = {t.id for t in statement.targets if isinstance(t, ast.Name)}
-        scope = parents.get(id(statement))
-        while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
-            scope = parents.get(id(scope))
+        scope = enclosing_scope(statement, parents)
         if names and any(isinstance(n, ast.Name) and n.id in names for a in ast.walk(scope or m.syntax)
                          if isinstance(a, ast.Assert) for n in ast.walk(a.test)):
             return True

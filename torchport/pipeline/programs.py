@@ -41,7 +41,7 @@ from torchport.codemods.analysis.programs import (
 )
 from torchport.model import installed, torch_facts
 from torchport.model.torch_facts import RAISES_OFF_CUDA, text
-from torchport.model.trees import parent_map
+from torchport.model.trees import enclosing_scope, parent_map
 from torchport.pipeline.engine import STILL_STOPS
 from torchport.pipeline.notebooks import SUFFIX, locate
 from torchport.pipeline.project import (
@@ -978,9 +978,7 @@ def _mapped_into_state(node: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
     bound = parents.get(id(load)) if isinstance(load, ast.Call) else None
     if not isinstance(bound, ast.Assign) or len(bound.targets) != 1 or not isinstance(bound.targets[0], ast.Name):
         return False
-    scope: ast.AST | None = bound
-    while scope is not None and not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
-        scope = parents.get(id(scope))
+    scope = enclosing_scope(bound, parents)
     name = bound.targets[0].id
     return scope is not None and any(
         isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict"

@@ -14,7 +14,7 @@ from torchport.codemods.analysis.programs import call_name, is_script, parameter
 from torchport.codemods.analysis.source import parse
 from torchport.model import torch_facts
 from torchport.model.torch_facts import ON_CUDA_FLAGS
-from torchport.model.trees import parent_map
+from torchport.model.trees import enclosing_scope, parent_map
 from torchport.results import (
     CHOSEN_IF_ON_CUDA,
     CPU_DEFAULT_TYPE,
@@ -1825,9 +1825,7 @@ def _only_compared(assign: ast.Assign, parents: Mapping[int, ast.AST]) -> bool:
     comparison (``t.dtype in floating_point_types``): a list of dtypes to check against, not to make."""
     if len(assign.targets) != 1 or not isinstance(target := assign.targets[0], ast.Name):
         return False
-    scope: ast.AST | None = parents.get(id(assign))
-    while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
-        scope = parents.get(id(scope))
+    scope = enclosing_scope(assign, parents)
     if scope is None:
         return False
     loads = [n for n in ast.walk(scope)

@@ -60,6 +60,7 @@ from torchport.pipeline.project import (
     reached_lack,
     remembered,
     split_choice,
+    top_definition,
     used,
     words,
     works_at_top,
@@ -833,9 +834,7 @@ def _calls_a_picker(project: Project, index: int) -> bool:
 
     def definition(module: int, wanted: str) -> ast.stmt | None:
         """The function, or the ``__init__`` of the class (what constructing it runs), ``wanted`` of ``module``."""
-        defined = parse(project.results[module].original) if project.results[module].changed else None
-        found = next((d for d in defined.body if isinstance(d, (ast.ClassDef, ast.FunctionDef)) and d.name == wanted),
-                     None) if defined is not None else None
+        found = top_definition(project, module, wanted) if project.results[module].changed else None
         if isinstance(found, ast.ClassDef):
             return next((d for d in found.body if isinstance(d, ast.FunctionDef) and d.name == "__init__"), found)
         return found
@@ -2130,9 +2129,7 @@ def faked_by_tests(results: Sequence[FileResult]) -> dict[int, str]:
     left: dict[int, str] = {}
 
     def defines(module: int, name: str) -> bool:
-        tree = _parse(results[module].original)
-        return tree is not None and any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                                        and s.name == name for s in tree.body)
+        return top_definition(project, module, name, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) is not None
 
     for test, line in sorted(fakers.items()):
         # what it imports, and where a package's `__init__` re-exports a name from (ezflow's `from ezflow.engine

@@ -1277,18 +1277,23 @@ def _definition_called(project: Project, index: int, func: ast.expr) -> ast.Clas
     else:
         return None
 
-    def definition(module: int, wanted: str) -> ast.ClassDef | ast.FunctionDef | None:
-        defined = parse(project.results[module].original)
-        return next((c for c in defined.body if isinstance(c, (ast.ClassDef, ast.FunctionDef)) and c.name == wanted),
-                    None) if defined is not None else None
-
     for local, other, bound in project.bindings(index):
         if local != name or (bound is None) != (attr is not None):
             continue
         found = project.origin(other, attr or bound or "",
-                               lambda module, wanted: definition(module, wanted) is not None, hops=3)
-        return definition(*found) if found is not None else None
+                               lambda module, wanted: top_definition(project, module, wanted) is not None, hops=3)
+        made = top_definition(project, *found) if found is not None else None
+        return made if isinstance(made, (ast.ClassDef, ast.FunctionDef)) else None
     return None
+
+
+def top_definition(project: Project, module: int, name: str,
+                   kinds: tuple[type[ast.stmt], ...] = (ast.ClassDef, ast.FunctionDef)) -> ast.stmt | None:
+    """The top-level class or function ``name`` (one of ``kinds``) of file ``module`` of ``project``, read from its
+    parse; None where it defines none there (or does not parse)."""
+    tree = parse(project.results[module].original)
+    return next((s for s in tree.body if isinstance(s, kinds) and getattr(s, "name", None) == name),
+                None) if tree is not None else None
 
 
 def _callee_feeds(project: Project, index: int, call: ast.Call, at: int | str) -> bool:

@@ -2135,14 +2135,17 @@ def _followed(test: cst.BaseExpression) -> cst.BaseExpression | None:
 
 def _first_weight(test: cst.BaseExpression) -> cst.BaseExpression | None:
     """``next(self.parameters())`` of a test ``next(self.parameters()).is_cuda`` (or ``buffers()``; MusicDiffusion's
-    ``"cuda" if next(self.buffers()).is_cuda else "cpu"``): a choice reads it once, as its ``.device`` would."""
-    if not (isinstance(test, cst.Attribute) and test.attr.value == "is_cuda" and isinstance(
-            call := test.value, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "next"
-            and len(call.args) == 1):
+    ``"cuda" if next(self.buffers()).is_cuda else "cpu"``): a choice reads it once, as its ``.device`` would
+    (`analysis.lacks.first_weight`, which the project pass reads)."""
+    from torchport.codemods.analysis.lacks import first_weight
+
+    if not (isinstance(test, cst.Attribute) and test.attr.value == "is_cuda" and isinstance(test.value, cst.Call)):
         return None
-    inner = call.args[0].value
-    return call if isinstance(inner, cst.Call) and not inner.args and isinstance(inner.func, cst.Attribute) \
-        and inner.func.attr.value in ("parameters", "buffers") and _code(inner.func.value) is not None else None
+    try:
+        tree = ast.parse(f"({_EMPTY.code_for_node(test.value.with_changes(lpar=[], rpar=[]))})", mode="eval")
+    except SyntaxError:
+        return None
+    return test.value if first_weight(tree.body) else None
 
 
 def _moved_to_cuda(node: cst.BaseExpression, follow: cst.BaseExpression | None = None) -> str | None:

@@ -1521,7 +1521,7 @@ def _follows(node: ast.If | ast.IfExp, after: ast.stmt | None = None) -> bool:
         return None
 
     if isinstance(node, ast.IfExp) and isinstance(node.test, ast.Attribute) and node.test.attr == "is_cuda" \
-            and _first_weight(node.test.value) and device_choice(node) is not None:
+            and first_weight(node.test.value) and device_choice(node) is not None:
         return True  # `"cuda" if next(self.buffers()).is_cuda else "cpu"`: TP024 writes `next(...).device.type`
     if not (isinstance(node.test, ast.Attribute) and node.test.attr == "is_cuda") or not all(
             isinstance(n, (ast.Name, ast.Attribute)) for n in _links(node.test.value)):
@@ -1540,8 +1540,9 @@ def _follows(node: ast.If | ast.IfExp, after: ast.stmt | None = None) -> bool:
         and moved(assign.value) == ast.unparse(assign.targets[0])
 
 
-def _first_weight(node: ast.expr) -> bool:
-    """``next(x.parameters())`` or ``next(x.buffers())``, ``x`` a name or a chain of attributes."""
+def first_weight(node: ast.expr) -> bool:
+    """``next(x.parameters())`` or ``next(x.buffers())``, ``x`` a name or a chain of attributes: a module's first
+    weight, which a device choice reads once (TP024 follows it, `torchport.codemods.device.FollowDevice`)."""
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "next" \
         and len(node.args) == 1 and isinstance(inner := node.args[0], ast.Call) and not inner.args \
         and isinstance(inner.func, ast.Attribute) and inner.func.attr in ("parameters", "buffers") \

@@ -925,10 +925,7 @@ def _cast_before_move(links: list[ast.expr], made: ast.Call) -> bool:
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
             # `.cuda().float()`: TP001 writes `.float().to(tp.device())` (UnOpticalFlow's warp test), the cast first
-            cast = outer[at - 2] if at >= 2 else None  # the call of the attribute on this move
-            return node.func.attr == "cuda" and not node.args and not node.keywords and isinstance(cast, ast.Call) \
-                and not cast.args and not cast.keywords and isinstance(cast.func, ast.Attribute) \
-                and cast.func.value is node and cast.func.attr in _CASTS - {"to", "type", "double"}
+            return _cast_first(node, outer[at - 2] if at >= 2 else None)  # the call of the attribute on this move
     return False
 
 
@@ -1104,14 +1101,19 @@ def _float64_names_moved(tree: ast.Module) -> list[int]:
 
 
 def _cast_next(move: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
-    """Whether ``move`` is a ``.cuda()`` a cast follows (``torch.from_numpy(x).cuda().float()``): TP001 writes
-    ``.float().to(tp.device())``, so the float64 tensor is float32 before it reaches the device."""
+    """`_cast_first` of ``move`` and the call around it, found through `parent_map`'s ``parents``."""
     attribute = parents.get(id(move))
-    cast = parents.get(id(attribute)) if isinstance(attribute, ast.Attribute) else None
+    return _cast_first(move, parents.get(id(attribute)) if isinstance(attribute, ast.Attribute) else None)
+
+
+def _cast_first(move: ast.Call, cast: ast.AST | None) -> bool:
+    """Whether ``move`` is a ``.cuda()`` that ``cast``, the call of an attribute of it, casts at once
+    (``torch.from_numpy(x).cuda().float()``): TP001 writes ``.float().to(tp.device())``, so the float64 tensor is
+    float32 before it reaches the device."""
     return isinstance(move.func, ast.Attribute) and move.func.attr == "cuda" and not move.args \
-        and not move.keywords and isinstance(cast, ast.Call) and isinstance(attribute, ast.Attribute) \
-        and cast.func is attribute and not cast.args and not cast.keywords \
-        and attribute.attr in _CASTS - {"to", "type", "double"}
+        and not move.keywords and isinstance(cast, ast.Call) and isinstance(cast.func, ast.Attribute) \
+        and cast.func.value is move and not cast.args and not cast.keywords \
+        and cast.func.attr in _CASTS - {"to", "type", "double"}
 
 
 def batch_moves(tree: ast.Module) -> tuple[int, int]:

@@ -931,6 +931,27 @@ def test_a_program_that_reads_a_name_nothing_binds_before_its_work_is_left_whole
     assert ran.stdout.startswith("loss ") and "NameError: name 'plot_curves'" in ran.stderr, ran.stderr[-2000:]
 
 
+def test_a_program_that_calls_its_project_with_arguments_it_refuses_is_left_whole(tmp_path: Path) -> None:
+    """stale_call (MusicDiffusion): generate.ipynb builds `Denoiser` with the arguments of an older signature and
+    sample.py a `Noiser` whose inherited `__init__` takes one: a TypeError on every device before either does
+    anything, so both stay byte-identical with R25 and the line. demo.ipynb and train.py build the current class:
+    they are ported, and train.py runs on the CPU."""
+    folder = _ported("stale_call", tmp_path)
+    for name in ("generate.ipynb", "sample.py", "networks.py"):
+        assert (folder / name).read_bytes() == (PROJECTS / "stale_call" / name).read_bytes()
+    assert "tp.device()" in (folder / "train.py").read_text() and "tp.device()" in (folder / "demo.ipynb").read_text()
+    output, found = _reports(folder)
+    assert "sample.py:8:1: TP110 2 rewrite(s) not made: [R25 runs-nowhere]" in output
+    assert found["generate.ipynb"]["runs_on"] == [] and found["sample.py"]["runs_on"] == []
+    assert {(b["target"], b["path"], b["line"]) for b in found["sample.py"]["blockers"]} == {
+        (target, "sample.py", 7) for target in ("mps", "xpu", "cpu")}
+    assert "calls `Noiser` with arguments its signature refuses (too many positional arguments)" in found[
+        "sample.py"]["blockers"][0]["reason"]
+    assert found["train.py"]["runs_on"] == found["demo.ipynb"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    ran = _run(folder, "train.py")
+    assert ran.returncode == 0 and ran.stdout.startswith("loss "), ran.stderr[-2000:]
+
+
 def test_an_options_flag_of_cuda_read_in_another_module_moves_with_the_accelerator(tmp_path: Path) -> None:
     """flag_across_modules (the Informer family): the script keeps `args.use_gpu` true only where CUDA is, and the
     base experiment picks `cuda:{gpu}` under it in another module. Every read of the flag guards code the runtime

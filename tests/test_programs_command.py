@@ -1595,7 +1595,8 @@ def test_a_program_whose_data_never_reaches_the_runtimes_device_gets_no_call(tmp
     files = _migrated(tmp_path)
     assert files["ckpt.py"]["changed"] and not files["main.py"]["changed"], files["main.py"]
     calling = tmp_path / "calling"
-    _write(calling, {**sources, "main.py": sources["main.py"].replace("save_ckpt", "load_state")})
+    _write(calling, {**sources, "main.py": sources["main.py"].replace("save_ckpt", "load_state").replace(
+        "load_state(torch.nn.Linear(2, 2), 'm.pt')", "load_state('m.pt')")})
     files = _migrated(calling)
     assert "TP019" in {r["code"] for r in files["main.py"]["rewrites"]}
 
@@ -3271,3 +3272,34 @@ def test_a_relative_import_of_a_submodule_named_as_its_package_binds_that_submod
                     "    print(model_factory.get(2).cuda()(torch.ones(2).cuda()))\n",
     })
     assert _programs(tmp_path)["train.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+
+
+def test_a_call_its_project_refuses_counts_only_where_it_settles_the_program(tmp_path: Path) -> None:
+    """MusicDiffusion: a call of a project class or function with arguments its signature refuses, made before the
+    program's work, is a TypeError on every device. Not where a decorator, a spread or a base outside the project
+    may take the arguments, nor after the work began, nor in a notebook cell whose result no later line reads."""
+    import nbformat
+    from nbformat import v4
+
+    _write(tmp_path, {
+        "nets.py": "import functools\n\nimport torch\n\n\nclass Net(torch.nn.Module):\n    pass\n\n\n"
+                   "class Plain:\n    pass\n\n\ndef build(depth, width):\n    return Net()\n\n\n"
+                   "@functools.lru_cache\ndef cached(depth):\n    return Net()\n",
+        "stale.py": "import torch\nfrom nets import build\n\nmodel = build(3)\nprint(torch.ones(1).cuda())\n",
+        "plain.py": "import torch\nimport nets\n\nnets.Plain(1)\nprint(torch.ones(1).cuda())\n",
+        "fine.py": "import torch\nfrom nets import Net, build, cached\n\nargs = (3, 4)\nnet = Net(4)\n"
+                   "model = build(*args)\ncached(1, 2)\nfor _ in range(2):\n    print(torch.ones(1).cuda())\n"
+                   "build(1)\n",
+    })
+    nb = v4.new_notebook()
+    nb.cells = [v4.new_code_cell("import torch\nfrom nets import build"), v4.new_code_cell("build(3)"),
+                v4.new_code_cell("print(torch.ones(1).cuda())")]
+    nbformat.write(nb, tmp_path / "alone.ipynb")
+    found = _programs(tmp_path)
+    assert found["stale.py"]["runs_on"] == found["plain.py"]["runs_on"] == []
+    assert {(b["target"], b["line"]) for b in found["stale.py"]["blockers"]} == {
+        (t, 4) for t in ("mps", "xpu", "cpu")}
+    assert "missing a required argument: 'width'" in found["stale.py"]["blockers"][0]["reason"]
+    assert "(too many positional arguments)" in found["plain.py"]["blockers"][0]["reason"]
+    assert found["fine.py"]["runs_on"] == found["alone.ipynb"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
+    assert not _migrated(tmp_path)["stale.py"]["changed"]

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from torchport.model.unbound import unbound_read
+from torchport.model.unbound import first_calls, unbound_read
 
 
 def _read(source: str, script: bool = True) -> tuple[int, str] | None:
@@ -60,3 +60,25 @@ def test_the_main_block_is_read_only_for_a_script() -> None:
     source = "import torch\n\nif __name__ == '__main__':\n    demo(torch.zeros(2))\n"
     assert _read(source) == (4, "demo")
     assert _read(source, script=False) is None
+
+
+def test_the_calls_made_before_the_work_are_given_in_the_order_they_run() -> None:
+    source = textwrap.dedent("""\
+        import torch
+        from networks import Denoiser
+        d = Denoiser(steps=10)
+        print(torch.cuda.is_available())
+        def main():
+            x = make(Denoiser(2))
+            fit(x)
+            never(x)
+        main()
+        """)
+    calls = first_calls(ast.parse(source), source, script=True)
+    assert [ast.unparse(c) for c in calls] == [
+        "Denoiser(steps=10)", "print(torch.cuda.is_available())", "main()", "Denoiser(2)", "make(Denoiser(2))"]
+
+
+def test_no_calls_are_given_where_the_module_may_bind_names_it_does_not_spell() -> None:
+    source = "from helpers import *\nDenoiser(1, 2, 3)\n"
+    assert first_calls(ast.parse(source), source, script=True) == []

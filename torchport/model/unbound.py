@@ -7,6 +7,8 @@ body of the first own function it calls, up to the first loop or call of another
 program may have done its work: a training loop that ends in a NameError still trained). A name counts as bound
 wherever the module binds it, in any scope (an assignment, a parameter, an import, a definition, ``global``); a
 module that may bind names it does not spell (``globals()``, ``exec``, a star import, ``builtins``) settles nothing.
+The same walk gives the calls the program makes on every run before its work (`first_calls`): a call of a project
+function or class with arguments its signature refuses is a TypeError on every device (a stale notebook).
 """
 
 from __future__ import annotations
@@ -38,15 +40,7 @@ def unbound_read(tree: ast.Module, text: str, script: bool) -> tuple[int, str] |
     """
     if _DYNAMIC.search(text) or "builtins" in text or "import *" in text:
         return None
-    functions = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    modules = frozenset((a.asname or a.name).split(".", 1)[0] for s in ast.walk(tree) if isinstance(s, ast.Import)
-                        for a in s.names)
-    reads: list[ast.Name] = []
-    try:
-        for node in _reads(tree.body, script, functions, 1, modules):
-            reads.append(node)
-    except _Worked:
-        pass
+    reads = [n for n in _walk(tree, script) if isinstance(n, ast.Name)]
     known = _BUILTINS | (installed.binds(text, tree) or frozenset())  # most reads are of imports and globals: the
     # whole walk only for names they leave
     reads = [n for n in reads if n.id not in known and not (n.id.startswith("__") and n.id.endswith("__"))]
@@ -54,6 +48,36 @@ def unbound_read(tree: ast.Module, text: str, script: bool) -> tuple[int, str] |
         return None
     bound = _bound(tree)
     return next(((n.lineno, n.id) for n in reads if n.id not in bound), None)
+
+
+def first_calls(tree: ast.Module, text: str, script: bool) -> list[ast.Call]:
+    """The calls of a name or a name's attribute (``Net(3)``, ``models.build(cfg)``) the module's code makes on every
+    run before its work, in the order they run, the call that starts the work included (``main(args)``, a method
+    called), as `unbound_read` walks it; none where the module may bind names it does not spell.
+
+    Args:
+        tree: CPython's parse of ``text``.
+        text: the module's source.
+        script: read its ``if __name__ == "__main__":`` block too.
+    """
+    if _DYNAMIC.search(text) or "builtins" in text or "import *" in text:
+        return []
+    return [n for n in _walk(tree, script) if isinstance(n, ast.Call) and (isinstance(n.func, ast.Name) or isinstance(
+        n.func, ast.Attribute) and isinstance(n.func.value, ast.Name))]
+
+
+def _walk(tree: ast.Module, script: bool) -> list[ast.Name | ast.Call]:
+    """The names read and the calls made on every run, in order, until the program may have done its work."""
+    functions = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    modules = frozenset((a.asname or a.name).split(".", 1)[0] for s in ast.walk(tree) if isinstance(s, ast.Import)
+                        for a in s.names)
+    found: list[ast.Name | ast.Call] = []
+    try:
+        for node in _reads(tree.body, script, functions, 1, modules):
+            found.append(node)
+    except _Worked:
+        pass
+    return found
 
 
 _BUILTINS = frozenset(dir(builtins))
@@ -83,8 +107,9 @@ def _bound(tree: ast.Module) -> set[str]:
 
 
 def _reads(body: list[ast.stmt], script: bool, functions: Mapping[str, ast.FunctionDef | ast.AsyncFunctionDef],
-           depth: int, modules: frozenset[str] = frozenset()) -> Iterator[ast.Name]:
-    """The names ``body`` reads on every run, in the order it runs, until it may have done work (`_Worked`).
+           depth: int, modules: frozenset[str] = frozenset()) -> Iterator[ast.Name | ast.Call]:
+    """The names ``body`` reads and the calls it makes on every run, in the order it runs, until it may have done
+    work (`_Worked`).
     ``modules``: the names the module binds to modules (``import torch``): a call of their attributes is a library
     call (``torch.load``), not the program's work."""
     for stmt in body:
@@ -121,6 +146,7 @@ def _reads(body: list[ast.stmt], script: bool, functions: Mapping[str, ast.Funct
         elif (call := _own_call(stmt, functions)) is not None:
             for argument in [*call.args, *(k.value for k in call.keywords)]:
                 yield from _loads(argument)
+            yield call
             function = functions[call.func.id]  # type: ignore[attr-defined]
             if depth > 0 and isinstance(function, ast.FunctionDef) and not any(
                     isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(function)):  # a generator: later
@@ -132,8 +158,9 @@ def _reads(body: list[ast.stmt], script: bool, functions: Mapping[str, ast.Funct
                 raise _Worked
 
 
-def _loads(node: ast.AST) -> Iterator[ast.Name]:
-    """The names ``node`` reads whenever it runs, in source order: not in a lambda, a generator or an annotation
+def _loads(node: ast.AST) -> Iterator[ast.Name | ast.Call]:
+    """The names ``node`` reads and the calls it makes whenever it runs, in source order (a call after its
+    arguments): not in a lambda, a generator or an annotation
     (they run later, or never), nor in what a conditional expression, ``and``/``or`` or a comprehension may skip
     (the other arm, the right side, the element)."""
     stack = [node]
@@ -151,14 +178,15 @@ def _loads(node: ast.AST) -> Iterator[ast.Name]:
         if isinstance(current, (ast.ListComp, ast.SetComp, ast.DictComp)):
             stack.append(current.generators[0].iter)
             continue
-        if isinstance(current, ast.Name) and isinstance(current.ctx, ast.Load):
+        if isinstance(current, ast.Name) and isinstance(current.ctx, ast.Load) or isinstance(current, ast.Call):
             found.append(current)
         for name, child in ast.iter_fields(current):
             if name in ("annotation", "returns"):
                 continue
             children = child if isinstance(child, list) else [child]
             stack.extend(c for c in children if isinstance(c, ast.AST))
-    yield from sorted(found, key=lambda n: (n.lineno, n.col_offset))
+    yield from sorted(found, key=lambda n: (n.end_lineno or n.lineno, n.end_col_offset or 0) if isinstance(
+        n, ast.Call) else (n.lineno, n.col_offset))
 
 
 def _definition_parts(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> list[ast.expr]:

@@ -282,6 +282,13 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                     target, f"reads `{unbound[1]}`, which nothing binds, before it does its work: a NameError, "
                             f"{installed.RUNS_NOWHERE}", shown, unbound[0], chain=hops_to(entry, index, kind))
                     for target in OFF_CUDA if target not in {b.target for b in program.blockers})
+            if (refused := project.refused_call(index, index == entry and kind in ("script", "console-script"))):
+                # MusicDiffusion's notebooks build a Denoiser with seven arguments; the class now takes three
+                program.blockers.extend(Blocker(
+                    target, f"calls `{refused[1]}` with arguments its signature refuses ({refused[2]}) before it "
+                            f"does its work: a TypeError, {installed.RUNS_NOWHERE}", shown, refused[0],
+                    chain=hops_to(entry, index, kind))
+                    for target in OFF_CUDA if target not in {b.target for b in program.blockers})
             for line, name, module in project.undefined_imports(index)[:1]:
                 # super-image's examples import a class its package does not define: an ImportError anywhere
                 program.blockers.extend(Blocker(
@@ -537,7 +544,8 @@ def _reached_only_by_cuda(results: list[FileResult]) -> dict[int, str]:
         _, project = _model(results)
         stopped = any(project.undefined_imports(i) or project.missing_imports(i)
                       for i, r in enumerate(results) if r.changed and r.original) or \
-            any(project.unbound_read(i, True) for i, r in enumerate(results) if r.original)  # (unchanged ones too)
+            any(project.unbound_read(i, True) or project.refused_call(i, True)
+                for i, r in enumerate(results) if r.original)  # (unchanged ones too)
     if not suspects and not stopped:
         return {}
     # Only a module that itself needs CUDA, or defines a CUDA gate, makes a program CUDA-only (an entry point's

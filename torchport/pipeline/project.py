@@ -24,6 +24,7 @@ import ast
 import difflib
 import functools
 import gc
+import inspect
 import re
 import sys
 from collections import OrderedDict
@@ -51,7 +52,7 @@ from torchport.codemods.analysis.programs import (
     main_blocks,
 )
 from torchport.codemods.analysis.source import parse as parse_quietly
-from torchport.model import installed, torch_facts
+from torchport.model import arity, installed, torch_facts
 from torchport.results import COMPILED, CPU_EXTENSION, DATASET_FLOAT64, KEPT_CHOICE, FileResult, keeps_cuda_or_cpu
 
 _DYNAMIC_IMPORT = torch_facts.text("dynamic_import")
@@ -193,6 +194,7 @@ def remembered(table: dict[_K, _V], key: _K, compute: Callable[[], _V]) -> _V:
 
 _BINDS: dict[str, frozenset[str] | None] = {}  # `installed.binds`, per text
 _UNBOUND: dict[tuple[str, bool], tuple[int, str] | None] = {}  # `Project.unbound_read`, per text
+_FIRST_CALLS: dict[tuple[str, bool], list[ast.Call]] = {}  # `Project.refused_call`, per text
 _BATCH_MOVES: dict[str, tuple[int, int]] = {}  # `lacks.batch_moves`, per text
 
 
@@ -1006,6 +1008,71 @@ class Project:
 
         return remembered(_UNBOUND, (text, script), read)
 
+    def refused_call(self, index: int, script: bool) -> tuple[int, str, str] | None:
+        """``(line, callee, why)`` of the first call file ``index`` makes on every run, before its work
+        (`unbound.first_calls`), of a function or class of the project whose signature refuses its arguments
+        (`arity.refusal`: ``Denoiser(2, 4096, 48, ...)`` where ``Denoiser.__init__`` takes three): a TypeError
+        on every device. In a notebook a stale cell fails alone: only a call whose result a later line reads
+        counts there (MusicDiffusion's ``d = Denoiser(...)``, then ``d.cuda()``). A package's ``__init__.py`` does
+        not count. None where no call settles it."""
+        from torchport.model.unbound import first_calls  # here: a warm run reads the decisions
+
+        result = self.results[index]
+        text = result.original or ""
+        if result.path.name == "__init__.py" or "(" not in text:
+            return None
+
+        def calls() -> list[ast.Call]:
+            tree = parse(text)
+            return first_calls(tree, text, script) if tree is not None else []
+
+        for call in remembered(_FIRST_CALLS, (text, script), calls):
+            declared = self._signature(index, call.func)
+            if declared is not None and (why := arity.refusal(declared, call)) is not None and (
+                    result.path.suffix == ".py" or _read_later(parse(text), call)):
+                return call.lineno, ast.unparse(call.func), why
+        return None
+
+    def _signature(self, index: int, func: ast.expr) -> inspect.Signature | None:
+        """The signature of what ``func`` (a callee in file ``index``, a name it binds once) calls, where it is an
+        undecorated top-level function or class of the project (a class by its ``__init__``, its own or a project
+        base's); None where anything else may decide it (a decorator, a metaclass, ``__new__``, a base outside
+        the project)."""
+        head = func.id if isinstance(func, ast.Name) else func.value.id  # type: ignore[attr-defined]
+        tree = parse(self.results[index].original)
+        if tree is None or _bindings_of(tree, head) != 1:
+            return None
+        found = self._defined(index, func)
+        for _ in range(4):  # a class's bases, up to a few
+            if found is None:
+                return None
+            module, definition = found
+            if definition.decorator_list:
+                return None
+            if isinstance(definition, ast.FunctionDef):
+                return arity.signature(definition)
+            if definition.keywords or any(isinstance(s, (ast.Assign, ast.AnnAssign)) and any(
+                    isinstance(t, ast.Name) and t.id in ("__init__", "__new__") for t in ast.walk(s))
+                    or isinstance(s, ast.FunctionDef) and s.name == "__new__" for s in definition.body):
+                return None
+            init = next((s for s in definition.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+            if init is not None:
+                return None if init.decorator_list else arity.signature(init, method=True)
+            bases = [b for b in definition.bases if not (isinstance(b, ast.Name) and b.id == "object")]
+            if not bases:
+                return inspect.Signature()  # object's: no arguments
+            found = self._defined(module, bases[0]) if len(bases) == 1 else None
+        return None
+
+    def _defined(self, index: int, func: ast.expr) -> tuple[int, ast.ClassDef | ast.FunctionDef] | None:
+        """The file and top-level class or function of the project that ``func`` names in file ``index``: one it
+        imports (`_called_definition`) or its own."""
+        found = _called_definition(self, index, func)
+        if found is None and isinstance(func, ast.Name):
+            own = top_definition(self, index, func.id)
+            found = (index, own) if isinstance(own, (ast.ClassDef, ast.FunctionDef)) else None
+        return found
+
     def _build_scripts(self) -> list[str]:
         """The texts of the run's files that build extensions (`_BUILDS`)."""
         if self._builds is None:
@@ -1270,6 +1337,13 @@ def _definition_called(project: Project, index: int, func: ast.expr) -> ast.Clas
     """The top-level class or function of the project that ``func`` (the callee of a call in file ``index``: ``Net``
     or ``make`` bound from a module, ``models.make`` of a module bound) names, through a package's re-exports
     (``from .models import make``); None where the project defines none."""
+    found = _called_definition(project, index, func)
+    return found[1] if found is not None else None
+
+
+def _called_definition(project: Project, index: int,
+                       func: ast.expr) -> tuple[int, ast.ClassDef | ast.FunctionDef] | None:
+    """`_definition_called`, with the file that defines it."""
     if isinstance(func, ast.Name):
         name, attr = func.id, None
     elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
@@ -1283,8 +1357,32 @@ def _definition_called(project: Project, index: int, func: ast.expr) -> ast.Clas
         found = project.origin(other, attr or bound or "",
                                lambda module, wanted: top_definition(project, module, wanted) is not None, hops=3)
         made = top_definition(project, *found) if found is not None else None
-        return made if isinstance(made, (ast.ClassDef, ast.FunctionDef)) else None
+        return (found[0], made) if found is not None and isinstance(made, (ast.ClassDef, ast.FunctionDef)) else None
     return None
+
+
+def _read_later(tree: ast.Module | None, call: ast.Call) -> bool:
+    """Whether ``call`` is the value of an assignment in ``tree`` whose names a later line reads."""
+    made = next((n for n in ast.walk(tree) if isinstance(n, ast.Assign) and (n.value.lineno, n.value.col_offset) == (
+        call.lineno, call.col_offset)), None) if tree is not None else None
+    names = {t.id for t in made.targets if isinstance(t, ast.Name)} if made is not None else set()
+    return any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names and n.lineno > call.lineno
+               for n in ast.walk(tree)) if names and tree is not None else False
+
+
+def _bindings_of(tree: ast.Module, name: str) -> int:
+    """How many statements or parameters of ``tree``, in any scope, bind ``name``."""
+    count = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) or isinstance(
+                node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name or isinstance(
+                node, ast.arg) and node.arg == name:
+            count += 1
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            count += sum((a.asname or a.name).split(".", 1)[0] == name for a in node.names)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            count += 2  # rebound from elsewhere
+    return count
 
 
 def top_definition(project: Project, module: int, name: str,

@@ -163,8 +163,9 @@ QUIET_OFF_CUDA = Reason(
 RUNS_NOWHERE = Reason(
     "R25", "runs-nowhere", "A program that always imports what the installed torch lacks (`torch.utils.ffi`, "
     "`torch._six`, a private name an older torch had), or a name a module of the project does not define, or "
-    "that reads a name nothing binds before it does its work (a NameError), runs on no device: a port changes "
-    "nothing anyone can run.",
+    "that reads a name nothing binds before it does its work (a NameError), or calls a function or class of the "
+    "project with arguments its signature refuses before it does its work (a TypeError), runs on no device: a port "
+    "changes nothing anyone can run.",
     "import torch\nfrom torch.utils.ffi import create_extension\n\nx = torch.ones(2).cuda()\n")
 
 PROJECT_TORCH = Reason(

@@ -3303,3 +3303,24 @@ def test_a_call_its_project_refuses_counts_only_where_it_settles_the_program(tmp
     assert "(too many positional arguments)" in found["plain.py"]["blockers"][0]["reason"]
     assert found["fine.py"]["runs_on"] == found["alone.ipynb"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
     assert not _migrated(tmp_path)["stale.py"]["changed"]
+
+
+@pytest.mark.parametrize("imported", [True, False])
+def test_a_default_of_a_script_function_another_module_calls_without_it_is_ported(tmp_path: Path,
+                                                                                 imported: bool) -> None:
+    """FlashGAT's graphiler/utils/setup.py: `def setup(device='cuda:0')`, with a `__main__` block of its own, is
+    star-imported by its package, and the examples call `setup()`: the default is reached, so it is ported with the
+    assert beside it. A script no module imports keeps a default no call of its own leaves (R09)."""
+    _write(tmp_path, {
+        "pkg/__init__.py": "from .setup import *\n" if imported else "",
+        "pkg/setup.py": "import torch\n\n\ndef setup(device='cuda:0'):\n    assert torch.cuda.is_available()\n"
+                        "    return torch.device(device)\n\n\nif __name__ == '__main__':\n"
+                        "    print(setup('cuda:0'))\n",
+        "run.py": ("from pkg import setup\n\nprint(setup())\n" if imported else "print(1)\n"),
+    })
+    setup = _migrated(tmp_path)["pkg/setup.py"]
+    assert setup["changed"]
+    codes = {r["code"] for r in setup["rewrites"]}
+    assert ("TP003" in codes) is imported
+    assert any("every call of this script function passes `device`" in d["message"]
+               for d in setup["diagnostics"]) is not imported

@@ -24,6 +24,9 @@ KEPT = "kept CUDA-or-CPU: "
 # The gate the project pass gives a script no module imports (`torchport.pipeline.unused.own_scripts`): only its own
 # code calls its functions, so the port check reads the values its calls give them (`torchport.model.check`).
 OWN = "own script"
+# The gate the project pass gives a script another module of the project imports (FlashGAT's graphiler/utils/setup.py,
+# star-imported by its package): calls from elsewhere reach its functions' defaults (`torchport.codemods.device`).
+IMPORTED = "script imported elsewhere"
 # The gate the project pass gives a module that sets an attribute flag a port moves with the accelerator
 # (`torchport.pipeline.programs.ported_flags`), as ``PORTED_FLAG + name``: it ports the CUDA check that sets it.
 PORTED_FLAG = "ported flag "

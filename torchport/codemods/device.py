@@ -63,7 +63,7 @@ from torchport.codemods.core.rule import Example, Rule
 from torchport.model import torch_facts
 from torchport.model.checkpoints import storage_parameters
 from torchport.model.objects import UNSEEN, own_device_classes, own_parameter
-from torchport.results import STORAGE
+from torchport.results import IMPORTED, STORAGE
 
 if TYPE_CHECKING:
     from torchport.codemods.core.transformer import Migrator
@@ -1045,6 +1045,8 @@ class DeviceString(_StringRule):
         dispatching = dispatching_parameters(_function_tree(node))
         what = ("private method" if method else "private function" if node.name.value.startswith("_")
                 else "script function")
+        if what == "script function" and IMPORTED in m.gates:
+            unreachable = ()  # another module imports the script: its calls may leave the default
         for name, default in defaults:
             if name in unreachable:
                 why = f"a default no call reaches: every call of this {what} passes `{name}`"

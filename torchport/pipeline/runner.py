@@ -32,7 +32,7 @@ from torchport.pipeline.engine import (
 )
 from torchport.pipeline.files import Found, naming_files_key
 from torchport.pipeline.notebooks import NotebookResult, is_notebook, not_writable, read_notebook
-from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, KEPT, OWN, PORTED_FLAG, FileResult
+from torchport.results import AVOID_BEFORE, AVOID_IN_MAIN, IMPORTED, KEPT, OWN, PORTED_FLAG, FileResult
 from torchport.style import style_for
 
 # progress(total) -> a context manager giving advance(); see report.progress_bar.
@@ -210,8 +210,11 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
         gates[index] = gates.get(index, frozenset()) | names
     for index, names in programs.ported_flags(results).items():  # `args.use_gpu = torch.cuda.is_available() ...`
         gates[index] = gates.get(index, frozenset()) | {f"{PORTED_FLAG}{name}" for name in names}
+    from torchport.pipeline.unused import imported_scripts, own_scripts  # here: a warm run reads the directives
+
+    for index in imported_scripts(results):  # calls of other modules reach its functions' defaults
+        gates[index] = gates.get(index, frozenset()) | {IMPORTED}
     _again(results, {index: Directive(gates=names) for index, names in gates.items()}, settings, jobs, cache)
-    from torchport.pipeline.unused import own_scripts  # here: a warm run reads the directives
 
     own = own_scripts(results)
     for index in own:  # only its own code calls a script's functions: told with the next directive it gets

@@ -208,6 +208,22 @@ def own_scripts(results: Sequence[FileResult]) -> set[int]:
             and not (results[i].path in packaged and results[i].path.parent in project.package_dirs)}
 
 
+def imported_scripts(results: Sequence[FileResult]) -> set[int]:
+    """The changed scripts (a ``__main__`` block) that keep a default of one of their functions because every call
+    in them passes it (`results.IMPORTED`), and that another module of the project imports: its calls may not.
+
+    Returns:
+        indices into ``results``.
+    """
+    kept = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and any(
+        "every call of this script function" in d.message for d in r.diagnostics)]
+    if not kept:
+        return set()
+    project = Project(results)
+    imported = {other for index in range(len(results)) for other in project.imports(index) if other != index}
+    return {i for i in kept if i in imported}
+
+
 def unread_globals(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     """The module-level names of each changed module that hold a device value nothing reads: the module never
     names them again, or only as a label (`check.labelled`), and no module of the project imports them (``from

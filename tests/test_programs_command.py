@@ -1650,9 +1650,12 @@ def test_pytorch3d_rasterizers_keep_the_cpu_of_a_mac_and_its_transforms_do_not(t
                      "    print(MeshRasterizer()(torch.ones(2).cuda()))\n",
         "rotate.py": "import torch\nfrom pytorch3d.transforms import matrix_to_quaternion\n\n"
                      "if __name__ == '__main__':\n    print(matrix_to_quaternion(torch.eye(3).cuda()))\n",
+        # Point-Cloud-Completion's chamfer loss: pytorch3d.ops' knn_points, kernels for the CPU and CUDA alone
+        "complete.py": "import torch\nfrom pytorch3d.ops.knn import knn_points\n\nif __name__ == '__main__':\n"
+                       "    x = torch.ones(1, 4, 3).cuda()\n    print(knn_points(x, x))\n",
     })
     found = _programs(tmp_path)
-    assert found["render.py"]["runs_on"] == ["cuda", "cpu"]
+    assert found["render.py"]["runs_on"] == found["complete.py"]["runs_on"] == ["cuda", "cpu"]
     assert ("mps", "render.py", 5) in {(b["target"], b["path"], b["line"]) for b in found["render.py"]["blockers"]}
     assert found["rotate.py"]["runs_on"] == ["cuda", "mps", "xpu", "cpu"]
 

@@ -478,6 +478,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "warpctc_pytorch": ("cpu_cuda_library",),  # Baidu warp-ctc: `cpu_ctc` for any tensor not on CUDA
     "dgl": ("cpu_cuda_library",),  # DGL's graphs live on the CPU or CUDA alone (`to_dgl_context`)
     "pytorch3d.renderer": ("cpu_cuda_library",),  # its rasterizers' kernels (`pytorch3d._C`); transforms are torch
+    "pytorch3d.ops": ("cpu_cuda_library",), "pytorch3d.loss": ("cpu_cuda_library",),  # knn_points, ball_query, the
+    # chamfer and point-mesh distances: `pytorch3d._C` too
     "odeint": ("float64_solver",), "odeint_adjoint": ("float64_solver",), "odeint_event": ("float64_solver",),
     "euler": ("fixed_grid_method",), "midpoint": ("fixed_grid_method",), "rk4": ("fixed_grid_method",),
     "explicit_adams": ("fixed_grid_method",), "implicit_adams": ("fixed_grid_method",),

@@ -81,7 +81,8 @@ def test_a_guarded_import_blocks_nothing() -> None:
     "from pointnet2_ops import pointnet2_utils",  # Real3D-AD's M3DM/models.py: CUDAExtension alone
     "from knn_cuda import KNN", "import tinycudann as tcnn", "from simple_knn._C import distCUDA2",
     "from mamba_ssm import Mamba",
-    "import cudf", "import cugraph.centrality", "from dask_cuda import LocalCUDACluster"])  # RAPIDS (rdf2vecgpu)
+    "import cudf", "import cugraph.centrality", "from dask_cuda import LocalCUDACluster",  # RAPIDS (rdf2vecgpu)
+    "import flashinfer"])  # FlashGAT's SparseAttention benchmark
 def test_an_extension_built_for_cuda_alone_blocks_its_importers(statement: str) -> None:
     source = f"import torch\n{statement}\n"
     assert [r.line for r in requirements(ast.parse(source), source)] == [2]

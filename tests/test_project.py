@@ -344,9 +344,6 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     # deep_avsr: MPS has no CTC loss kernel
     ("loss_function = nn.CTCLoss(blank=0)\n", (1, "CTC loss (`aten::_ctc_loss`)")),
     ("loss = F.ctc_loss(log_probs, targets, lengths, target_lengths)\n", (1, "CTC loss (`aten::_ctc_loss`)")),
-    # GenerativeZoo's Glow: slogdet's backward solves with `aten::linalg_lu_solve`, which MPS lacks
-    ("logdet = torch.slogdet(w)[1]\n", (1, "LU solves (`aten::linalg_lu_solve`: `slogdet`'s backward)")),
-    ("def slogdet(w):\n    return w\n", None),  # a project's own function of that name
     # DistilledCTR's models: a CPU type made of a tensor that is not on CUDA raises on MPS and on an XPU
     ("def forward(self, x):\n    if not x.is_cuda:\n        x = torch.LongTensor(x).to(device)\n    return x\n",
      (3, "a CPU tensor type made of a tensor wherever it is not on CUDA (`torch.LongTensor(x)`)")),
@@ -396,6 +393,19 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
 ])
 def test_blocker(text: str, expected: tuple[int, str] | None) -> None:
     assert blocker(text) == expected
+
+
+@pytest.mark.parametrize(("torch_version", "lacks"), [("2.9.1", True), ("2.10.0", False), ("2.13.0", False)])
+def test_what_mps_lacked_before_a_torch_release_counts_where_the_installed_torch_predates_it(
+        monkeypatch: pytest.MonkeyPatch, torch_version: str, lacks: bool) -> None:
+    """GenerativeZoo's Glow: slogdet's backward solves with `aten::linalg_lu_solve`, which MPS has had since torch
+    2.10 (pytorch#167569): a lack where the torch installed is older. A project's own `slogdet` is none."""
+    from torchport.model import installed
+
+    monkeypatch.setattr(installed, "version", lambda: torch_version)
+    assert blocker("logdet = torch.slogdet(w)[1]\n") == (
+        (1, "LU solves (`aten::linalg_lu_solve`: `slogdet`'s backward)") if lacks else None)
+    assert blocker("def slogdet(w):\n    return w\n") is None
 
 
 def test_a_module_whose_unconditional_moves_fail_on_the_cpu_is_ported_whole_not_held(tmp_path: Path) -> None:

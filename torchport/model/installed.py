@@ -28,6 +28,12 @@ def _root() -> Path | None:
     return Path(locations[0]) if locations else None
 
 
+def version_tuple() -> tuple[int, int] | None:
+    """The installed torch's major and minor version (``(2, 13)``); None where it cannot be read."""
+    parts = version().split(".")
+    return (int(parts[0]), int(parts[1])) if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit() else None
+
+
 @functools.cache
 def version() -> str:
     """The installed torch's version (``"2.13.0"``, from ``torch/version.py``); ``""`` where it cannot be read."""

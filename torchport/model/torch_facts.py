@@ -575,8 +575,8 @@ TEXT = {
                                  "a C preprocessor conditional: what it holds may not be compiled "
                                  "(`#ifdef WITH_CUDA`)"),
     "mps_lacks_lu_solve": (r"(?<!def )\b(?:slogdet|logdet|lu_solve)\(",
-                           "a log-determinant's backward and `lu_solve` solve with `aten::linalg_lu_solve`, which has "
-                           "no MPS kernel (`CPU, CUDA` in native_functions.yaml); GenerativeZoo's Glow trains so"),
+                           "a log-determinant's backward and `lu_solve` solve with `aten::linalg_lu_solve`, which had "
+                           "no MPS kernel before torch 2.10 (pytorch#167569); GenerativeZoo's Glow trains so"),
     "mps_lacks_area": (r"""\bmode\s*=\s*["']area["']""",
                        "area interpolation: it runs MPS's adaptive_avg_pool2d, which takes only sizes that divide "
                        "(pytorch#96056, open in torch 2.13); facenet-pytorch's MTCNN resizes so"),
@@ -735,6 +735,8 @@ CUDA_LIBRARIES = {
     "nvidia.dali": Library(False),
     # Unsloth's fine-tuning kernels: importing it raises without an NVIDIA (or its own list of) GPU
     "unsloth": Library(False),
+    # FlashInfer's attention and sampling kernels: CUDA alone (its wheels JIT-compile them with nvcc)
+    "flashinfer": Library(False),
 }
 # The prefixes of the qualified names whose uses need CUDA (`Library.uses`): numba's `numba.cuda.`, CuPy's `cupy.cuda.`
 CUDA_LIBRARY_USES = tuple(library.uses for library in CUDA_LIBRARIES.values() if library.uses)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 
 from torchport.codemods.analysis.programs import call_name, is_script, parameter_defaults
 from torchport.codemods.analysis.source import parse
-from torchport.model import torch_facts
+from torchport.model import installed, torch_facts
 from torchport.model.torch_facts import ON_CUDA_FLAGS
 from torchport.model.trees import enclosing_scope, parent_map
 from torchport.results import (
@@ -41,10 +41,22 @@ _MPS_BLOCKERS = (
     (torch_facts.text("mps_lacks_ctc"), "CTC loss (`aten::_ctc_loss`)"),
     (torch_facts.text("mps_lacks_quantization"), "quantization kernels (fake-quantize, `quantize_per_tensor`)"),
     (torch_facts.text("mps_lacks_area"), "area interpolation to sizes that need not divide (`mode=\"area\"`)"),
-    (torch_facts.text("mps_lacks_lu_solve"), "LU solves (`aten::linalg_lu_solve`: `slogdet`'s backward)"),
     (torch_facts.text("mps_lacks_data_parallel"), DATA_PARALLEL_INPUTS),
     (torch_facts.text("mps_lacks_type_string"), "tensor type strings given back to `.type()` (`x.type(y.type())`)"),
 )
+# What MPS lacked before a torch release, as (pattern, description, the release that brought it): a lack only where
+# the installed torch predates it (`installed.version`, the torch the ported program runs on here).
+_MPS_BLOCKERS_UNTIL = (
+    # pytorch#167569 (torch 2.10) added `linalg.lu_solve` on MPS
+    (torch_facts.text("mps_lacks_lu_solve"), "LU solves (`aten::linalg_lu_solve`: `slogdet`'s backward)", (2, 10)),
+)
+
+
+def _mps_blockers() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """`_MPS_BLOCKERS`, with those of `_MPS_BLOCKERS_UNTIL` the installed torch still lacks."""
+    found = installed.version_tuple()
+    return _MPS_BLOCKERS + tuple((pattern, what) for pattern, what, fixed in _MPS_BLOCKERS_UNTIL
+                                 if found and found < fixed)
 LACKS_TEXT = torch_facts.text("lacks_text")
 _COLLECTIVES = torch_facts.text("collective_call")
 _MENTIONS_MPS = torch_facts.text("mentions_mps")
@@ -85,7 +97,7 @@ def blockers(text: str, tree: ast.Module | None = None, certain: bool = False) -
             return []
     found: list[tuple[int, str]] = []
     lines = text.splitlines()
-    present = [(pattern, what) for pattern, what in _MPS_BLOCKERS if pattern.search(text)]  # most texts: none
+    present = [(pattern, what) for pattern, what in _mps_blockers() if pattern.search(text)]  # most texts: none
     for number, line in enumerate(lines if present else (), 1):
         code = line.split("#", 1)[0]
         for pattern, what in present:

@@ -1447,19 +1447,33 @@ def _branch_kind(m: Migrator, node: cst.BaseExpression) -> str | None:
 def _idiom_flag(m: Migrator, node: cst.IfExp) -> cst.BaseExpression | None:
     """``args.cuda`` of an idiom tested with ``torch.cuda.is_available() and args.cuda`` (either order; a name or a
     chain of attributes of the program's own, not torch's: ``torch.version.cuda`` is a query; or a string key of
-    one, ``config['cuda']``), else None."""
+    one, ``config['cuda']``; or a test of those that calls nothing: RLsamp's ``args.ngpu > 0``, ``not
+    args.no_cuda``), else None."""
     test = node.test
     if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)):
         return None
     for query, flag in ((test.left, test.right), (test.right, test.left)):
-        # `config['cuda']` (consistency_vqa's YAML options): a key of a name or chain, read as an attribute is
-        holder = flag.value if isinstance(flag, cst.Subscript) and len(flag.slice) == 1 and isinstance(
-            flag.slice[0].slice, cst.Index) and isinstance(flag.slice[0].slice.value, cst.SimpleString) else flag
-        if (isinstance(query, cst.Call) and not query.args and m.qnames(query.func) & AVAILABILITY_TESTS
-                and isinstance(holder, (cst.Name, cst.Attribute)) and chain(holder) is not None
-                and not any(name.startswith("torch.") for name in m.qnames(holder))):
+        if isinstance(query, cst.Call) and not query.args and m.qnames(query.func) & AVAILABILITY_TESTS \
+                and _program_test(m, flag):
             return flag
     return None
+
+
+def _program_test(m: Migrator, flag: cst.BaseExpression) -> bool:
+    """Whether ``flag`` tests the program's own state and calls nothing: names or chains of attributes not torch's,
+    string keys of them, constants, and ``not``, comparisons and ``and``/``or`` of those."""
+    if isinstance(flag, cst.Subscript):  # `config['cuda']` (consistency_vqa's YAML options)
+        return len(flag.slice) == 1 and isinstance(flag.slice[0].slice, cst.Index) and isinstance(
+            flag.slice[0].slice.value, cst.SimpleString) and _program_test(m, flag.value)
+    if isinstance(flag, (cst.Name, cst.Attribute)):
+        return chain(flag) is not None and not any(name.startswith("torch.") for name in m.qnames(flag))
+    if isinstance(flag, cst.UnaryOperation):
+        return isinstance(flag.operator, cst.Not) and _program_test(m, flag.expression)
+    if isinstance(flag, cst.Comparison):
+        return _program_test(m, flag.left) and all(_program_test(m, c.comparator) for c in flag.comparisons)
+    if isinstance(flag, cst.BooleanOperation):
+        return _program_test(m, flag.left) and _program_test(m, flag.right)
+    return isinstance(flag, (cst.Integer, cst.Float, cst.SimpleString))
 
 
 def _idiom_shape(m: Migrator, node: cst.IfExp) -> tuple[bool, cst.BaseExpression | None, bool, bool] | None:
@@ -1518,9 +1532,13 @@ class AvailabilityIdiom(Rule):
         # tgn's `--gpu`: the index of a string formatted at run time goes to the runtime, which still gives a str
         Example("import torch\nd = 'cuda:{}'.format(GPU) if torch.cuda.is_available() else 'cpu'\n",
                 "import torch\nd = tp.available_device_str('cuda:{}'.format(GPU))\n"),
-        # the program's own flag still decides (cleanrl's `--cuda`)
+        # the program's own flag still decides (cleanrl's `--cuda`; RLsamp's `--ngpu`)
         Example('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")\n',
                 'import torch\ndevice = torch.device(tp.available_device_str() if args.cuda else "cpu")\n'),
+        Example('import torch\nd = torch.device(f"cuda:{a.i}" if (torch.cuda.is_available() and a.n > 0) else "cpu")\n',
+                'import torch\nd = torch.device(tp.available_device_str(f"cuda:{a.i}") if a.n > 0 else "cpu")\n'),
+        # a test that calls something may ask CUDA itself (a free-memory probe): left alone
+        Example('import torch\nd = "cuda" if torch.cuda.is_available() and gpu_free() else "cpu"\n'),
         # Already chooses among several backends: left alone.
         Example('import torch\nd = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() '
                 'else "cpu"\n'),

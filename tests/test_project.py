@@ -322,6 +322,10 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
     # Mixup-Inference's mixing weights: numpy's samplers give float64 (`np.random.beta`), moved before their cast
     ("ma = np.random.beta(1.0, 1.0, [4, 1])\nx = torch.from_numpy(ma).to(device).float()\n",
      (2, "float64 numpy arrays made into tensors")),
+    # GenerativeZoo's MaskGIT: Gumbel noise from numpy, moved as it is
+    ("import numpy as np\nimport torch\n\n\ndef f(conf, t, r, device):\n"
+     "    rand = t * np.random.gumbel(size=(2, 4)) * (1 - r)\n    return conf + torch.from_numpy(rand).to(device)\n",
+     (7, "float64 numpy arrays made into tensors")),
     ("def beta(t):\n    return t\n\n\nx = torch.from_numpy(beta(a)).to(device)\n", None),  # a project's own
     # ... and an indexed copy of them keeps their float64 (Mixup-Inference's `ma_img = ma[:, :, None, None]`)
     ("def shuffle(x):\n    if FLAGS.mixup_alpha == 0.:\n        return x\n    alpha = FLAGS.mixup_alpha\n"

@@ -456,7 +456,10 @@ WORDS: dict[str, tuple[str, ...]] = {
     # numpy's other samplers of floats (Mixup-Inference's `np.random.beta(alpha, alpha, [n, 1])`)
     "beta": ("numpy_maker",), "gamma": ("numpy_maker",), "exponential": ("numpy_maker",),
     "dirichlet": ("numpy_maker",), "lognormal": ("numpy_maker",), "laplace": ("numpy_maker",),
-    "random_sample": ("numpy_maker",),
+    "random_sample": ("numpy_maker",), "gumbel": ("numpy_maker",), "logistic": ("numpy_maker",),
+    "weibull": ("numpy_maker",), "rayleigh": ("numpy_maker",), "standard_exponential": ("numpy_maker",),
+    "standard_gamma": ("numpy_maker",), "standard_cauchy": ("numpy_maker",), "chisquare": ("numpy_maker",),
+    "multivariate_normal": ("numpy_maker",), "triangular": ("numpy_maker",),
     "standard_normal": ("numpy_maker",), "gym": ("float64_env",), "gymnasium": ("float64_env",),
     "train": ("module_method",), "parameters": ("module_method",), "named_parameters": ("module_method",),
     "state_dict": ("module_method",), "load_state_dict": ("module_method",), "modules": ("module_method",),
@@ -617,7 +620,8 @@ TEXT = {
                              "numpy float64 arrays reach a device where the module moves an array made into a tensor "
                              "there, in one line (``th.from_numpy(arr).to(device=t.device)``)"),
     "numpy_makers": (r"\b(?:randn|rand|normal|uniform|standard_normal|linspace|logspace|zeros|ones|arange|beta|gamma|"
-                     r"exponential|dirichlet|lognormal|laplace|random_sample)\("
+                     r"exponential|dirichlet|lognormal|laplace|random_sample|gumbel|logistic|weibull|rayleigh|"
+                     r"standard_exponential|standard_gamma|standard_cauchy|chisquare|multivariate_normal|triangular)\("
                      r"|\.astype\(float\)",
                      "numpy calls whose arrays are float64 unless given a dtype (`np.random.randn`, "
                      "`RandomState(s).randn`, `np.linspace`, `.astype(float)`), or once a float scales them "

@@ -339,6 +339,16 @@ def test_held_results_are_cached(tmp_path: Path) -> None:
      "        return hm, wh\n\n    def __getitem__(self, i):\n        hm, wh = self.targets(i)\n"
      "        return torch.from_numpy(hm), torch.from_numpy(wh)\n",
      (3, "float64 numpy arrays a dataset gives (its DataLoader batches them as float64 tensors)")),
+    # pmf's MovieLens: a subclass builds the rows of Python floats its `__getitem__` gives (float64 batches)
+    ("import torch\n\n\nclass Ratings(torch.utils.data.Dataset):\n    def __init__(self, path):\n"
+     "        self.rows, self.users = self.build(path)\n\n    def __getitem__(self, i):\n"
+     "        rating = self.rows[i][1]\n        return [self.rows[i][0], rating]\n\n\n"
+     "class Small(Ratings):\n    def build(self, path):\n        rows = []\n        for line in open(path):\n"
+     "            user, rating = line.split()\n            rating = float(rating)\n"
+     "            rows.append([int(user), rating])\n        return rows, []\n",
+     (18, "float64 numpy arrays a dataset gives (its DataLoader batches them as float64 tensors)")),
+    ("import torch\n\n\nclass Ratings(torch.utils.data.Dataset):\n    def __getitem__(self, i):\n"
+     "        return torch.tensor(float(self.rows[i]))\n", None),  # torch.tensor of a Python float: float32
     # torchvision's train_quantization.py: fake-quantize and quantize kernels are the CPU's and CUDA's alone
     ("model = torch.ao.quantization.prepare_qat(model)\n",
      (1, "quantization kernels (fake-quantize, `quantize_per_tensor`)")),

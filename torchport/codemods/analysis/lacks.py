@@ -1210,12 +1210,15 @@ def _dataset_float64(tree: ast.Module) -> list[int]:
     ``target = np.array(..., dtype=np.float)``, ``data_list.append((path, target))``). A DataLoader batches them as
     float64 tensors. Statement by statement in each method: a cast (``.astype(np.float32)``, ``.float()``,
     ``torch.tensor(x, dtype=...)``) ends a name's float64; arithmetic, indexing and dtype-keeping methods keep it.
-    Not certain enough for ``tp.avoid_mps``: a program may cast its batches before moving them."""
+    A Python float (``float(rating)``) given as it is batches as float64 too (pmf's MovieLens, whose subclasses of
+    the same module build the rows its ``__getitem__`` gives). Not certain enough for ``tp.avoid_mps``: a program
+    may cast its batches before moving them."""
     found: list[int] = []
-    for cls in ast.walk(tree):
-        if not isinstance(cls, ast.ClassDef):
-            continue
-        methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    classes = [c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)]
+    for cls in classes:
+        subclasses = [c for c in classes if any(isinstance(b, ast.Name) and b.id == cls.name for b in c.bases)]
+        methods = [m for c in (cls, *subclasses) for m in c.body
+                   if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
         getitem = next((m for m in methods if m.name == "__getitem__"), None)
         if getitem is None:
             continue
@@ -1231,9 +1234,11 @@ def _dataset_float64(tree: ast.Module) -> list[int]:
                    and any(isinstance(t, ast.Attribute) and t.attr in given
                            or isinstance(t, ast.Name) and t.id in returned
                            or isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id in returned
+                                                               or isinstance(e, ast.Attribute) and e.attr in given
                                                                for e in t.elts) for t in n.targets)}
         for method in methods:
             arrays: dict[str, int] = {}  # name -> the line making its float64 array
+            floats: dict[str, int] = {}  # name -> the line making its Python float
             for node in _in_order(method):
                 if isinstance(node, ast.Assign) and len(node.targets) == 1:
                     target = node.targets[0]
@@ -1243,15 +1248,33 @@ def _dataset_float64(tree: ast.Module) -> list[int]:
                             arrays.pop(target.id, None)
                         else:
                             arrays[target.id] = line
+                        if _python_float(node.value):
+                            floats[target.id] = node.lineno
+                        else:
+                            floats.pop(target.id, None)
                     elif method.name != "__getitem__" and isinstance(target, ast.Attribute) and isinstance(
                             target.value, ast.Name) and target.value.id == "self" and target.attr in given:
-                        found.extend(_float64_given(node.value, arrays))
+                        found.extend(_float64_given(node.value, arrays) + _floats_given(node.value, floats))
                 elif isinstance(node, ast.Return) and (method.name == "__getitem__" or method.name in feeding):
-                    found.extend(_float64_given(node.value, arrays))
+                    found.extend(_float64_given(node.value, arrays) + _floats_given(node.value, floats))
                 elif method.name in feeding and isinstance(node, ast.Call) and isinstance(
                         node.func, ast.Attribute) and node.func.attr == "append" and len(node.args) == 1:
-                    found.extend(_float64_given(node.args[0], arrays))
+                    found.extend(_float64_given(node.args[0], arrays) + _floats_given(node.args[0], floats))
     return sorted(set(found))
+
+
+def _python_float(node: ast.expr) -> bool:
+    """``float(x)``: a Python float, which a DataLoader's default collate batches as a float64 tensor."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float"
+
+
+def _floats_given(node: ast.expr | None, floats: Mapping[str, int]) -> list[int]:
+    """The lines making the Python floats ``node`` gives as they are (itself, or in a tuple or list)."""
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [line for e in node.elts for line in _floats_given(e, floats)]
+    if isinstance(node, ast.Name) and node.id in floats:
+        return [floats[node.id]]
+    return [node.lineno] if node is not None and _python_float(node) else []
 
 
 def _attributes_given(getitem: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:

@@ -642,8 +642,9 @@ def test_a_model_a_library_places_under_a_cuda_guard_moves_with_the_inputs_choic
     ("model.load_state_dict(torch.load(path)['model'])\n", False),  # copied into the CPU model: nothing moves
 ])
 def test_a_checkpoint_loaded_beside_a_kept_choice(tmp_path: Path, load: str, gets_it: bool) -> None:
-    script = ("import torch\n\ngpu = 0\n"  # a choice kept CUDA-or-CPU: the GPU's number also decides
-              "device = torch.device('cuda:0' if torch.cuda.is_available() and gpu >= 0 else 'cpu')\n"
+    script = ("import torch\n\n\ndef usable(gpu):\n    return gpu >= 0\n\n\n"  # a choice kept CUDA-or-CPU: a
+              # call of the program's own also decides
+              "device = torch.device('cuda:0' if torch.cuda.is_available() and usable(0) else 'cpu')\n"
               "model = torch.nn.Linear(2, 2).to(device)\n\n\ndef run(path):\n    " + load + "\n\n"
               "if __name__ == '__main__':\n    run('ckpt.pt')\n")
     _tree(tmp_path, {"latent_ode.py": script})

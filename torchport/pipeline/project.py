@@ -52,7 +52,7 @@ from torchport.codemods.analysis.programs import (
     main_blocks,
 )
 from torchport.codemods.analysis.source import parse as parse_quietly
-from torchport.model import arity, installed, torch_facts
+from torchport.model import installed, torch_facts
 from torchport.results import COMPILED, CPU_EXTENSION, DATASET_FLOAT64, KEPT_CHOICE, FileResult, keeps_cuda_or_cpu
 
 _DYNAMIC_IMPORT = torch_facts.text("dynamic_import")
@@ -1015,7 +1015,8 @@ class Project:
         on every device. In a notebook a stale cell fails alone: only a call whose result a later line reads
         counts there (MusicDiffusion's ``d = Denoiser(...)``, then ``d.cuda()``). A package's ``__init__.py`` does
         not count. None where no call settles it."""
-        from torchport.model.unbound import first_calls  # here: a warm run reads the decisions
+        from torchport.model import arity  # here: a warm run reads the decisions
+        from torchport.model.unbound import first_calls
 
         result = self.results[index]
         text = result.original or ""
@@ -1049,6 +1050,8 @@ class Project:
             module, definition = found
             if definition.decorator_list:
                 return None
+            from torchport.model import arity  # here: a warm run reads the decisions
+
             if isinstance(definition, ast.FunctionDef):
                 return arity.signature(definition)
             if definition.keywords or any(isinstance(s, (ast.Assign, ast.AnnAssign)) and any(

@@ -3328,3 +3328,27 @@ def test_a_default_of_a_script_function_another_module_calls_without_it_is_porte
     assert ("TP003" in codes) is imported
     assert any("every call of this script function passes `device`" in d["message"]
                for d in setup["diagnostics"]) is not imported
+
+
+@pytest.mark.parametrize("lookup", [False, True])
+def test_a_method_no_text_of_the_project_names_is_left_as_written(tmp_path: Path, lookup: bool) -> None:
+    """HistoDOI's helper_unet.py: `Trainer.train_schp` is named by no module, notebook or config of the project:
+    nothing runs it, so its `.cuda()` stays (R19, once) while `Trainer.train` is ported. A method of a class whose
+    base is another library's (Lightning calls `training_step` by its name) is ported, and so is every method of a
+    project that finds attributes by computed names (`getattr(trainer, "train_" + mode)`)."""
+    _write(tmp_path, {
+        "helper.py": "import torch\nimport lightning as pl\n\n\nclass Trainer(object):\n"
+                     "    def train(self, x):\n        return x.cuda()\n\n"
+                     "    def train_schp(self, x):\n        return x.cuda() * 2\n\n\n"
+                     "class Lit(pl.LightningModule):\n    def training_step(self, batch, i):\n"
+                     "        return batch.cuda()\n",
+        "main.py": "import torch\nfrom helper import Lit, Trainer\n\nif __name__ == '__main__':\n"
+                   + ("    print(getattr(Trainer(), 'train' + '')(torch.ones(2)), Lit)\n" if lookup else
+                      "    print(Trainer().train(torch.ones(2)), Lit)\n"),
+    })
+    helper = _migrated(tmp_path)["helper.py"]
+    lines = {r["line"] for r in helper["rewrites"]}
+    assert {7, 15} <= lines
+    assert (10 in lines) is lookup
+    assert any("nothing in the project runs `Trainer.train_schp`" in d["message"]
+               for d in helper["diagnostics"]) is not lookup

@@ -126,6 +126,9 @@ def check_port(original: str, migrated: str, exempt: frozenset[int] = frozenset(
         dead += _never_named(tree)
     never = [(s.lineno, s.end_lineno or s.lineno, s.name) for s in tree.body
              if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and s.name in unused]
+    never += [(f.lineno, f.end_lineno or f.lineno, f"{s.name}.{f.name}") for s in tree.body
+              if isinstance(s, ast.ClassDef) and s.name not in unused for f in s.body
+              if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f"{s.name}.{f.name}" in unused]
     if module_stops:
         dead += _never_run_after(tree, max(stop.line for stop in module_stops), closed)
     if tests:

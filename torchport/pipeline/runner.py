@@ -248,10 +248,10 @@ def _project_pass(results: list[FileResult], settings: Settings, jobs: int, cach
     _again(results, {index: Directive(holds.get(index), avoids.get(index), gates.get(index, frozenset()), True)
                      for index in reached}, settings, jobs, cache)
     # imported here: a warm run reads the directives
-    from torchport.pipeline.unused import passed_defaults, unread_globals, unused_definitions
+    from torchport.pipeline.unused import passed_defaults, unread_globals, unused_definitions, unused_methods
 
     unused = unused_definitions(results)
-    for more in (unread_globals(results), passed_defaults(results)):
+    for more in (unread_globals(results), passed_defaults(results), unused_methods(results)):
         for index, names in more.items():
             unused[index] = unused.get(index, frozenset()) | names
     for index in own - retold:  # not yet told it is its own

@@ -126,6 +126,95 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
     return found_unused
 
 
+_OWN_BASES = frozenset({"object", "Module", "Dataset", "IterableDataset"})  # torch calls only its own names there
+
+
+def unused_methods(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
+    """The methods of each changed module's classes that no text of the run names but their definitions, as
+    ``"Class.method"``: nothing calls them (HistoDOI's ``Trainer.train_schp``, NAYER's ``reptile_grad``). Only
+    classes whose bases are the project's own classes, ``object`` or torch's ``nn.Module`` and ``Dataset``, which
+    call only names of their own (a framework's base may call any method by its name: Lightning's
+    ``training_step``); not a dunder, a decorated method (bar `transparent` ones) or one ``nn.Module`` defines
+    (``forward``, ``extra_repr``). Nothing is decided where `unused_definitions` decides nothing: a project that
+    looks names up at run time, an installed package, a test module.
+
+    Returns:
+        index into ``results`` -> ``"Class.method"`` names (only modules with some).
+    """
+    from torchport.model.installed import module_methods
+
+    texts = [r.original for r in results]
+    if sum(t is not None for t in texts) > _MODULES_AT_MOST:
+        return {}
+    tests = torch_facts.text("test_file")
+    changed = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and r.original
+               and r.path.name != "conftest.py" and not tests.match(r.path.name)]
+    packaged = installable(results[i].path for i in changed)
+    changed = [i for i in changed if results[i].path not in packaged]
+    trees = {i: parse(texts[i] or "") for i in range(len(texts)) if results[i].path.suffix == ".py"}
+    if not changed or any(_looks_up_attributes(tree) for tree in trees.values() if tree is not None):
+        return {}
+    counts: dict[str, int] = {}
+    for text in texts:
+        for word in words(text or ""):
+            counts[word] = counts.get(word, 0) + 1
+    defined: dict[str, int] = {}  # name -> how many definitions of it the project holds, in any scope
+    classes: dict[str, list[ast.ClassDef]] = {}
+    for tree in trees.values():
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defined[node.name] = defined.get(node.name, 0) + 1
+            elif isinstance(node, ast.ClassDef):
+                classes.setdefault(node.name, []).append(node)
+    closed: dict[str, bool] = {}
+
+    def own(name: str, depth: int = 0) -> bool:
+        """Whether every class of the project named ``name`` has bases of `_OWN_BASES` or own ones alone."""
+        if name not in closed:
+            closed[name] = False  # a cycle settles nothing
+            closed[name] = depth < 8 and all(not c.decorator_list and not c.keywords and all(
+                base in _OWN_BASES or base in classes and own(base, depth + 1)
+                for base in (ast.unparse(b).rsplit(".", 1)[-1] for b in c.bases)) for c in classes[name])
+        return closed[name]
+
+    nn_names = module_methods()
+    found: dict[int, frozenset[str]] = {}
+    for index in changed:
+        tree = trees.get(index)
+        if tree is None:
+            continue
+        names = {f"{c.name}.{f.name}" for c in tree.body if isinstance(c, ast.ClassDef) and own(c.name) for f in c.body
+                 if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and not f.name.startswith("__")
+                 and f.name not in nn_names and (not f.decorator_list or transparent(f, tree))
+                 and counts.get(f.name, 0) <= defined.get(f.name, 0)}
+        if names:
+            found[index] = frozenset(names)
+    return found
+
+
+def _looks_up_attributes(tree: ast.Module) -> bool:
+    """Whether a module may find an object's attribute by a name computed at run time: ``getattr(obj, name)``
+    (not of a module it imports, nor of ``sys.modules[...]``: those are its top-level names), ``obj.__dict__[...]``,
+    ``eval``, ``exec``, ``operator.attrgetter`` or ``methodcaller``."""
+    modules = {(a.asname or a.name).split(".", 1)[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+               for a in n.names}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(
+                node.func, ast.Attribute) else ""
+            if name in ("attrgetter", "methodcaller") or isinstance(node.func, ast.Name) and name in ("eval", "exec"):
+                return True  # (not `model.eval()`)
+            if name == "getattr" and len(node.args) > 1 and not isinstance(node.args[1], ast.Constant) and not (
+                    isinstance(node.args[0], ast.Name) and node.args[0].id in modules
+                    or isinstance(node.args[0], ast.Subscript) and isinstance(node.args[0].value, ast.Attribute)
+                    and node.args[0].value.attr == "modules"):
+                return True
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and \
+                node.value.attr == "__dict__":
+            return True
+    return False
+
+
 def _live_definitions(project: Project, uses: Sequence[_Uses], extra: Collection[str],
                       spoken: Mapping[int, Collection[str]]) -> set[tuple[int, str]]:
     """``(module, name)`` of each top-level definition that may run: one a module's top level uses or ``spoken``

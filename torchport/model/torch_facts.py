@@ -339,6 +339,9 @@ ROLES = {
     "cpu_factory": "makes a tensor on the CPU unless given a device (a float64 tensor made there is not on MPS)",
     "numpy_maker": "a numpy call whose arrays are float64 unless given a dtype (`np.random.randn`, `np.linspace`)",
     "module_method": "a method of a torch module (`model.eval()`, `model.parameters()`): what it is called on is one",
+    "own_names_base": "a base class torch or Python calls no method of a subclass by a name of the subclass's own "
+                      "(`nn.Module` calls `forward`, a `Dataset` its dunders): a method nothing names never runs",
+    "attribute_lookup": "finds an object's attribute by a name given at run time (`operator.attrgetter`)",
     "dtype_keeping": "a method of an array or tensor whose result keeps its dtype (`x.abs()`, `x.reshape(...)`)",
     "numpy_math": "a numpy function whose result of Python numbers is a float64 scalar (`np.log(0.5)`): a tensor "
                   "made of it without a dtype is float64",
@@ -504,6 +507,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "numpy": ("host_copy",), "tolist": ("host_copy",), "item": ("host_copy",),
     "eval": ("name_lookup_builtin", "module_method", "code_builtin"), "exec": ("name_lookup_builtin", "code_builtin"),
     "globals": ("name_lookup_builtin",),
+    "object": ("own_names_base",), "Module": ("own_names_base",), "Dataset": ("own_names_base",),
+    "IterableDataset": ("own_names_base",), "attrgetter": ("attribute_lookup",), "methodcaller": ("attribute_lookup",),
     "vars": ("name_lookup_builtin",), "locals": ("name_lookup_builtin",), "CUDA_VISIBLE_DEVICES": ("cuda_env",),
     "__import__": ("name_lookup_builtin",), "import_module": ("name_lookup",),
     "instantiate": ("name_lookup",), "locate": ("name_lookup",), "get_class": ("name_lookup",),

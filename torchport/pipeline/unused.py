@@ -126,7 +126,7 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
     return found_unused
 
 
-_OWN_BASES = frozenset({"object", "Module", "Dataset", "IterableDataset"})  # torch calls only its own names there
+_OWN_BASES = frozenset(torch_facts.words("own_names_base"))
 
 
 def unused_methods(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
@@ -177,7 +177,7 @@ def unused_methods(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
                 for base in (ast.unparse(b).rsplit(".", 1)[-1] for b in c.bases)) for c in classes[name])
         return closed[name]
 
-    nn_names = module_methods()
+    nn_names = module_methods() | set(torch_facts.words("module_method"))  # (`forward` is an assignment there)
     found: dict[int, frozenset[str]] = {}
     for index in changed:
         tree = trees.get(index)
@@ -192,6 +192,10 @@ def unused_methods(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     return found
 
 
+_ATTRIBUTE_LOOKUPS = frozenset(torch_facts.words("attribute_lookup"))
+_CODE_BUILTINS = frozenset(torch_facts.words("code_builtin"))
+
+
 def _looks_up_attributes(tree: ast.Module) -> bool:
     """Whether a module may find an object's attribute by a name computed at run time: ``getattr(obj, name)``
     (not of a module it imports, nor of ``sys.modules[...]``: those are its top-level names), ``obj.__dict__[...]``,
@@ -202,7 +206,7 @@ def _looks_up_attributes(tree: ast.Module) -> bool:
         if isinstance(node, ast.Call):
             name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(
                 node.func, ast.Attribute) else ""
-            if name in ("attrgetter", "methodcaller") or isinstance(node.func, ast.Name) and name in ("eval", "exec"):
+            if name in _ATTRIBUTE_LOOKUPS or isinstance(node.func, ast.Name) and name in _CODE_BUILTINS:
                 return True  # (not `model.eval()`)
             if name == "getattr" and len(node.args) > 1 and not isinstance(node.args[1], ast.Constant) and not (
                     isinstance(node.args[0], ast.Name) and node.args[0].id in modules

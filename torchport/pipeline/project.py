@@ -1027,11 +1027,23 @@ class Project:
             tree = parse(text)
             return first_calls(tree, text, script) if tree is not None else []
 
-        for call in remembered(_FIRST_CALLS, (text, script), calls):
-            declared = self._signature(index, call.func)
+        found = remembered(_FIRST_CALLS, (text, script), calls)
+        if not found:
+            return None
+        tree = parse(text)
+        counts = _binding_counts(tree) if tree is not None else {}
+        signatures: dict[str, inspect.Signature | None] = {}  # per callee: a module calls one many times
+        for call in found:
+            callee = ast.unparse(call.func)
+            head = callee.split(".", 1)[0]
+            if counts.get(head) != 1:  # bound more than once (or never): which definition it names is not settled
+                continue
+            if callee not in signatures:
+                signatures[callee] = self._signature(index, call.func)
+            declared = signatures[callee]
             if declared is not None and (why := arity.refusal(declared, call)) is not None and (
-                    result.path.suffix == ".py" or _read_later(parse(text), call)):
-                return call.lineno, ast.unparse(call.func), why
+                    result.path.suffix == ".py" or _read_later(tree, call)):
+                return call.lineno, callee, why
         return None
 
     def _signature(self, index: int, func: ast.expr) -> inspect.Signature | None:
@@ -1039,10 +1051,6 @@ class Project:
         undecorated top-level function or class of the project (a class by its ``__init__``, its own or a project
         base's); None where anything else may decide it (a decorator, a metaclass, ``__new__``, a base outside
         the project)."""
-        head = func.id if isinstance(func, ast.Name) else func.value.id  # type: ignore[attr-defined]
-        tree = parse(self.results[index].original)
-        if tree is None or _bindings_of(tree, head) != 1:
-            return None
         found = self._defined(index, func)
         for _ in range(4):  # a class's bases, up to a few
             if found is None:
@@ -1373,19 +1381,28 @@ def _read_later(tree: ast.Module | None, call: ast.Call) -> bool:
                for n in ast.walk(tree)) if names and tree is not None else False
 
 
-def _bindings_of(tree: ast.Module, name: str) -> int:
-    """How many statements or parameters of ``tree``, in any scope, bind ``name``."""
-    count = 0
+def _binding_counts(tree: ast.Module) -> dict[str, int]:
+    """How many statements or parameters of ``tree``, in any scope, bind each name (a ``global`` or ``nonlocal``
+    counts twice: the name is rebound from elsewhere)."""
+    counts: dict[str, int] = {}
+
+    def bound(name: str, times: int = 1) -> None:
+        counts[name] = counts.get(name, 0) + times
+
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) or isinstance(
-                node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name or isinstance(
-                node, ast.arg) and node.arg == name:
-            count += 1
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound(node.name)
+        elif isinstance(node, ast.arg):
+            bound(node.arg)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            count += sum((a.asname or a.name).split(".", 1)[0] == name for a in node.names)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
-            count += 2  # rebound from elsewhere
-    return count
+            for alias in node.names:
+                bound((alias.asname or alias.name).split(".", 1)[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                bound(name, 2)
+    return counts
 
 
 def top_definition(project: Project, module: int, name: str,

@@ -195,6 +195,7 @@ def remembered(table: dict[_K, _V], key: _K, compute: Callable[[], _V]) -> _V:
 _BINDS: dict[str, frozenset[str] | None] = {}  # `installed.binds`, per text
 _UNBOUND: dict[tuple[str, bool], tuple[int, str] | None] = {}  # `Project.unbound_read`, per text
 _FIRST_CALLS: dict[tuple[str, bool], list[ast.Call]] = {}  # `Project.refused_call`, per text
+_BINDING_COUNTS: dict[str, dict[str, int]] = {}  # `_binding_counts`, per text
 _BATCH_MOVES: dict[str, tuple[int, int]] = {}  # `lacks.batch_moves`, per text
 
 
@@ -674,6 +675,7 @@ class Project:
                     self.by_name.setdefault(".".join(filter(None, (alias, dotted))), []).append(index)
         self._edges: dict[tuple[int, bool, bool], set[int]] = {}
         self._undefined: dict[int, list[tuple[int, str, int]]] = {}  # `undefined_imports`, per file
+        self._refused: dict[tuple[int, bool], tuple[int, str, str] | None] = {}  # `refused_call`, per file
         self._missing: dict[int, list[tuple[int, str]]] = {}  # `missing_imports`, per file
         self._builds_all: list[str] | None = None  # `_build_texts`
         self._builds: list[str] | None = None  # `_build_scripts`
@@ -1015,6 +1017,12 @@ class Project:
         on every device. In a notebook a stale cell fails alone: only a call whose result a later line reads
         counts there (MusicDiffusion's ``d = Denoiser(...)``, then ``d.cuda()``). A package's ``__init__.py`` does
         not count. None where no call settles it."""
+        if (index, script) not in self._refused:
+            self._refused[index, script] = self._refused_call(index, script)
+        return self._refused[index, script]
+
+    def _refused_call(self, index: int, script: bool) -> tuple[int, str, str] | None:
+        """`refused_call`, read once per file of the project."""
         from torchport.model import arity  # here: a warm run reads the decisions
         from torchport.model.unbound import first_calls
 
@@ -1031,7 +1039,7 @@ class Project:
         if not found:
             return None
         tree = parse(text)
-        counts = _binding_counts(tree) if tree is not None else {}
+        counts = remembered(_BINDING_COUNTS, text, lambda: _binding_counts(tree)) if tree is not None else {}
         signatures: dict[str, inspect.Signature | None] = {}  # per callee: a module calls one many times
         for call in found:
             callee = ast.unparse(call.func)

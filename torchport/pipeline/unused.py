@@ -18,6 +18,7 @@ one that only sets autograd's mode, `transparent`).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -151,48 +152,69 @@ def unused_methods(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
                and r.path.name != "conftest.py" and not tests.match(r.path.name)]
     packaged = installable(results[i].path for i in changed)
     changed = [i for i in changed if results[i].path not in packaged]
-    trees = {i: parse(texts[i] or "") for i in range(len(texts)) if results[i].path.suffix == ".py"}
-    if not changed or any(_looks_up_attributes(tree) for tree in trees.values() if tree is not None):
-        return {}
-    counts: dict[str, int] = {}
-    for text in texts:
-        for word in words(text or ""):
-            counts[word] = counts.get(word, 0) + 1
-    defined: dict[str, int] = {}  # name -> how many definitions of it the project holds, in any scope
-    classes: dict[str, list[ast.ClassDef]] = {}
-    for tree in trees.values():
-        for node in ast.walk(tree) if tree is not None else ():
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                defined[node.name] = defined.get(node.name, 0) + 1
-            elif isinstance(node, ast.ClassDef):
-                classes.setdefault(node.name, []).append(node)
-    closed: dict[str, bool] = {}
-
-    def own(name: str, depth: int = 0) -> bool:
-        """Whether every class of the project named ``name`` has bases of `_OWN_BASES` or own ones alone."""
-        if name not in closed:
-            closed[name] = False  # a cycle settles nothing
-            closed[name] = depth < 8 and all(not c.decorator_list and not c.keywords and all(
-                base in _OWN_BASES or base in classes and own(base, depth + 1)
-                for base in (ast.unparse(b).rsplit(".", 1)[-1] for b in c.bases)) for c in classes[name])
-        return closed[name]
-
     nn_names = module_methods() | set(torch_facts.words("module_method"))  # (`forward` is an assignment there)
-    found: dict[int, frozenset[str]] = {}
+    candidates: dict[int, list[tuple[ast.ClassDef, str]]] = {}  # (class, method) of each changed module
     for index in changed:
-        tree = trees.get(index)
+        tree = parse(texts[index])
         if tree is None:
             continue
-        names = {f"{c.name}.{f.name}" for c in tree.body if isinstance(c, ast.ClassDef) and own(c.name) for f in c.body
-                 if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and not f.name.startswith("__")
-                 and f.name not in nn_names and (not f.decorator_list or transparent(f, tree))
-                 and counts.get(f.name, 0) <= defined.get(f.name, 0)}
-        if names:
-            found[index] = frozenset(names)
+        module = tree
+        for c in tree.body:
+            if isinstance(c, ast.ClassDef):
+                candidates.setdefault(index, []).extend(
+                    (c, f.name) for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and not f.name.startswith("__") and f.name not in nn_names
+                    and (not f.decorator_list or transparent(f, module)))
+    names = {name for pairs in candidates.values() for _, name in pairs}
+    if not names:
+        return {}
+    # a method named nowhere but its definitions (each `def name` holds the word once)
+    pattern = re.compile(r"\b(def\s+)?(" + "|".join(sorted(map(re.escape, names))) + r")\b")
+    said: dict[str, int] = {}
+    for text in texts:
+        for match in pattern.finditer(text or ""):
+            if not match.group(1):
+                said[match.group(2)] = said.get(match.group(2), 0) + 1
+    unnamed = names - said.keys()
+    if not unnamed or any(_looks_up_attributes(tree) for i, t in enumerate(texts)
+                          if t and results[i].path.suffix == ".py" and _LOOKUP_TEXT.search(t)
+                          and (tree := parse(t)) is not None):
+        return {}
+    classes: dict[str, list[ast.ClassDef]] | None = None  # the project's, read where a base is one of its own
+    closed: dict[str, bool] = {}
+
+    def own(cls: ast.ClassDef, depth: int = 0) -> bool:
+        """Whether ``cls`` has bases of `_OWN_BASES` alone, or classes of the project that have."""
+        nonlocal classes
+        if cls.decorator_list or cls.keywords or depth > 8:
+            return False
+        for base in (ast.unparse(b).rsplit(".", 1)[-1] for b in cls.bases):
+            if base in _OWN_BASES:
+                continue
+            if classes is None:
+                classes = {}
+                for i, t in enumerate(texts):
+                    if t and results[i].path.suffix == ".py" and (tree := parse(t)) is not None:
+                        for node in ast.walk(tree):
+                            if isinstance(node, ast.ClassDef):
+                                classes.setdefault(node.name, []).append(node)
+            if base not in closed:
+                closed[base] = False  # a cycle settles nothing
+                closed[base] = base in classes and all(own(c, depth + 1) for c in classes[base])
+            if not closed[base]:
+                return False
+        return True
+
+    found: dict[int, frozenset[str]] = {}
+    for index, pairs in candidates.items():
+        dead = {f"{c.name}.{name}" for c, name in pairs if name in unnamed and own(c)}
+        if dead:
+            found[index] = frozenset(dead)
     return found
 
 
 _ATTRIBUTE_LOOKUPS = frozenset(torch_facts.words("attribute_lookup"))
+_LOOKUP_TEXT = re.compile(r"getattr|attrgetter|methodcaller|\beval\(|\bexec\(|__dict__")  # `_looks_up_attributes`'s
 _CODE_BUILTINS = frozenset(torch_facts.words("code_builtin"))
 
 

@@ -585,6 +585,9 @@ TEXT = {
     "mps_lacks_lu_solve": (r"(?<!def )\b(?:slogdet|logdet|lu_solve)\(",
                            "a log-determinant's backward and `lu_solve` solve with `aten::linalg_lu_solve`, which had "
                            "no MPS kernel before torch 2.10 (pytorch#167569); GenerativeZoo's Glow trains so"),
+    "attribute_lookup_text": (r"getattr|attrgetter|methodcaller|\beval\(|\bexec\(|__dict__",
+                              "what a module that finds an attribute by a name computed at run time holds "
+                              "(`getattr(obj, name)`, `operator.attrgetter`, `eval`)"),
     "mps_lacks_area": (r"""\bmode\s*=\s*["']area["']""",
                        "area interpolation: it runs MPS's adaptive_avg_pool2d, which takes only sizes that divide "
                        "(pytorch#96056, open in torch 2.13); facenet-pytorch's MTCNN resizes so"),

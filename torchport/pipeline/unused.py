@@ -214,7 +214,7 @@ def unused_methods(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
 
 
 _ATTRIBUTE_LOOKUPS = frozenset(torch_facts.words("attribute_lookup"))
-_LOOKUP_TEXT = re.compile(r"getattr|attrgetter|methodcaller|\beval\(|\bexec\(|__dict__")  # `_looks_up_attributes`'s
+_LOOKUP_TEXT = torch_facts.text("attribute_lookup_text")
 _CODE_BUILTINS = frozenset(torch_facts.words("code_builtin"))
 
 

@@ -363,9 +363,9 @@ class AmpDeviceType(Rule):
 
     def visit_Call(self, m: Migrator, node: cst.Call) -> None:
         """Mark `"cuda"` given as the device type of a generic AMP call."""
-        if not m.qnames(node.func) & _GENERIC_TYPED:
-            return
         names = m.qnames(node.func)
+        if not names & _GENERIC_TYPED:
+            return
         if names & _GENERIC_SCALER and older_torch(m, node, _SCALER_TORCH, "torch.amp.GradScaler on MPS") \
                 or names & _GENERIC_AUTOCAST and older_torch(m, node, _AUTOCAST_TORCH, "autocast on MPS"):
             return

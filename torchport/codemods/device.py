@@ -1050,6 +1050,8 @@ class DeviceString(_StringRule):
         for name, default in defaults:
             if name in unreachable:
                 why = f"a default no call reaches: every call of this {what} passes `{name}`"
+                if what == "script function":
+                    m.fact("script_defaults", default)  # the project pass asks whether other modules import it
             elif store["option"] and (top or method) and _is_device_name(name):
                 why = "this script passes its own --device option along; its defaults are fallbacks it does not use"
             elif name in dispatching:

@@ -69,16 +69,9 @@ def declared_torch_version(root: Path) -> tuple[int, int] | None:
 
 def project_torch_version(root: Path) -> tuple[int, int]:
     """`declared_torch_version`, else the installed torch's, else `FALLBACK`."""
-    found = declared_torch_version(root)
-    if found is not None:
-        return found
-    from importlib import metadata  # only when the project declares nothing
+    from torchport.model.installed import version_tuple
 
-    try:
-        major, minor = metadata.version("torch").split(".")[:2]
-        return int(major), int(minor)
-    except (metadata.PackageNotFoundError, ValueError):
-        return FALLBACK
+    return declared_torch_version(root) or version_tuple() or FALLBACK
 
 
 def fallback_note(results: Iterable[FileResult], version: tuple[int, int]) -> str | None:

@@ -38,7 +38,7 @@ def unbound_read(tree: ast.Module, text: str, script: bool) -> tuple[int, str] |
         ``(line, name)``, 1-based; None where no such read comes before the program's first loop or call of its
         own functions, or where the module may bind names it does not spell.
     """
-    if _DYNAMIC.search(text) or "builtins" in text or "import *" in text:
+    if _binds_unspelled(text):
         return None
     reads = [n for n in _walk(tree, script) if isinstance(n, ast.Name)]
     known = _BUILTINS | (installed.binds(text, tree) or frozenset())  # most reads are of imports and globals: the
@@ -60,10 +60,15 @@ def first_calls(tree: ast.Module, text: str, script: bool) -> list[ast.Call]:
         text: the module's source.
         script: read its ``if __name__ == "__main__":`` block too.
     """
-    if _DYNAMIC.search(text) or "builtins" in text or "import *" in text:
+    if _binds_unspelled(text):
         return []
     return [n for n in _walk(tree, script) if isinstance(n, ast.Call) and (isinstance(n.func, ast.Name) or isinstance(
         n.func, ast.Attribute) and isinstance(n.func.value, ast.Name))]
+
+
+def _binds_unspelled(text: str) -> bool:
+    """Whether a module may bind names it does not spell (``globals()``, ``exec``, a star import, ``builtins``)."""
+    return bool(_DYNAMIC.search(text)) or "builtins" in text or "import *" in text
 
 
 def _walk(tree: ast.Module, script: bool) -> list[ast.Name | ast.Call]:

@@ -187,7 +187,7 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
 
     trees, project = _model(results)
     scripts = _console_scripts(root)
-    imported = {other for index in range(len(results)) for other in project.imports(index)}
+    imported = project.imported()
     paths_shown: dict[int, str] = {}
 
     shown_index: dict[str, int] = {}
@@ -271,36 +271,27 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
                 # CCT's models/model.py imports utils/losses.py, a TabError: the program stops on every device
                 error = _syntax_error(results[index].original or "")
                 head = error.split(":", 1)[0]
-                program.blockers.extend(Blocker(
-                    target, f"imports {shown}, which does not parse ({error}): {installed.RUNS_NOWHERE}", shown,
-                    int(head) if head.isdigit() else 1, chain=hops_to(entry, index, kind))
-                    for target in OFF_CUDA if target not in {b.target for b in program.blockers})
+                _stops_everywhere(program, f"imports {shown}, which does not parse ({error}): ", shown,
+                                  int(head) if head.isdigit() else 1, hops_to(entry, index, kind))
                 continue
-            if (unbound := project.unbound_read(index, index == entry and kind in ("script", "console-script"))):
+            as_script = index == entry and kind in ("script", "console-script")
+            if (unbound := project.unbound_read(index, as_script)):
                 # PhySTNet's main.py reads `dataset_test`, which nothing binds, before it does anything
-                program.blockers.extend(Blocker(
-                    target, f"reads `{unbound[1]}`, which nothing binds, before it does its work: a NameError, "
-                            f"{installed.RUNS_NOWHERE}", shown, unbound[0], chain=hops_to(entry, index, kind))
-                    for target in OFF_CUDA if target not in {b.target for b in program.blockers})
-            if (refused := project.refused_call(index, index == entry and kind in ("script", "console-script"))):
+                _stops_everywhere(program, f"reads `{unbound[1]}`, which nothing binds, before it does its work: a "
+                                  "NameError, ", shown, unbound[0], hops_to(entry, index, kind))
+            if (refused := project.refused_call(index, as_script)):
                 # MusicDiffusion's notebooks build a Denoiser with seven arguments; the class now takes three
-                program.blockers.extend(Blocker(
-                    target, f"calls `{refused[1]}` with arguments its signature refuses ({refused[2]}) before it "
-                            f"does its work: a TypeError, {installed.RUNS_NOWHERE}", shown, refused[0],
-                    chain=hops_to(entry, index, kind))
-                    for target in OFF_CUDA if target not in {b.target for b in program.blockers})
+                _stops_everywhere(program, f"calls `{refused[1]}` with arguments its signature refuses ({refused[2]}) "
+                                  "before it does its work: a TypeError, ", shown, refused[0],
+                                  hops_to(entry, index, kind))
             for line, name, module in project.undefined_imports(index)[:1]:
                 # super-image's examples import a class its package does not define: an ImportError anywhere
-                program.blockers.extend(Blocker(
-                    target, f"imports {name} from {shown_as(module)}, which does not define it: "
-                            f"{installed.RUNS_NOWHERE}", shown, line, chain=hops_to(entry, index, kind))
-                    for target in OFF_CUDA if target not in {b.target for b in program.blockers})
+                _stops_everywhere(program, f"imports {name} from {shown_as(module)}, which does not define it: ", shown,
+                                  line, hops_to(entry, index, kind))
             for line, dotted in project.missing_imports(index)[:1]:
                 # pytorch-models' train_detection.py imports a module of its own package the repository lacks
-                program.blockers.extend(Blocker(
-                    target, f"imports {dotted}, a module the project lacks: {installed.RUNS_NOWHERE}", shown, line,
-                    chain=hops_to(entry, index, kind))
-                    for target in OFF_CUDA if target not in {b.target for b in program.blockers})
+                _stops_everywhere(program, f"imports {dotted}, a module the project lacks: ", shown, line,
+                                  hops_to(entry, index, kind))
             for need in needs(index, index == entry, program.reached):  # the first of each module, per target
                 if any(environment.get(variable, None if by_get else value) != value
                        for variable, value, by_get in need.env):
@@ -381,6 +372,14 @@ def _programs(results: Sequence[FileResult], root: Path) -> list[Program]:
         program.runs_on = [*(() if nowhere else ("cuda",)), *(t for t in OFF_CUDA if t not in blocked)]
         made.append(program)
     return sorted(made, key=lambda p: p.path)
+
+
+def _stops_everywhere(program: Program, why: str, shown: str, line: int, chain: tuple[str, ...]) -> None:
+    """Block each target of ``program`` not blocked yet at ``shown``:``line``, which stops it on every device
+    (``why``, which `installed.RUNS_NOWHERE` ends, imported through ``chain``)."""
+    have = {b.target for b in program.blockers}
+    program.blockers.extend(Blocker(target, why + installed.RUNS_NOWHERE, shown, line, chain=chain)
+                            for target in OFF_CUDA if target not in have)
 
 
 def _stops(result: FileResult, kind: str, tree: ast.Module | None, shown: str,
@@ -525,7 +524,7 @@ def _cuda_builds(results: Sequence[FileResult]) -> dict[int, str]:
     if not candidates:
         return found
     _, project = _model(results)
-    imported = {other for index in range(len(results)) for other in project.imports(index)}
+    imported = project.imported()
     for index in candidates:
         if index not in imported and (tree := _parse(results[index].original)) is not None \
                 and (names := cuda_extensions(tree, sources_need_cuda(results[index].path.parent))):
@@ -667,18 +666,11 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
         return {}, frozenset()
     trees, project = _model(results)
     scripts = _console_scripts(Path.cwd())
-    imported: set[int] = set()  # what the project imports, read only where a console script's kind needs it
     # moves other than checkpoints loaded into a module (copied onto the module's device: nothing moves)
     carrying = {i for i in moving if set(results[i].facts["moves"]) - set(results[i].facts.get("state_loads", ()))}
     # what moves data for the programs that import it: not a move in its own `__main__` block (learn2learn's
     # resnet12.py demo), which runs only where it is the program
     moving_on_import = {i for i in moving if _moves_outside_main(results[i])}
-
-    def is_imported(index: int) -> bool:
-        if not imported:
-            imported.update(other for i in range(len(results)) for other in project.imports(i))
-            imported.add(-1)  # read
-        return index in imported
 
     def shown(other: int, entry: int) -> str:
         """Module ``other`` as the call of program ``entry`` names it: as the run showed it, or, where the run was
@@ -706,14 +698,14 @@ def avoid_mps(results: Sequence[FileResult]) -> tuple[dict[int, str], frozenset[
         if testing:
             tests.add(index)
         elif not module.parses or not notebook and not (module.script or _kind(
-                result, module, name, scripts, is_imported(index)) in ("script", "console-script")):
+                result, module, name, scripts, index in project.imported()) in ("script", "console-script")):
             continue  # a `__main__` block, a console script, or top-level work in a module nothing imports
-        if not testing and not notebook and name not in scripts and (is_imported(index) or project.in_package(
+        if not testing and not notebook and name not in scripts and (index in project.imported() or project.in_package(
                 index) and (not module.script or installable([result.path]))) and not _reads_command_line(trees[index]):
             if not module.script:
                 continue  # a library module: the call would run in every program importing it (a package no
                 # metadata installs is the repository's: reid-strong-baseline's tools/train.py is a script)
-            if is_imported(index) or not _picks_on_import(result):
+            if index in project.imported() or not _picks_on_import(result):
                 demos.add(index)  # its `__main__` block runs a program of its own (P-tuning-v2's dense_retriever.py,
                 # whose class others import): the call goes there, where it runs only when the module is the program
             # (one nothing imports that picks its device on import, torchsparsegradutils' benchmarks/*_rand.py:

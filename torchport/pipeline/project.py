@@ -676,6 +676,7 @@ class Project:
         self._edges: dict[tuple[int, bool, bool], set[int]] = {}
         self._undefined: dict[int, list[tuple[int, str, int]]] = {}  # `undefined_imports`, per file
         self._refused: dict[tuple[int, bool], tuple[int, str, str] | None] = {}  # `refused_call`, per file
+        self._imported: frozenset[int] | None = None  # `imported`
         self._missing: dict[int, list[tuple[int, str]]] = {}  # `missing_imports`, per file
         self._builds_all: list[str] | None = None  # `_build_texts`
         self._builds: list[str] | None = None  # `_build_scripts`
@@ -715,6 +716,12 @@ class Project:
                     found.add(other)
         found.discard(index)
         return found
+
+    def imported(self) -> frozenset[int]:
+        """The files of the run that another file of it imports (`imports`), read once."""
+        if self._imported is None:
+            self._imported = frozenset(other for index in range(len(self.results)) for other in self.imports(index))
+        return self._imported
 
     def resolved(self, index: int, nodes: Iterable[Imported]) -> set[int]:
         """The files of the run that import statements ``nodes`` of file ``index`` name."""
@@ -1059,6 +1066,8 @@ class Project:
         undecorated top-level function or class of the project (a class by its ``__init__``, its own or a project
         base's); None where anything else may decide it (a decorator, a metaclass, ``__new__``, a base outside
         the project)."""
+        from torchport.model import arity  # here: a warm run reads the decisions
+
         found = self._defined(index, func)
         for _ in range(4):  # a class's bases, up to a few
             if found is None:
@@ -1066,8 +1075,6 @@ class Project:
             module, definition = found
             if definition.decorator_list:
                 return None
-            from torchport.model import arity  # here: a warm run reads the decisions
-
             if isinstance(definition, ast.FunctionDef):
                 return arity.signature(definition)
             if definition.keywords or any(isinstance(s, (ast.Assign, ast.AnnAssign)) and any(

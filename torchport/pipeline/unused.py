@@ -68,15 +68,10 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
         index into ``results`` -> the names of its definitions nothing runs (only modules with some).
     """
     texts = [r.original for r in results]
-    if sum(t is not None for t in texts) > _MODULES_AT_MOST:
-        return {}
-    tests = torch_facts.text("test_file")
-    changed = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and r.path.name != "conftest.py"
-               and not tests.match(r.path.name)]
-    packaged = installable(results[i].path for i in changed)
-    changed = [i for i in changed if results[i].path not in packaged]
+    changed = _decided_modules(results)
     if not changed:
         return {}
+    tests = torch_facts.text("test_file")
     uses: list[_Uses] = []
     for index, text in enumerate(texts):
         if text is None:
@@ -103,7 +98,7 @@ def unused_definitions(results: Sequence[FileResult]) -> dict[int, frozenset[str
         extra |= set(words("\n".join(on_disk)))
         spoken = {index: frozenset(words(text)) - u.candidates
                   for index, (text, u) in enumerate(zip(texts, uses, strict=True)) if text}
-    imported = {other for index in range(len(results)) for other in project.imports(index)}
+    imported = project.imported()
     # a module nothing imports that is no script may be imported by its users: its definitions count, and what
     # they use in turn (physics_informed's `tfno.py` and the `core.py` names it imports)
     for index, text in enumerate(texts):
@@ -145,13 +140,7 @@ def unused_methods(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:
     from torchport.model.installed import module_methods
 
     texts = [r.original for r in results]
-    if sum(t is not None for t in texts) > _MODULES_AT_MOST:
-        return {}
-    tests = torch_facts.text("test_file")
-    changed = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and r.original
-               and r.path.name != "conftest.py" and not tests.match(r.path.name)]
-    packaged = installable(results[i].path for i in changed)
-    changed = [i for i in changed if results[i].path not in packaged]
+    changed = _decided_modules(results)
     nn_names = module_methods() | set(torch_facts.words("module_method"))  # (`forward` is an assignment there)
     candidates: dict[int, list[tuple[ast.ClassDef, str]]] = {}  # (class, method) of each changed module
     for index in changed:
@@ -241,6 +230,19 @@ def _looks_up_attributes(tree: ast.Module) -> bool:
     return False
 
 
+def _decided_modules(results: Sequence[FileResult]) -> list[int]:
+    """The changed modules whose definitions the project's own code alone may run: not a test module (pytest runs
+    them by name), a ``conftest.py`` or a module of a package that packaging metadata installs (its users call
+    it); none in a project of more than `_MODULES_AT_MOST` modules."""
+    if sum(r.original is not None for r in results) > _MODULES_AT_MOST:
+        return []
+    tests = torch_facts.text("test_file")
+    changed = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and r.path.name != "conftest.py"
+               and not tests.match(r.path.name)]
+    packaged = installable(results[i].path for i in changed)
+    return [i for i in changed if results[i].path not in packaged]
+
+
 def _live_definitions(project: Project, uses: Sequence[_Uses], extra: Collection[str],
                       spoken: Mapping[int, Collection[str]]) -> set[tuple[int, str]]:
     """``(module, name)`` of each top-level definition that may run: one a module's top level uses or ``spoken``
@@ -318,7 +320,7 @@ def own_scripts(results: Sequence[FileResult]) -> set[int]:
             return set()
     project = Project(results)
     packaged = installable(results[i].path for i in changed)
-    imported = {other for index in range(len(results)) for other in project.imports(index)}
+    imported = project.imported()
     return {i for i in changed if i not in imported
             and not (results[i].path in packaged and results[i].path.parent in project.package_dirs)}
 
@@ -330,13 +332,8 @@ def imported_scripts(results: Sequence[FileResult]) -> set[int]:
     Returns:
         indices into ``results``.
     """
-    kept = [i for i, r in enumerate(results) if r.changed and r.path.suffix == ".py" and any(
-        "every call of this script function" in d.message for d in r.diagnostics)]
-    if not kept:
-        return set()
-    project = Project(results)
-    imported = {other for index in range(len(results)) for other in project.imports(index) if other != index}
-    return {i for i in kept if i in imported}
+    kept = [i for i, r in enumerate(results) if r.changed and r.facts.get("script_defaults")]
+    return set(kept) & Project(results).imported() if kept else set()
 
 
 def unread_globals(results: Sequence[FileResult]) -> dict[int, frozenset[str]]:

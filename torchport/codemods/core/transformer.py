@@ -380,8 +380,9 @@ class Migrator(cst.CSTTransformer):
         """Record a fact for the project pass at ``node``: ``kind`` is ``choices`` (a device chosen from CUDA's
         availability, rewritten to the runtime's choice), ``kept`` (such a choice kept CUDA-or-CPU), ``moves``
         (a rewrite that sends data to the runtime's device), ``state_loads`` (a checkpoint loaded straight into
-        ``load_state_dict``, which moves nothing) or ``unnamed`` (a rewrite not made because the file never names
-        CUDA, which a ported program reaching it asks for)."""
+        ``load_state_dict``, which moves nothing), ``unnamed`` (a rewrite not made because the file never names
+        CUDA, which a ported program reaching it asks for) or ``script_defaults`` (a default a script's function
+        keeps because every call of it in the script passes the parameter)."""
         lines = self.facts.setdefault(kind, [])
         line = self.start(node).line
         if line not in lines:
